@@ -1,0 +1,32 @@
+/**
+ * Every user-facing failure carries a stable code, the place at fault and the fix.
+ * A `Problem` is one finding; an `InputError` carries all of them at once, so the CLI
+ * can print every problem together and exit 2 without a stack trace.
+ */
+export interface Problem {
+  /** Stable code, e.g. `TRON_CYCLE`. The same code appears in events and docs. */
+  code: string;
+  /** File, and field or line where known: `.tron/blocks/b.md: depends_on`. */
+  path: string;
+  /** What is wrong, then what to do about it. */
+  message: string;
+}
+
+/** A user mistake: exit status 2, nothing changed. */
+export class InputError extends Error {
+  readonly problems: Problem[];
+  constructor(problems: Problem[]) {
+    super(problems.map(formatProblem).join('\n'));
+    this.name = 'InputError';
+    this.problems = problems;
+  }
+}
+
+export function formatProblem(p: Problem): string {
+  return `${p.code}: ${p.path}: ${p.message}`;
+}
+
+/** Throws one InputError carrying every problem, if there are any. */
+export function throwIfProblems(problems: Problem[]): void {
+  if (problems.length > 0) throw new InputError(problems);
+}

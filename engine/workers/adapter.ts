@@ -1,0 +1,69 @@
+/**
+ * One interface for every kind of worker (openai, command, sim). The engine hands an
+ * adapter one turn at a time; the adapter returns the raw reply text or says why the
+ * turn failed. It never interprets the reply: the `>>` gateway does that.
+ */
+import type { WorkerRole } from '../roles.ts';
+
+/** What one turn is for; prompts and liveness treat them differently. */
+export type TurnKind = 'build' | 'challenge' | 'review' | 'merge' | 'probe' | 'restate' | 'architect';
+
+export interface TurnRequest {
+  role: WorkerRole;
+  block: string;
+  /** TRON_SESSION: the same for every turn of one worker conversation. */
+  session: string;
+  /** TRON_TURN: 1, 2, … within the session. */
+  turn: number;
+  /** TRON_PHASE: the block's phase when the turn was issued. */
+  phase: string;
+  kind: TurnKind;
+  /** The whole prompt (stdin for command workers, a user message for openai). */
+  prompt: string;
+  /** builder: its worktree; reviewer: detached checkout at the attested sha; architect: repo root. */
+  cwd: string;
+  /** The run directory (TRON_RUN_DIR), where adapters may persist session state. */
+  runDir: string;
+  /** Hard budget of the turn in ms, after which the adapter stops it and reports a timeout. */
+  timeoutMs: number;
+  /** Aborted when the engine stops the turn (overrun without life, shutdown). */
+  signal: AbortSignal;
+}
+
+export type TurnFailure = 'exit' | 'timeout' | 'crash' | 'aborted' | 'step_cap' | 'api';
+
+export type TurnOutcome =
+  | { ok: true; reply: string }
+  | { ok: false; failure: TurnFailure; detail: string; output?: string };
+
+/** Usage of one model call, recorded as a `worker.usage` event. */
+export interface Usage {
+  model: string;
+  promptTokens: number;
+  completionTokens: number;
+  totalTokens: number;
+}
+
+/** Things an adapter reports while a turn runs; the engine records each as an event. */
+export interface TurnObserver {
+  /** A worker process started; recovery kills it later by pid and start time if it outlives the run. */
+  spawned(info: { pid: number; startTime: string }): void;
+  /** That process ended. */
+  exited(info: { pid: number; code: number | null; signal: string | null }): void;
+  usage(usage: Usage): void;
+  /** A transient API failure being retried after `delayMs`. */
+  retry(info: { attempt: number; status?: number; delayMs: number; error: string }): void;
+}
+
+export interface WorkerAdapter {
+  readonly kind: 'openai' | 'command' | 'sim';
+  runTurn(request: TurnRequest, observer: TurnObserver): Promise<TurnOutcome>;
+}
+
+/** An observer that drops everything: for tests and tools that do not record. */
+export const silentObserver: TurnObserver = {
+  spawned() {},
+  exited() {},
+  usage() {},
+  retry() {},
+};

@@ -1,0 +1,47 @@
+/**
+ * The `[workers.<role>]` tables of config.toml, one zod schema per adapter. Unknown keys
+ * are errors (strict), so a typo is reported instead of ignored.
+ */
+import { z } from 'zod';
+import { parseDuration } from '../duration.ts';
+
+const duration = z.string().refine((s) => parseDuration(s) !== undefined, {
+  message: 'a duration like "90s", "20m" or "1h"',
+});
+
+export const openaiSettings = z.strictObject({
+  adapter: z.literal('openai'),
+  model: z.string().min(1),
+  base_url: z.string().url().optional(),
+  api_key_env: z.string().min(1).default('OPENAI_API_KEY'),
+  /** Model calls per turn before the turn fails. */
+  max_steps: z.number().int().positive().default(40),
+  max_tokens_per_turn: z.number().int().positive().optional(),
+  temperature: z.number().min(0).max(2).optional(),
+  request_timeout: duration.default('5m'),
+  /** Transient failures retried per model call. */
+  max_retries: z.number().int().min(0).default(4),
+  /** Longest a command tool may run. */
+  tool_timeout: duration.default('5m'),
+});
+
+export const commandSettings = z.strictObject({
+  adapter: z.literal('command'),
+  /** argv; `{prompt}` or `{prompt_file}` in an element passes the prompt as an argument instead of stdin. */
+  command: z.array(z.string()).min(1),
+  /** Variables passed through beyond the minimal base (PATH, HOME, LANG, TERM). */
+  env: z.array(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/)).default([]),
+});
+
+export const simSettings = z.strictObject({
+  adapter: z.literal('sim'),
+  /** Path to the script of replies and actions, relative to the repository. */
+  script: z.string().min(1).optional(),
+});
+
+export const workerSettings = z.discriminatedUnion('adapter', [openaiSettings, commandSettings, simSettings]);
+
+export type OpenAISettings = z.infer<typeof openaiSettings>;
+export type CommandSettings = z.infer<typeof commandSettings>;
+export type SimSettings = z.infer<typeof simSettings>;
+export type WorkerSettings = z.infer<typeof workerSettings>;

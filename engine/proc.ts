@@ -1,0 +1,54 @@
+/**
+ * Processes are identified by pid *and* start time, never by name: a pid reused by an
+ * unrelated process after a crash must never be killed by recovery.
+ */
+import { readFileSync } from 'node:fs';
+
+/** The process start time (clock ticks since boot, from /proc/<pid>/stat), or undefined if gone. */
+export function processStartTime(pid: number): string | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // The command name (field 2) may hold spaces and parentheses: split after the last ')'.
+    const rest = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    // rest[0] is field 3 (state); start time is field 22.
+    if (rest[0] === 'Z') return undefined;
+    return rest[19];
+  } catch {
+    return undefined;
+  }
+}
+
+/** Whether the process with this pid is still the one that started at `startTime`. */
+export function isSameProcess(pid: number, startTime: string): boolean {
+  return processStartTime(pid) === startTime;
+}
+
+/** CPU time used so far (utime + stime, clock ticks), or undefined if gone: a sign of life. */
+export function processCpuTicks(pid: number): number | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const rest = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return Number(rest[11]) + Number(rest[12]);
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Signals the whole process group led by `pid`, only if that pid is still the process
+ * that started at `startTime`. Returns whether a signal was sent.
+ */
+export function killGroup(pid: number, startTime: string, signal: NodeJS.Signals = 'SIGKILL'): boolean {
+  if (!isSameProcess(pid, startTime)) return false;
+  try {
+    process.kill(-pid, signal);
+    return true;
+  } catch {
+    try {
+      process.kill(pid, signal);
+      return true;
+    } catch {
+      return false;
+    }
+  }
+}

@@ -5,6 +5,13 @@
  *
  * Every line carries `v` (schema version), `seq` (1, 2, … with no gaps), `ts` (ms since
  * the epoch, from the injected clock) and `type`. Block-scoped events carry `block`.
+ *
+ * Each type is one of three kinds (EVENT_KINDS):
+ * - `input`: a fact from outside the decision step — a worker reply, a git or test
+ *   observation, an operator answer. Replay feeds these back through the step.
+ * - `decision`: what the pure step decided. Each one fully describes the effect it
+ *   asks for, so resuming after a crash can find intents that have no outcome yet.
+ * - `note`: bookkeeping that informs reports but drives no decision (usage, pids).
  */
 import { z } from 'zod';
 
@@ -12,48 +19,88 @@ export const EVENT_VERSION = 1;
 
 const block = z.string().describe('the block id');
 const sha = z.string().regex(/^[0-9a-f]{40}$/);
+const role = z.enum(['builder', 'reviewer', 'architect', 'operator']);
 
-const fact = z.object({
+const fact = z.strictObject({
   name: z.string(),
   ok: z.boolean(),
   evidence: z.string(),
 });
 export type Fact = z.infer<typeof fact>;
 
+const blockInfo = z.strictObject({
+  id: z.string(),
+  title: z.string(),
+  depends_on: z.array(z.string()),
+  priority: z.number(),
+  criteria: z.array(z.string()),
+  digest: z.string(),
+});
+export type BlockInfo = z.infer<typeof blockInfo>;
+
+const testRun = z.strictObject({
+  exit: z.number().int().nullable(),
+  timed_out: z.boolean(),
+  log: z.string().describe('path of the saved output, relative to the run directory'),
+  tail: z.string().describe('the last lines of the output'),
+});
+export type TestRun = z.infer<typeof testRun>;
+
 /** The table. Keys are the dotted types; each schema holds the fields beyond v/seq/ts/type. */
 export const EVENT_SCHEMAS = {
+  // ---- run ----
   'run.started': z
-    .object({
+    .strictObject({
       run: z.string(),
       version: z.string(),
       trunk: z.string(),
       trunk_sha: sha,
+      main_status: z.string().describe('porcelain status of the main checkout at start'),
+      max_parallel: z.number().int().positive(),
+      architect: z.boolean().describe('whether an architect worker is configured'),
+      watch: z.boolean(),
       pid: z.number().int(),
     })
-    .describe('The engine started a run and holds the log.'),
+    .describe('input: the engine started a run, holds the log, and observed trunk.'),
+  'register.loaded': z
+    .strictObject({ blocks: z.array(blockInfo) })
+    .describe('input: the block register as read from .tron/blocks/ (at start, and on every change in --watch).'),
   'run.finished': z
-    .object({
+    .strictObject({
       reason: z.enum(['done', 'signal', 'error']),
       exit: z.number().int(),
       landed: z.array(z.string()),
       parked: z.array(z.string()),
       abandoned: z.array(z.string()),
+      detail: z.string().optional(),
     })
-    .describe('The run ended; the log is closed.'),
+    .describe('decision: the run ended; the log is closed.'),
+
+  // ---- build: worktree and turns ----
+  'worktree.requested': z
+    .strictObject({ block, attempt: z.number().int().positive() })
+    .describe('decision: give the block a fresh worktree on tron/<id> from the current trunk (preserving earlier unverified work as an orphan branch).'),
+  'worktree.ready': z
+    .strictObject({ block, attempt: z.number().int().positive(), base: sha, path: z.string(), orphan: z.string().optional() })
+    .describe('input: the worktree exists at `base`; `orphan` names the branch earlier work was preserved on.'),
   'block.dispatched': z
-    .object({
+    .strictObject({
       block,
-      role: z.string(),
+      role,
       session: z.string(),
       turn: z.number().int().positive(),
-      kind: z.string(),
+      kind: z.enum(['build', 'challenge', 'review', 'merge', 'probe', 'restate', 'architect']),
       phase: z.string(),
+      attempt: z.number().int().positive(),
+      expect: z.array(z.string()).describe('the words legal in this turn'),
+      sha: sha.optional().describe('review: the attested sha the checkout is pinned to; challenge: the sha whose facts held'),
+      restating: z.enum(['build', 'challenge', 'review', 'merge', 'probe', 'architect']).optional().describe('restate turns: the kind of turn being restated'),
     })
-    .describe('A worker turn was issued for a block.'),
+    .describe('decision: a worker turn was issued for a block.'),
   'reply.received': z
-    .object({
+    .strictObject({
       block,
-      role: z.string(),
+      role,
       session: z.string(),
       turn: z.number().int().positive(),
       ok: z.boolean(),
@@ -61,25 +108,123 @@ export const EVENT_SCHEMAS = {
       failure: z.string().optional(),
       detail: z.string().optional(),
     })
-    .describe('A worker turn ended: its raw reply, or why the turn failed.'),
+    .describe('input: a worker turn ended: its raw reply, or why the turn failed.'),
+  'reply.accepted': z
+    .strictObject({ block, session: z.string(), turn: z.number().int(), word: z.string(), payload: z.record(z.string(), z.unknown()) })
+    .describe('decision: the gateway read exactly one legal >> line.'),
+  'reply.refused': z
+    .strictObject({ block, session: z.string(), turn: z.number().int(), kind: z.string(), message: z.string() })
+    .describe('decision: the reply was uninterpretable (or the turn failed); it is never guessed at.'),
+
+  // ---- the truth gate ----
+  'facts.requested': z
+    .strictObject({ block, purpose: z.enum(['gate', 'merge']), base: sha })
+    .describe('decision: derive the facts at the branch head — commits, trunk untouched, clean worktree, tests.'),
+  'facts.observed': z
+    .strictObject({
+      block,
+      purpose: z.enum(['gate', 'merge']),
+      base: sha,
+      head: sha,
+      commits: z.number().int(),
+      trunk_sha: sha.nullable(),
+      main_status: z.string(),
+      clean: z.boolean(),
+      status: z.string(),
+      tests: testRun.nullable().describe('null when the tests were not run because an earlier fact failed'),
+      patch_id: z.string(),
+      fast_forward: z.boolean().describe('trunk is an ancestor of head'),
+    })
+    .describe('input: what the engine itself observed in git and from the test command.'),
   'gate.passed': z
-    .object({ block, sha, facts: z.array(fact) })
-    .describe('Every fact of the truth gate held at this sha; it is now the attested sha.'),
+    .strictObject({ block, sha, facts: z.array(fact) })
+    .describe('decision: every fact of the truth gate held at this sha; it is now the attested sha.'),
   'gate.failed': z
-    .object({ block, sha: sha.optional(), facts: z.array(fact) })
-    .describe('A fact of the truth gate failed; the block goes back to build or escalates.'),
+    .strictObject({ block, sha: sha.optional(), purpose: z.enum(['gate', 'merge', 'evidence']), facts: z.array(fact) })
+    .describe('decision: a fact of the truth gate failed; the block goes back to its phase with the failing fact stated, or escalates.'),
+  'block.phase': z
+    .strictObject({ block, from: z.string(), to: z.string(), on: z.string() })
+    .describe('decision: the block moved along a transition of the spine.'),
+
+  // ---- merge and land ----
+  'merge.queued': z.strictObject({ block }).describe('decision: the block waits for the engine-wide MERGE lock.'),
+  'merge.locked': z
+    .strictObject({ block, sha })
+    .describe('decision: the block holds the MERGE lock; the engine checks whether its attested sha fast-forwards trunk.'),
+  'merge.observed': z
+    .strictObject({ block, trunk_sha: sha, sha, fast_forward: z.boolean(), patch_id: z.string() })
+    .describe('input: trunk as found under the lock, and whether the attested sha fast-forwards it.'),
+  'merge.unlocked': z.strictObject({ block }).describe('decision: the MERGE lock was released.'),
+  'land.intent': z
+    .strictObject({ block, sha, from: sha })
+    .describe('decision: fast-forward trunk from `from` to `sha` and create refs/tron/landed/<id>, in one ref transaction.'),
   'block.landed': z
-    .object({ block, sha, from: sha })
-    .describe('Trunk was fast-forwarded to the block head, with refs/tron/landed/<id>, in one ref transaction.'),
+    .strictObject({ block, sha, from: sha })
+    .describe('input: trunk was fast-forwarded to the block head, with refs/tron/landed/<id>, in one ref transaction.'),
+  'land.refused': z
+    .strictObject({ block, actual: sha.nullable(), detail: z.string() })
+    .describe('input: the ref transaction was refused (trunk was not where the engine left it); nothing changed.'),
+  'test.requested': z
+    .strictObject({ block, sha })
+    .describe('decision: run the test command on trunk at the landed sha, once more.'),
+  'trunk.tested': z
+    .strictObject({ block, sha, ok: z.boolean(), tests: testRun })
+    .describe('input: the result of the test command on trunk.'),
+
+  // ---- wrap ----
+  'wrap.requested': z.strictObject({ block }).describe('decision: remove the worktree and the branch (or preserve it), record the summary.'),
+  'block.wrapped': z
+    .strictObject({ block, orphan: z.string().optional(), summary: z.string() })
+    .describe('input: the worktree is gone; the branch was deleted, or preserved as `orphan` when it held commits not on trunk.'),
+
+  // ---- exception spine ----
   'escalation.raised': z
-    .object({ block, trouble: z.string(), detail: z.string(), handler: z.string() })
-    .describe('A block entered the exception spine; names the trouble and the handler it goes to.'),
+    .strictObject({ block, trouble: z.string(), detail: z.string(), handler: z.string(), sha: sha.optional().describe('trunk_touched: the foreign trunk sha') })
+    .describe('decision: a block entered (or moved along) the exception spine; names the trouble and the handler it goes to.'),
   'page.sent': z
-    .object({ block, reason: z.string(), page: z.string() })
-    .describe('The operator was paged about a block.'),
+    .strictObject({ block, page: z.string(), reason: z.string(), command: z.string().optional() })
+    .describe('input: the operator was paged (console, pages.md, page_command).'),
+  'operator.answered': z
+    .strictObject({ block, word: z.string(), payload: z.record(z.string(), z.unknown()), file: z.string(), trunk_sha: sha })
+    .describe('input: an operator answer was read from .tron/inbox/.'),
+  'block.parked': z
+    .strictObject({ block, reason: z.string() })
+    .describe('decision: the block waits for the operator (or for a dependency that will not land).'),
+  'block.abandoned': z.strictObject({ block, reason: z.string() }).describe('decision: the block was given up.'),
+
+  // ---- notes ----
+  'worker.spawned': z
+    .strictObject({ block, session: z.string(), turn: z.number().int(), pid: z.number().int(), start_time: z.string() })
+    .describe('note: a worker process started (recovery kills it by pid and start time if it outlives the run).'),
+  'worker.exited': z
+    .strictObject({ block, session: z.string(), turn: z.number().int(), pid: z.number().int(), code: z.number().int().nullable(), signal: z.string().nullable() })
+    .describe('note: a worker process ended.'),
+  'worker.usage': z
+    .strictObject({
+      block,
+      role,
+      session: z.string(),
+      model: z.string(),
+      prompt_tokens: z.number().int(),
+      completion_tokens: z.number().int(),
+      total_tokens: z.number().int(),
+    })
+    .describe('note: token usage of one model call.'),
+  'worker.retry': z
+    .strictObject({ block, role, session: z.string(), attempt: z.number().int(), status: z.number().int().optional(), delay_ms: z.number().int(), error: z.string() })
+    .describe('note: a transient model API failure, retried after a delay.'),
 } as const satisfies Record<string, z.ZodObject>;
 
 export type EventType = keyof typeof EVENT_SCHEMAS;
+export type EventKind = 'input' | 'decision' | 'note';
+
+/** The kind of every type, read from the first word of its description. */
+export function eventKind(type: EventType): EventKind {
+  const description = EVENT_SCHEMAS[type].description ?? '';
+  const kind = description.slice(0, description.indexOf(':'));
+  if (kind !== 'input' && kind !== 'decision' && kind !== 'note') throw new Error(`event ${type} has no kind`);
+  return kind;
+}
 
 /** Fields every line carries. */
 export interface EventEnvelope {
@@ -92,3 +237,4 @@ export type EventOf<T extends EventType> = EventEnvelope & { type: T } & z.infer
 export type TronEvent = { [T in EventType]: EventOf<T> }[EventType];
 /** An event before the writer stamps it with v, seq and ts. */
 export type EventBody = { [T in EventType]: { type: T } & z.infer<(typeof EVENT_SCHEMAS)[T]> }[EventType];
+export type BodyOf<T extends EventType> = { type: T } & z.infer<(typeof EVENT_SCHEMAS)[T]>;

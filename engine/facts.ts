@@ -1,0 +1,86 @@
+/**
+ * The truth gate's facts, derived from what the engine itself observed (`facts.observed`).
+ * Pure: the same observation always yields the same facts, so replay agrees with the run.
+ */
+import type { EventOf, Fact } from './events.ts';
+
+const short = (sha: string | null | undefined): string => (sha ? sha.slice(0, 12) : '(none)');
+
+/** Every fact of the gate at the observed head, in a fixed order. */
+export function deriveFacts(
+  o: EventOf<'facts.observed'>,
+  expected: { trunkSha: string; mainStatus: string; testCommand?: string },
+): Fact[] {
+  const facts: Fact[] = [];
+  facts.push({
+    name: 'commits',
+    ok: o.commits > 0,
+    evidence:
+      o.commits > 0
+        ? `${o.commits} new commit(s) over base ${short(o.base)}`
+        : `the branch has no commits over its base ${short(o.base)}: commit your work on this branch`,
+  });
+  facts.push({
+    name: 'trunk_untouched',
+    ok: o.trunk_sha === expected.trunkSha,
+    evidence:
+      o.trunk_sha === expected.trunkSha
+        ? `trunk is at ${short(o.trunk_sha)}, where the engine left it`
+        : `trunk moved from ${short(expected.trunkSha)} to ${short(o.trunk_sha)} by someone other than the engine: never commit to trunk`,
+  });
+  facts.push({
+    name: 'main_checkout_untouched',
+    ok: o.main_status === expected.mainStatus,
+    evidence:
+      o.main_status === expected.mainStatus
+        ? 'the main checkout is as the engine found it'
+        : `the main checkout changed while the block was built: ${o.main_status.trim() || '(clean now)'}; work only in your own worktree`,
+  });
+  facts.push({
+    name: 'clean',
+    ok: o.clean,
+    evidence: o.clean
+      ? 'the worktree is clean'
+      : `uncommitted changes in the worktree (uncommitted work is not work): ${o.status.trim().split('\n').slice(0, 10).join('; ')}`,
+  });
+  if (o.purpose === 'merge') {
+    facts.push({
+      name: 'up_to_date',
+      ok: o.fast_forward,
+      evidence: o.fast_forward
+        ? `head ${short(o.head)} contains trunk ${short(o.trunk_sha)}`
+        : `head ${short(o.head)} does not contain trunk ${short(o.trunk_sha)}: rebase onto trunk`,
+    });
+  }
+  const t = o.tests;
+  facts.push({
+    name: 'tests',
+    ok: t !== null && t.exit === 0 && !t.timed_out,
+    evidence:
+      t === null
+        ? 'not run: an earlier fact failed'
+        : t.timed_out
+          ? `the test command timed out at ${short(o.head)} (output: ${t.log})`
+          : t.exit === 0
+            ? `the test command exited 0 at ${short(o.head)}`
+            : `the test command exited ${t.exit} at ${short(o.head)}; last lines:\n${t.tail}`,
+  });
+  return facts;
+}
+
+/** Why CONFIRMED evidence does not answer every criterion, or undefined when it does. */
+export function evidenceProblem(evidence: Record<string, string>, criteria: readonly string[]): string | undefined {
+  const missing: string[] = [];
+  for (let i = 1; i <= criteria.length; i += 1) {
+    const entry = evidence[`c${i}`];
+    if (typeof entry !== 'string' || entry.trim() === '') missing.push(`c${i}`);
+  }
+  const extra = Object.keys(evidence).filter((k) => {
+    const n = Number(k.slice(1));
+    return !(n >= 1 && n <= criteria.length);
+  });
+  const parts: string[] = [];
+  if (missing.length > 0) parts.push(`no evidence for ${missing.join(', ')}`);
+  if (extra.length > 0) parts.push(`evidence for criteria that do not exist: ${extra.join(', ')} (there are ${criteria.length})`);
+  return parts.length > 0 ? parts.join('; ') : undefined;
+}

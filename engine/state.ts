@@ -1,0 +1,353 @@
+/**
+ * The engine's state is the fold of its events: `apply(state, event)` for every line of
+ * the log, in order. Nothing else feeds it, so resuming a run and replaying one start
+ * from the same place as the live run did.
+ */
+import type { BlockInfo, EventOf, TronEvent } from './events.ts';
+
+export type TurnKind = 'build' | 'challenge' | 'review' | 'merge' | 'probe' | 'restate' | 'architect';
+
+/** A worker turn that was dispatched and has not answered yet. */
+export interface PendingTurn {
+  role: 'builder' | 'reviewer' | 'architect';
+  session: string;
+  turn: number;
+  kind: TurnKind;
+  phase: string;
+  expect: string[];
+  /** For a restate turn: the kind of the turn whose reply it restates. */
+  restating?: TurnKind;
+}
+
+/** What a block is waiting for; at most one thing at a time. */
+export type Waiting =
+  | { on: 'slot' }
+  | { on: 'worktree' }
+  | { on: 'turn'; turn: PendingTurn }
+  | { on: 'facts'; purpose: 'gate' | 'merge' }
+  | { on: 'lock' }
+  | { on: 'merge-check' }
+  | { on: 'land' }
+  | { on: 'trunk-test' }
+  | { on: 'wrap' }
+  | { on: 'operator' }
+  | { on: 'dependency'; dependency: string }
+  | { on: 'nothing' };
+
+export interface BlockState {
+  id: string;
+  info: BlockInfo;
+  /** A phase of the spine, or 'pending' before its first dispatch. */
+  phase: string;
+  waiting: Waiting;
+  /** 1 for the first dispatch; a RETRY starts a new attempt from trunk. */
+  attempt: number;
+  /** Gate failures / review rounds / merge re-checks in the current attempt. */
+  rounds: Record<'build' | 'review' | 'merge', number>;
+  /** Turn counters per session. */
+  turns: Record<string, number>;
+  base?: string;
+  /** The last sha the truth gate passed. */
+  attested?: string;
+  /** The sha whose facts passed, awaiting the builder's evidence. */
+  challenged?: string;
+  /** The engine's last observation of the branch (facts.observed). */
+  observed?: EventOf<'facts.observed'>;
+  /** The last turn dispatched, kept after its reply so a restate can continue it. */
+  lastTurn?: PendingTurn;
+  /** How the current merge is landing: without a worker, or after MERGED. */
+  mergeVia?: 'fast_forward' | 'MERGED';
+  /** Patch id of the attested sha over its base, to see whether a rebase changed it. */
+  patchId?: string;
+  /** What the next build prompt tells the builder: failed facts or review notes. */
+  feedback: string;
+  /** Guidance from an architect or operator RETRY. */
+  guidance: string;
+  /** Architect consultations so far for this block. */
+  architectCalls: number;
+  /** The trouble being handled, if the block is in the exception spine. */
+  trouble?: { trouble: string; detail: string; handlers: string[]; at: number };
+  summary?: string;
+  landedSha?: string;
+  reason?: string;
+  orphans: string[];
+  /** ts of the last phase change, for ages in status. */
+  since: number;
+}
+
+export interface EngineState {
+  run?: string;
+  trunk: string;
+  /** Where the engine last left trunk; anything else is a touch by someone else. */
+  trunkSha?: string;
+  mainStatus: string;
+  maxParallel: number;
+  architect: boolean;
+  watch: boolean;
+  blocks: Record<string, BlockState>;
+  /** Block ids in register order. */
+  order: string[];
+  /** The block holding the MERGE lock. */
+  mergeLock?: string;
+  /** Blocks waiting for the MERGE lock, in arrival order. */
+  mergeQueue: string[];
+  /** Set when trunk was moved by someone else: no merges until the operator answers. */
+  trunkHalt?: { sha: string; block: string };
+  finished: boolean;
+  lastTs: number;
+}
+
+export function initialState(): EngineState {
+  return {
+    trunk: 'main',
+    mainStatus: '',
+    maxParallel: 1,
+    architect: false,
+    watch: false,
+    blocks: {},
+    order: [],
+    mergeQueue: [],
+    finished: false,
+    lastTs: 0,
+  };
+}
+
+function newBlock(info: BlockInfo, ts: number): BlockState {
+  return {
+    id: info.id,
+    info,
+    phase: 'pending',
+    waiting: { on: 'slot' },
+    attempt: 0,
+    rounds: { build: 0, review: 0, merge: 0 },
+    turns: {},
+    feedback: '',
+    guidance: '',
+    architectCalls: 0,
+    orphans: [],
+    since: ts,
+  };
+}
+
+/** The fold: the state after one more event. Pure; returns a new state object. */
+export function apply(prev: EngineState, e: TronEvent): EngineState {
+  const s: EngineState = structuredClone(prev);
+  s.lastTs = e.ts;
+  const b = 'block' in e ? s.blocks[e.block] : undefined;
+  switch (e.type) {
+    case 'run.started':
+      s.run = e.run;
+      s.trunk = e.trunk;
+      s.trunkSha = e.trunk_sha;
+      s.mainStatus = e.main_status;
+      s.maxParallel = e.max_parallel;
+      s.architect = e.architect;
+      s.watch = e.watch;
+      s.finished = false;
+      break;
+    case 'register.loaded':
+      for (const info of e.blocks) {
+        const known = s.blocks[info.id];
+        if (known) known.info = info;
+        else {
+          s.blocks[info.id] = newBlock(info, e.ts);
+          s.order.push(info.id);
+        }
+      }
+      break;
+    case 'run.finished':
+      s.finished = true;
+      break;
+    case 'worktree.requested':
+      if (b) {
+        b.attempt = e.attempt;
+        b.rounds = { build: 0, review: 0, merge: 0 };
+        b.attested = undefined;
+        b.challenged = undefined;
+        b.patchId = undefined;
+        b.base = undefined;
+        b.waiting = { on: 'worktree' };
+        if (b.phase === 'pending' || b.phase === 'parked') b.phase = 'build';
+        b.since = e.ts;
+      }
+      break;
+    case 'worktree.ready':
+      if (b) {
+        b.base = e.base;
+        if (e.orphan) b.orphans.push(e.orphan);
+        b.waiting = { on: 'nothing' };
+      }
+      break;
+    case 'block.dispatched':
+      if (b) {
+        b.turns[e.session] = e.turn;
+        if (e.kind === 'challenge') b.challenged = e.sha;
+        if (e.kind === 'merge') b.mergeVia = 'MERGED';
+        b.lastTurn = {
+          role: e.role as PendingTurn['role'],
+          session: e.session,
+          turn: e.turn,
+          kind: e.kind,
+          phase: e.phase,
+          expect: e.expect,
+          restating: e.restating,
+        };
+        b.waiting = {
+          on: 'turn',
+          turn: {
+            role: e.role as PendingTurn['role'],
+            session: e.session,
+            turn: e.turn,
+            kind: e.kind,
+            phase: e.phase,
+            expect: e.expect,
+            restating: e.restating,
+          },
+        };
+        if (e.kind === 'architect') b.architectCalls += 1;
+      }
+      break;
+    case 'reply.received':
+      // The pending turn stays recorded until the decision about the reply is applied.
+      break;
+    case 'reply.accepted':
+      if (b) {
+        b.waiting = { on: 'nothing' };
+        if (e.word === 'CHANGES') b.feedback = `The reviewer asked for changes:\n${String(e.payload.notes)}`;
+        if (e.word === 'RETRY') {
+          b.guidance = String(e.payload.guidance);
+          b.trouble = undefined;
+        }
+        if (e.word === 'DONE' || e.word === 'MERGED') b.summary = typeof e.payload.summary === 'string' ? e.payload.summary : b.summary;
+      }
+      break;
+    case 'reply.refused':
+      if (b) b.waiting = { on: 'nothing' };
+      break;
+    case 'facts.requested':
+      if (b) b.waiting = { on: 'facts', purpose: e.purpose };
+      break;
+    case 'facts.observed':
+      if (b) {
+        b.waiting = { on: 'nothing' };
+        b.observed = e;
+      }
+      break;
+    case 'gate.passed':
+      if (b) {
+        b.attested = e.sha;
+        if (b.observed?.head === e.sha) b.patchId = b.observed.patch_id;
+        b.challenged = undefined;
+        b.feedback = '';
+      }
+      break;
+    case 'gate.failed':
+      if (b) {
+        b.challenged = undefined;
+        const failed = e.facts.filter((f) => !f.ok);
+        b.feedback = failed.map((f) => `- ${f.name}: ${f.evidence}`).join('\n');
+        if (e.purpose === 'merge') b.rounds.merge += 1;
+        else b.rounds.build += 1;
+      }
+      break;
+    case 'block.phase':
+      if (b) {
+        b.phase = e.to;
+        b.since = e.ts;
+        if (e.from === 'review' && e.to === 'build') b.rounds.review += 1;
+      }
+      break;
+    case 'merge.queued':
+      if (b) {
+        b.waiting = { on: 'lock' };
+        if (!s.mergeQueue.includes(e.block)) s.mergeQueue.push(e.block);
+      }
+      break;
+    case 'merge.locked':
+      s.mergeLock = e.block;
+      s.mergeQueue = s.mergeQueue.filter((id) => id !== e.block);
+      if (b) {
+        b.waiting = { on: 'merge-check' };
+        b.mergeVia = 'fast_forward';
+      }
+      break;
+    case 'merge.observed':
+      if (b) b.waiting = { on: 'nothing' };
+      break;
+    case 'merge.unlocked':
+      if (s.mergeLock === e.block) s.mergeLock = undefined;
+      break;
+    case 'land.intent':
+      if (b) b.waiting = { on: 'land' };
+      break;
+    case 'block.landed':
+      s.trunkSha = e.sha;
+      if (b) {
+        b.landedSha = e.sha;
+        b.waiting = { on: 'nothing' };
+      }
+      break;
+    case 'land.refused':
+      if (b) b.waiting = { on: 'nothing' };
+      break;
+    case 'test.requested':
+      if (b) b.waiting = { on: 'trunk-test' };
+      break;
+    case 'trunk.tested':
+      if (b) b.waiting = { on: 'nothing' };
+      break;
+    case 'wrap.requested':
+      if (b) b.waiting = { on: 'wrap' };
+      break;
+    case 'block.wrapped':
+      if (b) {
+        b.summary = e.summary;
+        if (e.orphan) b.orphans.push(e.orphan);
+        b.waiting = { on: 'nothing' };
+      }
+      break;
+    case 'escalation.raised':
+      if (b) {
+        const handlers = b.trouble && b.trouble.trouble === e.trouble ? b.trouble.handlers : [];
+        b.trouble = { trouble: e.trouble, detail: e.detail, handlers: [...handlers, e.handler], at: e.seq };
+        if (e.trouble === 'trunk_touched' && e.sha && s.trunkHalt === undefined) s.trunkHalt = { sha: e.sha, block: e.block };
+      }
+      break;
+    case 'page.sent':
+      break;
+    case 'operator.answered':
+      if (b) {
+        b.trouble = undefined;
+        if (e.word === 'RETRY') b.guidance = String(e.payload.guidance);
+        if (s.trunkHalt?.block === e.block) {
+          s.trunkHalt = undefined;
+          s.trunkSha = e.trunk_sha;
+        }
+      }
+      break;
+    case 'block.parked':
+      if (b) {
+        b.phase = 'parked';
+        b.reason = e.reason;
+        b.waiting = { on: 'operator' };
+        b.since = e.ts;
+        s.mergeQueue = s.mergeQueue.filter((id) => id !== e.block);
+      }
+      break;
+    case 'block.abandoned':
+      if (b) {
+        b.phase = 'abandoned';
+        b.reason = e.reason;
+        b.waiting = { on: 'nothing' };
+        b.since = e.ts;
+        s.mergeQueue = s.mergeQueue.filter((id) => id !== e.block);
+      }
+      break;
+    case 'worker.spawned':
+    case 'worker.exited':
+    case 'worker.usage':
+    case 'worker.retry':
+      break;
+  }
+  return s;
+}

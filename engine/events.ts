@@ -65,6 +65,9 @@ export const EVENT_SCHEMAS = {
   'register.loaded': z
     .strictObject({ blocks: z.array(blockInfo) })
     .describe('input: the block register as read from .tron/blocks/ (at start, and on every change in --watch).'),
+  'block.recovered': z
+    .strictObject({ block, phase: z.string(), sha: sha.optional(), detail: z.string() })
+    .describe('input: at boot, what git says about a block from an earlier run (e.g. refs/tron/landed/<id> exists: it is done).'),
   'run.finished': z
     .strictObject({
       reason: z.enum(['done', 'signal', 'error']),

@@ -35,7 +35,11 @@ export const GLOSSARY = {
     roles: ['builder'],
     phases: ['build'],
     payload: z.strictObject({
-      evidence: z.record(z.string().regex(/^c[1-9][0-9]*$/, 'keys are c1, c2, … by criterion number'), text),
+      evidence: z.record(
+        // The examples are what describePayload shows: {"c1": str, "c2": str, …}.
+        z.string().regex(/^c[1-9][0-9]*$/, 'keys are c1, c2, … by criterion number').meta({ examples: ['c1', 'c2'] }),
+        text,
+      ),
     }),
     payloadOptional: false,
     meaning: 'Answer to the challenge: evidence for every acceptance criterion, keyed c1…cN in order.',

@@ -66,7 +66,7 @@ export interface BlockState {
   /** Architect consultations so far for this block. */
   architectCalls: number;
   /** The trouble being handled, if the block is in the exception spine. */
-  trouble?: { trouble: string; detail: string; handlers: string[]; at: number };
+  trouble?: { trouble: string; detail: string; handlers: string[] };
   summary?: string;
   landedSha?: string;
   reason?: string;
@@ -157,6 +157,14 @@ export function apply(prev: EngineState, e: TronEvent): EngineState {
       break;
     case 'run.finished':
       s.finished = true;
+      break;
+    case 'block.recovered':
+      if (b) {
+        b.phase = e.phase;
+        if (e.sha) b.landedSha = e.sha;
+        b.waiting = { on: 'nothing' };
+        b.since = e.ts;
+      }
       break;
     case 'worktree.requested':
       if (b) {
@@ -309,7 +317,7 @@ export function apply(prev: EngineState, e: TronEvent): EngineState {
     case 'escalation.raised':
       if (b) {
         const handlers = b.trouble && b.trouble.trouble === e.trouble ? b.trouble.handlers : [];
-        b.trouble = { trouble: e.trouble, detail: e.detail, handlers: [...handlers, e.handler], at: e.seq };
+        b.trouble = { trouble: e.trouble, detail: e.detail, handlers: [...handlers, e.handler] };
         if (e.trouble === 'trunk_touched' && e.sha && s.trunkHalt === undefined) s.trunkHalt = { sha: e.sha, block: e.block };
       }
       break;

@@ -28,6 +28,14 @@ export interface TurnRequest {
   timeoutMs: number;
   /** Aborted when the engine stops the turn (overrun without life, shutdown). */
   signal: AbortSignal;
+  /** The block's acceptance criteria, for adapters that answer without an LLM (sim). */
+  criteria?: readonly string[];
+  /** The trunk branch name (sim workers bring branches up to date with it). */
+  trunk?: string;
+  /** The repository root. */
+  repo?: string;
+  /** The words legal in this turn (what the gateway will accept). */
+  expect?: readonly string[];
 }
 
 export type TurnFailure = 'exit' | 'timeout' | 'crash' | 'aborted' | 'step_cap' | 'api';

@@ -1,0 +1,176 @@
+/**
+ * `tron init`: scaffold `.tron/` in a git repository — a commented config that loads as
+ * written, an example block, and the .gitignore for what the engine writes at run time.
+ * It never overwrites: if the config or the register already exist, nothing changes.
+ */
+import { existsSync, mkdirSync, readdirSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { execa } from 'execa';
+import { CONFIG_DEFAULTS, CONFIG_FILE } from '../config.ts';
+import { formatDuration } from '../duration.ts';
+import { formatProblem, type Problem } from '../errors.ts';
+import { BLOCKS_DIR } from '../register.ts';
+import { loadSpine, type Liveness } from '../workflow.ts';
+import { isPresetName, PRESET_NAMES, WORKER_PRESETS, type PresetName } from '../workers/presets.ts';
+
+/** The preset `tron init` writes without `--worker`: a real agent, on any OpenAI-compatible API. */
+export const DEFAULT_PRESET: PresetName = 'openai';
+
+/** What the engine writes under `.tron/` at run time, kept out of git. */
+export const GITIGNORE_LINES = ['runs/', 'worktrees/', 'inbox/', 'engine.lock'] as const;
+
+export interface InitOptions {
+  repo: string;
+  worker?: PresetName;
+  print: (line: string) => void;
+}
+
+/** Project files that give away the usual test command, first match wins. */
+const TEST_COMMANDS: ReadonlyArray<readonly [string, string]> = [
+  ['package.json', 'npm test'],
+  ['Cargo.toml', 'cargo test'],
+  ['go.mod', 'go test ./...'],
+  ['pyproject.toml', 'python -m pytest'],
+  ['setup.py', 'python -m pytest'],
+  ['Makefile', 'make test'],
+];
+
+/** The likely test command for a repository whose top level holds `files`. */
+export function guessTestCommand(files: readonly string[]): string {
+  return TEST_COMMANDS.find(([file]) => files.includes(file))?.[1] ?? 'npm test';
+}
+
+const q = (s: string) => JSON.stringify(s);
+/** `key = value` with its comment, comments aligned where the value is short. */
+const row = (setting: string, comment: string) => `${setting.padEnd(24)} # ${comment}`;
+
+/** The generated `.tron/config.toml`: every field, each with a comment saying what it does. */
+export function renderConfig(opts: { trunk: string; test: string; preset: PresetName; liveness: Liveness }): string {
+  const live = opts.liveness;
+  return `# tron settings for this repository (checked in). Unknown keys are errors, so a typo
+# is reported, never ignored. Durations are written "90s", "20m", "1h" or "1h30m".
+
+${row(`trunk = ${q(opts.trunk)}`, 'the branch blocks land on; only tron should move it while it runs')}
+${row(`max_parallel = ${CONFIG_DEFAULTS.max_parallel}`, 'build/review slots at once')}
+${row(`test = ${q(opts.test)}`, "the engine's own test command, run by a shell at each head; exit 0 = green")}
+
+[timeouts]
+${row(`turn = ${q(CONFIG_DEFAULTS.timeouts.turn)}`, 'budget of one worker turn; an overrun worker is probed before anyone is paged')}
+${row(`test = ${q(CONFIG_DEFAULTS.timeouts.test)}`, 'budget of one engine test run; a run past it counts as red')}
+
+# Who does the work: [workers.builder] and [workers.reviewer] are required.
+# [workers.architect] is optional: without it, troubles that would consult the
+# architect (a BLOCKED builder, spent budgets, replies it cannot read) go straight to
+# the operator (you, through \`tron answer\`).
+# adapter = "openai" (built-in agent) | "command" (any agent CLI) | "sim" (scripted).
+# Preset: ${opts.preset} — ${WORKER_PRESETS[opts.preset].describe}.
+# Other presets: tron init --worker ${PRESET_NAMES.join('|')} (run it in a scratch repository to copy one).
+
+${WORKER_PRESETS[opts.preset].toml}
+# Run whenever the operator is paged, with the page as one JSON object on stdin
+# (an argv list, no shell). For example, a push notification through ntfy.sh:
+# page_command = ["curl", "-sS", "--data-binary", "@-", "https://ntfy.sh/my-tron-pages"]
+
+# Liveness — talk before you page. Uncomment to override the engine's spine values.
+# [liveness]
+${row(`# probe_wait = ${q(formatDuration(live.probeWaitMs))}`, 'how long a probe waits for signs of life or a WORKING reply')}
+${row(`# extension = ${q(formatDuration(live.extensionMs))}`, 'time granted per sign of life')}
+${row(`# max_extensions = ${live.maxExtensions}`, 'extensions per turn before the overrun counts as a hang')}
+${row(`# reissues = ${live.reissues}`, 'times a silent turn is issued again before the operator is paged')}
+`;
+}
+
+/** The generated `.tron/blocks/example.md`: a valid block that shows every field. */
+export function renderExampleBlock(test: string): string {
+  return `+++
+# One block per file; the id is the file name (lower-case letters, digits, dashes).
+# Edit this into your first real block, or delete it.
+title = "Document how to run the tests"
+# depends_on = ["other-block"]   # ids of blocks that must land first
+# priority = 0                    # lower runs first; ties break by id
+criteria = [                      # what the builder must give evidence for, one by one
+  "README.md has a section named \\"Running the tests\\"",
+  "that section gives the exact command that runs the suite: ${test.replace(/["\\]/g, '\\$&')}",
+]
++++
+The brief for the builder, in Markdown: what to do and why, and anything it should
+know about the code. The builder works on its own branch in its own worktree; tron
+runs the test command itself before anything is reviewed or lands.
+
+Add a short "Running the tests" section to README.md (create the file if there is
+none) that tells a new contributor how to run the test suite.
+`;
+}
+
+/** Where `repo` sits in git: its work-tree top level and current branch, or a problem. */
+async function gitFacts(repo: string): Promise<{ top: string; branch?: string } | Problem> {
+  const notRepo = (why: string): Problem => ({
+    code: 'TRON_NOT_A_REPO',
+    path: repo,
+    message: `${why}; run tron init at the top of a git repository (git init creates one)`,
+  });
+  if (!existsSync(repo)) return notRepo('no such directory');
+  const top = await execa('git', ['rev-parse', '--show-toplevel'], { cwd: repo, reject: false });
+  if (top.exitCode !== 0 || top.stdout.trim() === '') return notRepo('not inside a git work tree');
+  const root = top.stdout.trim();
+  if (realpathSync(root) !== realpathSync(repo)) {
+    return { code: 'TRON_NOT_A_REPO', path: repo, message: `this is inside the git repository ${root}, not its top; run tron init --repo ${root}` };
+  }
+  const head = await execa('git', ['symbolic-ref', '--quiet', '--short', 'HEAD'], { cwd: repo, reject: false });
+  const branch = head.exitCode === 0 ? head.stdout.trim() : '';
+  return branch === '' ? { top: root } : { top: root, branch };
+}
+
+function fail(problems: Problem[], print: (line: string) => void): number {
+  for (const p of problems) print(formatProblem(p));
+  return 2;
+}
+
+/**
+ * Scaffolds `.tron/` in `opts.repo`. Returns 0 when created, 2 (printing the problem)
+ * when the repository is not a git work tree top or tron is already set up there.
+ */
+export async function initCommand(opts: InitOptions): Promise<number> {
+  const preset = opts.worker ?? DEFAULT_PRESET;
+  if (!isPresetName(preset)) {
+    const message = `"${String(preset)}" is not a worker preset; use one of ${PRESET_NAMES.join(', ')}`;
+    return fail([{ code: 'TRON_INIT_WORKER', path: '--worker', message }], opts.print);
+  }
+  const facts = await gitFacts(opts.repo);
+  if ('code' in facts) return fail([facts], opts.print);
+
+  const repo = opts.repo;
+  const existing = [CONFIG_FILE, BLOCKS_DIR].filter((rel) => existsSync(path.join(repo, rel)));
+  if (existing.length > 0) {
+    return fail(
+      existing.map((rel) => ({
+        code: 'TRON_INIT_EXISTS',
+        path: rel,
+        message: 'tron is already set up here; nothing was changed (edit the files, or remove them and run tron init again)',
+      })),
+      opts.print,
+    );
+  }
+
+  const test = guessTestCommand(readdirSync(repo));
+  const trunk = facts.branch ?? CONFIG_DEFAULTS.trunk;
+  const config = renderConfig({ trunk, test, preset, liveness: loadSpine().liveness });
+  const gitignore = path.join(repo, '.tron/.gitignore');
+  const kept = existsSync(gitignore) ? readFileSync(gitignore, 'utf8') : undefined;
+  const missing = GITIGNORE_LINES.filter((line) => !(kept ?? '').split(/\r?\n/).includes(line));
+
+  mkdirSync(path.join(repo, BLOCKS_DIR), { recursive: true });
+  writeFileSync(path.join(repo, CONFIG_FILE), config, { flag: 'wx' });
+  writeFileSync(path.join(repo, BLOCKS_DIR, 'example.md'), renderExampleBlock(test), { flag: 'wx' });
+  if (kept === undefined) writeFileSync(gitignore, `${GITIGNORE_LINES.join('\n')}\n`, { flag: 'wx' });
+  else if (missing.length > 0) writeFileSync(gitignore, `${kept}${kept.endsWith('\n') || kept === '' ? '' : '\n'}${missing.join('\n')}\n`);
+
+  opts.print(`created ${CONFIG_FILE} (trunk ${trunk}, test "${test}", workers: ${preset} — ${WORKER_PRESETS[preset].describe})`);
+  opts.print(`created ${BLOCKS_DIR}/example.md (an example block: edit it or replace it)`);
+  if (kept === undefined) opts.print(`created .tron/.gitignore (${GITIGNORE_LINES.join(', ')})`);
+  else if (missing.length > 0) opts.print(`added ${missing.join(', ')} to .tron/.gitignore`);
+  opts.print('');
+  opts.print(`next: check trunk and test in ${CONFIG_FILE}, write your blocks in ${BLOCKS_DIR}/, then run`);
+  opts.print(`  npx tron start --repo ${repo}`);
+  return 0;
+}

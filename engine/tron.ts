@@ -1,0 +1,314 @@
+/**
+ * The flow driver's effect runner and WAKE loop. Inputs are appended to the log, fed to
+ * the pure `decide`, and each decision is appended (flushed) before its effect starts;
+ * effects report back as new inputs. The loop sleeps on a promise until an input
+ * arrives — a worker reply, a finished test run, an inbox answer — never on an interval.
+ *
+ * One writer: the engine holds `.tron/engine.lock` and the run's `events.lock`.
+ */
+import { appendFileSync, copyFileSync, mkdirSync, writeFileSync } from 'node:fs';
+import { hostname } from 'node:os';
+import { join } from 'node:path';
+import type { Clock } from './clock.ts';
+import type { Config } from './config.ts';
+import type { Block } from './register.ts';
+import type { BodyOf, EventBody, EventOf, TronEvent } from './events.ts';
+import { EventLog } from './eventlog.ts';
+import { decide, type DecideContext } from './decide.ts';
+import { initialState, type EngineState } from './state.ts';
+import type { Spine } from './workflow.ts';
+import type { TurnObserver, WorkerAdapter } from './workers/adapter.ts';
+import type { WorkerRole } from './roles.ts';
+import * as fx from './effects.ts';
+import * as git from './git.ts';
+import { renderPrompt } from './prompts.ts';
+import { promptVars } from './prompt-vars.ts';
+import { renderReport } from './report.ts';
+
+export const TRON_VERSION = '0.1.0';
+
+export interface EngineOptions {
+  repo: string;
+  runDir: string;
+  runId: string;
+  config: Config;
+  blocks: Block[];
+  spine: Spine;
+  spineFile: string;
+  workers: Partial<Record<WorkerRole, WorkerAdapter>>;
+  clock: Clock;
+  env: Record<string, string | undefined>;
+  print: (line: string) => void;
+  watch: boolean;
+  /** Inputs the boot step found (landed refs, inbox answers), fed after the register. */
+  boot?: EventBody[];
+}
+
+/** A clock that the engine pins to an input's time while it appends that input's decisions. */
+class PinnedClock implements Clock {
+  pinned: number | undefined;
+  constructor(private readonly base: Clock) {}
+  now(): number {
+    return this.pinned ?? this.base.now();
+  }
+}
+
+export class Engine {
+  state: EngineState = initialState();
+  readonly log: EventLog;
+  private readonly clock: PinnedClock;
+  private readonly queue: EventBody[] = [];
+  private wake: (() => void) | undefined;
+  private readonly running = new Set<Promise<void>>();
+  private readonly turns = new Map<string, AbortController>();
+  private readonly ctx: DecideContext;
+  private readonly fx: fx.EffectContext;
+  private failure: Error | undefined;
+
+  constructor(private readonly o: EngineOptions) {
+    this.clock = new PinnedClock(o.clock);
+    this.log = EventLog.open(o.runDir, { clock: this.clock, command: 'tron start' });
+    this.ctx = { spine: o.spine, testCommand: o.config.test };
+    const byId = new Map(o.blocks.map((b) => [b.id, b]));
+    this.fx = { repo: o.repo, runDir: o.runDir, config: o.config, blocks: () => byId, env: o.env, print: o.print };
+  }
+
+  /** Runs until the run finishes; returns the exit status. */
+  async run(): Promise<number> {
+    const o = this.o;
+    const trunkSha = await git.currentTrunkSha(o.repo, o.config.trunk);
+    this.input({
+      type: 'run.started',
+      run: o.runId,
+      version: TRON_VERSION,
+      trunk: o.config.trunk,
+      trunk_sha: trunkSha,
+      main_status: await fx.mainStatus(o.repo, o.config.trunk),
+      max_parallel: o.config.maxParallel,
+      architect: Boolean(o.workers.architect),
+      watch: o.watch,
+      pid: process.pid,
+    });
+    this.input({ type: 'register.loaded', blocks: o.blocks.map(infoOf) });
+    for (const body of o.boot ?? []) this.input(body);
+    while (!this.state.finished) {
+      const body = await this.next();
+      this.input(body);
+    }
+    for (const c of this.turns.values()) c.abort();
+    await Promise.allSettled([...this.running]);
+    writeFileSync(join(o.runDir, 'report.md'), renderReport(this.log.events));
+    this.log.close();
+    const finished = this.log.events.at(-1) as EventOf<'run.finished'>;
+    return finished.exit;
+  }
+
+  /** Appends an input, decides, appends the decisions and starts their effects. */
+  input(body: EventBody): void {
+    const event = this.log.append(body);
+    const { state, decisions } = decide(this.state, event, this.ctx);
+    this.clock.pinned = event.ts;
+    const appended: TronEvent[] = [];
+    try {
+      for (const d of decisions) appended.push(this.log.append(d));
+    } finally {
+      this.clock.pinned = undefined;
+    }
+    this.state = state;
+    for (const d of appended) this.perform(d);
+  }
+
+  private next(): Promise<EventBody> {
+    const ready = this.queue.shift();
+    if (ready) return Promise.resolve(ready);
+    if (this.failure) return Promise.resolve(this.fatal(this.failure));
+    return new Promise((resolve) => {
+      this.wake = () => {
+        this.wake = undefined;
+        resolve(this.queue.shift() ?? this.fatal(this.failure!));
+      };
+    });
+  }
+
+  private push(body: EventBody): void {
+    this.queue.push(body);
+    this.wake?.();
+  }
+
+  private fatal(err: Error): EventBody {
+    this.failure = undefined;
+    const ids = (p: string) => this.state.order.filter((id) => this.state.blocks[id]!.phase === p);
+    return {
+      type: 'run.finished',
+      reason: 'error',
+      exit: 1,
+      landed: ids('landed'),
+      parked: this.state.order.filter((id) => !['landed', 'abandoned'].includes(this.state.blocks[id]!.phase)),
+      abandoned: ids('abandoned'),
+      detail: err.message,
+    } as BodyOf<'run.finished'>;
+  }
+
+  /** Starts the effect a decision asks for; its outcome comes back through the queue. */
+  private perform(e: TronEvent): void {
+    const s = this.state;
+    const c = this.fx;
+    const start = (work: () => Promise<EventBody | undefined>) => {
+      const p = work()
+        .then((body) => body && this.push(body))
+        .catch((err: Error) => {
+          this.failure = err;
+          this.o.print(`tron: an effect failed after ${e.type}${'block' in e ? ` for ${e.block}` : ''}: ${err.message}`);
+          this.wake?.();
+        })
+        .finally(() => this.running.delete(p));
+      this.running.add(p);
+    };
+    switch (e.type) {
+      case 'worktree.requested':
+        this.o.print(`${e.block}: build (attempt ${e.attempt})`);
+        return start(() => fx.prepareWorktree(c, s, e));
+      case 'block.dispatched':
+        return start(() => this.turn(e));
+      case 'facts.requested':
+        return start(() => fx.observeFacts(c, s, e));
+      case 'merge.locked':
+        return start(() => fx.observeMerge(c, s, e));
+      case 'land.intent':
+        return start(() => fx.landBlock(c, e));
+      case 'test.requested':
+        return start(() => fx.testTrunk(c, e));
+      case 'wrap.requested':
+        return start(() => fx.wrapBlock(c, s, e));
+      case 'escalation.raised':
+        if (e.handler === 'operator') return start(() => fx.page(c, e));
+        this.o.print(`${e.block}: ${e.trouble} → ${e.handler}`);
+        return;
+      case 'gate.failed':
+        this.o.print(`${e.block}: gate failed — ${e.facts.filter((f) => !f.ok).map((f) => f.name).join(', ')}`);
+        return;
+      case 'gate.passed':
+        this.o.print(`${e.block}: gate passed at ${e.sha.slice(0, 12)}`);
+        return;
+      case 'block.phase':
+        this.o.print(`${e.block}: ${e.from} → ${e.to} (${e.on})`);
+        return;
+      case 'block.parked':
+      case 'block.abandoned':
+        this.o.print(`${e.block}: ${e.type === 'block.parked' ? 'parked' : 'abandoned'} — ${e.reason}`);
+        return;
+      default:
+        return;
+    }
+  }
+
+  /** Runs one worker turn and reports its reply (or failure) as `reply.received`. */
+  private async turn(e: EventOf<'block.dispatched'>): Promise<EventBody> {
+    const o = this.o;
+    const s = this.state;
+    const b = s.blocks[e.block]!;
+    const worker = o.workers[e.role as WorkerRole];
+    const base = { type: 'reply.received' as const, block: e.block, role: e.role, session: e.session, turn: e.turn };
+    if (!worker) return { ...base, ok: false, failure: 'crash', detail: `no [workers.${e.role}] is configured` };
+    const cwd =
+      e.role === 'builder'
+        ? git.worktreePath(o.repo, e.block)
+        : e.role === 'reviewer'
+          ? await git.createReviewCheckout(o.repo, { id: e.block, sha: e.sha ?? b.attested! })
+          : o.repo;
+    const diffstat = e.kind === 'review' && b.base ? await git.diffStat(o.repo, b.base, e.sha ?? b.attested!) : '';
+    const { name, vars } = promptVars(s, e, this.fx.blocks().get(e.block), { diffstat, history: this.log.events });
+    const prompt = renderPrompt(name, vars, { role: e.role, phase: e.phase, expect: e.expect as never });
+    this.transcript(`## ${e.block} · ${e.role} · ${e.session} · turn ${e.turn} · ${e.kind}\n\n### prompt\n\n${fence(prompt)}\n`);
+    const phaseTime = o.spine.phases.find((p) => p.name === e.phase)?.timeMs ?? Infinity;
+    const controller = new AbortController();
+    this.turns.set(e.session, controller);
+    try {
+      const outcome = await worker.runTurn(
+        {
+          role: e.role as WorkerRole,
+          block: e.block,
+          session: e.session,
+          turn: e.turn,
+          phase: e.phase,
+          kind: e.kind,
+          prompt,
+          cwd,
+          runDir: o.runDir,
+          timeoutMs: Math.min(o.config.timeouts.turnMs, phaseTime),
+          signal: controller.signal,
+          criteria: b.info.criteria,
+          trunk: o.config.trunk,
+          repo: o.repo,
+          expect: e.expect,
+        },
+        this.observer(e),
+      );
+      const text = outcome.ok ? outcome.reply : `(turn failed: ${outcome.failure}) ${outcome.detail}${outcome.output ? `\n${outcome.output}` : ''}`;
+      this.transcript(`### reply (${e.block} · ${e.session} · turn ${e.turn})\n\n${fence(text)}\n`);
+      return outcome.ok ? { ...base, ok: true, reply: outcome.reply } : { ...base, ok: false, failure: outcome.failure, detail: outcome.detail };
+    } finally {
+      this.turns.delete(e.session);
+    }
+  }
+
+  private observer(e: EventOf<'block.dispatched'>): TurnObserver {
+    const at = { block: e.block, session: e.session };
+    return {
+      spawned: (p) => void this.log.append({ type: 'worker.spawned', ...at, turn: e.turn, pid: p.pid, start_time: p.startTime }),
+      exited: (p) => void this.log.append({ type: 'worker.exited', ...at, turn: e.turn, pid: p.pid, code: p.code, signal: p.signal }),
+      usage: (u) =>
+        void this.log.append({
+          type: 'worker.usage',
+          ...at,
+          role: e.role,
+          model: u.model,
+          prompt_tokens: u.promptTokens,
+          completion_tokens: u.completionTokens,
+          total_tokens: u.totalTokens,
+        }),
+      retry: (r) =>
+        void this.log.append({
+          type: 'worker.retry',
+          ...at,
+          role: e.role,
+          attempt: r.attempt,
+          ...(r.status !== undefined ? { status: r.status } : {}),
+          delay_ms: Math.round(r.delayMs),
+          error: r.error,
+        }),
+    };
+  }
+
+  private transcript(text: string): void {
+    appendFileSync(join(this.o.runDir, 'transcript.md'), `${text}\n`);
+  }
+}
+
+function infoOf(b: Block) {
+  return { id: b.id, title: b.title, depends_on: b.dependsOn, priority: b.priority, criteria: b.criteria, digest: b.digest };
+}
+
+/** A Markdown fence longer than any backtick run inside `text`, so the text stays verbatim. */
+function fence(text: string): string {
+  const longest = Math.max(2, ...[...text.matchAll(/`+/g)].map((m) => m[0].length));
+  const f = '`'.repeat(longest + 1);
+  return `${f}text\n${text}\n${f}`;
+}
+
+/** Writes the run directory's fixed files: manifest.json and the spine that drives the run. */
+export function writeRunFiles(o: Pick<EngineOptions, 'runDir' | 'runId' | 'config' | 'spineFile'> & { trunkSha: string; startedAt: number }): void {
+  mkdirSync(o.runDir, { recursive: true });
+  copyFileSync(o.spineFile, join(o.runDir, 'workflow.toml'));
+  const manifest = {
+    tron: TRON_VERSION,
+    run: o.runId,
+    started_at: new Date(o.startedAt).toISOString(),
+    trunk: o.config.trunk,
+    trunk_sha: o.trunkSha,
+    config: { ...o.config, workers: undefined },
+    workers: o.config.workers,
+    host: { hostname: hostname(), platform: process.platform, arch: process.arch, node: process.version },
+  };
+  writeFileSync(join(o.runDir, 'manifest.json'), `${JSON.stringify(manifest, null, 2)}\n`);
+}

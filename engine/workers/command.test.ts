@@ -1,0 +1,252 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { chmodSync, existsSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as delay } from 'node:timers/promises';
+import { createCommandWorker, type CommandWorker } from './command.ts';
+import type { TurnObserver, TurnOutcome, TurnRequest } from './adapter.ts';
+import { silentObserver } from './adapter.ts';
+import type { CommandSettings } from './settings.ts';
+import { isSameProcess, processStartTime } from '../proc.ts';
+import { groupMembers } from './process-group.ts';
+
+let root: string;
+beforeAll(() => {
+  root = realpathSync(mkdtempSync(join(tmpdir(), 'tron-command-')));
+});
+afterAll(() => rmSync(root, { recursive: true, force: true }));
+
+function freshDir(): string {
+  return mkdtempSync(join(root, 'turn-'));
+}
+function script(dir: string, name: string, body: string): string {
+  const path = join(dir, name);
+  writeFileSync(path, body);
+  chmodSync(path, 0o755);
+  return path;
+}
+
+const ENGINE_ENV = {
+  PATH: process.env.PATH,
+  HOME: '/home/tron-test',
+  ENGINE_SECRET: 'do-not-leak',
+  WORKER_TOKEN: 'passed-on',
+};
+
+function worker(command: string[], env: string[] = [], killGraceMs = 400): CommandWorker {
+  const settings: CommandSettings = { adapter: 'command', command, env };
+  return createCommandWorker(settings, { env: ENGINE_ENV, killGraceMs });
+}
+
+function request(cwd: string, over: Partial<TurnRequest> = {}): TurnRequest {
+  return {
+    role: 'builder',
+    block: 'auth-login',
+    session: 'builder-auth-login-1',
+    turn: 2,
+    phase: 'build',
+    kind: 'build',
+    prompt: 'Build the login page.\n',
+    cwd,
+    runDir: join(cwd, 'run'),
+    timeoutMs: 30_000,
+    signal: new AbortController().signal,
+    ...over,
+  };
+}
+
+function recorder() {
+  const spawned: { pid: number; startTime: string }[] = [];
+  const exited: { pid: number; code: number | null; signal: string | null }[] = [];
+  const observer: TurnObserver = { ...silentObserver, spawned: (i) => spawned.push(i), exited: (i) => exited.push(i) };
+  return { spawned, exited, observer };
+}
+
+/** Waits until the files exist and hold a pid, while the turn still runs. */
+async function pidsFrom(files: string[], outcome: Promise<TurnOutcome>): Promise<{ pid: number; start: string }[]> {
+  let done = false;
+  void outcome.finally(() => (done = true));
+  for (;;) {
+    const pids = files.map((f) => (existsSync(f) ? Number(readFileSync(f, 'utf8').trim()) : 0));
+    if (pids.every((p) => p > 0)) return pids.map((pid) => ({ pid, start: processStartTime(pid)! }));
+    if (done) throw new Error('the turn ended before its processes wrote their pids');
+    await delay(20);
+  }
+}
+
+const NODE = process.execPath;
+const FAMILY = `#!/bin/sh
+sh -c 'trap "" TERM; echo $$ > grandchild.pid; while :; do sleep 1; done' &
+trap '' TERM
+echo $$ > child.pid
+echo partial
+wait
+`;
+
+describe('the command worker', () => {
+  it('sends the whole prompt on stdin and takes stdout as the reply', async () => {
+    const dir = freshDir();
+    const prompt = `${'a line of the prompt\n'.repeat(20_000)}>> the end`;
+    const outcome = await worker(['cat']).runTurn(request(dir, { prompt }), silentObserver);
+    expect(outcome).toEqual({ ok: true, reply: prompt });
+  });
+
+  it('passes exactly the base, the listed variables and every TRON_* variable', async () => {
+    const dir = freshDir();
+    const printEnv = script(dir, 'env.mjs', 'console.log(JSON.stringify(process.env));');
+    const req = request(dir);
+    const outcome = await worker([NODE, printEnv], ['WORKER_TOKEN']).runTurn(req, silentObserver);
+    expect(outcome.ok).toBe(true);
+    const env = JSON.parse(outcome.ok ? outcome.reply : '{}');
+    expect(env).toEqual({
+      PATH: process.env.PATH,
+      HOME: '/home/tron-test',
+      WORKER_TOKEN: 'passed-on',
+      TRON_ROLE: 'builder',
+      TRON_BLOCK: 'auth-login',
+      TRON_SESSION: 'builder-auth-login-1',
+      TRON_TURN: '2',
+      TRON_PHASE: 'build',
+      TRON_RUN_DIR: req.runDir,
+    });
+    expect(JSON.stringify(env)).not.toContain('do-not-leak');
+  });
+
+  it('runs the worker in the request cwd', async () => {
+    const dir = freshDir();
+    const outcome = await worker(['pwd']).runTurn(request(dir), silentObserver);
+    expect(outcome).toEqual({ ok: true, reply: `${dir}\n` });
+  });
+
+  it('reports a non-zero exit as a failed turn with the stderr tail and the output so far', async () => {
+    const dir = freshDir();
+    const outcome = await worker(['sh', '-c', 'echo half a reply; echo "model quota exceeded" >&2; exit 3']).runTurn(
+      request(dir),
+      silentObserver,
+    );
+    expect(outcome).toEqual({
+      ok: false,
+      failure: 'exit',
+      detail: 'exited with 3: model quota exceeded',
+      output: 'half a reply\n',
+    });
+  });
+
+  it('reports a worker killed by a signal as a crash', async () => {
+    const dir = freshDir();
+    const outcome = await worker(['sh', '-c', 'kill -KILL $$']).runTurn(request(dir), silentObserver);
+    expect(outcome.ok).toBe(false);
+    expect(outcome.ok === false && outcome.failure).toBe('crash');
+    expect(outcome.ok === false && outcome.detail).toContain('SIGKILL');
+  });
+
+  it('reports a missing program as a crash naming the command and the config to fix', async () => {
+    const dir = freshDir();
+    const rec = recorder();
+    const outcome = await worker(['tron-no-such-agent-cli', '--yes']).runTurn(request(dir, { role: 'reviewer' }), rec.observer);
+    expect(outcome.ok).toBe(false);
+    if (outcome.ok) return;
+    expect(outcome.failure).toBe('crash');
+    expect(outcome.detail).toContain('"tron-no-such-agent-cli"');
+    expect(outcome.detail).toContain('check [workers.reviewer] command in .tron/config.toml');
+    expect(rec.spawned).toEqual([]);
+  });
+
+  it('reports spawned and exited with the real pid and start time of the worker', async () => {
+    const dir = freshDir();
+    const self = script(
+      dir,
+      'self.mjs',
+      `import { readFileSync } from 'node:fs';
+const stat = readFileSync('/proc/self/stat', 'utf8');
+console.log(JSON.stringify({ pid: process.pid, start: stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19] }));`,
+    );
+    const rec = recorder();
+    const outcome = await worker([NODE, self]).runTurn(request(dir), rec.observer);
+    const seen = JSON.parse(outcome.ok ? outcome.reply : '{}');
+    expect(rec.spawned).toEqual([{ pid: seen.pid, startTime: seen.start }]);
+    expect(rec.exited).toEqual([{ pid: seen.pid, code: 0, signal: null }]);
+  });
+
+  it('on timeout stops the whole process group, a TERM-ignoring grandchild included', async () => {
+    const dir = freshDir();
+    const family = script(dir, 'family.sh', FAMILY);
+    const rec = recorder();
+    const turn = worker([family]).runTurn(request(dir, { timeoutMs: 3000 }), rec.observer);
+    const procs = await pidsFrom([join(dir, 'child.pid'), join(dir, 'grandchild.pid')], turn);
+    const outcome = await turn;
+    expect(outcome).toMatchObject({ ok: false, failure: 'timeout', output: 'partial\n' });
+    expect(outcome.ok === false && outcome.detail).toContain('no reply within 3s');
+    for (const p of procs) expect(isSameProcess(p.pid, p.start)).toBe(false);
+    expect(groupMembers(rec.spawned[0]!.pid)).toEqual([]);
+  });
+
+  it('on abort stops the whole process group, a TERM-ignoring grandchild included', async () => {
+    const dir = freshDir();
+    const family = script(dir, 'family.sh', FAMILY);
+    const rec = recorder();
+    const abort = new AbortController();
+    const turn = worker([family]).runTurn(request(dir, { signal: abort.signal }), rec.observer);
+    const procs = await pidsFrom([join(dir, 'child.pid'), join(dir, 'grandchild.pid')], turn);
+    abort.abort();
+    const outcome = await turn;
+    expect(outcome).toMatchObject({ ok: false, failure: 'aborted' });
+    for (const p of procs) expect(isSameProcess(p.pid, p.start)).toBe(false);
+    expect(groupMembers(rec.spawned[0]!.pid)).toEqual([]);
+    expect(rec.exited).toHaveLength(1);
+  });
+
+  it('does not start a turn whose signal is already aborted', async () => {
+    const dir = freshDir();
+    const rec = recorder();
+    const abort = new AbortController();
+    abort.abort();
+    const outcome = await worker(['touch', 'started']).runTurn(request(dir, { signal: abort.signal }), rec.observer);
+    expect(outcome).toMatchObject({ ok: false, failure: 'aborted' });
+    expect(rec.spawned).toEqual([]);
+    expect(existsSync(join(dir, 'started'))).toBe(false);
+  });
+
+  it('ends with the turn whatever the worker left running in its group', async () => {
+    const dir = freshDir();
+    const outcome = await worker(['sh', '-c', 'sleep 100 & echo $! > bg.pid; echo done']).runTurn(request(dir), silentObserver);
+    expect(outcome).toEqual({ ok: true, reply: 'done\n' });
+    const bg = Number(readFileSync(join(dir, 'bg.pid'), 'utf8'));
+    expect(processStartTime(bg)).toBeUndefined();
+  });
+
+  it('fills {prompt} and {prompt_file} into the argv and then gives stdin nothing', async () => {
+    const dir = freshDir();
+    const show = script(
+      dir,
+      'show.mjs',
+      `import { readFileSync } from 'node:fs';
+const [, , prompt, file] = process.argv;
+console.log(JSON.stringify({ prompt, file, fileText: readFileSync(file, 'utf8'), stdin: readFileSync(0, 'utf8') }));`,
+    );
+    const req = request(dir, { prompt: 'Review {prompt_file} literally.\n', session: 'rev/1', turn: 4 });
+    const outcome = await worker([NODE, show, '{prompt}', '{prompt_file}']).runTurn(req, silentObserver);
+    const seen = JSON.parse(outcome.ok ? outcome.reply : '{}');
+    expect(seen).toEqual({
+      prompt: 'Review {prompt_file} literally.\n',
+      file: join(req.runDir, 'prompts', 'rev_1-turn4.md'),
+      fileText: 'Review {prompt_file} literally.\n',
+      stdin: '',
+    });
+  });
+
+  it('shows the running turn of a session and forgets it when the turn ends', async () => {
+    const dir = freshDir();
+    const w = worker(['sh', '-c', 'echo hello; sleep 100']);
+    const abort = new AbortController();
+    const rec = recorder();
+    const turn = w.runTurn(request(dir, { signal: abort.signal }), rec.observer);
+    while (!((w.running('builder-auth-login-1')?.outputBytes ?? 0) > 0)) await delay(20);
+    const seen = w.running('builder-auth-login-1')!;
+    expect(seen).toEqual({ pid: rec.spawned[0]!.pid, startTime: rec.spawned[0]!.startTime, outputBytes: 6 });
+    expect(w.running('another-session')).toBeUndefined();
+    abort.abort();
+    await turn;
+    expect(w.running('builder-auth-login-1')).toBeUndefined();
+  });
+});

@@ -1,0 +1,216 @@
+/**
+ * The `command` worker: any coding-agent CLI as a worker (DESIGN.md, "The `command`
+ * worker adapter (contract)"). For each turn the configured argv runs with:
+ *
+ * - cwd: `request.cwd` (builder worktree, reviewer checkout, or repository root);
+ * - stdin: the whole prompt, then closed; stdout: the reply; stderr: kept (its tail) for
+ *   the failure detail. Exit 0 is a reply; a non-zero exit, a signal or a timeout is a
+ *   failed turn;
+ * - environment: the minimal base (PATH, HOME, LANG, TERM), the variables the worker's
+ *   `env` list names, and TRON_ROLE, TRON_BLOCK, TRON_SESSION, TRON_TURN, TRON_PHASE,
+ *   TRON_RUN_DIR. Nothing else of the engine's environment reaches the worker.
+ *
+ * Argument placeholders, for CLIs that take the prompt as an argument: in any argv
+ * element `{prompt}` becomes the prompt text and `{prompt_file}` the path of a file
+ * holding it, written to `<runDir>/prompts/<session>-turn<turn>.md`. When either is
+ * used, stdin gets nothing (it is closed at once).
+ *
+ * A turn owns its process group: the worker starts as a group leader, and when the turn
+ * ends (reply, timeout, abort) nothing of the group is left running. A timeout or an
+ * abort sends SIGTERM to the group, then SIGKILL after a grace period.
+ */
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { spawn } from 'node:child_process';
+import type { TurnObserver, TurnOutcome, TurnRequest, WorkerAdapter } from './adapter.ts';
+import type { CommandSettings } from './settings.ts';
+import { minimalEnv } from './env.ts';
+import { processStartTime } from '../proc.ts';
+import { formatDuration } from '../duration.ts';
+import { stopGroup } from './process-group.ts';
+
+/** What the liveness probe needs to see of a running turn. */
+export interface RunningTurn {
+  pid: number;
+  startTime: string;
+  /** Bytes written so far on stdout and stderr: output is a sign of life. */
+  outputBytes: number;
+}
+
+export interface CommandWorker extends WorkerAdapter {
+  readonly kind: 'command';
+  /** The process of the session's running turn, or undefined when none runs. */
+  running(session: string): RunningTurn | undefined;
+}
+
+export interface CommandDeps {
+  /** The engine's environment, the only source of pass-through variables. */
+  env: Readonly<Record<string, string | undefined>>;
+  /** SIGTERM-to-SIGKILL grace when stopping a turn; 2 s unless given. */
+  killGraceMs?: number;
+}
+
+const STDERR_KEEP = 16 * 1024;
+const DETAIL_TAIL = 2000;
+/** How long stdout may stay open after the group is gone (a process that left the group). */
+const DRAIN_MS = 2000;
+const PLACEHOLDER = /\{prompt(_file)?\}/g;
+const HAS_PLACEHOLDER = /\{prompt(_file)?\}/;
+
+/** The argv with `{prompt}` and `{prompt_file}` filled in, in one pass. */
+export function expandArgv(argv: readonly string[], prompt: string, promptFile: string): string[] {
+  return argv.map((arg) => arg.replace(PLACEHOLDER, (_, file) => (file ? promptFile : prompt)));
+}
+
+/** Where `{prompt_file}` puts the prompt of one turn. */
+export function promptFilePath(runDir: string, session: string, turn: number): string {
+  return join(runDir, 'prompts', `${session.replace(/[^A-Za-z0-9._-]/g, '_')}-turn${turn}.md`);
+}
+
+/** The whole environment of a worker turn. */
+export function turnEnv(
+  request: TurnRequest,
+  source: Readonly<Record<string, string | undefined>>,
+  passThrough: readonly string[],
+): Record<string, string> {
+  return minimalEnv(source, passThrough, {
+    TRON_ROLE: request.role,
+    TRON_BLOCK: request.block,
+    TRON_SESSION: request.session,
+    TRON_TURN: String(request.turn),
+    TRON_PHASE: request.phase,
+    TRON_RUN_DIR: request.runDir,
+  });
+}
+
+function tail(text: string): string {
+  const trimmed = text.trimEnd();
+  return trimmed.length > DETAIL_TAIL ? `…${trimmed.slice(-DETAIL_TAIL)}` : trimmed;
+}
+
+function withStderr(head: string, stderr: string): string {
+  const t = tail(stderr);
+  return t ? `${head}: ${t}` : head;
+}
+
+/** Creates the adapter for one `[workers.<role>]` table with `adapter = "command"`. */
+export function createCommandWorker(settings: CommandSettings, deps: CommandDeps): CommandWorker {
+  const graceMs = deps.killGraceMs ?? 2000;
+  const live = new Map<string, RunningTurn>();
+
+  async function runTurn(request: TurnRequest, observer: TurnObserver): Promise<TurnOutcome> {
+    const configHint = `check [workers.${request.role}] command in .tron/config.toml`;
+    if (request.signal.aborted) return { ok: false, failure: 'aborted', detail: 'stopped by the engine before it started' };
+
+    const shown = settings.command[0];
+    const usesPlaceholder = settings.command.some((arg) => HAS_PLACEHOLDER.test(arg));
+    const promptFile = promptFilePath(request.runDir, request.session, request.turn);
+    if (settings.command.some((arg) => arg.includes('{prompt_file}'))) {
+      try {
+        mkdirSync(join(request.runDir, 'prompts'), { recursive: true });
+        writeFileSync(promptFile, request.prompt);
+      } catch (error) {
+        const why = (error as NodeJS.ErrnoException).code ?? String(error);
+        return { ok: false, failure: 'crash', detail: `cannot write the prompt file ${promptFile} for "${shown}" (${why})` };
+      }
+    }
+    const [file, ...args] = expandArgv(settings.command, request.prompt, promptFile);
+
+    const child = spawn(file!, args, {
+      cwd: request.cwd,
+      env: turnEnv(request, deps.env, settings.env),
+      detached: true,
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
+
+    // After a successful start, 'error' only reports a failed kill or write: nothing to act on.
+    const spawnError = new Promise<NodeJS.ErrnoException>((resolve) => child.on('error', resolve));
+    const pid = child.pid;
+    if (pid === undefined) {
+      const error = await spawnError;
+      const why =
+        error.code === 'ENOENT' && !existsSync(request.cwd)
+          ? `its working directory ${request.cwd} does not exist`
+          : error.code === 'ENOENT'
+            ? 'no such program'
+            : `${error.code ?? 'error'}: ${error.message}`;
+      return { ok: false, failure: 'crash', detail: `cannot start "${shown}" (${why}); ${configHint}` };
+    }
+
+    // Read at once: a very short-lived worker may already be a zombie by the next tick.
+    // Should it be one already, '' matches no process, so recovery will never kill by it.
+    const startTime = processStartTime(pid) ?? '';
+    const state: RunningTurn = { pid, startTime, outputBytes: 0 };
+    live.set(request.session, state);
+    observer.spawned({ pid, startTime });
+
+    const stdout: Buffer[] = [];
+    let stderr = Buffer.alloc(0);
+    child.stdout.on('data', (chunk: Buffer) => {
+      stdout.push(chunk);
+      state.outputBytes += chunk.length;
+    });
+    child.stderr.on('data', (chunk: Buffer) => {
+      state.outputBytes += chunk.length;
+      stderr = Buffer.concat([stderr, chunk]);
+      if (stderr.length > STDERR_KEEP) stderr = stderr.subarray(stderr.length - STDERR_KEEP);
+    });
+    // A worker may exit without reading its prompt; the broken pipe is not the failure.
+    child.stdin.on('error', () => {});
+    if (usesPlaceholder) child.stdin.end();
+    else child.stdin.end(request.prompt);
+
+    const streamsClosed = new Promise<void>((resolve) => child.once('close', () => resolve()));
+    const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+      child.once('exit', (code, signal) => resolve({ code, signal })),
+    );
+
+    let stopped: 'timeout' | 'aborted' | undefined;
+    let stopping: Promise<void> | undefined;
+    const stop = (why: 'timeout' | 'aborted') => {
+      if (stopped) return;
+      stopped = why;
+      stopping = stopGroup(pid, graceMs);
+    };
+    const timer = setTimeout(() => stop('timeout'), request.timeoutMs);
+    const onAbort = () => stop('aborted');
+    request.signal.addEventListener('abort', onAbort, { once: true });
+
+    const exit = await exited;
+    clearTimeout(timer);
+    request.signal.removeEventListener('abort', onAbort);
+    observer.exited({ pid, code: exit.code, signal: exit.signal });
+    // Whatever the worker left running in its group ends with the turn.
+    await (stopping ?? stopGroup(pid, graceMs));
+    await Promise.race([streamsClosed, new Promise((r) => setTimeout(r, DRAIN_MS).unref())]);
+    child.stdout.destroy();
+    child.stderr.destroy();
+    if (live.get(request.session) === state) live.delete(request.session);
+
+    const output = Buffer.concat(stdout).toString('utf8');
+    const err = stderr.toString('utf8');
+    const partial = output ? { output } : {};
+    if (stopped === 'timeout') {
+      const head = `no reply within ${formatDuration(request.timeoutMs)}; "${shown}" and its processes were stopped`;
+      return { ok: false, failure: 'timeout', detail: withStderr(head, err), ...partial };
+    }
+    if (stopped === 'aborted') {
+      const head = `stopped by the engine; "${shown}" and its processes were stopped`;
+      return { ok: false, failure: 'aborted', detail: withStderr(head, err), ...partial };
+    }
+    if (exit.signal) {
+      return { ok: false, failure: 'crash', detail: withStderr(`"${shown}" was killed by ${exit.signal}`, err), ...partial };
+    }
+    if (exit.code !== 0) {
+      return { ok: false, failure: 'exit', detail: withStderr(`exited with ${exit.code}`, err), output };
+    }
+    return { ok: true, reply: output };
+  }
+
+  function running(session: string): RunningTurn | undefined {
+    const turn = live.get(session);
+    return turn && { ...turn };
+  }
+
+  return { kind: 'command', runTurn, running };
+}

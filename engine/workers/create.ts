@@ -1,0 +1,17 @@
+/** Builds the adapter a `[workers.<role>]` table asks for. */
+import type { WorkerAdapter } from './adapter.ts';
+import type { WorkerSettings } from './settings.ts';
+import { createCommandWorker } from './command.ts';
+import { createOpenAIWorker } from './openai.ts';
+import { createSimWorker } from './sim.ts';
+
+export function createWorker(settings: WorkerSettings, deps: { repo: string; env: Record<string, string | undefined> }): WorkerAdapter {
+  switch (settings.adapter) {
+    case 'openai':
+      return createOpenAIWorker(settings, { env: deps.env });
+    case 'command':
+      return createCommandWorker(settings, { env: deps.env });
+    case 'sim':
+      return createSimWorker(settings, { repo: deps.repo });
+  }
+}

@@ -1,0 +1,68 @@
+import TOML from '@iarna/toml';
+import { describe, expect, it } from 'vitest';
+import { WORKER_ROLES } from '../roles.ts';
+import { isPresetName, PRESET_NAMES, WORKER_PRESETS } from './presets.ts';
+import { workerSettings, type CommandSettings, type WorkerSettings } from './settings.ts';
+
+function tables(name: (typeof PRESET_NAMES)[number]): Record<string, WorkerSettings> {
+  const data = TOML.parse(WORKER_PRESETS[name].toml) as { workers: Record<string, unknown> };
+  expect(Object.keys(data)).toEqual(['workers']);
+  return Object.fromEntries(Object.entries(data.workers).map(([role, table]) => [role, workerSettings.parse(table)]));
+}
+
+function command(name: 'claude' | 'codex', role: string): string[] {
+  const settings = tables(name)[role] as CommandSettings;
+  expect(settings.adapter).toBe('command');
+  return settings.command;
+}
+
+describe('worker presets', () => {
+  it.each(PRESET_NAMES)('%s defines a valid worker for builder, reviewer and architect', (name) => {
+    expect(Object.keys(tables(name))).toEqual([...WORKER_ROLES]);
+  });
+
+  it('openai uses the built-in agent and names the key variable, never a key', () => {
+    for (const settings of Object.values(tables('openai'))) {
+      expect(settings).toMatchObject({ adapter: 'openai', base_url: 'https://api.openai.com/v1', api_key_env: 'OPENAI_API_KEY' });
+    }
+    expect(WORKER_PRESETS.openai.toml).not.toMatch(/sk-/);
+  });
+
+  it('command presets pass the prompt on stdin and explain the argument placeholders', () => {
+    for (const name of ['claude', 'codex'] as const) {
+      for (const role of WORKER_ROLES) expect(command(name, role).join(' ')).not.toMatch(/\{prompt(_file)?\}/);
+      expect(WORKER_PRESETS[name].toml).toMatch(/\{prompt\}/);
+      expect(WORKER_PRESETS[name].toml).toMatch(/\{prompt_file\}/);
+    }
+    for (const role of WORKER_ROLES) expect(command('codex', role).at(-1)).toBe('-');
+    for (const role of WORKER_ROLES) expect(command('claude', role).slice(0, 2)).toEqual(['claude', '-p']);
+  });
+
+  it('claude lets only the builder edit', () => {
+    expect(command('claude', 'builder')).toEqual(expect.arrayContaining(['--permission-mode', 'acceptEdits', 'Bash']));
+    for (const role of ['reviewer', 'architect']) {
+      const argv = command('claude', role);
+      expect(argv).not.toContain('acceptEdits');
+      const disallowed = argv.slice(argv.indexOf('--disallowedTools') + 1);
+      expect(disallowed.slice(0, 3)).toEqual(['Edit', 'Write', 'NotebookEdit']);
+      expect(argv.slice(argv.indexOf('--allowedTools') + 1)).not.toContain('Bash');
+    }
+  });
+
+  it('codex keeps reviewer and architect in the read-only sandbox', () => {
+    expect(command('codex', 'builder')).not.toContain('read-only');
+    for (const role of ['reviewer', 'architect']) expect(command('codex', role)).toEqual(['codex', 'exec', '--sandbox', 'read-only', '-']);
+  });
+
+  it('command presets pass through the variable their CLI reads its key from', () => {
+    for (const role of WORKER_ROLES) {
+      expect((tables('claude')[role] as CommandSettings).env).toEqual(['ANTHROPIC_API_KEY']);
+      expect((tables('codex')[role] as CommandSettings).env).toEqual(['OPENAI_API_KEY']);
+    }
+  });
+
+  it('recognises preset names and nothing else', () => {
+    expect(PRESET_NAMES.every(isPresetName)).toBe(true);
+    expect(isPresetName('gpt')).toBe(false);
+  });
+});

@@ -1,0 +1,130 @@
+/**
+ * Ready-made `[workers.*]` tables for `tron init --worker <name>`: one per kind of worker
+ * a user is likely to have. Each is TOML text with comments, pasted into the generated
+ * `.tron/config.toml`, so what the user reads there is exactly what runs.
+ *
+ * The roles need different powers: the builder edits files, runs commands and commits
+ * in its own worktree; the reviewer (a detached checkout pinned to the attested sha) and
+ * the architect (the repository root) only read. The command presets say so in the
+ * flags of each CLI.
+ */
+
+export const PRESET_NAMES = ['openai', 'claude', 'codex', 'sim'] as const;
+export type PresetName = (typeof PRESET_NAMES)[number];
+
+export interface WorkerPreset {
+  /** One line for `tron init --help` and the init output. */
+  describe: string;
+  /** The `[workers.builder]`, `[workers.reviewer]` and `[workers.architect]` tables. */
+  toml: string;
+}
+
+const PLACEHOLDERS = `# The prompt goes to the CLI on stdin. A CLI that only takes the prompt as an argument
+# can use "{prompt}" (the prompt text) or "{prompt_file}" (a file holding it) inside an
+# argv element instead, e.g. command = ["my-agent", "--task-file", "{prompt_file}"].`;
+
+const openai = `# tron's built-in coding agent on the Chat Completions API: read, write, edit, list
+# and run tools inside the worker's checkout. Works with any OpenAI-compatible server:
+# point base_url at it and name the variable that holds its key.
+# (Codex-tuned models such as gpt-5.1-codex are served on the Responses API only, so
+# choose a model your endpoint offers on /chat/completions.)
+[workers.builder]
+adapter = "openai"
+model = "gpt-5.1"
+base_url = "https://api.openai.com/v1"
+api_key_env = "OPENAI_API_KEY"   # the variable holding the key; never write the key here
+# max_steps = 40                 # model calls per turn before the turn fails
+# request_timeout = "5m"         # one model call
+# tool_timeout = "5m"            # longest a command the agent runs may take
+
+[workers.reviewer]
+adapter = "openai"
+model = "gpt-5.1"
+base_url = "https://api.openai.com/v1"
+api_key_env = "OPENAI_API_KEY"
+
+[workers.architect]
+adapter = "openai"
+model = "gpt-5.1"
+base_url = "https://api.openai.com/v1"
+api_key_env = "OPENAI_API_KEY"
+`;
+
+const claude = `# Claude Code in print mode (claude -p): it reads the prompt from stdin and prints
+# its answer to stdout. Log in once with \`claude\`, or set ANTHROPIC_API_KEY.
+${PLACEHOLDERS}
+
+# The builder may edit files (acceptEdits) and run commands (Bash): it must run tests
+# and commit on its branch. It works in its own worktree; tron checks trunk was not
+# touched. Narrow Bash to what your project needs, e.g. "Bash(git:*)" "Bash(npm test:*)".
+[workers.builder]
+adapter = "command"
+command = ["claude", "-p", "--permission-mode", "acceptEdits", "--allowedTools", "Bash"]
+env = ["ANTHROPIC_API_KEY"]
+
+# Reviewer and architect only read: read and search tools and read-only git commands are
+# allowed; edits are disallowed, and in print mode anything not allowed is refused.
+[workers.reviewer]
+adapter = "command"
+command = ["claude", "-p", "--disallowedTools", "Edit", "Write", "NotebookEdit", "--allowedTools", "Read", "Grep", "Glob", "Bash(git diff:*)", "Bash(git log:*)", "Bash(git show:*)"]
+env = ["ANTHROPIC_API_KEY"]
+
+[workers.architect]
+adapter = "command"
+command = ["claude", "-p", "--disallowedTools", "Edit", "Write", "NotebookEdit", "--allowedTools", "Read", "Grep", "Glob", "Bash(git diff:*)", "Bash(git log:*)", "Bash(git show:*)"]
+env = ["ANTHROPIC_API_KEY"]
+`;
+
+const codex = `# OpenAI Codex CLI, non-interactive (codex exec): "-" makes it read the prompt from
+# stdin; its final message goes to stdout, progress to stderr. Log in once with
+# \`codex login\`, or set OPENAI_API_KEY.
+${PLACEHOLDERS}
+
+# The builder must commit on its branch. Codex's workspace-write sandbox keeps .git
+# read-only, and a tron worktree's git data lives in the main repository, outside the
+# sandbox, so the builder runs unsandboxed (danger-full-access) in its own worktree;
+# tron checks trunk was not touched. Run tron in a container or VM for a hard wall.
+[workers.builder]
+adapter = "command"
+command = ["codex", "exec", "--sandbox", "danger-full-access", "-"]
+env = ["OPENAI_API_KEY"]
+
+# Reviewer and architect only read: Codex's read-only sandbox.
+[workers.reviewer]
+adapter = "command"
+command = ["codex", "exec", "--sandbox", "read-only", "-"]
+env = ["OPENAI_API_KEY"]
+
+[workers.architect]
+adapter = "command"
+command = ["codex", "exec", "--sandbox", "read-only", "-"]
+env = ["OPENAI_API_KEY"]
+`;
+
+const sim = `# Scripted workers, for trying tron without a model. A script lists, per block and
+# role, what each turn does (write files, commit, reply); without one, every worker
+# replies like an honest worker but changes nothing, so no block gets past the truth
+# gate. See engine/workers/sim.ts in the tron checkout for the script format.
+[workers.builder]
+adapter = "sim"
+# script = ".tron/sim.toml"   # relative to the repository; give every role the same one
+
+[workers.reviewer]
+adapter = "sim"
+
+[workers.architect]
+adapter = "sim"
+`;
+
+/** The worker tables `tron init` can write, by name. */
+export const WORKER_PRESETS: Record<PresetName, WorkerPreset> = {
+  openai: { describe: "tron's built-in agent on any OpenAI-compatible API (needs OPENAI_API_KEY)", toml: openai },
+  claude: { describe: 'Claude Code CLI in print mode (needs `claude` on PATH)', toml: claude },
+  codex: { describe: 'OpenAI Codex CLI, codex exec (needs `codex` on PATH)', toml: codex },
+  sim: { describe: 'scripted workers, no model: for trying tron out', toml: sim },
+};
+
+/** Whether `name` is a preset, for argument checking. */
+export function isPresetName(name: string): name is PresetName {
+  return (PRESET_NAMES as readonly string[]).includes(name);
+}

@@ -13,17 +13,8 @@
  */
 import type { Graph, GraphEdge, GraphNode } from './bpmn-graph.ts';
 import { TROUBLE_GATEWAY } from './bpmn-graph.ts';
+import { assignLevels, labelSize, LINE, type Bounds, type Point } from './bpmn-geometry.ts';
 
-export interface Point {
-  x: number;
-  y: number;
-}
-export interface Bounds {
-  x: number;
-  y: number;
-  width: number;
-  height: number;
-}
 export interface Layout {
   shapes: Map<string, Bounds>;
   /** External labels of events, named gateways and flows. */
@@ -39,8 +30,6 @@ const LEVEL = 26;
 const FIRST_COL_X = 120;
 const POOL_BAND = 30;
 const BOUNDARY_DX = -25;
-const LINE = 14;
-const CHAR = 7;
 
 type Route = 'straight' | 'arch' | 'drop' | 'fan' | 'channel' | 'corridor-above' | 'corridor-below';
 type Side = 'top' | 'bottom';
@@ -59,32 +48,6 @@ const SIZE: Record<GraphNode['kind'], { w: number; h: number }> = {
   boundary: { w: 36, h: 36 },
   gateway: { w: 50, h: 50 },
 };
-
-/** Width and height a label needs, wrapping words at `max` pixels. */
-export function labelSize(text: string, max = 120): { width: number; height: number } {
-  const lines: number[] = [];
-  for (const word of text.split(' ')) {
-    const w = word.length * CHAR;
-    const last = lines.length - 1;
-    if (last >= 0 && lines[last]! + CHAR + w <= max) lines[last] = lines[last]! + CHAR + w;
-    else lines.push(w);
-  }
-  return { width: Math.min(max, Math.max(...lines)) + 6, height: lines.length * LINE };
-}
-
-/** Greedy interval levels: shortest spans first, each on the lowest level it fits. */
-function assignLevels(spans: { id: string; lo: number; hi: number }[]): Map<string, number> {
-  const sorted = [...spans].sort((a, b) => a.hi - a.lo - (b.hi - b.lo) || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
-  const levels: { lo: number; hi: number }[][] = [];
-  const out = new Map<string, number>();
-  for (const s of sorted) {
-    let l = 0;
-    while (levels[l]?.some((o) => s.lo < o.hi && o.lo < s.hi)) l++;
-    (levels[l] ??= []).push(s);
-    out.set(s.id, l);
-  }
-  return out;
-}
 
 /** The diagram's coordinates; pure and deterministic. */
 export function layoutGraph(graph: Graph): Layout {

@@ -8,7 +8,8 @@
 import { BpmnModdle, type ModdleElement } from 'bpmn-moddle';
 import { detailsText } from './bpmn-details.ts';
 import { buildGraph, type Graph, type GraphNode } from './bpmn-graph.ts';
-import { layoutGraph, type Bounds, type Layout } from './bpmn-layout.ts';
+import type { Bounds } from './bpmn-geometry.ts';
+import { layoutGraph, type Layout } from './bpmn-layout.ts';
 import type { Spine } from './workflow.ts';
 
 /** Opens the generated file (after the XML declaration). */

@@ -26,7 +26,7 @@ export function describeNearMiss(line: string): string {
   const after = rest.slice(word.length);
   if (after.startsWith('{')) return 'there must be a space between the word and its JSON object';
   if (!/^[ \t]/.test(after)) return 'the word must be followed by a space and a JSON object, or by nothing';
-  const trimmed = after.replace(/^[ \t]+/, '').replace(/[ \t]+$/, '');
+  const trimmed = trimBlanks(after);
   if (trimmed.startsWith('[') || trimmed.startsWith('"')) {
     return 'the payload must be a JSON object `{…}`, not an array or a string';
   }
@@ -36,6 +36,18 @@ export function describeNearMiss(line: string): string {
       : 'the JSON object must open and close on that same line';
   }
   return 'after the word only one JSON object `{…}` may follow, on the same line';
+}
+
+/**
+ * Strips spaces and tabs at both ends by hand: `/[ \t]+$/` is quadratic on a long run of
+ * blanks that is not at the end, and replies can be megabytes.
+ */
+function trimBlanks(s: string): string {
+  let start = 0;
+  let end = s.length;
+  while (start < end && (s[start] === ' ' || s[start] === '\t')) start++;
+  while (end > start && (s[end - 1] === ' ' || s[end - 1] === '\t')) end--;
+  return s.slice(start, end);
 }
 
 /** A line shown inside a message: control characters made visible, clipped, in backticks. */

@@ -145,7 +145,7 @@ describe('every refusal kind', () => {
       ['>>MERGED', builder],
       ['>>DONE', challenge],
       ['>>BLOCKED', builder],
-      ['>>DONE {]', builder],
+      ['>>DONE {]}', builder],
       ['>>DONE {"summary": 1}', builder],
     ];
     for (const [reply, ctx] of replies) seen.add(kindOf(reply, ctx));
@@ -215,6 +215,8 @@ describe('hostile replies', () => {
       `>>DONE {${'} '.repeat(500_000)}x`,
       `>>DONE {${' '.repeat(500_000)}}${' '.repeat(500_000)}x`,
       `>>${'A'.repeat(1_000_000)}a`,
+      `${' '.repeat(1_000_000)}>>DONE`,
+      `>>DONE\t${'\t '.repeat(500_000)}{x`,
     ];
     for (const line of lines) {
       const r = refusal(parseReply(line, builder));

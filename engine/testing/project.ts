@@ -1,0 +1,101 @@
+/**
+ * A tron project for tests: a real repository with `.tron/config.toml`, block files and
+ * an optional sim script, plus a way to run `tron start` on it and read what happened.
+ */
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { makeRepo, GIT_IDENTITY_ENV, type TestRepo } from './repo.ts';
+import { startCommand } from '../commands/start.ts';
+import { systemClock } from '../clock.ts';
+import { readLog } from '../eventlog.ts';
+import type { TronEvent } from '../events.ts';
+import type { WorkerAdapter } from '../workers/adapter.ts';
+import type { WorkerRole } from '../roles.ts';
+
+export interface BlockSpec {
+  title?: string;
+  criteria?: string[];
+  depends_on?: string[];
+  priority?: number;
+  brief?: string;
+}
+
+/** A test command that runs every tests/*.test.js with node's assert. */
+export const NODE_RUNNER = `const { readdirSync } = require('node:fs');
+for (const f of readdirSync(__dirname + '/tests').filter((f) => f.endsWith('.test.js')).sort()) require('./tests/' + f);
+`;
+
+export function blockFile(id: string, spec: BlockSpec): string {
+  const lines = ['+++', `title = ${JSON.stringify(spec.title ?? `Block ${id}`)}`];
+  if (spec.depends_on) lines.push(`depends_on = ${JSON.stringify(spec.depends_on)}`);
+  if (spec.priority !== undefined) lines.push(`priority = ${spec.priority}`);
+  lines.push(`criteria = ${JSON.stringify(spec.criteria ?? [`${id} works`])}`, '+++', spec.brief ?? `Build ${id}.`, '');
+  return lines.join('\n');
+}
+
+export function configFile(opts: { maxParallel?: number; extra?: string; workers?: string } = {}): string {
+  return [
+    'trunk = "main"',
+    `max_parallel = ${opts.maxParallel ?? 2}`,
+    'test = "node test.js"',
+    '',
+    '[timeouts]',
+    'turn = "1m"',
+    'test = "1m"',
+    '',
+    opts.workers ?? '[workers.builder]\nadapter = "sim"\nscript = ".tron/sim.toml"\n\n[workers.reviewer]\nadapter = "sim"\nscript = ".tron/sim.toml"\n',
+    opts.extra ?? '',
+  ].join('\n');
+}
+
+export interface ProjectSpec {
+  blocks: Record<string, BlockSpec>;
+  sim?: string;
+  config?: string;
+  files?: Record<string, string>;
+}
+
+/** A repository with a node test runner, a smoke test and the .tron files. */
+export async function makeProject(spec: ProjectSpec): Promise<TestRepo> {
+  const files: Record<string, string> = {
+    'test.js': NODE_RUNNER,
+    'tests/smoke.test.js': "require('node:assert').ok(true);\n",
+    '.tron/.gitignore': 'runs/\nworktrees/\ninbox/\nengine.lock\n',
+    '.tron/config.toml': spec.config ?? configFile(),
+    '.tron/sim.toml': spec.sim ?? '',
+    ...spec.files,
+  };
+  for (const [id, b] of Object.entries(spec.blocks)) files[`.tron/blocks/${id}.md`] = blockFile(id, b);
+  return makeRepo(files);
+}
+
+export interface RunResult {
+  exit: number;
+  output: string[];
+  events: TronEvent[];
+  runDir: string;
+}
+
+/** Runs `tron start` on the repository, in-process, and reads the run's log. */
+export async function runTron(repo: TestRepo, opts: { workers?: Partial<Record<WorkerRole, WorkerAdapter>>; env?: Record<string, string> } = {}): Promise<RunResult> {
+  const output: string[] = [];
+  const exit = await startCommand({
+    repo: repo.dir,
+    clock: systemClock,
+    env: { PATH: process.env.PATH, HOME: process.env.HOME, ...GIT_IDENTITY_ENV, ...opts.env },
+    print: (line) => output.push(line),
+    ...(opts.workers ? { workers: opts.workers } : {}),
+  });
+  const runs = readdirSync(join(repo.dir, '.tron', 'runs')).sort();
+  const runDir = join(repo.dir, '.tron', 'runs', runs.at(-1)!);
+  return { exit, output, events: readLog(join(runDir, 'events.jsonl')).events, runDir };
+}
+
+/** Events of one type, narrowed. */
+export function ofType<T extends TronEvent['type']>(events: readonly TronEvent[], type: T): Extract<TronEvent, { type: T }>[] {
+  return events.filter((e): e is Extract<TronEvent, { type: T }> => e.type === type);
+}
+
+export function readRunFile(runDir: string, name: string): string {
+  return readFileSync(join(runDir, name), 'utf8');
+}

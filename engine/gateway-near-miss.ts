@@ -58,7 +58,6 @@ export function quote(line: string, max = 80): string {
 
 /** Control characters as `\xNN`, so a message never carries NULs or stray line breaks. */
 export function visible(s: string): string {
-  // eslint-disable-next-line no-control-regex
   return s.replace(/[\u0000-\u0008\u000b-\u001f\u007f\n\t]/g, (c) =>
     c === '\t' ? ' ' : `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`,
   );

@@ -31,11 +31,6 @@ describe('docs/GLOSSARY.md', () => {
     }
   });
 
-  it('lists the words of each role by phase', () => {
-    expect(lines).toContain('| builder | build | `DONE`, `CONFIRMED`, `BLOCKED`, `WORKING` |');
-    expect(lines).toContain('| operator | parked | `RETRY`, `ABANDON` |');
-  });
-
   it('explains every refusal kind', () => {
     for (const kind of REFUSAL_KINDS) expect(lines.some((l) => l.startsWith(`| \`${kind}\` |`)), kind).toBe(true);
   });

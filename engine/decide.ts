@@ -168,7 +168,7 @@ function act(step: Step, id: string, word: Word, payload: Record<string, unknown
   const b = step.block(id);
   switch (word) {
     case 'DONE':
-      step.emit({ type: 'facts.requested', block: id, purpose: 'gate', base: b.base! });
+      step.emit({ type: 'facts.requested', block: id, purpose: 'gate', base: b.base!, trunk_sha: step.s.trunkSha! });
       return;
     case 'CONFIRMED': {
       const problem = evidenceProblem(payload.evidence as Record<string, string>, b.info.criteria);
@@ -178,7 +178,7 @@ function act(step: Step, id: string, word: Word, payload: Record<string, unknown
         afterGateFailure(step, id, 'build');
         return;
       }
-      const facts = b.observed ? deriveFacts(b.observed, expectations(step)) : [];
+      const facts = b.observed ? deriveFacts(b.observed, expectations(step, b.factsTrunk)) : [];
       facts.push({ name: 'evidence', ok: true, evidence: `evidence given for all ${b.info.criteria.length} criteria` });
       step.emit({ type: 'gate.passed', block: id, sha, facts });
       step.emit({ type: 'block.phase', block: id, from: b.phase, to: 'review', on: 'CONFIRMED' });
@@ -201,7 +201,7 @@ function act(step: Step, id: string, word: Word, payload: Record<string, unknown
       dispatch(step, id, 'build');
       return;
     case 'MERGED':
-      step.emit({ type: 'facts.requested', block: id, purpose: 'merge', base: step.s.trunkSha! });
+      step.emit({ type: 'facts.requested', block: id, purpose: 'merge', base: step.s.trunkSha!, trunk_sha: step.s.trunkSha! });
       return;
     case 'RETRY':
       retry(step, id, 'RETRY');
@@ -219,13 +219,20 @@ function act(step: Step, id: string, word: Word, payload: Record<string, unknown
 
 // ---- the truth gate ----
 
-function expectations(step: Step) {
-  return { trunkSha: step.s.trunkSha!, mainStatus: step.s.mainStatus, testCommand: step.ctx.testCommand };
+function expectations(step: Step, since?: string) {
+  const history = step.s.trunkHistory;
+  const from = since ? history.lastIndexOf(since) : -1;
+  return {
+    trunkSha: step.s.trunkSha!,
+    mainStatus: step.s.mainStatus,
+    trunkAllowed: from >= 0 ? history.slice(from) : [],
+    ...(step.ctx.testCommand ? { testCommand: step.ctx.testCommand } : {}),
+  };
 }
 
 function onFacts(step: Step, e: BodyOf<'facts.observed'>): void {
   const b = step.block(e.block);
-  const facts = deriveFacts(e as never, expectations(step));
+  const facts = deriveFacts(e as never, expectations(step, b.factsTrunk));
   const failed = facts.filter((f) => !f.ok);
   if (failed.some((f) => f.name === 'trunk_untouched')) {
     step.emit({ type: 'gate.failed', block: b.id, sha: e.head, purpose: e.purpose, facts });
@@ -448,7 +455,7 @@ function schedule(step: Step): void {
     const next = step.block(step.s.mergeQueue[0]!);
     step.emit({ type: 'merge.locked', block: next.id, sha: next.attested! });
   }
-  if (!step.s.watch && settled(step.s)) {
+  if (!step.s.watch && step.s.registered && settled(step.s)) {
     const ids = (phase: string) => step.s.order.filter((id) => step.s.blocks[id]!.phase === phase);
     const landed = ids('landed');
     step.emit({

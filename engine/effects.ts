@@ -13,6 +13,18 @@ import type { Block } from './register.ts';
 import * as git from './git.ts';
 import { runTests } from './testrun.ts';
 
+/**
+ * git's worktree administration (add, prune, remove) is not safe to run concurrently in
+ * one repository: one `worktree add` can read another's half-made admin folder, and a
+ * prune can remove it. Every such call goes through this queue.
+ */
+let worktreeQueue: Promise<unknown> = Promise.resolve();
+export function serialWorktrees<T>(work: () => Promise<T>): Promise<T> {
+  const next = worktreeQueue.then(work, work);
+  worktreeQueue = next.catch(() => undefined);
+  return next;
+}
+
 export interface EffectContext {
   repo: string;
   runDir: string;
@@ -31,7 +43,11 @@ export async function mainStatus(repo: string, trunk: string): Promise<string> {
     .join('\n');
 }
 
-export async function prepareWorktree(c: EffectContext, s: EngineState, e: EventOf<'worktree.requested'>): Promise<EventBody> {
+export function prepareWorktree(c: EffectContext, s: EngineState, e: EventOf<'worktree.requested'>): Promise<EventBody> {
+  return serialWorktrees(() => prepareWorktreeNow(c, s, e));
+}
+
+async function prepareWorktreeNow(c: EffectContext, s: EngineState, e: EventOf<'worktree.requested'>): Promise<EventBody> {
   const path = git.worktreePath(c.repo, e.block);
   const branch = `tron/${e.block}`;
   const orphan = await retireBranch(c, e.block, branch);
@@ -113,7 +129,7 @@ export async function landBlock(c: EffectContext, e: EventOf<'land.intent'>): Pr
 
 /** The suite once more, on trunk at the landed sha, in a detached checkout the engine owns. */
 export async function testTrunk(c: EffectContext, e: EventOf<'test.requested'>): Promise<EventBody> {
-  const dir = await git.createReviewCheckout(c.repo, { id: `_trunk`, sha: e.sha });
+  const dir = await serialWorktrees(() => git.createReviewCheckout(c.repo, { id: `_trunk`, sha: e.sha }));
   try {
     const tests = await runTests({
       command: c.config.test,
@@ -125,11 +141,15 @@ export async function testTrunk(c: EffectContext, e: EventOf<'test.requested'>):
     });
     return { type: 'trunk.tested', block: e.block, sha: e.sha, ok: tests.exit === 0 && !tests.timed_out, tests };
   } finally {
-    await git.removeWorktree(c.repo, dir);
+    await serialWorktrees(() => git.removeWorktree(c.repo, dir));
   }
 }
 
-export async function wrapBlock(c: EffectContext, s: EngineState, e: EventOf<'wrap.requested'>): Promise<EventBody> {
+export function wrapBlock(c: EffectContext, s: EngineState, e: EventOf<'wrap.requested'>): Promise<EventBody> {
+  return serialWorktrees(() => wrapBlockNow(c, s, e));
+}
+
+async function wrapBlockNow(c: EffectContext, s: EngineState, e: EventOf<'wrap.requested'>): Promise<EventBody> {
   const b = s.blocks[e.block]!;
   await git.removeWorktree(c.repo, git.reviewPath(c.repo, e.block));
   const orphan = await retireBranch(c, e.block, `tron/${e.block}`);

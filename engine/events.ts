@@ -121,7 +121,7 @@ export const EVENT_SCHEMAS = {
 
   // ---- the truth gate ----
   'facts.requested': z
-    .strictObject({ block, purpose: z.enum(['gate', 'merge']), base: sha })
+    .strictObject({ block, purpose: z.enum(['gate', 'merge']), base: sha, trunk_sha: sha.describe('trunk as the engine left it when the facts were requested') })
     .describe('decision: derive the facts at the branch head — commits, trunk untouched, clean worktree, tests.'),
   'facts.observed': z
     .strictObject({

@@ -9,9 +9,12 @@ const short = (sha: string | null | undefined): string => (sha ? sha.slice(0, 12
 /** Every fact of the gate at the observed head, in a fixed order. */
 export function deriveFacts(
   o: EventOf<'facts.observed'>,
-  expected: { trunkSha: string; mainStatus: string; testCommand?: string },
+  expected: { trunkSha: string; mainStatus: string; testCommand?: string; trunkAllowed?: readonly string[] },
 ): Fact[] {
   const facts: Fact[] = [];
+  // The engine may itself land another block while these facts are observed, so trunk
+  // may be at any sha the engine put it at since the facts were requested.
+  const trunkOk = o.trunk_sha !== null && (o.trunk_sha === expected.trunkSha || (expected.trunkAllowed ?? []).includes(o.trunk_sha));
   facts.push({
     name: 'commits',
     ok: o.commits > 0,
@@ -22,9 +25,8 @@ export function deriveFacts(
   });
   facts.push({
     name: 'trunk_untouched',
-    ok: o.trunk_sha === expected.trunkSha,
-    evidence:
-      o.trunk_sha === expected.trunkSha
+    ok: trunkOk,
+    evidence: trunkOk
         ? `trunk is at ${short(o.trunk_sha)}, where the engine left it`
         : `trunk moved from ${short(expected.trunkSha)} to ${short(o.trunk_sha)} by someone other than the engine: never commit to trunk`,
   });
@@ -53,13 +55,12 @@ export function deriveFacts(
     });
   }
   const t = o.tests;
+  // Tests that were not run (an earlier fact failed) are not a fact either way.
+  if (t === null) return facts;
   facts.push({
     name: 'tests',
-    ok: t !== null && t.exit === 0 && !t.timed_out,
-    evidence:
-      t === null
-        ? 'not run: an earlier fact failed'
-        : t.timed_out
+    ok: t.exit === 0 && !t.timed_out,
+    evidence: t.timed_out
           ? `the test command timed out at ${short(o.head)} (output: ${t.log})`
           : t.exit === 0
             ? `the test command exited 0 at ${short(o.head)}`

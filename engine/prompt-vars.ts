@@ -30,7 +30,7 @@ export function promptVars(
         vars: { block: e.block, title, brief, criteria, trunk: s.trunk, guidance: b.guidance, feedback: b.feedback },
       };
     case 'challenge': {
-      const facts = b.observed ? deriveFacts(b.observed, { trunkSha: s.trunkSha!, mainStatus: s.mainStatus }) : [];
+      const facts = b.observed ? deriveFacts(b.observed, { trunkSha: s.trunkSha!, mainStatus: s.mainStatus, trunkAllowed: s.trunkHistory }) : [];
       return { name: 'challenge', vars: { block: e.block, criteria, facts: facts.map((f) => `- ${f.name}: ${f.evidence}`).join('\n') } };
     }
     case 'review':

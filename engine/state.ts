@@ -51,6 +51,8 @@ export interface BlockState {
   attested?: string;
   /** The sha whose facts passed, awaiting the builder's evidence. */
   challenged?: string;
+  /** Trunk as the engine left it when the last facts were requested. */
+  factsTrunk?: string;
   /** The engine's last observation of the branch (facts.observed). */
   observed?: EventOf<'facts.observed'>;
   /** The last turn dispatched, kept after its reply so a restate can continue it. */
@@ -80,6 +82,8 @@ export interface EngineState {
   trunk: string;
   /** Where the engine last left trunk; anything else is a touch by someone else. */
   trunkSha?: string;
+  /** Every sha the engine has put trunk at in this run, oldest first (start sha, then each landing). */
+  trunkHistory: string[];
   mainStatus: string;
   maxParallel: number;
   architect: boolean;
@@ -93,6 +97,8 @@ export interface EngineState {
   mergeQueue: string[];
   /** Set when trunk was moved by someone else: no merges until the operator answers. */
   trunkHalt?: { sha: string; block: string };
+  /** The register has been read: before that, an empty run is not a finished one. */
+  registered: boolean;
   finished: boolean;
   lastTs: number;
 }
@@ -107,6 +113,8 @@ export function initialState(): EngineState {
     blocks: {},
     order: [],
     mergeQueue: [],
+    trunkHistory: [],
+    registered: false,
     finished: false,
     lastTs: 0,
   };
@@ -139,6 +147,7 @@ export function apply(prev: EngineState, e: TronEvent): EngineState {
       s.run = e.run;
       s.trunk = e.trunk;
       s.trunkSha = e.trunk_sha;
+      s.trunkHistory = [e.trunk_sha];
       s.mainStatus = e.main_status;
       s.maxParallel = e.max_parallel;
       s.architect = e.architect;
@@ -146,6 +155,7 @@ export function apply(prev: EngineState, e: TronEvent): EngineState {
       s.finished = false;
       break;
     case 'register.loaded':
+      s.registered = true;
       for (const info of e.blocks) {
         const known = s.blocks[info.id];
         if (known) known.info = info;
@@ -233,7 +243,10 @@ export function apply(prev: EngineState, e: TronEvent): EngineState {
       if (b) b.waiting = { on: 'nothing' };
       break;
     case 'facts.requested':
-      if (b) b.waiting = { on: 'facts', purpose: e.purpose };
+      if (b) {
+        b.waiting = { on: 'facts', purpose: e.purpose };
+        b.factsTrunk = e.trunk_sha;
+      }
       break;
     case 'facts.observed':
       if (b) {
@@ -290,6 +303,7 @@ export function apply(prev: EngineState, e: TronEvent): EngineState {
       break;
     case 'block.landed':
       s.trunkSha = e.sha;
+      s.trunkHistory.push(e.sha);
       if (b) {
         b.landedSha = e.sha;
         b.waiting = { on: 'nothing' };
@@ -330,6 +344,7 @@ export function apply(prev: EngineState, e: TronEvent): EngineState {
         if (s.trunkHalt?.block === e.block) {
           s.trunkHalt = undefined;
           s.trunkSha = e.trunk_sha;
+          s.trunkHistory.push(e.trunk_sha);
         }
       }
       break;

@@ -90,7 +90,7 @@ export class Engine {
       pid: process.pid,
     });
     this.input({ type: 'register.loaded', blocks: o.blocks.map(infoOf) });
-    for (const body of o.boot ?? []) this.input(body);
+    for (const body of o.boot ?? []) if (!this.state.finished) this.input(body);
     while (!this.state.finished) {
       const body = await this.next();
       this.input(body);
@@ -99,7 +99,7 @@ export class Engine {
     await Promise.allSettled([...this.running]);
     writeFileSync(join(o.runDir, 'report.md'), renderReport(this.log.events));
     this.log.close();
-    const finished = this.log.events.at(-1) as EventOf<'run.finished'>;
+    const finished = this.log.events.findLast((e) => e.type === 'run.finished') as EventOf<'run.finished'>;
     return finished.exit;
   }
 
@@ -214,7 +214,7 @@ export class Engine {
       e.role === 'builder'
         ? git.worktreePath(o.repo, e.block)
         : e.role === 'reviewer'
-          ? await git.createReviewCheckout(o.repo, { id: e.block, sha: e.sha ?? b.attested! })
+          ? await fx.serialWorktrees(() => git.createReviewCheckout(o.repo, { id: e.block, sha: e.sha ?? b.attested! }))
           : o.repo;
     const diffstat = e.kind === 'review' && b.base ? await git.diffStat(o.repo, b.base, e.sha ?? b.attested!) : '';
     const { name, vars } = promptVars(s, e, this.fx.blocks().get(e.block), { diffstat, history: this.log.events });

@@ -471,6 +471,7 @@ function schedule(step: Step): void {
 
 /** Nothing is running and nothing can start: every block landed, abandoned, parked or stuck behind one. */
 function settled(s: EngineState): boolean {
+  if (s.pagesPending.length > 0) return false;
   if (s.order.length === 0) return true;
   return s.order.every((id) => {
     const b = s.blocks[id]!;

@@ -97,6 +97,8 @@ export interface EngineState {
   mergeQueue: string[];
   /** Set when trunk was moved by someone else: no merges until the operator answers. */
   trunkHalt?: { sha: string; block: string };
+  /** Blocks whose operator page was decided and not yet sent. */
+  pagesPending: string[];
   /** The register has been read: before that, an empty run is not a finished one. */
   registered: boolean;
   finished: boolean;
@@ -114,6 +116,7 @@ export function initialState(): EngineState {
     order: [],
     mergeQueue: [],
     trunkHistory: [],
+    pagesPending: [],
     registered: false,
     finished: false,
     lastTs: 0,
@@ -329,14 +332,18 @@ export function apply(prev: EngineState, e: TronEvent): EngineState {
       }
       break;
     case 'escalation.raised':
+      if (e.handler === 'operator') s.pagesPending.push(e.block);
       if (b) {
         const handlers = b.trouble && b.trouble.trouble === e.trouble ? b.trouble.handlers : [];
         b.trouble = { trouble: e.trouble, detail: e.detail, handlers: [...handlers, e.handler] };
         if (e.trouble === 'trunk_touched' && e.sha && s.trunkHalt === undefined) s.trunkHalt = { sha: e.sha, block: e.block };
       }
       break;
-    case 'page.sent':
+    case 'page.sent': {
+      const at = s.pagesPending.indexOf(e.block);
+      if (at >= 0) s.pagesPending.splice(at, 1);
       break;
+    }
     case 'operator.answered':
       if (b) {
         b.trouble = undefined;

@@ -90,7 +90,7 @@ describe('tron start', () => {
     [
       'a DONE with uncommitted changes',
       'clean',
-      `[[blocks.liar.builder]]\nwrite = { "liar.js" = "exports.x = 1;\\n" }\ncommit = "Half the work"\n\n[[blocks.liar.builder]]\nwrite = { "rest.js" = "exports.y = 2;\\n" }\nreply = ">>DONE"\n`,
+      `[[blocks.liar.builder]]\nwrite = { "liar.js" = "exports.x = 1;\\n" }\ncommit = "Half the work"\nrun = "echo 'exports.y = 2;' > rest.js"\nreply = ">>DONE"\n`,
     ],
   ];
   for (const [title, fact, sim] of lies) {

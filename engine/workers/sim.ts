@@ -36,7 +36,7 @@ const SimTurn = z.strictObject({
   resolve: z.record(z.string(), z.string()).optional(),
   /** Commit these files straight onto trunk (a worker misbehaving). */
   trunk_commit: z.record(z.string(), z.string()).optional(),
-  /** A shell line to run in the checkout. */
+  /** A shell line to run in the checkout, after the commit (so it can leave work uncommitted). */
   run: z.string().optional(),
   /** Take this long before replying ("2s"). */
   sleep: z.string().optional(),
@@ -131,11 +131,11 @@ async function perform(turn: SimTurn, request: TurnRequest): Promise<TurnOutcome
     writeFileSync(join(cwd, path), content);
   }
   for (const path of turn.remove ?? []) rmSync(join(cwd, path), { force: true });
-  if (turn.run) await sh(cwd, turn.run);
   if (turn.commit) {
     await git(cwd, ['add', '-A']);
     await git(cwd, ['commit', '-q', '-m', turn.commit]);
   }
+  if (turn.run) await sh(cwd, turn.run);
   if (turn.trunk_commit) await commitToTrunk(request, turn.trunk_commit);
   if (turn.rebase) {
     const ok = await rebase(request, turn.resolve ?? {});

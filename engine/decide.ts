@@ -12,7 +12,7 @@ import { apply, type BlockState, type EngineState, type PendingTurn, type TurnKi
 import type { BodyOf, EventBody, TronEvent } from './events.ts';
 import { parseReply } from './gateway.ts';
 import { deriveFacts, evidenceProblem } from './facts.ts';
-import { ESCALATION, type Spine, type Trouble } from './workflow.ts';
+import { ESCALATION, OUTCOMES, type Spine, type Trouble } from './workflow.ts';
 import type { Word } from './glossary.ts';
 
 export interface DecideContext {
@@ -52,6 +52,18 @@ class Step {
     const b = this.s.blocks[id];
     if (!b) throw new Error(`unknown block ${id}`);
     return b;
+  }
+
+  /**
+   * Moves the block along the spine's transition from its phase on `on` (a word or a
+   * signal). The spine, not this code, says where each outcome leads.
+   */
+  move(id: string, on: string): void {
+    const b = this.block(id);
+    const phase = this.ctx.spine.phases.find((p) => p.name === b.phase);
+    const t = phase?.transitions.find((x) => x.on === on);
+    if (!t) throw new Error(`the spine has no transition from ${b.phase} on ${on}`);
+    this.emit({ type: 'block.phase', block: id, from: b.phase, to: t.to, on });
   }
 
   budget(phase: 'build' | 'review' | 'merge'): number {
@@ -94,7 +106,7 @@ function react(step: Step, e: TronEvent): void {
       return;
     case 'block.wrapped': {
       const b = step.block(e.block);
-      step.emit({ type: 'block.phase', block: b.id, from: b.phase, to: 'landed', on: 'wrapped' });
+      step.move(b.id, 'wrapped');
       return;
     }
     case 'operator.answered':
@@ -181,7 +193,7 @@ function act(step: Step, id: string, word: Word, payload: Record<string, unknown
       const facts = b.observed ? deriveFacts(b.observed, expectations(step, b.factsTrunk)) : [];
       facts.push({ name: 'evidence', ok: true, evidence: `evidence given for all ${b.info.criteria.length} criteria` });
       step.emit({ type: 'gate.passed', block: id, sha, facts });
-      step.emit({ type: 'block.phase', block: id, from: b.phase, to: 'review', on: 'CONFIRMED' });
+      step.move(id, 'CONFIRMED');
       dispatch(step, id, 'review', sha);
       return;
     }
@@ -189,7 +201,7 @@ function act(step: Step, id: string, word: Word, payload: Record<string, unknown
       escalate(step, id, 'blocked', String(payload.reason));
       return;
     case 'APPROVE':
-      step.emit({ type: 'block.phase', block: id, from: b.phase, to: 'merge', on: 'APPROVE' });
+      step.move(id, 'APPROVE');
       step.emit({ type: 'merge.queued', block: id });
       return;
     case 'CHANGES':
@@ -197,7 +209,7 @@ function act(step: Step, id: string, word: Word, payload: Record<string, unknown
         escalate(step, id, 'review_budget', `the reviewer asked for changes ${b.rounds.review + 1} times: ${String(payload.notes)}`);
         return;
       }
-      step.emit({ type: 'block.phase', block: id, from: b.phase, to: 'build', on: 'CHANGES' });
+      step.move(id, 'CHANGES');
       dispatch(step, id, 'build');
       return;
     case 'MERGED':
@@ -256,7 +268,7 @@ function onFacts(step: Step, e: BodyOf<'facts.observed'>): void {
     return;
   }
   step.emit({ type: 'merge.unlocked', block: b.id });
-  step.emit({ type: 'block.phase', block: b.id, from: b.phase, to: 'review', on: 'patch.changed' });
+  step.move(b.id, 'patch.changed');
   dispatch(step, b.id, 'review', e.head);
 }
 
@@ -267,7 +279,7 @@ function afterGateFailure(step: Step, id: string, phase: 'build' | 'merge'): voi
     escalate(step, id, phase === 'build' ? 'gate_budget' : 'merge_failed', `the gate failed ${b.rounds[phase]} times:\n${b.feedback}`);
     return;
   }
-  step.emit({ type: 'block.phase', block: id, from: b.phase, to: phase, on: 'gate.failed' });
+  step.move(id, 'gate.failed');
   dispatch(step, id, phase);
 }
 
@@ -288,7 +300,7 @@ function onMergeObserved(step: Step, e: BodyOf<'merge.observed'>): void {
 function onTrunkTested(step: Step, e: BodyOf<'trunk.tested'>): void {
   const b = step.block(e.block);
   step.emit({ type: 'merge.unlocked', block: b.id });
-  step.emit({ type: 'block.phase', block: b.id, from: b.phase, to: 'wrap', on: b.mergeVia ?? 'fast_forward' });
+  step.move(b.id, b.mergeVia ?? 'fast_forward');
   step.emit({ type: 'wrap.requested', block: b.id });
   if (!e.ok) {
     // The landed sha passed on its branch; red on trunk means the tests are not
@@ -381,7 +393,7 @@ function lastTurn(b: BlockState): PendingTurn | undefined {
 function retry(step: Step, id: string, on: string): void {
   const b = step.block(id);
   if (step.s.mergeLock === id) step.emit({ type: 'merge.unlocked', block: id });
-  if (b.phase !== 'build') step.emit({ type: 'block.phase', block: id, from: b.phase, to: 'build', on });
+  if (b.phase !== OUTCOMES.RETRY.to) step.emit({ type: 'block.phase', block: id, from: b.phase, to: OUTCOMES.RETRY.to, on });
   step.emit({ type: 'worktree.requested', block: id, attempt: b.attempt + 1 });
 }
 
@@ -425,7 +437,7 @@ function onOperator(step: Step, e: BodyOf<'operator.answered'>): void {
     }
     retry(step, b.id, 'RETRY');
   } else if (e.word === 'ABANDON') {
-    step.emit({ type: 'block.phase', block: b.id, from: 'parked', to: 'abandoned', on: 'ABANDON' });
+    step.move(b.id, 'ABANDON');
     abandon(step, b.id, String(e.payload.reason));
   }
 }

@@ -1,0 +1,68 @@
+/**
+ * Replay: re-drive the pure decision step from a recorded run's inputs and compare what
+ * it decides with what the run recorded. The recorded inputs (replies, observations,
+ * answers) are fed back in order; every decision the step makes must equal the next
+ * recorded decision, field for field (seq and ts aside). This is how tron proves a run
+ * was decided by the code and nothing else.
+ */
+import { decide, type DecideContext } from './decide.ts';
+import { eventKind, type EventBody, type TronEvent } from './events.ts';
+import { apply, initialState } from './state.ts';
+
+export interface Divergence {
+  /** seq of the recorded event where replay first disagreed (or of the input that made it). */
+  seq: number;
+  /** The input whose decisions disagreed. */
+  input: TronEvent;
+  recorded: EventBody | undefined;
+  derived: EventBody | undefined;
+}
+
+export type ReplayResult = { ok: true; inputs: number; decisions: number } | { ok: false; divergence: Divergence };
+
+function body(e: TronEvent): EventBody {
+  const { v: _v, seq: _seq, ts: _ts, ...rest } = e;
+  return rest as EventBody;
+}
+
+const same = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b);
+
+/** Re-decides every recorded input and compares with the recorded decisions. */
+export function replay(events: readonly TronEvent[], ctx: DecideContext): ReplayResult {
+  let state = initialState();
+  let inputs = 0;
+  let decisions = 0;
+  let i = 0;
+  while (i < events.length) {
+    const e = events[i]!;
+    const kind = eventKind(e.type);
+    if (kind !== 'input') {
+      if (kind === 'decision') {
+        return { ok: false, divergence: { seq: e.seq, input: e, recorded: body(e), derived: undefined } };
+      }
+      state = apply(state, e);
+      i += 1;
+      continue;
+    }
+    inputs += 1;
+    const derived = state.finished ? [] : decide(state, e, ctx).decisions;
+    state = apply(state, e);
+    i += 1;
+    for (let k = 0; ; k += 1) {
+      const next = events[i];
+      const recorded = next && eventKind(next.type) === 'decision' ? next : undefined;
+      const want = derived[k];
+      if (!recorded && !want) break;
+      if (!recorded || !want || !same(body(recorded), want)) {
+        return {
+          ok: false,
+          divergence: { seq: recorded?.seq ?? next?.seq ?? e.seq, input: e, recorded: recorded ? body(recorded) : undefined, derived: want },
+        };
+      }
+      state = apply(state, recorded);
+      decisions += 1;
+      i += 1;
+    }
+  }
+  return { ok: true, inputs, decisions };
+}

@@ -60,7 +60,10 @@ export const COMMANDS: Record<string, CommandSpec> = {
     summary: "answer a parked block as the operator: '>>RETRY {\"guidance\":\"…\"}' or '>>ABANDON {\"reason\":\"…\"}'",
     usage: "tron answer [--repo DIR] BLOCK '>>WORD {json}'",
     options: { ...repoOption },
-    run: false,
+    run: async (v, args) => {
+      const { answerCommand } = await import('./commands/answer.ts');
+      return answerCommand({ repo: repoOf(v), block: args[0], line: args[1], clock: systemClock, print });
+    },
   },
   docs: {
     summary: 'regenerate docs/ and workflow/ from their sources (--check: verify, write nothing)',

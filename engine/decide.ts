@@ -112,6 +112,9 @@ function react(step: Step, e: TronEvent): void {
     case 'operator.answered':
       onOperator(step, e);
       return;
+    case 'block.recovered':
+      onRecovered(step, e);
+      return;
     default:
       return;
   }
@@ -442,11 +445,23 @@ function onOperator(step: Step, e: BodyOf<'operator.answered'>): void {
   }
 }
 
+/** Where a block from an earlier run resumes (see engine/recovery.ts). */
+function onRecovered(step: Step, e: BodyOf<'block.recovered'>): void {
+  const b = step.block(e.block);
+  if (e.phase === 'review' && e.sha) dispatch(step, b.id, 'review', e.sha);
+  else if (e.phase === 'merge') step.emit({ type: 'merge.queued', block: b.id });
+  else if (e.phase === 'wrap') step.emit({ type: 'wrap.requested', block: b.id });
+  else if (e.phase === 'parked' && e.page) {
+    step.emit({ type: 'escalation.raised', block: b.id, trouble: e.trouble ?? 'blocked', handler: 'operator', detail: e.reason ?? 'parked in an earlier run' });
+  }
+}
+
 // ---- scheduling ----
 
 /** After every input: fill free slots, hand out the MERGE lock, and end the run when settled. */
 function schedule(step: Step): void {
   const s = step.s;
+  if (!s.registered) return;
   // Blocks whose dependency was abandoned are parked with that reason.
   for (const id of s.order) {
     const b = s.blocks[id]!;
@@ -467,7 +482,7 @@ function schedule(step: Step): void {
     const next = step.block(step.s.mergeQueue[0]!);
     step.emit({ type: 'merge.locked', block: next.id, sha: next.attested! });
   }
-  if (!step.s.watch && step.s.registered && settled(step.s)) {
+  if (!step.s.watch && settled(step.s)) {
     const ids = (phase: string) => step.s.order.filter((id) => step.s.blocks[id]!.phase === phase);
     const landed = ids('landed');
     step.emit({

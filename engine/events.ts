@@ -66,8 +66,35 @@ export const EVENT_SCHEMAS = {
     .strictObject({ blocks: z.array(blockInfo) })
     .describe('input: the block register as read from .tron/blocks/ (at start, and on every change in --watch).'),
   'block.recovered': z
-    .strictObject({ block, phase: z.string(), sha: sha.optional(), detail: z.string() })
-    .describe('input: at boot, what git says about a block from an earlier run (e.g. refs/tron/landed/<id> exists: it is done).'),
+    .strictObject({
+      block,
+      phase: z.string().describe('where the block resumes: landed, abandoned, parked, pending (re-dispatched from trunk), review, merge or wrap'),
+      detail: z.string(),
+      sha: sha.optional().describe('landed: the landed sha; review/merge/wrap: the attested sha'),
+      attempt: z.number().int().min(0),
+      base: sha.optional(),
+      patch_id: z.string().optional(),
+      turns: z.record(z.string(), z.number().int()).describe('turns used per session, so a resumed session continues its numbering'),
+      architect_calls: z.number().int().min(0),
+      rounds: z.strictObject({ build: z.number().int(), review: z.number().int(), merge: z.number().int() }),
+      reason: z.string().optional(),
+      trouble: z.string().optional(),
+      page: z.boolean().describe('parked without its page having been sent: send it now'),
+      summary: z.string().optional(),
+    })
+    .describe('input: at boot, where a block of an earlier run resumes, from that run\'s log and from git (refs/tron/landed/<id> is the record of what landed).'),
+  'recovery.started': z
+    .strictObject({ previous: z.string().nullable(), torn: z.boolean().describe('the previous log had a torn last line, set aside') })
+    .describe('input: boot recovery read the previous run; the block.recovered events that follow say where each block resumes.'),
+  'recovery.finished': z
+    .strictObject({ answers: z.number().int().describe('operator answers found waiting in .tron/inbox/') })
+    .describe('input: boot is over (recovery applied, waiting answers read); dispatching starts.'),
+  'worker.killed': z
+    .strictObject({ block, session: z.string(), pid: z.number().int(), start_time: z.string(), run: z.string() })
+    .describe('note: at boot, a worker process an earlier run started and never saw end was killed (matched by pid and start time).'),
+  'inbox.consumed': z
+    .strictObject({ file: z.string() })
+    .describe('note: an operator answer file was moved out of .tron/inbox/ into the run directory.'),
   'run.finished': z
     .strictObject({
       reason: z.enum(['done', 'signal', 'error']),

@@ -117,3 +117,8 @@ async function resolveCommit(repo: string, ref: string): Promise<Sha> {
   }
   return sha;
 }
+
+/** Forgets worktrees whose folders are gone (git's own bookkeeping; safe at boot). */
+export async function pruneWorktrees(repo: string): Promise<void> {
+  await gitOut(repo, ['worktree', 'prune']);
+}

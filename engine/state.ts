@@ -99,7 +99,7 @@ export interface EngineState {
   trunkHalt?: { sha: string; block: string };
   /** Blocks whose operator page was decided and not yet sent. */
   pagesPending: string[];
-  /** The register has been read: before that, an empty run is not a finished one. */
+  /** Boot recovery is over: before that, nothing is dispatched and an empty run is not a finished one. */
   registered: boolean;
   finished: boolean;
   lastTs: number;
@@ -158,7 +158,6 @@ export function apply(prev: EngineState, e: TronEvent): EngineState {
       s.finished = false;
       break;
     case 'register.loaded':
-      s.registered = true;
       for (const info of e.blocks) {
         const known = s.blocks[info.id];
         if (known) known.info = info;
@@ -174,10 +173,27 @@ export function apply(prev: EngineState, e: TronEvent): EngineState {
     case 'block.recovered':
       if (b) {
         b.phase = e.phase;
-        if (e.sha) b.landedSha = e.sha;
-        b.waiting = { on: 'nothing' };
+        b.attempt = e.attempt;
+        b.turns = { ...e.turns };
+        b.architectCalls = e.architect_calls;
+        b.rounds = { ...e.rounds };
+        b.base = e.base;
+        b.patchId = e.patch_id;
+        if (e.phase === 'landed' || e.phase === 'wrap') b.landedSha = e.sha;
+        if (e.phase !== 'landed') b.attested = e.sha;
+        b.reason = e.reason;
+        b.summary = e.summary;
+        b.trouble = e.trouble ? { trouble: e.trouble, detail: e.reason ?? '', handlers: ['operator'] } : undefined;
+        b.waiting = e.phase === 'parked' ? { on: 'operator' } : e.phase === 'pending' ? { on: 'slot' } : { on: 'nothing' };
         b.since = e.ts;
       }
+      break;
+    case 'recovery.finished':
+      s.registered = true;
+      break;
+    case 'recovery.started':
+    case 'worker.killed':
+    case 'inbox.consumed':
       break;
     case 'worktree.requested':
       if (b) {

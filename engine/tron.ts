@@ -6,7 +6,7 @@
  *
  * One writer: the engine holds `.tron/engine.lock` and the run's `events.lock`.
  */
-import { appendFileSync, copyFileSync, mkdirSync, writeFileSync } from 'node:fs';
+import { appendFileSync, copyFileSync, mkdirSync, watch, writeFileSync, type FSWatcher } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import type { Clock } from './clock.ts';
@@ -24,6 +24,7 @@ import * as git from './git.ts';
 import { renderPrompt } from './prompts.ts';
 import { promptVars } from './prompt-vars.ts';
 import { renderReport } from './report.ts';
+import { INBOX_DIR, consumeAnswer, readInbox } from './inbox.ts';
 
 export const TRON_VERSION = '0.1.0';
 
@@ -40,8 +41,10 @@ export interface EngineOptions {
   env: Record<string, string | undefined>;
   print: (line: string) => void;
   watch: boolean;
-  /** Inputs the boot step found (landed refs, inbox answers), fed after the register. */
+  /** What boot recovery found (engine/recovery.ts), fed after the register. */
   boot?: EventBody[];
+  /** Inbox files an earlier run already consumed (moved now, never answered twice). */
+  consumed?: readonly string[];
 }
 
 /** A clock that the engine pins to an input's time while it appends that input's decisions. */
@@ -64,6 +67,8 @@ export class Engine {
   private readonly ctx: DecideContext;
   private readonly fx: fx.EffectContext;
   private failure: Error | undefined;
+  private readonly seenAnswers = new Set<string>();
+  private inboxWatcher: FSWatcher | undefined;
 
   constructor(private readonly o: EngineOptions) {
     this.clock = new PinnedClock(o.clock);
@@ -90,11 +95,20 @@ export class Engine {
       pid: process.pid,
     });
     this.input({ type: 'register.loaded', blocks: o.blocks.map(infoOf) });
-    for (const body of o.boot ?? []) if (!this.state.finished) this.input(body);
+    for (const body of o.boot ?? []) this.input(body);
+    for (const file of o.consumed ?? []) {
+      this.seenAnswers.add(file);
+      consumeAnswer(o.repo, file, o.runDir);
+    }
+    const waiting = await this.inboxAnswers();
+    for (const body of waiting) this.input(body);
+    this.input({ type: 'recovery.finished', answers: waiting.length });
+    this.watchInbox();
     while (!this.state.finished) {
       const body = await this.next();
       this.input(body);
     }
+    this.inboxWatcher?.close();
     for (const c of this.turns.values()) c.abort();
     await Promise.allSettled([...this.running]);
     writeFileSync(join(o.runDir, 'report.md'), renderReport(this.log.events));
@@ -115,7 +129,31 @@ export class Engine {
       this.clock.pinned = undefined;
     }
     this.state = state;
+    if (event.type === 'operator.answered') {
+      consumeAnswer(this.o.repo, event.file, this.o.runDir);
+      this.log.append({ type: 'inbox.consumed', file: event.file });
+    }
     for (const d of appended) this.perform(d);
+  }
+
+  /** New answer files in the inbox, as operator.answered inputs (each file once). */
+  private async inboxAnswers(): Promise<EventBody[]> {
+    const answers = readInbox(this.o.repo, this.seenAnswers, this.o.print);
+    if (answers.length === 0) return [];
+    const trunkSha = await git.currentTrunkSha(this.o.repo, this.o.config.trunk);
+    return answers.map((a) => {
+      this.seenAnswers.add(a.file);
+      return { type: 'operator.answered', block: a.block, word: a.word, payload: a.payload, file: a.file, trunk_sha: trunkSha };
+    });
+  }
+
+  /** An answer written while the engine runs wakes it at once (a file-system notification, not a poll). */
+  private watchInbox(): void {
+    const dir = join(this.o.repo, INBOX_DIR);
+    mkdirSync(dir, { recursive: true });
+    this.inboxWatcher = watch(dir, () => {
+      void this.inboxAnswers().then((bodies) => bodies.forEach((b) => this.push(b)));
+    });
   }
 
   private next(): Promise<EventBody> {

@@ -15,7 +15,8 @@ import { Engine, writeRunFiles } from '../tron.ts';
 import { createWorker } from '../workers/create.ts';
 import type { WorkerAdapter } from '../workers/adapter.ts';
 import type { WorkerRole } from '../roles.ts';
-import type { EventBody } from '../events.ts';
+import { carrySessions, recover } from '../recovery.ts';
+import { latestRun } from './status.ts';
 
 export interface StartOptions {
   repo: string;
@@ -54,11 +55,14 @@ export async function startCommand(o: StartOptions): Promise<number> {
       const settings = config.workers[role];
       if (!workers[role] && settings) workers[role] = createWorker(settings, { repo, env: o.env });
     }
+    const previousRunDir = latestRun(repo);
+    const recovery = await recover({ repo, previousRunDir, blocks: blocks.map((b) => ({ id: b.id, title: b.title, depends_on: b.dependsOn, priority: b.priority, criteria: b.criteria, digest: b.digest })), clock: o.clock });
     const runsDir = join(repo, '.tron', 'runs');
     const startedAt = o.clock.now();
     const runId = runIdAt(startedAt, (id) => existsSync(join(runsDir, id)));
     const runDir = join(runsDir, runId);
     writeRunFiles({ runDir, runId, config, spineFile: SPINE_FILE, trunkSha, startedAt });
+    carrySessions(previousRunDir, runDir);
     o.print(`tron: run ${runId} — ${blocks.length} block(s), trunk ${config.trunk} at ${trunkSha.slice(0, 12)}`);
     const engine = new Engine({
       repo,
@@ -73,7 +77,8 @@ export async function startCommand(o: StartOptions): Promise<number> {
       env: o.env,
       print: o.print,
       watch: Boolean(o.watch),
-      boot: await bootInputs(repo, blocks.map((b) => b.id)),
+      boot: recovery.events,
+      consumed: recovery.answered,
     });
     const exit = await engine.run();
     const end = engine.state;
@@ -86,12 +91,4 @@ export async function startCommand(o: StartOptions): Promise<number> {
   } finally {
     lock.release();
   }
-}
-
-/** What git already says about the register: blocks whose landed ref exists are done. */
-async function bootInputs(repo: string, ids: string[]): Promise<EventBody[]> {
-  const landed = await git.landedRefs(repo);
-  return ids
-    .filter((id) => landed.has(id))
-    .map((id) => ({ type: 'block.recovered', block: id, phase: 'landed', sha: landed.get(id)!, detail: `refs/tron/landed/${id} exists` }));
 }

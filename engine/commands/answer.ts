@@ -1,0 +1,40 @@
+/**
+ * `tron answer BLOCK '>>WORD {…}'`: the operator's reply to a page. The answer is checked
+ * against the glossary for the operator role and against the block's state; a bad one is
+ * refused (exit 2) and nothing is written. A good one lands in `.tron/inbox/`, where a
+ * running engine reads it at once, or the next `tron start` does.
+ */
+import { resolve } from 'node:path';
+import { InputError } from '../errors.ts';
+import { loadRegister } from '../register.ts';
+import { writeAnswer } from '../inbox.ts';
+import { foldRun, latestRun } from './status.ts';
+import type { Clock } from '../clock.ts';
+import { readLock } from '../lockfile.ts';
+import { join } from 'node:path';
+
+export async function answerCommand(opts: { repo: string; block: string | undefined; line: string | undefined; clock: Clock; print: (line: string) => void }): Promise<number> {
+  const repo = resolve(opts.repo);
+  if (!opts.block || !opts.line) {
+    throw new InputError([{ code: 'TRON_USAGE', path: 'tron answer', message: `name the block and the answer: tron answer BLOCK '>>RETRY {"guidance":"…"}'` }]);
+  }
+  const { blocks } = loadRegister(repo);
+  if (!blocks.some((b) => b.id === opts.block)) {
+    throw new InputError([{ code: 'TRON_ANSWER_BLOCK', path: opts.block, message: `no block "${opts.block}" in .tron/blocks/; answer one of: ${blocks.map((b) => b.id).join(', ') || '(none)'}` }]);
+  }
+  const run = latestRun(repo);
+  const phase = run ? foldRun(run).blocks[opts.block]?.phase : undefined;
+  if (phase !== 'parked') {
+    throw new InputError([
+      { code: 'TRON_ANSWER_NOT_PARKED', path: opts.block, message: `${opts.block} is ${phase ?? 'not started'}, not parked; only a parked block takes an operator answer (see tron status)` },
+    ]);
+  }
+  const file = writeAnswer(repo, opts.block, opts.line, opts.clock);
+  const engine = readLock(join(repo, '.tron', 'engine.lock'));
+  opts.print(
+    engine
+      ? `tron answer: ${opts.block} answered (${file}); the running engine (pid ${engine.pid}) reads it now`
+      : `tron answer: ${opts.block} answered (${file}); the next \`tron start\` reads it`,
+  );
+  return 0;
+}

@@ -115,6 +115,12 @@ function react(step: Step, e: TronEvent): void {
     case 'block.recovered':
       onRecovered(step, e);
       return;
+    case 'timer.fired':
+      onOverrun(step, e);
+      return;
+    case 'worker.probed':
+      onProbed(step, e);
+      return;
     default:
       return;
   }
@@ -443,6 +449,60 @@ function onOperator(step: Step, e: BodyOf<'operator.answered'>): void {
     step.move(b.id, 'ABANDON');
     abandon(step, b.id, String(e.payload.reason));
   }
+}
+
+// ---- liveness: talk before you page ----
+
+/** The pending turn, if `e` is about it (timers and probes of finished turns are stale). */
+function pendingTurn(step: Step, e: { block: string; session: string; turn: number }): PendingTurn | undefined {
+  const b = step.s.blocks[e.block];
+  if (!b || b.waiting.on !== 'turn') return undefined;
+  const t = b.waiting.turn;
+  return t.session === e.session && t.turn === e.turn ? t : undefined;
+}
+
+function onOverrun(step: Step, e: BodyOf<'timer.fired'>): void {
+  const turn = pendingTurn(step, e);
+  if (!turn) return;
+  const b = step.block(e.block);
+  if (b.live.extensions === 0) {
+    step.emit({ type: 'escalation.raised', block: b.id, trouble: 'overrun', handler: 'probe', detail: `turn ${e.turn} of ${e.session} ran ${Math.round(e.elapsed_ms / 1000)}s, past its budget` });
+  }
+  step.emit({ type: 'worker.overran', block: b.id, session: e.session, turn: e.turn, elapsed_ms: e.elapsed_ms });
+}
+
+/** Life earns a bounded extension; silence gets the turn re-issued once, then the operator. */
+function onProbed(step: Step, e: BodyOf<'worker.probed'>): void {
+  const turn = pendingTurn(step, e);
+  if (!turn) return;
+  const b = step.block(e.block);
+  const live = step.s.liveness;
+  if (e.alive && b.live.extensions < live.maxExtensions) {
+    step.emit({ type: 'worker.extended', block: b.id, session: e.session, turn: e.turn, extension_ms: live.extensionMs, count: b.live.extensions + 1 });
+    return;
+  }
+  const why = e.alive
+    ? `still going after ${live.maxExtensions} extension(s) (${e.signs.join(', ')})`
+    : `no sign of life (${e.signs.join(', ') || 'silent'})`;
+  if (b.live.reissues < live.reissues) {
+    step.emit({ type: 'escalation.raised', block: b.id, trouble: 'overrun', handler: 'reissue', detail: `turn ${e.turn} of ${e.session}: ${why}` });
+    step.emit({ type: 'turn.reissued', block: b.id, session: e.session, turn: e.turn, reason: why });
+    step.emit({
+      type: 'block.dispatched',
+      block: b.id,
+      role: turn.role,
+      session: turn.session,
+      turn: turn.turn + 1,
+      kind: turn.kind,
+      phase: turn.phase,
+      attempt: b.attempt,
+      expect: turn.expect,
+      ...(turn.kind === 'review' || turn.kind === 'challenge' ? { sha: turn.kind === 'review' ? b.attested! : b.challenged! } : {}),
+      ...(turn.restating ? { restating: turn.restating as Exclude<TurnKind, 'restate'> } : {}),
+    });
+    return;
+  }
+  escalate(step, b.id, 'overrun', `turn ${e.turn} of ${e.session} overran again after ${b.live.reissues} re-issue(s): ${why}`, { after: 'reissue' });
 }
 
 /** Where a block from an earlier run resumes (see engine/recovery.ts). */

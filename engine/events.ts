@@ -58,6 +58,14 @@ export const EVENT_SCHEMAS = {
       main_status: z.string().describe('porcelain status of the main checkout at start'),
       max_parallel: z.number().int().positive(),
       architect: z.boolean().describe('whether an architect worker is configured'),
+      liveness: z
+        .strictObject({
+          probe_wait_ms: z.number().int(),
+          extension_ms: z.number().int(),
+          max_extensions: z.number().int(),
+          reissues: z.number().int(),
+        })
+        .describe('the liveness numbers in force: the spine\'s, with config overrides'),
       watch: z.boolean(),
       pid: z.number().int(),
     })
@@ -221,6 +229,26 @@ export const EVENT_SCHEMAS = {
     .strictObject({ block, reason: z.string() })
     .describe('decision: the block waits for the operator (or for a dependency that will not land).'),
   'block.abandoned': z.strictObject({ block, reason: z.string() }).describe('decision: the block was given up.'),
+
+  // ---- liveness: talk before you page ----
+  'timer.fired': z
+    .strictObject({ block, session: z.string(), turn: z.number().int(), timer: z.enum(['overrun']), elapsed_ms: z.number().int() })
+    .describe('input: a turn ran past its budget (or past an extension).'),
+  'worker.overran': z
+    .strictObject({ block, session: z.string(), turn: z.number().int(), elapsed_ms: z.number().int() })
+    .describe('decision: the turn overran; probe the worker for signs of life before anything else.'),
+  'worker.probed': z
+    .strictObject({ block, session: z.string(), turn: z.number().int(), alive: z.boolean(), signs: z.array(z.string()) })
+    .describe('input: what the probe saw over the probe wait: cpu, output, worktree changes, progress — or silence.'),
+  'worker.extended': z
+    .strictObject({ block, session: z.string(), turn: z.number().int(), extension_ms: z.number().int(), count: z.number().int() })
+    .describe('decision: the worker showed life; its turn gets a bounded extension.'),
+  'turn.reissued': z
+    .strictObject({ block, session: z.string(), turn: z.number().int(), reason: z.string() })
+    .describe('decision: the silent turn is stopped (its process group killed) and issued again as the next turn of the same session.'),
+  'run.heartbeat': z
+    .strictObject({ running: z.number().int().describe('turns in flight'), parked: z.number().int() })
+    .describe('note: the engine is alive (--watch), at a modest interval.'),
 
   // ---- notes ----
   'worker.spawned': z

@@ -31,6 +31,7 @@ export type Waiting =
   | { on: 'trunk-test' }
   | { on: 'wrap' }
   | { on: 'operator' }
+  | { on: 'reissue' }
   | { on: 'dependency'; dependency: string }
   | { on: 'nothing' };
 
@@ -55,6 +56,8 @@ export interface BlockState {
   factsTrunk?: string;
   /** The engine's last observation of the branch (facts.observed). */
   observed?: EventOf<'facts.observed'>;
+  /** Liveness of the current turn chain: extensions granted and re-issues used. */
+  live: { extensions: number; reissues: number };
   /** The last turn dispatched, kept after its reply so a restate can continue it. */
   lastTurn?: PendingTurn;
   /** How the current merge is landing: without a worker, or after MERGED. */
@@ -87,6 +90,7 @@ export interface EngineState {
   mainStatus: string;
   maxParallel: number;
   architect: boolean;
+  liveness: { probeWaitMs: number; extensionMs: number; maxExtensions: number; reissues: number };
   watch: boolean;
   blocks: Record<string, BlockState>;
   /** Block ids in register order. */
@@ -111,6 +115,7 @@ export function initialState(): EngineState {
     mainStatus: '',
     maxParallel: 1,
     architect: false,
+    liveness: { probeWaitMs: 30_000, extensionMs: 600_000, maxExtensions: 3, reissues: 1 },
     watch: false,
     blocks: {},
     order: [],
@@ -135,6 +140,7 @@ function newBlock(info: BlockInfo, ts: number): BlockState {
     feedback: '',
     guidance: '',
     architectCalls: 0,
+    live: { extensions: 0, reissues: 0 },
     orphans: [],
     since: ts,
   };
@@ -154,6 +160,12 @@ export function apply(prev: EngineState, e: TronEvent): EngineState {
       s.mainStatus = e.main_status;
       s.maxParallel = e.max_parallel;
       s.architect = e.architect;
+      s.liveness = {
+        probeWaitMs: e.liveness.probe_wait_ms,
+        extensionMs: e.liveness.extension_ms,
+        maxExtensions: e.liveness.max_extensions,
+        reissues: e.liveness.reissues,
+      };
       s.watch = e.watch;
       s.finished = false;
       break;
@@ -217,6 +229,8 @@ export function apply(prev: EngineState, e: TronEvent): EngineState {
       break;
     case 'block.dispatched':
       if (b) {
+        // A re-issued turn keeps the count of re-issues of its chain; any other turn starts afresh.
+        b.live = { extensions: 0, reissues: b.waiting.on === 'reissue' ? b.live.reissues : 0 };
         b.turns[e.session] = e.turn;
         if (e.kind === 'challenge') b.challenged = e.sha;
         if (e.kind === 'merge') b.mergeVia = 'MERGED';
@@ -387,6 +401,20 @@ export function apply(prev: EngineState, e: TronEvent): EngineState {
         b.waiting = { on: 'nothing' };
         b.since = e.ts;
         s.mergeQueue = s.mergeQueue.filter((id) => id !== e.block);
+      }
+      break;
+    case 'worker.overran':
+    case 'worker.probed':
+    case 'timer.fired':
+    case 'run.heartbeat':
+      break;
+    case 'worker.extended':
+      if (b) b.live.extensions = e.count;
+      break;
+    case 'turn.reissued':
+      if (b) {
+        b.live.reissues += 1;
+        b.waiting = { on: 'reissue' };
       }
       break;
     case 'worker.spawned':

@@ -25,6 +25,7 @@ import { renderPrompt } from './prompts.ts';
 import { promptVars } from './prompt-vars.ts';
 import { renderReport } from './report.ts';
 import { INBOX_DIR, consumeAnswer, readInbox } from './inbox.ts';
+import { signsOfLife, takeSnapshot, worktreePrint, type LifeSnapshot } from './workers/liveness-signs.ts';
 
 export const TRON_VERSION = '0.1.0';
 
@@ -63,7 +64,10 @@ export class Engine {
   private readonly queue: EventBody[] = [];
   private wake: (() => void) | undefined;
   private readonly running = new Set<Promise<void>>();
-  private readonly turns = new Map<string, AbortController>();
+  /** Running turns by `session#turn`, with their block, start time and overrun timer. */
+  private readonly turns = new Map<string, { block: string; controller: AbortController; startedAt: number; timer?: NodeJS.Timeout }>();
+  /** Signs of life per session from workers without a process (model steps, sim progress). */
+  private readonly progress = new Map<string, number>();
   private readonly ctx: DecideContext;
   private readonly fx: fx.EffectContext;
   private failure: Error | undefined;
@@ -91,6 +95,7 @@ export class Engine {
       main_status: await fx.mainStatus(o.repo, o.config.trunk),
       max_parallel: o.config.maxParallel,
       architect: Boolean(o.workers.architect),
+      liveness: livenessNumbers(o.spine, o.config),
       watch: o.watch,
       pid: process.pid,
     });
@@ -109,7 +114,10 @@ export class Engine {
       this.input(body);
     }
     this.inboxWatcher?.close();
-    for (const c of this.turns.values()) c.abort();
+    for (const t of this.turns.values()) {
+      clearTimeout(t.timer);
+      t.controller.abort();
+    }
     await Promise.allSettled([...this.running]);
     writeFileSync(join(o.runDir, 'report.md'), renderReport(this.log.events));
     this.log.close();
@@ -233,7 +241,19 @@ export class Engine {
         return;
       case 'block.parked':
       case 'block.abandoned':
+        this.stopTurns((t) => t.block === e.block);
         this.o.print(`${e.block}: ${e.type === 'block.parked' ? 'parked' : 'abandoned'} — ${e.reason}`);
+        return;
+      case 'worker.overran':
+        this.o.print(`${e.block}: turn ${e.turn} overran (${Math.round(e.elapsed_ms / 1000)}s); probing for signs of life`);
+        return start(() => this.probe(e));
+      case 'worker.extended':
+        this.o.print(`${e.block}: the worker shows life; extension ${e.count} of ${this.state.liveness.maxExtensions}`);
+        this.armTimer(e.session, e.turn, e.extension_ms);
+        return;
+      case 'turn.reissued':
+        this.o.print(`${e.block}: turn ${e.turn} re-issued — ${e.reason}`);
+        this.stopTurns((_t, key) => key === `${e.session}#${e.turn}`);
         return;
       default:
         return;
@@ -259,8 +279,14 @@ export class Engine {
     const prompt = renderPrompt(name, vars, { role: e.role, phase: e.phase, expect: e.expect as never });
     this.transcript(`## ${e.block} · ${e.role} · ${e.session} · turn ${e.turn} · ${e.kind}\n\n### prompt\n\n${fence(prompt)}\n`);
     const phaseTime = o.spine.phases.find((p) => p.name === e.phase)?.timeMs ?? Infinity;
+    const budget = Math.min(o.config.timeouts.turnMs, phaseTime);
+    const live = this.state.liveness;
+    // The adapter's own timeout is only a backstop: liveness decides before it fires.
+    const backstop = budget + live.maxExtensions * live.extensionMs + (live.maxExtensions + 2) * live.probeWaitMs + 60_000;
     const controller = new AbortController();
-    this.turns.set(e.session, controller);
+    const key = `${e.session}#${e.turn}`;
+    this.turns.set(key, { block: e.block, controller, startedAt: this.o.clock.now() });
+    this.armTimer(e.session, e.turn, budget);
     try {
       const outcome = await worker.runTurn(
         {
@@ -273,7 +299,7 @@ export class Engine {
           prompt,
           cwd,
           runDir: o.runDir,
-          timeoutMs: Math.min(o.config.timeouts.turnMs, phaseTime),
+          timeoutMs: backstop,
           signal: controller.signal,
           criteria: b.info.criteria,
           trunk: o.config.trunk,
@@ -286,17 +312,63 @@ export class Engine {
       this.transcript(`### reply (${e.block} · ${e.session} · turn ${e.turn})\n\n${fence(text)}\n`);
       return outcome.ok ? { ...base, ok: true, reply: outcome.reply } : { ...base, ok: false, failure: outcome.failure, detail: outcome.detail };
     } finally {
-      this.turns.delete(e.session);
+      clearTimeout(this.turns.get(key)?.timer);
+      this.turns.delete(key);
     }
+  }
+
+  /** After `ms`, a still-running turn reports itself overrun (an input; decide takes it from there). */
+  private armTimer(session: string, turn: number, ms: number): void {
+    const t = this.turns.get(`${session}#${turn}`);
+    if (!t) return;
+    clearTimeout(t.timer);
+    t.timer = setTimeout(() => {
+      if (!this.turns.has(`${session}#${turn}`)) return;
+      this.push({ type: 'timer.fired', block: t.block, session, turn, timer: 'overrun', elapsed_ms: this.o.clock.now() - t.startedAt });
+    }, ms);
+    t.timer.unref?.();
+  }
+
+  private stopTurns(which: (t: { block: string }, key: string) => boolean): void {
+    for (const [key, t] of this.turns) {
+      if (!which(t, key)) continue;
+      clearTimeout(t.timer);
+      t.controller.abort();
+    }
+  }
+
+  /** Signs of life over the probe wait: process CPU and output, worktree changes, model or sim progress. */
+  private async probe(e: EventOf<'worker.overran'>): Promise<EventBody> {
+    const b = this.state.blocks[e.block]!;
+    const role = b.waiting.on === 'turn' ? b.waiting.turn.role : 'builder';
+    const worker = this.o.workers[role];
+    const cwd = role === 'builder' ? git.worktreePath(this.o.repo, e.block) : role === 'reviewer' ? git.reviewPath(this.o.repo, e.block) : this.o.repo;
+    const take = async (): Promise<LifeSnapshot> => {
+      const proc = worker?.running?.(e.session);
+      const progress = this.progress.get(e.session) ?? 0;
+      if (proc) {
+        const snap = await takeSnapshot({ pid: proc.pid, startTime: proc.startTime, outputBytes: proc.outputBytes + progress, cwd });
+        return snap;
+      }
+      return { exists: this.turns.has(`${e.session}#${e.turn}`), cpuTicks: 0, outputBytes: progress, worktree: await worktreePrint(cwd) };
+    };
+    const before = await take();
+    await new Promise((r) => setTimeout(r, this.state.liveness.probeWaitMs));
+    const after = await take();
+    const { alive, signs } = signsOfLife(before, after);
+    return { type: 'worker.probed', block: e.block, session: e.session, turn: e.turn, alive, signs };
   }
 
   private observer(e: EventOf<'block.dispatched'>): TurnObserver {
     const at = { block: e.block, session: e.session };
+    const tick = () => this.progress.set(e.session, (this.progress.get(e.session) ?? 0) + 1);
     return {
+      progress: () => tick(),
       spawned: (p) => void this.log.append({ type: 'worker.spawned', ...at, turn: e.turn, pid: p.pid, start_time: p.startTime }),
       exited: (p) => void this.log.append({ type: 'worker.exited', ...at, turn: e.turn, pid: p.pid, code: p.code, signal: p.signal }),
-      usage: (u) =>
-        void this.log.append({
+      usage: (u) => {
+        tick();
+        this.log.append({
           type: 'worker.usage',
           ...at,
           role: e.role,
@@ -304,7 +376,8 @@ export class Engine {
           prompt_tokens: u.promptTokens,
           completion_tokens: u.completionTokens,
           total_tokens: u.totalTokens,
-        }),
+        });
+      },
       retry: (r) =>
         void this.log.append({
           type: 'worker.retry',
@@ -321,6 +394,12 @@ export class Engine {
   private transcript(text: string): void {
     appendFileSync(join(this.o.runDir, 'transcript.md'), `${text}\n`);
   }
+}
+
+/** The spine's liveness numbers with the config's overrides: what this run uses. */
+export function livenessNumbers(spine: Spine, config: Config) {
+  const l = { ...spine.liveness, ...config.liveness };
+  return { probe_wait_ms: l.probeWaitMs, extension_ms: l.extensionMs, max_extensions: l.maxExtensions, reissues: l.reissues };
 }
 
 function infoOf(b: Block) {

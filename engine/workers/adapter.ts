@@ -61,11 +61,15 @@ export interface TurnObserver {
   usage(usage: Usage): void;
   /** A transient API failure being retried after `delayMs`. */
   retry(info: { attempt: number; status?: number; delayMs: number; error: string }): void;
+  /** A sign of life from a worker with no process of its own (a model step, a sim worker at work). */
+  progress?(note: string): void;
 }
 
 export interface WorkerAdapter {
   readonly kind: 'openai' | 'command' | 'sim';
   runTurn(request: TurnRequest, observer: TurnObserver): Promise<TurnOutcome>;
+  /** Process workers: the running turn of a session, for the liveness probe. */
+  running?(session: string): { pid: number; startTime: string; outputBytes: number } | undefined;
 }
 
 /** An observer that drops everything: for tests and tools that do not record. */

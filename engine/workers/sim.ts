@@ -12,19 +12,38 @@
  *   commit = "Add login"
  *   reply = ">>DONE"
  *
- * The number of turns used per block and role is kept in the run directory, so a
- * restarted engine continues the script where the previous run left it.
+ *   [[blocks.login.builder]]
+ *   kind = "merge"              # only for a merge turn: bring the branch up to date
+ *   rebase = true
+ *   resolve = { "src/login.js" = "…" }
+ *
+ * Which entry answers a turn: the first unused entry whose `kind` is the turn's kind,
+ * else the first unused entry without a `kind`, else the honest default. So a script
+ * without `kind` is simply read in order. A liveness probe (`kind = "probe"` turn) uses
+ * only `kind = "probe"` entries; without one it answers like the turn it interrupts:
+ * silent while that turn hangs, `>>WORKING` otherwise.
+ *
+ * `sleep` and `hang` end when the engine stops the turn or at the turn's hard budget
+ * (`timeoutMs`), which fails the turn as a timeout — as a command worker would.
+ *
+ * Which entry each turn (session, turn) took is kept in `.tron/sim-state/` of the
+ * repository, so an engine restarted after a crash continues the script where the
+ * previous run left it, and a turn issued again with the same identity gets the same entry.
  */
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import TOML from '@iarna/toml';
 import { z } from 'zod';
 import { execa } from 'execa';
-import type { TurnOutcome, TurnRequest, WorkerAdapter } from './adapter.ts';
+import type { TurnKind, TurnOutcome, TurnRequest, WorkerAdapter } from './adapter.ts';
 import type { SimSettings } from './settings.ts';
 import { parseDuration } from '../duration.ts';
 
+const TURN_KINDS = ['build', 'challenge', 'review', 'merge', 'probe', 'restate', 'architect'] as const satisfies readonly TurnKind[];
+
 const SimTurn = z.strictObject({
+  /** Only for a turn of this kind; without it, the entry answers the next turn of any kind but a probe. */
+  kind: z.enum(TURN_KINDS).optional(),
   /** Files to write (path → content), relative to the checkout. */
   write: z.record(z.string(), z.string()).optional(),
   /** Files to delete. */
@@ -39,8 +58,8 @@ const SimTurn = z.strictObject({
   /** A shell line to run in the checkout, after the commit (so it can leave work uncommitted). */
   run: z.string().optional(),
   /** Take this long before replying ("2s"). */
-  sleep: z.string().optional(),
-  /** Never reply: wait until the engine stops the turn. */
+  sleep: z.string().refine((s) => parseDuration(s) !== undefined, { message: 'a duration like "500ms" or "2s"' }).optional(),
+  /** Never reply: wait until the engine stops the turn (or its hard budget ends it). */
   hang: z.boolean().optional(),
   /** Fail the turn as a process that exited with this code. */
   exit: z.number().int().optional(),
@@ -57,6 +76,9 @@ const RoleScripts = z.strictObject({
 
 export const SimScript = z.strictObject({ blocks: z.record(z.string(), RoleScripts).default({}) });
 export type SimScript = z.infer<typeof SimScript>;
+
+/** Where a repository's sim workers remember which script entry each turn took. */
+export const SIM_STATE_DIR = join('.tron', 'sim-state');
 
 /** Reads and validates a sim script file; an absent path means "honest defaults only". */
 export function loadSimScript(file: string | undefined): SimScript {
@@ -81,7 +103,7 @@ export function defaultReply(request: TurnRequest): string {
     case 'merge':
       return '>>MERGED';
     case 'probe':
-      return '>>WORKING';
+      return '>>WORKING {"progress":"still at it"}';
     case 'architect':
       return '>>PAGE {"reason":"the sim architect has no script for this block"}';
     case 'restate':
@@ -91,33 +113,51 @@ export function defaultReply(request: TurnRequest): string {
 
 export function createSimWorker(settings: SimSettings, deps: { repo: string }): WorkerAdapter {
   const script = loadSimScript(settings.script ? join(deps.repo, settings.script) : undefined);
+  /** The scripted turn each session is running now, so a probe can answer like it. */
+  const inflight = new Map<string, SimTurn>();
   return {
     kind: 'sim',
     async runTurn(request, observer): Promise<TurnOutcome> {
       void observer;
       const turns = script.blocks[request.block]?.[request.role] ?? [];
-      const index = nextIndex(request);
-      const turn = turns[index];
+      const index = pickEntry(join(deps.repo, SIM_STATE_DIR), request, turns);
+      const turn = index >= 0 ? turns[index] : undefined;
+      if (request.kind === 'probe' && !turn) {
+        if (inflight.get(request.session)?.hang) return silence(request);
+        return { ok: true, reply: defaultReply(request) };
+      }
       if (!turn) {
         if (request.kind === 'merge') await rebase(request, {});
         return { ok: true, reply: request.kind === 'restate' ? restateDefault(request) : defaultReply(request) };
       }
-      return perform(turn, request);
+      if (request.kind !== 'probe') inflight.set(request.session, turn);
+      try {
+        return await perform(turn, request);
+      } finally {
+        if (inflight.get(request.session) === turn) inflight.delete(request.session);
+      }
     },
   };
 }
 
-/** Counts turns per block and role in the run directory, so a restart continues the script. */
-function nextIndex(request: TurnRequest): number {
-  const file = join(request.runDir, 'sim', `${request.block}.${request.role}.json`);
-  const seen = existsSync(file) ? (JSON.parse(readFileSync(file, 'utf8')) as string[]) : [];
+/**
+ * The script entry for this turn (an index into `turns`, or -1 for the honest default),
+ * remembered per block and role so the same turn always gets the same entry.
+ */
+function pickEntry(stateDir: string, request: TurnRequest, turns: readonly SimTurn[]): number {
+  const file = join(stateDir, `${request.block}.${request.role}.json`);
+  const taken = existsSync(file) ? (JSON.parse(readFileSync(file, 'utf8')) as Record<string, number>) : {};
   const key = `${request.session}#${request.turn}`;
-  const at = seen.indexOf(key);
-  if (at >= 0) return at;
-  seen.push(key);
+  const known = taken[key];
+  if (known !== undefined) return known;
+  const used = new Set(Object.values(taken));
+  const free = (i: number) => !used.has(i);
+  let index = turns.findIndex((t, i) => free(i) && t.kind === request.kind);
+  if (index < 0 && request.kind !== 'probe') index = turns.findIndex((t, i) => free(i) && t.kind === undefined);
+  taken[key] = index;
   mkdirSync(dirname(file), { recursive: true });
-  writeFileSync(file, JSON.stringify(seen));
-  return seen.length - 1;
+  writeFileSync(file, JSON.stringify(taken));
+  return index;
 }
 
 function restateDefault(request: TurnRequest): string {
@@ -141,14 +181,27 @@ async function perform(turn: SimTurn, request: TurnRequest): Promise<TurnOutcome
     const ok = await rebase(request, turn.resolve ?? {});
     if (!ok) return { ok: false, failure: 'exit', detail: 'the sim worker could not rebase onto trunk' };
   }
-  if (turn.sleep) await sleep(parseDuration(turn.sleep) ?? 0, request.signal);
-  if (turn.hang) {
-    await sleep(Number.MAX_SAFE_INTEGER, request.signal);
-    return { ok: false, failure: 'aborted', detail: 'the sim worker hung until it was stopped' };
+  const started = Date.now();
+  if (turn.sleep) {
+    const ms = parseDuration(turn.sleep) ?? 0;
+    await sleep(Math.min(ms, request.timeoutMs), request.signal);
+    if (ms > request.timeoutMs && !request.signal.aborted) return timedOut(request);
   }
+  if (turn.hang) return silence(request, Date.now() - started);
   if (request.signal.aborted) return { ok: false, failure: 'aborted', detail: 'stopped' };
   if (turn.exit !== undefined && turn.exit !== 0) return { ok: false, failure: 'exit', detail: `exited with ${turn.exit}` };
   return { ok: true, reply: turn.reply ?? (request.kind === 'restate' ? restateDefault(request) : defaultReply(request)) };
+}
+
+/** Says nothing until the engine stops the turn, or its hard budget runs out. */
+async function silence(request: TurnRequest, spent = 0): Promise<TurnOutcome> {
+  await sleep(Math.max(0, request.timeoutMs - spent), request.signal);
+  if (request.signal.aborted) return { ok: false, failure: 'aborted', detail: 'the sim worker hung until it was stopped' };
+  return timedOut(request);
+}
+
+function timedOut(request: TurnRequest): TurnOutcome {
+  return { ok: false, failure: 'timeout', detail: `the sim worker gave no reply within ${request.timeoutMs}ms` };
 }
 
 /** Rebase the checkout onto trunk, answering conflicts with `resolve`; false if it stays conflicted. */

@@ -44,7 +44,7 @@ export const COMMANDS: Record<string, CommandSpec> = {
     options: { ...repoOption, watch: { type: 'boolean', description: 'stay up; pick up new block files and answers at once' } },
     run: async (v) => {
       const { startCommand } = await import('./commands/start.ts');
-      return startCommand({ repo: repoOf(v), watch: Boolean(v.watch), clock: systemClock, env: process.env, print });
+      return startCommand({ repo: repoOf(v), watch: Boolean(v.watch), clock: systemClock, env: process.env, print, signals: true });
     },
   },
   status: {

@@ -74,10 +74,13 @@ class Step {
 /** The pure step. */
 export function decide(state: EngineState, input: TronEvent, ctx: DecideContext): { state: EngineState; decisions: EventBody[] } {
   const step = new Step(apply(state, input), input, ctx);
-  if (!step.s.finished) {
-    react(step, input);
-    schedule(step);
+  if (step.s.finished) return { state: step.s, decisions: [] };
+  if (step.s.stopping !== undefined) {
+    stopWhenQuiet(step);
+    return { state: step.s, decisions: step.out };
   }
+  react(step, input);
+  schedule(step);
   return { state: step.s, decisions: step.out };
 }
 
@@ -554,6 +557,27 @@ function schedule(step: Step): void {
       abandoned: ids('abandoned'),
     });
   }
+}
+
+/** Waiting on something the engine started (a turn, git, tests) rather than on a person or a slot. */
+function inFlight(b: BlockState): boolean {
+  return !['nothing', 'operator', 'slot', 'dependency', 'lock'].includes(b.waiting.on);
+}
+
+/** After a stop signal: once every effect in flight has reported back, the run finishes. */
+function stopWhenQuiet(step: Step): void {
+  const s = step.s;
+  if (s.order.some((id) => inFlight(s.blocks[id]!))) return;
+  const ids = (phase: string) => s.order.filter((id) => s.blocks[id]!.phase === phase);
+  step.emit({
+    type: 'run.finished',
+    reason: 'signal',
+    exit: s.stopping === 'SIGINT' ? 130 : 143,
+    landed: ids('landed'),
+    parked: s.order.filter((id) => !['landed', 'abandoned'].includes(s.blocks[id]!.phase)),
+    abandoned: ids('abandoned'),
+    detail: `stopped by ${s.stopping}`,
+  });
 }
 
 /** Nothing is running and nothing can start: every block landed, abandoned, parked or stuck behind one. */

@@ -103,6 +103,9 @@ export const EVENT_SCHEMAS = {
   'inbox.consumed': z
     .strictObject({ file: z.string() })
     .describe('note: an operator answer file was moved out of .tron/inbox/ into the run directory.'),
+  'run.stopping': z
+    .strictObject({ signal: z.string() })
+    .describe('input: SIGINT or SIGTERM: no new dispatches; running turns are stopped and recorded, then the run finishes.'),
   'run.finished': z
     .strictObject({
       reason: z.enum(['done', 'signal', 'error']),

@@ -105,6 +105,8 @@ export interface EngineState {
   pagesPending: string[];
   /** Boot recovery is over: before that, nothing is dispatched and an empty run is not a finished one. */
   registered: boolean;
+  /** A signal asked the engine to stop: nothing new starts. */
+  stopping?: string;
   finished: boolean;
   lastTs: number;
 }
@@ -199,6 +201,9 @@ export function apply(prev: EngineState, e: TronEvent): EngineState {
         b.waiting = e.phase === 'parked' ? { on: 'operator' } : e.phase === 'pending' ? { on: 'slot' } : { on: 'nothing' };
         b.since = e.ts;
       }
+      break;
+    case 'run.stopping':
+      s.stopping = e.signal;
       break;
     case 'recovery.finished':
       s.registered = true;

@@ -46,6 +46,12 @@ export interface EngineOptions {
   boot?: EventBody[];
   /** Inbox files an earlier run already consumed (moved now, never answered twice). */
   consumed?: readonly string[];
+  /** Test hook (TRON_CRASH_AFTER_EVENT, read once at start): die abruptly right after appending this seq. */
+  crashAfter?: number;
+  /** --watch: the interval of run.heartbeat notes. */
+  heartbeatMs?: number;
+  /** --watch: re-reads the register after a change under .tron/blocks/ (undefined when it has problems). */
+  reloadBlocks?: () => Block[] | undefined;
 }
 
 /** A clock that the engine pins to an input's time while it appends that input's decisions. */
@@ -109,11 +115,15 @@ export class Engine {
     for (const body of waiting) this.input(body);
     this.input({ type: 'recovery.finished', answers: waiting.length });
     this.watchInbox();
+    const heartbeat = o.watch ? setInterval(() => this.heartbeat(), o.heartbeatMs ?? 60_000) : undefined;
+    const blocksWatcher = o.watch ? this.watchBlocks() : undefined;
     while (!this.state.finished) {
       const body = await this.next();
       this.input(body);
     }
     this.inboxWatcher?.close();
+    blocksWatcher?.close();
+    clearInterval(heartbeat);
     for (const t of this.turns.values()) {
       clearTimeout(t.timer);
       t.controller.abort();
@@ -127,21 +137,40 @@ export class Engine {
 
   /** Appends an input, decides, appends the decisions and starts their effects. */
   input(body: EventBody): void {
-    const event = this.log.append(body);
+    const event = this.append(body);
     const { state, decisions } = decide(this.state, event, this.ctx);
     this.clock.pinned = event.ts;
     const appended: TronEvent[] = [];
     try {
-      for (const d of decisions) appended.push(this.log.append(d));
+      for (const d of decisions) appended.push(this.append(d));
     } finally {
       this.clock.pinned = undefined;
     }
     this.state = state;
     if (event.type === 'operator.answered') {
       consumeAnswer(this.o.repo, event.file, this.o.runDir);
-      this.log.append({ type: 'inbox.consumed', file: event.file });
+      this.append({ type: 'inbox.consumed', file: event.file });
     }
     for (const d of appended) this.perform(d);
+  }
+
+  /** Appends one event; the crash hook dies right after the chosen one, as a power cut would. */
+  private append(body: EventBody): TronEvent {
+    const event = this.log.append(body);
+    if (event.seq === this.o.crashAfter) process.kill(process.pid, 'SIGKILL');
+    return event;
+  }
+
+  /** A stop signal: nothing new starts, running turns are stopped, the run finishes when quiet. */
+  stop(signal: string): void {
+    if (this.state.finished) return;
+    this.push({ type: 'run.stopping', signal });
+    this.stopTurns(() => true);
+  }
+
+  /** A second signal: kill every worker process group now. */
+  abortNow(): void {
+    this.stopTurns(() => true);
   }
 
   /** New answer files in the inbox, as operator.answered inputs (each file once). */
@@ -152,6 +181,33 @@ export class Engine {
     return answers.map((a) => {
       this.seenAnswers.add(a.file);
       return { type: 'operator.answered', block: a.block, word: a.word, payload: a.payload, file: a.file, trunk_sha: trunkSha };
+    });
+  }
+
+  private heartbeat(): void {
+    if (this.state.finished) return;
+    const parked = this.state.order.filter((id) => this.state.blocks[id]!.phase === 'parked').length;
+    this.append({ type: 'run.heartbeat', running: this.turns.size, parked });
+  }
+
+  /** --watch: a new or changed block file wakes the engine at once (a file-system notification). */
+  private watchBlocks(): FSWatcher {
+    const dir = join(this.o.repo, '.tron', 'blocks');
+    mkdirSync(dir, { recursive: true });
+    let last = JSON.stringify(this.o.blocks.map((b) => b.digest));
+    let pending: NodeJS.Timeout | undefined;
+    return watch(dir, () => {
+      // Editors write a file in several steps; read the register once they settle.
+      clearTimeout(pending);
+      pending = setTimeout(() => {
+        const blocks = this.o.reloadBlocks?.();
+        if (!blocks) return;
+        const now = JSON.stringify(blocks.map((b) => b.digest));
+        if (now === last) return;
+        last = now;
+        for (const b of blocks) this.fx.blocks().set(b.id, b);
+        this.push({ type: 'register.loaded', blocks: blocks.map(infoOf) });
+      }, 50);
     });
   }
 
@@ -364,11 +420,11 @@ export class Engine {
     const tick = () => this.progress.set(e.session, (this.progress.get(e.session) ?? 0) + 1);
     return {
       progress: () => tick(),
-      spawned: (p) => void this.log.append({ type: 'worker.spawned', ...at, turn: e.turn, pid: p.pid, start_time: p.startTime }),
-      exited: (p) => void this.log.append({ type: 'worker.exited', ...at, turn: e.turn, pid: p.pid, code: p.code, signal: p.signal }),
+      spawned: (p) => void this.append({ type: 'worker.spawned', ...at, turn: e.turn, pid: p.pid, start_time: p.startTime }),
+      exited: (p) => void this.append({ type: 'worker.exited', ...at, turn: e.turn, pid: p.pid, code: p.code, signal: p.signal }),
       usage: (u) => {
         tick();
-        this.log.append({
+        this.append({
           type: 'worker.usage',
           ...at,
           role: e.role,
@@ -379,7 +435,7 @@ export class Engine {
         });
       },
       retry: (r) =>
-        void this.log.append({
+        void this.append({
           type: 'worker.retry',
           ...at,
           role: e.role,

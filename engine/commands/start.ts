@@ -7,7 +7,7 @@ import { existsSync, mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { Clock } from '../clock.ts';
 import { InputError } from '../errors.ts';
-import { loadProject } from '../register.ts';
+import { loadProject, loadRegister } from '../register.ts';
 import { SPINE_FILE, loadSpine } from '../workflow.ts';
 import * as git from '../git.ts';
 import { acquireLock } from '../lockfile.ts';
@@ -26,6 +26,10 @@ export interface StartOptions {
   print: (line: string) => void;
   /** Replace configured workers (tests and the demo). */
   workers?: Partial<Record<WorkerRole, WorkerAdapter>>;
+  /** --watch: the interval of heartbeat events (default 60 s). */
+  heartbeatMs?: number;
+  /** Install SIGINT/SIGTERM handlers (the CLI does; in-process tests do not). */
+  signals?: boolean;
 }
 
 /** A run id that sorts by start time: 20261130-024812-001. */
@@ -79,8 +83,36 @@ export async function startCommand(o: StartOptions): Promise<number> {
       watch: Boolean(o.watch),
       boot: recovery.events,
       consumed: recovery.answered,
+      ...crashHook(o.env),
+      ...(o.heartbeatMs ? { heartbeatMs: o.heartbeatMs } : {}),
+      reloadBlocks: () => {
+        const again = loadRegister(repo);
+        if (again.problems.length === 0) return again.blocks;
+        for (const p of again.problems) o.print(`${p.code}: ${p.path}: ${p.message}`);
+        o.print('tron: the register has problems; keeping the blocks as they were until they are fixed');
+        return undefined;
+      },
     });
-    const exit = await engine.run();
+    const onSignal = (signal: NodeJS.Signals) => {
+      if (stopping) {
+        // A second signal stops at once: worker process groups first, then the engine.
+        engine.abortNow();
+        o.print(`tron: ${signal} again — stopping at once`);
+        process.exit(1);
+      }
+      stopping = true;
+      o.print(`tron: ${signal} — no new work; stopping the running turns (send it again to stop at once)`);
+      engine.stop(signal);
+    };
+    let stopping = false;
+    if (o.signals) {
+      process.on('SIGINT', onSignal);
+      process.on('SIGTERM', onSignal);
+    }
+    const exit = await engine.run().finally(() => {
+      process.off('SIGINT', onSignal);
+      process.off('SIGTERM', onSignal);
+    });
     const end = engine.state;
     const parked = end.order.filter((id) => end.blocks[id]!.phase === 'parked');
     const abandoned = end.order.filter((id) => end.blocks[id]!.phase === 'abandoned');
@@ -91,4 +123,10 @@ export async function startCommand(o: StartOptions): Promise<number> {
   } finally {
     lock.release();
   }
+}
+
+/** The crash test hook: TRON_CRASH_AFTER_EVENT=N makes the engine die right after event N. */
+function crashHook(env: Record<string, string | undefined>): { crashAfter?: number } {
+  const n = Number(env.TRON_CRASH_AFTER_EVENT);
+  return Number.isInteger(n) && n > 0 ? { crashAfter: n } : {};
 }

@@ -8,11 +8,12 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { execa } from 'execa';
 import { afterEach, describe, expect, it } from 'vitest';
-import { startModelServer, toolCall, type ModelServer, type RecordedRequest, type ReplyStep, type ScriptStep } from '../../evaluation/model-server.ts';
+import { startModelServer, toolCall, type ModelServer, type ReplyStep, type ScriptStep } from '../../evaluation/model-server.ts';
 import { reportCommand } from '../commands/report.ts';
 import { renderReport } from '../report.ts';
 import { configFile, makeProject, ofType, readRunFile, runTron } from '../testing/project.ts';
 import type { TestRepo } from '../testing/repo.ts';
+import { turnOf, usageOf, type TurnView } from './openai-e2e-script.ts';
 
 const KEY_ENV = 'TRON_E2E_MODEL_KEY';
 const KEY = 'sk-e2e-not-a-real-key';
@@ -27,44 +28,9 @@ afterEach(async () => {
   for (const r of repos.splice(0)) await r.cleanup();
 });
 
-/** What the engine asked in the turn a request belongs to, told from the latest user message. */
-interface TurnView {
-  kind: 'build' | 'challenge' | 'review' | 'merge' | 'restate' | 'probe' | 'architect' | 'unknown';
-  /** Model calls already made in this turn (assistant messages after the latest user message). */
-  step: number;
-  /** The tool results the model is answering now, by tool_call_id. */
-  results: Record<string, string>;
-}
-
-const HEADINGS: Array<[RegExp, TurnView['kind']]> = [
-  [/^# Build block/m, 'build'],
-  [/^# Evidence for block/m, 'challenge'],
-  [/^# Review block/m, 'review'],
-  [/^# Bring block/m, 'merge'],
-  [/^# Restate your last reply/m, 'restate'],
-  [/are you still working\?/m, 'probe'],
-  [/is stuck:/m, 'architect'],
-];
-
-function turnOf(request: RecordedRequest): TurnView {
-  const messages: Array<{ role: string; content?: string; tool_call_id?: string }> = request.body.messages;
-  const last = messages.findLastIndex((m) => m.role === 'user');
-  const prompt = String(messages[last]?.content ?? '');
-  const after = messages.slice(last + 1);
-  const results: Record<string, string> = {};
-  for (const m of after) if (m.role === 'tool') results[m.tool_call_id!] = String(m.content);
-  return {
-    kind: HEADINGS.find(([re]) => re.test(prompt))?.[1] ?? 'unknown',
-    step: after.filter((m) => m.role === 'assistant').length,
-    results,
-  };
-}
-
-const usage = (total: number) => ({ prompt_tokens: total - 10, completion_tokens: 10, total_tokens: total });
-
 /** The builder's model: every call costs 100 tokens. */
 function builderModel(view: TurnView): ScriptStep {
-  const say = (step: Omit<ReplyStep, 'usage'>): ReplyStep => ({ ...step, usage: usage(100) });
+  const say = (step: Omit<ReplyStep, 'usage'>): ReplyStep => ({ ...step, usage: usageOf(100) });
   if (view.kind === 'build') {
     switch (view.step) {
       case 0: // two writes in one step: they run concurrently
@@ -90,7 +56,7 @@ function builderModel(view: TurnView): ScriptStep {
 
 /** The reviewer's model: reads the module, tries to change it, then approves. 10 tokens a call. */
 function reviewerModel(view: TurnView): ScriptStep {
-  const say = (step: Omit<ReplyStep, 'usage'>): ReplyStep => ({ ...step, usage: usage(10) });
+  const say = (step: Omit<ReplyStep, 'usage'>): ReplyStep => ({ ...step, usage: usageOf(10) });
   if (view.kind !== 'review') return { status: 400, message: `the scripted reviewer has no ${view.kind} turn` };
   switch (view.step) {
     case 0:
@@ -207,7 +173,7 @@ describe('the openai worker under tron start', () => {
   });
 
   it('ends a turn at the step cap as a failed turn, restates once, then parks the block without landing', async () => {
-    const server = await startModelServer(() => ({ tool_calls: [toolCall('list_dir', { path: '.' })], usage: usage(7) }));
+    const server = await startModelServer(() => ({ tool_calls: [toolCall('list_dir', { path: '.' })], usage: usageOf(7) }));
     servers.push(server);
     const repo = await project(`${openaiTable('builder', server, 'max_steps = 2\n')}\n[workers.reviewer]\nadapter = "sim"\n`);
     const trunkBefore = await repo.git('rev-parse', 'main');

@@ -1,0 +1,82 @@
+/**
+ * `tron replay RUN_DIR`: re-drive the pure decision step from a recorded run and prove
+ * it decides exactly what the run recorded. The run directory carries everything the
+ * step needs: `events.jsonl`, the spine that drove the run (`workflow.toml`) and the
+ * test command (`manifest.json`, `config.test`), so an old run replays against its own
+ * spine, not today's.
+ *
+ * A log without `run.finished` was cut short (a crash, or a run still going): the
+ * decisions of its last input may be partly written, so replay stops before that input
+ * and says so instead of calling the missing tail a divergence.
+ */
+import { existsSync, readFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { InputError } from '../errors.ts';
+import { readLog } from '../eventlog.ts';
+import { eventKind, type TronEvent } from '../events.ts';
+import { replay, type ReplayResult } from '../replay.ts';
+import { parseSpine } from '../workflow.ts';
+
+export interface ReplayOutcome {
+  result: ReplayResult;
+  /** Events in the log. */
+  events: number;
+  /** The log has no run.finished: replay stopped before its last input. */
+  truncated: boolean;
+}
+
+/** The inputs a log can be replayed on: all of it, or up to its last input when cut short. */
+export function replayable(events: readonly TronEvent[]): { events: readonly TronEvent[]; truncated: boolean } {
+  if (events.some((e) => e.type === 'run.finished')) return { events, truncated: false };
+  const lastInput = events.findLastIndex((e) => eventKind(e.type) === 'input');
+  return { events: events.slice(0, Math.max(0, lastInput)), truncated: true };
+}
+
+/** Replays a recorded run from its directory. */
+export function replayRunDir(dir: string): ReplayOutcome {
+  const runDir = resolve(dir);
+  const { events } = readLog(join(runDir, 'events.jsonl'));
+  const spineFile = join(runDir, 'workflow.toml');
+  if (!existsSync(spineFile)) {
+    throw new InputError([{ code: 'TRON_REPLAY_SPINE', path: spineFile, message: 'missing: a run directory holds the spine that drove it; replay needs it' }]);
+  }
+  const { spine, problems } = parseSpine(readFileSync(spineFile, 'utf8'), spineFile);
+  if (!spine) throw new InputError(problems);
+  const testCommand = readTestCommand(join(runDir, 'manifest.json'));
+  const usable = replayable(events);
+  const result = replay(usable.events, { spine, ...(testCommand !== undefined ? { testCommand } : {}) });
+  return { result, events: events.length, truncated: usable.truncated };
+}
+
+function readTestCommand(file: string): string | undefined {
+  if (!existsSync(file)) {
+    throw new InputError([{ code: 'TRON_REPLAY_MANIFEST', path: file, message: 'missing: a run directory holds manifest.json with the test command; replay needs it' }]);
+  }
+  let manifest: { config?: { test?: unknown } };
+  try {
+    manifest = JSON.parse(readFileSync(file, 'utf8')) as typeof manifest;
+  } catch (err) {
+    throw new InputError([{ code: 'TRON_REPLAY_MANIFEST', path: file, message: `not JSON (${(err as Error).message}); restore the file the run wrote` }]);
+  }
+  const test = manifest.config?.test;
+  return typeof test === 'string' ? test : undefined;
+}
+
+/** Prints one line when identical (exit 0), or the first divergence (exit 1). */
+export async function replayCommand(opts: { runDir: string | undefined; print: (line: string) => void }): Promise<number> {
+  if (!opts.runDir) {
+    throw new InputError([{ code: 'TRON_USAGE', path: 'RUN_DIR', message: 'name a run directory, e.g. tron replay .tron/runs/20261130-024812-001' }]);
+  }
+  const outcome = replayRunDir(opts.runDir);
+  const r = outcome.result;
+  const cut = outcome.truncated ? ' (the log ends without run.finished: its last input was not replayed)' : '';
+  if (r.ok) {
+    opts.print(`replay: ${r.inputs} inputs, ${r.decisions} decisions, identical${cut}`);
+    return 0;
+  }
+  const d = r.divergence;
+  opts.print(`replay: diverged at seq ${d.seq}, deciding input seq ${d.input.seq} (${d.input.type})${cut}`);
+  opts.print(`recorded: ${d.recorded ? JSON.stringify(d.recorded) : '(no decision)'}`);
+  opts.print(`derived:  ${d.derived ? JSON.stringify(d.derived) : '(no decision)'}`);
+  return 1;
+}

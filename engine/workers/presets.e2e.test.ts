@@ -1,0 +1,204 @@
+/**
+ * The presets `tron init --worker …` writes, run as written by `tron start`. Claude Code
+ * and Codex are stood in for by a fake `claude` / `codex` first on PATH that logs the
+ * argv and environment it got, reads the prompt from stdin and answers with `>>` lines;
+ * the openai preset talks to the scripted model server with only its base_url changed.
+ * What a user meets when the CLI is not installed, or the key is not set, is tested too:
+ * a failed turn that names the fix, a parked block, exit 3 — never a crash.
+ */
+import { accessSync, chmodSync, constants, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { delimiter, join } from 'node:path';
+import TOML from '@iarna/toml';
+import { afterEach, describe, expect, it } from 'vitest';
+import { startModelServer, toolCall, type ModelServer, type ScriptStep } from '../../evaluation/model-server.ts';
+import { initCommand } from '../commands/init.ts';
+import { loadConfig } from '../config.ts';
+import { NODE_RUNNER, ofType, runTron } from '../testing/project.ts';
+import { makeRepo, type TestRepo } from '../testing/repo.ts';
+import type { CommandSettings } from './settings.ts';
+import { workerSettings } from './settings.ts';
+import { turnOf, usageOf } from './openai-e2e-script.ts';
+
+const cleanups: Array<() => Promise<void> | void> = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+});
+
+const README = '# app\n\n## Running the tests\n\nRun `npm test`.\n';
+const EVIDENCE = JSON.stringify({ evidence: { c1: 'README.md, section "Running the tests"', c2: 'README.md gives npm test' } });
+
+/** A repository as a user has it, after `tron init --worker <preset>` and a commit of .tron/. */
+async function initialised(preset: 'openai' | 'claude' | 'codex'): Promise<TestRepo> {
+  const repo = await makeRepo({
+    'package.json': `${JSON.stringify({ name: 'app', private: true, scripts: { test: 'node test.js' } })}\n`,
+    'test.js': NODE_RUNNER,
+    'tests/smoke.test.js': "require('node:assert').ok(true);\n",
+  });
+  cleanups.push(() => repo.cleanup());
+  const printed: string[] = [];
+  expect(await initCommand({ repo: repo.dir, worker: preset, print: (l) => printed.push(l) })).toBe(0);
+  await repo.commitAll('tron init');
+  return repo;
+}
+
+/** A fake agent CLI: logs argv, env and stdin under the run directory, then acts by the prompt's heading. */
+const FAKE_AGENT = `#!/bin/sh
+log="$TRON_RUN_DIR/fake-$TRON_ROLE-$TRON_TURN"
+{ basename "$0"; for a in "$@"; do printf '%s\\n' "$a"; done; } > "$log.argv"
+env > "$log.env"
+cat > "$log.prompt"
+if grep -q '^# Build block' "$log.prompt"; then
+  printf '%s' '${README}' > README.md
+  git add README.md && git commit -q -m 'Document the tests' || exit 1
+  echo 'Added a Running the tests section to README.md.'
+  echo '>>DONE'
+elif grep -q '^# Evidence for block' "$log.prompt"; then
+  echo '>>CONFIRMED ${EVIDENCE}'
+elif grep -q '^# Review block' "$log.prompt"; then
+  echo 'The section is there and names the command.'
+  echo '>>APPROVE'
+else
+  echo '>>PAGE {"reason":"the fake agent has no answer for this prompt"}'
+fi
+`;
+
+/** A folder holding an executable fake named `name`, to put first on PATH. */
+function fakeBin(name: string): string {
+  const dir = mkdtempSync(join(tmpdir(), 'tron-fake-bin-'));
+  cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
+  writeFileSync(join(dir, name), FAKE_AGENT);
+  chmodSync(join(dir, name), 0o755);
+  return dir;
+}
+
+/** PATH without any folder that holds `name`, so the CLI is absent whatever this machine has installed. */
+function pathWithout(name: string): string {
+  const has = (dir: string) => {
+    try {
+      accessSync(join(dir, name), constants.X_OK);
+      return true;
+    } catch {
+      return false;
+    }
+  };
+  return (process.env.PATH ?? '').split(delimiter).filter((dir) => dir && !has(dir)).join(delimiter);
+}
+
+const lines = (file: string) => readFileSync(file, 'utf8').trimEnd().split('\n');
+const KEYS = { ANTHROPIC_API_KEY: 'sk-ant-fake', OPENAI_API_KEY: 'sk-openai-fake' };
+
+describe('tron init presets under tron start', () => {
+  it.each([
+    ['claude', 'ANTHROPIC_API_KEY', 'OPENAI_API_KEY'],
+    ['codex', 'OPENAI_API_KEY', 'ANTHROPIC_API_KEY'],
+  ] as const)('the %s preset runs its CLI with the preset argv and the prompt on stdin, and lands the example block', async (preset, passed, withheld) => {
+    const repo = await initialised(preset);
+    const bin = fakeBin(preset);
+    const run = await runTron(repo, { env: { PATH: `${bin}${delimiter}${process.env.PATH}`, ...KEYS } });
+
+    expect(run.exit).toBe(0);
+    expect(ofType(run.events, 'block.landed').map((e) => e.block)).toEqual(['example']);
+    expect(await repo.git('show', 'main:README.md')).toBe(README.trimEnd());
+    expect(await repo.git('rev-parse', 'refs/tron/landed/example')).toBe(await repo.git('rev-parse', 'main'));
+
+    const { config } = loadConfig(repo.dir);
+    const argv = (role: 'builder' | 'reviewer') => (config!.workers[role] as CommandSettings).command;
+    expect(lines(join(run.runDir, 'fake-builder-1.argv'))).toEqual(argv('builder'));
+    expect(lines(join(run.runDir, 'fake-builder-2.argv'))).toEqual(argv('builder'));
+    expect(lines(join(run.runDir, 'fake-reviewer-1.argv'))).toEqual(argv('reviewer'));
+    expect(argv('reviewer')).not.toEqual(argv('builder'));
+    expect(readFileSync(join(run.runDir, 'fake-builder-1.prompt'), 'utf8')).toMatch(/^# Build block `example`/m);
+    expect(readFileSync(join(run.runDir, 'fake-builder-2.prompt'), 'utf8')).toMatch(/^# Evidence for block `example`/m);
+    expect(readFileSync(join(run.runDir, 'fake-reviewer-1.prompt'), 'utf8')).toMatch(/^# Review block `example`/m);
+    const env = readFileSync(join(run.runDir, 'fake-builder-1.env'), 'utf8');
+    expect(env).toContain(`${passed}=${KEYS[passed]}`);
+    expect(env).not.toContain(withheld);
+    expect(env).toContain('TRON_ROLE=builder');
+  });
+
+  it.each(['claude', 'codex'] as const)('without %s installed, the failed turn names the command, the block is parked and tron start exits 3', async (preset) => {
+    const repo = await initialised(preset);
+    const run = await runTron(repo, { env: { PATH: pathWithout(preset), ...KEYS } });
+
+    expect(run.exit).toBe(3);
+    const failed = ofType(run.events, 'reply.received').filter((e) => !e.ok);
+    expect(failed.map((e) => e.role)).toEqual(['builder', 'builder', 'architect']);
+    for (const e of failed) expect(e.detail).toContain(`cannot start "${preset}" (no such program); check [workers.${e.role}] command in .tron/config.toml`);
+    expect(ofType(run.events, 'block.parked').map((e) => e.block)).toEqual(['example']);
+    const output = run.output.join('\n');
+    expect(output).toContain('tron: example is parked');
+    expect(output).toContain(`cannot start "${preset}"`);
+    expect(ofType(run.events, 'block.landed')).toEqual([]);
+  });
+
+  it('the openai preset without its key fails the turn naming OPENAI_API_KEY and api_key_env, and never calls a model', async () => {
+    const repo = await initialised('openai');
+    const run = await runTron(repo);
+
+    expect(run.exit).toBe(3);
+    const failed = ofType(run.events, 'reply.received').filter((e) => !e.ok);
+    expect(failed.length).toBeGreaterThan(0);
+    for (const e of failed) {
+      expect(e.failure).toBe('api');
+      expect(e.detail).toContain('$OPENAI_API_KEY is not set');
+      expect(e.detail).toContain(`api_key_env in [workers.${e.role}]`);
+    }
+    expect(ofType(run.events, 'worker.usage')).toEqual([]);
+    expect(run.output.join('\n')).toContain('OPENAI_API_KEY');
+  });
+
+  it('the openai preset with only base_url changed works against any OpenAI-compatible server', async () => {
+    const server: ModelServer = await startModelServer((request): ScriptStep => {
+      const view = turnOf(request);
+      const say = (step: ScriptStep): ScriptStep => ({ ...step, usage: usageOf(50) });
+      if (view.role === 'builder' && view.kind === 'build') {
+        if (view.step === 0) return say({ tool_calls: [toolCall('write_file', { path: 'README.md', content: README })] });
+        if (view.step === 1) return say({ tool_calls: [toolCall('run', { shell: 'npm test && git add README.md && git commit -q -m "Document the tests"' })] });
+        return say({ content: '>>DONE' });
+      }
+      if (view.role === 'builder' && view.kind === 'challenge') return say({ content: `>>CONFIRMED ${EVIDENCE}` });
+      if (view.role === 'reviewer' && view.kind === 'review') return say({ content: '>>APPROVE' });
+      return { status: 400, message: `no script for the ${view.role}'s ${view.kind} turn` };
+    });
+    cleanups.push(() => server.close());
+    const repo = await initialised('openai');
+    const file = join(repo.dir, '.tron/config.toml');
+    writeFileSync(file, readFileSync(file, 'utf8').replaceAll('https://api.openai.com/v1', server.url));
+    await repo.commitAll('Use a local model server');
+
+    const run = await runTron(repo, { env: KEYS });
+
+    expect(run.exit).toBe(0);
+    expect(await repo.git('show', 'main:README.md')).toBe(README.trimEnd());
+    expect(server.requests.every((r) => r.authorization === `Bearer ${KEYS.OPENAI_API_KEY}` && r.body.model === 'gpt-5.1')).toBe(true);
+    const tokens = ofType(run.events, 'worker.usage').map((e) => `${e.role} ${e.total_tokens}`);
+    expect(tokens).toEqual([...Array(4).fill('builder 50'), 'reviewer 50']);
+  });
+});
+
+describe('the README Workers section', () => {
+  const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
+  const start = readme.indexOf('\n## Workers\n');
+  const section = readme.slice(start, readme.indexOf('\n## ', start + 1));
+  const blocks = [...section.matchAll(/```toml\n([\s\S]*?)```/g)].map((m) => m[1]!);
+
+  it('shows a config block for OpenAI, a local server, Claude Code, Codex and the command adapter', () => {
+    expect(start).toBeGreaterThan(0);
+    const text = blocks.join('\n');
+    for (const needle of ['api.openai.com', '127.0.0.1:11434', '"claude", "-p"', '"codex", "exec"', 'adapter = "command"']) expect(text).toContain(needle);
+  });
+
+  it('has only worker tables that tron accepts as written', () => {
+    expect(blocks.length).toBeGreaterThanOrEqual(5);
+    for (const block of blocks) {
+      const data = TOML.parse(block) as { workers?: Record<string, unknown> };
+      expect(Object.keys(data)).toEqual(['workers']);
+      for (const [role, table] of Object.entries(data.workers!)) {
+        expect(['builder', 'reviewer', 'architect']).toContain(role);
+        const parsed = workerSettings.safeParse(table);
+        expect(parsed.success, `${role}: ${block}`).toBe(true);
+      }
+    }
+  });
+});

@@ -1,0 +1,202 @@
+/**
+ * The SIM evaluation harness: runs templates on real git with real test commands and
+ * scripted (sim) workers, each in its own temporary repository, and checks every run
+ * against the template's expectation. Starts run in-process through `startCommand`;
+ * a start with a crash hook runs as its own `tron start` process, since the hook ends
+ * the process abruptly. Operator answers go through `tron answer`, as a user gives them.
+ *
+ * Templates run two at a time: the work is git and node processes, and the machines
+ * this runs on have two cores.
+ */
+import { existsSync, readdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import TOML from '@iarna/toml';
+import { execa } from 'execa';
+import { startCommand } from '../engine/commands/start.ts';
+import { replayRunDir } from '../engine/commands/replay.ts';
+import { systemClock } from '../engine/clock.ts';
+import { readLog } from '../engine/eventlog.ts';
+import { makeProject } from '../engine/testing/project.ts';
+import { GIT_IDENTITY_ENV } from '../engine/testing/repo.ts';
+import { configToml, type Template } from './template.ts';
+import { differences, finalPhases, gitDifferences, type RunRecord } from './expect.ts';
+import { recordGolden } from './golden.ts';
+
+const BIN = fileURLToPath(new URL('../bin/tron.js', import.meta.url));
+
+export interface TemplateResult {
+  name: string;
+  title: string;
+  pass: boolean;
+  differences: string[];
+  runs: RunRecord[];
+  /** The temporary repository; removed after a pass unless kept. */
+  repo: string;
+  kept: boolean;
+  blocks: number;
+  landed: number;
+  events: number;
+  escalations: number;
+  wallMs: number;
+  /** Golden run directories written (with `record`). */
+  recorded: string[];
+}
+
+export interface HarnessOptions {
+  /** Keep every repository, not only those of failing templates. */
+  keep?: boolean;
+  /** Write the runs of passing templates as golden runs under this directory. */
+  recordTo?: string;
+  /** Templates at once (default 2). */
+  parallel?: number;
+  /** Called as each template finishes, in finishing order. */
+  onResult?: (r: TemplateResult) => void;
+}
+
+/** The environment of a start: enough to run git and node, and the commit identity. */
+function baseEnv(): Record<string, string> {
+  const env: Record<string, string> = { ...GIT_IDENTITY_ENV };
+  for (const key of ['PATH', 'HOME', 'LANG', 'TMPDIR']) if (process.env[key] !== undefined) env[key] = process.env[key]!;
+  return env;
+}
+
+/** Runs one template to its end and checks it. */
+export async function runTemplate(t: Template, opts: HarnessOptions = {}): Promise<TemplateResult> {
+  const started = Date.now();
+  const repo = await makeProject({
+    blocks: t.blocks,
+    sim: TOML.stringify({ blocks: t.sim.blocks } as unknown as TOML.JsonMap),
+    config: configToml(t),
+    files: { '.tron/.gitignore': 'runs/\nworktrees/\ninbox/\nengine.lock\nsim-state/\n', ...t.repo.files },
+  });
+  const runs: RunRecord[] = [];
+  const deadline = started + t.timeoutMs;
+  for (const [i, spec] of t.runs.entries()) {
+    const record = await oneStart(t, repo.dir, i + 1, spec, deadline);
+    runs.push(record);
+    if (record.error?.startsWith('did not finish')) break;
+  }
+  const found = [...differences(t, runs), ...(await gitDifferences(t, runs, repo.dir))];
+  const pass = found.length === 0;
+  const recorded = pass && opts.recordTo ? recordGolden(t.name, runs, repo.dir, opts.recordTo) : [];
+  const kept = !pass || Boolean(opts.keep);
+  if (!kept) await repo.cleanup();
+  const phases = finalPhases(runs);
+  const all = runs.flatMap((r) => r.events);
+  return {
+    name: t.name,
+    title: t.title,
+    pass,
+    differences: found,
+    runs,
+    repo: repo.dir,
+    kept,
+    blocks: Object.keys(t.blocks).length,
+    landed: Object.values(phases).filter((p) => p === 'landed').length,
+    events: all.length,
+    escalations: all.filter((e) => e.type === 'escalation.raised').length,
+    wallMs: Date.now() - started,
+    recorded,
+  };
+}
+
+const runDirs = (repo: string) => {
+  const dir = join(repo, '.tron', 'runs');
+  return existsSync(dir) ? readdirSync(dir).sort() : [];
+};
+
+/** One `tron start` of a template (after its operator answers), and what it left. */
+async function oneStart(t: Template, repo: string, index: number, spec: Template['runs'][number], deadline: number): Promise<RunRecord> {
+  const errors: string[] = [];
+  for (const a of spec.answers) {
+    const r = await execa('node', [BIN, 'answer', '--repo', repo, a.block, a.reply], { env: baseEnv(), extendEnv: false, reject: false, stdin: 'ignore', all: true });
+    if (r.exitCode !== 0) errors.push(`tron answer ${a.block} exited ${r.exitCode}: ${String(r.all ?? '').trim().split('\n').slice(-3).join(' / ')}`);
+  }
+  const before = new Set(runDirs(repo));
+  const output: string[] = [];
+  const remaining = Math.max(1000, deadline - Date.now());
+  let exit: number | undefined;
+  if (spec.crash_after_event !== undefined) {
+    const env = { ...baseEnv(), TRON_CRASH_AFTER_EVENT: String(spec.crash_after_event) };
+    const r = await execa('node', [BIN, 'start', '--repo', repo], { env, extendEnv: false, reject: false, stdin: 'ignore', all: true, timeout: remaining });
+    output.push(...String(r.all ?? '').split('\n'));
+    if (r.timedOut) errors.push(`did not finish within ${t.timeout}`);
+    else exit = r.exitCode;
+  } else {
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<'timeout'>((resolve) => {
+      timer = setTimeout(() => resolve('timeout'), remaining);
+    });
+    const start = startCommand({ repo, clock: systemClock, env: baseEnv(), print: (line) => output.push(line) });
+    try {
+      const outcome = await Promise.race([start, timeout]);
+      if (outcome === 'timeout') errors.push(`did not finish within ${t.timeout}`);
+      else exit = outcome;
+    } catch (err) {
+      errors.push(`tron start failed: ${(err as Error).message}`);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+  const fresh = runDirs(repo).filter((d) => !before.has(d));
+  const runDir = fresh.length > 0 ? join(repo, '.tron', 'runs', fresh.at(-1)!) : undefined;
+  let events: RunRecord['events'] = [];
+  let replay: RunRecord['replay'];
+  if (runDir) {
+    writeFileSync(join(runDir, 'console.txt'), `${output.join('\n')}\n`);
+    try {
+      events = readLog(join(runDir, 'events.jsonl')).events;
+      replay = replayRunDir(runDir);
+    } catch (err) {
+      errors.push(`its log cannot be read or replayed: ${(err as Error).message}`);
+    }
+  } else if (errors.length === 0) {
+    errors.push('tron start wrote no run directory');
+  }
+  return { index, exit, events, runDir, output, crashHook: spec.crash_after_event !== undefined, replay, ...(errors.length ? { error: errors.join('; ') } : {}) };
+}
+
+/** Runs templates `parallel` at a time; results in the templates' order. */
+export async function runTemplates(templates: readonly Template[], opts: HarnessOptions = {}): Promise<TemplateResult[]> {
+  const results: TemplateResult[] = new Array(templates.length);
+  let next = 0;
+  const lane = async () => {
+    while (next < templates.length) {
+      const i = next++;
+      const r = await runTemplate(templates[i]!, opts);
+      results[i] = r;
+      opts.onResult?.(r);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.max(1, opts.parallel ?? 2) }, lane));
+  return results;
+}
+
+const secs = (ms: number) => `${(ms / 1000).toFixed(1)}s`;
+const WIDTH = 34;
+
+/** The table header for `row`. */
+export function header(): string {
+  return `${'template'.padEnd(WIDTH)}  result  landed  events  escalations    time`;
+}
+
+/** One row of the table. */
+export function row(r: TemplateResult): string {
+  return `${r.name.padEnd(WIDTH)}  ${(r.pass ? 'pass' : 'FAIL').padEnd(6)}  ${`${r.landed}/${r.blocks}`.padStart(6)}  ${String(r.events).padStart(6)}  ${String(r.escalations).padStart(11)}  ${secs(r.wallMs).padStart(6)}`;
+}
+
+/** What differed in a failing template, and where to look. */
+export function failureDetail(r: TemplateResult): string {
+  const dirs = r.runs.map((x) => x.runDir).filter(Boolean);
+  const lines = [`FAIL ${r.name} — ${r.title}`, `  repository kept: ${r.repo}`, ...dirs.map((d) => `  run directory: ${d}`)];
+  for (const d of r.differences) lines.push(`  - ${d}`);
+  return lines.join('\n');
+}
+
+/** The summary line. */
+export function summary(results: readonly TemplateResult[], wallMs: number): string {
+  const failed = results.filter((r) => !r.pass).length;
+  const landed = results.reduce((n, r) => n + r.landed, 0);
+  return `sim: ${results.length - failed} of ${results.length} templates passed${failed ? `, ${failed} FAILED` : ''}; ${landed} blocks landed; ${secs(wallMs)}`;
+}

@@ -85,15 +85,25 @@ export const COMMANDS: Record<string, CommandSpec> = {
   },
   sim: {
     summary: 'run the SIM evaluation templates and print a table',
-    usage: 'tron sim [TEMPLATE...] [--coverage]',
-    options: { coverage: { type: 'boolean', description: 'print which templates reach every spine edge' } },
-    run: false,
+    usage: 'tron sim [TEMPLATE...] [--coverage] [--record] [--keep]',
+    options: {
+      coverage: { type: 'boolean', description: 'print which templates reach every spine edge; exit 1 if one is unreached' },
+      record: { type: 'boolean', description: "write the passing templates' runs as golden runs under runs/" },
+      keep: { type: 'boolean', description: "keep every template's temporary repository (failing ones are always kept)" },
+    },
+    run: async (v, args) => {
+      const { simCommand } = await import('./commands/sim.ts');
+      return simCommand({ templates: args, coverage: Boolean(v.coverage), record: Boolean(v.record), keep: Boolean(v.keep), print });
+    },
   },
   replay: {
     summary: 're-drive a recorded run and prove the same decisions',
     usage: 'tron replay RUN_DIR',
     options: {},
-    run: false,
+    run: async (_v, args) => {
+      const { replayCommand } = await import('./commands/replay.ts');
+      return replayCommand({ runDir: args[0], print });
+    },
   },
   report: {
     summary: 'run statistics, from events only',

@@ -125,3 +125,27 @@ async function trunkCheckoutPath(repo: string, trunk: string): Promise<string | 
   }
   return undefined;
 }
+
+/**
+ * Finishes a landing whose ref transaction committed but whose checkout update never ran
+ * (the engine died in between): if the user's checkout of trunk holds exactly the tree of
+ * one of `olds` — trunk shas the engine landed from — with nothing else changed, it is
+ * moved to trunk now. Anything else is the user's own work and is left alone. Returns the
+ * sha it moved the checkout from, if it did.
+ */
+export async function catchUpCheckout(repo: string, trunk: string, olds: readonly Sha[]): Promise<Sha | undefined> {
+  const path = await trunkCheckoutPath(repo, trunk);
+  if (path === undefined || olds.length === 0) return undefined;
+  const now = await currentTrunkSha(repo, trunk);
+  await runGit(path, ['update-index', '-q', '--refresh']);
+  if ((await runGit(path, ['diff', '--quiet'])).exitCode !== 0) return undefined;
+  const index = await gitOut(path, ['write-tree']);
+  if (index === (await gitOut(repo, ['rev-parse', `${now}^{tree}`]))) return undefined;
+  for (const old of olds) {
+    if (old === now || !(await isAncestor(repo, old, now))) continue;
+    if (index !== (await gitOut(repo, ['rev-parse', `${old}^{tree}`]))) continue;
+    const synced = await syncCheckout(repo, trunk, old, now);
+    return synced.state === 'updated' ? old : undefined;
+  }
+  return undefined;
+}

@@ -30,8 +30,14 @@ export interface RunRecord {
 
 const show = (x: unknown) => JSON.stringify(x);
 
-/** Whether `actual` holds everything `expected` says: objects partially, arrays as subsets. */
+/**
+ * Whether `actual` holds everything `expected` says: objects partially, arrays as
+ * subsets, and a string written `/…/` as a regular expression the value must match.
+ */
 export function holds(actual: unknown, expected: unknown): boolean {
+  if (typeof expected === 'string' && expected.length >= 2 && expected.startsWith('/') && expected.endsWith('/')) {
+    return typeof actual === 'string' && new RegExp(expected.slice(1, -1)).test(actual);
+  }
   if (Array.isArray(expected)) {
     return Array.isArray(actual) && expected.every((want) => actual.some((have) => holds(have, want)));
   }
@@ -43,13 +49,13 @@ export function holds(actual: unknown, expected: unknown): boolean {
 }
 
 function describe(p: EventPattern): string {
-  const { type, count: _count, ...fields } = p;
+  const { type, times: _times, ...fields } = p;
   return Object.keys(fields).length > 0 ? `${type} ${show(fields)}` : type;
 }
 
 /** Events matching a pattern, tagged with the start they came from. */
 function find(runs: readonly RunRecord[], p: EventPattern): Array<{ run: number; event: TronEvent }> {
-  const { count: _count, ...want } = p;
+  const { times: _times, ...want } = p;
   return runs.flatMap((r) => r.events.filter((e) => holds(e, want)).map((event) => ({ run: r.index, event })));
 }
 
@@ -60,8 +66,8 @@ function patternDifferences(runs: readonly RunRecord[], must: readonly EventPatt
   }
   for (const p of must) {
     const found = find(runs, p);
-    if (p.count === undefined && found.length === 0) out.push(`${where}expected an event ${describe(p)}; none appeared`);
-    if (p.count !== undefined && found.length !== p.count) out.push(`${where}expected ${p.count} event(s) ${describe(p)}; found ${found.length}`);
+    if (p.times === undefined && found.length === 0) out.push(`${where}expected an event ${describe(p)}; none appeared`);
+    if (p.times !== undefined && found.length !== p.times) out.push(`${where}expected ${p.times} event(s) ${describe(p)}; found ${found.length}`);
   }
   for (const p of mustNot) {
     const found = find(runs, p);

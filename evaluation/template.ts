@@ -34,11 +34,12 @@ export const TEMPLATES_DIR = fileURLToPath(new URL('./templates/', import.meta.u
 const duration = z.string().refine((s) => parseDuration(s) !== undefined, { message: 'a duration like "30s" or "2m"' });
 
 /**
- * An event pattern: `type`, plus fields the event must hold. Objects match partially
- * and arrays as subsets (`facts = [{ name = "commits", ok = false }]`). `count` asks for
- * exactly that many matching events; without it, at least one.
+ * An event pattern: `type`, plus fields the event must hold. Objects match partially,
+ * arrays as subsets (`facts = [{ name = "commits", ok = false }]`), and a string written
+ * `"/…/"` is a regular expression. `times` asks for exactly that many matching events;
+ * without it, at least one.
  */
-const EventPattern = z.looseObject({ type: z.string().min(1), count: z.number().int().min(0).optional() });
+const EventPattern = z.looseObject({ type: z.string().min(1), times: z.number().int().min(0).optional() });
 export type EventPattern = z.infer<typeof EventPattern>;
 
 const Answer = z.strictObject({ block: z.string(), reply: z.string().startsWith('>>') });

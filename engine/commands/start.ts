@@ -17,6 +17,7 @@ import type { WorkerAdapter } from '../workers/adapter.ts';
 import type { WorkerRole } from '../roles.ts';
 import { carrySessions, recover } from '../recovery.ts';
 import { latestRun } from './status.ts';
+import { readLog } from '../eventlog.ts';
 
 export interface StartOptions {
   repo: string;
@@ -49,6 +50,8 @@ export async function startCommand(o: StartOptions): Promise<number> {
   const { config, blocks } = loadProject(repo);
   const spine = loadSpine();
   const trunkSha = await git.currentTrunkSha(repo, config.trunk);
+  const caughtUp = await git.catchUpCheckout(repo, config.trunk, landedFrom(latestRun(repo)));
+  if (caughtUp) o.print(`tron: your checkout of ${config.trunk} was left at ${caughtUp.slice(0, 12)} by an interrupted landing; moved it to ${trunkSha.slice(0, 12)}`);
   const dirty = await git.checkMainCheckout(repo, config.trunk);
   if (dirty) throw new InputError([dirty]);
   mkdirSync(join(repo, '.tron'), { recursive: true });
@@ -129,4 +132,15 @@ export async function startCommand(o: StartOptions): Promise<number> {
 function crashHook(env: Record<string, string | undefined>): { crashAfter?: number } {
   const n = Number(env.TRON_CRASH_AFTER_EVENT);
   return Number.isInteger(n) && n > 0 ? { crashAfter: n } : {};
+}
+
+/** Trunk shas the previous run landed from (and started at): where an interrupted landing may have left the checkout. */
+function landedFrom(runDir: string | undefined): string[] {
+  if (!runDir || !existsSync(join(runDir, 'events.jsonl'))) return [];
+  const shas: string[] = [];
+  for (const e of readLog(join(runDir, 'events.jsonl')).events) {
+    if (e.type === 'land.intent') shas.push(e.from);
+    if (e.type === 'run.started') shas.push(e.trunk_sha);
+  }
+  return [...new Set(shas)].reverse();
 }

@@ -5,7 +5,6 @@
  * `git` through `run` — so a block that lands here was built by the tool loop itself.
  */
 import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { execa } from 'execa';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startModelServer, toolCall, type ModelServer, type ReplyStep, type ScriptStep } from '../../evaluation/model-server.ts';
@@ -14,6 +13,7 @@ import { renderReport } from '../report.ts';
 import { configFile, makeProject, ofType, readRunFile, runTron } from '../testing/project.ts';
 import type { TestRepo } from '../testing/repo.ts';
 import { turnOf, usageOf, type TurnView } from './openai-e2e-script.ts';
+import { sessionFile } from './session-store.ts';
 
 const KEY_ENV = 'TRON_E2E_MODEL_KEY';
 const KEY = 'sk-e2e-not-a-real-key';
@@ -68,9 +68,10 @@ function reviewerModel(view: TurnView): ScriptStep {
   }
 }
 
-/** One server for every role; the role is told by the model name its config asks for. */
-async function modelServer(): Promise<ModelServer> {
-  const server = await startModelServer((request) => {
+/** One server for every role; the role is told by the model name its config asks for. `faults` answer the first calls. */
+async function modelServer(faults: ScriptStep[] = []): Promise<ModelServer> {
+  const server = await startModelServer((request, index) => {
+    if (index < faults.length) return faults[index]!;
     const view = turnOf(request);
     if (request.body.model === 'builder-model') return builderModel(view);
     if (request.body.model === 'reviewer-model') return reviewerModel(view);
@@ -132,12 +133,15 @@ describe('the openai worker under tron start', () => {
     expect(confirmed.payload).toEqual({ evidence: { c1: expect.stringContaining('greet.js') } });
     const [dispatchBuild, dispatchChallenge] = ofType(run.events, 'block.dispatched').filter((e) => e.role === 'builder');
     expect(dispatchChallenge!.session).toBe(dispatchBuild!.session);
-    const stored = JSON.parse(readRunFile(run.runDir, `sessions/${encodeURIComponent(dispatchBuild!.session)}.json`));
+    const stored = JSON.parse(readFileSync(sessionFile(run.runDir, dispatchBuild!.session), 'utf8'));
     expect(stored.messages.at(-1)).toMatchObject({ role: 'assistant', content: expect.stringContaining('>>CONFIRMED') });
   });
 
-  it('has a read-only openai reviewer read the work, refuses its write, records its approval and every token', async () => {
-    const server = await modelServer();
+  it('lets a read-only openai reviewer read the work and approve, refuses its write, and records every token and retry', async () => {
+    const server = await modelServer([
+      { status: 429, retryAfter: '0', message: 'slow down' },
+      { status: 503, retryAfter: '0', message: 'overloaded' },
+    ]);
     const repo = await project(`${openaiTable('builder', server)}\n${openaiTable('reviewer', server)}`);
 
     const run = await runTron(repo, { env: { [KEY_ENV]: KEY } });
@@ -163,6 +167,13 @@ describe('the openai worker under tron start', () => {
     expect(usages.filter((e) => e.role === 'builder').map((e) => e.model)).toEqual(Array(5).fill('builder-model'));
     expect(usages.filter((e) => e.role === 'reviewer').map((e) => e.prompt_tokens)).toEqual([0, 0, 0]);
     expect([total('builder'), total('reviewer')]).toEqual([500, 30]);
+
+    const retries = ofType(run.events, 'worker.retry');
+    expect(retries.map((e) => [e.block, e.role, e.attempt, e.status, e.delay_ms])).toEqual([
+      ['greet', 'builder', 1, 429, 0],
+      ['greet', 'builder', 2, 503, 0],
+    ]);
+    expect(retries[0]!.error).toContain('slow down');
 
     const row = /\| greet \| landed \|.*\| builder 500, reviewer 30 \|/;
     expect(renderReport(run.events)).toMatch(row);
@@ -205,6 +216,6 @@ describe('the openai worker under tron start', () => {
     expect(ofType(run.events, 'block.landed')).toEqual([]);
     expect(await repo.git('for-each-ref', 'refs/tron/landed/')).toBe('');
     expect(await repo.git('rev-parse', 'main')).toBe(trunkBefore);
-    expect(readFileSync(join(run.runDir, 'transcript.md'), 'utf8')).toContain('(turn failed: step_cap)');
+    expect(readRunFile(run.runDir, 'transcript.md')).toContain('(turn failed: step_cap)');
   });
 });

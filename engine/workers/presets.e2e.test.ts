@@ -16,6 +16,7 @@ import { initCommand } from '../commands/init.ts';
 import { loadConfig } from '../config.ts';
 import { NODE_RUNNER, ofType, runTron } from '../testing/project.ts';
 import { makeRepo, type TestRepo } from '../testing/repo.ts';
+import { WORKER_PRESETS } from './presets.ts';
 import type { CommandSettings } from './settings.ts';
 import { workerSettings } from './settings.ts';
 import { turnOf, usageOf } from './openai-e2e-script.ts';
@@ -187,6 +188,11 @@ describe('the README Workers section', () => {
     expect(start).toBeGreaterThan(0);
     const text = blocks.join('\n');
     for (const needle of ['api.openai.com', '127.0.0.1:11434', '"claude", "-p"', '"codex", "exec"', 'adapter = "command"']) expect(text).toContain(needle);
+  });
+
+  it('shows the openai, claude and codex presets exactly as tron init writes them', () => {
+    const parsed = blocks.map((block) => JSON.stringify(TOML.parse(block)));
+    for (const name of ['openai', 'claude', 'codex'] as const) expect(parsed).toContain(JSON.stringify(TOML.parse(WORKER_PRESETS[name].toml)));
   });
 
   it('has only worker tables that tron accepts as written', () => {

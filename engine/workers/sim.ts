@@ -23,8 +23,10 @@
  * only `kind = "probe"` entries; without one it answers like the turn it interrupts:
  * silent while that turn hangs, `>>WORKING` otherwise.
  *
- * `sleep` and `hang` end when the engine stops the turn or at the turn's hard budget
- * (`timeoutMs`), which fails the turn as a timeout — as a command worker would.
+ * `sleep` is a slow worker at work: it reports progress (`observer.progress`, a sign of
+ * life for the liveness probe) as it goes. `hang` is a silent one. Both end when the
+ * engine stops the turn, or at the turn's hard budget (`timeoutMs`), which fails the
+ * turn as a timeout — as a command worker would.
  *
  * Which entry each turn (session, turn) took is kept in `.tron/sim-state/` of the
  * repository, so an engine restarted after a crash continues the script where the
@@ -35,7 +37,7 @@ import { dirname, join } from 'node:path';
 import TOML from '@iarna/toml';
 import { z } from 'zod';
 import { execa } from 'execa';
-import type { TurnKind, TurnOutcome, TurnRequest, WorkerAdapter } from './adapter.ts';
+import type { TurnKind, TurnObserver, TurnOutcome, TurnRequest, WorkerAdapter } from './adapter.ts';
 import type { SimSettings } from './settings.ts';
 import { parseDuration } from '../duration.ts';
 
@@ -76,6 +78,9 @@ const RoleScripts = z.strictObject({
 
 export const SimScript = z.strictObject({ blocks: z.record(z.string(), RoleScripts).default({}) });
 export type SimScript = z.infer<typeof SimScript>;
+
+/** How often a sleeping (busy) sim worker reports progress. */
+const PROGRESS_MS = 200;
 
 /** Where a repository's sim workers remember which script entry each turn took. */
 export const SIM_STATE_DIR = join('.tron', 'sim-state');
@@ -118,7 +123,6 @@ export function createSimWorker(settings: SimSettings, deps: { repo: string }): 
   return {
     kind: 'sim',
     async runTurn(request, observer): Promise<TurnOutcome> {
-      void observer;
       const turns = script.blocks[request.block]?.[request.role] ?? [];
       const index = pickEntry(join(deps.repo, SIM_STATE_DIR), request, turns);
       const turn = index >= 0 ? turns[index] : undefined;
@@ -132,7 +136,7 @@ export function createSimWorker(settings: SimSettings, deps: { repo: string }): 
       }
       if (request.kind !== 'probe') inflight.set(request.session, turn);
       try {
-        return await perform(turn, request);
+        return await perform(turn, request, observer);
       } finally {
         if (inflight.get(request.session) === turn) inflight.delete(request.session);
       }
@@ -164,7 +168,7 @@ function restateDefault(request: TurnRequest): string {
   return defaultReply({ ...request, kind: (request.expect?.[0] === 'CONFIRMED' ? 'challenge' : 'build') as TurnRequest['kind'] });
 }
 
-async function perform(turn: SimTurn, request: TurnRequest): Promise<TurnOutcome> {
+async function perform(turn: SimTurn, request: TurnRequest, observer: TurnObserver): Promise<TurnOutcome> {
   const cwd = request.cwd;
   for (const [path, content] of Object.entries(turn.write ?? {})) {
     mkdirSync(dirname(join(cwd, path)), { recursive: true });
@@ -184,7 +188,12 @@ async function perform(turn: SimTurn, request: TurnRequest): Promise<TurnOutcome
   const started = Date.now();
   if (turn.sleep) {
     const ms = parseDuration(turn.sleep) ?? 0;
-    await sleep(Math.min(ms, request.timeoutMs), request.signal);
+    const ticker = setInterval(() => observer.progress?.(`sim: working on ${request.block}`), PROGRESS_MS);
+    try {
+      await sleep(Math.min(ms, request.timeoutMs), request.signal);
+    } finally {
+      clearInterval(ticker);
+    }
     if (ms > request.timeoutMs && !request.signal.aborted) return timedOut(request);
   }
   if (turn.hang) return silence(request, Date.now() - started);

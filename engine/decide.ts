@@ -76,6 +76,10 @@ export function decide(state: EngineState, input: TronEvent, ctx: DecideContext)
   const step = new Step(apply(state, input), input, ctx);
   if (step.s.finished) return { state: step.s, decisions: [] };
   if (step.s.stopping !== undefined) {
+    if (input.type === 'reply.received' && pendingTurn(step, input)) {
+      // The turn was stopped (or ended) during shutdown: recorded, not acted on.
+      step.emit({ type: 'reply.refused', block: input.block, session: input.session, turn: input.turn, kind: 'stopped', message: `the engine is stopping (${step.s.stopping}); the turn is not acted on` });
+    }
     stopWhenQuiet(step);
     return { state: step.s, decisions: step.out };
   }

@@ -140,6 +140,8 @@ async function runOpenAITurn(
       );
       conversation.messages.push(...calls.map((c, i) => toolResult(c.id, results[i]!)));
       await saveConversation(request.runDir, conversation);
+      // Each finished step is a sign of life for the liveness probe (usage counts too).
+      observer.progress?.(`step ${step}: ${calls.length} tool call(s)`);
       if (budget.ended) return budget.outcome();
     }
     return fail(

@@ -74,19 +74,20 @@ const names = (list: readonly string[]) => (list.length === 0 ? 'UNREACHED' : li
 /** The coverage table, as `tron sim --coverage` prints it. */
 export function renderCoverage(c: Coverage): string {
   const edge = (x: EdgeCoverage) => `${x.from} —${x.on}→ ${x.to}`;
-  const width = Math.max(28, ...[...c.transitions, ...c.offSpine].map((x) => edge(x).length), ...c.escalations.map((x) => x.trouble.length)) + 2;
-  const lines = ['spine transitions'.padEnd(width) + 'templates'];
-  for (const x of c.transitions) lines.push(`  ${edge(x).padEnd(width - 2)}${names(x.templates)}`);
-  lines.push('', 'escalation rows'.padEnd(width) + 'templates; handlers reached');
+  const w = Math.max(...[...c.transitions, ...c.offSpine].map((x) => edge(x).length), ...c.escalations.map((x) => x.trouble.length));
+  const line = (label: string, rest: string) => `  ${label.padEnd(w)}  ${rest}`;
+  const lines = ['spine transitions, and the templates that take them'];
+  for (const x of c.transitions) lines.push(line(edge(x), names(x.templates)));
+  lines.push('', 'escalation rows, the templates that raise them, and the handlers reached');
   for (const x of c.escalations) {
     const handlers = Object.entries(x.handlers)
       .map(([h, list]) => `${h} ${list.length > 0 ? '✓' : '·'}`)
       .join(' ');
-    lines.push(`  ${x.trouble.padEnd(width - 2)}${names(x.templates)}${x.templates.length > 0 ? `; ${handlers}` : ''}`);
+    lines.push(line(x.trouble, `${names(x.templates)}${x.templates.length > 0 ? `; ${handlers}` : ''}`));
   }
   if (c.offSpine.length > 0) {
     lines.push('', 'moves outside the spine (block.phase events that are no transition of it)');
-    for (const x of c.offSpine) lines.push(`  ${edge(x).padEnd(width - 2)}${names(x.templates)}`);
+    for (const x of c.offSpine) lines.push(line(edge(x), names(x.templates)));
   }
   const reached = (list: ReadonlyArray<{ templates: string[] }>) => list.filter((x) => x.templates.length > 0).length;
   lines.push(
@@ -94,4 +95,12 @@ export function renderCoverage(c: Coverage): string {
     `coverage: ${reached(c.transitions)}/${c.transitions.length} transitions, ${reached(c.escalations)}/${c.escalations.length} escalation rows${c.complete ? ' — complete' : ' — INCOMPLETE'}`,
   );
   return lines.join('\n');
+}
+
+/** What no passing template reaches, for a test's failure message. */
+export function unreached(c: Coverage): string[] {
+  return [
+    ...c.transitions.filter((x) => x.templates.length === 0).map((x) => `transition ${x.from} —${x.on}→ ${x.to}`),
+    ...c.escalations.filter((x) => x.templates.length === 0).map((x) => `escalation row ${x.trouble}`),
+  ];
 }

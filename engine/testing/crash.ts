@@ -78,5 +78,6 @@ export function allRuns(repo: TestRepo): TronEvent[][] {
   if (!existsSync(runs)) return [];
   return readdirSync(runs)
     .sort()
+    .filter((id) => existsSync(join(runs, id, 'events.jsonl')))
     .map((id) => readLog(join(runs, id, 'events.jsonl')).events);
 }

@@ -1,0 +1,85 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { execa } from 'execa';
+import { replayCommand, replayable } from './replay.ts';
+import { InputError } from '../errors.ts';
+import { readLog } from '../eventlog.ts';
+
+const GOLDEN = join(import.meta.dirname, '..', '..', 'runs', 'review-changes');
+const BIN = join(import.meta.dirname, '..', '..', 'bin', 'tron.js');
+
+const scratch: string[] = [];
+afterEach(() => {
+  for (const d of scratch.splice(0)) rmSync(d, { recursive: true, force: true });
+});
+
+function copyOfGolden(): string {
+  const dir = mkdtempSync(join(tmpdir(), 'tron-replay-'));
+  scratch.push(dir);
+  cpSync(GOLDEN, dir, { recursive: true });
+  return dir;
+}
+
+async function replayOf(runDir: string | undefined): Promise<{ code: number; lines: string[] }> {
+  const lines: string[] = [];
+  const code = await replayCommand({ runDir, print: (l) => lines.push(l) });
+  return { code, lines };
+}
+
+describe('tron replay', () => {
+  it('says in one line that a recorded run re-derives to the identical decisions', async () => {
+    const { code, lines } = await replayOf(GOLDEN);
+    expect(code).toBe(0);
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatch(/^replay: \d+ inputs, \d+ decisions, identical$/);
+  });
+
+  it('prints the first divergence — seq, the recorded decision, the re-derived one — and exits 1', async () => {
+    const dir = copyOfGolden();
+    const file = join(dir, 'events.jsonl');
+    const text = readFileSync(file, 'utf8');
+    // The reviewer's first CHANGES becomes an APPROVE.
+    const changes = text.split('\n').find((l) => l.includes('"type":"reply.received"') && l.includes('>>CHANGES'))!;
+    const event = JSON.parse(changes) as { seq: number; reply: string };
+    const seq = event.seq;
+    writeFileSync(file, text.replace(changes, JSON.stringify({ ...event, reply: '>>APPROVE' })));
+    const { code, lines } = await replayOf(dir);
+    expect(code).toBe(1);
+    expect(lines).toHaveLength(3);
+    expect(lines[0]).toBe(`replay: diverged at seq ${seq + 1}, deciding input seq ${seq} (reply.received)`);
+    expect(JSON.parse(lines[1]!.replace(/^recorded: /, ''))).toMatchObject({ type: 'reply.accepted', word: 'CHANGES' });
+    expect(JSON.parse(lines[2]!.replace(/^derived: +/, ''))).toMatchObject({ type: 'reply.accepted', word: 'APPROVE' });
+  });
+
+  it('replays a log cut short by a crash up to its last input, and says so', async () => {
+    const dir = copyOfGolden();
+    const file = join(dir, 'events.jsonl');
+    const lines = readFileSync(file, 'utf8').trimEnd().split('\n');
+    // Cut right after an input, before its decisions were written.
+    const input = lines.findIndex((l) => l.includes('"type":"facts.observed"'));
+    writeFileSync(file, `${lines.slice(0, input + 1).join('\n')}\n`);
+    const { code, lines: out } = await replayOf(dir);
+    expect(code).toBe(0);
+    expect(out[0]).toContain('identical (the log ends without run.finished: its last input was not replayed)');
+    const events = readLog(file).events;
+    expect(replayable(events).events).toHaveLength(input);
+  });
+
+  it('refuses a missing run directory argument or a directory without its spine', async () => {
+    await expect(replayOf(undefined)).rejects.toThrow(InputError);
+    const dir = copyOfGolden();
+    rmSync(join(dir, 'workflow.toml'));
+    await expect(replayOf(dir)).rejects.toThrow(/TRON_REPLAY_SPINE/);
+  });
+
+  it('is wired into the command line', async () => {
+    const result = await execa('node', [BIN, 'replay', GOLDEN], { reject: false, stdin: 'ignore' });
+    expect(result.exitCode).toBe(0);
+    expect(result.stdout).toMatch(/identical$/);
+    const missing = await execa('node', [BIN, 'replay', join(tmpdir(), 'no-such-run-dir')], { reject: false, stdin: 'ignore' });
+    expect(missing.exitCode).toBe(2);
+    expect(missing.stderr).toContain('TRON_LOG_MISSING');
+  });
+});

@@ -122,3 +122,21 @@ async function resolveCommit(repo: string, ref: string): Promise<Sha> {
 export async function pruneWorktrees(repo: string): Promise<void> {
   await gitOut(repo, ['worktree', 'prune']);
 }
+
+/**
+ * Puts a block's worktree back to its branch head after a crash: the engine's stale locks
+ * cleared, any rebase or merge the worker had under way aborted, uncommitted changes
+ * dropped (uncommitted work is not work). Used for verified work that resumes at review
+ * or merge, whose worker will be asked again. Does nothing when the worktree is gone.
+ */
+export async function resetWorktree(repo: string, id: string): Promise<void> {
+  const path = worktreePath(repo, id);
+  if (!existsSync(path)) return;
+  await clearStaleLocks(repo, id, `tron/${id}`);
+  await runGit(path, ['rebase', '--abort']);
+  await runGit(path, ['merge', '--abort']);
+  await runGit(path, ['cherry-pick', '--abort']);
+  await runGit(path, ['checkout', '-q', '-f', `tron/${id}`]);
+  await runGit(path, ['reset', '-q', '--hard']);
+  await runGit(path, ['clean', '-q', '-fd']);
+}

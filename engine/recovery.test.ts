@@ -66,7 +66,7 @@ async function crashAt(n: number, expectedTree: string): Promise<void> {
     let last = await startCli(repo);
     for (let i = 0; i < 3 && last.exitCode !== 0; i += 1) last = await startCli(repo);
     expect(last.stderr).toBe('');
-    expect(last.exitCode).toBe(0);
+    expect(last.exitCode, `${last.stdout}\n${last.stderr}`).toBe(0);
     // Work that had not passed the gate when the engine died is on trunk now, or kept on an orphan branch.
     const orphans = (await repo.git('for-each-ref', '--format=%(objectname)', 'refs/heads/orphan/')).split('\n');
     for (const sha of unverified) {
@@ -114,7 +114,7 @@ describe('recovery from a crash at any instant', () => {
     }
     let last = await startCli(repo);
     for (let i = 0; i < 3 && last.exitCode !== 0; i += 1) last = await startCli(repo);
-    expect(last.exitCode).toBe(0);
+    expect(last.exitCode, `${last.stdout}\n${last.stderr}`).toBe(0);
     expect(await checkFinished(repo)).toBe(tree);
   }, 300_000);
 

@@ -51,7 +51,9 @@ export async function recover(opts: { repo: string; previousRunDir: string | und
     const b = prev.blocks[info.id];
     const sha = landed.get(info.id);
     if (!b && !sha) continue;
-    out.push(resumeAt(info.id, b, sha, events));
+    const resumed = resumeAt(info.id, b, sha, events);
+    if (resumed.phase === 'review' || resumed.phase === 'merge') await git.resetWorktree(repo, info.id);
+    out.push(resumed);
   }
   await cleanEngineCheckouts(repo);
   const answered = events.flatMap((e) => (e.type === 'operator.answered' ? [e.file] : []));

@@ -51,7 +51,7 @@ describe('tron start --watch', () => {
     expect(events.some((e) => e.type === 'run.finished')).toBe(false);
     child.kill('SIGTERM');
     const result = await child;
-    expect(result.exitCode).toBe(143);
+    expect(result.exitCode, `${result.stdout}\n${result.stderr}`).toBe(143);
     const last = allRuns(repo).at(-1)!.at(-1)!;
     expect(last).toMatchObject({ type: 'run.finished', reason: 'signal', landed: ['first', 'second'] });
   });
@@ -79,7 +79,7 @@ describe('tron start --watch', () => {
     await until(repo, (ev) => ev.some((e) => e.type === 'block.dispatched'), 'the dispatch');
     child.kill('SIGTERM');
     const result = await child;
-    expect(result.exitCode).toBe(143);
+    expect(result.exitCode, `${result.stdout}\n${result.stderr}`).toBe(143);
     const events = allRuns(repo).at(-1)!;
     const last = events.at(-1)!;
     expect(last).toMatchObject({ type: 'run.finished', reason: 'signal' });

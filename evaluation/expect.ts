@@ -21,8 +21,8 @@ export interface RunRecord {
   events: TronEvent[];
   runDir: string | undefined;
   output: string[];
-  /** Started with TRON_CRASH_AFTER_EVENT. */
-  crashHook: boolean;
+  /** The N of TRON_CRASH_AFTER_EVENT this start ran with. */
+  crashAt?: number;
   replay: ReplayOutcome | undefined;
   /** Why the start could not be carried out at all (a thrown error, a timeout). */
   error?: string;
@@ -48,15 +48,21 @@ export function holds(actual: unknown, expected: unknown): boolean {
   return actual === expected;
 }
 
-function describe(p: EventPattern): string {
+/** A pattern in words: its type and fields. */
+export function describePattern(p: EventPattern): string {
   const { type, times: _times, ...fields } = p;
   return Object.keys(fields).length > 0 ? `${type} ${show(fields)}` : type;
 }
 
+/** Whether one event matches a pattern. */
+export function matches(e: TronEvent, p: EventPattern): boolean {
+  const { times: _times, ...want } = p;
+  return holds(e, want);
+}
+
 /** Events matching a pattern, tagged with the start they came from. */
 function find(runs: readonly RunRecord[], p: EventPattern): Array<{ run: number; event: TronEvent }> {
-  const { times: _times, ...want } = p;
-  return runs.flatMap((r) => r.events.filter((e) => holds(e, want)).map((event) => ({ run: r.index, event })));
+  return runs.flatMap((r) => r.events.filter((e) => matches(e, p)).map((event) => ({ run: r.index, event })));
 }
 
 function patternDifferences(runs: readonly RunRecord[], must: readonly EventPattern[], mustNot: readonly EventPattern[], where: string): string[] {
@@ -66,14 +72,14 @@ function patternDifferences(runs: readonly RunRecord[], must: readonly EventPatt
   }
   for (const p of must) {
     const found = find(runs, p);
-    if (p.times === undefined && found.length === 0) out.push(`${where}expected an event ${describe(p)}; none appeared`);
-    if (p.times !== undefined && found.length !== p.times) out.push(`${where}expected ${p.times} event(s) ${describe(p)}; found ${found.length}`);
+    if (p.times === undefined && found.length === 0) out.push(`${where}expected an event ${describePattern(p)}; none appeared`);
+    if (p.times !== undefined && found.length !== p.times) out.push(`${where}expected ${p.times} event(s) ${describePattern(p)}; found ${found.length}`);
   }
   for (const p of mustNot) {
     const found = find(runs, p);
     if (found.length > 0) {
       const first = found[0]!;
-      out.push(`${where}expected no event ${describe(p)}; found ${found.length}, the first at run ${first.run} seq ${first.event.seq}: ${show(first.event)}`);
+      out.push(`${where}expected no event ${describePattern(p)}; found ${found.length}, the first at run ${first.run} seq ${first.event.seq}: ${show(first.event)}`);
     }
   }
   return out;
@@ -111,10 +117,13 @@ export function differences(t: Template, runs: readonly RunRecord[]): string[] {
     const where = `run ${r.index}: `;
     if (spec.exit !== undefined && r.exit !== spec.exit) out.push(`${where}exit: expected ${spec.exit}, got ${r.exit ?? '(none)'}`);
     out.push(...patternDifferences([r], spec.events, spec.absent, where));
-    if (spec.crash_after_event !== undefined) {
+    if (r.crashAt !== undefined) {
       const end = r.events.at(-1);
+      const at = `${end?.type ?? '(nothing)'} at seq ${end?.seq ?? 0}`;
       if (r.events.some((e) => e.type === 'run.finished')) out.push(`${where}the crash hook did not stop the engine: the log ends with run.finished`);
-      else if (spec.last_event && end?.type !== spec.last_event) out.push(`${where}the crashed log ends with ${end?.type ?? '(nothing)'} at seq ${end?.seq ?? 0}, not ${spec.last_event}`);
+      else if (end?.seq !== r.crashAt) out.push(`${where}the crash hook was set at seq ${r.crashAt}, but the log ends with ${at}`);
+      else if (spec.last_event && end.type !== spec.last_event) out.push(`${where}the crashed log ends with ${at}, not ${spec.last_event}`);
+      else if (spec.crash_after && !matches(end, spec.crash_after)) out.push(`${where}the crashed log ends with ${at}, not ${describePattern(spec.crash_after)}`);
     }
   });
   out.push(...invariantDifferences(runs));

@@ -25,8 +25,8 @@ describe('golden runs', () => {
       const outcome = replayRunDir(dir);
       expect(outcome.result).toMatchObject({ ok: true });
       // Only a run cut short by a crash hook may stop before its last input.
-      const manifest = JSON.parse(readFileSync(join(dir, 'manifest.json'), 'utf8')) as { sim: { crash_hook?: boolean } };
-      expect(outcome.truncated).toBe(Boolean(manifest.sim.crash_hook));
+      const manifest = JSON.parse(readFileSync(join(dir, 'manifest.json'), 'utf8')) as { sim: { crash_after_event?: number } };
+      expect(outcome.truncated).toBe(manifest.sim.crash_after_event !== undefined);
     });
   }
 

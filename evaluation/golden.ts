@@ -71,7 +71,7 @@ export function recordGolden(name: string, runs: readonly RunRecord[], repo: str
     mkdirSync(dir, { recursive: true });
     writeFileSync(join(dir, 'events.jsonl'), normaliseEvents(r.events, n));
     copyFileSync(join(r.runDir, 'workflow.toml'), join(dir, 'workflow.toml'));
-    const sim = { template: name, run: r.index, runs: runs.length, ...(r.crashHook ? { crash_hook: true } : {}) };
+    const sim = { template: name, run: r.index, runs: runs.length, ...(r.crashAt !== undefined ? { crash_after_event: r.crashAt } : {}) };
     writeFileSync(join(dir, 'manifest.json'), normaliseManifest(readFileSync(join(r.runDir, 'manifest.json'), 'utf8'), n, sim));
     written.push(dir);
   }

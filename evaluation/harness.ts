@@ -20,7 +20,7 @@ import { readLog } from '../engine/eventlog.ts';
 import { makeProject } from '../engine/testing/project.ts';
 import { GIT_IDENTITY_ENV } from '../engine/testing/repo.ts';
 import { configToml, type Template } from './template.ts';
-import { differences, finalPhases, gitDifferences, type RunRecord } from './expect.ts';
+import { describePattern, differences, finalPhases, gitDifferences, matches, type RunRecord } from './expect.ts';
 import { recordGolden } from './golden.ts';
 
 const BIN = fileURLToPath(new URL('../bin/tron.js', import.meta.url));
@@ -61,19 +61,35 @@ function baseEnv(): Record<string, string> {
   return env;
 }
 
-/** Runs one template to its end and checks it. */
-export async function runTemplate(t: Template, opts: HarnessOptions = {}): Promise<TemplateResult> {
-  const started = Date.now();
-  const repo = await makeProject({
+/** A fresh temporary repository holding the template's starting state. */
+function newProject(t: Template) {
+  return makeProject({
     blocks: t.blocks,
     sim: TOML.stringify({ blocks: t.sim.blocks } as unknown as TOML.JsonMap),
     config: configToml(t),
     files: { '.tron/.gitignore': 'runs/\nworktrees/\ninbox/\nengine.lock\nsim-state/\n', ...t.repo.files },
   });
+}
+
+/** Runs one template to its end and checks it. */
+export async function runTemplate(t: Template, opts: HarnessOptions = {}): Promise<TemplateResult> {
+  const started = Date.now();
+  const repo = await newProject(t);
   const runs: RunRecord[] = [];
+  const crashes: Array<number | undefined> = [];
   const deadline = started + t.timeoutMs;
   for (const [i, spec] of t.runs.entries()) {
-    const record = await oneStart(t, repo.dir, i + 1, spec, deadline);
+    let crashAt = spec.crash_after_event;
+    if (spec.crash_after) {
+      const found = await rehearse(t, i, crashes, deadline);
+      if (typeof found === 'string') {
+        runs.push({ index: i + 1, exit: undefined, events: [], runDir: undefined, output: [], replay: undefined, error: found });
+        break;
+      }
+      crashAt = found;
+    }
+    crashes.push(crashAt);
+    const record = await oneStart(t, repo.dir, i + 1, spec, crashAt, deadline);
     runs.push(record);
     if (record.error?.startsWith('did not finish')) break;
   }
@@ -106,8 +122,26 @@ const runDirs = (repo: string) => {
   return existsSync(dir) ? readdirSync(dir).sort() : [];
 };
 
+/**
+ * The seq a `crash_after` pattern stands for: the starts before it are played as
+ * written in a scratch repository, then this one without the hook; the first event
+ * matching the pattern is where the crash goes. A string says why none was found.
+ */
+async function rehearse(t: Template, k: number, crashes: ReadonlyArray<number | undefined>, deadline: number): Promise<number | string> {
+  const scratch = await newProject(t);
+  try {
+    for (let i = 0; i < k; i += 1) await oneStart(t, scratch.dir, i + 1, t.runs[i]!, crashes[i], deadline);
+    const r = await oneStart(t, scratch.dir, k + 1, t.runs[k]!, undefined, deadline);
+    const pattern = t.runs[k]!.crash_after!;
+    const hit = r.events.find((e) => matches(e, pattern));
+    return hit ? hit.seq : `crash_after ${describePattern(pattern)} matched no event of an uncrashed rehearsal of start ${k + 1}${r.error ? ` (${r.error})` : ''}`;
+  } finally {
+    await scratch.cleanup();
+  }
+}
+
 /** One `tron start` of a template (after its operator answers), and what it left. */
-async function oneStart(t: Template, repo: string, index: number, spec: Template['runs'][number], deadline: number): Promise<RunRecord> {
+async function oneStart(t: Template, repo: string, index: number, spec: Template['runs'][number], crashAt: number | undefined, deadline: number): Promise<RunRecord> {
   const errors: string[] = [];
   for (const a of spec.answers) {
     const r = await execa('node', [BIN, 'answer', '--repo', repo, a.block, a.reply], { env: baseEnv(), extendEnv: false, reject: false, stdin: 'ignore', all: true });
@@ -117,8 +151,8 @@ async function oneStart(t: Template, repo: string, index: number, spec: Template
   const output: string[] = [];
   const remaining = Math.max(1000, deadline - Date.now());
   let exit: number | undefined;
-  if (spec.crash_after_event !== undefined) {
-    const env = { ...baseEnv(), TRON_CRASH_AFTER_EVENT: String(spec.crash_after_event) };
+  if (crashAt !== undefined) {
+    const env = { ...baseEnv(), TRON_CRASH_AFTER_EVENT: String(crashAt) };
     const r = await execa('node', [BIN, 'start', '--repo', repo], { env, extendEnv: false, reject: false, stdin: 'ignore', all: true, timeout: remaining });
     output.push(...String(r.all ?? '').split('\n'));
     if (r.timedOut) errors.push(`did not finish within ${t.timeout}`);
@@ -154,7 +188,7 @@ async function oneStart(t: Template, repo: string, index: number, spec: Template
   } else if (errors.length === 0) {
     errors.push('tron start wrote no run directory');
   }
-  return { index, exit, events, runDir, output, crashHook: spec.crash_after_event !== undefined, replay, ...(errors.length ? { error: errors.join('; ') } : {}) };
+  return { index, exit, events, runDir, output, replay, ...(crashAt !== undefined ? { crashAt } : {}), ...(errors.length ? { error: errors.join('; ') } : {}) };
 }
 
 /** Runs templates `parallel` at a time; results in the templates' order. */

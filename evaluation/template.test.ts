@@ -15,7 +15,7 @@ function template(text: string) {
 
 function run(index: number, exit: number | undefined, bodies: EventBody[]): RunRecord {
   const events = bodies.map((b, i) => ({ v: 1, seq: i + 1, ts: i, ...b }) as TronEvent);
-  return { index, exit, events, runDir: undefined, output: [], crashHook: false, replay: undefined };
+  return { index, exit, events, runDir: undefined, output: [], replay: undefined };
 }
 
 const landed = (block: string): EventBody => ({ type: 'block.landed', block, sha: 'a'.repeat(40), from: 'b'.repeat(40) });

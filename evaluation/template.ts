@@ -14,7 +14,7 @@
  *   write = { "base.js" = "…" }
  *   commit = "Add base"
  *   [[runs]]                      # optional: several starts (crash, then restart; answers between)
- *   crash_after_event = 40
+ *   crash_after = { type = "land.intent", block = "base" }
  *   [expect]                      # exit, phases, landed_before, events, absent, trunk_files
  *   exit = 0
  */
@@ -49,6 +49,12 @@ const Run = z.strictObject({
   answers: z.array(Answer).default([]),
   /** Run this start as its own process with TRON_CRASH_AFTER_EVENT=N: the engine dies right after event N. */
   crash_after_event: z.number().int().positive().optional(),
+  /**
+   * The same, with N found by the harness: the seq of the first event matching this
+   * pattern in an uncrashed rehearsal of the scenario (so new events elsewhere in the
+   * log do not move the crash off its moment).
+   */
+  crash_after: EventPattern.optional(),
   /** The type the crashed log must end with: proof the crash hit the intended moment. */
   last_event: z.string().optional(),
   exit: z.number().int().optional(),
@@ -132,6 +138,11 @@ function lintTemplate(t: TemplateSpec, file: string): Problem[] {
   for (const id of Object.keys(t.expect.phases)) check(id, `expect.phases.${id}`);
   for (const [a, b] of t.expect.landed_before) for (const id of [a, b]) check(id, 'expect.landed_before');
   t.runs.forEach((r, i) => r.answers.forEach((a) => check(a.block, `runs[${i}].answers`)));
+  t.runs.forEach((r, i) => {
+    if (r.crash_after && r.crash_after_event !== undefined) {
+      problems.push({ code: 'TRON_SIM_CRASH', path: `${file}: runs[${i}]`, message: 'give crash_after (a pattern) or crash_after_event (a seq), not both' });
+    }
+  });
   if ('workers' in t.config) {
     problems.push({ code: 'TRON_SIM_CONFIG', path: `${file}: config.workers`, message: 'workers are sim workers in every template; use architect = true to add a sim architect' });
   }

@@ -13,6 +13,7 @@ import * as git from '../git.ts';
 import { acquireLock } from '../lockfile.ts';
 import { Engine, writeRunFiles } from '../tron.ts';
 import { createWorker } from '../workers/create.ts';
+import { preflightWorkers } from '../workers/preflight.ts';
 import type { WorkerAdapter } from '../workers/adapter.ts';
 import type { WorkerRole } from '../roles.ts';
 import { carrySessions, recover } from '../recovery.ts';
@@ -49,6 +50,10 @@ export async function startCommand(o: StartOptions): Promise<number> {
   }
   const { config, blocks } = loadProject(repo);
   const spine = loadSpine();
+  if (!o.workers) {
+    const problems = preflightWorkers(config, o.env, repo);
+    if (problems.length > 0) throw new InputError(problems);
+  }
   const trunkSha = await git.currentTrunkSha(repo, config.trunk);
   const caughtUp = await git.catchUpCheckout(repo, config.trunk, landedFrom(latestRun(repo)));
   if (caughtUp) o.print(`tron: your checkout of ${config.trunk} was left at ${caughtUp.slice(0, 12)} by an interrupted landing; moved it to ${trunkSha.slice(0, 12)}`);

@@ -4,9 +4,9 @@
  * argv and environment it got, reads the prompt from stdin and answers with `>>` lines;
  * the openai preset talks to the scripted model server with only its base_url changed.
  * What a user meets when the CLI is not installed, or the key is not set, is tested too:
- * a failed turn that names the fix, a parked block, exit 3 — never a crash.
+ * exit 2 before anything runs, naming the setting to fix — never a crash.
  */
-import { accessSync, chmodSync, constants, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { accessSync, existsSync, chmodSync, constants, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import TOML from '@iarna/toml';
@@ -118,35 +118,28 @@ describe('tron init presets under tron start', () => {
     expect(env).toContain('TRON_ROLE=builder');
   });
 
-  it.each(['claude', 'codex'] as const)('without %s installed, the failed turn names the command, the block is parked and tron start exits 3', async (preset) => {
+  it.each(['claude', 'codex'] as const)('without %s installed, tron start exits 2 naming the command to fix, before anything runs', async (preset) => {
     const repo = await initialised(preset);
-    const run = await runTron(repo, { env: { PATH: pathWithout(preset), ...KEYS } });
-
-    expect(run.exit).toBe(3);
-    const failed = ofType(run.events, 'reply.received').filter((e) => !e.ok);
-    expect(failed.map((e) => e.role)).toEqual(['builder', 'builder', 'architect']);
-    for (const e of failed) expect(e.detail).toContain(`cannot start "${preset}" (no such program); check [workers.${e.role}] command in .tron/config.toml`);
-    expect(ofType(run.events, 'block.parked').map((e) => e.block)).toEqual(['example']);
-    const output = run.output.join('\n');
-    expect(output).toContain('tron: example is parked');
-    expect(output).toContain(`cannot start "${preset}"`);
-    expect(ofType(run.events, 'block.landed')).toEqual([]);
+    await expect(runTron(repo, { env: { PATH: pathWithout(preset), ...KEYS } })).rejects.toMatchObject({
+      problems: [
+        { code: 'TRON_WORKER_NOT_FOUND', path: '.tron/config.toml: workers.builder.command', message: expect.stringContaining(`cannot find "${preset}" on PATH`) },
+        { code: 'TRON_WORKER_NOT_FOUND', path: '.tron/config.toml: workers.reviewer.command' },
+        { code: 'TRON_WORKER_NOT_FOUND', path: '.tron/config.toml: workers.architect.command' },
+      ],
+    });
+    expect(existsSync(join(repo.dir, '.tron', 'runs'))).toBe(false);
   });
 
-  it('the openai preset without its key fails the turn naming OPENAI_API_KEY and api_key_env, and never calls a model', async () => {
+  it('the openai preset without its key exits 2 naming OPENAI_API_KEY and api_key_env, before any model is called', async () => {
     const repo = await initialised('openai');
-    const run = await runTron(repo);
-
-    expect(run.exit).toBe(3);
-    const failed = ofType(run.events, 'reply.received').filter((e) => !e.ok);
-    expect(failed.length).toBeGreaterThan(0);
-    for (const e of failed) {
-      expect(e.failure).toBe('api');
-      expect(e.detail).toContain('$OPENAI_API_KEY is not set');
-      expect(e.detail).toContain(`api_key_env in [workers.${e.role}]`);
-    }
-    expect(ofType(run.events, 'worker.usage')).toEqual([]);
-    expect(run.output.join('\n')).toContain('OPENAI_API_KEY');
+    await expect(runTron(repo)).rejects.toMatchObject({
+      problems: [
+        { code: 'TRON_WORKER_KEY_UNSET', path: '.tron/config.toml: workers.builder.api_key_env', message: expect.stringContaining('$OPENAI_API_KEY is not set') },
+        { code: 'TRON_WORKER_KEY_UNSET' },
+        { code: 'TRON_WORKER_KEY_UNSET' },
+      ],
+    });
+    expect(existsSync(join(repo.dir, '.tron', 'runs'))).toBe(false);
   });
 
   it('the openai preset with only base_url changed works against any OpenAI-compatible server', async () => {

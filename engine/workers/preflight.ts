@@ -1,0 +1,55 @@
+/**
+ * Before anything runs, the configured workers must be startable: an openai worker's key
+ * variable set, a command worker's program found. A missing one is a configuration
+ * mistake — exit 2 with the setting to fix — not three failed turns and a page.
+ */
+import { accessSync, constants } from 'node:fs';
+import { delimiter, isAbsolute, join } from 'node:path';
+import type { Problem } from '../errors.ts';
+import type { Config } from '../config.ts';
+import { WORKER_ROLES } from '../roles.ts';
+
+function executable(file: string): boolean {
+  try {
+    accessSync(file, constants.X_OK);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Where `program` would be found on `path`, as a shell would look it up. */
+export function findProgram(program: string, path: string | undefined, cwd: string): string | undefined {
+  if (program.includes('/')) {
+    const file = isAbsolute(program) ? program : join(cwd, program);
+    return executable(file) ? file : undefined;
+  }
+  for (const dir of (path ?? '').split(delimiter)) {
+    if (dir && executable(join(dir, program))) return join(dir, program);
+  }
+  return undefined;
+}
+
+export function preflightWorkers(config: Config, env: Record<string, string | undefined>, repo: string): Problem[] {
+  const problems: Problem[] = [];
+  for (const role of WORKER_ROLES) {
+    const w = config.workers[role];
+    if (!w) continue;
+    const path = `.tron/config.toml: workers.${role}`;
+    if (w.adapter === 'openai' && !env[w.api_key_env]) {
+      problems.push({
+        code: 'TRON_WORKER_KEY_UNSET',
+        path: `${path}.api_key_env`,
+        message: `$${w.api_key_env} is not set; export it (the API key of ${w.base_url ?? 'the OpenAI API'}), or name the variable that holds the key in api_key_env`,
+      });
+    }
+    if (w.adapter === 'command' && !w.command[0]!.includes('{') && !findProgram(w.command[0]!, env.PATH, repo)) {
+      problems.push({
+        code: 'TRON_WORKER_NOT_FOUND',
+        path: `${path}.command`,
+        message: `cannot find "${w.command[0]}" on PATH; install it, or put the full path of the agent's program in command`,
+      });
+    }
+  }
+  return problems;
+}

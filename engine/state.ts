@@ -198,6 +198,8 @@ export function apply(prev: EngineState, e: TronEvent): EngineState {
         b.reason = e.reason;
         b.summary = e.summary;
         b.trouble = e.trouble ? { trouble: e.trouble, detail: e.reason ?? '', handlers: ['operator'] } : undefined;
+        // A trunk touched in an earlier run still halts merges until the operator answers.
+        if (e.phase === 'parked' && e.trouble === 'trunk_touched' && s.trunkHalt === undefined) s.trunkHalt = { sha: '', block: e.block };
         b.waiting = e.phase === 'parked' ? { on: 'operator' } : e.phase === 'pending' ? { on: 'slot' } : { on: 'nothing' };
         b.since = e.ts;
       }

@@ -35,6 +35,12 @@ describe('a SIM template', () => {
     expect(third.problems.map((p) => `${p.code} ${p.path}`)).toEqual(['TRON_SIM_BLOCK x.toml: script.ghost']);
   });
 
+  it('takes a crash point as a seq or as a pattern, not both', () => {
+    const both = `title = "t"\n[blocks.a]\n[[runs]]\ncrash_after_event = 3\ncrash_after = { type = "land.intent" }\n[[runs]]\n[expect]\nexit = 0\n`;
+    expect(parseTemplate(both, 'x.toml').problems.map((p) => `${p.code} ${p.path}`)).toEqual(['TRON_SIM_CRASH x.toml: runs[0]']);
+    expect(template(both.replace('crash_after_event = 3\n', '')).runs[0]!.crash_after).toEqual({ type: 'land.intent' });
+  });
+
   it('refuses a TOML syntax error with its line', () => {
     const { problems } = parseTemplate('title = \n', 'x.toml');
     expect(problems[0]!.code).toBe('TRON_SIM_TOML');
@@ -91,6 +97,16 @@ describe('checking runs against the expectation', () => {
       `expected no event page.sent {"block":"a"}; found 1, the first at run 1 seq 2: ${JSON.stringify({ v: 1, seq: 2, ts: 1, ...page('a') })}`,
       'invariant: a landed 2 times',
     ]);
+  });
+
+  it('checks that a crashed start stopped right at its crash point', () => {
+    const t = template(`title = "t"\n[blocks.a]\n[[runs]]\ncrash_after = { type = "page.sent" }\n[[runs]]\n[expect]\nexit = 0\n`);
+    const crashed = (bodies: EventBody[], at: number) => ({ ...run(1, undefined, bodies), crashAt: at });
+    const finished: EventBody = { type: 'run.finished', reason: 'done', exit: 0, landed: [], parked: [], abandoned: [] };
+    expect(differences(t, [crashed([landed('a'), page('a')], 2), run(2, 0, [])])).toEqual([]);
+    expect(differences(t, [crashed([landed('a')], 2), run(2, 0, [])])).toEqual(['run 1: the crash hook was set at seq 2, but the log ends with block.landed at seq 1']);
+    expect(differences(t, [crashed([page('a'), landed('a')], 2), run(2, 0, [])])).toEqual(['run 1: the crashed log ends with block.landed at seq 2, not page.sent']);
+    expect(differences(t, [crashed([page('a'), finished], 2), run(2, 0, [])])).toEqual(['run 1: the crash hook did not stop the engine: the log ends with run.finished']);
   });
 
   it('checks each start of a multi-start template on its own events', () => {

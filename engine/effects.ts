@@ -16,7 +16,8 @@ import { runTests } from './testrun.ts';
 /**
  * git's worktree administration (add, prune, remove) is not safe to run concurrently in
  * one repository: one `worktree add` can read another's half-made admin folder, and a
- * prune can remove it. Every such call goes through this queue.
+ * prune can remove it. Every such call goes through this queue — and so do landings and
+ * reads of the main checkout, so a fact never sees the checkout half moved.
  */
 let worktreeQueue: Promise<unknown> = Promise.resolve();
 export function serialWorktrees<T>(work: () => Promise<T>): Promise<T> {
@@ -73,7 +74,8 @@ export async function observeFacts(c: EffectContext, s: EngineState, e: EventOf<
   const head = await git.headOf(dir);
   const commits = (await git.commitsOver(c.repo, e.base, head)).length;
   const trunkSha = (await git.revParse(c.repo, `refs/heads/${c.config.trunk}`)) ?? null;
-  const status = await mainStatus(c.repo, c.config.trunk);
+  // Read the main checkout only between landings, never while one is moving it.
+  const status = await serialWorktrees(() => mainStatus(c.repo, c.config.trunk));
   const clean = await git.isClean(dir);
   const trunkOk = trunkSha === s.trunkSha;
   const fastForward = trunkSha ? await git.isAncestor(c.repo, trunkSha, head) : false;
@@ -119,7 +121,7 @@ export async function observeMerge(c: EffectContext, s: EngineState, e: EventOf<
 }
 
 export async function landBlock(c: EffectContext, e: EventOf<'land.intent'>): Promise<EventBody> {
-  const result = await git.land(c.repo, { trunk: c.config.trunk, expectedOld: e.from, sha: e.sha, id: e.block });
+  const result = await serialWorktrees(() => git.land(c.repo, { trunk: c.config.trunk, expectedOld: e.from, sha: e.sha, id: e.block }));
   if (result.ok) {
     if (result.checkout.state === 'failed') c.print(`tron: ${e.block} landed, but your checkout of ${c.config.trunk} was not updated: ${result.checkout.message}`);
     return { type: 'block.landed', block: e.block, sha: e.sha, from: e.from };

@@ -25,7 +25,12 @@ function body(e: TronEvent): EventBody {
   return rest as EventBody;
 }
 
-const same = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b);
+/** Key-order-free JSON: the log writer orders fields by schema, the step by the order it emits them. */
+const canon = (x: unknown): string =>
+  JSON.stringify(x, (_k, v) =>
+    v && typeof v === 'object' && !Array.isArray(v) ? Object.fromEntries(Object.entries(v).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) : v,
+  );
+const same = (a: unknown, b: unknown) => canon(a) === canon(b);
 
 /** Re-decides every recorded input and compares with the recorded decisions. */
 export function replay(events: readonly TronEvent[], ctx: DecideContext): ReplayResult {

@@ -150,8 +150,19 @@ function newBlock(info: BlockInfo, ts: number): BlockState {
 
 /** The fold: the state after one more event. Pure; returns a new state object. */
 export function apply(prev: EngineState, e: TronEvent): EngineState {
-  const s: EngineState = structuredClone(prev);
+  // Copy on write: the state's lists, and only the block the event is about.
+  const s: EngineState = {
+    ...prev,
+    blocks: { ...prev.blocks },
+    order: [...prev.order],
+    mergeQueue: [...prev.mergeQueue],
+    trunkHistory: [...prev.trunkHistory],
+    pagesPending: [...prev.pagesPending],
+    liveness: { ...prev.liveness },
+    ...(prev.trunkHalt ? { trunkHalt: { ...prev.trunkHalt } } : {}),
+  };
   s.lastTs = e.ts;
+  if ('block' in e && prev.blocks[e.block]) s.blocks[e.block] = structuredClone(prev.blocks[e.block]!);
   const b = 'block' in e ? s.blocks[e.block] : undefined;
   switch (e.type) {
     case 'run.started':
@@ -174,7 +185,7 @@ export function apply(prev: EngineState, e: TronEvent): EngineState {
     case 'register.loaded':
       for (const info of e.blocks) {
         const known = s.blocks[info.id];
-        if (known) known.info = info;
+        if (known) s.blocks[info.id] = { ...known, info };
         else {
           s.blocks[info.id] = newBlock(info, e.ts);
           s.order.push(info.id);

@@ -32,7 +32,7 @@ export const DEMO_FILES: Record<string, string> = {
   'tests/smoke.test.js': "require('node:assert').ok(true);\n",
   'README.md': '# demo-app\n\nA tiny project for the tron demo.\n',
   '.gitignore': 'node_modules/\n',
-  '.tron/.gitignore': 'runs/\nworktrees/\ninbox/\nengine.lock\n',
+  '.tron/.gitignore': 'runs/\nworktrees/\ninbox/\nsim-state/\nengine.lock\n',
   '.tron/config.toml': `# The demo's config: scripted workers, the project's own test command.
 trunk = "main"
 max_parallel = 2

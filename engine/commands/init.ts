@@ -17,7 +17,7 @@ import { isPresetName, PRESET_NAMES, WORKER_PRESETS, type PresetName } from '../
 export const DEFAULT_PRESET: PresetName = 'openai';
 
 /** What the engine writes under `.tron/` at run time, kept out of git. */
-export const GITIGNORE_LINES = ['runs/', 'worktrees/', 'inbox/', 'engine.lock'] as const;
+export const GITIGNORE_LINES = ['runs/', 'worktrees/', 'inbox/', 'sim-state/', 'engine.lock'] as const;
 
 export interface InitOptions {
   repo: string;

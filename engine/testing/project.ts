@@ -60,7 +60,7 @@ export async function makeProject(spec: ProjectSpec): Promise<TestRepo> {
   const files: Record<string, string> = {
     'test.js': NODE_RUNNER,
     'tests/smoke.test.js': "require('node:assert').ok(true);\n",
-    '.tron/.gitignore': 'runs/\nworktrees/\ninbox/\nengine.lock\n',
+    '.tron/.gitignore': 'runs/\nworktrees/\ninbox/\nsim-state/\nengine.lock\n',
     '.tron/config.toml': spec.config ?? configFile(),
     '.tron/sim.toml': spec.sim ?? '',
     ...spec.files,

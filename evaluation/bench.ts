@@ -1,0 +1,74 @@
+/**
+ * `npm run bench`: how fast tron's own logic is, apart from git, tests and workers —
+ * the gateway parser, the decision step, replay of a long log. Prints one line per
+ * measurement; never part of `npm test` (speed is measured here, not asserted there).
+ */
+import { performance } from 'node:perf_hooks';
+import { parseReply } from '../engine/gateway.ts';
+import { decide } from '../engine/decide.ts';
+import { replay } from '../engine/replay.ts';
+import { apply, initialState, type EngineState } from '../engine/state.ts';
+import { loadSpine } from '../engine/workflow.ts';
+import type { EventBody, TronEvent } from '../engine/events.ts';
+
+function measure(name: string, runs: number, work: () => void): void {
+  work();
+  const start = performance.now();
+  for (let i = 0; i < runs; i += 1) work();
+  const ms = performance.now() - start;
+  console.log(`${name.padEnd(44)} ${(ms / runs).toFixed(4).padStart(10)} ms/op  (${runs} runs)`);
+}
+
+const sha = (n: number) => n.toString(16).padStart(40, '0');
+
+/** A synthetic run: `blocks` blocks each built, challenged, reviewed, landed and wrapped. */
+function syntheticRun(blocks: number): TronEvent[] {
+  const ctx = { spine: loadSpine(), testCommand: 'true' };
+  const events: TronEvent[] = [];
+  let state: EngineState = initialState();
+  let seq = 0;
+  const feed = (body: EventBody) => {
+    const e = { ...body, v: 1, seq: ++seq, ts: seq } as TronEvent;
+    events.push(e);
+    const out = decide(state, e, ctx);
+    for (const d of out.decisions) events.push({ ...d, v: 1, seq: ++seq, ts: seq } as TronEvent);
+    state = out.state;
+    return out.decisions;
+  };
+  const liveness = { probe_wait_ms: 1000, extension_ms: 1000, max_extensions: 1, reissues: 1 };
+  feed({ type: 'run.started', run: 'bench', version: '0', trunk: 'main', trunk_sha: sha(0), main_status: '', max_parallel: 1, architect: false, liveness, watch: false, pid: 1 });
+  const ids = Array.from({ length: blocks }, (_, i) => `b${String(i).padStart(4, "0")}`);
+  feed({ type: 'register.loaded', blocks: ids.map((id) => ({ id, title: id, depends_on: [], priority: 0, criteria: ['works'], digest: id })) });
+  feed({ type: 'recovery.finished', answers: 0 });
+  let trunk = 0;
+  for (let i = 0; i < blocks; i += 1) {
+    const id = ids[i]!;
+    const head = sha(1000 + i);
+    const base = sha(trunk);
+    const session = `${id}.1.builder`;
+    feed({ type: 'worktree.ready', block: id, attempt: 1, base, path: id });
+    feed({ type: 'reply.received', block: id, role: 'builder', session, turn: 1, ok: true, reply: '>>DONE' });
+    const tests = { exit: 0, timed_out: false, log: 'x', tail: '' };
+    feed({ type: 'facts.observed', block: id, purpose: 'gate', base, head, commits: 1, trunk_sha: base, main_status: '', clean: true, status: '', tests, patch_id: 'p', fast_forward: true });
+    feed({ type: 'reply.received', block: id, role: 'builder', session, turn: 2, ok: true, reply: '>>CONFIRMED {"evidence":{"c1":"yes"}}' });
+    feed({ type: 'reply.received', block: id, role: 'reviewer', session: `${id}.1.reviewer`, turn: 1, ok: true, reply: '>>APPROVE' });
+    feed({ type: 'merge.observed', block: id, trunk_sha: base, sha: head, fast_forward: true, patch_id: 'p' });
+    feed({ type: 'block.landed', block: id, sha: head, from: base });
+    feed({ type: 'trunk.tested', block: id, sha: head, ok: true, tests });
+    feed({ type: 'block.wrapped', block: id, summary: id });
+    trunk = 1000 + i;
+  }
+  return events;
+}
+
+const spine = loadSpine();
+const noise = 'lorem ipsum '.repeat(80_000);
+measure('gateway: a one-line reply', 20_000, () => parseReply('>>DONE {"summary":"ok"}', { role: 'builder', phase: 'build' }));
+measure('gateway: a 1 MB reply, line at the end', 50, () => parseReply(`${noise}\n>>DONE`, { role: 'builder', phase: 'build' }));
+const run = syntheticRun(200);
+console.log(`synthetic run: 200 blocks, ${run.length} events`);
+measure('fold: apply every event of the run', 5, () => void run.reduce(apply, initialState()));
+measure('replay: re-decide the whole run', 5, () => {
+  const result = replay(run, { spine, testCommand: 'true' });
+  if (!result.ok) throw new Error(`the synthetic run does not replay: ${JSON.stringify(result.divergence)}`);
+});

@@ -71,15 +71,15 @@ describe('tron init', () => {
   it('ignores what the engine writes at run time', async () => {
     repo = await makeRepo({});
     await init('sim');
-    expect((await repo.read('.tron/.gitignore')).split('\n')).toEqual(['runs/', 'worktrees/', 'inbox/', 'engine.lock', '']);
+    expect((await repo.read('.tron/.gitignore')).split('\n')).toEqual(['runs/', 'worktrees/', 'inbox/', 'sim-state/', 'engine.lock', '']);
   });
 
   it('keeps an existing .tron/.gitignore and adds only the missing lines', async () => {
     repo = await makeRepo({ '.tron/.gitignore': 'runs/\nscratch/' });
     const { code, lines } = await init('sim');
     expect(code).toBe(0);
-    expect(await repo.read('.tron/.gitignore')).toBe('runs/\nscratch/\nworktrees/\ninbox/\nengine.lock\n');
-    expect(lines).toContain('added worktrees/, inbox/, engine.lock to .tron/.gitignore');
+    expect(await repo.read('.tron/.gitignore')).toBe('runs/\nscratch/\nworktrees/\ninbox/\nsim-state/\nengine.lock\n');
+    expect(lines).toContain('added worktrees/, inbox/, sim-state/, engine.lock to .tron/.gitignore');
   });
 
   it('prints what it created and the command to run next', async () => {

@@ -12,6 +12,7 @@ import type { Config } from './config.ts';
 import type { Block } from './register.ts';
 import * as git from './git.ts';
 import { runTests } from './testrun.ts';
+import { processStartTime } from './proc.ts';
 
 /**
  * git's worktree administration (add, prune, remove) is not safe to run concurrently in
@@ -33,6 +34,19 @@ export interface EffectContext {
   blocks: () => Map<string, Block>;
   env: Record<string, string | undefined>;
   print: (line: string) => void;
+  /** Appends a note event (process bookkeeping) to the run's log. */
+  note: (body: EventBody) => void;
+}
+
+/** Records the engine's own test processes like worker processes, so recovery can kill strays. */
+function testProcesses(c: EffectContext, block: string, session: string) {
+  return {
+    onSpawn: (pid: number) => {
+      const start = processStartTime(pid);
+      if (start) c.note({ type: 'worker.spawned', block, session, turn: 0, pid, start_time: start });
+    },
+    onExit: (pid: number, code: number | null) => c.note({ type: 'worker.exited', block, session, turn: 0, pid, code, signal: null }),
+  };
 }
 
 /** Porcelain status of the main checkout, leaving out the engine's own `.tron/` folders. */
@@ -88,6 +102,7 @@ export async function observeFacts(c: EffectContext, s: EngineState, e: EventOf<
         log: `tests/${e.block}-${e.purpose}-${head.slice(0, 12)}.log`,
         timeoutMs: c.config.timeouts.testMs,
         env: c.env,
+        ...testProcesses(c, e.block, `tests:${e.purpose}`),
       })
     : null;
   return {
@@ -140,6 +155,7 @@ export async function testTrunk(c: EffectContext, e: EventOf<'test.requested'>):
       log: `tests/trunk-${e.sha.slice(0, 12)}.log`,
       timeoutMs: c.config.timeouts.testMs,
       env: c.env,
+      ...testProcesses(c, e.block, 'tests:trunk'),
     });
     return { type: 'trunk.tested', block: e.block, sha: e.sha, ok: tests.exit === 0 && !tests.timed_out, tests };
   } finally {

@@ -256,10 +256,10 @@ export const EVENT_SCHEMAS = {
   // ---- notes ----
   'worker.spawned': z
     .strictObject({ block, session: z.string(), turn: z.number().int(), pid: z.number().int(), start_time: z.string() })
-    .describe('note: a worker process started (recovery kills it by pid and start time if it outlives the run).'),
+    .describe('note: a worker process, or the engine\'s own test run (session tests:…, turn 0), started; recovery kills it by pid and start time if it outlives the run.'),
   'worker.exited': z
     .strictObject({ block, session: z.string(), turn: z.number().int(), pid: z.number().int(), code: z.number().int().nullable(), signal: z.string().nullable() })
-    .describe('note: a worker process ended.'),
+    .describe('note: a worker process (or test run) ended.'),
   'worker.usage': z
     .strictObject({
       block,

@@ -404,19 +404,12 @@ export function apply(prev: EngineState, e: TronEvent): EngineState {
       }
       break;
     case 'block.parked':
-      if (b) {
-        b.phase = 'parked';
-        b.reason = e.reason;
-        b.waiting = { on: 'operator' };
-        b.since = e.ts;
-        s.mergeQueue = s.mergeQueue.filter((id) => id !== e.block);
-      }
-      break;
     case 'block.abandoned':
       if (b) {
-        b.phase = 'abandoned';
+        const parked = e.type === 'block.parked';
+        b.phase = parked ? 'parked' : 'abandoned';
         b.reason = e.reason;
-        b.waiting = { on: 'nothing' };
+        b.waiting = { on: parked ? 'operator' : 'nothing' };
         b.since = e.ts;
         s.mergeQueue = s.mergeQueue.filter((id) => id !== e.block);
       }

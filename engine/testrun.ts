@@ -18,6 +18,9 @@ export async function runTests(opts: {
   log: string;
   timeoutMs: number;
   env: Record<string, string | undefined>;
+  /** The test process started / ended: recorded, so recovery can kill one a crash left running. */
+  onSpawn?: (pid: number) => void;
+  onExit?: (pid: number, code: number | null) => void;
 }): Promise<TestRun> {
   const child = execa(opts.command, {
     shell: true,
@@ -33,7 +36,9 @@ export async function runTests(opts: {
     cleanup: true,
   });
   const pid = child.pid;
+  if (pid !== undefined) opts.onSpawn?.(pid);
   const result = await child;
+  if (pid !== undefined) opts.onExit?.(pid, result.exitCode ?? null);
   const output = result.all ?? '';
   const file = join(opts.runDir, opts.log);
   mkdirSync(dirname(file), { recursive: true });

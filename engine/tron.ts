@@ -85,7 +85,7 @@ export class Engine {
     this.log = EventLog.open(o.runDir, { clock: this.clock, command: 'tron start' });
     this.ctx = { spine: o.spine, testCommand: o.config.test };
     const byId = new Map(o.blocks.map((b) => [b.id, b]));
-    this.fx = { repo: o.repo, runDir: o.runDir, config: o.config, blocks: () => byId, env: o.env, print: o.print };
+    this.fx = { repo: o.repo, runDir: o.runDir, config: o.config, blocks: () => byId, env: o.env, print: o.print, note: (body) => void this.append(body) };
   }
 
   /** Runs until the run finishes; returns the exit status. */

@@ -1,8 +1,8 @@
 import { existsSync } from 'node:fs';
-import { writeFile } from 'node:fs/promises';
+import { rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { clearStaleLocks, createReviewCheckout, createWorktree, removeWorktree, revParse } from './git.ts';
+import { clearStaleLocks, createReviewCheckout, createWorktree, removeWorktree, resetWorktree, revParse } from './git.ts';
 import { makeRepo, type TestRepo } from './testing/repo.ts';
 
 const repos: TestRepo[] = [];
@@ -120,5 +120,34 @@ describe('removeWorktree', () => {
     await expect(removeWorktree(r.dir, r.dir)).rejects.toMatchObject({ code: 'TRON_WORKTREE_OUTSIDE' });
     await expect(removeWorktree(r.dir, join(r.dir, '.tron/worktrees/../..'))).rejects.toMatchObject({ code: 'TRON_WORKTREE_OUTSIDE' });
     expect(await r.read('a.txt')).toBe('a\n');
+  });
+});
+
+describe('resetWorktree', () => {
+  it('puts a worktree left mid-rebase with stray changes back at its branch head', async () => {
+    const r = await repo();
+    const base = await r.git('rev-parse', 'HEAD');
+    const wt = await createWorktree(r.dir, { id: 'login', base });
+    const tree = r.at(wt.path);
+    await tree.write('a.txt', 'branch\n');
+    const head = await tree.commitAll('branch change');
+    await r.write('a.txt', 'trunk\n');
+    await r.commitAll('trunk change');
+    await expect(tree.git('rebase', 'main')).rejects.toThrow();
+    await tree.write('junk.txt', 'half-done\n');
+    await resetWorktree(r.dir, 'login');
+    expect(await tree.git('symbolic-ref', 'HEAD')).toBe('refs/heads/tron/login');
+    expect(await tree.git('rev-parse', 'HEAD')).toBe(head);
+    expect(await tree.git('status', '--porcelain')).toBe('');
+    expect(existsSync(join(wt.path, 'junk.txt'))).toBe(false);
+  });
+
+  it('attaches a fresh folder to the branch when the worktree folder is gone', async () => {
+    const r = await repo();
+    const base = await r.git('rev-parse', 'HEAD');
+    const wt = await createWorktree(r.dir, { id: 'login', base });
+    await rm(wt.path, { recursive: true, force: true });
+    await resetWorktree(r.dir, 'login');
+    expect(await r.at(wt.path).git('symbolic-ref', 'HEAD')).toBe('refs/heads/tron/login');
   });
 });

@@ -127,11 +127,18 @@ export async function pruneWorktrees(repo: string): Promise<void> {
  * Puts a block's worktree back to its branch head after a crash: the engine's stale locks
  * cleared, any rebase or merge the worker had under way aborted, uncommitted changes
  * dropped (uncommitted work is not work). Used for verified work that resumes at review
- * or merge, whose worker will be asked again. Does nothing when the worktree is gone.
+ * or merge, whose worker will be asked again. A missing folder is made again on the branch.
  */
 export async function resetWorktree(repo: string, id: string): Promise<void> {
   const path = worktreePath(repo, id);
-  if (!existsSync(path)) return;
+  if (!existsSync(path)) {
+    // The folder went missing (removed by hand, or mid-creation): attach a fresh one to the branch.
+    await gitOut(repo, ['worktree', 'prune']);
+    if ((await revParse(repo, `refs/heads/tron/${id}`)) === undefined) return;
+    await mkdir(join(resolve(repo), WORKTREES_DIR), { recursive: true });
+    await runGit(repo, ['worktree', 'add', '--quiet', path, `tron/${id}`]);
+    return;
+  }
   await clearStaleLocks(repo, id, `tron/${id}`);
   await runGit(path, ['rebase', '--abort']);
   await runGit(path, ['merge', '--abort']);

@@ -1,10 +1,11 @@
 import { createHash } from 'node:crypto';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { InputError, type Problem } from './errors.ts';
 import { byPriority, checkRegister, loadProject, loadRegister, parseBlockFile, type Block } from './register.ts';
+import { snapshot } from './testing/snapshot.ts';
 
 const CONFIG = `test = "npm test"
 [workers.builder]
@@ -197,21 +198,6 @@ describe('loading a repository', () => {
     return repo;
   }
 
-  /** Every path under `dir` with its bytes (or "dir"), to prove nothing was written. */
-  function snapshot(dir: string): Record<string, string> {
-    const out: Record<string, string> = {};
-    const walk = (rel: string) => {
-      for (const name of readdirSync(path.join(dir, rel)).sort()) {
-        const child = path.join(rel, name);
-        if (statSync(path.join(dir, child)).isDirectory()) {
-          out[child] = 'dir';
-          walk(child);
-        } else out[child] = readFileSync(path.join(dir, child)).toString('base64');
-      }
-    };
-    walk('.');
-    return out;
-  }
 
   it('reads .tron/blocks/*.md in sorted order and ignores other files and folders', () => {
     makeRepo({

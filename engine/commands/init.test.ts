@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -7,22 +7,8 @@ import { loadProject } from '../register.ts';
 import { makeRepo, type TestRepo } from '../testing/repo.ts';
 import { PRESET_NAMES } from '../workers/presets.ts';
 import { DEFAULT_PRESET, guessTestCommand, initCommand } from './init.ts';
+import { snapshot } from '../testing/snapshot.ts';
 
-/** Every path under `dir` with its bytes, to prove a refusal changed nothing. */
-function snapshot(dir: string): Record<string, string> {
-  const out: Record<string, string> = {};
-  const walk = (rel: string) => {
-    for (const name of readdirSync(path.join(dir, rel)).sort()) {
-      const child = path.join(rel, name);
-      if (statSync(path.join(dir, child)).isDirectory()) {
-        out[child] = 'dir';
-        walk(child);
-      } else out[child] = readFileSync(path.join(dir, child)).toString('base64');
-    }
-  };
-  walk('.');
-  return out;
-}
 
 describe('tron init', () => {
   let repo: TestRepo | undefined;

@@ -1,9 +1,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { createHash } from 'node:crypto';
-import { readdirSync, readFileSync, statSync } from 'node:fs';
-import { join, relative } from 'node:path';
+import { join } from 'node:path';
 import { execa } from 'execa';
 import { blockFile, configFile, makeProject } from '../testing/project.ts';
+import { snapshot } from '../testing/snapshot.ts';
 import type { TestRepo } from '../testing/repo.ts';
 
 const BIN = join(import.meta.dirname, '..', '..', 'bin', 'tron.js');
@@ -12,19 +11,6 @@ afterEach(async () => {
   for (const r of repos.splice(0)) await r.cleanup();
 });
 
-/** Every file under dir (including .git) with a hash of its bytes: "byte-for-byte unchanged". */
-function snapshot(dir: string): Record<string, string> {
-  const out: Record<string, string> = {};
-  const walk = (d: string) => {
-    for (const name of readdirSync(d)) {
-      const p = join(d, name);
-      if (statSync(p).isDirectory()) walk(p);
-      else out[relative(dir, p)] = createHash('sha256').update(readFileSync(p)).digest('hex');
-    }
-  };
-  walk(dir);
-  return out;
-}
 
 const cases: Array<[string, Record<string, string>, string[]]> = [
   [

@@ -6,6 +6,8 @@ import { blockFile, makeProject } from './testing/project.ts';
 import { allRuns, BIN } from './testing/crash.ts';
 import { GIT_IDENTITY_ENV, type TestRepo } from './testing/repo.ts';
 import type { TronEvent } from './events.ts';
+import { startCommand } from './commands/start.ts';
+import { systemClock } from './clock.ts';
 
 const cleanups: Array<() => Promise<unknown>> = [];
 afterEach(async () => {
@@ -85,5 +87,20 @@ describe('tron start --watch', () => {
     expect(last).toMatchObject({ type: 'run.finished', reason: 'signal' });
     expect(events.find((e) => e.type === 'reply.received')).toMatchObject({ block: 'busy', ok: false, failure: 'aborted' });
     expect(events.filter((e) => e.type === 'block.dispatched')).toHaveLength(1);
+  });
+});
+
+describe('tron start --watch, in process', () => {
+  it('writes a heartbeat while it waits, and stops when asked', async () => {
+    const repo = await project({ blocks: {} });
+    const stop = new AbortController();
+    const output: string[] = [];
+    const running = startCommand({ repo: repo.dir, watch: true, heartbeatMs: 50, stop: stop.signal, clock: systemClock, env: { PATH: process.env.PATH, HOME: process.env.HOME }, print: (l) => output.push(l) });
+    await until(repo, (ev) => ev.filter((e) => e.type === 'run.heartbeat').length >= 2, 'two heartbeats');
+    stop.abort();
+    expect(await running).toBe(143);
+    const events = allRuns(repo).at(-1)!;
+    expect(events.at(-1)).toMatchObject({ type: 'run.finished', reason: 'signal' });
+    expect(events.find((e) => e.type === 'run.heartbeat')).toMatchObject({ running: 0, parked: 0 });
   });
 });

@@ -162,11 +162,16 @@ async function oneStart(t: Template, repo: string, index: number, spec: Template
     const timeout = new Promise<'timeout'>((resolve) => {
       timer = setTimeout(() => resolve('timeout'), remaining);
     });
-    const start = startCommand({ repo, clock: systemClock, env: baseEnv(), print: (line) => output.push(line) });
+    const stop = new AbortController();
+    const start = startCommand({ repo, clock: systemClock, env: baseEnv(), print: (line) => output.push(line), stop: stop.signal });
     try {
       const outcome = await Promise.race([start, timeout]);
-      if (outcome === 'timeout') errors.push(`did not finish within ${t.timeout}`);
-      else exit = outcome;
+      if (outcome === 'timeout') {
+        errors.push(`did not finish within ${t.timeout}`);
+        // Stop the engine as SIGTERM would, so it releases the repository before the next start.
+        stop.abort();
+        await start.catch(() => undefined);
+      } else exit = outcome;
     } catch (err) {
       errors.push(`tron start failed: ${(err as Error).message}`);
     } finally {

@@ -32,6 +32,8 @@ export interface StartOptions {
   heartbeatMs?: number;
   /** Install SIGINT/SIGTERM handlers (the CLI does; in-process tests do not). */
   signals?: boolean;
+  /** Stops the engine gracefully when aborted, as SIGTERM would (in-process callers: tests, the SIM harness). */
+  stop?: AbortSignal;
 }
 
 /** A run id that sorts by start time: 20261130-024812-001. */
@@ -117,7 +119,10 @@ export async function startCommand(o: StartOptions): Promise<number> {
       process.on('SIGINT', onSignal);
       process.on('SIGTERM', onSignal);
     }
+    const onAbort = () => engine.stop('SIGTERM');
+    o.stop?.addEventListener('abort', onAbort);
     const exit = await engine.run().finally(() => {
+      o.stop?.removeEventListener('abort', onAbort);
       process.off('SIGINT', onSignal);
       process.off('SIGTERM', onSignal);
     });

@@ -319,15 +319,15 @@ function onTrunkTested(step: Step, e: BodyOf<'trunk.tested'>): void {
   step.move(b.id, b.mergeVia ?? 'fast_forward');
   step.emit({ type: 'wrap.requested', block: b.id });
   if (!e.ok) {
-    // The landed sha passed on its branch; red on trunk means the tests are not
-    // repeatable. Trunk is the user's: halt merges and ask the operator.
+    // The landed sha passed at the gate; red on trunk means the tests are not repeatable.
+    // It cannot be un-landed without rewriting trunk, which is the user's: page the
+    // operator. Nothing else lands unless its own tests pass at its own head.
     step.emit({
       type: 'escalation.raised',
       block: b.id,
-      trouble: 'trunk_touched',
+      trouble: 'trunk_red',
       handler: 'operator',
-      sha: e.sha,
-      detail: `the tests failed on trunk at ${e.sha} after landing, though they passed at the same sha before: merges are halted until you answer`,
+      detail: `the tests failed on trunk at ${e.sha}, though they passed at the same sha at the gate (output: ${e.tests.log})`,
     });
   }
 }

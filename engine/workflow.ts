@@ -127,6 +127,10 @@ export const ESCALATION = {
     description: 'trunk moved by anyone but the engine; no merge is dispatched until the operator answers',
     handlers: ['operator'],
   },
+  trunk_red: {
+    description: 'the suite failed on trunk at a landed sha that passed at the gate: the tests are not repeatable; the block stays landed, and no later head lands unless its own tests pass',
+    handlers: ['operator'],
+  },
   architect_failed: {
     description: "the architect's own reply was uninterpretable, its turn failed, or its per-block budget is spent",
     handlers: ['operator'],

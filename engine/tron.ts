@@ -22,6 +22,7 @@ import type { WorkerRole } from './roles.ts';
 import * as fx from './effects.ts';
 import * as git from './git.ts';
 import { renderPrompt } from './prompts.ts';
+import { formatDuration } from './duration.ts';
 import { promptVars } from './prompt-vars.ts';
 import { renderReport } from './report.ts';
 import { INBOX_DIR, consumeAnswer, readInbox } from './inbox.ts';
@@ -408,6 +409,11 @@ export class Engine {
       }
       return { exists: this.turns.has(`${e.session}#${e.turn}`), cpuTicks: 0, outputBytes: progress, worktree: await worktreePrint(cwd) };
     };
+    if (worker?.probe && role !== 'architect') {
+      // Talk before you page: a conversational worker is asked, in-session, between its steps.
+      const elapsed = formatDuration(Math.round(e.elapsed_ms / 1000) * 1000);
+      worker.probe(e.session, renderPrompt('probe', { block: e.block, elapsed }, { role, phase: b.phase, expect: ['WORKING'] }));
+    }
     const before = await take();
     await new Promise((r) => setTimeout(r, this.state.liveness.probeWaitMs));
     const after = await take();

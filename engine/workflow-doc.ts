@@ -79,12 +79,12 @@ function liveness(spine: Spine): string[] {
   return [
     '## Liveness — talk before you page',
     '',
-    'A worker that overruns its turn budget is not killed on silence alone: the engine first watches it for the probe wait for signs of life — its process group using CPU or writing output, files changing in its worktree, model steps of the built-in agent, progress of a sim worker — and every sign of life earns an extension. (The built-in agent is not interrupted with an in-session `WORKING?`: a model step is already a sign of life, and a question would cost a model call and bend the conversation; `WORKING` stays in the glossary for CLI agents and future probes.) Only a turn that stays silent is stopped and issued again, and only when that fails too is the operator paged.',
+    'A worker that overruns its turn budget is not killed on silence alone: the engine first probes it. A conversational worker (the built-in agent) is asked `WORKING?` in-session, between its steps, and its `>>WORKING` answer is a sign of life. For every worker the engine also watches, over the probe wait, for other signs: its process group (or the agent\'s running command) using CPU or writing output, files changing in its worktree, a model step or a model call in flight, progress of a sim worker. Every sign of life earns an extension. Only a turn that stays silent is stopped and issued again, and only when that fails too is the operator paged.',
     '',
     ...table(
       ['setting', 'value', 'meaning'],
       [
-        [code('probe_wait'), formatDuration(l.probeWaitMs), 'how long a probe watches for signs of life'],
+        [code('probe_wait'), formatDuration(l.probeWaitMs), 'how long a probe watches for signs of life (a `WORKING` answer among them)'],
         [code('extension'), formatDuration(l.extensionMs), 'time granted per sign of life'],
         [code('max_extensions'), String(l.maxExtensions), 'extensions per turn before the overrun counts as a hang'],
         [code('reissues'), String(l.reissues), 'times a silent turn is stopped and issued again before the operator is paged'],

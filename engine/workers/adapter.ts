@@ -70,6 +70,12 @@ export interface WorkerAdapter {
   runTurn(request: TurnRequest, observer: TurnObserver): Promise<TurnOutcome>;
   /** Process workers: the running turn of a session, for the liveness probe. */
   running?(session: string): { pid: number; startTime: string; outputBytes: number } | undefined;
+  /**
+   * Conversational workers: ask the running turn of a session, in-session between its
+   * steps, whether it is still working. Its `>>WORKING` answer is reported through
+   * `observer.progress`, and the turn goes on.
+   */
+  probe?(session: string, question: string): void;
 }
 
 /** An observer that drops everything: for tests and tools that do not record. */

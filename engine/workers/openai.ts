@@ -36,24 +36,51 @@ const DEFAULT_BASE_URL = 'https://api.openai.com/v1';
 
 /** An adapter of kind 'openai' for one `[workers.<role>]` table. */
 export function createOpenAIWorker(settings: OpenAISettings, deps: OpenAIWorkerDeps): WorkerAdapter {
+  /** Liveness questions waiting to be asked between the steps of a running turn, by session. */
+  const probes = new Map<string, string>();
+  /** Sessions with a model call open, and their turn's observer: an open call within its timeout is alive. */
+  const calling = new Map<string, TurnObserver>();
+  /** The command a session's `run` tool is running now, for the probe's process signs (CPU). */
+  const commands = new Map<string, { pid: number; startTime: string }>();
   return {
     kind: 'openai',
     async runTurn(request, observer) {
       try {
-        return await runOpenAITurn(settings, deps, request, observer);
+        return await runOpenAITurn(settings, deps, request, observer, { probes, calling, commands });
       } catch (error) {
         return { ok: false, failure: 'crash', detail: `the openai worker failed unexpectedly: ${describe(error)}` };
+      } finally {
+        probes.delete(request.session);
+        calling.delete(request.session);
+        commands.delete(request.session);
       }
+    },
+    running(session) {
+      const command = commands.get(session);
+      return command ? { ...command, outputBytes: 0 } : undefined;
+    },
+    probe(session, question) {
+      probes.set(session, question);
+      calling.get(session)?.progress?.('a model call is in flight');
     },
   };
 }
+
+/** The answer to a liveness question: exactly a `>>WORKING` line, optionally with a payload. */
+const WORKING_LINE = /^>>WORKING(?:[ \t]+(\{.*\}))?[ \t]*$/m;
 
 async function runOpenAITurn(
   settings: OpenAISettings,
   deps: OpenAIWorkerDeps,
   request: TurnRequest,
   observer: TurnObserver,
+  live: {
+    probes: Map<string, string>;
+    calling: Map<string, TurnObserver>;
+    commands: Map<string, { pid: number; startTime: string }>;
+  },
 ): Promise<TurnOutcome> {
+  const { probes, calling, commands } = live;
   const table = `[workers.${request.role}]`;
   const keyName = settings.api_key_env;
   const apiKey = deps.env[keyName];
@@ -95,13 +122,22 @@ async function runOpenAITurn(
       env: minimalEnv(deps.env, []),
       toolTimeoutMs: parseDuration(settings.tool_timeout) ?? 300_000,
       signal: budget.signal,
-      onSpawn: (info) => observer.spawned(info),
-      onExit: (info) => observer.exited(info),
+      onSpawn: (info) => {
+        commands.set(request.session, info);
+        observer.spawned(info);
+      },
+      onExit: (info) => {
+        if (commands.get(request.session)?.pid === info.pid) commands.delete(request.session);
+        observer.exited(info);
+      },
     };
     let tokens = 0;
+    let asked = false;
 
     for (let step = 1; step <= settings.max_steps; step++) {
+      calling.set(request.session, observer);
       const call = await callModel(client, settings, conversation, tools, budget, observer, deps, { table, keyName, baseURL });
+      calling.delete(request.session);
       if (!call.ok) return call.outcome;
       const completion = call.completion;
       const usage = completion.usage;
@@ -119,6 +155,15 @@ async function runOpenAITurn(
       if (calls.length > 0) assistant.tool_calls = calls;
       conversation.messages.push(assistant);
       await saveConversation(request.runDir, conversation);
+      if (calls.length === 0 && asked && WORKING_LINE.test(message.content ?? '')) {
+        // The answer to the liveness question: a sign of life; the turn goes on.
+        asked = false;
+        observer.progress?.(`working: ${(message.content ?? '').trim().slice(0, 200)}`);
+        conversation.messages.push({ role: 'user', content: 'Noted. Go on with the turn where you left off, and end it as the turn asks.' });
+        await saveConversation(request.runDir, conversation);
+        continue;
+      }
+      asked = false;
       if (calls.length === 0) return { ok: true, reply: message.content ?? '' };
 
       const cap = settings.max_tokens_per_turn;
@@ -143,6 +188,14 @@ async function runOpenAITurn(
       // Each finished step is a sign of life for the liveness probe (usage counts too).
       observer.progress?.(`step ${step}: ${calls.length} tool call(s)`);
       if (budget.ended) return budget.outcome();
+      // Between steps: the engine's liveness question, if it asked one, in this same conversation.
+      const question = probes.get(request.session);
+      if (question !== undefined) {
+        probes.delete(request.session);
+        conversation.messages.push({ role: 'user', content: question });
+        await saveConversation(request.runDir, conversation);
+        asked = true;
+      }
     }
     return fail(
       'step_cap',

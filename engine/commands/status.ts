@@ -5,6 +5,7 @@ import { readLog } from '../eventlog.ts';
 import { apply, initialState, type EngineState } from '../state.ts';
 import type { Clock } from '../clock.ts';
 import { formatDuration } from '../duration.ts';
+import { isHolderAlive, readLock } from '../lockfile.ts';
 
 /** The newest run directory of a repository, or undefined before the first run. */
 export function latestRun(repo: string): string | undefined {
@@ -54,7 +55,9 @@ export async function statusCommand(opts: { repo: string; json: boolean; clock: 
     opts.print(JSON.stringify({ run, finished: state.finished, blocks: rows }, null, 2));
     return 0;
   }
-  opts.print(`run ${state.run ?? '?'}${state.finished ? ' (finished)' : ' (running or interrupted)'} — ${run}`);
+  const holder = readLock(join(resolve(opts.repo), '.tron', 'engine.lock'));
+  const live = holder && isHolderAlive(holder) ? ` (running: pid ${holder.pid})` : ' (interrupted: the next tron start recovers it)';
+  opts.print(`run ${state.run ?? '?'}${state.finished ? ' (finished)' : live} — ${run}`);
   const width = Math.max(5, ...rows.map((r) => r.block.length));
   opts.print(`${'block'.padEnd(width)}  ${'phase'.padEnd(9)}  attempt  ${'waiting'.padEnd(11)}  age`);
   for (const r of rows) {

@@ -3,6 +3,7 @@ import { makeProject, runTron } from '../testing/project.ts';
 import { statusCommand } from './status.ts';
 import { ManualClock } from '../clock.ts';
 import type { TestRepo } from '../testing/repo.ts';
+import { startCli } from '../testing/crash.ts';
 
 let repo: TestRepo | undefined;
 afterEach(async () => {
@@ -39,5 +40,16 @@ describe('tron status', () => {
       expect.objectContaining({ block: 'good', phase: 'landed', attempt: 1 }),
       expect.objectContaining({ block: 'stuck', phase: 'parked', attempt: 1, waiting: 'operator', reason: 'blocked: no access' }),
     ]);
+  });
+});
+
+describe('tron status after a crash', () => {
+  it('says the run was interrupted and that the next start recovers it', async () => {
+    repo = await makeProject({ blocks: { a: {} } });
+    const crashed = await startCli(repo, { TRON_CRASH_AFTER_EVENT: '6' });
+    expect(crashed.signal).toBe('SIGKILL');
+    const lines: string[] = [];
+    await statusCommand({ repo: repo.dir, json: false, clock: new ManualClock(), print: (l) => lines.push(l) });
+    expect(lines[0]).toContain('(interrupted: the next tron start recovers it)');
   });
 });

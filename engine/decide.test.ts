@@ -115,3 +115,29 @@ describe('the decision step', () => {
     expect(d.feed({ type: 'reply.received', block: 'a', role: 'builder', session: 'a.1.builder', turn: 7, ok: true, reply: '>>DONE' })).toEqual([]);
   });
 });
+
+describe('the truth gate', () => {
+  it('never passes a head whose tests the engine did not run', () => {
+    const d = new Driver();
+    d.boot([{ id: 'a' }]);
+    d.feed({ type: 'worktree.ready', block: 'a', attempt: 1, base: sha(1), path: 'a' });
+    d.feed({ type: 'reply.received', block: 'a', role: 'builder', session: 'a.1.builder', turn: 1, ok: true, reply: '>>DONE' });
+    const out = d.feed({ type: 'facts.observed', block: 'a', purpose: 'gate', base: sha(1), head: sha(2), commits: 1, trunk_sha: sha(1), main_status: '', clean: true, status: '', tests: null, patch_id: 'p', fast_forward: true });
+    const failed = out.find((x) => x.type === 'gate.failed');
+    expect(failed).toMatchObject({ facts: expect.arrayContaining([expect.objectContaining({ name: 'tests', ok: false })]) });
+    expect(out.some((x) => x.type === 'block.dispatched' && x.kind === 'challenge')).toBe(false);
+  });
+
+  it('accepts trunk at a sha the engine itself landed while the facts were observed', () => {
+    const d = new Driver();
+    d.boot([{ id: 'a' }, { id: 'b' }]);
+    d.feed({ type: 'worktree.ready', block: 'b', attempt: 1, base: sha(1), path: 'b' });
+    d.feed({ type: 'reply.received', block: 'b', role: 'builder', session: 'b.1.builder', turn: 1, ok: true, reply: '>>DONE' });
+    d.approve('a', sha(2));
+    d.feed({ type: 'merge.observed', block: 'a', trunk_sha: sha(1), sha: sha(2), fast_forward: true, patch_id: 'p' });
+    d.feed({ type: 'block.landed', block: 'a', sha: sha(2), from: sha(1) });
+    const tests = { exit: 0, timed_out: false, log: 'l', tail: '' };
+    const out = d.feed({ type: 'facts.observed', block: 'b', purpose: 'gate', base: sha(1), head: sha(3), commits: 1, trunk_sha: sha(2), main_status: '', clean: true, status: '', tests, patch_id: 'q', fast_forward: false });
+    expect(out.find((x) => x.type === 'block.dispatched')).toMatchObject({ kind: 'challenge', sha: sha(3) });
+  });
+});

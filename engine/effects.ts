@@ -83,7 +83,7 @@ async function retireBranch(c: EffectContext, id: string, branch: string): Promi
   return orphan;
 }
 
-export async function observeFacts(c: EffectContext, s: EngineState, e: EventOf<'facts.requested'>): Promise<EventBody> {
+export async function observeFacts(c: EffectContext, e: EventOf<'facts.requested'>): Promise<EventBody> {
   const dir = git.worktreePath(c.repo, e.block);
   const head = await git.headOf(dir);
   const commits = (await git.commitsOver(c.repo, e.base, head)).length;
@@ -91,9 +91,10 @@ export async function observeFacts(c: EffectContext, s: EngineState, e: EventOf<
   // Read the main checkout only between landings, never while one is moving it.
   const status = await serialWorktrees(() => mainStatus(c.repo, c.config.trunk));
   const clean = await git.isClean(dir);
-  const trunkOk = trunkSha === s.trunkSha;
   const fastForward = trunkSha ? await git.isAncestor(c.repo, trunkSha, head) : false;
-  const worthTesting = commits > 0 && clean.clean && trunkOk && (e.purpose === 'gate' || fastForward);
+  // Whether trunk is as the engine left it is decided from these facts, not here: the
+  // engine may land another block while they are observed.
+  const worthTesting = commits > 0 && clean.clean && (e.purpose === 'gate' || fastForward);
   const tests = worthTesting
     ? await runTests({
         command: c.config.test,

@@ -100,6 +100,9 @@ export const EVENT_SCHEMAS = {
   'worker.killed': z
     .strictObject({ block, session: z.string(), pid: z.number().int(), start_time: z.string(), run: z.string() })
     .describe('note: at boot, a worker process an earlier run started and never saw end was killed (matched by pid and start time).'),
+  'lock.cleared': z
+    .strictObject({ block, file: z.string(), detail: z.string() })
+    .describe('note: at boot, a git lock file left by a landing the previous run died in the middle of was removed.'),
   'inbox.consumed': z
     .strictObject({ file: z.string() })
     .describe('note: an operator answer file was moved out of .tron/inbox/ into the run directory.'),

@@ -55,8 +55,13 @@ export function deriveFacts(
     });
   }
   const t = o.tests;
-  // Tests that were not run (an earlier fact failed) are not a fact either way.
-  if (t === null) return facts;
+  if (t === null) {
+    // Tests not run because an earlier fact failed are no fact either way; otherwise the
+    // gate never passes without them.
+    if (facts.some((f) => !f.ok)) return facts;
+    facts.push({ name: 'tests', ok: false, evidence: `the engine did not run the test command at ${short(o.head)}` });
+    return facts;
+  }
   facts.push({
     name: 'tests',
     ok: t.exit === 0 && !t.timed_out,

@@ -1,8 +1,8 @@
 import { existsSync } from 'node:fs';
-import { utimes } from 'node:fs/promises';
+import { utimes, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { allOnTrunk, checkMainCheckout, createWorktree, land, landedRefs, mainCheckout, revParse } from './git.ts';
+import { allOnTrunk, checkMainCheckout, clearLandingLocks, createWorktree, land, landedRefs, mainCheckout, revParse } from './git.ts';
 import { makeRepo, type TestRepo } from './testing/repo.ts';
 
 const repos: TestRepo[] = [];
@@ -174,5 +174,18 @@ describe('allOnTrunk', () => {
     await tree.write('extra.txt', 'extra\n');
     const extra = await tree.commitAll('extra');
     expect(await allOnTrunk(r.dir, extra, 'main')).toBe(false);
+  });
+});
+
+describe('clearLandingLocks', () => {
+  it('removes the lock files a landing killed midway leaves behind, after which the landing goes through', async () => {
+    const { r, base, head } = await built();
+    const stale = [join(r.dir, '.git', 'refs', 'heads', 'main.lock'), join(r.dir, '.git', 'index.lock')];
+    for (const file of stale) await writeFile(file, '');
+    await expect(land(r.dir, { trunk: 'main', expectedOld: base, sha: head, id: 'login' })).rejects.toThrow(/main\.lock/);
+    expect((await clearLandingLocks(r.dir, 'main', 'login')).sort()).toEqual(stale.sort());
+    for (const file of stale) expect(existsSync(file)).toBe(false);
+    expect(await land(r.dir, { trunk: 'main', expectedOld: base, sha: head, id: 'login' })).toMatchObject({ ok: true });
+    expect(await clearLandingLocks(r.dir, 'main', 'login')).toEqual([]);
   });
 });

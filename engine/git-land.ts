@@ -4,13 +4,14 @@
  * landed and no block lands twice. Afterwards the user's checkout of trunk, if any, is
  * moved with it (see the consistency rule in git.ts).
  */
-import { realpath } from 'node:fs/promises';
-import { resolve, sep } from 'node:path';
+import { existsSync } from 'node:fs';
+import { realpath, rm } from 'node:fs/promises';
+import { join, resolve, sep } from 'node:path';
 import type { Problem } from './errors.ts';
 import { GitFailure, commandFailed, gitOut, runGit, type Sha } from './git-run.ts';
 import { currentTrunkSha, isAncestor, revParse } from './git-query.ts';
 import { LANDED_PREFIX } from './git-refs.ts';
-import { WORKTREES_DIR } from './git-worktree.ts';
+import { WORKTREES_DIR, commonDir } from './git-worktree.ts';
 
 /** What happened to the user's checkout of trunk after a landing. */
 export type CheckoutSync =
@@ -148,4 +149,24 @@ export async function catchUpCheckout(repo: string, trunk: string, olds: readonl
     return synced.state === 'updated' ? old : undefined;
   }
   return undefined;
+}
+
+/**
+ * The lock files a landing takes — trunk's ref, the landed ref, and the index of the
+ * user's checkout of trunk while it is moved — left behind when the engine died in the
+ * middle of one. Only called at boot, for a landing the previous run announced and never
+ * saw end; returns the files it removed.
+ */
+export async function clearLandingLocks(repo: string, trunk: string, id: string): Promise<string[]> {
+  const common = await commonDir(repo);
+  const files = [join(common, 'refs', 'heads', `${trunk}.lock`), join(common, 'refs', 'tron', 'landed', `${id}.lock`)];
+  const checkout = await trunkCheckoutPath(repo, trunk);
+  if (checkout !== undefined) files.push(resolve(checkout, (await gitOut(checkout, ['rev-parse', '--git-dir'])).trim(), 'index.lock'));
+  const removed: string[] = [];
+  for (const file of files) {
+    if (!existsSync(file)) continue;
+    await rm(file, { force: true });
+    removed.push(file);
+  }
+  return removed;
 }

@@ -106,7 +106,7 @@ async function adminDir(repo: string, name: string): Promise<string> {
   return join(await commonDir(repo), 'worktrees', name);
 }
 
-async function commonDir(repo: string): Promise<string> {
+export async function commonDir(repo: string): Promise<string> {
   return resolve(repo, (await gitOut(repo, ['rev-parse', '--git-common-dir'])).trim());
 }
 

@@ -60,6 +60,24 @@ export async function recover(opts: { repo: string; previousRunDir: string | und
   return { ...(run && run.type === 'run.started' ? { previous: run.run } : {}), events: out, answered };
 }
 
+/**
+ * A landing announced (land.intent) and never seen to end leaves git's lock files behind:
+ * remove them. Runs at boot, under the engine lock, before anything reads the checkout.
+ */
+export async function clearInterruptedLanding(repo: string, previousRunDir: string | undefined): Promise<EventBody[]> {
+  if (!previousRunDir || !existsSync(join(previousRunDir, 'events.jsonl'))) return [];
+  const events = readLog(join(previousRunDir, 'events.jsonl')).events;
+  const started = events.find((e) => e.type === 'run.started');
+  let open: Extract<TronEvent, { type: 'land.intent' }> | undefined;
+  for (const e of events) {
+    if (e.type === 'land.intent') open = e;
+    if ((e.type === 'block.landed' || e.type === 'land.refused') && open?.block === e.block) open = undefined;
+  }
+  if (!open || !started || started.type !== 'run.started') return [];
+  const removed = await git.clearLandingLocks(repo, started.trunk, open.block);
+  return removed.map((file) => ({ type: 'lock.cleared', block: open!.block, file, detail: 'left by a landing the previous run died in the middle of' }));
+}
+
 /** Worker processes started and never seen to end: killed by pid and start time, never by name. */
 function killStrays(events: readonly TronEvent[], run: string): EventBody[] {
   const alive = new Map<number, Extract<TronEvent, { type: 'worker.spawned' }>>();

@@ -222,6 +222,7 @@ export function apply(prev: EngineState, e: TronEvent): EngineState {
       s.registered = true;
       break;
     case 'recovery.started':
+    case 'lock.cleared':
     case 'worker.killed':
     case 'inbox.consumed':
       break;

@@ -274,7 +274,7 @@ export class Engine {
       case 'block.dispatched':
         return start(() => this.turn(e));
       case 'facts.requested':
-        return start(() => fx.observeFacts(c, s, e));
+        return start(() => fx.observeFacts(c, e));
       case 'merge.locked':
         return start(() => fx.observeMerge(c, s, e));
       case 'land.intent':

@@ -16,7 +16,7 @@ import { createWorker } from '../workers/create.ts';
 import { preflightWorkers } from '../workers/preflight.ts';
 import type { WorkerAdapter } from '../workers/adapter.ts';
 import type { WorkerRole } from '../roles.ts';
-import { carrySessions, recover } from '../recovery.ts';
+import { carrySessions, clearInterruptedLanding, recover } from '../recovery.ts';
 import { latestRun } from './status.ts';
 import { readLog } from '../eventlog.ts';
 
@@ -57,19 +57,23 @@ export async function startCommand(o: StartOptions): Promise<number> {
     if (problems.length > 0) throw new InputError(problems);
   }
   const trunkSha = await git.currentTrunkSha(repo, config.trunk);
-  const caughtUp = await git.catchUpCheckout(repo, config.trunk, landedFrom(latestRun(repo)));
-  if (caughtUp) o.print(`tron: your checkout of ${config.trunk} was left at ${caughtUp.slice(0, 12)} by an interrupted landing; moved it to ${trunkSha.slice(0, 12)}`);
-  const dirty = await git.checkMainCheckout(repo, config.trunk);
-  if (dirty) throw new InputError([dirty]);
+  // One engine per repository: nothing below runs while another engine holds the repository.
   mkdirSync(join(repo, '.tron'), { recursive: true });
   const lock = acquireLock(join(repo, '.tron', 'engine.lock'), { purpose: `the engine of ${repo}`, command: `tron start${o.watch ? ' --watch' : ''}` });
   try {
+    // A landing the previous run died in the middle of: its git locks first, then the checkout it was moving.
+    const previous = latestRun(repo);
+    const cleared = await clearInterruptedLanding(repo, previous);
+    const caughtUp = await git.catchUpCheckout(repo, config.trunk, landedFrom(previous));
+    if (caughtUp) o.print(`tron: your checkout of ${config.trunk} was left at ${caughtUp.slice(0, 12)} by an interrupted landing; moved it to ${trunkSha.slice(0, 12)}`);
+    const dirty = await git.checkMainCheckout(repo, config.trunk);
+    if (dirty) throw new InputError([dirty]);
     const workers: Partial<Record<WorkerRole, WorkerAdapter>> = { ...o.workers };
     for (const role of ['builder', 'reviewer', 'architect'] as const) {
       const settings = config.workers[role];
       if (!workers[role] && settings) workers[role] = createWorker(settings, { repo, env: o.env });
     }
-    const previousRunDir = latestRun(repo);
+    const previousRunDir = previous;
     const recovery = await recover({ repo, previousRunDir, blocks: blocks.map((b) => ({ id: b.id, title: b.title, depends_on: b.dependsOn, priority: b.priority, criteria: b.criteria, digest: b.digest })), clock: o.clock });
     const runsDir = join(repo, '.tron', 'runs');
     const startedAt = o.clock.now();
@@ -91,7 +95,7 @@ export async function startCommand(o: StartOptions): Promise<number> {
       env: o.env,
       print: o.print,
       watch: Boolean(o.watch),
-      boot: recovery.events,
+      boot: [recovery.events[0]!, ...cleared, ...recovery.events.slice(1)],
       consumed: recovery.answered,
       ...crashHook(o.env),
       ...(o.heartbeatMs ? { heartbeatMs: o.heartbeatMs } : {}),

@@ -102,7 +102,7 @@ export const EVENT_SCHEMAS = {
     .describe('note: at boot, a worker process an earlier run started and never saw end was killed (matched by pid and start time).'),
   'lock.cleared': z
     .strictObject({ block, file: z.string(), detail: z.string() })
-    .describe('note: at boot, a git lock file left by a landing the previous run died in the middle of was removed.'),
+    .describe('note: at boot, a git lock file on a ref only the engine writes (or taken by a landing the previous run died in the middle of) was removed.'),
   'inbox.consumed': z
     .strictObject({ file: z.string() })
     .describe('note: an operator answer file was moved out of .tron/inbox/ into the run directory.'),

@@ -1,8 +1,8 @@
 import { existsSync } from 'node:fs';
-import { rm, writeFile } from 'node:fs/promises';
+import { mkdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { clearStaleLocks, createReviewCheckout, createWorktree, removeWorktree, resetWorktree, revParse } from './git.ts';
+import { clearEngineRefLocks, clearStaleLocks, createReviewCheckout, createWorktree, removeWorktree, resetWorktree, revParse } from './git.ts';
 import { makeRepo, type TestRepo } from './testing/repo.ts';
 
 const repos: TestRepo[] = [];
@@ -149,5 +149,21 @@ describe('resetWorktree', () => {
     await rm(wt.path, { recursive: true, force: true });
     await resetWorktree(r.dir, 'login');
     expect(await r.at(wt.path).git('symbolic-ref', 'HEAD')).toBe('refs/heads/tron/login');
+  });
+});
+
+describe('clearEngineRefLocks', () => {
+  it("removes stale locks on the engine's own refs and leaves the user's alone", async () => {
+    const r = await repo();
+    const base = await r.git('rev-parse', 'HEAD');
+    await createWorktree(r.dir, { id: 'login', base });
+    const git = join(r.dir, '.git', 'refs');
+    await mkdir(join(git, 'heads', 'orphan'), { recursive: true });
+    await mkdir(join(git, 'tron', 'landed'), { recursive: true });
+    const ours = [join(git, 'heads', 'tron', 'login.lock'), join(git, 'heads', 'orphan', 'login-1.lock'), join(git, 'tron', 'landed', 'login.lock')];
+    const theirs = join(git, 'heads', 'main.lock');
+    for (const file of [...ours, theirs]) await writeFile(file, '');
+    expect((await clearEngineRefLocks(r.dir)).sort()).toEqual([...ours].sort());
+    expect(existsSync(theirs)).toBe(true);
   });
 });

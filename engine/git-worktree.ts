@@ -5,7 +5,7 @@
  * folder is ever created or removed here.
  */
 import { existsSync } from 'node:fs';
-import { mkdir, readFile, rm } from 'node:fs/promises';
+import { mkdir, readdir, readFile, rm } from 'node:fs/promises';
 import { isAbsolute, join, relative, resolve } from 'node:path';
 import { GitFailure, GitStateError, commandFailed, gitOut, runGit, type Sha } from './git-run.ts';
 import { revParse } from './git-query.ts';
@@ -146,4 +146,25 @@ export async function resetWorktree(repo: string, id: string): Promise<void> {
   await runGit(path, ['checkout', '-q', '-f', `tron/${id}`]);
   await runGit(path, ['reset', '-q', '--hard']);
   await runGit(path, ['clean', '-q', '-fd']);
+}
+
+/**
+ * Lock files on the refs only the engine writes — tron/<id> and orphan/<id>-<n> branches,
+ * refs/tron/landed/<id> — left by a git process killed with the engine (or by a worker
+ * recovery killed). Boot removes them, under the engine lock, once strays are dead; the
+ * user's own refs are never touched. Returns the files removed.
+ */
+export async function clearEngineRefLocks(repo: string): Promise<string[]> {
+  const common = await commonDir(repo);
+  const removed: string[] = [];
+  for (const dir of [join(common, 'refs', 'heads', 'tron'), join(common, 'refs', 'heads', 'orphan'), join(common, 'refs', 'tron', 'landed')]) {
+    if (!existsSync(dir)) continue;
+    for (const entry of await readdir(dir, { recursive: true })) {
+      const name = String(entry);
+      if (!name.endsWith('.lock')) continue;
+      await rm(join(dir, name), { force: true });
+      removed.push(join(dir, name));
+    }
+  }
+  return removed;
 }

@@ -35,5 +35,5 @@
 export { DIFF_FLAGS, GitFailure, GitStateError, gitEnv, type Sha } from './git-run.ts';
 export { allOnTrunk, commitsOver, currentTrunkSha, diffStat, headOf, isAncestor, isClean, mergeBase, patchId, revParse } from './git-query.ts';
 export { LANDED_PREFIX, branchesOf, deleteBranch, landedRefs, preserveOrphan } from './git-refs.ts';
-export { WORKTREES_DIR, clearStaleLocks, pruneWorktrees, resetWorktree, createReviewCheckout, createWorktree, removeWorktree, reviewPath, worktreePath } from './git-worktree.ts';
+export { WORKTREES_DIR, clearEngineRefLocks, clearStaleLocks, pruneWorktrees, resetWorktree, createReviewCheckout, createWorktree, removeWorktree, reviewPath, worktreePath } from './git-worktree.ts';
 export { catchUpCheckout, checkMainCheckout, clearLandingLocks, land, mainCheckout, type CheckoutSync, type LandResult, type MainCheckout } from './git-land.ts';

@@ -46,6 +46,9 @@ export async function recover(opts: { repo: string; previousRunDir: string | und
   const run = events.find((e) => e.type === 'run.started');
   const out: EventBody[] = [{ type: 'recovery.started', previous: run && run.type === 'run.started' ? run.run : null, torn }];
   out.push(...killStrays(events, run && run.type === 'run.started' ? run.run : ''));
+  for (const file of await git.clearEngineRefLocks(repo)) {
+    out.push({ type: 'lock.cleared', block: file.split('/').at(-1)!.replace(/\.lock$/, ''), file, detail: 'a ref lock left by a git process killed with the previous run' });
+  }
   const prev = events.reduce(apply, initialState());
   for (const info of opts.blocks) {
     const b = prev.blocks[info.id];

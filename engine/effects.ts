@@ -3,7 +3,7 @@
  * carried out here, and what it found comes back as an input event. Nothing here
  * decides anything; it observes and reports.
  */
-import { appendFileSync, existsSync, mkdirSync, rmSync } from 'node:fs';
+import { appendFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { execa } from 'execa';
 import type { BodyOf, EventBody, EventOf } from './events.ts';
@@ -192,11 +192,4 @@ export async function page(c: EffectContext, e: EventOf<'escalation.raised'>): P
     if (result.exitCode !== 0) c.print(`tron: the page command exited ${result.exitCode}: ${(result.stderr ?? '').toString().slice(-500)}`);
   }
   return { type: 'page.sent', block: e.block, page: id, reason: e.detail, ...(command ? { command } : {}) };
-}
-
-/** The engine's own checkouts under .tron/worktrees, removed at the end of a clean run. */
-export function clearEngineCheckouts(repo: string): void {
-  const dir = join(repo, '.tron', 'worktrees', '_trunk');
-  if (existsSync(dir)) rmSync(dir, { recursive: true, force: true });
-  mkdirSync(join(repo, '.tron', 'worktrees'), { recursive: true });
 }

@@ -146,13 +146,9 @@ function pageSent(events: readonly TronEvent[], id: string): boolean {
 
 /** Review and trunk checkouts are recreated on demand; stale worktree records are pruned. */
 async function cleanEngineCheckouts(repo: string): Promise<void> {
-  const dir = join(repo, '.tron', 'worktrees');
-  if (existsSync(dir)) {
-    for (const name of ['_trunk']) {
-      const path = join(dir, name);
-      if (existsSync(path)) await git.removeWorktree(repo, path);
-    }
-  }
+  // The engine's checkout for trunk test runs is made afresh for each run.
+  const trunkCheckout = git.reviewPath(repo, '_trunk');
+  if (existsSync(trunkCheckout)) await git.removeWorktree(repo, trunkCheckout);
   await git.pruneWorktrees(repo);
 }
 

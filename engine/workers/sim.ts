@@ -32,7 +32,7 @@
  * repository, so an engine restarted after a crash continues the script where the
  * previous run left it, and a turn issued again with the same identity gets the same entry.
  */
-import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import TOML from '@iarna/toml';
 import { z } from 'zod';
@@ -160,7 +160,9 @@ function pickEntry(stateDir: string, request: TurnRequest, turns: readonly SimTu
   if (index < 0 && request.kind !== 'probe') index = turns.findIndex((t, i) => free(i) && t.kind === undefined);
   taken[key] = index;
   mkdirSync(dirname(file), { recursive: true });
-  writeFileSync(file, JSON.stringify(taken));
+  // Atomic: a crash mid-write must not leave a torn file the next start cannot read.
+  writeFileSync(`${file}.tmp`, JSON.stringify(taken));
+  renameSync(`${file}.tmp`, file);
   return index;
 }
 

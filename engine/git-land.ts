@@ -4,14 +4,13 @@
  * landed and no block lands twice. Afterwards the user's checkout of trunk, if any, is
  * moved with it (see the consistency rule in git.ts).
  */
-import { existsSync } from 'node:fs';
-import { realpath, rm } from 'node:fs/promises';
+import { realpath } from 'node:fs/promises';
 import { join, resolve, sep } from 'node:path';
 import type { Problem } from './errors.ts';
 import { GitFailure, commandFailed, gitOut, runGit, type Sha } from './git-run.ts';
 import { currentTrunkSha, isAncestor, revParse } from './git-query.ts';
 import { LANDED_PREFIX } from './git-refs.ts';
-import { WORKTREES_DIR, commonDir } from './git-worktree.ts';
+import { WORKTREES_DIR, commonDir, removeStaleLocks } from './git-worktree.ts';
 
 /** What happened to the user's checkout of trunk after a landing. */
 export type CheckoutSync =
@@ -162,11 +161,5 @@ export async function clearLandingLocks(repo: string, trunk: string, id: string)
   const files = [join(common, 'refs', 'heads', `${trunk}.lock`), join(common, 'refs', 'tron', 'landed', `${id}.lock`)];
   const checkout = await trunkCheckoutPath(repo, trunk);
   if (checkout !== undefined) files.push(resolve(checkout, (await gitOut(checkout, ['rev-parse', '--git-dir'])).trim(), 'index.lock'));
-  const removed: string[] = [];
-  for (const file of files) {
-    if (!existsSync(file)) continue;
-    await rm(file, { force: true });
-    removed.push(file);
-  }
-  return removed;
+  return removeStaleLocks(files);
 }

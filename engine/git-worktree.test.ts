@@ -1,4 +1,4 @@
-import { existsSync } from 'node:fs';
+import { closeSync, existsSync, openSync } from 'node:fs';
 import { mkdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -163,7 +163,17 @@ describe('clearEngineRefLocks', () => {
     const ours = [join(git, 'heads', 'tron', 'login.lock'), join(git, 'heads', 'orphan', 'login-1.lock'), join(git, 'tron', 'landed', 'login.lock')];
     const theirs = join(git, 'heads', 'main.lock');
     for (const file of [...ours, theirs]) await writeFile(file, '');
-    expect((await clearEngineRefLocks(r.dir)).sort()).toEqual([...ours].sort());
+    // A lock some live process holds open is a running git's: never removed.
+    const held = join(r.dir, '.git', 'packed-refs.lock');
+    await writeFile(held, '');
+    const fd = openSync(held, 'r');
+    try {
+      expect((await clearEngineRefLocks(r.dir)).sort()).toEqual([...ours].sort());
+      expect(existsSync(held)).toBe(true);
+    } finally {
+      closeSync(fd);
+    }
     expect(existsSync(theirs)).toBe(true);
+    expect(await clearEngineRefLocks(r.dir)).toEqual([held]);
   });
 });

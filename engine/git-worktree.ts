@@ -8,6 +8,7 @@ import { existsSync } from 'node:fs';
 import { mkdir, readdir, readFile, rm } from 'node:fs/promises';
 import { isAbsolute, join, relative, resolve } from 'node:path';
 import { GitFailure, GitStateError, commandFailed, gitOut, runGit, type Sha } from './git-run.ts';
+import { heldOpen } from './proc.ts';
 import { revParse } from './git-query.ts';
 
 export const WORKTREES_DIR = join('.tron', 'worktrees');
@@ -150,21 +151,32 @@ export async function resetWorktree(repo: string, id: string): Promise<void> {
 
 /**
  * Lock files on the refs only the engine writes — tron/<id> and orphan/<id>-<n> branches,
- * refs/tron/landed/<id> — left by a git process killed with the engine (or by a worker
- * recovery killed). Boot removes them, under the engine lock, once strays are dead; the
- * user's own refs are never touched. Returns the files removed.
+ * refs/tron/landed/<id> — and packed-refs.lock, left by a git process killed with the
+ * engine (or a worker recovery killed). Boot removes them, under the engine lock, once
+ * strays are dead, and only when no live process holds them open: a lock a running git
+ * holds is never touched. Returns the files removed.
  */
 export async function clearEngineRefLocks(repo: string): Promise<string[]> {
   const common = await commonDir(repo);
-  const removed: string[] = [];
+  const candidates: string[] = [];
   for (const dir of [join(common, 'refs', 'heads', 'tron'), join(common, 'refs', 'heads', 'orphan'), join(common, 'refs', 'tron', 'landed')]) {
     if (!existsSync(dir)) continue;
     for (const entry of await readdir(dir, { recursive: true })) {
-      const name = String(entry);
-      if (!name.endsWith('.lock')) continue;
-      await rm(join(dir, name), { force: true });
-      removed.push(join(dir, name));
+      if (String(entry).endsWith('.lock')) candidates.push(join(dir, String(entry)));
     }
+  }
+  // Deleting any ref rewrites packed-refs under packed-refs.lock: a killed `git branch -D` leaves it.
+  candidates.push(join(common, 'packed-refs.lock'));
+  return removeStaleLocks(candidates);
+}
+
+/** Removes those of `files` that exist and that no live process holds open; returns them. */
+export async function removeStaleLocks(files: readonly string[]): Promise<string[]> {
+  const removed: string[] = [];
+  for (const file of files) {
+    if (!existsSync(file) || heldOpen(file)) continue;
+    await rm(file, { force: true });
+    removed.push(file);
   }
   return removed;
 }

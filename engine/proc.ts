@@ -2,7 +2,7 @@
  * Processes are identified by pid *and* start time, never by name: a pid reused by an
  * unrelated process after a crash must never be killed by recovery.
  */
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
 
 /** The process start time (clock ticks since boot, from /proc/<pid>/stat), or undefined if gone. */
 export function processStartTime(pid: number): string | undefined {
@@ -51,4 +51,33 @@ export function killGroup(pid: number, startTime: string, signal: NodeJS.Signals
       return false;
     }
   }
+}
+
+/**
+ * Whether any process has `file` open: a git lock file that no process holds is stale
+ * (its git was killed) and safe to remove; one that is open belongs to a live git.
+ */
+export function heldOpen(file: string): boolean {
+  let pids: string[];
+  try {
+    pids = readdirSync('/proc').filter((name) => /^\d+$/.test(name));
+  } catch {
+    return true; // cannot tell: assume it is held
+  }
+  for (const pid of pids) {
+    let fds: string[];
+    try {
+      fds = readdirSync(`/proc/${pid}/fd`);
+    } catch {
+      continue; // gone, or not ours to read
+    }
+    for (const fd of fds) {
+      try {
+        if (readlinkSync(`/proc/${pid}/fd/${fd}`) === file) return true;
+      } catch {
+        // closed meanwhile
+      }
+    }
+  }
+  return false;
 }

@@ -180,7 +180,7 @@ describe('allOnTrunk', () => {
 describe('clearLandingLocks', () => {
   it('removes the lock files a landing killed midway leaves behind, after which the landing goes through', async () => {
     const { r, base, head } = await built();
-    const stale = [join(r.dir, '.git', 'refs', 'heads', 'main.lock'), join(r.dir, '.git', 'index.lock')];
+    const stale = [join(r.dir, '.git', 'refs', 'heads', 'main.lock'), join(r.dir, '.git', 'index.lock'), join(r.dir, '.git', 'HEAD.lock')];
     for (const file of stale) await writeFile(file, '');
     await expect(land(r.dir, { trunk: 'main', expectedOld: base, sha: head, id: 'login' })).rejects.toThrow(/main\.lock/);
     expect((await clearLandingLocks(r.dir, 'main', 'login')).sort()).toEqual(stale.sort());

@@ -158,8 +158,17 @@ export async function catchUpCheckout(repo: string, trunk: string, olds: readonl
  */
 export async function clearLandingLocks(repo: string, trunk: string, id: string): Promise<string[]> {
   const common = await commonDir(repo);
-  const files = [join(common, 'refs', 'heads', `${trunk}.lock`), join(common, 'refs', 'tron', 'landed', `${id}.lock`)];
+  // Updating trunk's ref also locks HEAD where trunk is checked out (its reflog), and packed-refs.
+  const files = [
+    join(common, 'refs', 'heads', `${trunk}.lock`),
+    join(common, 'refs', 'tron', 'landed', `${id}.lock`),
+    join(common, 'packed-refs.lock'),
+    join(common, 'HEAD.lock'),
+  ];
   const checkout = await trunkCheckoutPath(repo, trunk);
-  if (checkout !== undefined) files.push(resolve(checkout, (await gitOut(checkout, ['rev-parse', '--git-dir'])).trim(), 'index.lock'));
-  return removeStaleLocks(files);
+  if (checkout !== undefined) {
+    const gitDir = resolve(checkout, (await gitOut(checkout, ['rev-parse', '--git-dir'])).trim());
+    files.push(join(gitDir, 'index.lock'), join(gitDir, 'HEAD.lock'));
+  }
+  return removeStaleLocks([...new Set(files)]);
 }

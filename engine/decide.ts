@@ -333,11 +333,9 @@ function onTrunkTested(step: Step, e: BodyOf<'trunk.tested'>): void {
 }
 
 function trunkTouched(step: Step, id: string, actual: string | null, detail: string): void {
-  const b = step.block(id);
   if (step.s.mergeLock === id) step.emit({ type: 'merge.unlocked', block: id });
   step.emit({ type: 'escalation.raised', block: id, trouble: 'trunk_touched', handler: 'operator', detail, ...(actual ? { sha: actual } : {}) });
   step.emit({ type: 'block.parked', block: id, reason: detail });
-  void b;
 }
 
 // ---- the exception spine ----
@@ -565,7 +563,7 @@ function schedule(step: Step): void {
 
 /** Waiting on something the engine started (a turn, git, tests) rather than on a person or a slot. */
 function inFlight(b: BlockState): boolean {
-  return !['nothing', 'operator', 'slot', 'dependency', 'lock'].includes(b.waiting.on);
+  return !['nothing', 'operator', 'slot', 'lock'].includes(b.waiting.on);
 }
 
 /** After a stop signal: once every effect in flight has reported back, the run finishes. */

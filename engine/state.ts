@@ -32,7 +32,6 @@ export type Waiting =
   | { on: 'wrap' }
   | { on: 'operator' }
   | { on: 'reissue' }
-  | { on: 'dependency'; dependency: string }
   | { on: 'nothing' };
 
 export interface BlockState {

@@ -6,8 +6,8 @@
  */
 import { parseArgs } from 'node:util';
 import { resolve } from 'node:path';
-import { InputError, formatProblem } from './errors.ts';
-import { systemClock } from './clock.ts';
+import { InputError, formatProblem } from './core/errors.ts';
+import { systemClock } from './core/clock.ts';
 
 type Values = Record<string, string | boolean | undefined>;
 

@@ -4,12 +4,12 @@
  * measurement; never part of `npm test` (speed is measured here, not asserted there).
  */
 import { performance } from 'node:perf_hooks';
-import { parseReply } from '../engine/gateway.ts';
-import { decide } from '../engine/decide.ts';
-import { replay } from '../engine/replay.ts';
-import { apply, initialState, type EngineState } from '../engine/state.ts';
-import { loadSpine } from '../engine/workflow.ts';
-import type { EventBody, TronEvent } from '../engine/events.ts';
+import { parseReply } from '../engine/gateway/parse.ts';
+import { decide } from '../engine/core/decide.ts';
+import { replay } from '../engine/core/replay.ts';
+import { apply, initialState, type EngineState } from '../engine/core/state.ts';
+import { loadSpine } from '../engine/spine/spine.ts';
+import type { EventBody, TronEvent } from '../engine/core/events.ts';
 
 function measure(name: string, runs: number, work: () => void): void {
   work();

@@ -5,8 +5,8 @@
  * must be reached by at least one passing template. So a new edge in the spine needs a
  * new scenario. Pure: it reads events, the spine and the table, nothing else.
  */
-import type { TronEvent } from '../engine/events.ts';
-import { ESCALATION, type Spine } from '../engine/workflow.ts';
+import type { TronEvent } from '../engine/core/events.ts';
+import { ESCALATION, type Spine } from '../engine/spine/spine.ts';
 
 export interface EdgeCoverage {
   from: string;

@@ -7,8 +7,8 @@
  * landed refs, linear trunk) are in `gitDifferences`.
  */
 import { execa } from 'execa';
-import { EVENT_SCHEMAS, type TronEvent } from '../engine/events.ts';
-import { apply, initialState } from '../engine/state.ts';
+import { EVENT_SCHEMAS, type TronEvent } from '../engine/core/events.ts';
+import { apply, initialState } from '../engine/core/state.ts';
 import type { ReplayOutcome } from '../engine/commands/replay.ts';
 import type { EventPattern, Template } from './template.ts';
 
@@ -68,7 +68,7 @@ function find(runs: readonly RunRecord[], p: EventPattern): Array<{ run: number;
 function patternDifferences(runs: readonly RunRecord[], must: readonly EventPattern[], mustNot: readonly EventPattern[], where: string): string[] {
   const out: string[] = [];
   for (const p of [...must, ...mustNot]) {
-    if (!Object.hasOwn(EVENT_SCHEMAS, p.type)) out.push(`${where}event type ${p.type} is not in the event table (engine/events.ts)`);
+    if (!Object.hasOwn(EVENT_SCHEMAS, p.type)) out.push(`${where}event type ${p.type} is not in the event table (engine/core/events.ts)`);
   }
   for (const p of must) {
     const found = find(runs, p);

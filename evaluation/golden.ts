@@ -14,7 +14,7 @@
 import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { TronEvent } from '../engine/events.ts';
+import type { TronEvent } from '../engine/core/events.ts';
 import type { RunRecord } from './expect.ts';
 
 /** Where golden runs live in the tron checkout. */

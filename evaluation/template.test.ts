@@ -2,8 +2,8 @@ import { describe, expect, it } from 'vitest';
 import TOML from '@iarna/toml';
 import { configToml, parseTemplate, selectTemplates, templateNames } from './template.ts';
 import { differences, holds, type RunRecord } from './expect.ts';
-import type { EventBody, TronEvent } from '../engine/events.ts';
-import { InputError } from '../engine/errors.ts';
+import type { EventBody, TronEvent } from '../engine/core/events.ts';
+import { InputError } from '../engine/core/errors.ts';
 
 const MINIMAL = `title = "t"\n[blocks.a]\n[expect]\nexit = 0\n`;
 
@@ -91,7 +91,7 @@ describe('checking runs against the expectation', () => {
     expect(found).toEqual([
       'exit: expected 0, got 3',
       'landed order: expected b before a, but a landed first',
-      'event type worker.teleported is not in the event table (engine/events.ts)',
+      'event type worker.teleported is not in the event table (engine/core/events.ts)',
       'expected 2 event(s) page.sent; found 1',
       'expected an event worker.teleported; none appeared',
       `expected no event page.sent {"block":"a"}; found 1, the first at run 1 seq 2: ${JSON.stringify({ v: 1, seq: 2, ts: 1, ...page('a') })}`,

@@ -23,9 +23,9 @@ import { basename, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import TOML from '@iarna/toml';
 import { z } from 'zod';
-import { parseToml } from '../engine/config-problems.ts';
-import { InputError, type Problem } from '../engine/errors.ts';
-import { parseDuration } from '../engine/duration.ts';
+import { parseToml } from '../engine/project/config-problems.ts';
+import { InputError, type Problem } from '../engine/core/errors.ts';
+import { parseDuration } from '../engine/core/duration.ts';
 import { SimScript } from '../engine/workers/sim.ts';
 
 /** The templates shipped with tron. */

@@ -5,12 +5,12 @@
  * running engine reads it at once, or the next `tron start` does.
  */
 import { resolve } from 'node:path';
-import { InputError } from '../errors.ts';
-import { loadRegister } from '../register.ts';
-import { writeAnswer } from '../inbox.ts';
+import { InputError } from '../core/errors.ts';
+import { loadRegister } from '../project/register.ts';
+import { writeAnswer } from '../runtime/inbox.ts';
 import { foldRun, latestRun } from './status.ts';
-import type { Clock } from '../clock.ts';
-import { readLock } from '../lockfile.ts';
+import type { Clock } from '../core/clock.ts';
+import { readLock } from '../runtime/lockfile.ts';
 import { join } from 'node:path';
 
 export async function answerCommand(opts: { repo: string; block: string | undefined; line: string | undefined; clock: Clock; print: (line: string) => void }): Promise<number> {

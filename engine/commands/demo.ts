@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { execa } from 'execa';
 import { startCommand } from './start.ts';
-import { systemClock } from '../clock.ts';
+import { systemClock } from '../core/clock.ts';
 
 const IDENTITY = {
   GIT_AUTHOR_NAME: 'tron demo',

@@ -6,11 +6,11 @@
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { renderGlossaryDoc } from '../glossary-doc.ts';
-import { renderEventsDoc } from '../events-doc.ts';
-import { renderWorkflowDoc } from '../workflow-doc.ts';
-import { renderWorkflowDir } from '../viewer.ts';
-import { loadSpine, type Spine } from '../workflow.ts';
+import { renderGlossaryDoc } from '../render/glossary-doc.ts';
+import { renderEventsDoc } from '../render/events-doc.ts';
+import { renderWorkflowDoc } from '../render/workflow-doc.ts';
+import { renderWorkflowDir } from '../render/viewer.ts';
+import { loadSpine, type Spine } from '../spine/spine.ts';
 
 /** The tron checkout: generated files live in its docs/ and workflow/. */
 export const TRON_ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');

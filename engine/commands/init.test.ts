@@ -2,8 +2,8 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync 
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { loadConfig } from '../config.ts';
-import { loadProject } from '../register.ts';
+import { loadConfig } from '../project/config.ts';
+import { loadProject } from '../project/register.ts';
 import { makeRepo, type TestRepo } from '../testing/repo.ts';
 import { PRESET_NAMES } from '../workers/presets.ts';
 import { DEFAULT_PRESET, guessTestCommand, initCommand } from './init.ts';

@@ -6,11 +6,11 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { execa } from 'execa';
-import { CONFIG_DEFAULTS, CONFIG_FILE } from '../config.ts';
-import { formatDuration } from '../duration.ts';
-import { formatProblem, type Problem } from '../errors.ts';
-import { BLOCKS_DIR } from '../register.ts';
-import { loadSpine, type Liveness } from '../workflow.ts';
+import { CONFIG_DEFAULTS, CONFIG_FILE } from '../project/config.ts';
+import { formatDuration } from '../core/duration.ts';
+import { formatProblem, type Problem } from '../core/errors.ts';
+import { BLOCKS_DIR } from '../project/register.ts';
+import { loadSpine, type Liveness } from '../spine/spine.ts';
 import { isPresetName, PRESET_NAMES, WORKER_PRESETS, type PresetName } from '../workers/presets.ts';
 
 /** The preset `tron init` writes without `--worker`: a real agent, on any OpenAI-compatible API. */

@@ -3,8 +3,8 @@
  * and the escalation table, and print every problem at once — so a change to the
  * workflow is checked before it drives a run.
  */
-import { formatProblem } from '../errors.ts';
-import { checkSpineFile, ESCALATION, SPINE_FILE, spineDisplayName } from '../workflow.ts';
+import { formatProblem } from '../core/errors.ts';
+import { checkSpineFile, ESCALATION, SPINE_FILE, spineDisplayName } from '../spine/spine.ts';
 
 export interface LintOptions {
   /** Spine file to check; the checkout's own engine/workflow.toml by default. */

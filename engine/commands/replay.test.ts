@@ -4,8 +4,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { execa } from 'execa';
 import { replayCommand, replayable } from './replay.ts';
-import { InputError } from '../errors.ts';
-import { readLog } from '../eventlog.ts';
+import { InputError } from '../core/errors.ts';
+import { readLog } from '../runtime/eventlog.ts';
 
 const GOLDEN = join(import.meta.dirname, '..', '..', 'runs', 'review-changes');
 const BIN = join(import.meta.dirname, '..', '..', 'bin', 'tron.js');

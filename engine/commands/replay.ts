@@ -11,11 +11,11 @@
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { InputError } from '../errors.ts';
-import { readLog } from '../eventlog.ts';
-import { eventKind, type TronEvent } from '../events.ts';
-import { replay, type ReplayResult } from '../replay.ts';
-import { parseSpine } from '../workflow.ts';
+import { InputError } from '../core/errors.ts';
+import { readLog } from '../runtime/eventlog.ts';
+import { eventKind, type TronEvent } from '../core/events.ts';
+import { replay, type ReplayResult } from '../core/replay.ts';
+import { parseSpine } from '../spine/spine.ts';
 
 export interface ReplayOutcome {
   result: ReplayResult;

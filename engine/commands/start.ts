@@ -5,20 +5,20 @@
  */
 import { existsSync, mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import type { Clock } from '../clock.ts';
-import { InputError } from '../errors.ts';
-import { loadProject, loadRegister } from '../register.ts';
-import { SPINE_FILE, loadSpine } from '../workflow.ts';
-import * as git from '../git.ts';
-import { acquireLock } from '../lockfile.ts';
-import { Engine, writeRunFiles } from '../tron.ts';
+import type { Clock } from '../core/clock.ts';
+import { InputError } from '../core/errors.ts';
+import { loadProject, loadRegister } from '../project/register.ts';
+import { SPINE_FILE, loadSpine } from '../spine/spine.ts';
+import * as git from '../git/index.ts';
+import { acquireLock } from '../runtime/lockfile.ts';
+import { Engine, writeRunFiles } from '../runtime/engine.ts';
 import { createWorker } from '../workers/create.ts';
 import { preflightWorkers } from '../workers/preflight.ts';
 import type { WorkerAdapter } from '../workers/adapter.ts';
-import type { WorkerRole } from '../roles.ts';
-import { carrySessions, clearInterruptedLanding, recover } from '../recovery.ts';
+import type { WorkerRole } from '../core/roles.ts';
+import { carrySessions, clearInterruptedLanding, recover } from '../runtime/recovery.ts';
 import { latestRun } from './status.ts';
-import { readLog } from '../eventlog.ts';
+import { readLog } from '../runtime/eventlog.ts';
 
 export interface StartOptions {
   repo: string;

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { makeProject, runTron } from '../testing/project.ts';
 import { statusCommand } from './status.ts';
-import { ManualClock } from '../clock.ts';
+import { ManualClock } from '../core/clock.ts';
 import type { TestRepo } from '../testing/repo.ts';
 import { startCli } from '../testing/crash.ts';
 

@@ -1,11 +1,11 @@
 /** `tron status`: the phase, attempt and age of every block, folded from the latest run's events. */
 import { existsSync, readdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { readLog } from '../eventlog.ts';
-import { apply, initialState, type EngineState } from '../state.ts';
-import type { Clock } from '../clock.ts';
-import { formatDuration } from '../duration.ts';
-import { isHolderAlive, readLock } from '../lockfile.ts';
+import { readLog } from '../runtime/eventlog.ts';
+import { apply, initialState, type EngineState } from '../core/state.ts';
+import type { Clock } from '../core/clock.ts';
+import { formatDuration } from '../core/duration.ts';
+import { isHolderAlive, readLock } from '../runtime/lockfile.ts';
 
 /** The newest run directory of a repository, or undefined before the first run. */
 export function latestRun(repo: string): string | undefined {

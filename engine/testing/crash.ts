@@ -8,8 +8,8 @@ import { join } from 'node:path';
 import { execa } from 'execa';
 import { configFile, makeProject } from './project.ts';
 import { GIT_IDENTITY_ENV, type TestRepo } from './repo.ts';
-import { readLog } from '../eventlog.ts';
-import type { TronEvent } from '../events.ts';
+import { readLog } from '../runtime/eventlog.ts';
+import type { TronEvent } from '../core/events.ts';
 
 export const BIN = join(import.meta.dirname, '..', '..', 'bin', 'tron.js');
 

@@ -6,11 +6,11 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { makeRepo, GIT_IDENTITY_ENV, type TestRepo } from './repo.ts';
 import { startCommand } from '../commands/start.ts';
-import { systemClock } from '../clock.ts';
-import { readLog } from '../eventlog.ts';
-import type { TronEvent } from '../events.ts';
+import { systemClock } from '../core/clock.ts';
+import { readLog } from '../runtime/eventlog.ts';
+import type { TronEvent } from '../core/events.ts';
 import type { WorkerAdapter } from '../workers/adapter.ts';
-import type { WorkerRole } from '../roles.ts';
+import type { WorkerRole } from '../core/roles.ts';
 
 export interface BlockSpec {
   title?: string;

@@ -3,7 +3,7 @@
  * adapter one turn at a time; the adapter returns the raw reply text or says why the
  * turn failed. It never interprets the reply: the `>>` gateway does that.
  */
-import type { WorkerRole } from '../roles.ts';
+import type { WorkerRole } from '../core/roles.ts';
 
 /** What one turn is for; prompts and liveness treat them differently. */
 export type TurnKind = 'build' | 'challenge' | 'review' | 'merge' | 'probe' | 'restate' | 'architect';

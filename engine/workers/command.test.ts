@@ -7,7 +7,7 @@ import { createCommandWorker, type CommandWorker } from './command.ts';
 import type { TurnObserver, TurnOutcome, TurnRequest } from './adapter.ts';
 import { silentObserver } from './adapter.ts';
 import type { CommandSettings } from './settings.ts';
-import { isSameProcess, processStartTime } from '../proc.ts';
+import { isSameProcess, processStartTime } from '../runtime/proc.ts';
 import { groupMembers } from './process-group.ts';
 
 let root: string;

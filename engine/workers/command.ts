@@ -25,8 +25,8 @@ import { spawn } from 'node:child_process';
 import type { TurnObserver, TurnOutcome, TurnRequest, WorkerAdapter } from './adapter.ts';
 import type { CommandSettings } from './settings.ts';
 import { minimalEnv } from './env.ts';
-import { processStartTime } from '../proc.ts';
-import { formatDuration } from '../duration.ts';
+import { processStartTime } from '../runtime/proc.ts';
+import { formatDuration } from '../core/duration.ts';
 import { stopGroup } from './process-group.ts';
 
 /** What the liveness probe needs to see of a running turn. */

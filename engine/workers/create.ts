@@ -2,7 +2,7 @@
 import type { WorkerAdapter } from './adapter.ts';
 import type { WorkerSettings } from './settings.ts';
 import { createCommandWorker } from './command.ts';
-import { createOpenAIWorker } from './openai.ts';
+import { createOpenAIWorker } from './openai/agent.ts';
 import { createSimWorker } from './sim.ts';
 
 export function createWorker(settings: WorkerSettings, deps: { repo: string; env: Record<string, string | undefined> }): WorkerAdapter {

@@ -9,7 +9,7 @@
  */
 import { lstat, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import { isSameProcess } from '../proc.ts';
+import { isSameProcess } from '../runtime/proc.ts';
 import { groupCpuTicks } from './process-group.ts';
 
 /** A cheap summary of a worktree that changes when files are written, added or removed. */

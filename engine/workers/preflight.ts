@@ -5,9 +5,9 @@
  */
 import { accessSync, constants } from 'node:fs';
 import { delimiter, isAbsolute, join } from 'node:path';
-import type { Problem } from '../errors.ts';
-import type { Config } from '../config.ts';
-import { WORKER_ROLES } from '../roles.ts';
+import type { Problem } from '../core/errors.ts';
+import type { Config } from '../project/config.ts';
+import { WORKER_ROLES } from '../core/roles.ts';
 
 function executable(file: string): boolean {
   try {

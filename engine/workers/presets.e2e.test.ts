@@ -11,15 +11,15 @@ import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import TOML from '@iarna/toml';
 import { afterEach, describe, expect, it } from 'vitest';
-import { startModelServer, toolCall, type ModelServer, type ScriptStep } from '../../evaluation/model-server.ts';
+import { startModelServer, toolCall, type ModelServer, type ScriptStep } from '../testing/model-server.ts';
 import { initCommand } from '../commands/init.ts';
-import { loadConfig } from '../config.ts';
+import { loadConfig } from '../project/config.ts';
 import { NODE_RUNNER, ofType, runTron } from '../testing/project.ts';
 import { makeRepo, type TestRepo } from '../testing/repo.ts';
 import { WORKER_PRESETS } from './presets.ts';
 import type { CommandSettings } from './settings.ts';
 import { workerSettings } from './settings.ts';
-import { turnOf, usageOf } from './openai-e2e-script.ts';
+import { turnOf, usageOf } from './openai/e2e-script.ts';
 
 const cleanups: Array<() => Promise<void> | void> = [];
 afterEach(async () => {

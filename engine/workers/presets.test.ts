@@ -1,6 +1,6 @@
 import TOML from '@iarna/toml';
 import { describe, expect, it } from 'vitest';
-import { WORKER_ROLES } from '../roles.ts';
+import { WORKER_ROLES } from '../core/roles.ts';
 import { isPresetName, PRESET_NAMES, WORKER_PRESETS } from './presets.ts';
 import { workerSettings, type CommandSettings, type WorkerSettings } from './settings.ts';
 

@@ -3,7 +3,7 @@
  * are errors (strict), so a typo is reported instead of ignored.
  */
 import { z } from 'zod';
-import { parseDuration } from '../duration.ts';
+import { parseDuration } from '../core/duration.ts';
 
 const duration = z.string().refine((s) => parseDuration(s) !== undefined, {
   message: 'a duration like "90s", "20m" or "1h"',

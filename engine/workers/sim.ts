@@ -39,7 +39,7 @@ import { z } from 'zod';
 import { execa } from 'execa';
 import type { TurnKind, TurnObserver, TurnOutcome, TurnRequest, WorkerAdapter } from './adapter.ts';
 import type { SimSettings } from './settings.ts';
-import { parseDuration } from '../duration.ts';
+import { parseDuration } from '../core/duration.ts';
 
 const TURN_KINDS = ['build', 'challenge', 'review', 'merge', 'probe', 'restate', 'architect'] as const satisfies readonly TurnKind[];
 

@@ -1,0 +1,143 @@
+import { describe, expect, it } from 'vitest';
+import { decide } from './decide.ts';
+import { initialState, type EngineState } from './state.ts';
+import { loadSpine } from '../spine/spine.ts';
+import type { EventBody, TronEvent } from './events.ts';
+
+const ctx = { spine: loadSpine(), testCommand: 'node test.js' };
+const sha = (n: number) => n.toString(16).padStart(40, '0');
+
+/** Feeds inputs through the pure step, collecting every decision. */
+class Driver {
+  state: EngineState = initialState();
+  seq = 0;
+  readonly decisions: EventBody[] = [];
+  feed(body: EventBody): EventBody[] {
+    const e = { ...body, v: 1, seq: ++this.seq, ts: this.seq * 1000 } as TronEvent;
+    const out = decide(this.state, e, ctx);
+    this.state = out.state;
+    this.seq += out.decisions.length;
+    this.decisions.push(...out.decisions);
+    return out.decisions;
+  }
+  boot(blocks: Array<{ id: string; depends_on?: string[]; priority?: number }>, maxParallel = 4, watch = false): EventBody[] {
+    const liveness = { probe_wait_ms: 1000, extension_ms: 1000, max_extensions: 1, reissues: 1 };
+    this.feed({ type: 'run.started', run: 'r', version: '0', trunk: 'main', trunk_sha: sha(1), main_status: '', max_parallel: maxParallel, architect: false, liveness, watch, pid: 1 });
+    this.feed({
+      type: 'register.loaded',
+      blocks: blocks.map((b) => ({ id: b.id, title: b.id, depends_on: b.depends_on ?? [], priority: b.priority ?? 0, criteria: ['works'], digest: b.id })),
+    });
+    return this.feed({ type: 'recovery.finished', answers: 0 });
+  }
+  /** Walks one block from worktree to an approved, attested head `head`. */
+  approve(id: string, head: string, base = sha(1)): EventBody[] {
+    const session = `${id}.${this.state.blocks[id]!.attempt}.builder`;
+    this.feed({ type: 'worktree.ready', block: id, attempt: this.state.blocks[id]!.attempt, base, path: id });
+    this.feed({ type: 'reply.received', block: id, role: 'builder', session, turn: 1, ok: true, reply: '>>DONE' });
+    const tests = { exit: 0, timed_out: false, log: 'l', tail: '' };
+    this.feed({ type: 'facts.observed', block: id, purpose: 'gate', base, head, commits: 1, trunk_sha: this.state.trunkSha!, main_status: '', clean: true, status: '', tests, patch_id: 'p', fast_forward: true });
+    this.feed({ type: 'reply.received', block: id, role: 'builder', session, turn: 2, ok: true, reply: '>>CONFIRMED {"evidence":{"c1":"here"}}' });
+    return this.feed({ type: 'reply.received', block: id, role: 'reviewer', session: `${id}.1.reviewer`, turn: 1, ok: true, reply: '>>APPROVE' });
+  }
+}
+
+const requested = (ds: EventBody[]) => ds.flatMap((d) => (d.type === 'worktree.requested' ? [d.block] : []));
+
+describe('the decision step', () => {
+  it('fills at most max_parallel slots with ready blocks, by priority then id', () => {
+    const d = new Driver();
+    const first = d.boot([{ id: 'c' }, { id: 'b', priority: -1 }, { id: 'a' }, { id: 'z', depends_on: ['a'] }], 2);
+    expect(requested(first)).toEqual(['b', 'a']);
+  });
+
+  it('dispatches a dependent only once its dependency has landed', () => {
+    const d = new Driver();
+    expect(requested(d.boot([{ id: 'base' }, { id: 'top', depends_on: ['base'] }]))).toEqual(['base']);
+    d.approve('base', sha(2));
+    d.feed({ type: 'merge.observed', block: 'base', trunk_sha: sha(1), sha: sha(2), fast_forward: true, patch_id: 'p' });
+    d.feed({ type: 'block.landed', block: 'base', sha: sha(2), from: sha(1) });
+    d.feed({ type: 'trunk.tested', block: 'base', sha: sha(2), ok: true, tests: { exit: 0, timed_out: false, log: 'l', tail: '' } });
+    expect(requested(d.feed({ type: 'block.wrapped', block: 'base', summary: 's' }))).toEqual(['top']);
+  });
+
+  it('hands out the MERGE lock to one block at a time, in arrival order', () => {
+    const d = new Driver();
+    d.boot([{ id: 'a' }, { id: 'b' }]);
+    const a = d.approve('a', sha(2));
+    expect(a.filter((x) => x.type === 'merge.locked')).toEqual([{ type: 'merge.locked', block: 'a', sha: sha(2) }]);
+    const b = d.approve('b', sha(3));
+    expect(b.filter((x) => x.type === 'merge.locked')).toEqual([]);
+    expect(d.state.mergeQueue).toEqual(['b']);
+    d.feed({ type: 'merge.observed', block: 'a', trunk_sha: sha(1), sha: sha(2), fast_forward: true, patch_id: 'p' });
+    d.feed({ type: 'block.landed', block: 'a', sha: sha(2), from: sha(1) });
+    const released = d.feed({ type: 'trunk.tested', block: 'a', sha: sha(2), ok: true, tests: { exit: 0, timed_out: false, log: 'l', tail: '' } });
+    expect(released.map((x) => x.type)).toEqual(['merge.unlocked', 'block.phase', 'wrap.requested', 'merge.locked']);
+  });
+
+  it('ends a run whose only remaining merge waits behind a trunk touch, with exit 3', () => {
+    const d = new Driver();
+    d.boot([{ id: 'a' }, { id: 'b' }]);
+    d.approve('a', sha(2));
+    d.feed({ type: 'merge.observed', block: 'a', trunk_sha: sha(9), sha: sha(2), fast_forward: false, patch_id: 'p' });
+    d.feed({ type: 'page.sent', block: 'a', page: 'a#1', reason: 'r' });
+    const b = d.approve('b', sha(3), sha(1));
+    expect(b.at(-1)).toMatchObject({ type: 'run.finished', exit: 3, landed: [], parked: ['a', 'b'] });
+  });
+
+  it('halts every merge once trunk was touched, until the operator answers (--watch)', () => {
+    const d = new Driver();
+    d.boot([{ id: 'a' }, { id: 'b' }], 4, true);
+    d.approve('a', sha(2));
+    const touched = d.feed({ type: 'merge.observed', block: 'a', trunk_sha: sha(9), sha: sha(2), fast_forward: false, patch_id: 'p' });
+    expect(touched).toContainEqual(expect.objectContaining({ type: 'escalation.raised', trouble: 'trunk_touched', sha: sha(9) }));
+    expect(touched).toContainEqual(expect.objectContaining({ type: 'merge.unlocked', block: 'a' }));
+    const b = d.approve('b', sha(3), sha(1));
+    expect(b.some((x) => x.type === 'merge.locked')).toBe(false);
+    d.feed({ type: 'page.sent', block: 'a', page: 'a#1', reason: 'r' });
+    const answered = d.feed({ type: 'operator.answered', block: 'a', word: 'RETRY', payload: { guidance: 'g' }, file: 'f', trunk_sha: sha(9) });
+    expect(answered).toContainEqual({ type: 'merge.locked', block: 'b', sha: sha(3) });
+    expect(d.state.trunkSha).toBe(sha(9));
+  });
+
+  it('never acts on a reply with two >> lines: it asks the same session to restate', () => {
+    const d = new Driver();
+    d.boot([{ id: 'a' }]);
+    d.feed({ type: 'worktree.ready', block: 'a', attempt: 1, base: sha(1), path: 'a' });
+    const out = d.feed({ type: 'reply.received', block: 'a', role: 'builder', session: 'a.1.builder', turn: 1, ok: true, reply: '>>DONE\n>>DONE' });
+    expect(out.map((x) => x.type)).toEqual(['reply.refused', 'escalation.raised', 'block.dispatched']);
+    expect(out[2]).toMatchObject({ kind: 'restate', session: 'a.1.builder', turn: 2, restating: 'build', expect: ['DONE', 'BLOCKED'] });
+  });
+
+  it('ignores a reply to a turn that is no longer pending', () => {
+    const d = new Driver();
+    d.boot([{ id: 'a' }]);
+    d.feed({ type: 'worktree.ready', block: 'a', attempt: 1, base: sha(1), path: 'a' });
+    expect(d.feed({ type: 'reply.received', block: 'a', role: 'builder', session: 'a.1.builder', turn: 7, ok: true, reply: '>>DONE' })).toEqual([]);
+  });
+});
+
+describe('the truth gate', () => {
+  it('never passes a head whose tests the engine did not run', () => {
+    const d = new Driver();
+    d.boot([{ id: 'a' }]);
+    d.feed({ type: 'worktree.ready', block: 'a', attempt: 1, base: sha(1), path: 'a' });
+    d.feed({ type: 'reply.received', block: 'a', role: 'builder', session: 'a.1.builder', turn: 1, ok: true, reply: '>>DONE' });
+    const out = d.feed({ type: 'facts.observed', block: 'a', purpose: 'gate', base: sha(1), head: sha(2), commits: 1, trunk_sha: sha(1), main_status: '', clean: true, status: '', tests: null, patch_id: 'p', fast_forward: true });
+    const failed = out.find((x) => x.type === 'gate.failed');
+    expect(failed).toMatchObject({ facts: expect.arrayContaining([expect.objectContaining({ name: 'tests', ok: false })]) });
+    expect(out.some((x) => x.type === 'block.dispatched' && x.kind === 'challenge')).toBe(false);
+  });
+
+  it('accepts trunk at a sha the engine itself landed while the facts were observed', () => {
+    const d = new Driver();
+    d.boot([{ id: 'a' }, { id: 'b' }]);
+    d.feed({ type: 'worktree.ready', block: 'b', attempt: 1, base: sha(1), path: 'b' });
+    d.feed({ type: 'reply.received', block: 'b', role: 'builder', session: 'b.1.builder', turn: 1, ok: true, reply: '>>DONE' });
+    d.approve('a', sha(2));
+    d.feed({ type: 'merge.observed', block: 'a', trunk_sha: sha(1), sha: sha(2), fast_forward: true, patch_id: 'p' });
+    d.feed({ type: 'block.landed', block: 'a', sha: sha(2), from: sha(1) });
+    const tests = { exit: 0, timed_out: false, log: 'l', tail: '' };
+    const out = d.feed({ type: 'facts.observed', block: 'b', purpose: 'gate', base: sha(1), head: sha(3), commits: 1, trunk_sha: sha(2), main_status: '', clean: true, status: '', tests, patch_id: 'q', fast_forward: false });
+    expect(out.find((x) => x.type === 'block.dispatched')).toMatchObject({ kind: 'challenge', sha: sha(3) });
+  });
+});

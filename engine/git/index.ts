@@ -1,0 +1,39 @@
+/**
+ * Everything tron does with git, as async functions on `(repo, …)`. The parts live in
+ * `git-*.ts` (one concept each); this file is the one import for the engine.
+ *
+ * ## The main-checkout consistency rule
+ *
+ * tron lands a block by moving `refs/heads/<trunk>` (see `land`). If the user has trunk
+ * checked out — normally in the repository's main working tree, the folder given as
+ * `--repo` — moving only the ref would leave that checkout's index and files at the old
+ * commit, and `git status` would show the landed work as staged reversals. So:
+ *
+ * 1. At start-up the engine calls `checkMainCheckout`. When the user's checkout of
+ *    trunk has uncommitted changes to tracked files (staged or not), tron refuses to
+ *    start — exit 2, TRON_DIRTY_TRUNK_CHECKOUT — and changes nothing. Untracked files
+ *    do not count. A checkout on any other branch, or a detached HEAD, is never checked
+ *    and never touched.
+ * 2. Right after each landing, that checkout is moved from the old trunk commit to the
+ *    new one with `git read-tree -m -u <old> <new>` (after refreshing the index, as
+ *    `git checkout` does): the files the landing changed are updated, everything else
+ *    is left exactly as it is, including untracked files and any edit made meanwhile
+ *    to a file the landing did not touch.
+ * 3. If the user edited, during the run, a file the landing also changed (or left an
+ *    untracked file where the landing adds one), git refuses without touching the
+ *    checkout. Trunk has still landed; `land` reports `checkout.state = 'failed'` with
+ *    the command to finish by hand. Never is a user's change overwritten.
+ *
+ * Build and review worktrees live under `.tron/worktrees/`, which the engine owns; it
+ * creates and deletes nothing outside it except the refs it names: `tron/<id>`,
+ * `orphan/<id>-<n>` and `refs/tron/landed/<id>`.
+ *
+ * Every git call runs non-interactively (no prompt, no pager, no editor) and ignores
+ * GIT_DIR-style variables inherited from a parent git; diffs used for patch ids ignore
+ * the user's diff.* settings. The user's hooks do run.
+ */
+export { DIFF_FLAGS, GitFailure, GitStateError, gitEnv, type Sha } from './run.ts';
+export { allOnTrunk, commitsOver, currentTrunkSha, diffStat, headOf, isAncestor, isClean, mergeBase, patchId, revParse } from './query.ts';
+export { LANDED_PREFIX, branchesOf, deleteBranch, landedRefs, preserveOrphan } from './refs.ts';
+export { WORKTREES_DIR, clearEngineRefLocks, clearStaleLocks, pruneWorktrees, resetWorktree, createReviewCheckout, createWorktree, removeWorktree, reviewPath, worktreePath } from './worktree.ts';
+export { catchUpCheckout, checkMainCheckout, clearLandingLocks, land, mainCheckout, type CheckoutSync, type LandResult, type MainCheckout } from './land.ts';

@@ -1,0 +1,174 @@
+/**
+ * Landing: trunk is fast-forwarded to a verified head and `refs/tron/landed/<id>` is
+ * created in ONE ref transaction with compare-and-swap, so git itself records what
+ * landed and no block lands twice. Afterwards the user's checkout of trunk, if any, is
+ * moved with it (see the consistency rule in git.ts).
+ */
+import { realpath } from 'node:fs/promises';
+import { join, resolve, sep } from 'node:path';
+import type { Problem } from '../core/errors.ts';
+import { GitFailure, commandFailed, gitOut, runGit, type Sha } from './run.ts';
+import { currentTrunkSha, isAncestor, revParse } from './query.ts';
+import { LANDED_PREFIX } from './refs.ts';
+import { WORKTREES_DIR, commonDir, removeStaleLocks } from './worktree.ts';
+
+/** What happened to the user's checkout of trunk after a landing. */
+export type CheckoutSync =
+  | { state: 'updated'; path: string }
+  | { state: 'not-checked-out' }
+  | { state: 'failed'; path: string; message: string };
+
+export type LandResult =
+  | { ok: true; checkout: CheckoutSync }
+  | { ok: false; actual: Sha; reason: 'trunk-moved' | 'already-landed' };
+
+/**
+ * Fast-forwards trunk from `expectedOld` to `sha` and records `refs/tron/landed/<id>`,
+ * atomically: if trunk is not at `expectedOld` or the landed ref already exists,
+ * nothing changes and the actual trunk sha comes back. A `sha` that does not descend
+ * from `expectedOld` is refused outright: trunk's first-parent history stays linear.
+ */
+export async function land(repo: string, opts: { trunk: string; expectedOld: string; sha: string; id: string }): Promise<LandResult> {
+  const trunkRef = `refs/heads/${opts.trunk}`;
+  const landedRef = `${LANDED_PREFIX}${opts.id}`;
+  const refused = async (): Promise<LandResult | undefined> => {
+    const actual = await currentTrunkSha(repo, opts.trunk);
+    if (actual !== opts.expectedOld) return { ok: false, actual, reason: 'trunk-moved' };
+    if ((await revParse(repo, landedRef)) !== undefined) return { ok: false, actual, reason: 'already-landed' };
+    return undefined;
+  };
+  if (!(await isAncestor(repo, opts.expectedOld, opts.sha))) {
+    const result = await refused();
+    if (result) return result;
+    throw new GitFailure('TRON_LAND_NOT_FAST_FORWARD', `refusing to land ${opts.id}: ${opts.sha} does not descend from trunk ${opts.expectedOld}`);
+  }
+  const script = ['start', `update ${trunkRef} ${opts.sha} ${opts.expectedOld}`, `create ${landedRef} ${opts.sha}`, 'prepare', 'commit', ''].join('\n');
+  const args = ['update-ref', '-m', `tron: land ${opts.id}`, '--stdin'];
+  const result = await runGit(repo, args, script);
+  if (result.exitCode !== 0) {
+    const refusal = await refused();
+    if (refusal) return refusal;
+    throw commandFailed(repo, args, result);
+  }
+  return { ok: true, checkout: await syncCheckout(repo, opts.trunk, opts.expectedOld, opts.sha) };
+}
+
+/**
+ * Moves the user's checkout of trunk from `old` to `now` (index and files), keeping
+ * any local change to a file the landing did not touch. A conflicting local change
+ * makes git refuse without touching anything; that comes back as `failed` with the fix.
+ */
+async function syncCheckout(repo: string, trunk: string, old: Sha, now: Sha): Promise<CheckoutSync> {
+  const path = await trunkCheckoutPath(repo, trunk);
+  if (path === undefined) return { state: 'not-checked-out' };
+  // Refresh stat data first, as `git checkout` does, so touched-but-equal files are not "not uptodate".
+  await runGit(path, ['update-index', '-q', '--refresh']);
+  const args = ['read-tree', '-m', '-u', old, now];
+  const result = await runGit(path, args);
+  if (result.exitCode === 0) return { state: 'updated', path };
+  return {
+    state: 'failed',
+    path,
+    message:
+      `trunk moved to ${now} but your checkout at ${path} could not follow: ${result.stderr.trim()}; ` +
+      `move the conflicting changes aside, then run \`git read-tree -m -u ${old} ${now}\` there`,
+  };
+}
+
+/** The user's checkout of trunk: what the start-up check looks at. */
+export interface MainCheckout {
+  /** Some working tree of the user (normally the main one) has trunk checked out. */
+  onTrunk: boolean;
+  /** That working tree (or the main one, when none is on trunk) has uncommitted changes to tracked files. */
+  dirty: boolean;
+  /** The porcelain listing of those changes, for the message. */
+  status: string;
+  /** The working tree examined. */
+  path: string;
+}
+
+/** Looks at the checkout a landing would move; untracked files do not count as dirty. */
+export async function mainCheckout(repo: string, trunk: string): Promise<MainCheckout> {
+  const onTrunkPath = await trunkCheckoutPath(repo, trunk);
+  const path = onTrunkPath ?? resolve(repo);
+  const status = await gitOut(path, ['status', '--porcelain=v1', '--untracked-files=no', '--ignore-submodules=none']);
+  return { onTrunk: onTrunkPath !== undefined, dirty: status !== '', status, path };
+}
+
+/**
+ * The start-up refusal, as a problem (exit 2): a checkout of trunk with uncommitted
+ * tracked changes would be clobbered or block the next landing.
+ */
+export async function checkMainCheckout(repo: string, trunk: string): Promise<Problem | undefined> {
+  const state = await mainCheckout(repo, trunk);
+  if (!state.onTrunk || !state.dirty) return undefined;
+  return {
+    code: 'TRON_DIRTY_TRUNK_CHECKOUT',
+    path: state.path,
+    message:
+      `the trunk branch "${trunk}" is checked out here with uncommitted changes:\n${state.status}\n` +
+      `tron moves this checkout when it lands a block; commit or stash them (\`git stash\`), ` +
+      `or switch to another branch (\`git switch -c wip\`), then start again`,
+  };
+}
+
+/** The user's working tree that has trunk checked out, if any (git allows at most one). */
+async function trunkCheckoutPath(repo: string, trunk: string): Promise<string | undefined> {
+  const out = await gitOut(repo, ['worktree', 'list', '--porcelain', '-z']);
+  const engineRoot = resolve(await realpath(repo), WORKTREES_DIR) + sep;
+  for (const record of out.split('\0\0')) {
+    const fields = record.split('\0');
+    const path = fields.find((f) => f.startsWith('worktree '))?.slice('worktree '.length);
+    if (path === undefined || !fields.includes(`branch refs/heads/${trunk}`)) continue;
+    if ((resolve(await realpath(path).catch(() => path)) + sep).startsWith(engineRoot)) continue;
+    return path;
+  }
+  return undefined;
+}
+
+/**
+ * Finishes a landing whose ref transaction committed but whose checkout update never ran
+ * (the engine died in between): if the user's checkout of trunk holds exactly the tree of
+ * one of `olds` — trunk shas the engine landed from — with nothing else changed, it is
+ * moved to trunk now. Anything else is the user's own work and is left alone. Returns the
+ * sha it moved the checkout from, if it did.
+ */
+export async function catchUpCheckout(repo: string, trunk: string, olds: readonly Sha[]): Promise<Sha | undefined> {
+  const path = await trunkCheckoutPath(repo, trunk);
+  if (path === undefined || olds.length === 0) return undefined;
+  const now = await currentTrunkSha(repo, trunk);
+  await runGit(path, ['update-index', '-q', '--refresh']);
+  if ((await runGit(path, ['diff', '--quiet'])).exitCode !== 0) return undefined;
+  const index = await gitOut(path, ['write-tree']);
+  if (index === (await gitOut(repo, ['rev-parse', `${now}^{tree}`]))) return undefined;
+  for (const old of olds) {
+    if (old === now || !(await isAncestor(repo, old, now))) continue;
+    if (index !== (await gitOut(repo, ['rev-parse', `${old}^{tree}`]))) continue;
+    const synced = await syncCheckout(repo, trunk, old, now);
+    return synced.state === 'updated' ? old : undefined;
+  }
+  return undefined;
+}
+
+/**
+ * The lock files a landing takes — trunk's ref, the landed ref, and the index of the
+ * user's checkout of trunk while it is moved — left behind when the engine died in the
+ * middle of one. Only called at boot, for a landing the previous run announced and never
+ * saw end; returns the files it removed.
+ */
+export async function clearLandingLocks(repo: string, trunk: string, id: string): Promise<string[]> {
+  const common = await commonDir(repo);
+  // Updating trunk's ref also locks HEAD where trunk is checked out (its reflog), and packed-refs.
+  const files = [
+    join(common, 'refs', 'heads', `${trunk}.lock`),
+    join(common, 'refs', 'tron', 'landed', `${id}.lock`),
+    join(common, 'packed-refs.lock'),
+    join(common, 'HEAD.lock'),
+  ];
+  const checkout = await trunkCheckoutPath(repo, trunk);
+  if (checkout !== undefined) {
+    const gitDir = resolve(checkout, (await gitOut(checkout, ['rev-parse', '--git-dir'])).trim());
+    files.push(join(gitDir, 'index.lock'), join(gitDir, 'HEAD.lock'));
+  }
+  return removeStaleLocks([...new Set(files)]);
+}

@@ -1,0 +1,90 @@
+/**
+ * Read-only questions the engine asks git to derive facts (the truth gate never trusts
+ * a claim): where refs point, what a branch adds, whether a tree is clean, whether a
+ * rebase changed the patch. Nothing here changes the repository.
+ */
+import { DIFF_FLAGS, GitStateError, commandFailed, gitOut, runGit, type Sha } from './run.ts';
+
+/** The commit `ref` names, or undefined when there is no such commit. */
+export async function revParse(repo: string, ref: string): Promise<Sha | undefined> {
+  const args = ['rev-parse', '--verify', '--quiet', '--end-of-options', `${ref}^{commit}`];
+  const result = await runGit(repo, args);
+  if (result.exitCode === 0) return result.stdout.trim();
+  if (result.exitCode === 1 && result.stderr.trim() === '') return undefined;
+  throw commandFailed(repo, args, result);
+}
+
+/** Where trunk points now; a missing trunk is the user's configuration to fix. */
+export async function currentTrunkSha(repo: string, trunk: string): Promise<Sha> {
+  const sha = await revParse(repo, `refs/heads/${trunk}`);
+  if (sha === undefined) {
+    throw new GitStateError(
+      'TRON_TRUNK_MISSING',
+      '.tron/config.toml: trunk',
+      `the trunk branch "${trunk}" does not exist in ${repo}; set trunk to an existing branch ` +
+        `(see \`git branch --list\`) or create it with \`git branch ${trunk} <commit>\``,
+    );
+  }
+  return sha;
+}
+
+/** The commit checked out in working tree `dir`. */
+export async function headOf(dir: string): Promise<Sha> {
+  return (await gitOut(dir, ['rev-parse', '--verify', 'HEAD^{commit}'])).trim();
+}
+
+/** The commits `head` adds over `base` (base..head), oldest first. */
+export async function commitsOver(repo: string, base: string, head: string): Promise<Sha[]> {
+  const out = await gitOut(repo, ['rev-list', '--topo-order', '--reverse', `${base}..${head}`, '--']);
+  return lines(out);
+}
+
+/**
+ * Whether working tree `dir` has no changes: staged, unstaged, or untracked files
+ * (ignored files do not count). `status` is the porcelain listing, for messages.
+ */
+export async function isClean(dir: string): Promise<{ clean: boolean; status: string }> {
+  const status = await gitOut(dir, ['status', '--porcelain=v1', '--untracked-files=all', '--ignore-submodules=none']);
+  return { clean: status === '', status };
+}
+
+/**
+ * A stable id of the change base..head (`git patch-id --stable`), "" when the diff is
+ * empty. Equal ids mean a rebase carried the same patch; different ids mean the
+ * reviewed change is not the one about to land.
+ */
+export async function patchId(repo: string, base: string, head: string): Promise<string> {
+  const diff = await gitOut(repo, ['diff', ...DIFF_FLAGS, base, head, '--']);
+  if (diff === '') return '';
+  const out = await gitOut(repo, ['patch-id', '--stable'], `${diff}\n`);
+  return out.split(/\s+/)[0] ?? '';
+}
+
+/** Whether commit `a` is reachable from `b` (a commit is its own ancestor). */
+export async function isAncestor(repo: string, a: string, b: string): Promise<boolean> {
+  const args = ['merge-base', '--is-ancestor', a, b];
+  const result = await runGit(repo, args);
+  if (result.exitCode === 0) return true;
+  if (result.exitCode === 1) return false;
+  throw commandFailed(repo, args, result);
+}
+
+/** The best common ancestor of `a` and `b`; unrelated histories are a GitFailure. */
+export async function mergeBase(repo: string, a: string, b: string): Promise<Sha> {
+  return (await gitOut(repo, ['merge-base', a, b])).trim();
+}
+
+/** Every commit of the branch at `branchSha` is reachable from trunk: its work has landed. */
+export async function allOnTrunk(repo: string, branchSha: string, trunk: string): Promise<boolean> {
+  await currentTrunkSha(repo, trunk);
+  return isAncestor(repo, branchSha, `refs/heads/${trunk}`);
+}
+
+/** A human summary of base..head (files and line counts), for prompts and reports. */
+export async function diffStat(repo: string, base: string, head: string): Promise<string> {
+  return gitOut(repo, ['diff', '--no-color', '--no-ext-diff', '--find-renames', '--stat=100', '--summary', base, head, '--']);
+}
+
+function lines(out: string): string[] {
+  return out.split('\n').map((l) => l.trim()).filter((l) => l !== '');
+}

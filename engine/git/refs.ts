@@ -1,0 +1,73 @@
+/**
+ * Branches and refs the engine owns: `tron/<id>` build branches, `orphan/<id>-<n>`
+ * preserved work, and `refs/tron/landed/<id>`, git's own record of what landed (so
+ * recovery never lands a block twice, whatever instant the previous run died at).
+ */
+import { GitFailure, commandFailed, gitOut, runGit, type Sha } from './run.ts';
+import { revParse } from './query.ts';
+
+export const LANDED_PREFIX = 'refs/tron/landed/';
+
+/** Branches matching `pattern` under refs/heads (e.g. 'tron/*'): name → sha. */
+export async function branchesOf(repo: string, pattern: string): Promise<Map<string, Sha>> {
+  return refsUnder(repo, `refs/heads/${pattern}`, 'refs/heads/');
+}
+
+/** Which blocks git records as landed: id → landed sha. */
+export async function landedRefs(repo: string): Promise<Map<string, Sha>> {
+  return refsUnder(repo, `${LANDED_PREFIX}*`, LANDED_PREFIX);
+}
+
+async function refsUnder(repo: string, pattern: string, strip: string): Promise<Map<string, Sha>> {
+  const out = await gitOut(repo, ['for-each-ref', '--format=%(objectname) %(refname)', pattern]);
+  const refs = new Map<string, Sha>();
+  for (const line of out.split('\n')) {
+    const space = line.indexOf(' ');
+    if (space < 0) continue;
+    const name = line.slice(space + 1);
+    if (name.startsWith(strip)) refs.set(name.slice(strip.length), line.slice(0, space));
+  }
+  return refs;
+}
+
+/**
+ * Deletes a local branch, whatever it holds; a branch that is already gone is fine.
+ * A branch still checked out in a worktree is refused by git: remove the worktree first.
+ */
+export async function deleteBranch(repo: string, branch: string): Promise<void> {
+  if ((await revParse(repo, `refs/heads/${branch}`)) === undefined) return;
+  const args = ['branch', '-D', '--', branch];
+  const result = await runGit(repo, args);
+  if (result.exitCode !== 0 && (await revParse(repo, `refs/heads/${branch}`)) !== undefined) {
+    throw commandFailed(repo, args, result);
+  }
+}
+
+/**
+ * Keeps unverified work from a previous run as branch `orphan/<id>-<n>` (n = one more
+ * than the highest already there, starting at 1), so nothing a worker did is lost when
+ * its block is re-dispatched from trunk. Returns the branch name.
+ */
+export async function preserveOrphan(repo: string, id: string, sha: string): Promise<string> {
+  const commit = await revParse(repo, sha);
+  if (commit === undefined) throw new GitFailure('TRON_ORPHAN_MISSING', `cannot preserve ${id}: no commit ${sha} in ${repo}`);
+  const taken = await branchesOf(repo, `orphan/${id}-*`);
+  const pattern = new RegExp(`^orphan/${escapeRegExp(id)}-(\\d+)$`);
+  let n = 1;
+  for (const name of taken.keys()) {
+    const m = pattern.exec(name);
+    if (m) n = Math.max(n, Number(m[1]) + 1);
+  }
+  for (; ; n++) {
+    const branch = `orphan/${id}-${n}`;
+    // An empty old value means "create only": never overwrite an orphan someone else made.
+    const args = ['update-ref', '-m', `tron: preserve unverified work of ${id}`, `refs/heads/${branch}`, commit, ''];
+    const result = await runGit(repo, args);
+    if (result.exitCode === 0) return branch;
+    if ((await revParse(repo, `refs/heads/${branch}`)) === undefined) throw commandFailed(repo, args, result);
+  }
+}
+
+function escapeRegExp(text: string): string {
+  return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+}

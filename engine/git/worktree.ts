@@ -1,0 +1,182 @@
+/**
+ * The worktrees the engine owns, all under `.tron/worktrees/`: `<id>` is a block's
+ * build worktree on branch `tron/<id>`; `<id>.review` is a detached checkout pinned to
+ * the attested sha, so a reviewer never sees the live worktree. Nothing outside that
+ * folder is ever created or removed here.
+ */
+import { existsSync } from 'node:fs';
+import { mkdir, readdir, readFile, rm } from 'node:fs/promises';
+import { isAbsolute, join, relative, resolve } from 'node:path';
+import { GitFailure, GitStateError, commandFailed, gitOut, runGit, type Sha } from './run.ts';
+import { heldOpen } from '../runtime/proc.ts';
+import { revParse } from './query.ts';
+
+export const WORKTREES_DIR = join('.tron', 'worktrees');
+
+/** Where block `id`'s build worktree lives. */
+export function worktreePath(repo: string, id: string): string {
+  return join(resolve(repo), WORKTREES_DIR, id);
+}
+
+/** Where block `id`'s review checkout lives (ids cannot contain '.', so this never collides). */
+export function reviewPath(repo: string, id: string): string {
+  return join(resolve(repo), WORKTREES_DIR, `${id}.review`);
+}
+
+/**
+ * Makes block `id`'s build worktree: branch `tron/<id>` at `base`, with no upstream.
+ * Leftovers of an earlier run (the folder or the branch) are not touched: deciding
+ * whether they hold work to preserve is recovery's job, so this fails with
+ * TRON_WORKTREE_EXISTS instead.
+ */
+export async function createWorktree(repo: string, opts: { id: string; base: string }): Promise<{ path: string; branch: string }> {
+  const path = worktreePath(repo, opts.id);
+  const branch = `tron/${opts.id}`;
+  await gitOut(repo, ['worktree', 'prune']);
+  await clearStaleLocks(repo, opts.id, branch);
+  const branchSha = await revParse(repo, `refs/heads/${branch}`);
+  if (existsSync(path) || branchSha !== undefined) {
+    const what = [existsSync(path) ? `folder ${relative(resolve(repo), path)}` : '', branchSha ? `branch ${branch}` : '']
+      .filter(Boolean)
+      .join(' and ');
+    throw new GitStateError(
+      'TRON_WORKTREE_EXISTS',
+      relative(resolve(repo), path),
+      `${what} from an earlier run still exist; tron start preserves unverified work as orphan/${opts.id}-<n> ` +
+        `by itself — to discard it by hand: \`git worktree remove --force ${relative(resolve(repo), path)}; git branch -D ${branch}\``,
+    );
+  }
+  const base = await resolveCommit(repo, opts.base);
+  await mkdir(join(resolve(repo), WORKTREES_DIR), { recursive: true });
+  await gitOut(repo, ['worktree', 'add', '--quiet', '--no-track', '-b', branch, path, base]);
+  return { path, branch };
+}
+
+/** A fresh detached checkout of exactly `sha` for reviewing block `id`; an old one is replaced. */
+export async function createReviewCheckout(repo: string, opts: { id: string; sha: string }): Promise<string> {
+  const path = reviewPath(repo, opts.id);
+  const sha = await resolveCommit(repo, opts.sha);
+  await removeWorktree(repo, path);
+  await clearStaleLocks(repo, `${opts.id}.review`);
+  await mkdir(join(resolve(repo), WORKTREES_DIR), { recursive: true });
+  await gitOut(repo, ['worktree', 'add', '--quiet', '--detach', path, sha]);
+  return path;
+}
+
+/**
+ * Removes an engine worktree whatever it holds (uncommitted work included), then
+ * forgets it; a worktree that is already gone is fine. Refuses paths outside
+ * `.tron/worktrees/`, so a bad argument can never delete the user's files.
+ */
+export async function removeWorktree(repo: string, path: string): Promise<void> {
+  const root = join(resolve(repo), WORKTREES_DIR);
+  const target = resolve(repo, path);
+  const rel = relative(root, target);
+  if (rel === '' || rel.startsWith('..') || isAbsolute(rel)) {
+    throw new GitFailure('TRON_WORKTREE_OUTSIDE', `refusing to remove ${target}: it is not inside ${root}`);
+  }
+  if (existsSync(target)) {
+    // Double force also removes a locked worktree; failure is fine when it was never registered.
+    await runGit(repo, ['worktree', 'remove', '--force', '--force', target]);
+    await rm(target, { recursive: true, force: true });
+  }
+  await gitOut(repo, ['worktree', 'prune']);
+}
+
+/**
+ * Removes lock files a crashed git left behind for worktree `name` (its index and HEAD)
+ * and for its `branch`, so a resumed or re-created worktree is not stuck on them. Safe
+ * only because the engine holds the repository lock: no git of ours is running there.
+ */
+export async function clearStaleLocks(repo: string, name: string, branch?: string): Promise<void> {
+  const admin = await adminDir(repo, name);
+  const locks = [join(admin, 'index.lock'), join(admin, 'HEAD.lock')];
+  if (branch !== undefined) locks.push(join(await commonDir(repo), 'refs', 'heads', `${branch}.lock`));
+  await Promise.all(locks.map((file) => rm(file, { force: true })));
+}
+
+/** The worktree's folder inside the common git dir: read from its `.git` file when it exists. */
+async function adminDir(repo: string, name: string): Promise<string> {
+  const dotGit = join(resolve(repo), WORKTREES_DIR, name, '.git');
+  try {
+    const m = /^gitdir: (.*)$/m.exec(await readFile(dotGit, 'utf8'));
+    if (m?.[1]) return resolve(join(resolve(repo), WORKTREES_DIR, name), m[1].trim());
+  } catch {
+    // No worktree folder: fall back to git's default admin name.
+  }
+  return join(await commonDir(repo), 'worktrees', name);
+}
+
+export async function commonDir(repo: string): Promise<string> {
+  return resolve(repo, (await gitOut(repo, ['rev-parse', '--git-common-dir'])).trim());
+}
+
+async function resolveCommit(repo: string, ref: string): Promise<Sha> {
+  const sha = await revParse(repo, ref);
+  if (sha === undefined) {
+    throw commandFailed(repo, ['rev-parse', ref], { exitCode: 1, stdout: '', stderr: `no commit named ${ref}` });
+  }
+  return sha;
+}
+
+/** Forgets worktrees whose folders are gone (git's own bookkeeping; safe at boot). */
+export async function pruneWorktrees(repo: string): Promise<void> {
+  await gitOut(repo, ['worktree', 'prune']);
+}
+
+/**
+ * Puts a block's worktree back to its branch head after a crash: the engine's stale locks
+ * cleared, any rebase or merge the worker had under way aborted, uncommitted changes
+ * dropped (uncommitted work is not work). Used for verified work that resumes at review
+ * or merge, whose worker will be asked again. A missing folder is made again on the branch.
+ */
+export async function resetWorktree(repo: string, id: string): Promise<void> {
+  const path = worktreePath(repo, id);
+  if (!existsSync(path)) {
+    // The folder went missing (removed by hand, or mid-creation): attach a fresh one to the branch.
+    await gitOut(repo, ['worktree', 'prune']);
+    if ((await revParse(repo, `refs/heads/tron/${id}`)) === undefined) return;
+    await mkdir(join(resolve(repo), WORKTREES_DIR), { recursive: true });
+    await runGit(repo, ['worktree', 'add', '--quiet', path, `tron/${id}`]);
+    return;
+  }
+  await clearStaleLocks(repo, id, `tron/${id}`);
+  await runGit(path, ['rebase', '--abort']);
+  await runGit(path, ['merge', '--abort']);
+  await runGit(path, ['cherry-pick', '--abort']);
+  await runGit(path, ['checkout', '-q', '-f', `tron/${id}`]);
+  await runGit(path, ['reset', '-q', '--hard']);
+  await runGit(path, ['clean', '-q', '-fd']);
+}
+
+/**
+ * Lock files on the refs only the engine writes — tron/<id> and orphan/<id>-<n> branches,
+ * refs/tron/landed/<id> — and packed-refs.lock, left by a git process killed with the
+ * engine (or a worker recovery killed). Boot removes them, under the engine lock, once
+ * strays are dead, and only when no live process holds them open: a lock a running git
+ * holds is never touched. Returns the files removed.
+ */
+export async function clearEngineRefLocks(repo: string): Promise<string[]> {
+  const common = await commonDir(repo);
+  const candidates: string[] = [];
+  for (const dir of [join(common, 'refs', 'heads', 'tron'), join(common, 'refs', 'heads', 'orphan'), join(common, 'refs', 'tron', 'landed')]) {
+    if (!existsSync(dir)) continue;
+    for (const entry of await readdir(dir, { recursive: true })) {
+      if (String(entry).endsWith('.lock')) candidates.push(join(dir, String(entry)));
+    }
+  }
+  // Deleting any ref rewrites packed-refs under packed-refs.lock: a killed `git branch -D` leaves it.
+  candidates.push(join(common, 'packed-refs.lock'));
+  return removeStaleLocks(candidates);
+}
+
+/** Removes those of `files` that exist and that no live process holds open; returns them. */
+export async function removeStaleLocks(files: readonly string[]): Promise<string[]> {
+  const removed: string[] = [];
+  for (const file of files) {
+    if (!existsSync(file) || heldOpen(file)) continue;
+    await rm(file, { force: true });
+    removed.push(file);
+  }
+  return removed;
+}

@@ -1,0 +1,220 @@
+import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { loadConfig, parseConfig } from './config.ts';
+import type { Problem } from '../core/errors.ts';
+
+const FILE = '.tron/config.toml';
+
+const WORKERS = `
+[workers.builder]
+adapter = "openai"
+model = "gpt-5.1"
+api_key_env = "OPENAI_API_KEY"
+
+[workers.reviewer]
+adapter = "command"
+command = ["claude", "-p"]
+env = ["ANTHROPIC_API_KEY"]
+`;
+
+const MINIMAL = `test = "npm test"\n${WORKERS}`;
+
+function problemsOf(text: string): Problem[] {
+  const { config, problems } = parseConfig(text, FILE);
+  expect(config).toBeUndefined();
+  return problems;
+}
+
+function only(text: string): Problem {
+  const problems = problemsOf(text);
+  expect(problems).toHaveLength(1);
+  return problems[0]!;
+}
+
+describe('parseConfig', () => {
+  it('fills in the defaults for every optional field', () => {
+    const { config, problems } = parseConfig(MINIMAL, FILE);
+    expect(problems).toEqual([]);
+    expect(config).toMatchObject({
+      trunk: 'main',
+      maxParallel: 4,
+      test: 'npm test',
+      timeouts: { turnMs: 20 * 60_000, testMs: 10 * 60_000 },
+      liveness: {},
+    });
+    expect(config!.workers.architect).toBeUndefined();
+    expect(config!.pageCommand).toBeUndefined();
+  });
+
+  it('normalises durations to ms and parses each worker by its adapter', () => {
+    const text = `
+trunk = "develop"
+max_parallel = 2
+test = "make check"
+page_command = ["notify", "--json"]
+
+[timeouts]
+turn = "1h30m"
+test = "90s"
+
+[liveness]
+probe_wait = "45s"
+reissues = 0
+${WORKERS}
+[workers.architect]
+adapter = "sim"
+`;
+    const { config, problems } = parseConfig(text, FILE);
+    expect(problems).toEqual([]);
+    expect(config).toMatchObject({
+      trunk: 'develop',
+      maxParallel: 2,
+      test: 'make check',
+      pageCommand: ['notify', '--json'],
+      timeouts: { turnMs: 90 * 60_000, testMs: 90_000 },
+      liveness: { probeWaitMs: 45_000, reissues: 0 },
+    });
+    expect(config!.liveness).not.toHaveProperty('extensionMs');
+    expect(config!.workers.builder).toMatchObject({ adapter: 'openai', model: 'gpt-5.1', max_steps: 40 });
+    expect(config!.workers.reviewer).toEqual({ adapter: 'command', command: ['claude', '-p'], env: ['ANTHROPIC_API_KEY'] });
+    expect(config!.workers.architect).toEqual({ adapter: 'sim' });
+  });
+
+  it('names a TOML syntax error by file, line and column', () => {
+    const p = only(`test = "npm test"\ntrunk = \n${WORKERS}`);
+    expect(p.code).toBe('TRON_CONFIG_TOML');
+    expect(p.path).toBe(`${FILE}:2:9`);
+    expect(p.message).toMatch(/fix the TOML syntax/);
+  });
+
+  it('reports an unknown top-level key with the keys allowed there', () => {
+    const p = only(`${MINIMAL}\n`.replace('test = "npm test"', 'test = "npm test"\nmax_paralel = 3'));
+    expect(p).toMatchObject({ code: 'TRON_CONFIG_UNKNOWN_KEY', path: `${FILE}: max_paralel` });
+    expect(p.message).toMatch(/unknown key "max_paralel"/);
+    expect(p.message).toMatch(/max_parallel/);
+  });
+
+  it('reports an unknown key inside a worker table with the keys of its adapter', () => {
+    const p = only(MINIMAL.replace('model = "gpt-5.1"', 'modle = "gpt-5.1"\nmodel = "gpt-5.1"'));
+    expect(p).toMatchObject({ code: 'TRON_CONFIG_UNKNOWN_KEY', path: `${FILE}: workers.builder.modle` });
+    expect(p.message).toMatch(/keys allowed here: adapter, model, base_url, api_key_env/);
+  });
+
+  it('reports unknown keys in timeouts, liveness and workers', () => {
+    const text = `${MINIMAL}\n[timeouts]\nturns = "1m"\n[liveness]\nprobe = "1s"\n[workers.critic]\nadapter = "sim"\n`;
+    const problems = problemsOf(text);
+    expect(problems.map((p) => [p.code, p.path])).toEqual(
+      expect.arrayContaining([
+        ['TRON_CONFIG_UNKNOWN_KEY', `${FILE}: timeouts.turns`],
+        ['TRON_CONFIG_UNKNOWN_KEY', `${FILE}: liveness.probe`],
+        ['TRON_CONFIG_UNKNOWN_KEY', `${FILE}: workers.critic`],
+      ]),
+    );
+    expect(problems.find((p) => p.path.endsWith('workers.critic'))!.message).toMatch(/builder, reviewer, architect/);
+  });
+
+  it('requires the test command and says how to write it', () => {
+    const p = only(WORKERS);
+    expect(p).toMatchObject({ code: 'TRON_CONFIG_REQUIRED', path: `${FILE}: test` });
+    expect(p.message).toMatch(/test = "npm test"/);
+  });
+
+  it('rejects a blank test command', () => {
+    expect(only(MINIMAL.replace('"npm test"', '"   "'))).toMatchObject({ code: 'TRON_CONFIG_INVALID', path: `${FILE}: test` });
+  });
+
+  it('requires a builder and a reviewer but not an architect', () => {
+    const problems = problemsOf('test = "npm test"\n[workers.architect]\nadapter = "sim"\n');
+    expect(problems.map((p) => [p.code, p.path])).toEqual([
+      ['TRON_CONFIG_REQUIRED', `${FILE}: workers.builder`],
+      ['TRON_CONFIG_REQUIRED', `${FILE}: workers.reviewer`],
+    ]);
+    expect(problems[0]!.message).toMatch(/\[workers\.builder\]/);
+  });
+
+  it('names the adapters when a worker has an unknown one or none', () => {
+    const unknown = only(MINIMAL.replace('adapter = "command"', 'adapter = "shell"'));
+    expect(unknown).toMatchObject({ code: 'TRON_CONFIG_INVALID', path: `${FILE}: workers.reviewer.adapter` });
+    expect(unknown.message).toMatch(/"openai", "command", "sim"/);
+    const none = only(MINIMAL.replace('adapter = "command"\n', ''));
+    expect(none).toMatchObject({ code: 'TRON_CONFIG_REQUIRED', path: `${FILE}: workers.reviewer.adapter` });
+  });
+
+  it('rejects durations that do not parse, in the config and in worker settings', () => {
+    const text = MINIMAL.replace('api_key_env', 'request_timeout = "5 minutes"\napi_key_env') + '\n[timeouts]\nturn = "20 min"\n';
+    const problems = problemsOf(text);
+    expect(problems.map((p) => [p.code, p.path])).toEqual([
+      ['TRON_CONFIG_DURATION', `${FILE}: timeouts.turn`],
+      ['TRON_CONFIG_DURATION', `${FILE}: workers.builder.request_timeout`],
+    ]);
+    expect(problems[0]!.message).toMatch(/"20 min" is not a duration; write it like "90s"/);
+  });
+
+  it('rejects a zero budget', () => {
+    const p = only(`${MINIMAL}\n[timeouts]\ntest = "0s"\n`);
+    expect(p).toMatchObject({ code: 'TRON_CONFIG_INVALID', path: `${FILE}: timeouts.test` });
+    expect(p.message).toMatch(/longer than 0s/);
+  });
+
+  it('rejects max_parallel below 1 or not whole, and negative liveness counts', () => {
+    expect(only(`max_parallel = 0\n${MINIMAL}`)).toMatchObject({ code: 'TRON_CONFIG_INVALID', path: `${FILE}: max_parallel` });
+    expect(only(`max_parallel = 2.5\n${MINIMAL}`)).toMatchObject({ code: 'TRON_CONFIG_INVALID', path: `${FILE}: max_parallel` });
+    expect(only(`${MINIMAL}\n[liveness]\nmax_extensions = -1\n`)).toMatchObject({
+      code: 'TRON_CONFIG_INVALID',
+      path: `${FILE}: liveness.max_extensions`,
+    });
+  });
+
+  it('rejects a trunk that is not a branch name', () => {
+    expect(only(`trunk = "my trunk"\n${MINIMAL}`)).toMatchObject({ code: 'TRON_CONFIG_INVALID', path: `${FILE}: trunk` });
+  });
+
+  it('rejects an empty page command and a wrongly typed one', () => {
+    expect(only(`page_command = []\n${MINIMAL}`)).toMatchObject({ code: 'TRON_CONFIG_INVALID', path: `${FILE}: page_command` });
+    const p = only(`page_command = "notify-send tron"\n${MINIMAL}`);
+    expect(p).toMatchObject({ code: 'TRON_CONFIG_INVALID', path: `${FILE}: page_command` });
+    expect(p.message).toMatch(/expected an array/);
+  });
+
+  it('reports every problem at once', () => {
+    const text = `trunk = ""\nmax_parallel = 0\ncolour = "red"\n[timeouts]\nturn = "soon"\n[workers.builder]\nadapter = "nope"\n`;
+    const problems = problemsOf(text);
+    expect(problems.map((p) => p.path).sort()).toEqual(
+      [
+        `${FILE}: colour`,
+        `${FILE}: max_parallel`,
+        `${FILE}: test`,
+        `${FILE}: timeouts.turn`,
+        `${FILE}: trunk`,
+        `${FILE}: workers.builder.adapter`,
+        `${FILE}: workers.reviewer`,
+      ].sort(),
+    );
+    for (const p of problems) expect(p.code).toMatch(/^TRON_CONFIG_[A-Z_]+$/);
+  });
+});
+
+describe('loadConfig', () => {
+  let dir = '';
+  afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('tells the user to run tron init when there is no config', () => {
+    dir = mkdtempSync(path.join(tmpdir(), 'tron-config-'));
+    const { config, problems } = loadConfig(dir);
+    expect(config).toBeUndefined();
+    expect(problems).toHaveLength(1);
+    expect(problems[0]).toMatchObject({ code: 'TRON_CONFIG_MISSING', path: FILE });
+    expect(problems[0]!.message).toMatch(/run tron init/);
+  });
+
+  it('reads <repo>/.tron/config.toml and names problems by its repository path', () => {
+    dir = mkdtempSync(path.join(tmpdir(), 'tron-config-'));
+    mkdirSync(path.join(dir, '.tron'));
+    writeFileSync(path.join(dir, FILE), MINIMAL);
+    expect(loadConfig(dir).config?.test).toBe('npm test');
+    writeFileSync(path.join(dir, FILE), `bogus = 1\n${MINIMAL}`);
+    expect(loadConfig(dir).problems.map((p) => p.path)).toEqual([`${FILE}: bogus`]);
+  });
+});

@@ -1,0 +1,177 @@
+/**
+ * `.tron/config.toml`: parsed with a strict schema (an unknown key is a problem, never
+ * ignored), then normalised into a typed `Config` with durations in ms. Every problem is
+ * collected, so the user sees all of them at once, each with its file, key and fix.
+ */
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { z } from 'zod';
+import { schemaProblems, parseToml, type IssueStyle } from './config-problems.ts';
+import { parseDuration } from '../core/duration.ts';
+import type { Problem } from '../core/errors.ts';
+import { WORKER_ROLES, type WorkerRole } from '../core/roles.ts';
+import type { Liveness } from '../spine/spine.ts';
+import { workerSettings, type WorkerSettings } from '../workers/settings.ts';
+
+/** Where the config lives, relative to the repository root (and how problems name it). */
+export const CONFIG_FILE = '.tron/config.toml';
+
+/** Defaults for the optional fields; `tron init` writes the same values. */
+export const CONFIG_DEFAULTS = {
+  trunk: 'main',
+  max_parallel: 4,
+  timeouts: { turn: '20m', test: '10m' },
+} as const;
+
+const duration = z
+  .string()
+  .refine((s) => parseDuration(s) !== undefined, { message: 'a duration like "90s", "20m" or "1h"' })
+  .refine((s) => parseDuration(s) !== 0, { message: 'must be longer than 0s; a zero budget would fail every turn' });
+
+/** A branch name git would accept (the common rules of `git check-ref-format --branch`). */
+const branch = z
+  .string()
+  .refine((s) => /^(?!-)(?!.*\.\.)(?!.*\/\/)(?!.*@\{)[^\s~^:?*[\\\x00-\x1f\x7f]+$/.test(s) && !/(^|\/)\.|\.lock$|[/.]$/.test(s), {
+    message: 'not a valid branch name; write the name of the branch blocks land on, e.g. "main"',
+  });
+
+const TimeoutsTable = z.strictObject({
+  turn: duration.default(CONFIG_DEFAULTS.timeouts.turn),
+  test: duration.default(CONFIG_DEFAULTS.timeouts.test),
+});
+
+const LivenessOverrides = z.strictObject({
+  probe_wait: duration.optional(),
+  extension: duration.optional(),
+  max_extensions: z.number().int().min(0).optional(),
+  reissues: z.number().int().min(0).optional(),
+});
+
+const WorkersTable = z.strictObject({
+  builder: workerSettings,
+  reviewer: workerSettings,
+  architect: workerSettings.optional(),
+});
+
+const ConfigTable = z.strictObject({
+  trunk: branch.default(CONFIG_DEFAULTS.trunk),
+  max_parallel: z.number().int().min(1).default(CONFIG_DEFAULTS.max_parallel),
+  test: z.string().trim().min(1),
+  timeouts: TimeoutsTable.prefault({}),
+  workers: WorkersTable,
+  page_command: z.array(z.string().min(1)).min(1).optional(),
+  liveness: LivenessOverrides.optional(),
+});
+
+/** The settings of one repository, normalised: durations in ms, workers parsed per adapter. */
+export interface Config {
+  /** The branch blocks land on. */
+  trunk: string;
+  /** Build/review slots at once. */
+  maxParallel: number;
+  /** The engine's own test command (run by a shell); exit 0 = green. */
+  test: string;
+  timeouts: {
+    /** Budget of one worker turn. */
+    turnMs: number;
+    /** Budget of one engine test run; past it the run counts as red. */
+    testMs: number;
+  };
+  /** Without an architect, troubles that would consult it go straight to the operator. */
+  workers: { builder: WorkerSettings; reviewer: WorkerSettings; architect?: WorkerSettings };
+  /** argv run with a JSON page on stdin when the operator is paged. */
+  pageCommand?: string[];
+  /** Overrides of the spine's `[liveness]` numbers; absent keys keep the spine's value. */
+  liveness: Partial<Liveness>;
+}
+
+function workerKeys(data: unknown, role: PropertyKey): string[] {
+  const table = (data as { workers?: Record<PropertyKey, unknown> })?.workers?.[role];
+  const adapter = (table as { adapter?: unknown } | undefined)?.adapter;
+  const option = workerSettings.options.find((o) => o.shape.adapter.value === adapter);
+  return option ? Object.keys(option.shape) : ['adapter', '(the rest depends on the adapter: openai, command or sim)'];
+}
+
+const MISSING_HINTS: Record<string, string> = {
+  test: 'add the command the engine runs to test a head (exit 0 = green), e.g. test = "npm test"',
+  workers: 'add [workers.builder] and [workers.reviewer] tables; `tron init` in a scratch repository writes a full example',
+  'workers.builder': 'add a [workers.builder] table with adapter = "openai", "command" or "sim"',
+  'workers.reviewer': 'add a [workers.reviewer] table with adapter = "openai", "command" or "sim"',
+};
+
+const CONFIG_STYLE: IssueStyle = {
+  prefix: 'TRON_CONFIG',
+  knownKeysAt(parts, data) {
+    const [first, role] = parts;
+    if (parts.length === 0) return Object.keys(ConfigTable.shape);
+    if (first === 'timeouts') return Object.keys(TimeoutsTable.shape);
+    if (first === 'liveness') return Object.keys(LivenessOverrides.shape);
+    if (first === 'workers' && parts.length === 1) return [...WORKER_ROLES];
+    if (first === 'workers') return workerKeys(data, role!);
+    return [];
+  },
+  missingHint: (parts) => MISSING_HINTS[parts.join('.')],
+};
+
+function ms(text: string): number {
+  return parseDuration(text)!;
+}
+
+function toConfig(raw: z.infer<typeof ConfigTable>): Config {
+  const live = raw.liveness ?? {};
+  const liveness: Partial<Liveness> = {
+    ...(live.probe_wait !== undefined && { probeWaitMs: ms(live.probe_wait) }),
+    ...(live.extension !== undefined && { extensionMs: ms(live.extension) }),
+    ...(live.max_extensions !== undefined && { maxExtensions: live.max_extensions }),
+    ...(live.reissues !== undefined && { reissues: live.reissues }),
+  };
+  const workers: Config['workers'] = { builder: raw.workers.builder, reviewer: raw.workers.reviewer };
+  if (raw.workers.architect !== undefined) workers.architect = raw.workers.architect;
+  return {
+    trunk: raw.trunk,
+    maxParallel: raw.max_parallel,
+    test: raw.test,
+    timeouts: { turnMs: ms(raw.timeouts.turn), testMs: ms(raw.timeouts.test) },
+    workers,
+    ...(raw.page_command !== undefined && { pageCommand: raw.page_command }),
+    liveness,
+  };
+}
+
+/**
+ * Parses config TOML. `file` is how problems name it (normally `.tron/config.toml`).
+ * The config is returned only when there are no problems.
+ */
+export function parseConfig(text: string, file: string): { config?: Config; problems: Problem[] } {
+  const toml = parseToml(text, file, 'TRON_CONFIG_TOML');
+  if (toml.problem) return { problems: [toml.problem] };
+  const parsed = ConfigTable.safeParse(toml.data);
+  if (!parsed.success) return { problems: schemaProblems(parsed.error, toml.data, file, CONFIG_STYLE) };
+  return { config: toConfig(parsed.data), problems: [] };
+}
+
+/** Reads and parses `<repo>/.tron/config.toml`. Only reads. */
+export function loadConfig(repo: string): { config?: Config; problems: Problem[] } {
+  let text: string;
+  try {
+    text = readFileSync(path.join(repo, CONFIG_FILE), 'utf8');
+  } catch (err) {
+    const why = (err as NodeJS.ErrnoException).code;
+    if (why === 'ENOENT') {
+      return {
+        problems: [
+          { code: 'TRON_CONFIG_MISSING', path: CONFIG_FILE, message: `${repo} has no ${CONFIG_FILE}; run tron init --repo ${repo}` },
+        ],
+      };
+    }
+    return {
+      problems: [{ code: 'TRON_CONFIG_READ', path: CONFIG_FILE, message: `cannot read it (${why ?? String(err)}); make it a readable file` }],
+    };
+  }
+  return parseConfig(text, CONFIG_FILE);
+}
+
+/** The worker settings for a role, or undefined (only the architect is optional). */
+export function workerFor(config: Config, role: WorkerRole): WorkerSettings | undefined {
+  return config.workers[role];
+}

@@ -1,0 +1,254 @@
+/**
+ * Run statistics, from the events alone: `report.md` at the end of every run and
+ * `tron report RUN_DIR [--json]`. Nothing here reads git, the clock or the workers, so
+ * a report can be recomputed from any recorded log, and two runs compared figure by
+ * figure. Where the time went (workers, test runs, the engine itself, the MERGE lock)
+ * is computed in engine/render/report-time.ts.
+ */
+import type { TronEvent } from '../core/events.ts';
+import { mergeWaitIntervals, sumMs, testIntervals, unionMs, workerIntervals, type Interval } from './report-time.ts';
+
+/** One trip along the exception spine, and how it ended. */
+export interface EscalationStat {
+  seq: number;
+  trouble: string;
+  handler: string;
+  outcome: string;
+}
+
+export interface BlockStats {
+  id: string;
+  /** The phase the block ended the run in. */
+  phase: string;
+  /** Attempts started (a RETRY starts a new one). */
+  attempts: number;
+  /** ms spent in each phase, including `pending` before the first dispatch. */
+  phaseMs: Record<string, number>;
+  /** Gate failures by the fact that failed. */
+  gateFailures: Record<string, number>;
+  /** Review turns (restatements aside). */
+  reviewRounds: number;
+  /** Times the reviewer sent the block back with CHANGES. */
+  changesRequested: number;
+  escalations: EscalationStat[];
+  /** Total tokens by role, where the workers reported usage. */
+  tokens: Record<string, number>;
+  /** ms waiting for the MERGE lock. */
+  mergeWaitMs: number;
+  /** ms of worker turns, summed. */
+  workerMs: number;
+  /** ms of the engine's test runs for this block, summed. */
+  testMs: number;
+}
+
+export interface RunStats {
+  run: string;
+  exit: number | undefined;
+  events: number;
+  wallMs: number;
+  landed: number;
+  parked: number;
+  abandoned: number;
+  /** Blocks landed per hour of wall time. */
+  throughputPerHour: number;
+  /** ms waiting for the MERGE lock, summed over blocks. */
+  mergeWaitMs: number;
+  time: {
+    /** ms with at least one worker turn going (overlaps counted once). */
+    workersMs: number;
+    /** ms with at least one engine test run going. */
+    testsMs: number;
+    /** ms with neither: the engine's own share (git, decisions, waiting on nothing). */
+    engineMs: number;
+    /** The same figures summed without removing overlaps. */
+    workersSumMs: number;
+    testsSumMs: number;
+  };
+  /** Total tokens by role over the run. */
+  tokens: Record<string, number>;
+  blocks: BlockStats[];
+}
+
+type Working = BlockStats & { enteredAt: number };
+
+/** Folds a run's events into its statistics. */
+export function runStats(events: readonly TronEvent[]): RunStats {
+  const blocks = new Map<string, Working>();
+  let run = '';
+  let exit: number | undefined;
+  const first = events[0]?.ts ?? 0;
+  const last = events.at(-1)?.ts ?? first;
+  const get = (id: string, ts: number): Working => {
+    let b = blocks.get(id);
+    if (!b) {
+      b = { id, phase: 'pending', attempts: 0, phaseMs: {}, gateFailures: {}, reviewRounds: 0, changesRequested: 0, escalations: [], tokens: {}, mergeWaitMs: 0, workerMs: 0, testMs: 0, enteredAt: ts };
+      blocks.set(id, b);
+    }
+    return b;
+  };
+  const enter = (b: Working, phase: string, ts: number) => {
+    b.phaseMs[b.phase] = (b.phaseMs[b.phase] ?? 0) + (ts - b.enteredAt);
+    b.phase = phase;
+    b.enteredAt = ts;
+  };
+  events.forEach((e, i) => {
+    switch (e.type) {
+      case 'run.started':
+        run = e.run;
+        break;
+      case 'register.loaded':
+        for (const info of e.blocks) get(info.id, e.ts);
+        break;
+      case 'worktree.requested': {
+        const b = get(e.block, e.ts);
+        b.attempts = Math.max(b.attempts, e.attempt);
+        if (b.phase === 'pending') enter(b, 'build', e.ts);
+        break;
+      }
+      case 'block.recovered': {
+        const b = get(e.block, e.ts);
+        b.attempts = Math.max(b.attempts, e.attempt);
+        enter(b, e.phase, e.ts);
+        break;
+      }
+      case 'block.phase': {
+        const b = get(e.block, e.ts);
+        if (e.from === 'review' && e.on === 'CHANGES') b.changesRequested += 1;
+        enter(b, e.to, e.ts);
+        break;
+      }
+      case 'block.dispatched':
+        if (e.kind === 'review') get(e.block, e.ts).reviewRounds += 1;
+        break;
+      case 'gate.failed': {
+        const b = get(e.block, e.ts);
+        for (const f of e.facts.filter((x) => !x.ok)) b.gateFailures[f.name] = (b.gateFailures[f.name] ?? 0) + 1;
+        break;
+      }
+      case 'escalation.raised':
+        get(e.block, e.ts).escalations.push({ seq: e.seq, trouble: e.trouble, handler: e.handler, outcome: outcomeOf(events, i) });
+        break;
+      case 'block.parked':
+        enter(get(e.block, e.ts), 'parked', e.ts);
+        break;
+      case 'block.abandoned':
+        enter(get(e.block, e.ts), 'abandoned', e.ts);
+        break;
+      case 'worker.usage': {
+        const b = get(e.block, e.ts);
+        b.tokens[e.role] = (b.tokens[e.role] ?? 0) + e.total_tokens;
+        break;
+      }
+      case 'run.finished':
+        exit = e.exit;
+        break;
+      default:
+        break;
+    }
+  });
+  const workers = workerIntervals(events);
+  const tests = testIntervals(events);
+  const waits = mergeWaitIntervals(events);
+  const byBlock = (list: readonly Interval[], id: string) => sumMs(list.filter((x) => x.block === id));
+  const list = [...blocks.values()].map(({ enteredAt, ...b }) => {
+    b.phaseMs[b.phase] = (b.phaseMs[b.phase] ?? 0) + (last - enteredAt);
+    return { ...b, mergeWaitMs: byBlock(waits, b.id), workerMs: byBlock(workers, b.id), testMs: byBlock(tests, b.id) };
+  });
+  const wallMs = last - first;
+  const landed = list.filter((b) => b.phase === 'landed').length;
+  const tokens: Record<string, number> = {};
+  for (const b of list) for (const [role, n] of Object.entries(b.tokens)) tokens[role] = (tokens[role] ?? 0) + n;
+  const workersMs = unionMs(workers);
+  const testsMs = unionMs(tests);
+  return {
+    run,
+    exit,
+    events: events.length,
+    wallMs,
+    landed,
+    parked: list.filter((b) => !['landed', 'abandoned'].includes(b.phase)).length,
+    abandoned: list.filter((b) => b.phase === 'abandoned').length,
+    throughputPerHour: wallMs > 0 ? (landed * 3_600_000) / wallMs : 0,
+    mergeWaitMs: sumMs(waits),
+    time: { workersMs, testsMs, engineMs: wallMs - unionMs([...workers, ...tests]), workersSumMs: sumMs(workers), testsSumMs: sumMs(tests) },
+    tokens,
+    blocks: list,
+  };
+}
+
+/**
+ * How the escalation at `events[i]` ended: the restated or architect's word, the
+ * operator's answer, what the probe found — or where the trouble went next.
+ */
+export function outcomeOf(events: readonly TronEvent[], i: number): string {
+  const esc = events[i] as Extract<TronEvent, { type: 'escalation.raised' }>;
+  for (const e of events.slice(i + 1)) {
+    if (!('block' in e) || e.block !== esc.block) continue;
+    switch (esc.handler) {
+      case 'restate':
+      case 'architect':
+        if (e.type === 'reply.accepted') return e.word;
+        if (e.type === 'reply.refused') return `refused: ${e.kind}`;
+        break;
+      case 'operator':
+        if (e.type === 'operator.answered') return `answered ${e.word}`;
+        if (e.type === 'block.recovered' && e.phase !== 'parked') return `resumed: ${e.phase}`;
+        break;
+      case 'probe':
+        if (e.type === 'worker.extended') return 'life: extended';
+        if (e.type === 'turn.reissued') return 'silent: re-issued';
+        if (e.type === 'reply.received') return 'replied';
+        break;
+      case 'reissue':
+        if (e.type === 'reply.received' && e.ok) return 'replied';
+        break;
+      default:
+        break;
+    }
+    if (e.type === 'escalation.raised' && esc.handler !== 'operator') return `passed to ${e.handler}`;
+    if (e.type === 'block.abandoned') return 'abandoned';
+    if (e.type === 'block.landed') return 'landed';
+  }
+  return esc.handler === 'operator' ? 'unanswered' : 'unresolved';
+}
+
+const secs = (ms: number) => `${(ms / 1000).toFixed(1)}s`;
+const pct = (part: number, whole: number) => (whole > 0 ? `${((100 * part) / whole).toFixed(1)}%` : '—');
+const list = (r: Record<string, number>, fmt: (n: number) => string = String) =>
+  Object.entries(r)
+    .map(([k, v]) => `${k} ${fmt(v)}`)
+    .join(', ') || '—';
+
+/** report.md: the statistics as Markdown. */
+export function renderReport(events: readonly TronEvent[]): string {
+  const s = runStats(events);
+  const t = s.time;
+  const lines = [
+    `# tron run ${s.run}`,
+    '',
+    `${s.landed} landed, ${s.parked} parked, ${s.abandoned} abandoned; ${s.events} events; wall time ${secs(s.wallMs)}; exit ${s.exit ?? '(running)'}.`,
+    '',
+    `- throughput: ${s.throughputPerHour.toFixed(1)} blocks landed per hour of wall time`,
+    `- engine alone: ${secs(t.engineMs)} (${pct(t.engineMs, s.wallMs)} of wall time; no worker turn and no test run going)`,
+    `- workers: ${secs(t.workersMs)} busy (${pct(t.workersMs, s.wallMs)}); ${secs(t.workersSumMs)} summed over turns`,
+    `- test runs: ${secs(t.testsMs)} busy (${pct(t.testsMs, s.wallMs)}); ${secs(t.testsSumMs)} summed`,
+    `- waiting for the MERGE lock: ${secs(s.mergeWaitMs)} summed over blocks`,
+    `- tokens: ${list(s.tokens)}`,
+    '',
+    '| block | phase | attempts | time by phase | gate failures | review rounds | changes asked | escalations | merge wait | worker time | test time | tokens |',
+    '| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |',
+  ];
+  for (const b of s.blocks) {
+    const time = list(Object.fromEntries(Object.entries(b.phaseMs).filter(([k]) => k !== 'landed' && k !== 'abandoned')), secs);
+    const escalations = b.escalations.map((x) => `${x.trouble}→${x.handler}`).join(', ') || '—';
+    lines.push(
+      `| ${b.id} | ${b.phase} | ${b.attempts} | ${time} | ${list(b.gateFailures)} | ${b.reviewRounds} | ${b.changesRequested} | ${escalations} | ${secs(b.mergeWaitMs)} | ${secs(b.workerMs)} | ${secs(b.testMs)} | ${list(b.tokens)} |`,
+    );
+  }
+  const all = s.blocks.flatMap((b) => b.escalations.map((x) => ({ block: b.id, ...x })));
+  if (all.length > 0) {
+    lines.push('', '## Escalations', '');
+    for (const x of all.sort((a, b) => a.seq - b.seq)) lines.push(`- seq ${x.seq}, ${x.block}: ${x.trouble} → ${x.handler} — ${x.outcome}`);
+  }
+  return `${lines.join('\n')}\n`;
+}

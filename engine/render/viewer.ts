@@ -1,0 +1,49 @@
+/**
+ * The generated workflow/ folder: the BPMN file, the interactive page and the bpmn-js
+ * viewer it needs, vendored so the page works offline from file://. `tron docs` writes
+ * the map this returns and `tron docs --check` compares it; every file is a pure
+ * function of the spine and the installed bpmn-js, so the comparison is exact.
+ */
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { buildGraph } from './bpmn-graph.ts';
+import type { Details } from './bpmn-details.ts';
+import { renderBpmn } from './bpmn.ts';
+import { renderIndexHtml, VIEWER_BANNER } from './viewer-page.ts';
+import type { Spine } from '../spine/spine.ts';
+
+const require = createRequire(import.meta.url);
+
+/** Vendored from node_modules/bpmn-js/dist: the NavigatedViewer (pan, zoom) and its CSS. */
+const VENDOR = {
+  'vendor/bpmn-navigated-viewer.production.min.js': 'bpmn-js/dist/bpmn-navigated-viewer.production.min.js',
+  'vendor/diagram-js.css': 'bpmn-js/dist/assets/diagram-js.css',
+  'vendor/bpmn-js.css': 'bpmn-js/dist/assets/bpmn-js.css',
+} as const;
+
+function vendored(modulePath: string, version: string): string {
+  const text = readFileSync(require.resolve(modulePath), 'utf8');
+  return `/* Vendored from node_modules/${modulePath} (bpmn-js ${version}). ${VIEWER_BANNER} */\n${text}`;
+}
+
+/** Files of workflow/, keyed by path relative to it, in a fixed order. */
+export async function renderWorkflowDir(spine: Spine): Promise<Map<string, string>> {
+  const xml = await renderBpmn(spine);
+  const graph = buildGraph(spine);
+  const details: Record<string, Details> = {};
+  for (const item of [...graph.nodes, ...graph.edges]) details[item.id] = item.details;
+  const { version } = require('bpmn-js/package.json') as { version: string };
+  const files = new Map<string, string>([
+    ['tron.bpmn', xml],
+    [
+      'index.html',
+      renderIndexHtml(xml, details, {
+        script: 'vendor/bpmn-navigated-viewer.production.min.js',
+        styles: ['vendor/diagram-js.css', 'vendor/bpmn-js.css'],
+      }),
+    ],
+  ]);
+  for (const [path, modulePath] of Object.entries(VENDOR)) files.set(path, vendored(modulePath, version));
+  files.set('vendor/LICENSE-bpmn-js.txt', readFileSync(require.resolve('bpmn-js/LICENSE'), 'utf8'));
+  return files;
+}

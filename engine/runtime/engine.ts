@@ -1,0 +1,493 @@
+/**
+ * The flow driver's effect runner and WAKE loop. Inputs are appended to the log, fed to
+ * the pure `decide`, and each decision is appended (flushed) before its effect starts;
+ * effects report back as new inputs. The loop sleeps on a promise until an input
+ * arrives — a worker reply, a finished test run, an inbox answer — never on an interval.
+ *
+ * One writer: the engine holds `.tron/engine.lock` and the run's `events.lock`.
+ */
+import { appendFileSync, copyFileSync, mkdirSync, watch, writeFileSync, type FSWatcher } from 'node:fs';
+import { hostname } from 'node:os';
+import { join } from 'node:path';
+import type { Clock } from '../core/clock.ts';
+import type { Config } from '../project/config.ts';
+import type { Block } from '../project/register.ts';
+import type { BodyOf, EventBody, EventOf, TronEvent } from '../core/events.ts';
+import { EventLog } from './eventlog.ts';
+import { decide, type DecideContext } from '../core/decide.ts';
+import { initialState, type EngineState } from '../core/state.ts';
+import type { Spine } from '../spine/spine.ts';
+import type { TurnObserver, WorkerAdapter } from '../workers/adapter.ts';
+import type { WorkerRole } from '../core/roles.ts';
+import * as fx from './effects.ts';
+import * as git from '../git/index.ts';
+import { renderPrompt } from './prompts.ts';
+import { formatDuration } from '../core/duration.ts';
+import { promptVars } from './prompt-vars.ts';
+import { renderReport } from '../render/report.ts';
+import { INBOX_DIR, consumeAnswer, readInbox } from './inbox.ts';
+import { signsOfLife, takeSnapshot, worktreePrint, type LifeSnapshot } from '../workers/liveness-signs.ts';
+
+export const TRON_VERSION = '0.1.0';
+
+export interface EngineOptions {
+  repo: string;
+  runDir: string;
+  runId: string;
+  config: Config;
+  blocks: Block[];
+  spine: Spine;
+  spineFile: string;
+  workers: Partial<Record<WorkerRole, WorkerAdapter>>;
+  clock: Clock;
+  env: Record<string, string | undefined>;
+  print: (line: string) => void;
+  watch: boolean;
+  /** What boot recovery found (engine/runtime/recovery.ts), fed after the register. */
+  boot?: EventBody[];
+  /** Inbox files an earlier run already consumed (moved now, never answered twice). */
+  consumed?: readonly string[];
+  /** Test hook (TRON_CRASH_AFTER_EVENT, read once at start): die abruptly right after appending this seq. */
+  crashAfter?: number;
+  /** --watch: the interval of run.heartbeat notes. */
+  heartbeatMs?: number;
+  /** --watch: re-reads the register after a change under .tron/blocks/ (undefined when it has problems). */
+  reloadBlocks?: () => Block[] | undefined;
+}
+
+/** A clock that the engine pins to an input's time while it appends that input's decisions. */
+class PinnedClock implements Clock {
+  pinned: number | undefined;
+  constructor(private readonly base: Clock) {}
+  now(): number {
+    return this.pinned ?? this.base.now();
+  }
+}
+
+export class Engine {
+  state: EngineState = initialState();
+  readonly log: EventLog;
+  private readonly clock: PinnedClock;
+  private readonly queue: EventBody[] = [];
+  private wake: (() => void) | undefined;
+  private readonly running = new Set<Promise<void>>();
+  /** Running turns by `session#turn`, with their block, start time and overrun timer. */
+  private readonly turns = new Map<string, { block: string; controller: AbortController; startedAt: number; timer?: NodeJS.Timeout }>();
+  /** Signs of life per session from workers without a process (model steps, sim progress). */
+  private readonly progress = new Map<string, number>();
+  private readonly ctx: DecideContext;
+  private readonly fx: fx.EffectContext;
+  private failure: Error | undefined;
+  private readonly seenAnswers = new Set<string>();
+  private inboxWatcher: FSWatcher | undefined;
+
+  constructor(private readonly o: EngineOptions) {
+    this.clock = new PinnedClock(o.clock);
+    this.log = EventLog.open(o.runDir, { clock: this.clock, command: 'tron start' });
+    this.ctx = { spine: o.spine, testCommand: o.config.test };
+    const byId = new Map(o.blocks.map((b) => [b.id, b]));
+    this.fx = { repo: o.repo, runDir: o.runDir, config: o.config, blocks: () => byId, env: o.env, print: o.print, note: (body) => void this.append(body) };
+  }
+
+  /** Runs until the run finishes; returns the exit status. */
+  async run(): Promise<number> {
+    const o = this.o;
+    const trunkSha = await git.currentTrunkSha(o.repo, o.config.trunk);
+    this.input({
+      type: 'run.started',
+      run: o.runId,
+      version: TRON_VERSION,
+      trunk: o.config.trunk,
+      trunk_sha: trunkSha,
+      main_status: await fx.mainStatus(o.repo, o.config.trunk),
+      max_parallel: o.config.maxParallel,
+      architect: Boolean(o.workers.architect),
+      liveness: livenessNumbers(o.spine, o.config),
+      watch: o.watch,
+      pid: process.pid,
+    });
+    this.input({ type: 'register.loaded', blocks: o.blocks.map(infoOf) });
+    for (const body of o.boot ?? []) this.input(body);
+    for (const file of o.consumed ?? []) {
+      this.seenAnswers.add(file);
+      consumeAnswer(o.repo, file, o.runDir);
+    }
+    const waiting = await this.inboxAnswers();
+    for (const body of waiting) this.input(body);
+    this.input({ type: 'recovery.finished', answers: waiting.length });
+    this.watchInbox();
+    const heartbeat = o.watch ? setInterval(() => this.heartbeat(), o.heartbeatMs ?? 60_000) : undefined;
+    const blocksWatcher = o.watch ? this.watchBlocks() : undefined;
+    while (!this.state.finished) {
+      const body = await this.next();
+      this.input(body);
+    }
+    this.inboxWatcher?.close();
+    blocksWatcher?.close();
+    clearInterval(heartbeat);
+    for (const t of this.turns.values()) {
+      clearTimeout(t.timer);
+      t.controller.abort();
+    }
+    await Promise.allSettled([...this.running]);
+    writeFileSync(join(o.runDir, 'report.md'), renderReport(this.log.events));
+    this.log.close();
+    const finished = this.log.events.findLast((e) => e.type === 'run.finished') as EventOf<'run.finished'>;
+    return finished.exit;
+  }
+
+  /** Appends an input, decides, appends the decisions and starts their effects. */
+  input(body: EventBody): void {
+    const event = this.append(body);
+    const { state, decisions } = decide(this.state, event, this.ctx);
+    this.clock.pinned = event.ts;
+    const appended: TronEvent[] = [];
+    try {
+      for (const d of decisions) appended.push(this.append(d));
+    } finally {
+      this.clock.pinned = undefined;
+    }
+    this.state = state;
+    if (event.type === 'operator.answered') {
+      consumeAnswer(this.o.repo, event.file, this.o.runDir);
+      this.append({ type: 'inbox.consumed', file: event.file });
+    }
+    for (const d of appended) this.perform(d);
+  }
+
+  /** Appends one event; the crash hook dies right after the chosen one, as a power cut would. */
+  private append(body: EventBody): TronEvent {
+    const event = this.log.append(body);
+    if (event.seq === this.o.crashAfter) process.kill(process.pid, 'SIGKILL');
+    return event;
+  }
+
+  /** A stop signal: nothing new starts, running turns are stopped, the run finishes when quiet. */
+  stop(signal: string): void {
+    if (this.state.finished) return;
+    this.push({ type: 'run.stopping', signal });
+    this.stopTurns(() => true);
+  }
+
+  /** A second signal: kill every worker process group now. */
+  abortNow(): void {
+    this.stopTurns(() => true);
+  }
+
+  /** New answer files in the inbox, as operator.answered inputs (each file once). */
+  private async inboxAnswers(): Promise<EventBody[]> {
+    const answers = readInbox(this.o.repo, this.seenAnswers, this.o.print);
+    if (answers.length === 0) return [];
+    const trunkSha = await git.currentTrunkSha(this.o.repo, this.o.config.trunk);
+    return answers.map((a) => {
+      this.seenAnswers.add(a.file);
+      return { type: 'operator.answered', block: a.block, word: a.word, payload: a.payload, file: a.file, trunk_sha: trunkSha };
+    });
+  }
+
+  private heartbeat(): void {
+    if (this.state.finished) return;
+    const parked = this.state.order.filter((id) => this.state.blocks[id]!.phase === 'parked').length;
+    this.append({ type: 'run.heartbeat', running: this.turns.size, parked });
+  }
+
+  /** --watch: a new or changed block file wakes the engine at once (a file-system notification). */
+  private watchBlocks(): FSWatcher {
+    const dir = join(this.o.repo, '.tron', 'blocks');
+    mkdirSync(dir, { recursive: true });
+    let last = JSON.stringify(this.o.blocks.map((b) => b.digest));
+    let pending: NodeJS.Timeout | undefined;
+    return watch(dir, () => {
+      // Editors write a file in several steps; read the register once they settle.
+      clearTimeout(pending);
+      pending = setTimeout(() => {
+        const blocks = this.o.reloadBlocks?.();
+        if (!blocks) return;
+        const now = JSON.stringify(blocks.map((b) => b.digest));
+        if (now === last) return;
+        last = now;
+        for (const b of blocks) this.fx.blocks().set(b.id, b);
+        this.push({ type: 'register.loaded', blocks: blocks.map(infoOf) });
+      }, 50);
+    });
+  }
+
+  /** An answer written while the engine runs wakes it at once (a file-system notification, not a poll). */
+  private watchInbox(): void {
+    const dir = join(this.o.repo, INBOX_DIR);
+    mkdirSync(dir, { recursive: true });
+    this.inboxWatcher = watch(dir, () => {
+      void this.inboxAnswers().then((bodies) => bodies.forEach((b) => this.push(b)));
+    });
+  }
+
+  private next(): Promise<EventBody> {
+    const ready = this.queue.shift();
+    if (ready) return Promise.resolve(ready);
+    if (this.failure) return Promise.resolve(this.fatal(this.failure));
+    return new Promise((resolve) => {
+      this.wake = () => {
+        this.wake = undefined;
+        resolve(this.queue.shift() ?? this.fatal(this.failure!));
+      };
+    });
+  }
+
+  private push(body: EventBody): void {
+    this.queue.push(body);
+    this.wake?.();
+  }
+
+  private fatal(err: Error): EventBody {
+    this.failure = undefined;
+    const ids = (p: string) => this.state.order.filter((id) => this.state.blocks[id]!.phase === p);
+    return {
+      type: 'run.finished',
+      reason: 'error',
+      exit: 1,
+      landed: ids('landed'),
+      parked: this.state.order.filter((id) => !['landed', 'abandoned'].includes(this.state.blocks[id]!.phase)),
+      abandoned: ids('abandoned'),
+      detail: err.message,
+    } as BodyOf<'run.finished'>;
+  }
+
+  /** Starts the effect a decision asks for; its outcome comes back through the queue. */
+  private perform(e: TronEvent): void {
+    const s = this.state;
+    const c = this.fx;
+    const start = (work: () => Promise<EventBody | undefined>) => {
+      const p = work()
+        .then((body) => body && this.push(body))
+        .catch((err: Error) => {
+          this.failure = err;
+          this.o.print(`tron: an effect failed after ${e.type}${'block' in e ? ` for ${e.block}` : ''}: ${err.message}`);
+          this.wake?.();
+        })
+        .finally(() => this.running.delete(p));
+      this.running.add(p);
+    };
+    switch (e.type) {
+      case 'worktree.requested':
+        this.o.print(`${e.block}: build (attempt ${e.attempt})`);
+        return start(() => fx.prepareWorktree(c, s, e));
+      case 'block.dispatched':
+        return start(() => this.turn(e));
+      case 'facts.requested':
+        return start(() => fx.observeFacts(c, e));
+      case 'merge.locked':
+        return start(() => fx.observeMerge(c, s, e));
+      case 'land.intent':
+        return start(() => fx.landBlock(c, e));
+      case 'test.requested':
+        return start(() => fx.testTrunk(c, e));
+      case 'wrap.requested':
+        return start(() => fx.wrapBlock(c, s, e));
+      case 'escalation.raised':
+        if (e.handler === 'operator') return start(() => fx.page(c, e));
+        this.o.print(`${e.block}: ${e.trouble} → ${e.handler}`);
+        return;
+      case 'gate.failed':
+        this.o.print(`${e.block}: gate failed — ${e.facts.filter((f) => !f.ok).map((f) => f.name).join(', ')}`);
+        return;
+      case 'gate.passed':
+        this.o.print(`${e.block}: gate passed at ${e.sha.slice(0, 12)}`);
+        return;
+      case 'block.phase':
+        this.o.print(`${e.block}: ${e.from} → ${e.to} (${e.on})`);
+        return;
+      case 'block.parked':
+      case 'block.abandoned':
+        this.stopTurns((t) => t.block === e.block);
+        this.o.print(`${e.block}: ${e.type === 'block.parked' ? 'parked' : 'abandoned'} — ${e.reason}`);
+        return;
+      case 'worker.overran':
+        this.o.print(`${e.block}: turn ${e.turn} overran (${Math.round(e.elapsed_ms / 1000)}s); probing for signs of life`);
+        return start(() => this.probe(e));
+      case 'worker.extended':
+        this.o.print(`${e.block}: the worker shows life; extension ${e.count} of ${this.state.liveness.maxExtensions}`);
+        this.armTimer(e.session, e.turn, e.extension_ms);
+        return;
+      case 'turn.reissued':
+        this.o.print(`${e.block}: turn ${e.turn} re-issued — ${e.reason}`);
+        this.stopTurns((_t, key) => key === `${e.session}#${e.turn}`);
+        return;
+      default:
+        return;
+    }
+  }
+
+  /** Runs one worker turn and reports its reply (or failure) as `reply.received`. */
+  private async turn(e: EventOf<'block.dispatched'>): Promise<EventBody> {
+    const o = this.o;
+    const s = this.state;
+    const b = s.blocks[e.block]!;
+    const worker = o.workers[e.role as WorkerRole];
+    const base = { type: 'reply.received' as const, block: e.block, role: e.role, session: e.session, turn: e.turn };
+    if (!worker) return { ...base, ok: false, failure: 'crash', detail: `no [workers.${e.role}] is configured` };
+    const cwd =
+      e.role === 'builder'
+        ? git.worktreePath(o.repo, e.block)
+        : e.role === 'reviewer'
+          ? await fx.serialWorktrees(() => git.createReviewCheckout(o.repo, { id: e.block, sha: e.sha ?? b.attested! }))
+          : o.repo;
+    const diffstat = e.kind === 'review' && b.base ? await git.diffStat(o.repo, b.base, e.sha ?? b.attested!) : '';
+    const { name, vars } = promptVars(s, e, this.fx.blocks().get(e.block), { diffstat, history: this.log.events });
+    const prompt = renderPrompt(name, vars, { role: e.role, phase: e.phase, expect: e.expect as never });
+    this.transcript(`## ${e.block} · ${e.role} · ${e.session} · turn ${e.turn} · ${e.kind}\n\n### prompt\n\n${fence(prompt)}\n`);
+    const phaseTime = o.spine.phases.find((p) => p.name === e.phase)?.timeMs ?? Infinity;
+    const budget = Math.min(o.config.timeouts.turnMs, phaseTime);
+    const live = this.state.liveness;
+    // The adapter's own timeout is only a backstop: liveness decides before it fires.
+    const backstop = budget + live.maxExtensions * live.extensionMs + (live.maxExtensions + 2) * live.probeWaitMs + 60_000;
+    const controller = new AbortController();
+    const key = `${e.session}#${e.turn}`;
+    this.turns.set(key, { block: e.block, controller, startedAt: this.o.clock.now() });
+    this.armTimer(e.session, e.turn, budget);
+    try {
+      const outcome = await worker.runTurn(
+        {
+          role: e.role as WorkerRole,
+          block: e.block,
+          session: e.session,
+          turn: e.turn,
+          phase: e.phase,
+          kind: e.kind,
+          prompt,
+          cwd,
+          runDir: o.runDir,
+          timeoutMs: backstop,
+          signal: controller.signal,
+          criteria: b.info.criteria,
+          trunk: o.config.trunk,
+          repo: o.repo,
+          expect: e.expect,
+        },
+        this.observer(e),
+      );
+      const text = outcome.ok ? outcome.reply : `(turn failed: ${outcome.failure}) ${outcome.detail}${outcome.output ? `\n${outcome.output}` : ''}`;
+      this.transcript(`### reply (${e.block} · ${e.session} · turn ${e.turn})\n\n${fence(text)}\n`);
+      return outcome.ok ? { ...base, ok: true, reply: outcome.reply } : { ...base, ok: false, failure: outcome.failure, detail: outcome.detail };
+    } finally {
+      clearTimeout(this.turns.get(key)?.timer);
+      this.turns.delete(key);
+    }
+  }
+
+  /** After `ms`, a still-running turn reports itself overrun (an input; decide takes it from there). */
+  private armTimer(session: string, turn: number, ms: number): void {
+    const t = this.turns.get(`${session}#${turn}`);
+    if (!t) return;
+    clearTimeout(t.timer);
+    t.timer = setTimeout(() => {
+      if (!this.turns.has(`${session}#${turn}`)) return;
+      this.push({ type: 'timer.fired', block: t.block, session, turn, timer: 'overrun', elapsed_ms: this.o.clock.now() - t.startedAt });
+    }, ms);
+    t.timer.unref?.();
+  }
+
+  private stopTurns(which: (t: { block: string }, key: string) => boolean): void {
+    for (const [key, t] of this.turns) {
+      if (!which(t, key)) continue;
+      clearTimeout(t.timer);
+      t.controller.abort();
+    }
+  }
+
+  /** Signs of life over the probe wait: process CPU and output, worktree changes, model or sim progress. */
+  private async probe(e: EventOf<'worker.overran'>): Promise<EventBody> {
+    const b = this.state.blocks[e.block]!;
+    const role = b.waiting.on === 'turn' ? b.waiting.turn.role : 'builder';
+    const worker = this.o.workers[role];
+    const cwd = role === 'builder' ? git.worktreePath(this.o.repo, e.block) : role === 'reviewer' ? git.reviewPath(this.o.repo, e.block) : this.o.repo;
+    const take = async (): Promise<LifeSnapshot> => {
+      const proc = worker?.running?.(e.session);
+      const progress = this.progress.get(e.session) ?? 0;
+      if (proc) {
+        const snap = await takeSnapshot({ pid: proc.pid, startTime: proc.startTime, outputBytes: proc.outputBytes + progress, cwd });
+        return snap;
+      }
+      return { exists: this.turns.has(`${e.session}#${e.turn}`), cpuTicks: 0, outputBytes: progress, worktree: await worktreePrint(cwd) };
+    };
+    if (worker?.probe && role !== 'architect') {
+      // Talk before you page: a conversational worker is asked, in-session, between its steps.
+      const elapsed = formatDuration(Math.round(e.elapsed_ms / 1000) * 1000);
+      worker.probe(e.session, renderPrompt('probe', { block: e.block, elapsed }, { role, phase: b.phase, expect: ['WORKING'] }));
+    }
+    const before = await take();
+    await new Promise((r) => setTimeout(r, this.state.liveness.probeWaitMs));
+    const after = await take();
+    const { alive, signs } = signsOfLife(before, after);
+    return { type: 'worker.probed', block: e.block, session: e.session, turn: e.turn, alive, signs };
+  }
+
+  private observer(e: EventOf<'block.dispatched'>): TurnObserver {
+    const at = { block: e.block, session: e.session };
+    const tick = () => this.progress.set(e.session, (this.progress.get(e.session) ?? 0) + 1);
+    return {
+      progress: () => tick(),
+      spawned: (p) => void this.append({ type: 'worker.spawned', ...at, turn: e.turn, pid: p.pid, start_time: p.startTime }),
+      exited: (p) => void this.append({ type: 'worker.exited', ...at, turn: e.turn, pid: p.pid, code: p.code, signal: p.signal }),
+      usage: (u) => {
+        tick();
+        this.append({
+          type: 'worker.usage',
+          ...at,
+          role: e.role,
+          model: u.model,
+          prompt_tokens: u.promptTokens,
+          completion_tokens: u.completionTokens,
+          total_tokens: u.totalTokens,
+        });
+      },
+      retry: (r) =>
+        void this.append({
+          type: 'worker.retry',
+          ...at,
+          role: e.role,
+          attempt: r.attempt,
+          ...(r.status !== undefined ? { status: r.status } : {}),
+          delay_ms: Math.round(r.delayMs),
+          error: r.error,
+        }),
+    };
+  }
+
+  private transcript(text: string): void {
+    appendFileSync(join(this.o.runDir, 'transcript.md'), `${text}\n`);
+  }
+}
+
+/** The spine's liveness numbers with the config's overrides: what this run uses. */
+export function livenessNumbers(spine: Spine, config: Config) {
+  const l = { ...spine.liveness, ...config.liveness };
+  return { probe_wait_ms: l.probeWaitMs, extension_ms: l.extensionMs, max_extensions: l.maxExtensions, reissues: l.reissues };
+}
+
+function infoOf(b: Block) {
+  return { id: b.id, title: b.title, depends_on: b.dependsOn, priority: b.priority, criteria: b.criteria, digest: b.digest };
+}
+
+/** A Markdown fence longer than any backtick run inside `text`, so the text stays verbatim. */
+function fence(text: string): string {
+  const longest = Math.max(2, ...[...text.matchAll(/`+/g)].map((m) => m[0].length));
+  const f = '`'.repeat(longest + 1);
+  return `${f}text\n${text}\n${f}`;
+}
+
+/** Writes the run directory's fixed files: manifest.json and the spine that drives the run. */
+export function writeRunFiles(o: Pick<EngineOptions, 'runDir' | 'runId' | 'config' | 'spineFile'> & { trunkSha: string; startedAt: number }): void {
+  mkdirSync(o.runDir, { recursive: true });
+  copyFileSync(o.spineFile, join(o.runDir, 'workflow.toml'));
+  const manifest = {
+    tron: TRON_VERSION,
+    run: o.runId,
+    started_at: new Date(o.startedAt).toISOString(),
+    trunk: o.config.trunk,
+    trunk_sha: o.trunkSha,
+    config: { ...o.config, workers: undefined },
+    workers: o.config.workers,
+    host: { hostname: hostname(), platform: process.platform, arch: process.arch, node: process.version },
+  };
+  writeFileSync(join(o.runDir, 'manifest.json'), `${JSON.stringify(manifest, null, 2)}\n`);
+}

@@ -1,0 +1,180 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { execa } from 'execa';
+import { join } from 'node:path';
+import { allRuns, crashProject, startCli, BIN } from '../testing/crash.ts';
+import { GIT_IDENTITY_ENV, type TestRepo } from '../testing/repo.ts';
+import { isSameProcess } from './proc.ts';
+import { readLock } from './lockfile.ts';
+import { makeProject, configFile } from '../testing/project.ts';
+import { recover } from './recovery.ts';
+import { systemClock } from '../core/clock.ts';
+import { readdirSync } from 'node:fs';
+
+const repos: TestRepo[] = [];
+afterEach(async () => {
+  for (const r of repos.splice(0)) await r.cleanup();
+});
+
+async function fresh(): Promise<TestRepo> {
+  const repo = await crashProject();
+  repos.push(repo);
+  return repo;
+}
+
+/** Branches tron/* whose head is work that never passed the gate (must survive a restart). */
+async function unverifiedHeads(repo: TestRepo): Promise<string[]> {
+  const attested = new Set(allRuns(repo).flatMap((run) => run.flatMap((e) => (e.type === 'gate.passed' ? [e.sha] : []))));
+  const out = await repo.git('for-each-ref', '--format=%(objectname)', 'refs/heads/tron/');
+  const heads: string[] = [];
+  for (const sha of out.split('\n').filter(Boolean)) {
+    const onTrunk = (await execa('git', ['merge-base', '--is-ancestor', sha, 'main'], { cwd: repo.dir, reject: false })).exitCode === 0;
+    if (!onTrunk && !attested.has(sha)) heads.push(sha);
+  }
+  return heads;
+}
+
+/** The checks of a finished run, crashed or not; returns trunk's tree. */
+async function checkFinished(repo: TestRepo): Promise<string> {
+  const landed = (await repo.git('for-each-ref', '--format=%(refname:short)', 'refs/tron/landed/')).split('\n').sort();
+  expect(landed).toEqual(['tron/landed/alpha', 'tron/landed/beta', 'tron/landed/gamma']);
+  const subjects = (await repo.git('log', '--format=%s', 'main')).split('\n');
+  for (const id of ['alpha', 'beta', 'gamma']) expect(subjects.filter((s) => s === `Build ${id}`)).toHaveLength(1);
+  expect(await repo.git('rev-list', '--min-parents=2', 'main')).toBe('');
+  for (const id of ['alpha', 'beta', 'gamma']) {
+    const sha = await repo.git('rev-parse', `refs/tron/landed/${id}`);
+    const dir = join(repo.dir, '.tron', `check-${id}`);
+    await repo.git('worktree', 'add', '-q', '--detach', dir, sha);
+    expect((await execa('node', ['test.js'], { cwd: dir, reject: false })).exitCode).toBe(0);
+    await repo.git('worktree', 'remove', '--force', dir);
+  }
+  for (const run of allRuns(repo)) {
+    for (const e of run) if (e.type === 'worker.spawned') expect(isSameProcess(e.pid, e.start_time)).toBe(false);
+  }
+  // Trunk's content outside .tron/ (whose config names each test's own worker scripts).
+  const files = (await repo.git('ls-tree', '-r', 'main')).split('\n').filter((l) => !l.includes('\t.tron/'));
+  return files.join('\n');
+}
+
+/** Crash right after event `n`, then restart until the run finishes; checks everything. */
+async function crashAt(n: number, expectedTree: string): Promise<void> {
+  const repo = await fresh();
+  const crashed = await startCli(repo, { TRON_CRASH_AFTER_EVENT: String(n) });
+  if (crashed.signal !== 'SIGKILL') {
+    expect(crashed.exitCode).toBe(0); // the run ended before event n
+  } else {
+    const unverified = await unverifiedHeads(repo);
+    let last = await startCli(repo);
+    for (let i = 0; i < 3 && last.exitCode !== 0; i += 1) last = await startCli(repo);
+    expect(last.stderr).toBe('');
+    expect(last.exitCode, `${last.stdout}\n${last.stderr}`).toBe(0);
+    // Work that had not passed the gate when the engine died is on trunk now, or kept on an orphan branch.
+    const orphans = (await repo.git('for-each-ref', '--format=%(objectname)', 'refs/heads/orphan/')).split('\n');
+    for (const sha of unverified) {
+      const onTrunk = (await execa('git', ['merge-base', '--is-ancestor', sha, 'main'], { cwd: repo.dir, reject: false })).exitCode === 0;
+      expect(onTrunk || orphans.includes(sha), `${sha} lost after a crash at event ${n}`).toBe(true);
+    }
+  }
+  expect(await checkFinished(repo)).toBe(expectedTree);
+}
+
+describe('recovery from a crash at any instant', () => {
+  it('lands every block exactly once with trunk green, crashing after a spread of event boundaries', async () => {
+    const clean = await fresh();
+    const run = await startCli(clean);
+    expect(run.exitCode).toBe(0);
+    const tree = await checkFinished(clean);
+    const total = allRuns(clean)[0]!.length;
+    const sweep = process.env.TRON_CRASH_SWEEP === 'full';
+    const landing = allRuns(clean)[0]!.filter((e) => e.type === 'land.intent' || e.type === 'block.landed').map((e) => e.seq);
+    const points = sweep
+      ? Array.from({ length: total - 1 }, (_, i) => i + 1)
+      : [...new Set([2, 5, Math.floor(total / 4), Math.floor(total / 2), Math.floor((3 * total) / 4), total - 2, ...landing.slice(0, 2)])].sort((a, b) => a - b);
+    for (const n of points) await crashAt(n, tree);
+  }, 600_000);
+
+  it('survives the whole process group being SIGKILLed at moments chosen by a seeded sequence', async () => {
+    const clean = await fresh();
+    expect((await startCli(clean)).exitCode).toBe(0);
+    const tree = await checkFinished(clean);
+    // One round in npm test; the sweep (npm run test:crash) plays several seeds.
+    const rounds = process.env.TRON_CRASH_SWEEP === 'full' ? 8 : 1;
+    for (let round = 0; round < rounds; round += 1) {
+      let seed = 7 + round * 101;
+      const next = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
+      const repo = await fresh();
+      for (let kill = 0; kill < 3; kill += 1) {
+        const child = execa('node', [BIN, 'start', '--repo', repo.dir], { reject: false, stdin: 'ignore', detached: true, env: { ...GIT_IDENTITY_ENV } });
+        const delay = 300 + Math.floor(next() * 1500);
+        const timer = setTimeout(() => {
+          try {
+            process.kill(-child.pid!, 'SIGKILL');
+          } catch {
+            // it already finished
+          }
+        }, delay);
+        await child;
+        clearTimeout(timer);
+      }
+      let last = await startCli(repo);
+      for (let i = 0; i < 3 && last.exitCode !== 0; i += 1) last = await startCli(repo);
+      expect(last.exitCode, `round ${round}: exit ${last.exitCode} signal ${last.signal} in ${repo.dir}\n${last.stdout}\n${last.stderr}`).toBe(0);
+      expect(await checkFinished(repo)).toBe(tree);
+    }
+  }, 900_000);
+
+  it('takes no recovery action when booted twice in a row with nothing in between', async () => {
+    const repo = await makeProject({
+      blocks: { slow: {} },
+      config: configFile({ workers: `[workers.builder]\nadapter = "command"\ncommand = ["sleep", "600"]\n\n[workers.reviewer]\nadapter = "sim"\n` }),
+    });
+    repos.push(repo);
+    // Find the boundary right after the worker started, then die there: the worker lives on.
+    const probe = execa('node', [BIN, 'start', '--repo', repo.dir], { reject: false, stdin: 'ignore', env: { ...GIT_IDENTITY_ENV, TRON_CRASH_AFTER_EVENT: '1000' } });
+    for (let i = 0; i < 200 && !allRuns(repo)[0]?.some((e) => e.type === 'worker.spawned'); i += 1) await new Promise((r) => setTimeout(r, 50));
+    process.kill(probe.pid!, 'SIGKILL');
+    await probe;
+    const spawned = allRuns(repo)[0]!.find((e) => e.type === 'worker.spawned')!;
+    if (spawned.type !== 'worker.spawned') throw new Error('no worker');
+    expect(isSameProcess(spawned.pid, spawned.start_time)).toBe(true);
+    const runsDir = join(repo.dir, '.tron', 'runs');
+    const previousRunDir = join(runsDir, readdirSync(runsDir).sort().at(-1)!);
+    const blocks = [{ id: 'slow', title: 'Block slow', depends_on: [], priority: 0, criteria: ['slow works'], digest: 'x' }];
+    const first = await recover({ repo: repo.dir, previousRunDir, blocks, clock: systemClock });
+    const second = await recover({ repo: repo.dir, previousRunDir, blocks, clock: systemClock });
+    expect(first.events.filter((e) => e.type === 'worker.killed')).toHaveLength(1);
+    expect(isSameProcess(spawned.pid, spawned.start_time)).toBe(false);
+    expect(second.events.filter((e) => e.type === 'worker.killed')).toEqual([]);
+    expect(second.events.filter((e) => e.type === 'block.recovered')).toEqual(first.events.filter((e) => e.type === 'block.recovered'));
+    expect(first.events.find((e) => e.type === 'block.recovered')).toMatchObject({ phase: 'pending', attempt: 1 });
+  }, 60_000);
+});
+
+describe('one engine per repository', () => {
+  it('refuses a second start while one runs, and lets the next start proceed at once after kill -9', async () => {
+    const repo = await makeProject({
+      blocks: { slow: {} },
+      config: configFile({ workers: `[workers.builder]\nadapter = "command"\ncommand = ["sleep", "600"]\n\n[workers.reviewer]\nadapter = "sim"\n` }),
+    });
+    repos.push(repo);
+    const first = execa('node', [BIN, 'start', '--repo', repo.dir], { reject: false, stdin: 'ignore', detached: true, env: { ...GIT_IDENTITY_ENV } });
+    const lockFile = join(repo.dir, '.tron', 'engine.lock');
+    for (let i = 0; i < 200 && !(readLock(lockFile) && allRuns(repo)[0]?.some((e) => e.type === 'worker.spawned')); i += 1) {
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    const second = await startCli(repo);
+    expect(second.exitCode).toBe(2);
+    expect(second.stderr).toContain('TRON_LOCKED');
+    expect(second.stderr).toContain(`pid ${first.pid}`);
+    // kill -9 the engine alone: its worker (own process group) outlives it, still "building"
+    process.kill(first.pid!, 'SIGKILL');
+    await first;
+    const stray = allRuns(repo)[0]!.find((e) => e.type === 'worker.spawned')!;
+    expect(stray.type === 'worker.spawned' && isSameProcess(stray.pid, stray.start_time)).toBe(true);
+    const third = execa('node', [BIN, 'start', '--repo', repo.dir], { reject: false, stdin: 'ignore', detached: true, env: { ...GIT_IDENTITY_ENV } });
+    for (let i = 0; i < 200 && !(allRuns(repo)[1]?.some((e) => e.type === 'recovery.finished')); i += 1) await new Promise((r) => setTimeout(r, 50));
+    const killed = allRuns(repo)[1]!.filter((e) => e.type === 'worker.killed');
+    expect(killed).toMatchObject([{ pid: stray.type === 'worker.spawned' ? stray.pid : 0 }]);
+    process.kill(-third.pid!, 'SIGKILL');
+    await third;
+  }, 60_000);
+});

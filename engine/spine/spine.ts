@@ -1,0 +1,180 @@
+/**
+ * The phase spine. `engine/workflow.toml` holds the pass spine (phases, gates, legal
+ * words, transitions, budgets); `ESCALATION` below is the exception spine. Both are
+ * parsed and linted here; docs/WORKFLOW.md and workflow/tron.bpmn are rendered from them.
+ *
+ * The types are the contract the driver, the docs and the BPMN generator share. The
+ * parser (`parseSpine`, re-exported here) lives in engine/spine/parse.ts, the named
+ * lint rules in engine/spine/lint.ts; `loadSpine` runs both and refuses a spine
+ * with any problem.
+ */
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { InputError, type Problem } from '../core/errors.ts';
+import type { Role } from '../core/roles.ts';
+import { lintEscalation, lintSpine } from './lint.ts';
+import { parseSpine } from './parse.ts';
+
+export { keyPath, LivenessTable, parseSpine, toLiveness } from './parse.ts';
+
+/** Engine-derived outcomes that can drive a transition besides a glossary word. */
+export const SIGNALS = {
+  'gate.failed': 'a fact of the gate failed at the head under test',
+  fast_forward: 'the attested sha fast-forwards trunk; the engine landed it without a worker',
+  'patch.changed': 'bringing the branch up to date changed its patch id',
+  wrapped: 'the worktree was removed and the branch deleted or preserved',
+} as const;
+export type Signal = keyof typeof SIGNALS;
+
+export type GateKind = 'truth' | 'review' | 'merge' | 'wrap';
+
+export interface Transition {
+  /** A glossary word or a SIGNALS key. */
+  on: string;
+  to: string;
+  when: string;
+}
+
+export interface Phase {
+  name: string;
+  title: string;
+  description: string;
+  gate?: GateKind;
+  terminal: boolean;
+  /** Attempts (gate failures, review rounds, merge re-checks) before escalation. */
+  attempts?: number;
+  /** Budget of one turn in this phase, ms. */
+  timeMs?: number;
+  words: Partial<Record<Role, string[]>>;
+  transitions: Transition[];
+}
+
+export interface Liveness {
+  probeWaitMs: number;
+  extensionMs: number;
+  maxExtensions: number;
+  reissues: number;
+}
+
+export interface Spine {
+  version: number;
+  start: string;
+  budgets: { architect: number };
+  liveness: Liveness;
+  /** In file order. */
+  phases: Phase[];
+}
+
+/** The handlers of the exception spine, in the order a trouble may visit them. */
+export const HANDLERS = {
+  restate: 'the same worker session is asked once to restate its reply with exactly one >> line, quoting the reason',
+  probe: 'the overrunning worker is probed for signs of life; life earns an extension',
+  reissue: 'the silent turn is stopped (process group killed) and issued again, once',
+  architect: 'the architect makes a typed choice: RETRY, PAGE or ABANDON',
+  operator: 'the operator is paged and the block is parked until `tron answer`',
+} as const;
+export type Handler = keyof typeof HANDLERS;
+
+/** What an architect or operator answer does to the block. */
+export const OUTCOMES = {
+  RETRY: { to: 'build', effect: 're-dispatched from trunk with the guidance in the builder prompt' },
+  ABANDON: { to: 'abandoned', effect: 'abandoned with the reason; every dependent block is parked' },
+  PAGE: { to: 'parked', effect: 'handed to the operator' },
+} as const;
+
+export interface EscalationRow {
+  /** What went wrong, for docs and the escalation.raised event. */
+  description: string;
+  /** Handlers tried in order; a handler that cannot resolve it passes to the next. */
+  handlers: readonly Handler[];
+}
+
+/**
+ * The exception spine. Every stuck or uninterpretable signal is one of these troubles,
+ * and is handled by its row, in order: never guessed at, never silently dropped.
+ */
+export const ESCALATION = {
+  uninterpretable: {
+    description: 'a reply the gateway refused: no >> line, several, an unknown or illegal word, a bad payload',
+    handlers: ['restate', 'architect', 'operator'],
+  },
+  turn_failed: {
+    description: 'a worker turn failed: non-zero exit, crash, step cap, API error',
+    handlers: ['restate', 'architect', 'operator'],
+  },
+  blocked: {
+    description: 'the builder answered BLOCKED',
+    handlers: ['architect', 'operator'],
+  },
+  gate_budget: {
+    description: "the truth gate failed more times than the build phase's attempt budget",
+    handlers: ['architect', 'operator'],
+  },
+  review_budget: {
+    description: "the reviewer asked for changes more times than the review phase's attempt budget",
+    handlers: ['architect', 'operator'],
+  },
+  merge_failed: {
+    description: "re-checks after MERGED failed more times than the merge phase's attempt budget",
+    handlers: ['architect', 'operator'],
+  },
+  overrun: {
+    description: 'a turn ran past its budget',
+    handlers: ['probe', 'reissue', 'operator'],
+  },
+  trunk_touched: {
+    description: 'trunk moved by anyone but the engine; no merge is dispatched until the operator answers',
+    handlers: ['operator'],
+  },
+  trunk_red: {
+    description: 'the suite failed on trunk at a landed sha that passed at the gate: the tests are not repeatable; the block stays landed, and no later head lands unless its own tests pass',
+    handlers: ['operator'],
+  },
+  architect_failed: {
+    description: "the architect's own reply was uninterpretable, its turn failed, or its per-block budget is spent",
+    handlers: ['operator'],
+  },
+} as const satisfies Record<string, EscalationRow>;
+export type Trouble = keyof typeof ESCALATION;
+
+// ---------------------------------------------------------------------------------
+// Loading (the parser is engine/spine/parse.ts, the lint rules engine/spine/lint.ts)
+
+/** The checkout's own spine, resolved next to this module (not against the cwd). */
+export const SPINE_FILE = fileURLToPath(new URL('../workflow.toml', import.meta.url));
+const TRON_ROOT = path.dirname(path.dirname(SPINE_FILE));
+
+/** How a spine file is named in problems: relative to the tron checkout when inside it. */
+export function spineDisplayName(file: string): string {
+  const rel = path.relative(TRON_ROOT, path.resolve(file));
+  return rel.startsWith('..') || path.isAbsolute(rel) ? file : rel.split(path.sep).join('/');
+}
+
+/**
+ * Read, parse and lint a spine file together with ESCALATION, collecting every
+ * problem; the spine is returned only when it parsed (it may still have lint problems).
+ */
+export function checkSpineFile(file: string = SPINE_FILE): { spine?: Spine; problems: Problem[] } {
+  const shown = spineDisplayName(file);
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (err) {
+    const why = (err as NodeJS.ErrnoException).code ?? String(err);
+    return { problems: [{ code: 'TRON_SPINE_READ', path: shown, message: `cannot read the spine (${why}); check the path` }] };
+  }
+  const { spine, problems } = parseSpine(text, shown);
+  if (!spine) return { problems: [...problems, ...lintEscalation()] };
+  return { spine, problems: [...lintSpine(spine, shown), ...lintEscalation()] };
+}
+
+/**
+ * The spine that drives the engine (by default the checkout's own), parsed and linted
+ * with ESCALATION; throws one InputError carrying every problem when any exists.
+ */
+export function loadSpine(file: string = SPINE_FILE): Spine {
+  const { spine, problems } = checkSpineFile(file);
+  if (!spine || problems.length > 0) throw new InputError(problems);
+  return spine;
+}

@@ -33,7 +33,9 @@ export const COMMANDS: Record<string, CommandSpec> = {
       const { isPresetName } = await import('./workers/presets.ts');
       const worker = typeof v.worker === 'string' ? v.worker : undefined;
       if (worker !== undefined && !isPresetName(worker)) {
-        throw new InputError([{ code: 'TRON_USAGE', path: '--worker', message: `"${worker}" is not a preset; use openai, claude, codex or sim` }]);
+        throw new InputError([
+          { code: 'TRON_USAGE', path: '--worker', message: `"${worker}" is not a preset; use openai, claude, codex or sim` },
+        ]);
       }
       return initCommand({ repo: repoOf(v), ...(worker ? { worker } : {}), print });
     },
@@ -57,7 +59,7 @@ export const COMMANDS: Record<string, CommandSpec> = {
     },
   },
   answer: {
-    summary: "answer a parked block as the operator: '>>RETRY {\"guidance\":\"…\"}' or '>>ABANDON {\"reason\":\"…\"}'",
+    summary: 'answer a parked block as the operator: \'>>RETRY {"guidance":"…"}\' or \'>>ABANDON {"reason":"…"}\'',
     usage: "tron answer [--repo DIR] BLOCK '>>WORD {json}'",
     options: { ...repoOption },
     run: async (v, args) => {
@@ -128,12 +130,27 @@ export const COMMANDS: Record<string, CommandSpec> = {
 function help(): string {
   const width = Math.max(...Object.keys(COMMANDS).map((n) => n.length));
   const rows = Object.entries(COMMANDS).map(([name, c]) => `  ${name.padEnd(width)}  ${c.summary}${c.run ? '' : ' (not built yet)'}`);
-  return ['tron — a deterministic engine that supervises coding agents', '', 'Usage: tron <command> [options]', '', 'Commands:', ...rows, '', 'Every command has --help.'].join('\n');
+  return [
+    'tron — a deterministic engine that supervises coding agents',
+    '',
+    'Usage: tron <command> [options]',
+    '',
+    'Commands:',
+    ...rows,
+    '',
+    'Every command has --help.',
+  ].join('\n');
 }
 
 function commandHelp(name: string, c: CommandSpec): string {
   const opts = Object.entries(c.options).map(([o, d]) => `  --${o}${d.type === 'string' ? ' VALUE' : ''}  ${d.description}`);
-  return [`${c.usage}`, '', c.summary, ...(opts.length ? ['', 'Options:', ...opts] : []), ...(c.run ? [] : ['', `tron ${name} is not built yet.`])].join('\n');
+  return [
+    `${c.usage}`,
+    '',
+    c.summary,
+    ...(opts.length ? ['', 'Options:', ...opts] : []),
+    ...(c.run ? [] : ['', `tron ${name} is not built yet.`]),
+  ].join('\n');
 }
 
 /** Runs the CLI; returns the exit status. */

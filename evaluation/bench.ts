@@ -36,9 +36,24 @@ function syntheticRun(blocks: number): TronEvent[] {
     return out.decisions;
   };
   const liveness = { probe_wait_ms: 1000, extension_ms: 1000, max_extensions: 1, reissues: 1 };
-  feed({ type: 'run.started', run: 'bench', version: '0', trunk: 'main', trunk_sha: sha(0), main_status: '', max_parallel: 1, architect: false, liveness, watch: false, pid: 1 });
-  const ids = Array.from({ length: blocks }, (_, i) => `b${String(i).padStart(4, "0")}`);
-  feed({ type: 'register.loaded', blocks: ids.map((id) => ({ id, title: id, depends_on: [], priority: 0, criteria: ['works'], digest: id })) });
+  feed({
+    type: 'run.started',
+    run: 'bench',
+    version: '0',
+    trunk: 'main',
+    trunk_sha: sha(0),
+    main_status: '',
+    max_parallel: 1,
+    architect: false,
+    liveness,
+    watch: false,
+    pid: 1,
+  });
+  const ids = Array.from({ length: blocks }, (_, i) => `b${String(i).padStart(4, '0')}`);
+  feed({
+    type: 'register.loaded',
+    blocks: ids.map((id) => ({ id, title: id, depends_on: [], priority: 0, criteria: ['works'], digest: id })),
+  });
   feed({ type: 'recovery.finished', answers: 0 });
   let trunk = 0;
   for (let i = 0; i < blocks; i += 1) {
@@ -49,8 +64,30 @@ function syntheticRun(blocks: number): TronEvent[] {
     feed({ type: 'worktree.ready', block: id, attempt: 1, base, path: id });
     feed({ type: 'reply.received', block: id, role: 'builder', session, turn: 1, ok: true, reply: '>>DONE' });
     const tests = { exit: 0, timed_out: false, log: 'x', tail: '' };
-    feed({ type: 'facts.observed', block: id, purpose: 'gate', base, head, commits: 1, trunk_sha: base, main_status: '', clean: true, status: '', tests, patch_id: 'p', fast_forward: true });
-    feed({ type: 'reply.received', block: id, role: 'builder', session, turn: 2, ok: true, reply: '>>CONFIRMED {"evidence":{"c1":"yes"}}' });
+    feed({
+      type: 'facts.observed',
+      block: id,
+      purpose: 'gate',
+      base,
+      head,
+      commits: 1,
+      trunk_sha: base,
+      main_status: '',
+      clean: true,
+      status: '',
+      tests,
+      patch_id: 'p',
+      fast_forward: true,
+    });
+    feed({
+      type: 'reply.received',
+      block: id,
+      role: 'builder',
+      session,
+      turn: 2,
+      ok: true,
+      reply: '>>CONFIRMED {"evidence":{"c1":"yes"}}',
+    });
     feed({ type: 'reply.received', block: id, role: 'reviewer', session: `${id}.1.reviewer`, turn: 1, ok: true, reply: '>>APPROVE' });
     feed({ type: 'merge.observed', block: id, trunk_sha: base, sha: head, fast_forward: true, patch_id: 'p' });
     feed({ type: 'block.landed', block: id, sha: head, from: base });

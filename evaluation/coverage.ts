@@ -35,9 +35,13 @@ export interface Coverage {
 export function coverage(spine: Spine, runs: ReadonlyArray<{ name: string; events: readonly TronEvent[] }>): Coverage {
   const key = (from: string, on: string, to: string) => `${from}\0${on}\0${to}`;
   const transitions = new Map<string, EdgeCoverage>();
-  for (const p of spine.phases) for (const t of p.transitions) transitions.set(key(p.name, t.on, t.to), { from: p.name, on: t.on, to: t.to, templates: [] });
+  for (const p of spine.phases)
+    for (const t of p.transitions) transitions.set(key(p.name, t.on, t.to), { from: p.name, on: t.on, to: t.to, templates: [] });
   const escalations = new Map<string, RowCoverage>(
-    Object.entries(ESCALATION).map(([trouble, row]) => [trouble, { trouble, templates: [], handlers: Object.fromEntries(row.handlers.map((h) => [h, [] as string[]])) }]),
+    Object.entries(ESCALATION).map(([trouble, row]) => [
+      trouble,
+      { trouble, templates: [], handlers: Object.fromEntries(row.handlers.map((h) => [h, [] as string[]])) },
+    ]),
   );
   const offSpine = new Map<string, EdgeCoverage>();
   const add = (list: string[], name: string) => {
@@ -69,7 +73,8 @@ export function coverage(spine: Spine, runs: ReadonlyArray<{ name: string; event
   };
 }
 
-const names = (list: readonly string[]) => (list.length === 0 ? 'UNREACHED' : list.length <= 4 ? list.join(', ') : `${list.slice(0, 4).join(', ')} (+${list.length - 4})`);
+const names = (list: readonly string[]) =>
+  list.length === 0 ? 'UNREACHED' : list.length <= 4 ? list.join(', ') : `${list.slice(0, 4).join(', ')} (+${list.length - 4})`;
 
 /** The coverage table, as `tron sim --coverage` prints it. */
 export function renderCoverage(c: Coverage): string {

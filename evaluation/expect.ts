@@ -65,7 +65,12 @@ function find(runs: readonly RunRecord[], p: EventPattern): Array<{ run: number;
   return runs.flatMap((r) => r.events.filter((e) => matches(e, p)).map((event) => ({ run: r.index, event })));
 }
 
-function patternDifferences(runs: readonly RunRecord[], must: readonly EventPattern[], mustNot: readonly EventPattern[], where: string): string[] {
+function patternDifferences(
+  runs: readonly RunRecord[],
+  must: readonly EventPattern[],
+  mustNot: readonly EventPattern[],
+  where: string,
+): string[] {
   const out: string[] = [];
   for (const p of [...must, ...mustNot]) {
     if (!Object.hasOwn(EVENT_SCHEMAS, p.type)) out.push(`${where}event type ${p.type} is not in the event table (engine/core/events.ts)`);
@@ -73,13 +78,16 @@ function patternDifferences(runs: readonly RunRecord[], must: readonly EventPatt
   for (const p of must) {
     const found = find(runs, p);
     if (p.times === undefined && found.length === 0) out.push(`${where}expected an event ${describePattern(p)}; none appeared`);
-    if (p.times !== undefined && found.length !== p.times) out.push(`${where}expected ${p.times} event(s) ${describePattern(p)}; found ${found.length}`);
+    if (p.times !== undefined && found.length !== p.times)
+      out.push(`${where}expected ${p.times} event(s) ${describePattern(p)}; found ${found.length}`);
   }
   for (const p of mustNot) {
     const found = find(runs, p);
     if (found.length > 0) {
       const first = found[0]!;
-      out.push(`${where}expected no event ${describePattern(p)}; found ${found.length}, the first at run ${first.run} seq ${first.event.seq}: ${show(first.event)}`);
+      out.push(
+        `${where}expected no event ${describePattern(p)}; found ${found.length}, the first at run ${first.run} seq ${first.event.seq}: ${show(first.event)}`,
+      );
     }
   }
   return out;
@@ -120,10 +128,12 @@ export function differences(t: Template, runs: readonly RunRecord[]): string[] {
     if (r.crashAt !== undefined) {
       const end = r.events.at(-1);
       const at = `${end?.type ?? '(nothing)'} at seq ${end?.seq ?? 0}`;
-      if (r.events.some((e) => e.type === 'run.finished')) out.push(`${where}the crash hook did not stop the engine: the log ends with run.finished`);
+      if (r.events.some((e) => e.type === 'run.finished'))
+        out.push(`${where}the crash hook did not stop the engine: the log ends with run.finished`);
       else if (end?.seq !== r.crashAt) out.push(`${where}the crash hook was set at seq ${r.crashAt}, but the log ends with ${at}`);
       else if (spec.last_event && end.type !== spec.last_event) out.push(`${where}the crashed log ends with ${at}, not ${spec.last_event}`);
-      else if (spec.crash_after && !matches(end, spec.crash_after)) out.push(`${where}the crashed log ends with ${at}, not ${describePattern(spec.crash_after)}`);
+      else if (spec.crash_after && !matches(end, spec.crash_after))
+        out.push(`${where}the crashed log ends with ${at}, not ${describePattern(spec.crash_after)}`);
     }
   });
   out.push(...invariantDifferences(runs));
@@ -142,7 +152,9 @@ function invariantDifferences(runs: readonly RunRecord[]): string[] {
     const result = r.replay?.result;
     if (!result || result.ok) continue;
     const d = result.divergence;
-    out.push(`invariant: run ${r.index} does not replay: at seq ${d.seq} (input seq ${d.input.seq}, ${d.input.type}) recorded ${show(d.recorded ?? null)}, derived ${show(d.derived ?? null)}`);
+    out.push(
+      `invariant: run ${r.index} does not replay: at seq ${d.seq} (input seq ${d.input.seq}, ${d.input.type}) recorded ${show(d.recorded ?? null)}, derived ${show(d.derived ?? null)}`,
+    );
   }
   return out;
 }
@@ -164,9 +176,11 @@ export async function gitDifferences(t: Template, runs: readonly RunRecord[], re
   );
   for (const r of runs) {
     for (const e of r.events) {
-      if (e.type === 'block.landed' && refs.get(e.block) !== e.sha) out.push(`invariant: ${e.block} landed at ${e.sha} but refs/tron/landed/${e.block} is ${refs.get(e.block) ?? 'missing'}`);
+      if (e.type === 'block.landed' && refs.get(e.block) !== e.sha)
+        out.push(`invariant: ${e.block} landed at ${e.sha} but refs/tron/landed/${e.block} is ${refs.get(e.block) ?? 'missing'}`);
     }
   }
-  if ((await git('rev-list', '--min-parents=2', 'main')) !== '') out.push('invariant: trunk has merge commits; its first-parent history must stay linear');
+  if ((await git('rev-list', '--min-parents=2', 'main')) !== '')
+    out.push('invariant: trunk has merge commits; its first-parent history must stay linear');
   return out;
 }

@@ -36,7 +36,9 @@ describe('golden runs', () => {
     cpSync(join(RUNS_DIR, 'done-no-commits'), dir, { recursive: true });
     const lines = readFileSync(join(dir, 'events.jsonl'), 'utf8').split('\n');
     // The builder's second DONE (after the gate caught the first) becomes BLOCKED.
-    const dones = lines.map((l, i) => [l, i] as const).filter(([l]) => l.includes('"type":"reply.received"') && l.includes('"reply":">>DONE"'));
+    const dones = lines
+      .map((l, i) => [l, i] as const)
+      .filter(([l]) => l.includes('"type":"reply.received"') && l.includes('"reply":">>DONE"'));
     const [line, at] = dones[0]!;
     const event = JSON.parse(line) as { seq: number; reply: string };
     event.reply = '>>BLOCKED {"reason":"tampered"}';

@@ -134,18 +134,40 @@ async function rehearse(t: Template, k: number, crashes: ReadonlyArray<number | 
     const r = await oneStart(t, scratch.dir, k + 1, t.runs[k]!, undefined, deadline);
     const pattern = t.runs[k]!.crash_after!;
     const hit = r.events.find((e) => matches(e, pattern));
-    return hit ? hit.seq : `crash_after ${describePattern(pattern)} matched no event of an uncrashed rehearsal of start ${k + 1}${r.error ? ` (${r.error})` : ''}`;
+    return hit
+      ? hit.seq
+      : `crash_after ${describePattern(pattern)} matched no event of an uncrashed rehearsal of start ${k + 1}${r.error ? ` (${r.error})` : ''}`;
   } finally {
     await scratch.cleanup();
   }
 }
 
 /** One `tron start` of a template (after its operator answers), and what it left. */
-async function oneStart(t: Template, repo: string, index: number, spec: Template['runs'][number], crashAt: number | undefined, deadline: number): Promise<RunRecord> {
+async function oneStart(
+  t: Template,
+  repo: string,
+  index: number,
+  spec: Template['runs'][number],
+  crashAt: number | undefined,
+  deadline: number,
+): Promise<RunRecord> {
   const errors: string[] = [];
   for (const a of spec.answers) {
-    const r = await execa('node', [BIN, 'answer', '--repo', repo, a.block, a.reply], { env: baseEnv(), extendEnv: false, reject: false, stdin: 'ignore', all: true });
-    if (r.exitCode !== 0) errors.push(`tron answer ${a.block} exited ${r.exitCode}: ${String(r.all ?? '').trim().split('\n').slice(-3).join(' / ')}`);
+    const r = await execa('node', [BIN, 'answer', '--repo', repo, a.block, a.reply], {
+      env: baseEnv(),
+      extendEnv: false,
+      reject: false,
+      stdin: 'ignore',
+      all: true,
+    });
+    if (r.exitCode !== 0)
+      errors.push(
+        `tron answer ${a.block} exited ${r.exitCode}: ${String(r.all ?? '')
+          .trim()
+          .split('\n')
+          .slice(-3)
+          .join(' / ')}`,
+      );
   }
   const before = new Set(runDirs(repo));
   const output: string[] = [];
@@ -153,7 +175,14 @@ async function oneStart(t: Template, repo: string, index: number, spec: Template
   let exit: number | undefined;
   if (crashAt !== undefined) {
     const env = { ...baseEnv(), TRON_CRASH_AFTER_EVENT: String(crashAt) };
-    const r = await execa('node', [BIN, 'start', '--repo', repo], { env, extendEnv: false, reject: false, stdin: 'ignore', all: true, timeout: remaining });
+    const r = await execa('node', [BIN, 'start', '--repo', repo], {
+      env,
+      extendEnv: false,
+      reject: false,
+      stdin: 'ignore',
+      all: true,
+      timeout: remaining,
+    });
     output.push(...String(r.all ?? '').split('\n'));
     if (r.timedOut) errors.push(`did not finish within ${t.timeout}`);
     else exit = r.exitCode;
@@ -193,7 +222,16 @@ async function oneStart(t: Template, repo: string, index: number, spec: Template
   } else if (errors.length === 0) {
     errors.push('tron start wrote no run directory');
   }
-  return { index, exit, events, runDir, output, replay, ...(crashAt !== undefined ? { crashAt } : {}), ...(errors.length ? { error: errors.join('; ') } : {}) };
+  return {
+    index,
+    exit,
+    events,
+    runDir,
+    output,
+    replay,
+    ...(crashAt !== undefined ? { crashAt } : {}),
+    ...(errors.length ? { error: errors.join('; ') } : {}),
+  };
 }
 
 /** Runs templates `parallel` at a time; results in the templates' order. */

@@ -48,7 +48,9 @@ describe('a SIM template', () => {
   });
 
   it('runs once by default, with sim workers, its test command and its config extras', () => {
-    const t = template(`title = "t"\n[repo]\ntest = "node t.js"\n[config]\narchitect = true\nmax_parallel = 1\n[config.timeouts]\nturn = "2s"\n[blocks.a]\n[expect]\nexit = 0\n`);
+    const t = template(
+      `title = "t"\n[repo]\ntest = "node t.js"\n[config]\narchitect = true\nmax_parallel = 1\n[config.timeouts]\nturn = "2s"\n[blocks.a]\n[expect]\nexit = 0\n`,
+    );
     expect(t.runs).toHaveLength(1);
     const config = TOML.parse(configToml(t)) as Record<string, any>;
     expect(config).toMatchObject({ max_parallel: 1, test: 'node t.js', timeouts: { turn: '2s', test: '1m' } });
@@ -69,7 +71,10 @@ describe('a SIM template', () => {
 
 describe('checking runs against the expectation', () => {
   it('matches objects partially, arrays as subsets, and /…/ strings as patterns', () => {
-    const facts = [{ name: 'commits', ok: false, evidence: 'none' }, { name: 'tests', ok: true, evidence: 'ok' }];
+    const facts = [
+      { name: 'commits', ok: false, evidence: 'none' },
+      { name: 'tests', ok: true, evidence: 'ok' },
+    ];
     expect(holds({ facts, block: 'a' }, { facts: [{ name: 'commits', ok: false }] })).toBe(true);
     expect(holds({ facts, block: 'a' }, { facts: [{ name: 'commits', ok: true }] })).toBe(false);
     expect(holds({ reason: 'it depends on core, which was abandoned' }, { reason: '/depends on core/' })).toBe(true);
@@ -104,13 +109,21 @@ describe('checking runs against the expectation', () => {
     const crashed = (bodies: EventBody[], at: number) => ({ ...run(1, undefined, bodies), crashAt: at });
     const finished: EventBody = { type: 'run.finished', reason: 'done', exit: 0, landed: [], parked: [], abandoned: [] };
     expect(differences(t, [crashed([landed('a'), page('a')], 2), run(2, 0, [])])).toEqual([]);
-    expect(differences(t, [crashed([landed('a')], 2), run(2, 0, [])])).toEqual(['run 1: the crash hook was set at seq 2, but the log ends with block.landed at seq 1']);
-    expect(differences(t, [crashed([page('a'), landed('a')], 2), run(2, 0, [])])).toEqual(['run 1: the crashed log ends with block.landed at seq 2, not page.sent']);
-    expect(differences(t, [crashed([page('a'), finished], 2), run(2, 0, [])])).toEqual(['run 1: the crash hook did not stop the engine: the log ends with run.finished']);
+    expect(differences(t, [crashed([landed('a')], 2), run(2, 0, [])])).toEqual([
+      'run 1: the crash hook was set at seq 2, but the log ends with block.landed at seq 1',
+    ]);
+    expect(differences(t, [crashed([page('a'), landed('a')], 2), run(2, 0, [])])).toEqual([
+      'run 1: the crashed log ends with block.landed at seq 2, not page.sent',
+    ]);
+    expect(differences(t, [crashed([page('a'), finished], 2), run(2, 0, [])])).toEqual([
+      'run 1: the crash hook did not stop the engine: the log ends with run.finished',
+    ]);
   });
 
   it('checks each start of a multi-start template on its own events', () => {
-    const t = template(`title = "t"\n[blocks.a]\n[[runs]]\nexit = 3\n[[runs.events]]\ntype = "page.sent"\n[[runs]]\n[[runs.absent]]\ntype = "page.sent"\n[expect]\nexit = 0\n`);
+    const t = template(
+      `title = "t"\n[blocks.a]\n[[runs]]\nexit = 3\n[[runs.events]]\ntype = "page.sent"\n[[runs]]\n[[runs.absent]]\ntype = "page.sent"\n[expect]\nexit = 0\n`,
+    );
     expect(differences(t, [run(1, 3, [page('a')]), run(2, 0, [landed('a')])])).toEqual([]);
     expect(differences(t, [run(1, 3, []), run(2, 0, [page('a')])])).toEqual([
       'run 1: expected an event page.sent; none appeared',

@@ -97,7 +97,10 @@ const TemplateTable = z.strictObject({
   config: z.record(z.string(), z.unknown()).default({}),
   blocks: z.record(z.string(), BlockSpec),
   script: z.record(z.string(), z.unknown()).default({}),
-  runs: z.array(Run).min(1).default([{ answers: [], events: [], absent: [] }]),
+  runs: z
+    .array(Run)
+    .min(1)
+    .default([{ answers: [], events: [], absent: [] }]),
   expect: Expect,
 });
 
@@ -132,7 +135,12 @@ function lintTemplate(t: TemplateSpec, file: string): Problem[] {
   const ids = new Set(Object.keys(t.blocks));
   const problems: Problem[] = [];
   const check = (id: string, where: string) => {
-    if (!ids.has(id)) problems.push({ code: 'TRON_SIM_BLOCK', path: `${file}: ${where}`, message: `"${id}" is not a block of this template; add [blocks.${id}] or fix the id` });
+    if (!ids.has(id))
+      problems.push({
+        code: 'TRON_SIM_BLOCK',
+        path: `${file}: ${where}`,
+        message: `"${id}" is not a block of this template; add [blocks.${id}] or fix the id`,
+      });
   };
   for (const id of Object.keys(t.script)) check(id, `script.${id}`);
   for (const id of Object.keys(t.expect.phases)) check(id, `expect.phases.${id}`);
@@ -140,11 +148,19 @@ function lintTemplate(t: TemplateSpec, file: string): Problem[] {
   t.runs.forEach((r, i) => r.answers.forEach((a) => check(a.block, `runs[${i}].answers`)));
   t.runs.forEach((r, i) => {
     if (r.crash_after && r.crash_after_event !== undefined) {
-      problems.push({ code: 'TRON_SIM_CRASH', path: `${file}: runs[${i}]`, message: 'give crash_after (a pattern) or crash_after_event (a seq), not both' });
+      problems.push({
+        code: 'TRON_SIM_CRASH',
+        path: `${file}: runs[${i}]`,
+        message: 'give crash_after (a pattern) or crash_after_event (a seq), not both',
+      });
     }
   });
   if ('workers' in t.config) {
-    problems.push({ code: 'TRON_SIM_CONFIG', path: `${file}: config.workers`, message: 'workers are sim workers in every template; use architect = true to add a sim architect' });
+    problems.push({
+      code: 'TRON_SIM_CONFIG',
+      path: `${file}: config.workers`,
+      message: 'workers are sim workers in every template; use architect = true to add a sim architect',
+    });
   }
   return problems;
 }
@@ -153,7 +169,11 @@ function zodProblems(error: z.ZodError, file: string, prefix: string, rename: (p
   return error.issues.map((issue) => {
     const at = [prefix, ...rename([...issue.path]).map(String)].filter(Boolean).join('.');
     const keys = issue.code === 'unrecognized_keys' ? `: ${issue.keys.join(', ')}` : '';
-    return { code: 'TRON_SIM_TEMPLATE', path: `${file}${at ? `: ${at}` : ''}`, message: `${issue.message}${keys}; see evaluation/template.ts for the format` };
+    return {
+      code: 'TRON_SIM_TEMPLATE',
+      path: `${file}${at ? `: ${at}` : ''}`,
+      message: `${issue.message}${keys}; see evaluation/template.ts for the format`,
+    };
   });
 }
 

@@ -13,20 +13,38 @@ import type { Clock } from '../core/clock.ts';
 import { readLock } from '../runtime/lockfile.ts';
 import { join } from 'node:path';
 
-export async function answerCommand(opts: { repo: string; block: string | undefined; line: string | undefined; clock: Clock; print: (line: string) => void }): Promise<number> {
+export async function answerCommand(opts: {
+  repo: string;
+  block: string | undefined;
+  line: string | undefined;
+  clock: Clock;
+  print: (line: string) => void;
+}): Promise<number> {
   const repo = resolve(opts.repo);
   if (!opts.block || !opts.line) {
-    throw new InputError([{ code: 'TRON_USAGE', path: 'tron answer', message: `name the block and the answer: tron answer BLOCK '>>RETRY {"guidance":"…"}'` }]);
+    throw new InputError([
+      { code: 'TRON_USAGE', path: 'tron answer', message: `name the block and the answer: tron answer BLOCK '>>RETRY {"guidance":"…"}'` },
+    ]);
   }
   const { blocks } = loadRegister(repo);
   if (!blocks.some((b) => b.id === opts.block)) {
-    throw new InputError([{ code: 'TRON_ANSWER_BLOCK', path: opts.block, message: `no block "${opts.block}" in .tron/blocks/; answer one of: ${blocks.map((b) => b.id).join(', ') || '(none)'}` }]);
+    throw new InputError([
+      {
+        code: 'TRON_ANSWER_BLOCK',
+        path: opts.block,
+        message: `no block "${opts.block}" in .tron/blocks/; answer one of: ${blocks.map((b) => b.id).join(', ') || '(none)'}`,
+      },
+    ]);
   }
   const run = latestRun(repo);
   const phase = run ? foldRun(run).blocks[opts.block]?.phase : undefined;
   if (phase !== 'parked') {
     throw new InputError([
-      { code: 'TRON_ANSWER_NOT_PARKED', path: opts.block, message: `${opts.block} is ${phase ?? 'not started'}, not parked; only a parked block takes an operator answer (see tron status)` },
+      {
+        code: 'TRON_ANSWER_NOT_PARKED',
+        path: opts.block,
+        message: `${opts.block} is ${phase ?? 'not started'}, not parked; only a parked block takes an operator answer (see tron status)`,
+      },
     ]);
   }
   const file = writeAnswer(repo, opts.block, opts.line, opts.clock);

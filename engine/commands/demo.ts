@@ -124,7 +124,11 @@ export async function demoCommand(opts: { keep: boolean; print: (line: string) =
     const runDir = join(repo, '.tron', 'runs', runs.at(-1)!);
     opts.print('');
     opts.print(readFileSync(join(runDir, 'report.md'), 'utf8'));
-    opts.print(opts.keep ? `The run directory: ${runDir} (events.jsonl, transcript.md, report.md, manifest.json)` : `(the throwaway repository is removed; run \`npx tron demo --keep\` to look at it)`);
+    opts.print(
+      opts.keep
+        ? `The run directory: ${runDir} (events.jsonl, transcript.md, report.md, manifest.json)`
+        : `(the throwaway repository is removed; run \`npx tron demo --keep\` to look at it)`,
+    );
     return exit;
   } finally {
     if (!opts.keep) rmSync(repo, { recursive: true, force: true });

@@ -48,6 +48,8 @@ export async function docsCommand(opts: { check: boolean; root?: string; spine?:
     for (const path of stale) opts.print(`tron docs: ${path} is stale; run \`npx tron docs\` and commit the result`);
     return 1;
   }
-  opts.print(stale.length === 0 ? `tron docs: all ${files.size} generated files were already up to date` : `tron docs: wrote ${stale.join(', ')}`);
+  opts.print(
+    stale.length === 0 ? `tron docs: all ${files.size} generated files were already up to date` : `tron docs: wrote ${stale.join(', ')}`,
+  );
   return 0;
 }

@@ -9,7 +9,6 @@ import { PRESET_NAMES } from '../workers/presets.ts';
 import { DEFAULT_PRESET, guessTestCommand, initCommand } from './init.ts';
 import { snapshot } from '../testing/snapshot.ts';
 
-
 describe('tron init', () => {
   let repo: TestRepo | undefined;
   let scratch = '';
@@ -96,7 +95,9 @@ describe('tron init', () => {
     const { code, lines } = await init('sim');
     expect(code).toBe(2);
     expect(lines).toHaveLength(1);
-    expect(lines[0]).toMatch(new RegExp(`^TRON_INIT_EXISTS: ${path.dirname(file) === '.tron' ? '\\.tron/config\\.toml' : '\\.tron/blocks'}: `));
+    expect(lines[0]).toMatch(
+      new RegExp(`^TRON_INIT_EXISTS: ${path.dirname(file) === '.tron' ? '\\.tron/config\\.toml' : '\\.tron/blocks'}: `),
+    );
     expect(snapshot(repo.dir)).toEqual(before);
   });
 

@@ -114,7 +114,11 @@ async function gitFacts(repo: string): Promise<{ top: string; branch?: string } 
   if (top.exitCode !== 0 || top.stdout.trim() === '') return notRepo('not inside a git work tree');
   const root = top.stdout.trim();
   if (realpathSync(root) !== realpathSync(repo)) {
-    return { code: 'TRON_NOT_A_REPO', path: repo, message: `this is inside the git repository ${root}, not its top; run tron init --repo ${root}` };
+    return {
+      code: 'TRON_NOT_A_REPO',
+      path: repo,
+      message: `this is inside the git repository ${root}, not its top; run tron init --repo ${root}`,
+    };
   }
   const head = await execa('git', ['symbolic-ref', '--quiet', '--short', 'HEAD'], { cwd: repo, reject: false });
   const branch = head.exitCode === 0 ? head.stdout.trim() : '';

@@ -38,7 +38,9 @@ export function replayRunDir(dir: string): ReplayOutcome {
   const { events } = readLog(join(runDir, 'events.jsonl'));
   const spineFile = join(runDir, 'workflow.toml');
   if (!existsSync(spineFile)) {
-    throw new InputError([{ code: 'TRON_REPLAY_SPINE', path: spineFile, message: 'missing: a run directory holds the spine that drove it; replay needs it' }]);
+    throw new InputError([
+      { code: 'TRON_REPLAY_SPINE', path: spineFile, message: 'missing: a run directory holds the spine that drove it; replay needs it' },
+    ]);
   }
   const { spine, problems } = parseSpine(readFileSync(spineFile, 'utf8'), spineFile);
   if (!spine) throw new InputError(problems);
@@ -50,13 +52,21 @@ export function replayRunDir(dir: string): ReplayOutcome {
 
 function readTestCommand(file: string): string | undefined {
   if (!existsSync(file)) {
-    throw new InputError([{ code: 'TRON_REPLAY_MANIFEST', path: file, message: 'missing: a run directory holds manifest.json with the test command; replay needs it' }]);
+    throw new InputError([
+      {
+        code: 'TRON_REPLAY_MANIFEST',
+        path: file,
+        message: 'missing: a run directory holds manifest.json with the test command; replay needs it',
+      },
+    ]);
   }
   let manifest: { config?: { test?: unknown } };
   try {
     manifest = JSON.parse(readFileSync(file, 'utf8')) as typeof manifest;
   } catch (err) {
-    throw new InputError([{ code: 'TRON_REPLAY_MANIFEST', path: file, message: `not JSON (${(err as Error).message}); restore the file the run wrote` }]);
+    throw new InputError([
+      { code: 'TRON_REPLAY_MANIFEST', path: file, message: `not JSON (${(err as Error).message}); restore the file the run wrote` },
+    ]);
   }
   const test = manifest.config?.test;
   return typeof test === 'string' ? test : undefined;
@@ -65,7 +75,9 @@ function readTestCommand(file: string): string | undefined {
 /** Prints one line when identical (exit 0), or the first divergence (exit 1). */
 export async function replayCommand(opts: { runDir: string | undefined; print: (line: string) => void }): Promise<number> {
   if (!opts.runDir) {
-    throw new InputError([{ code: 'TRON_USAGE', path: 'RUN_DIR', message: 'name a run directory, e.g. tron replay .tron/runs/20261130-024812-001' }]);
+    throw new InputError([
+      { code: 'TRON_USAGE', path: 'RUN_DIR', message: 'name a run directory, e.g. tron replay .tron/runs/20261130-024812-001' },
+    ]);
   }
   const outcome = replayRunDir(opts.runDir);
   const r = outcome.result;

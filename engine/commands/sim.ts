@@ -36,12 +36,17 @@ export async function simCommand(o: SimOptions): Promise<number> {
   if (o.record) {
     const recorded = results.filter((r) => r.recorded.length > 0).length;
     const skipped = results.filter((r) => !r.pass).map((r) => r.name);
-    o.print(`\nrecorded ${recorded} golden run(s) under ${o.runsDir ?? RUNS_DIR}${skipped.length ? `; not recorded (failing): ${skipped.join(', ')}` : ''}`);
+    o.print(
+      `\nrecorded ${recorded} golden run(s) under ${o.runsDir ?? RUNS_DIR}${skipped.length ? `; not recorded (failing): ${skipped.join(', ')}` : ''}`,
+    );
   }
   let complete = true;
   if (o.coverage) {
     // Only passing templates count: an edge reached by a failing scenario is not shown to work.
-    const c = coverage(loadSpine(), results.filter((r) => r.pass).map((r) => ({ name: r.name, events: r.runs.flatMap((x) => x.events) })));
+    const c = coverage(
+      loadSpine(),
+      results.filter((r) => r.pass).map((r) => ({ name: r.name, events: r.runs.flatMap((x) => x.events) })),
+    );
     o.print(`\n${renderCoverage(c)}${o.templates.length > 0 ? ' (of the templates named only)' : ''}`);
     complete = c.complete;
   }

@@ -11,7 +11,6 @@ afterEach(async () => {
   for (const r of repos.splice(0)) await r.cleanup();
 });
 
-
 const cases: Array<[string, Record<string, string>, string[]]> = [
   [
     'a dependency cycle',
@@ -23,7 +22,11 @@ const cases: Array<[string, Record<string, string>, string[]]> = [
   ],
   ['a dependency on no block', { '.tron/blocks/a.md': blockFile('a', { depends_on: ['ghost'] }) }, ['TRON_DEPENDS_UNKNOWN', 'ghost']],
   ['an unknown config key', { '.tron/config.toml': `${configFile()}\nmax_paralel = 3\n` }, ['TRON_CONFIG_UNKNOWN_KEY', 'max_paralel']],
-  ['malformed TOML in a block', { '.tron/blocks/a.md': '+++\ntitle = "x\ncriteria = ["y"]\n+++\n' }, ['TRON_BLOCK_TOML', '.tron/blocks/a.md:2']],
+  [
+    'malformed TOML in a block',
+    { '.tron/blocks/a.md': '+++\ntitle = "x\ncriteria = ["y"]\n+++\n' },
+    ['TRON_BLOCK_TOML', '.tron/blocks/a.md:2'],
+  ],
   ['a block without criteria', { '.tron/blocks/a.md': '+++\ntitle = "x"\n+++\nbrief\n' }, ['TRON_BLOCK_CRITERIA']],
   ['a bad block id', { '.tron/blocks/Bad_Id.md': blockFile('x', {}) }, ['TRON_BLOCK_ID']],
 ];

@@ -48,7 +48,9 @@ export function runIdAt(ms: number, taken: (id: string) => boolean): string {
 export async function startCommand(o: StartOptions): Promise<number> {
   const repo = resolve(o.repo);
   if (!existsSync(join(repo, '.git'))) {
-    throw new InputError([{ code: 'TRON_NOT_A_REPO', path: repo, message: 'is not a git repository; run tron in the repository whose blocks it should land' }]);
+    throw new InputError([
+      { code: 'TRON_NOT_A_REPO', path: repo, message: 'is not a git repository; run tron in the repository whose blocks it should land' },
+    ]);
   }
   const { config, blocks } = loadProject(repo);
   const spine = loadSpine();
@@ -59,13 +61,19 @@ export async function startCommand(o: StartOptions): Promise<number> {
   const trunkSha = await git.currentTrunkSha(repo, config.trunk);
   // One engine per repository: nothing below runs while another engine holds the repository.
   mkdirSync(join(repo, '.tron'), { recursive: true });
-  const lock = acquireLock(join(repo, '.tron', 'engine.lock'), { purpose: `the engine of ${repo}`, command: `tron start${o.watch ? ' --watch' : ''}` });
+  const lock = acquireLock(join(repo, '.tron', 'engine.lock'), {
+    purpose: `the engine of ${repo}`,
+    command: `tron start${o.watch ? ' --watch' : ''}`,
+  });
   try {
     // A landing the previous run died in the middle of: its git locks first, then the checkout it was moving.
     const previous = latestRun(repo);
     const cleared = await clearInterruptedLanding(repo, previous);
     const caughtUp = await git.catchUpCheckout(repo, config.trunk, landedFrom(previous));
-    if (caughtUp) o.print(`tron: your checkout of ${config.trunk} was left at ${caughtUp.slice(0, 12)} by an interrupted landing; moved it to ${trunkSha.slice(0, 12)}`);
+    if (caughtUp)
+      o.print(
+        `tron: your checkout of ${config.trunk} was left at ${caughtUp.slice(0, 12)} by an interrupted landing; moved it to ${trunkSha.slice(0, 12)}`,
+      );
     const dirty = await git.checkMainCheckout(repo, config.trunk);
     if (dirty) throw new InputError([dirty]);
     const workers: Partial<Record<WorkerRole, WorkerAdapter>> = { ...o.workers };
@@ -74,7 +82,19 @@ export async function startCommand(o: StartOptions): Promise<number> {
       if (!workers[role] && settings) workers[role] = createWorker(settings, { repo, env: o.env });
     }
     const previousRunDir = previous;
-    const recovery = await recover({ repo, previousRunDir, blocks: blocks.map((b) => ({ id: b.id, title: b.title, depends_on: b.dependsOn, priority: b.priority, criteria: b.criteria, digest: b.digest })), clock: o.clock });
+    const recovery = await recover({
+      repo,
+      previousRunDir,
+      blocks: blocks.map((b) => ({
+        id: b.id,
+        title: b.title,
+        depends_on: b.dependsOn,
+        priority: b.priority,
+        criteria: b.criteria,
+        digest: b.digest,
+      })),
+      clock: o.clock,
+    });
     const runsDir = join(repo, '.tron', 'runs');
     const startedAt = o.clock.now();
     const runId = runIdAt(startedAt, (id) => existsSync(join(runsDir, id)));
@@ -133,7 +153,10 @@ export async function startCommand(o: StartOptions): Promise<number> {
     const end = engine.state;
     const parked = end.order.filter((id) => end.blocks[id]!.phase === 'parked');
     const abandoned = end.order.filter((id) => end.blocks[id]!.phase === 'abandoned');
-    for (const id of parked) o.print(`tron: ${id} is parked: ${end.blocks[id]!.reason ?? ''}\n  answer: npx tron answer --repo ${o.repo} ${id} '>>RETRY {"guidance":"…"}'`);
+    for (const id of parked)
+      o.print(
+        `tron: ${id} is parked: ${end.blocks[id]!.reason ?? ''}\n  answer: npx tron answer --repo ${o.repo} ${id} '>>RETRY {"guidance":"…"}'`,
+      );
     for (const id of abandoned) o.print(`tron: ${id} was abandoned: ${end.blocks[id]!.reason ?? ''}`);
     o.print(`tron: run ${runId} finished (exit ${exit}); run directory: ${runDir}`);
     return exit;

@@ -11,7 +11,9 @@ import { isHolderAlive, readLock } from '../runtime/lockfile.ts';
 export function latestRun(repo: string): string | undefined {
   const runs = join(resolve(repo), '.tron', 'runs');
   if (!existsSync(runs)) return undefined;
-  const ids = readdirSync(runs).filter((name) => existsSync(join(runs, name, 'events.jsonl'))).sort();
+  const ids = readdirSync(runs)
+    .filter((name) => existsSync(join(runs, name, 'events.jsonl')))
+    .sort();
   return ids.length > 0 ? join(runs, ids.at(-1)!) : undefined;
 }
 
@@ -61,7 +63,9 @@ export async function statusCommand(opts: { repo: string; json: boolean; clock: 
   const width = Math.max(5, ...rows.map((r) => r.block.length));
   opts.print(`${'block'.padEnd(width)}  ${'phase'.padEnd(9)}  attempt  ${'waiting'.padEnd(11)}  age`);
   for (const r of rows) {
-    opts.print(`${r.block.padEnd(width)}  ${r.phase.padEnd(9)}  ${String(r.attempt).padEnd(7)}  ${r.waiting.padEnd(11)}  ${r.age}${r.reason ? `  — ${r.reason}` : ''}`);
+    opts.print(
+      `${r.block.padEnd(width)}  ${r.phase.padEnd(9)}  ${String(r.attempt).padEnd(7)}  ${r.waiting.padEnd(11)}  ${r.age}${r.reason ? `  — ${r.reason}` : ''}`,
+    );
   }
   return 0;
 }

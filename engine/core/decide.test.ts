@@ -22,10 +22,29 @@ class Driver {
   }
   boot(blocks: Array<{ id: string; depends_on?: string[]; priority?: number }>, maxParallel = 4, watch = false): EventBody[] {
     const liveness = { probe_wait_ms: 1000, extension_ms: 1000, max_extensions: 1, reissues: 1 };
-    this.feed({ type: 'run.started', run: 'r', version: '0', trunk: 'main', trunk_sha: sha(1), main_status: '', max_parallel: maxParallel, architect: false, liveness, watch, pid: 1 });
+    this.feed({
+      type: 'run.started',
+      run: 'r',
+      version: '0',
+      trunk: 'main',
+      trunk_sha: sha(1),
+      main_status: '',
+      max_parallel: maxParallel,
+      architect: false,
+      liveness,
+      watch,
+      pid: 1,
+    });
     this.feed({
       type: 'register.loaded',
-      blocks: blocks.map((b) => ({ id: b.id, title: b.id, depends_on: b.depends_on ?? [], priority: b.priority ?? 0, criteria: ['works'], digest: b.id })),
+      blocks: blocks.map((b) => ({
+        id: b.id,
+        title: b.id,
+        depends_on: b.depends_on ?? [],
+        priority: b.priority ?? 0,
+        criteria: ['works'],
+        digest: b.id,
+      })),
     });
     return this.feed({ type: 'recovery.finished', answers: 0 });
   }
@@ -35,9 +54,39 @@ class Driver {
     this.feed({ type: 'worktree.ready', block: id, attempt: this.state.blocks[id]!.attempt, base, path: id });
     this.feed({ type: 'reply.received', block: id, role: 'builder', session, turn: 1, ok: true, reply: '>>DONE' });
     const tests = { exit: 0, timed_out: false, log: 'l', tail: '' };
-    this.feed({ type: 'facts.observed', block: id, purpose: 'gate', base, head, commits: 1, trunk_sha: this.state.trunkSha!, main_status: '', clean: true, status: '', tests, patch_id: 'p', fast_forward: true });
-    this.feed({ type: 'reply.received', block: id, role: 'builder', session, turn: 2, ok: true, reply: '>>CONFIRMED {"evidence":{"c1":"here"}}' });
-    return this.feed({ type: 'reply.received', block: id, role: 'reviewer', session: `${id}.1.reviewer`, turn: 1, ok: true, reply: '>>APPROVE' });
+    this.feed({
+      type: 'facts.observed',
+      block: id,
+      purpose: 'gate',
+      base,
+      head,
+      commits: 1,
+      trunk_sha: this.state.trunkSha!,
+      main_status: '',
+      clean: true,
+      status: '',
+      tests,
+      patch_id: 'p',
+      fast_forward: true,
+    });
+    this.feed({
+      type: 'reply.received',
+      block: id,
+      role: 'builder',
+      session,
+      turn: 2,
+      ok: true,
+      reply: '>>CONFIRMED {"evidence":{"c1":"here"}}',
+    });
+    return this.feed({
+      type: 'reply.received',
+      block: id,
+      role: 'reviewer',
+      session: `${id}.1.reviewer`,
+      turn: 1,
+      ok: true,
+      reply: '>>APPROVE',
+    });
   }
 }
 
@@ -70,7 +119,13 @@ describe('the decision step', () => {
     expect(d.state.mergeQueue).toEqual(['b']);
     d.feed({ type: 'merge.observed', block: 'a', trunk_sha: sha(1), sha: sha(2), fast_forward: true, patch_id: 'p' });
     d.feed({ type: 'block.landed', block: 'a', sha: sha(2), from: sha(1) });
-    const released = d.feed({ type: 'trunk.tested', block: 'a', sha: sha(2), ok: true, tests: { exit: 0, timed_out: false, log: 'l', tail: '' } });
+    const released = d.feed({
+      type: 'trunk.tested',
+      block: 'a',
+      sha: sha(2),
+      ok: true,
+      tests: { exit: 0, timed_out: false, log: 'l', tail: '' },
+    });
     expect(released.map((x) => x.type)).toEqual(['merge.unlocked', 'block.phase', 'wrap.requested', 'merge.locked']);
   });
 
@@ -94,7 +149,14 @@ describe('the decision step', () => {
     const b = d.approve('b', sha(3), sha(1));
     expect(b.some((x) => x.type === 'merge.locked')).toBe(false);
     d.feed({ type: 'page.sent', block: 'a', page: 'a#1', reason: 'r' });
-    const answered = d.feed({ type: 'operator.answered', block: 'a', word: 'RETRY', payload: { guidance: 'g' }, file: 'f', trunk_sha: sha(9) });
+    const answered = d.feed({
+      type: 'operator.answered',
+      block: 'a',
+      word: 'RETRY',
+      payload: { guidance: 'g' },
+      file: 'f',
+      trunk_sha: sha(9),
+    });
     expect(answered).toContainEqual({ type: 'merge.locked', block: 'b', sha: sha(3) });
     expect(d.state.trunkSha).toBe(sha(9));
   });
@@ -103,7 +165,15 @@ describe('the decision step', () => {
     const d = new Driver();
     d.boot([{ id: 'a' }]);
     d.feed({ type: 'worktree.ready', block: 'a', attempt: 1, base: sha(1), path: 'a' });
-    const out = d.feed({ type: 'reply.received', block: 'a', role: 'builder', session: 'a.1.builder', turn: 1, ok: true, reply: '>>DONE\n>>DONE' });
+    const out = d.feed({
+      type: 'reply.received',
+      block: 'a',
+      role: 'builder',
+      session: 'a.1.builder',
+      turn: 1,
+      ok: true,
+      reply: '>>DONE\n>>DONE',
+    });
     expect(out.map((x) => x.type)).toEqual(['reply.refused', 'escalation.raised', 'block.dispatched']);
     expect(out[2]).toMatchObject({ kind: 'restate', session: 'a.1.builder', turn: 2, restating: 'build', expect: ['DONE', 'BLOCKED'] });
   });
@@ -112,7 +182,9 @@ describe('the decision step', () => {
     const d = new Driver();
     d.boot([{ id: 'a' }]);
     d.feed({ type: 'worktree.ready', block: 'a', attempt: 1, base: sha(1), path: 'a' });
-    expect(d.feed({ type: 'reply.received', block: 'a', role: 'builder', session: 'a.1.builder', turn: 7, ok: true, reply: '>>DONE' })).toEqual([]);
+    expect(
+      d.feed({ type: 'reply.received', block: 'a', role: 'builder', session: 'a.1.builder', turn: 7, ok: true, reply: '>>DONE' }),
+    ).toEqual([]);
   });
 });
 
@@ -122,7 +194,21 @@ describe('the truth gate', () => {
     d.boot([{ id: 'a' }]);
     d.feed({ type: 'worktree.ready', block: 'a', attempt: 1, base: sha(1), path: 'a' });
     d.feed({ type: 'reply.received', block: 'a', role: 'builder', session: 'a.1.builder', turn: 1, ok: true, reply: '>>DONE' });
-    const out = d.feed({ type: 'facts.observed', block: 'a', purpose: 'gate', base: sha(1), head: sha(2), commits: 1, trunk_sha: sha(1), main_status: '', clean: true, status: '', tests: null, patch_id: 'p', fast_forward: true });
+    const out = d.feed({
+      type: 'facts.observed',
+      block: 'a',
+      purpose: 'gate',
+      base: sha(1),
+      head: sha(2),
+      commits: 1,
+      trunk_sha: sha(1),
+      main_status: '',
+      clean: true,
+      status: '',
+      tests: null,
+      patch_id: 'p',
+      fast_forward: true,
+    });
     const failed = out.find((x) => x.type === 'gate.failed');
     expect(failed).toMatchObject({ facts: expect.arrayContaining([expect.objectContaining({ name: 'tests', ok: false })]) });
     expect(out.some((x) => x.type === 'block.dispatched' && x.kind === 'challenge')).toBe(false);
@@ -137,7 +223,21 @@ describe('the truth gate', () => {
     d.feed({ type: 'merge.observed', block: 'a', trunk_sha: sha(1), sha: sha(2), fast_forward: true, patch_id: 'p' });
     d.feed({ type: 'block.landed', block: 'a', sha: sha(2), from: sha(1) });
     const tests = { exit: 0, timed_out: false, log: 'l', tail: '' };
-    const out = d.feed({ type: 'facts.observed', block: 'b', purpose: 'gate', base: sha(1), head: sha(3), commits: 1, trunk_sha: sha(2), main_status: '', clean: true, status: '', tests, patch_id: 'q', fast_forward: false });
+    const out = d.feed({
+      type: 'facts.observed',
+      block: 'b',
+      purpose: 'gate',
+      base: sha(1),
+      head: sha(3),
+      commits: 1,
+      trunk_sha: sha(2),
+      main_status: '',
+      clean: true,
+      status: '',
+      tests,
+      patch_id: 'q',
+      fast_forward: false,
+    });
     expect(out.find((x) => x.type === 'block.dispatched')).toMatchObject({ kind: 'challenge', sha: sha(3) });
   });
 });

@@ -78,7 +78,14 @@ export function decide(state: EngineState, input: TronEvent, ctx: DecideContext)
   if (step.s.stopping !== undefined) {
     if (input.type === 'reply.received' && pendingTurn(step, input)) {
       // The turn was stopped (or ended) during shutdown: recorded, not acted on.
-      step.emit({ type: 'reply.refused', block: input.block, session: input.session, turn: input.turn, kind: 'stopped', message: `the engine is stopping (${step.s.stopping}); the turn is not acted on` });
+      step.emit({
+        type: 'reply.refused',
+        block: input.block,
+        session: input.session,
+        turn: input.turn,
+        kind: 'stopped',
+        message: `the engine is stopping (${step.s.stopping}); the turn is not acted on`,
+      });
     }
     stopWhenQuiet(step);
     return { state: step.s, decisions: step.out };
@@ -170,7 +177,14 @@ function onReply(step: Step, e: BodyOf<'reply.received'>): void {
   }
   const parsed = parseReply(e.reply ?? '', { role: pending.role, phase: pending.phase, expect: pending.expect as Word[] });
   if (!parsed.ok) {
-    step.emit({ type: 'reply.refused', block: b.id, session: e.session, turn: e.turn, kind: parsed.refusal.kind, message: parsed.refusal.message });
+    step.emit({
+      type: 'reply.refused',
+      block: b.id,
+      session: e.session,
+      turn: e.turn,
+      kind: parsed.refusal.kind,
+      message: parsed.refusal.message,
+    });
     troubleWithReply(step, b.id, pending, 'uninterpretable', parsed.refusal.message);
     return;
   }
@@ -202,7 +216,13 @@ function act(step: Step, id: string, word: Word, payload: Record<string, unknown
       const problem = evidenceProblem(payload.evidence as Record<string, string>, b.info.criteria);
       const sha = b.challenged!;
       if (problem) {
-        step.emit({ type: 'gate.failed', block: id, sha, purpose: 'evidence', facts: [{ name: 'evidence', ok: false, evidence: problem }] });
+        step.emit({
+          type: 'gate.failed',
+          block: id,
+          sha,
+          purpose: 'evidence',
+          facts: [{ name: 'evidence', ok: false, evidence: problem }],
+        });
         afterGateFailure(step, id, 'build');
         return;
       }
@@ -334,7 +354,14 @@ function onTrunkTested(step: Step, e: BodyOf<'trunk.tested'>): void {
 
 function trunkTouched(step: Step, id: string, actual: string | null, detail: string): void {
   if (step.s.mergeLock === id) step.emit({ type: 'merge.unlocked', block: id });
-  step.emit({ type: 'escalation.raised', block: id, trouble: 'trunk_touched', handler: 'operator', detail, ...(actual ? { sha: actual } : {}) });
+  step.emit({
+    type: 'escalation.raised',
+    block: id,
+    trouble: 'trunk_touched',
+    handler: 'operator',
+    detail,
+    ...(actual ? { sha: actual } : {}),
+  });
   step.emit({ type: 'block.parked', block: id, reason: detail });
 }
 
@@ -471,7 +498,13 @@ function onOverrun(step: Step, e: BodyOf<'timer.fired'>): void {
   if (!turn) return;
   const b = step.block(e.block);
   if (b.live.extensions === 0) {
-    step.emit({ type: 'escalation.raised', block: b.id, trouble: 'overrun', handler: 'probe', detail: `turn ${e.turn} of ${e.session} ran ${Math.round(e.elapsed_ms / 1000)}s, past its budget` });
+    step.emit({
+      type: 'escalation.raised',
+      block: b.id,
+      trouble: 'overrun',
+      handler: 'probe',
+      detail: `turn ${e.turn} of ${e.session} ran ${Math.round(e.elapsed_ms / 1000)}s, past its budget`,
+    });
   }
   step.emit({ type: 'worker.overran', block: b.id, session: e.session, turn: e.turn, elapsed_ms: e.elapsed_ms });
 }
@@ -483,14 +516,27 @@ function onProbed(step: Step, e: BodyOf<'worker.probed'>): void {
   const b = step.block(e.block);
   const live = step.s.liveness;
   if (e.alive && b.live.extensions < live.maxExtensions) {
-    step.emit({ type: 'worker.extended', block: b.id, session: e.session, turn: e.turn, extension_ms: live.extensionMs, count: b.live.extensions + 1 });
+    step.emit({
+      type: 'worker.extended',
+      block: b.id,
+      session: e.session,
+      turn: e.turn,
+      extension_ms: live.extensionMs,
+      count: b.live.extensions + 1,
+    });
     return;
   }
   const why = e.alive
     ? `still going after ${live.maxExtensions} extension(s) (${e.signs.join(', ')})`
     : `no sign of life (${e.signs.join(', ') || 'silent'})`;
   if (b.live.reissues < live.reissues) {
-    step.emit({ type: 'escalation.raised', block: b.id, trouble: 'overrun', handler: 'reissue', detail: `turn ${e.turn} of ${e.session}: ${why}` });
+    step.emit({
+      type: 'escalation.raised',
+      block: b.id,
+      trouble: 'overrun',
+      handler: 'reissue',
+      detail: `turn ${e.turn} of ${e.session}: ${why}`,
+    });
     step.emit({ type: 'turn.reissued', block: b.id, session: e.session, turn: e.turn, reason: why });
     step.emit({
       type: 'block.dispatched',
@@ -507,7 +553,9 @@ function onProbed(step: Step, e: BodyOf<'worker.probed'>): void {
     });
     return;
   }
-  escalate(step, b.id, 'overrun', `turn ${e.turn} of ${e.session} overran again after ${b.live.reissues} re-issue(s): ${why}`, { after: 'reissue' });
+  escalate(step, b.id, 'overrun', `turn ${e.turn} of ${e.session} overran again after ${b.live.reissues} re-issue(s): ${why}`, {
+    after: 'reissue',
+  });
 }
 
 /** Where a block from an earlier run resumes (see engine/runtime/recovery.ts). */
@@ -517,7 +565,13 @@ function onRecovered(step: Step, e: BodyOf<'block.recovered'>): void {
   else if (e.phase === 'merge') step.emit({ type: 'merge.queued', block: b.id });
   else if (e.phase === 'wrap') step.emit({ type: 'wrap.requested', block: b.id });
   else if (e.phase === 'parked' && e.page) {
-    step.emit({ type: 'escalation.raised', block: b.id, trouble: e.trouble ?? 'blocked', handler: 'operator', detail: e.reason ?? 'parked in an earlier run' });
+    step.emit({
+      type: 'escalation.raised',
+      block: b.id,
+      trouble: e.trouble ?? 'blocked',
+      handler: 'operator',
+      detail: e.reason ?? 'parked in an earlier run',
+    });
   }
 }
 

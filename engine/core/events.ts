@@ -65,7 +65,7 @@ export const EVENT_SCHEMAS = {
           max_extensions: z.number().int(),
           reissues: z.number().int(),
         })
-        .describe('the liveness numbers in force: the spine\'s, with config overrides'),
+        .describe("the liveness numbers in force: the spine's, with config overrides"),
       watch: z.boolean(),
       pid: z.number().int(),
     })
@@ -76,7 +76,9 @@ export const EVENT_SCHEMAS = {
   'block.recovered': z
     .strictObject({
       block,
-      phase: z.string().describe('where the block resumes: landed, abandoned, parked, pending (re-dispatched from trunk), review, merge or wrap'),
+      phase: z
+        .string()
+        .describe('where the block resumes: landed, abandoned, parked, pending (re-dispatched from trunk), review, merge or wrap'),
       detail: z.string(),
       sha: sha.optional().describe('landed: the landed sha; review/merge/wrap: the attested sha'),
       attempt: z.number().int().min(0),
@@ -90,7 +92,9 @@ export const EVENT_SCHEMAS = {
       page: z.boolean().describe('parked without its page having been sent: send it now'),
       summary: z.string().optional(),
     })
-    .describe('input: at boot, where a block of an earlier run resumes, from that run\'s log and from git (refs/tron/landed/<id> is the record of what landed).'),
+    .describe(
+      "input: at boot, where a block of an earlier run resumes, from that run's log and from git (refs/tron/landed/<id> is the record of what landed).",
+    ),
   'recovery.started': z
     .strictObject({ previous: z.string().nullable(), torn: z.boolean().describe('the previous log had a torn last line, set aside') })
     .describe('input: boot recovery read the previous run; the block.recovered events that follow say where each block resumes.'),
@@ -102,7 +106,9 @@ export const EVENT_SCHEMAS = {
     .describe('note: at boot, a worker process an earlier run started and never saw end was killed (matched by pid and start time).'),
   'lock.cleared': z
     .strictObject({ block, file: z.string(), detail: z.string() })
-    .describe('note: at boot, a git lock file on a ref only the engine writes (or taken by a landing the previous run died in the middle of) was removed.'),
+    .describe(
+      'note: at boot, a git lock file on a ref only the engine writes (or taken by a landing the previous run died in the middle of) was removed.',
+    ),
   'inbox.consumed': z
     .strictObject({ file: z.string() })
     .describe('note: an operator answer file was moved out of .tron/inbox/ into the run directory.'),
@@ -123,7 +129,9 @@ export const EVENT_SCHEMAS = {
   // ---- build: worktree and turns ----
   'worktree.requested': z
     .strictObject({ block, attempt: z.number().int().positive() })
-    .describe('decision: give the block a fresh worktree on tron/<id> from the current trunk (preserving earlier unverified work as an orphan branch).'),
+    .describe(
+      'decision: give the block a fresh worktree on tron/<id> from the current trunk (preserving earlier unverified work as an orphan branch).',
+    ),
   'worktree.ready': z
     .strictObject({ block, attempt: z.number().int().positive(), base: sha, path: z.string(), orphan: z.string().optional() })
     .describe('input: the worktree exists at `base`; `orphan` names the branch earlier work was preserved on.'),
@@ -138,7 +146,10 @@ export const EVENT_SCHEMAS = {
       attempt: z.number().int().positive(),
       expect: z.array(z.string()).describe('the words legal in this turn'),
       sha: sha.optional().describe('review: the attested sha the checkout is pinned to; challenge: the sha whose facts held'),
-      restating: z.enum(['build', 'challenge', 'review', 'merge', 'probe', 'architect']).optional().describe('restate turns: the kind of turn being restated'),
+      restating: z
+        .enum(['build', 'challenge', 'review', 'merge', 'probe', 'architect'])
+        .optional()
+        .describe('restate turns: the kind of turn being restated'),
     })
     .describe('decision: a worker turn was issued for a block.'),
   'reply.received': z
@@ -162,7 +173,12 @@ export const EVENT_SCHEMAS = {
 
   // ---- the truth gate ----
   'facts.requested': z
-    .strictObject({ block, purpose: z.enum(['gate', 'merge']), base: sha, trunk_sha: sha.describe('trunk as the engine left it when the facts were requested') })
+    .strictObject({
+      block,
+      purpose: z.enum(['gate', 'merge']),
+      base: sha,
+      trunk_sha: sha.describe('trunk as the engine left it when the facts were requested'),
+    })
     .describe('decision: derive the facts at the branch head — commits, trunk untouched, clean worktree, tests.'),
   'facts.observed': z
     .strictObject({
@@ -208,22 +224,28 @@ export const EVENT_SCHEMAS = {
   'land.refused': z
     .strictObject({ block, actual: sha.nullable(), detail: z.string() })
     .describe('input: the ref transaction was refused (trunk was not where the engine left it); nothing changed.'),
-  'test.requested': z
-    .strictObject({ block, sha })
-    .describe('decision: run the test command on trunk at the landed sha, once more.'),
+  'test.requested': z.strictObject({ block, sha }).describe('decision: run the test command on trunk at the landed sha, once more.'),
   'trunk.tested': z
     .strictObject({ block, sha, ok: z.boolean(), tests: testRun })
     .describe('input: the result of the test command on trunk.'),
 
   // ---- wrap ----
-  'wrap.requested': z.strictObject({ block }).describe('decision: remove the worktree and the branch (or preserve it), record the summary.'),
+  'wrap.requested': z
+    .strictObject({ block })
+    .describe('decision: remove the worktree and the branch (or preserve it), record the summary.'),
   'block.wrapped': z
     .strictObject({ block, orphan: z.string().optional(), summary: z.string() })
     .describe('input: the worktree is gone; the branch was deleted, or preserved as `orphan` when it held commits not on trunk.'),
 
   // ---- exception spine ----
   'escalation.raised': z
-    .strictObject({ block, trouble: z.string(), detail: z.string(), handler: z.string(), sha: sha.optional().describe('trunk_touched: the foreign trunk sha') })
+    .strictObject({
+      block,
+      trouble: z.string(),
+      detail: z.string(),
+      handler: z.string(),
+      sha: sha.optional().describe('trunk_touched: the foreign trunk sha'),
+    })
     .describe('decision: a block entered (or moved along) the exception spine; names the trouble and the handler it goes to.'),
   'page.sent': z
     .strictObject({ block, page: z.string(), reason: z.string(), command: z.string().optional() })
@@ -259,9 +281,18 @@ export const EVENT_SCHEMAS = {
   // ---- notes ----
   'worker.spawned': z
     .strictObject({ block, session: z.string(), turn: z.number().int(), pid: z.number().int(), start_time: z.string() })
-    .describe('note: a worker process, or the engine\'s own test run (session tests:…, turn 0), started; recovery kills it by pid and start time if it outlives the run.'),
+    .describe(
+      "note: a worker process, or the engine's own test run (session tests:…, turn 0), started; recovery kills it by pid and start time if it outlives the run.",
+    ),
   'worker.exited': z
-    .strictObject({ block, session: z.string(), turn: z.number().int(), pid: z.number().int(), code: z.number().int().nullable(), signal: z.string().nullable() })
+    .strictObject({
+      block,
+      session: z.string(),
+      turn: z.number().int(),
+      pid: z.number().int(),
+      code: z.number().int().nullable(),
+      signal: z.string().nullable(),
+    })
     .describe('note: a worker process (or test run) ended.'),
   'worker.usage': z
     .strictObject({
@@ -275,7 +306,15 @@ export const EVENT_SCHEMAS = {
     })
     .describe('note: token usage of one model call.'),
   'worker.retry': z
-    .strictObject({ block, role, session: z.string(), attempt: z.number().int(), status: z.number().int().optional(), delay_ms: z.number().int(), error: z.string() })
+    .strictObject({
+      block,
+      role,
+      session: z.string(),
+      attempt: z.number().int(),
+      status: z.number().int().optional(),
+      delay_ms: z.number().int(),
+      error: z.string(),
+    })
     .describe('note: a transient model API failure, retried after a delay.'),
 } as const satisfies Record<string, z.ZodObject>;
 

@@ -27,8 +27,8 @@ export function deriveFacts(
     name: 'trunk_untouched',
     ok: trunkOk,
     evidence: trunkOk
-        ? `trunk is at ${short(o.trunk_sha)}, where the engine left it`
-        : `trunk moved from ${short(expected.trunkSha)} to ${short(o.trunk_sha)} by someone other than the engine: never commit to trunk`,
+      ? `trunk is at ${short(o.trunk_sha)}, where the engine left it`
+      : `trunk moved from ${short(expected.trunkSha)} to ${short(o.trunk_sha)} by someone other than the engine: never commit to trunk`,
   });
   facts.push({
     name: 'main_checkout_untouched',
@@ -66,10 +66,10 @@ export function deriveFacts(
     name: 'tests',
     ok: t.exit === 0 && !t.timed_out,
     evidence: t.timed_out
-          ? `the test command timed out at ${short(o.head)} (output: ${t.log})`
-          : t.exit === 0
-            ? `the test command exited 0 at ${short(o.head)}`
-            : `the test command exited ${t.exit} at ${short(o.head)}; last lines:\n${t.tail}`,
+      ? `the test command timed out at ${short(o.head)} (output: ${t.log})`
+      : t.exit === 0
+        ? `the test command exited 0 at ${short(o.head)}`
+        : `the test command exited ${t.exit} at ${short(o.head)}; last lines:\n${t.tail}`,
   });
   return facts;
 }

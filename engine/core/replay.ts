@@ -28,7 +28,9 @@ function body(e: TronEvent): EventBody {
 /** Key-order-free JSON: the log writer orders fields by schema, the step by the order it emits them. */
 const canon = (x: unknown): string =>
   JSON.stringify(x, (_k, v) =>
-    v && typeof v === 'object' && !Array.isArray(v) ? Object.fromEntries(Object.entries(v).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) : v,
+    v && typeof v === 'object' && !Array.isArray(v)
+      ? Object.fromEntries(Object.entries(v).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
+      : v,
   );
 const same = (a: unknown, b: unknown) => canon(a) === canon(b);
 
@@ -61,7 +63,12 @@ export function replay(events: readonly TronEvent[], ctx: DecideContext): Replay
       if (!recorded || !want || !same(body(recorded), want)) {
         return {
           ok: false,
-          divergence: { seq: recorded?.seq ?? next?.seq ?? e.seq, input: e, recorded: recorded ? body(recorded) : undefined, derived: want },
+          divergence: {
+            seq: recorded?.seq ?? next?.seq ?? e.seq,
+            input: e,
+            recorded: recorded ? body(recorded) : undefined,
+            derived: want,
+          },
         };
       }
       state = apply(state, recorded);

@@ -37,7 +37,10 @@ export const GLOSSARY = {
     payload: z.strictObject({
       evidence: z.record(
         // The examples are what describePayload shows: {"c1": str, "c2": str, …}.
-        z.string().regex(/^c[1-9][0-9]*$/, 'keys are c1, c2, … by criterion number').meta({ examples: ['c1', 'c2'] }),
+        z
+          .string()
+          .regex(/^c[1-9][0-9]*$/, 'keys are c1, c2, … by criterion number')
+          .meta({ examples: ['c1', 'c2'] }),
         text,
       ),
     }),

@@ -250,7 +250,10 @@ describe('properties', () => {
   const lineArb = fc.oneof(
     fc.string({ unit: 'binary', maxLength: 40 }),
     fc
-      .string({ unit: fc.constantFrom('A', 'D', 'O', 'N', 'E', '_', 'a', '{', '}', '"', ':', ' ', '\t', '\r', '1', '[', '\u0000', '😀'), maxLength: 30 })
+      .string({
+        unit: fc.constantFrom('A', 'D', 'O', 'N', 'E', '_', 'a', '{', '}', '"', ':', ' ', '\t', '\r', '1', '[', '\u0000', '😀'),
+        maxLength: 30,
+      })
       .map((s) => `>>${s}`),
     fc.constantFrom('>>DONE', '>>DONE {"summary":"x"}', '  >>DONE', '>>done', '```', '>>CHANGES {"notes":"n"}'),
   );
@@ -306,9 +309,7 @@ describe('properties', () => {
   const validLineArb = fc.constantFrom(...legal).chain(({ word, role, phase }) =>
     fc
       .record({
-        payload: GLOSSARY[word].payloadOptional
-          ? fc.option(validPayload[word], { nil: undefined })
-          : validPayload[word],
+        payload: GLOSSARY[word].payloadOptional ? fc.option(validPayload[word], { nil: undefined }) : validPayload[word],
         gap: fc.constantFrom(' ', '\t', '  \t'),
         tail: fc.constantFrom('', ' ', '\t '),
       })
@@ -322,19 +323,13 @@ describe('properties', () => {
 
   it('any reply with exactly one valid line for the context parses to that word and payload', () => {
     fc.assert(
-      fc.property(
-        validLineArb,
-        fc.array(lineArb, { maxLength: 10 }),
-        fc.nat(),
-        fc.constantFrom('\n', '\r\n'),
-        (valid, prose, at, eol) => {
-          const others = prose.filter((l) => !l.includes('\n') && !ORACLE.test(l.replace(/\r$/, '')));
-          const index = at % (others.length + 1);
-          const lines = [...others.slice(0, index), valid.line, ...others.slice(index)];
-          const parsed = parseReply(lines.join(eol), valid.ctx);
-          expect(parsed).toEqual({ ok: true, word: valid.word, payload: valid.payload, line: index + 1 });
-        },
-      ),
+      fc.property(validLineArb, fc.array(lineArb, { maxLength: 10 }), fc.nat(), fc.constantFrom('\n', '\r\n'), (valid, prose, at, eol) => {
+        const others = prose.filter((l) => !l.includes('\n') && !ORACLE.test(l.replace(/\r$/, '')));
+        const index = at % (others.length + 1);
+        const lines = [...others.slice(0, index), valid.line, ...others.slice(index)];
+        const parsed = parseReply(lines.join(eol), valid.ctx);
+        expect(parsed).toEqual({ ok: true, word: valid.word, payload: valid.payload, line: index + 1 });
+      }),
       { numRuns: 1500 },
     );
   });

@@ -181,10 +181,12 @@ export function parseReply(reply: string, ctx: GatewayContext): Parsed {
 /** "Send exactly one line of its own, one of: …" listing every legal word with its shape. */
 function sendOneOf(words: readonly Word[], verb = 'Send exactly'): string {
   if (words.length === 0) return 'No word is legal for you at this point.';
-  const forms = words.map((w) => wordForms(w).map((f) => `\`${f}\``).join(' or '));
-  return words.length === 1
-    ? `${verb} one line of its own: ${forms[0]}.`
-    : `${verb} one line of its own, one of: ${forms.join('; ')}.`;
+  const forms = words.map((w) =>
+    wordForms(w)
+      .map((f) => `\`${f}\``)
+      .join(' or '),
+  );
+  return words.length === 1 ? `${verb} one line of its own: ${forms[0]}.` : `${verb} one line of its own, one of: ${forms.join('; ')}.`;
 }
 
 function sendThis(word: Word): string {

@@ -50,7 +50,12 @@ describe('refs', () => {
     await r.git('branch', 'tron/y', 'HEAD');
     await r.git('branch', 'other');
     const head = await r.git('rev-parse', 'HEAD');
-    expect(await branchesOf(r.dir, 'tron/*')).toEqual(new Map([['tron/x', head], ['tron/y', head]]));
+    expect(await branchesOf(r.dir, 'tron/*')).toEqual(
+      new Map([
+        ['tron/x', head],
+        ['tron/y', head],
+      ]),
+    );
   });
 
   it('deleteBranch removes a branch whatever it holds and is fine when it is gone', async () => {

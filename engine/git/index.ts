@@ -35,5 +35,25 @@
 export { DIFF_FLAGS, GitFailure, GitStateError, gitEnv, type Sha } from './run.ts';
 export { allOnTrunk, commitsOver, currentTrunkSha, diffStat, headOf, isAncestor, isClean, mergeBase, patchId, revParse } from './query.ts';
 export { LANDED_PREFIX, branchesOf, deleteBranch, landedRefs, preserveOrphan } from './refs.ts';
-export { WORKTREES_DIR, clearEngineRefLocks, clearStaleLocks, pruneWorktrees, resetWorktree, createReviewCheckout, createWorktree, removeWorktree, reviewPath, worktreePath } from './worktree.ts';
-export { catchUpCheckout, checkMainCheckout, clearLandingLocks, land, mainCheckout, type CheckoutSync, type LandResult, type MainCheckout } from './land.ts';
+export {
+  WORKTREES_DIR,
+  clearEngineRefLocks,
+  clearStaleLocks,
+  pruneWorktrees,
+  resetWorktree,
+  createReviewCheckout,
+  createWorktree,
+  removeWorktree,
+  reviewPath,
+  worktreePath,
+} from './worktree.ts';
+export {
+  catchUpCheckout,
+  checkMainCheckout,
+  clearLandingLocks,
+  land,
+  mainCheckout,
+  type CheckoutSync,
+  type LandResult,
+  type MainCheckout,
+} from './land.ts';

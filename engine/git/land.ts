@@ -18,9 +18,7 @@ export type CheckoutSync =
   | { state: 'not-checked-out' }
   | { state: 'failed'; path: string; message: string };
 
-export type LandResult =
-  | { ok: true; checkout: CheckoutSync }
-  | { ok: false; actual: Sha; reason: 'trunk-moved' | 'already-landed' };
+export type LandResult = { ok: true; checkout: CheckoutSync } | { ok: false; actual: Sha; reason: 'trunk-moved' | 'already-landed' };
 
 /**
  * Fast-forwards trunk from `expectedOld` to `sha` and records `refs/tron/landed/<id>`,
@@ -40,9 +38,19 @@ export async function land(repo: string, opts: { trunk: string; expectedOld: str
   if (!(await isAncestor(repo, opts.expectedOld, opts.sha))) {
     const result = await refused();
     if (result) return result;
-    throw new GitFailure('TRON_LAND_NOT_FAST_FORWARD', `refusing to land ${opts.id}: ${opts.sha} does not descend from trunk ${opts.expectedOld}`);
+    throw new GitFailure(
+      'TRON_LAND_NOT_FAST_FORWARD',
+      `refusing to land ${opts.id}: ${opts.sha} does not descend from trunk ${opts.expectedOld}`,
+    );
   }
-  const script = ['start', `update ${trunkRef} ${opts.sha} ${opts.expectedOld}`, `create ${landedRef} ${opts.sha}`, 'prepare', 'commit', ''].join('\n');
+  const script = [
+    'start',
+    `update ${trunkRef} ${opts.sha} ${opts.expectedOld}`,
+    `create ${landedRef} ${opts.sha}`,
+    'prepare',
+    'commit',
+    '',
+  ].join('\n');
   const args = ['update-ref', '-m', `tron: land ${opts.id}`, '--stdin'];
   const result = await runGit(repo, args, script);
   if (result.exitCode !== 0) {

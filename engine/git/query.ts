@@ -86,5 +86,8 @@ export async function diffStat(repo: string, base: string, head: string): Promis
 }
 
 function lines(out: string): string[] {
-  return out.split('\n').map((l) => l.trim()).filter((l) => l !== '');
+  return out
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => l !== '');
 }

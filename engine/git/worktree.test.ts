@@ -2,7 +2,15 @@ import { closeSync, existsSync, openSync } from 'node:fs';
 import { mkdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { clearEngineRefLocks, clearStaleLocks, createReviewCheckout, createWorktree, removeWorktree, resetWorktree, revParse } from './index.ts';
+import {
+  clearEngineRefLocks,
+  clearStaleLocks,
+  createReviewCheckout,
+  createWorktree,
+  removeWorktree,
+  resetWorktree,
+  revParse,
+} from './index.ts';
 import { makeRepo, type TestRepo } from '../testing/repo.ts';
 
 const repos: TestRepo[] = [];
@@ -160,7 +168,11 @@ describe('clearEngineRefLocks', () => {
     const git = join(r.dir, '.git', 'refs');
     await mkdir(join(git, 'heads', 'orphan'), { recursive: true });
     await mkdir(join(git, 'tron', 'landed'), { recursive: true });
-    const ours = [join(git, 'heads', 'tron', 'login.lock'), join(git, 'heads', 'orphan', 'login-1.lock'), join(git, 'tron', 'landed', 'login.lock')];
+    const ours = [
+      join(git, 'heads', 'tron', 'login.lock'),
+      join(git, 'heads', 'orphan', 'login-1.lock'),
+      join(git, 'tron', 'landed', 'login.lock'),
+    ];
     const theirs = join(git, 'heads', 'main.lock');
     for (const file of [...ours, theirs]) await writeFile(file, '');
     // A lock some live process holds open is a running git's: never removed.

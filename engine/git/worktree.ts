@@ -159,7 +159,11 @@ export async function resetWorktree(repo: string, id: string): Promise<void> {
 export async function clearEngineRefLocks(repo: string): Promise<string[]> {
   const common = await commonDir(repo);
   const candidates: string[] = [];
-  for (const dir of [join(common, 'refs', 'heads', 'tron'), join(common, 'refs', 'heads', 'orphan'), join(common, 'refs', 'tron', 'landed')]) {
+  for (const dir of [
+    join(common, 'refs', 'heads', 'tron'),
+    join(common, 'refs', 'heads', 'orphan'),
+    join(common, 'refs', 'tron', 'landed'),
+  ]) {
     if (!existsSync(dir)) continue;
     for (const entry of await readdir(dir, { recursive: true })) {
       if (String(entry).endsWith('.lock')) candidates.push(join(dir, String(entry)));

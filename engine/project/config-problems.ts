@@ -129,7 +129,11 @@ export function issueProblems(issue: z.core.$ZodIssue, data: unknown, file: stri
         return [{ code: codeFor(issue.path, 'REQUIRED'), path: at(issue.path), message: `missing; ${hint}` }];
       }
       return [
-        { code: codeFor(issue.path, 'INVALID'), path: at(issue.path), message: `expected ${expected}, found ${describe(value)}; write it as ${expected}` },
+        {
+          code: codeFor(issue.path, 'INVALID'),
+          path: at(issue.path),
+          message: `expected ${expected}, found ${describe(value)}; write it as ${expected}`,
+        },
       ];
     }
     case 'invalid_value':
@@ -143,9 +147,21 @@ export function issueProblems(issue: z.core.$ZodIssue, data: unknown, file: stri
     case 'too_small':
       return [{ code: codeFor(issue.path, 'INVALID'), path: at(issue.path), message: tooSmall(issue, value) }];
     case 'too_big':
-      return [{ code: codeFor(issue.path, 'INVALID'), path: at(issue.path), message: `must be at most ${Number(issue.maximum)}, not ${JSON.stringify(value)}; lower it` }];
+      return [
+        {
+          code: codeFor(issue.path, 'INVALID'),
+          path: at(issue.path),
+          message: `must be at most ${Number(issue.maximum)}, not ${JSON.stringify(value)}; lower it`,
+        },
+      ];
     case 'invalid_format':
-      return [{ code: codeFor(issue.path, 'INVALID'), path: at(issue.path), message: `${describe(value)} is not a valid ${issue.format}; fix the value` }];
+      return [
+        {
+          code: codeFor(issue.path, 'INVALID'),
+          path: at(issue.path),
+          message: `${describe(value)} is not a valid ${issue.format}; fix the value`,
+        },
+      ];
     case 'custom':
       if (typeof value === 'string' && parseDuration(value) === undefined && /duration/.test(issue.message)) {
         return [

@@ -165,7 +165,9 @@ export function loadConfig(repo: string): { config?: Config; problems: Problem[]
       };
     }
     return {
-      problems: [{ code: 'TRON_CONFIG_READ', path: CONFIG_FILE, message: `cannot read it (${why ?? String(err)}); make it a readable file` }],
+      problems: [
+        { code: 'TRON_CONFIG_READ', path: CONFIG_FILE, message: `cannot read it (${why ?? String(err)}); make it a readable file` },
+      ],
     };
   }
   return parseConfig(text, CONFIG_FILE);

@@ -198,7 +198,6 @@ describe('loading a repository', () => {
     return repo;
   }
 
-
   it('reads .tron/blocks/*.md in sorted order and ignores other files and folders', () => {
     makeRepo({
       '.tron/config.toml': CONFIG,
@@ -252,7 +251,10 @@ describe('loading a repository', () => {
   });
 
   it('loadProject throws one InputError with the config and register problems together', () => {
-    makeRepo({ '.tron/config.toml': `${CONFIG}\n[timeouts]\nturn = "forever"\n`, '.tron/blocks/a.md': blockText('title = "A"\ncriteria = ["c"]\ndepends_on = ["a"]') });
+    makeRepo({
+      '.tron/config.toml': `${CONFIG}\n[timeouts]\nturn = "forever"\n`,
+      '.tron/blocks/a.md': blockText('title = "A"\ncriteria = ["c"]\ndepends_on = ["a"]'),
+    });
     let error: unknown;
     try {
       loadProject(repo);

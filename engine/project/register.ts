@@ -147,7 +147,10 @@ export function loadRegister(repo: string): { blocks: Block[]; problems: Problem
   } catch (err) {
     const why = (err as NodeJS.ErrnoException).code;
     if (why === 'ENOENT') return { blocks: [], problems: [] };
-    return { blocks: [], problems: [{ code: 'TRON_REGISTER_READ', path: BLOCKS_DIR, message: `cannot read the folder (${why}); make it a readable folder` }] };
+    return {
+      blocks: [],
+      problems: [{ code: 'TRON_REGISTER_READ', path: BLOCKS_DIR, message: `cannot read the folder (${why}); make it a readable folder` }],
+    };
   }
   const blocks: Block[] = [];
   const problems: Problem[] = [];

@@ -74,9 +74,7 @@ export function boundaryDetails(phase: Phase): Details {
 
 export function handlerDetails(handler: Handler, spine: Spine): Details {
   const facts: [string, string][] = [];
-  const handles = (Object.keys(ESCALATION) as Trouble[]).filter((t) =>
-    (ESCALATION[t].handlers as readonly Handler[]).includes(handler),
-  );
+  const handles = (Object.keys(ESCALATION) as Trouble[]).filter((t) => (ESCALATION[t].handlers as readonly Handler[]).includes(handler));
   facts.push(['Handles', handles.join(', ')]);
   if (handler === 'architect') facts.push(['Budget', `${spine.budgets.architect} consultations per block`]);
   if (handler === 'probe') {

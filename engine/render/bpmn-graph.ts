@@ -95,9 +95,7 @@ function handlerOrder(): { order: Handler[]; first: Map<Handler, Trouble[]>; pai
       if (!pairs.some(([a, b]) => a === hs[i] && b === hs[i + 1])) pairs.push([hs[i]!, hs[i + 1]!]);
     }
   }
-  const used = (Object.keys(HANDLERS) as Handler[]).filter(
-    (h) => first.has(h) || pairs.some(([a, b]) => a === h || b === h),
-  );
+  const used = (Object.keys(HANDLERS) as Handler[]).filter((h) => first.has(h) || pairs.some(([a, b]) => a === h || b === h));
   const heads = used.filter((h) => !pairs.some(([, b]) => b === h));
   const order: Handler[] = [];
   for (const head of [...heads, ...used]) {
@@ -167,9 +165,7 @@ export function buildGraph(spine: Spine): Graph {
   let col = 1;
   for (const name of pass) col = placePhase(byName.get(name)!, 'pass', col);
 
-  const active = pass
-    .map((n) => byName.get(n)!)
-    .filter((p) => !p.terminal && WORKER_ROLES.some((r) => (p.words[r] ?? []).length > 0));
+  const active = pass.map((n) => byName.get(n)!).filter((p) => !p.terminal && WORKER_ROLES.some((r) => (p.words[r] ?? []).length > 0));
   for (const p of active) {
     const host = nodes.find((n) => n.id === phaseId(p.name))!;
     nodes.push({
@@ -197,7 +193,15 @@ export function buildGraph(spine: Spine): Graph {
   const { order, first, pairs } = handlerOrder();
   col = 1;
   for (const h of order) {
-    nodes.push({ id: handlerId(h), kind: 'task', name: h[0]!.toUpperCase() + h.slice(1), lane: 'exception', row: 'exception', col: col++, details: handlerDetails(h, spine) });
+    nodes.push({
+      id: handlerId(h),
+      kind: 'task',
+      name: h[0]!.toUpperCase() + h.slice(1),
+      lane: 'exception',
+      row: 'exception',
+      col: col++,
+      details: handlerDetails(h, spine),
+    });
     if (h === CHOOSER) {
       nodes.push({ id: CHOICE_GATEWAY, kind: 'gateway', lane: 'exception', row: 'exception', col: col++, details: choiceDetails() });
     }
@@ -219,22 +223,46 @@ export function buildGraph(spine: Spine): Graph {
     const troubles = first.get(h);
     if (!troubles) continue;
     const d = troubleGatewayDetails();
-    edge(`Flow_trouble_${h}`, TROUBLE_GATEWAY, handlerId(h), { ...d, title: `First to ${h}`, facts: d.facts.filter(([t]) => troubles.includes(t as Trouble)) }, troubles.join(', '));
+    edge(
+      `Flow_trouble_${h}`,
+      TROUBLE_GATEWAY,
+      handlerId(h),
+      { ...d, title: `First to ${h}`, facts: d.facts.filter(([t]) => troubles.includes(t as Trouble)) },
+      troubles.join(', '),
+    );
   }
   for (const [a, b] of pairs) {
     const d = handlerDetails(a, spine);
-    edge(`Flow_${a}_${b}`, handlerId(a), handlerId(b), { ...d, title: `${a} → ${b}`, description: `What ${a} cannot resolve passes to ${b}.` }, 'unresolved');
+    edge(
+      `Flow_${a}_${b}`,
+      handlerId(a),
+      handlerId(b),
+      { ...d, title: `${a} → ${b}`, description: `What ${a} cannot resolve passes to ${b}.` },
+      'unresolved',
+    );
   }
   if (order.includes(CHOOSER)) {
     edge(`Flow_${CHOOSER}_choice`, handlerId(CHOOSER), CHOICE_GATEWAY, choiceDetails());
     for (const [word, o] of Object.entries(OUTCOMES)) {
       const d = choiceDetails();
-      edge(`Flow_choice_${word}_${o.to}`, CHOICE_GATEWAY, phaseId(o.to), { ...d, title: `${word} → ${o.to}`, description: o.effect, transitions: [] }, word);
+      edge(
+        `Flow_choice_${word}_${o.to}`,
+        CHOICE_GATEWAY,
+        phaseId(o.to),
+        { ...d, title: `${word} → ${o.to}`, description: o.effect, transitions: [] },
+        word,
+      );
     }
   }
   if (order.includes('operator')) {
     const d = handlerDetails('operator', spine);
-    edge(`Flow_operator_${OUTCOMES.PAGE.to}`, handlerId('operator'), phaseId(OUTCOMES.PAGE.to), { ...d, title: `operator → ${OUTCOMES.PAGE.to}` }, 'paged');
+    edge(
+      `Flow_operator_${OUTCOMES.PAGE.to}`,
+      handlerId('operator'),
+      phaseId(OUTCOMES.PAGE.to),
+      { ...d, title: `operator → ${OUTCOMES.PAGE.to}` },
+      'paged',
+    );
   }
   return { nodes, edges };
 }

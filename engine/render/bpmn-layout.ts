@@ -174,8 +174,7 @@ export function layoutGraph(graph: Graph): Layout {
       const b = shapes.get(id)!;
       const midY = b.y + b.height / 2;
       const half = b.height / 2;
-      const reach =
-        n.kind === 'task' ? half : n.kind === 'gateway' ? half - Math.abs(dx) : Math.round(Math.sqrt(half * half - dx * dx));
+      const reach = n.kind === 'task' ? half : n.kind === 'gateway' ? half - Math.abs(dx) : Math.round(Math.sqrt(half * half - dx * dx));
       points.set(`${a.edge}|${a.exit ? 'exit' : 'entry'}`, { x: cx(n) + dx, y: side === 'top' ? midY - reach : midY + reach });
     });
   }
@@ -210,7 +209,10 @@ export function layoutGraph(graph: Graph): Layout {
     let wp: Point[];
     switch (route.get(e.id)!) {
       case 'straight':
-        wp = [{ x: s.x + s.width, y: sc.y }, { x: t.x, y: tc.y }];
+        wp = [
+          { x: s.x + s.width, y: sc.y },
+          { x: t.x, y: tc.y },
+        ];
         labelAt(e.id, e.name, Math.round((s.x + s.width + t.x) / 2), sc.y, 'above');
         break;
       case 'arch': {

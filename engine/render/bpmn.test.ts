@@ -30,15 +30,17 @@ async function parse(xml: string): Promise<Parsed> {
     const label = di.label as ModdleElement | undefined;
     if (label) labels.set(id, label.bounds as Box);
     if (di.$type === 'bpmndi:BPMNShape') shapes.set(id, di.bounds as Box);
-    else edges.set(id, (di.waypoint as { x: number; y: number }[]).map((p) => ({ x: p.x, y: p.y })));
+    else
+      edges.set(
+        id,
+        (di.waypoint as { x: number; y: number }[]).map((p) => ({ x: p.x, y: p.y })),
+      );
   }
   return { warnings: warnings.map((w) => w.message), byId: elementsById, shapes, labels, edges };
 }
 
-const overlap = (a: Box, b: Box): boolean =>
-  a.x < b.x + b.width && b.x < a.x + a.width && a.y < b.y + b.height && b.y < a.y + a.height;
-const inside = (p: { x: number; y: number }, b: Box): boolean =>
-  p.x >= b.x && p.x <= b.x + b.width && p.y >= b.y && p.y <= b.y + b.height;
+const overlap = (a: Box, b: Box): boolean => a.x < b.x + b.width && b.x < a.x + a.width && a.y < b.y + b.height && b.y < a.y + a.height;
+const inside = (p: { x: number; y: number }, b: Box): boolean => p.x >= b.x && p.x <= b.x + b.width && p.y >= b.y && p.y <= b.y + b.height;
 const sanitize = (s: string): string => s.replace(/[^A-Za-z0-9_]/g, '_');
 
 /** Flow nodes' shapes (not the pool or lanes) that overlap, boundary events excepting their host. */
@@ -190,7 +192,7 @@ describe('renderBpmn', () => {
 
   it("documents each phase's legal words by role, gate, attempts and time budget, and each trouble's handler order", async () => {
     const p = await parse(await renderBpmn(loadSpine()));
-    const doc = (id: string): string => ((p.byId[id]!.documentation as ModdleElement[])[0]!.text as string);
+    const doc = (id: string): string => (p.byId[id]!.documentation as ModdleElement[])[0]!.text as string;
     expect(doc('Phase_build')).toContain('- builder: DONE, CONFIRMED, BLOCKED, WORKING');
     expect(doc('Phase_build')).toContain('Gate: truth');
     expect(doc('Phase_build')).toContain('Attempts: 3');
@@ -210,7 +212,8 @@ describe('renderBpmn', () => {
         pts.slice(1).forEach((q, i) => expect(q.x === pts[i]!.x || q.y === pts[i]!.y, id).toBe(true));
       }
       const pool = p.shapes.get('Participant_block')!;
-      for (const [id, box] of p.shapes) expect(inside({ x: box.x, y: box.y }, pool) && inside({ x: box.x + box.width, y: box.y + box.height }, pool), id).toBe(true);
+      for (const [id, box] of p.shapes)
+        expect(inside({ x: box.x, y: box.y }, pool) && inside({ x: box.x + box.width, y: box.y + box.height }, pool), id).toBe(true);
     }
   });
 

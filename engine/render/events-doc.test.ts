@@ -41,7 +41,7 @@ describe('renderEventsDoc', () => {
     }
   });
 
-  it("lists every field of every type, marking the optional ones", () => {
+  it('lists every field of every type, marking the optional ones', () => {
     for (const t of TYPES) {
       const text = section(doc, t);
       for (const [key, field] of Object.entries(EVENT_SCHEMAS[t].shape) as [string, z.ZodType][]) {

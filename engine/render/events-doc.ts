@@ -151,7 +151,9 @@ function fieldTable(rows: Row[]): string[] {
   return [
     '| field | type | required | description |',
     '| --- | --- | --- | --- |',
-    ...rows.map((r) => `| \`${r.name}\` | \`${r.type.replace(/\|/g, '\\|')}\` | ${r.required ? 'yes' : 'optional'} | ${cell(r.description)} |`),
+    ...rows.map(
+      (r) => `| \`${r.name}\` | \`${r.type.replace(/\|/g, '\\|')}\` | ${r.required ? 'yes' : 'optional'} | ${cell(r.description)} |`,
+    ),
   ];
 }
 

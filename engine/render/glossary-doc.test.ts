@@ -32,7 +32,11 @@ describe('docs/GLOSSARY.md', () => {
   });
 
   it('explains every refusal kind', () => {
-    for (const kind of REFUSAL_KINDS) expect(lines.some((l) => l.startsWith(`| \`${kind}\` |`)), kind).toBe(true);
+    for (const kind of REFUSAL_KINDS)
+      expect(
+        lines.some((l) => l.startsWith(`| \`${kind}\` |`)),
+        kind,
+      ).toBe(true);
   });
 
   it('is deterministic and ends with one newline', () => {

@@ -13,14 +13,48 @@ function log(...items: Array<[number, EventBody]>): TronEvent[] {
 }
 
 const turn = (block: string, role: 'builder' | 'reviewer', n: number, kind: 'build' | 'challenge' | 'review') =>
-  ({ type: 'block.dispatched', block, role, session: `${block}.1.${role}`, turn: n, kind, phase: 'build', attempt: 1, expect: [] }) as EventBody;
+  ({
+    type: 'block.dispatched',
+    block,
+    role,
+    session: `${block}.1.${role}`,
+    turn: n,
+    kind,
+    phase: 'build',
+    attempt: 1,
+    expect: [],
+  }) as EventBody;
 const reply = (block: string, role: 'builder' | 'reviewer', n: number, text: string) =>
   ({ type: 'reply.received', block, role, session: `${block}.1.${role}`, turn: n, ok: true, reply: text }) as EventBody;
-const accepted = (block: string, word: string) => ({ type: 'reply.accepted', block, session: `${block}.1.builder`, turn: 1, word, payload: {} }) as EventBody;
+const accepted = (block: string, word: string) =>
+  ({ type: 'reply.accepted', block, session: `${block}.1.builder`, turn: 1, word, payload: {} }) as EventBody;
 const observed = (block: string) =>
-  ({ type: 'facts.observed', block, purpose: 'gate', base: S1, head: S2, commits: 1, trunk_sha: S1, main_status: '', clean: true, status: '', tests: null, patch_id: '', fast_forward: true }) as EventBody;
+  ({
+    type: 'facts.observed',
+    block,
+    purpose: 'gate',
+    base: S1,
+    head: S2,
+    commits: 1,
+    trunk_sha: S1,
+    main_status: '',
+    clean: true,
+    status: '',
+    tests: null,
+    patch_id: '',
+    fast_forward: true,
+  }) as EventBody;
 const usage = (block: string, role: 'builder' | 'reviewer', total: number) =>
-  ({ type: 'worker.usage', block, role, session: `${block}.1.${role}`, model: 'm', prompt_tokens: total - 100, completion_tokens: 100, total_tokens: total }) as EventBody;
+  ({
+    type: 'worker.usage',
+    block,
+    role,
+    session: `${block}.1.${role}`,
+    model: 'm',
+    prompt_tokens: total - 100,
+    completion_tokens: 100,
+    total_tokens: total,
+  }) as EventBody;
 const info = (id: string) => ({ id, title: id, depends_on: [], priority: 0, criteria: ['x'], digest: 'd' });
 
 /**
@@ -29,7 +63,22 @@ const info = (id: string) => ({ id, title: id, depends_on: [], priority: 0, crit
  * MERGE lock and lands.
  */
 const EVENTS = log(
-  [1000, { type: 'run.started', run: 'r', version: '0', trunk: 'main', trunk_sha: S1, main_status: '', max_parallel: 2, architect: false, liveness: { probe_wait_ms: 1, extension_ms: 1, max_extensions: 1, reissues: 1 }, watch: false, pid: 1 } as EventBody],
+  [
+    1000,
+    {
+      type: 'run.started',
+      run: 'r',
+      version: '0',
+      trunk: 'main',
+      trunk_sha: S1,
+      main_status: '',
+      max_parallel: 2,
+      architect: false,
+      liveness: { probe_wait_ms: 1, extension_ms: 1, max_extensions: 1, reissues: 1 },
+      watch: false,
+      pid: 1,
+    } as EventBody,
+  ],
   [1000, { type: 'register.loaded', blocks: [info('a'), info('b')] }],
   [1000, { type: 'worktree.requested', block: 'a', attempt: 1 }],
   [1000, { type: 'worktree.requested', block: 'b', attempt: 1 }],
@@ -42,7 +91,19 @@ const EVENTS = log(
   [2600, accepted('b', 'DONE')],
   [2600, { type: 'facts.requested', block: 'b', purpose: 'gate', base: S1, trunk_sha: S1 }],
   [3100, observed('a')],
-  [3100, { type: 'gate.failed', block: 'a', sha: S2, purpose: 'gate', facts: [{ name: 'commits', ok: false, evidence: 'none' }, { name: 'clean', ok: true, evidence: 'clean' }] }],
+  [
+    3100,
+    {
+      type: 'gate.failed',
+      block: 'a',
+      sha: S2,
+      purpose: 'gate',
+      facts: [
+        { name: 'commits', ok: false, evidence: 'none' },
+        { name: 'clean', ok: true, evidence: 'clean' },
+      ],
+    },
+  ],
   [3100, { type: 'block.phase', block: 'a', from: 'build', to: 'build', on: 'gate.failed' }],
   [3100, turn('a', 'builder', 2, 'build')],
   [3600, observed('b')],
@@ -151,7 +212,8 @@ describe('run statistics', () => {
 });
 
 describe('escalation outcomes', () => {
-  const esc = (handler: string, trouble = 'uninterpretable') => ({ type: 'escalation.raised', block: 'x', trouble, handler, detail: 'd' }) as EventBody;
+  const esc = (handler: string, trouble = 'uninterpretable') =>
+    ({ type: 'escalation.raised', block: 'x', trouble, handler, detail: 'd' }) as EventBody;
   const refused = { type: 'reply.refused', block: 'x', session: 's', turn: 2, kind: 'no_line', message: 'm' } as EventBody;
   const word = (w: string) => ({ type: 'reply.accepted', block: 'x', session: 's', turn: 2, word: w, payload: {} }) as EventBody;
 

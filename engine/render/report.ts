@@ -81,7 +81,21 @@ export function runStats(events: readonly TronEvent[]): RunStats {
   const get = (id: string, ts: number): Working => {
     let b = blocks.get(id);
     if (!b) {
-      b = { id, phase: 'pending', attempts: 0, phaseMs: {}, gateFailures: {}, reviewRounds: 0, changesRequested: 0, escalations: [], tokens: {}, mergeWaitMs: 0, workerMs: 0, testMs: 0, enteredAt: ts };
+      b = {
+        id,
+        phase: 'pending',
+        attempts: 0,
+        phaseMs: {},
+        gateFailures: {},
+        reviewRounds: 0,
+        changesRequested: 0,
+        escalations: [],
+        tokens: {},
+        mergeWaitMs: 0,
+        workerMs: 0,
+        testMs: 0,
+        enteredAt: ts,
+      };
       blocks.set(id, b);
     }
     return b;
@@ -170,7 +184,13 @@ export function runStats(events: readonly TronEvent[]): RunStats {
     abandoned: list.filter((b) => b.phase === 'abandoned').length,
     throughputPerHour: wallMs > 0 ? (landed * 3_600_000) / wallMs : 0,
     mergeWaitMs: sumMs(waits),
-    time: { workersMs, testsMs, engineMs: wallMs - unionMs([...workers, ...tests]), workersSumMs: sumMs(workers), testsSumMs: sumMs(tests) },
+    time: {
+      workersMs,
+      testsMs,
+      engineMs: wallMs - unionMs([...workers, ...tests]),
+      workersSumMs: sumMs(workers),
+      testsSumMs: sumMs(tests),
+    },
     tokens,
     blocks: list,
   };

@@ -37,7 +37,8 @@ describe('renderWorkflowDoc', () => {
       expect(doc).toContain(`| \`${trouble}\` |`);
       expect(doc).toContain(`| ${row.handlers.join(' → ')} |`);
     }
-    for (const section of ['## Budgets', '## Liveness — talk before you page', '## Trunk touched', '[timeouts] turn', '[liveness]']) expect(doc).toContain(section);
+    for (const section of ['## Budgets', '## Liveness — talk before you page', '## Trunk touched', '[timeouts] turn', '[liveness]'])
+      expect(doc).toContain(section);
   });
 
   it('shows a changed attempt budget', () => {
@@ -49,7 +50,10 @@ describe('renderWorkflowDoc', () => {
 
   it('shows an extra transition, and who sends its word', () => {
     const changed = renderWorkflowDoc(
-      variant('{ on = "CHANGES", to = "build",', '{ on = "WORKING", to = "review", when = "still reading" },\n  { on = "CHANGES", to = "build",'),
+      variant(
+        '{ on = "CHANGES", to = "build",',
+        '{ on = "WORKING", to = "review", when = "still reading" },\n  { on = "CHANGES", to = "build",',
+      ),
     );
     expect(changed).toContain('| review → review | `WORKING` (reviewer) | still reading |');
     expect(doc).not.toContain('still reading');

@@ -41,8 +41,12 @@ function passSpine(spine: Spine): string[] {
     p.attempts === undefined ? '—' : String(p.attempts),
     p.timeMs === undefined ? '—' : formatDuration(p.timeMs),
   ]);
-  const transitionRows = spine.phases.flatMap((p) => p.transitions.map((t) => [`${p.name} → ${t.to}`, triggerCell(p, t.on), prose(t.when)]));
-  const outcomes = Object.entries(OUTCOMES).map(([word, o]) => `${code(word)} → ${o.to}`).join(', ');
+  const transitionRows = spine.phases.flatMap((p) =>
+    p.transitions.map((t) => [`${p.name} → ${t.to}`, triggerCell(p, t.on), prose(t.when)]),
+  );
+  const outcomes = Object.entries(OUTCOMES)
+    .map(([word, o]) => `${code(word)} → ${o.to}`)
+    .join(', ');
   return [
     '## The pass spine',
     '',
@@ -60,7 +64,10 @@ function passSpine(spine: Spine): string[] {
     '',
     'Signals are outcomes the engine derives itself, not words a worker sends:',
     '',
-    ...table(['signal', 'meaning'], Object.entries(signals).map(([name, meaning]) => [code(name), prose(meaning)])),
+    ...table(
+      ['signal', 'meaning'],
+      Object.entries(signals).map(([name, meaning]) => [code(name), prose(meaning)]),
+    ),
   ];
 }
 
@@ -79,7 +86,7 @@ function liveness(spine: Spine): string[] {
   return [
     '## Liveness — talk before you page',
     '',
-    'A worker that overruns its turn budget is not killed on silence alone: the engine first probes it. A conversational worker (the built-in agent) is asked `WORKING?` in-session, between its steps, and its `>>WORKING` answer is a sign of life. For every worker the engine also watches, over the probe wait, for other signs: its process group (or the agent\'s running command) using CPU or writing output, files changing in its worktree, a model step or a model call in flight, progress of a sim worker. Every sign of life earns an extension. Only a turn that stays silent is stopped and issued again, and only when that fails too is the operator paged.',
+    "A worker that overruns its turn budget is not killed on silence alone: the engine first probes it. A conversational worker (the built-in agent) is asked `WORKING?` in-session, between its steps, and its `>>WORKING` answer is a sign of life. For every worker the engine also watches, over the probe wait, for other signs: its process group (or the agent's running command) using CPU or writing output, files changing in its worktree, a model step or a model call in flight, progress of a sim worker. Every sign of life earns an extension. Only a turn that stays silent is stopped and issued again, and only when that fails too is the operator paged.",
     '',
     ...table(
       ['setting', 'value', 'meaning'],
@@ -104,11 +111,17 @@ function escalation(): string[] {
     '',
     ...table(['trouble', 'what went wrong', 'handlers, in order'], rows),
     '',
-    ...table(['handler', 'what it does'], Object.entries(HANDLERS).map(([h, what]) => [code(h), prose(what)])),
+    ...table(
+      ['handler', 'what it does'],
+      Object.entries(HANDLERS).map(([h, what]) => [code(h), prose(what)]),
+    ),
     '',
     'What an architect or operator answer does to the block:',
     '',
-    ...table(['answer', 'block goes to', 'effect'], Object.entries(OUTCOMES).map(([word, o]) => [code(word), o.to, prose(o.effect)])),
+    ...table(
+      ['answer', 'block goes to', 'effect'],
+      Object.entries(OUTCOMES).map(([word, o]) => [code(word), o.to, prose(o.effect)]),
+    ),
   ];
 }
 
@@ -116,7 +129,7 @@ function trunkTouched(): string[] {
   return [
     '## Trunk touched',
     '',
-    'Trunk is the user\'s: the engine only ever fast-forwards it, and never rewrites it. When the gate finds that trunk moved by anyone but the engine, the block does not land, the foreign sha is recorded, the operator is paged (`trunk_touched`), and no further merges are dispatched until the operator answers.',
+    "Trunk is the user's: the engine only ever fast-forwards it, and never rewrites it. When the gate finds that trunk moved by anyone but the engine, the block does not land, the foreign sha is recorded, the operator is paged (`trunk_touched`), and no further merges are dispatched until the operator answers.",
   ];
 }
 

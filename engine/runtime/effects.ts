@@ -69,7 +69,14 @@ async function prepareWorktreeNow(c: EffectContext, s: EngineState, e: EventOf<'
   await git.removeWorktree(c.repo, path);
   const base = s.trunkSha!;
   const made = await git.createWorktree(c.repo, { id: e.block, base });
-  return { type: 'worktree.ready', block: e.block, attempt: e.attempt, base, path: relative(c.repo, made.path), ...(orphan ? { orphan } : {}) };
+  return {
+    type: 'worktree.ready',
+    block: e.block,
+    attempt: e.attempt,
+    base,
+    path: relative(c.repo, made.path),
+    ...(orphan ? { orphan } : {}),
+  };
 }
 
 /** Deletes tron/<id>, first preserving it as orphan/<id>-<n> when it holds commits not on trunk. */
@@ -139,10 +146,16 @@ export async function observeMerge(c: EffectContext, s: EngineState, e: EventOf<
 export async function landBlock(c: EffectContext, e: EventOf<'land.intent'>): Promise<EventBody> {
   const result = await serialWorktrees(() => git.land(c.repo, { trunk: c.config.trunk, expectedOld: e.from, sha: e.sha, id: e.block }));
   if (result.ok) {
-    if (result.checkout.state === 'failed') c.print(`tron: ${e.block} landed, but your checkout of ${c.config.trunk} was not updated: ${result.checkout.message}`);
+    if (result.checkout.state === 'failed')
+      c.print(`tron: ${e.block} landed, but your checkout of ${c.config.trunk} was not updated: ${result.checkout.message}`);
     return { type: 'block.landed', block: e.block, sha: e.sha, from: e.from };
   }
-  return { type: 'land.refused', block: e.block, actual: result.actual, detail: result.reason === 'trunk-moved' ? `trunk is at ${result.actual}, not ${e.from}` : `refs/tron/landed/${e.block} already exists` };
+  return {
+    type: 'land.refused',
+    block: e.block,
+    actual: result.actual,
+    detail: result.reason === 'trunk-moved' ? `trunk is at ${result.actual}, not ${e.from}` : `refs/tron/landed/${e.block} already exists`,
+  };
 }
 
 /** The suite once more, on trunk at the landed sha, in a detached checkout the engine owns. */

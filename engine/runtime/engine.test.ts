@@ -61,7 +61,8 @@ describe('tron start', () => {
     expect(ofType(run.events, 'trunk.tested').every((e) => e.ok)).toBe(true);
     expect(await repo.git('rev-parse', 'main')).toBe(landed.at(-1)!.sha);
     await expectTidy(repo);
-    for (const name of ['events.jsonl', 'transcript.md', 'manifest.json', 'report.md', 'workflow.toml']) expect(existsSync(join(run.runDir, name))).toBe(true);
+    for (const name of ['events.jsonl', 'transcript.md', 'manifest.json', 'report.md', 'workflow.toml'])
+      expect(existsSync(join(run.runDir, name))).toBe(true);
   });
 
   it('lands parallel blocks that touch different files, the second after bringing its branch up to date', async () => {
@@ -105,7 +106,7 @@ describe('tron start', () => {
       expect(await landedRefs(repo)).toEqual([]);
       expect(ofType(run.events, 'escalation.raised').map((e) => e.trouble)).toContain('gate_budget');
       expect(readRunFile(run.runDir, 'transcript.md')).toContain(`${fact}:`);
-      expect(run.output.join('\n')).toContain("npx tron answer");
+      expect(run.output.join('\n')).toContain('npx tron answer');
     });
   }
 

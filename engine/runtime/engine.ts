@@ -86,7 +86,15 @@ export class Engine {
     this.log = EventLog.open(o.runDir, { clock: this.clock, command: 'tron start' });
     this.ctx = { spine: o.spine, testCommand: o.config.test };
     const byId = new Map(o.blocks.map((b) => [b.id, b]));
-    this.fx = { repo: o.repo, runDir: o.runDir, config: o.config, blocks: () => byId, env: o.env, print: o.print, note: (body) => void this.append(body) };
+    this.fx = {
+      repo: o.repo,
+      runDir: o.runDir,
+      config: o.config,
+      blocks: () => byId,
+      env: o.env,
+      print: o.print,
+      note: (body) => void this.append(body),
+    };
   }
 
   /** Runs until the run finishes; returns the exit status. */
@@ -288,7 +296,12 @@ export class Engine {
         this.o.print(`${e.block}: ${e.trouble} → ${e.handler}`);
         return;
       case 'gate.failed':
-        this.o.print(`${e.block}: gate failed — ${e.facts.filter((f) => !f.ok).map((f) => f.name).join(', ')}`);
+        this.o.print(
+          `${e.block}: gate failed — ${e.facts
+            .filter((f) => !f.ok)
+            .map((f) => f.name)
+            .join(', ')}`,
+        );
         return;
       case 'gate.passed':
         this.o.print(`${e.block}: gate passed at ${e.sha.slice(0, 12)}`);
@@ -365,9 +378,13 @@ export class Engine {
         },
         this.observer(e),
       );
-      const text = outcome.ok ? outcome.reply : `(turn failed: ${outcome.failure}) ${outcome.detail}${outcome.output ? `\n${outcome.output}` : ''}`;
+      const text = outcome.ok
+        ? outcome.reply
+        : `(turn failed: ${outcome.failure}) ${outcome.detail}${outcome.output ? `\n${outcome.output}` : ''}`;
       this.transcript(`### reply (${e.block} · ${e.session} · turn ${e.turn})\n\n${fence(text)}\n`);
-      return outcome.ok ? { ...base, ok: true, reply: outcome.reply } : { ...base, ok: false, failure: outcome.failure, detail: outcome.detail };
+      return outcome.ok
+        ? { ...base, ok: true, reply: outcome.reply }
+        : { ...base, ok: false, failure: outcome.failure, detail: outcome.detail };
     } finally {
       clearTimeout(this.turns.get(key)?.timer);
       this.turns.delete(key);
@@ -399,7 +416,12 @@ export class Engine {
     const b = this.state.blocks[e.block]!;
     const role = b.waiting.on === 'turn' ? b.waiting.turn.role : 'builder';
     const worker = this.o.workers[role];
-    const cwd = role === 'builder' ? git.worktreePath(this.o.repo, e.block) : role === 'reviewer' ? git.reviewPath(this.o.repo, e.block) : this.o.repo;
+    const cwd =
+      role === 'builder'
+        ? git.worktreePath(this.o.repo, e.block)
+        : role === 'reviewer'
+          ? git.reviewPath(this.o.repo, e.block)
+          : this.o.repo;
     const take = async (): Promise<LifeSnapshot> => {
       const proc = worker?.running?.(e.session);
       const progress = this.progress.get(e.session) ?? 0;
@@ -476,7 +498,9 @@ function fence(text: string): string {
 }
 
 /** Writes the run directory's fixed files: manifest.json and the spine that drives the run. */
-export function writeRunFiles(o: Pick<EngineOptions, 'runDir' | 'runId' | 'config' | 'spineFile'> & { trunkSha: string; startedAt: number }): void {
+export function writeRunFiles(
+  o: Pick<EngineOptions, 'runDir' | 'runId' | 'config' | 'spineFile'> & { trunkSha: string; startedAt: number },
+): void {
   mkdirSync(o.runDir, { recursive: true });
   copyFileSync(o.spineFile, join(o.runDir, 'workflow.toml'));
   const manifest = {

@@ -66,7 +66,10 @@ esac`,
       ['several_lines', 1],
       ['several_lines', 2],
     ]);
-    expect(ofType(first.events, 'block.dispatched').find((e) => e.kind === 'restate')).toMatchObject({ session: 'twice.1.builder', turn: 2 });
+    expect(ofType(first.events, 'block.dispatched').find((e) => e.kind === 'restate')).toMatchObject({
+      session: 'twice.1.builder',
+      turn: 2,
+    });
     expect(readRunFile(first.runDir, 'prompt-twice.1.builder-2.txt')).toContain(refused[0]!.message);
     expect(ofType(first.events, 'escalation.raised').map((e) => e.handler)).toEqual(['restate', 'architect', 'operator']);
     expect(ofType(first.events, 'page.sent')).toHaveLength(1);
@@ -74,14 +77,25 @@ esac`,
     expect(first.output.join('\n')).toMatch(/twice is parked[\s\S]*npx tron answer/);
 
     const lines: string[] = [];
-    expect(await answerCommand({ repo: repo.dir, block: 'twice', line: '>>RETRY {"guidance":"answer with exactly one >> line"}', clock: systemClock, print: (l) => lines.push(l) })).toBe(0);
+    expect(
+      await answerCommand({
+        repo: repo.dir,
+        block: 'twice',
+        line: '>>RETRY {"guidance":"answer with exactly one >> line"}',
+        clock: systemClock,
+        print: (l) => lines.push(l),
+      }),
+    ).toBe(0);
     const second = await runTron(repo);
     expect(second.exit).toBe(0);
     expect(ofType(second.events, 'operator.answered')).toMatchObject([{ block: 'twice', word: 'RETRY' }]);
     expect(ofType(second.events, 'block.landed')).toHaveLength(1);
     expect(readRunFile(second.runDir, 'prompt-twice.2.builder-1.txt')).toContain('answer with exactly one >> line');
     expect(ofType(second.events, 'page.sent')).toHaveLength(0);
-    const pages = readFileSync(pageLog, 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+    const pages = readFileSync(pageLog, 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
     expect(pages).toHaveLength(1);
     expect(pages[0]).toMatchObject({ block: 'twice', reason: expect.stringContaining('cannot follow the gateway') });
     expect(existsSync(join(repo.dir, '.tron', 'inbox'))).toBe(true);
@@ -92,13 +106,19 @@ esac`,
     const paths = scripts({ builder: 'cat > /dev/null; echo \'>>BLOCKED {"reason":"no"}\'', reviewer: APPROVE });
     const repo = await project({ stuck: {} }, configFile({ workers: workers(paths) }));
     expect((await runTron(repo)).exit).toBe(3);
-    await expect(answerCommand({ repo: repo.dir, block: 'stuck', line: '>>APPROVE', clock: systemClock, print: () => {} })).rejects.toMatchObject({
+    await expect(
+      answerCommand({ repo: repo.dir, block: 'stuck', line: '>>APPROVE', clock: systemClock, print: () => {} }),
+    ).rejects.toMatchObject({
       problems: [{ code: 'TRON_ANSWER_INVALID' }],
     });
-    await expect(answerCommand({ repo: repo.dir, block: 'ghost', line: '>>ABANDON {"reason":"x"}', clock: systemClock, print: () => {} })).rejects.toMatchObject({
+    await expect(
+      answerCommand({ repo: repo.dir, block: 'ghost', line: '>>ABANDON {"reason":"x"}', clock: systemClock, print: () => {} }),
+    ).rejects.toMatchObject({
       problems: [{ code: 'TRON_ANSWER_BLOCK' }],
     });
-    expect(existsSync(join(repo.dir, '.tron', 'inbox')) ? (await repo.git('status', '--porcelain', '--ignored', '.tron/inbox')) : '').not.toMatch(/\.json/);
+    expect(
+      existsSync(join(repo.dir, '.tron', 'inbox')) ? await repo.git('status', '--porcelain', '--ignored', '.tron/inbox') : '',
+    ).not.toMatch(/\.json/);
   });
 
   it("abandons a block on the architect's ABANDON and parks every block that depends on it, with the reason", async () => {
@@ -107,7 +127,10 @@ esac`,
       reviewer: APPROVE,
       architect: 'cat > /dev/null; echo \'>>ABANDON {"reason":"out of scope for this release"}\'',
     });
-    const repo = await project({ core: {}, ui: { depends_on: ['core'] }, docs: { depends_on: ['ui'] } }, configFile({ workers: workers(paths) }));
+    const repo = await project(
+      { core: {}, ui: { depends_on: ['core'] }, docs: { depends_on: ['ui'] } },
+      configFile({ workers: workers(paths) }),
+    );
     const run = await runTron(repo);
     expect(run.exit).toBe(3);
     expect(ofType(run.events, 'block.abandoned')).toMatchObject([{ block: 'core', reason: 'out of scope for this release' }]);
@@ -144,7 +167,9 @@ describe('liveness: talk before you page', () => {
     const repo = await project({ hung: {} }, config);
     const run = await runTron(repo);
     expect(run.exit).toBe(3);
-    const types = run.events.map((e) => e.type).filter((t) => ['worker.overran', 'worker.probed', 'turn.reissued', 'page.sent'].includes(t));
+    const types = run.events
+      .map((e) => e.type)
+      .filter((t) => ['worker.overran', 'worker.probed', 'turn.reissued', 'page.sent'].includes(t));
     expect(types).toEqual(['worker.overran', 'worker.probed', 'turn.reissued', 'worker.overran', 'worker.probed', 'page.sent']);
     expect(ofType(run.events, 'worker.probed').map((e) => e.alive)).toEqual([false, false]);
     expect(ofType(run.events, 'escalation.raised').map((e) => e.handler)).toEqual(['probe', 'reissue', 'probe', 'operator']);

@@ -53,7 +53,11 @@ export function parseEventLine(text: string, seq: number): LineResult {
   const head = env.data;
   if (!Object.hasOwn(EVENT_SCHEMAS, head.type)) return { ok: false, type: head.type, reason: `unknown event type "${head.type}"` };
   if (head.v > EVENT_VERSION) {
-    return { ok: false, type: head.type, reason: `v is ${head.v} but this tron reads up to v${EVENT_VERSION}; upgrade tron to read this log` };
+    return {
+      ok: false,
+      type: head.type,
+      reason: `v is ${head.v} but this tron reads up to v${EVENT_VERSION}; upgrade tron to read this log`,
+    };
   }
   if (head.seq !== seq) return { ok: false, type: head.type, reason: `seq is ${head.seq}, expected ${seq}` };
   const body = strictSchema(head.type as EventType).safeParse(fields);

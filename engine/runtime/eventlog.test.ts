@@ -225,7 +225,9 @@ describe('readLog', () => {
     expect(corrupt((lines) => lines.splice(1, 0, ''))).toMatchObject({ line: 2 });
     expect(corrupt((lines) => lines.splice(1, 1)).message).toContain(':2: seq is 3, expected 2');
     expect(corrupt((lines) => (lines[2] = lines[2].replace('}', ',"x":1}'))).message).toMatch(/:3: block\.abandoned: .*"x"/);
-    expect(corrupt((lines) => (lines[0] = lines[0].replace('merge.queued', 'merge.nope'))).message).toContain(':1: unknown event type "merge.nope"');
+    expect(corrupt((lines) => (lines[0] = lines[0].replace('merge.queued', 'merge.nope'))).message).toContain(
+      ':1: unknown event type "merge.nope"',
+    );
   });
 
   it('treats a complete last line that is JSON but wrong as corruption, not a torn tail', () => {

@@ -50,7 +50,9 @@ export function readInbox(repo: string, skip: ReadonlySet<string> = new Set(), w
   const dir = join(repo, INBOX_DIR);
   if (!existsSync(dir)) return [];
   const answers: Answer[] = [];
-  for (const file of readdirSync(dir).filter((f) => f.endsWith('.json') && !f.startsWith('.')).sort()) {
+  for (const file of readdirSync(dir)
+    .filter((f) => f.endsWith('.json') && !f.startsWith('.'))
+    .sort()) {
     if (skip.has(file)) continue;
     try {
       answers.push({ ...AnswerFile.parse(JSON.parse(readFileSync(join(dir, file), 'utf8'))), file });

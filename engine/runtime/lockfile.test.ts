@@ -52,14 +52,25 @@ describe('acquireLock', () => {
   it('records this process by pid, start time, purpose, command, host and time', () => {
     const lock = acquireLock(lockPath, { purpose: 'the engine of repo x', command: 'tron start', clock: new ManualClock(5) });
     const h = readLock(lockPath)!;
-    expect(h).toMatchObject({ pid: process.pid, startTime: processStartTime(process.pid), purpose: 'the engine of repo x', command: 'tron start', hostname: hostname(), since: 5 });
+    expect(h).toMatchObject({
+      pid: process.pid,
+      startTime: processStartTime(process.pid),
+      purpose: 'the engine of repo x',
+      command: 'tron start',
+      hostname: hostname(),
+      since: 5,
+    });
     expect(h).toEqual(lock.holder);
     expect(isHolderAlive(h)).toBe(true);
     lock.release();
   });
 
   it('refuses a second acquire while the holder lives, naming its pid, command, start and the fix', () => {
-    const lock = acquireLock(lockPath, { purpose: 'the event log', command: 'tron start --repo ../app', clock: new ManualClock(Date.UTC(2026, 0, 2)) });
+    const lock = acquireLock(lockPath, {
+      purpose: 'the event log',
+      command: 'tron start --repo ../app',
+      clock: new ManualClock(Date.UTC(2026, 0, 2)),
+    });
     let err: unknown;
     try {
       acquireLock(lockPath, { purpose: 'the event log', command: 'tron start' });

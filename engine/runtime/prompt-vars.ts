@@ -30,7 +30,9 @@ export function promptVars(
         vars: { block: e.block, title, brief, criteria, trunk: s.trunk, guidance: b.guidance, feedback: b.feedback },
       };
     case 'challenge': {
-      const facts = b.observed ? deriveFacts(b.observed, { trunkSha: s.trunkSha!, mainStatus: s.mainStatus, trunkAllowed: s.trunkHistory }) : [];
+      const facts = b.observed
+        ? deriveFacts(b.observed, { trunkSha: s.trunkSha!, mainStatus: s.mainStatus, trunkAllowed: s.trunkHistory })
+        : [];
       return { name: 'challenge', vars: { block: e.block, criteria, facts: facts.map((f) => `- ${f.name}: ${f.evidence}`).join('\n') } };
     }
     case 'review':
@@ -62,8 +64,15 @@ function historyOf(events: readonly TronEvent[], id: string): string {
   const lines: string[] = [];
   for (const ev of events) {
     if (!('block' in ev) || ev.block !== id) continue;
-    if (ev.type === 'reply.received') lines.push(`- ${ev.role} turn ${ev.turn}: ${ev.ok ? clip(ev.reply ?? '') : `failed (${ev.failure}): ${clip(ev.detail ?? '')}`}`);
-    else if (ev.type === 'gate.failed') lines.push(`- gate failed: ${ev.facts.filter((f) => !f.ok).map((f) => `${f.name}: ${clip(f.evidence)}`).join('; ')}`);
+    if (ev.type === 'reply.received')
+      lines.push(`- ${ev.role} turn ${ev.turn}: ${ev.ok ? clip(ev.reply ?? '') : `failed (${ev.failure}): ${clip(ev.detail ?? '')}`}`);
+    else if (ev.type === 'gate.failed')
+      lines.push(
+        `- gate failed: ${ev.facts
+          .filter((f) => !f.ok)
+          .map((f) => `${f.name}: ${clip(f.evidence)}`)
+          .join('; ')}`,
+      );
     else if (ev.type === 'reply.refused') lines.push(`- reply refused (${ev.kind}): ${clip(ev.message)}`);
     else if (ev.type === 'block.phase') lines.push(`- ${ev.from} → ${ev.to} on ${ev.on}`);
   }

@@ -67,12 +67,7 @@ export class PromptError extends Error {
  * The full text of one prompt: the file `<dir>/<name>.md` with its variables, the
  * persona for `ctx.role`, and the gateway part listing exactly the words legal for ctx.
  */
-export function renderPrompt(
-  name: PromptName,
-  vars: Record<string, string>,
-  ctx: PromptContext,
-  dir: string = PROMPTS_DIR,
-): string {
+export function renderPrompt(name: PromptName, vars: Record<string, string>, ctx: PromptContext, dir: string = PROMPTS_DIR): string {
   const file = displayPath(dir, `${name}.md`);
   const declared: readonly string[] = PROMPT_VARS[name];
   for (const key of Object.keys(vars)) {
@@ -103,7 +98,12 @@ export function renderPrompt(
 export function renderWordList(words: readonly Word[]): string {
   if (words.length === 0) return '- (none: no word is legal for you now)';
   return words
-    .map((w) => `- ${wordForms(w).map((f) => `\`${f}\``).join(' or ')} — ${GLOSSARY[w].meaning}`)
+    .map(
+      (w) =>
+        `- ${wordForms(w)
+          .map((f) => `\`${f}\``)
+          .join(' or ')} — ${GLOSSARY[w].meaning}`,
+    )
     .join('\n');
 }
 
@@ -116,12 +116,7 @@ export function placeholdersOf(template: string): string[] {
 const SECTION = /\{#([a-z][a-z0-9_]*)\}\n?([\s\S]*?)\{\/\1\}\n?/g;
 const PLACEHOLDER = /\{([a-z][a-z0-9_]*)\}/g;
 
-function fill(
-  template: string,
-  file: string,
-  allowed: readonly string[],
-  values: Record<string, string | (() => string)>,
-): string {
+function fill(template: string, file: string, allowed: readonly string[], values: Record<string, string | (() => string)>): string {
   const valueOf = (name: string): string => {
     if (!allowed.includes(name)) {
       throw new PromptError('TRON_PROMPT_PLACEHOLDER', file, `unknown placeholder {${name}}; this file may use ${list(allowed)}`);
@@ -132,9 +127,7 @@ function fill(
     }
     return typeof v === 'function' ? v() : v;
   };
-  const sectioned = template.replace(SECTION, (_all, name: string, body: string) =>
-    valueOf(name).trim() === '' ? '' : body,
-  );
+  const sectioned = template.replace(SECTION, (_all, name: string, body: string) => (valueOf(name).trim() === '' ? '' : body));
   const stray = /\{([#/])([a-z][a-z0-9_]*)\}/.exec(sectioned);
   if (stray) {
     const tag = `{${stray[1]}${stray[2]}}`;
@@ -148,7 +141,11 @@ function readTemplate(dir: string, fileName: string): string {
   try {
     return readFileSync(join(dir, fileName), 'utf8').replace(/\r\n/g, '\n');
   } catch {
-    throw new PromptError('TRON_PROMPT_MISSING', displayPath(dir, fileName), 'the prompt file cannot be read; restore it from the tron checkout');
+    throw new PromptError(
+      'TRON_PROMPT_MISSING',
+      displayPath(dir, fileName),
+      'the prompt file cannot be read; restore it from the tron checkout',
+    );
   }
 }
 

@@ -85,10 +85,14 @@ describe('recovery from a crash at any instant', () => {
     const tree = await checkFinished(clean);
     const total = allRuns(clean)[0]!.length;
     const sweep = process.env.TRON_CRASH_SWEEP === 'full';
-    const landing = allRuns(clean)[0]!.filter((e) => e.type === 'land.intent' || e.type === 'block.landed').map((e) => e.seq);
+    const landing = allRuns(clean)[0]!
+      .filter((e) => e.type === 'land.intent' || e.type === 'block.landed')
+      .map((e) => e.seq);
     const points = sweep
       ? Array.from({ length: total - 1 }, (_, i) => i + 1)
-      : [...new Set([2, 5, Math.floor(total / 4), Math.floor(total / 2), Math.floor((3 * total) / 4), total - 2, ...landing.slice(0, 2)])].sort((a, b) => a - b);
+      : [
+          ...new Set([2, 5, Math.floor(total / 4), Math.floor(total / 2), Math.floor((3 * total) / 4), total - 2, ...landing.slice(0, 2)]),
+        ].sort((a, b) => a - b);
     for (const n of points) await crashAt(n, tree);
   }, 600_000);
 
@@ -103,7 +107,12 @@ describe('recovery from a crash at any instant', () => {
       const next = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
       const repo = await fresh();
       for (let kill = 0; kill < 3; kill += 1) {
-        const child = execa('node', [BIN, 'start', '--repo', repo.dir], { reject: false, stdin: 'ignore', detached: true, env: { ...GIT_IDENTITY_ENV } });
+        const child = execa('node', [BIN, 'start', '--repo', repo.dir], {
+          reject: false,
+          stdin: 'ignore',
+          detached: true,
+          env: { ...GIT_IDENTITY_ENV },
+        });
         const delay = 300 + Math.floor(next() * 1500);
         const timer = setTimeout(() => {
           try {
@@ -117,7 +126,10 @@ describe('recovery from a crash at any instant', () => {
       }
       let last = await startCli(repo);
       for (let i = 0; i < 3 && last.exitCode !== 0; i += 1) last = await startCli(repo);
-      expect(last.exitCode, `round ${round}: exit ${last.exitCode} signal ${last.signal} in ${repo.dir}\n${last.stdout}\n${last.stderr}`).toBe(0);
+      expect(
+        last.exitCode,
+        `round ${round}: exit ${last.exitCode} signal ${last.signal} in ${repo.dir}\n${last.stdout}\n${last.stderr}`,
+      ).toBe(0);
       expect(await checkFinished(repo)).toBe(tree);
     }
   }, 900_000);
@@ -125,12 +137,19 @@ describe('recovery from a crash at any instant', () => {
   it('takes no recovery action when booted twice in a row with nothing in between', async () => {
     const repo = await makeProject({
       blocks: { slow: {} },
-      config: configFile({ workers: `[workers.builder]\nadapter = "command"\ncommand = ["sleep", "600"]\n\n[workers.reviewer]\nadapter = "sim"\n` }),
+      config: configFile({
+        workers: `[workers.builder]\nadapter = "command"\ncommand = ["sleep", "600"]\n\n[workers.reviewer]\nadapter = "sim"\n`,
+      }),
     });
     repos.push(repo);
     // Find the boundary right after the worker started, then die there: the worker lives on.
-    const probe = execa('node', [BIN, 'start', '--repo', repo.dir], { reject: false, stdin: 'ignore', env: { ...GIT_IDENTITY_ENV, TRON_CRASH_AFTER_EVENT: '1000' } });
-    for (let i = 0; i < 200 && !allRuns(repo)[0]?.some((e) => e.type === 'worker.spawned'); i += 1) await new Promise((r) => setTimeout(r, 50));
+    const probe = execa('node', [BIN, 'start', '--repo', repo.dir], {
+      reject: false,
+      stdin: 'ignore',
+      env: { ...GIT_IDENTITY_ENV, TRON_CRASH_AFTER_EVENT: '1000' },
+    });
+    for (let i = 0; i < 200 && !allRuns(repo)[0]?.some((e) => e.type === 'worker.spawned'); i += 1)
+      await new Promise((r) => setTimeout(r, 50));
     process.kill(probe.pid!, 'SIGKILL');
     await probe;
     const spawned = allRuns(repo)[0]!.find((e) => e.type === 'worker.spawned')!;
@@ -153,10 +172,17 @@ describe('one engine per repository', () => {
   it('refuses a second start while one runs, and lets the next start proceed at once after kill -9', async () => {
     const repo = await makeProject({
       blocks: { slow: {} },
-      config: configFile({ workers: `[workers.builder]\nadapter = "command"\ncommand = ["sleep", "600"]\n\n[workers.reviewer]\nadapter = "sim"\n` }),
+      config: configFile({
+        workers: `[workers.builder]\nadapter = "command"\ncommand = ["sleep", "600"]\n\n[workers.reviewer]\nadapter = "sim"\n`,
+      }),
     });
     repos.push(repo);
-    const first = execa('node', [BIN, 'start', '--repo', repo.dir], { reject: false, stdin: 'ignore', detached: true, env: { ...GIT_IDENTITY_ENV } });
+    const first = execa('node', [BIN, 'start', '--repo', repo.dir], {
+      reject: false,
+      stdin: 'ignore',
+      detached: true,
+      env: { ...GIT_IDENTITY_ENV },
+    });
     const lockFile = join(repo.dir, '.tron', 'engine.lock');
     for (let i = 0; i < 200 && !(readLock(lockFile) && allRuns(repo)[0]?.some((e) => e.type === 'worker.spawned')); i += 1) {
       await new Promise((r) => setTimeout(r, 50));
@@ -170,8 +196,14 @@ describe('one engine per repository', () => {
     await first;
     const stray = allRuns(repo)[0]!.find((e) => e.type === 'worker.spawned')!;
     expect(stray.type === 'worker.spawned' && isSameProcess(stray.pid, stray.start_time)).toBe(true);
-    const third = execa('node', [BIN, 'start', '--repo', repo.dir], { reject: false, stdin: 'ignore', detached: true, env: { ...GIT_IDENTITY_ENV } });
-    for (let i = 0; i < 200 && !(allRuns(repo)[1]?.some((e) => e.type === 'recovery.finished')); i += 1) await new Promise((r) => setTimeout(r, 50));
+    const third = execa('node', [BIN, 'start', '--repo', repo.dir], {
+      reject: false,
+      stdin: 'ignore',
+      detached: true,
+      env: { ...GIT_IDENTITY_ENV },
+    });
+    for (let i = 0; i < 200 && !allRuns(repo)[1]?.some((e) => e.type === 'recovery.finished'); i += 1)
+      await new Promise((r) => setTimeout(r, 50));
     const killed = allRuns(repo)[1]!.filter((e) => e.type === 'worker.killed');
     expect(killed).toMatchObject([{ pid: stray.type === 'worker.spawned' ? stray.pid : 0 }]);
     process.kill(-third.pid!, 'SIGKILL');

@@ -33,7 +33,12 @@ export interface Recovery {
 }
 
 /** Reads the previous run, kills its strays and says where every block resumes. */
-export async function recover(opts: { repo: string; previousRunDir: string | undefined; blocks: readonly BlockInfo[]; clock: Clock }): Promise<Recovery> {
+export async function recover(opts: {
+  repo: string;
+  previousRunDir: string | undefined;
+  blocks: readonly BlockInfo[];
+  clock: Clock;
+}): Promise<Recovery> {
   const { repo, previousRunDir } = opts;
   const landed = await git.landedRefs(repo);
   let events: TronEvent[] = [];
@@ -47,7 +52,15 @@ export async function recover(opts: { repo: string; previousRunDir: string | und
   const out: EventBody[] = [{ type: 'recovery.started', previous: run && run.type === 'run.started' ? run.run : null, torn }];
   out.push(...killStrays(events, run && run.type === 'run.started' ? run.run : ''));
   for (const file of await git.clearEngineRefLocks(repo)) {
-    out.push({ type: 'lock.cleared', block: file.split('/').at(-1)!.replace(/\.lock$/, ''), file, detail: 'a ref lock left by a git process killed with the previous run' });
+    out.push({
+      type: 'lock.cleared',
+      block: file
+        .split('/')
+        .at(-1)!
+        .replace(/\.lock$/, ''),
+      file,
+      detail: 'a ref lock left by a git process killed with the previous run',
+    });
   }
   const prev = events.reduce(apply, initialState());
   for (const info of opts.blocks) {
@@ -78,7 +91,12 @@ export async function clearInterruptedLanding(repo: string, previousRunDir: stri
   }
   if (!open || !started || started.type !== 'run.started') return [];
   const removed = await git.clearLandingLocks(repo, started.trunk, open.block);
-  return removed.map((file) => ({ type: 'lock.cleared', block: open!.block, file, detail: 'left by a landing the previous run died in the middle of' }));
+  return removed.map((file) => ({
+    type: 'lock.cleared',
+    block: open!.block,
+    file,
+    detail: 'left by a landing the previous run died in the middle of',
+  }));
 }
 
 /** Worker processes started and never seen to end: killed by pid and start time, never by name. */
@@ -97,7 +115,12 @@ function killStrays(events: readonly TronEvent[], run: string): EventBody[] {
   return killed;
 }
 
-function resumeAt(id: string, b: BlockState | undefined, landedSha: string | undefined, events: readonly TronEvent[]): BodyOf<'block.recovered'> {
+function resumeAt(
+  id: string,
+  b: BlockState | undefined,
+  landedSha: string | undefined,
+  events: readonly TronEvent[],
+): BodyOf<'block.recovered'> {
   const carried = {
     type: 'block.recovered' as const,
     block: id,
@@ -112,10 +135,16 @@ function resumeAt(id: string, b: BlockState | undefined, landedSha: string | und
   };
   if (landedSha) {
     if (b?.phase === 'landed') return { ...carried, phase: 'landed', sha: landedSha, detail: `refs/tron/landed/${id} exists` };
-    return { ...carried, phase: 'wrap', sha: landedSha, detail: `refs/tron/landed/${id} exists but the run ended before the block was wrapped: the landing is recognised, not repeated` };
+    return {
+      ...carried,
+      phase: 'wrap',
+      sha: landedSha,
+      detail: `refs/tron/landed/${id} exists but the run ended before the block was wrapped: the landing is recognised, not repeated`,
+    };
   }
   if (!b || b.phase === 'pending') return { ...carried, phase: 'pending', detail: 'not started yet' };
-  if (b.phase === 'landed') return { ...carried, phase: 'pending', detail: `the log says landed but refs/tron/landed/${id} is gone: built again` };
+  if (b.phase === 'landed')
+    return { ...carried, phase: 'pending', detail: `the log says landed but refs/tron/landed/${id} is gone: built again` };
   if (b.phase === 'abandoned') return { ...carried, phase: 'abandoned', reason: b.reason ?? '', detail: 'abandoned in an earlier run' };
   if (b.phase === 'parked') {
     return {
@@ -128,10 +157,19 @@ function resumeAt(id: string, b: BlockState | undefined, landedSha: string | und
     };
   }
   if (b.attested && (b.phase === 'review' || b.phase === 'merge')) {
-    return { ...carried, phase: b.phase, sha: b.attested, detail: `verified work (attested ${b.attested.slice(0, 12)}) resumes at ${b.phase}` };
+    return {
+      ...carried,
+      phase: b.phase,
+      sha: b.attested,
+      detail: `verified work (attested ${b.attested.slice(0, 12)}) resumes at ${b.phase}`,
+    };
   }
   if (b.phase === 'wrap' && b.landedSha) return { ...carried, phase: 'wrap', sha: b.landedSha, detail: 'landed; wrapping resumes' };
-  return { ...carried, phase: 'pending', detail: `unverified work in ${b.phase}: re-dispatched from trunk, its branch preserved if it holds commits` };
+  return {
+    ...carried,
+    phase: 'pending',
+    detail: `unverified work in ${b.phase}: re-dispatched from trunk, its branch preserved if it holds commits`,
+  };
 }
 
 /** Whether the block's last escalation to the operator was followed by a sent page. */

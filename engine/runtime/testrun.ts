@@ -42,7 +42,10 @@ export async function runTests(opts: {
   const output = result.all ?? '';
   const file = join(opts.runDir, opts.log);
   mkdirSync(dirname(file), { recursive: true });
-  writeFileSync(file, `$ ${opts.command}\n# cwd: ${opts.cwd}\n${output}\n# exit: ${result.exitCode ?? 'none'}${result.timedOut ? ' (timed out)' : ''}\n`);
+  writeFileSync(
+    file,
+    `$ ${opts.command}\n# cwd: ${opts.cwd}\n${output}\n# exit: ${result.exitCode ?? 'none'}${result.timedOut ? ' (timed out)' : ''}\n`,
+  );
   if (pid !== undefined) {
     // Whatever the test command left running in its group dies with it.
     try {

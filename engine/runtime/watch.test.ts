@@ -15,7 +15,11 @@ afterEach(async () => {
 });
 
 function watchEngine(repo: TestRepo): ResultPromise {
-  const child = execa('node', [BIN, 'start', '--watch', '--repo', repo.dir], { reject: false, stdin: 'ignore', env: { ...GIT_IDENTITY_ENV } });
+  const child = execa('node', [BIN, 'start', '--watch', '--repo', repo.dir], {
+    reject: false,
+    stdin: 'ignore',
+    env: { ...GIT_IDENTITY_ENV },
+  });
   cleanups.push(async () => {
     child.kill('SIGKILL');
     await child;
@@ -65,7 +69,9 @@ describe('tron start --watch', () => {
     });
     const child = watchEngine(repo);
     await until(repo, (ev) => ev.some((e) => e.type === 'page.sent'), 'the page');
-    const answer = await execa('node', [BIN, 'answer', '--repo', repo.dir, 'stuck', '>>RETRY {"guidance":"use the v2 API"}'], { reject: false });
+    const answer = await execa('node', [BIN, 'answer', '--repo', repo.dir, 'stuck', '>>RETRY {"guidance":"use the v2 API"}'], {
+      reject: false,
+    });
     expect(answer.exitCode).toBe(0);
     expect(answer.stdout).toContain('the running engine');
     const events = await until(repo, landed('stuck'), 'stuck to land');
@@ -95,7 +101,15 @@ describe('tron start --watch, in process', () => {
     const repo = await project({ blocks: {} });
     const stop = new AbortController();
     const output: string[] = [];
-    const running = startCommand({ repo: repo.dir, watch: true, heartbeatMs: 50, stop: stop.signal, clock: systemClock, env: { PATH: process.env.PATH, HOME: process.env.HOME }, print: (l) => output.push(l) });
+    const running = startCommand({
+      repo: repo.dir,
+      watch: true,
+      heartbeatMs: 50,
+      stop: stop.signal,
+      clock: systemClock,
+      env: { PATH: process.env.PATH, HOME: process.env.HOME },
+      print: (l) => output.push(l),
+    });
     await until(repo, (ev) => ev.filter((e) => e.type === 'run.heartbeat').length >= 2, 'two heartbeats');
     stop.abort();
     expect(await running).toBe(143);

@@ -120,7 +120,10 @@ const CASES: { rule: RuleName; title: string; text: string; code: string; path: 
   {
     rule: 'transitionTriggersUnique',
     title: 'two transitions of one phase on the same outcome',
-    text: edit(['{ on = "gate.failed", to = "build", when = "a fact failed" },', '{ on = "gate.failed", to = "build", when = "a fact failed" },\n  { on = "gate.failed", to = "review", when = "again" },']),
+    text: edit([
+      '{ on = "gate.failed", to = "build", when = "a fact failed" },',
+      '{ on = "gate.failed", to = "build", when = "a fact failed" },\n  { on = "gate.failed", to = "review", when = "again" },',
+    ]),
     code: 'TRON_SPINE_TRIGGER_DUPLICATE',
     path: `${F}: phases.build.transitions[2].on`,
   },
@@ -135,7 +138,10 @@ const CASES: { rule: RuleName; title: string; text: string; code: string; path: 
     rule: 'terminalReachable',
     title: 'a phase from which no transition leads to a terminal phase',
     text: edit(
-      ['{ on = "gate.failed", to = "build", when = "a fact failed" },', '{ on = "gate.failed", to = "build", when = "a fact failed" },\n  { on = "wrapped", to = "limbo", when = "sideways" },'],
+      [
+        '{ on = "gate.failed", to = "build", when = "a fact failed" },',
+        '{ on = "gate.failed", to = "build", when = "a fact failed" },\n  { on = "wrapped", to = "limbo", when = "sideways" },',
+      ],
       ['[phases.landed]', '[phases.limbo]\ntitle = "Limbo"\ndescription = "Stuck."\n\n[phases.landed]'],
     ),
     code: 'TRON_SPINE_NO_TERMINAL',
@@ -165,7 +171,10 @@ const CASES: { rule: RuleName; title: string; text: string; code: string; path: 
   {
     rule: 'terminalsInert',
     title: 'a terminal phase with transitions',
-    text: edit(['description = "Done."\nterminal = true', 'description = "Done."\nterminal = true\ntransitions = [{ on = "wrapped", to = "build", when = "again" }]']),
+    text: edit([
+      'description = "Done."\nterminal = true',
+      'description = "Done."\nterminal = true\ntransitions = [{ on = "wrapped", to = "build", when = "again" }]',
+    ]),
     code: 'TRON_SPINE_TERMINAL_ACTIVE',
     path: `${F}: phases.landed.transitions`,
   },
@@ -254,7 +263,9 @@ describe('spine lint rules', () => {
   });
 
   it('does not count escalation outcomes as a way out: a phase must reach a terminal by its own transitions', () => {
-    const spine = spineOf(edit(['{ on = "APPROVE", to = "landed", when = "accepted" },', '{ on = "APPROVE", to = "build", when = "accepted" },']));
+    const spine = spineOf(
+      edit(['{ on = "APPROVE", to = "landed", when = "accepted" },', '{ on = "APPROVE", to = "build", when = "accepted" },']),
+    );
     expect(pick(SPINE_RULES.terminalReachable(spine, F))).toEqual([
       { code: 'TRON_SPINE_NO_TERMINAL', path: `${F}: phases.build` },
       { code: 'TRON_SPINE_NO_TERMINAL', path: `${F}: phases.review` },
@@ -262,7 +273,13 @@ describe('spine lint rules', () => {
   });
 
   it('reports every problem of a spine at once, each with a message saying what to do', () => {
-    const spine = spineOf(edit(['start = "build"', 'start = "biuld"'], ['attempts = 3', 'attempts = 0'], ['"DONE", "CONFIRMED"', '"DONE", "SHIP", "CONFIRMED"']));
+    const spine = spineOf(
+      edit(
+        ['start = "build"', 'start = "biuld"'],
+        ['attempts = 3', 'attempts = 0'],
+        ['"DONE", "CONFIRMED"', '"DONE", "SHIP", "CONFIRMED"'],
+      ),
+    );
     const problems = lintSpine(spine, F);
     expect(pick(problems)).toEqual(
       expect.arrayContaining([
@@ -287,7 +304,9 @@ describe('escalation lint', () => {
 
   it('reports a handler that is not in HANDLERS', () => {
     const problems = lintEscalation({ stuck: { description: 'stuck', handlers: ['architect', 'pray', 'operator'] } });
-    expect(pick(problems)).toEqual([{ code: 'TRON_SPINE_ESCALATION_HANDLER', path: 'engine/spine/spine.ts: ESCALATION.stuck.handlers[1]' }]);
+    expect(pick(problems)).toEqual([
+      { code: 'TRON_SPINE_ESCALATION_HANDLER', path: 'engine/spine/spine.ts: ESCALATION.stuck.handlers[1]' },
+    ]);
   });
 
   it('reports a row with no handlers', () => {

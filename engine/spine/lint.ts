@@ -28,14 +28,28 @@ const listed = (phase: Phase): [Role, string[]][] =>
 
 function startKnown(spine: Spine, file: string): Problem[] {
   if (names(spine).has(spine.start)) return [];
-  return [{ code: 'TRON_SPINE_START_UNKNOWN', path: at(file, 'start'), message: `start phase "${spine.start}" is not defined; name one of the [phases.*] tables (${[...names(spine)].join(', ')})` }];
+  return [
+    {
+      code: 'TRON_SPINE_START_UNKNOWN',
+      path: at(file, 'start'),
+      message: `start phase "${spine.start}" is not defined; name one of the [phases.*] tables (${[...names(spine)].join(', ')})`,
+    },
+  ];
 }
 
 function transitionTargetsKnown(spine: Spine, file: string): Problem[] {
   const known = names(spine);
   return spine.phases.flatMap((phase) =>
     phase.transitions.flatMap((t, i) =>
-      known.has(t.to) ? [] : [{ code: 'TRON_SPINE_TARGET_UNKNOWN', path: at(file, 'phases', phase.name, 'transitions', i, 'to'), message: `transition leads to "${t.to}", which is not a phase; name one of ${[...known].join(', ')}` }],
+      known.has(t.to)
+        ? []
+        : [
+            {
+              code: 'TRON_SPINE_TARGET_UNKNOWN',
+              path: at(file, 'phases', phase.name, 'transitions', i, 'to'),
+              message: `transition leads to "${t.to}", which is not a phase; name one of ${[...known].join(', ')}`,
+            },
+          ],
     ),
   );
 }
@@ -45,9 +59,30 @@ function transitionTriggersLegal(spine: Spine, file: string): Problem[] {
     phase.transitions.flatMap((t, i): Problem[] => {
       const path = at(file, 'phases', phase.name, 'transitions', i, 'on');
       if (isSignal(t.on)) return [];
-      if (!isWord(t.on)) return [{ code: 'TRON_SPINE_TRIGGER_UNKNOWN', path, message: `"${t.on}" is neither a glossary word nor an engine signal; use a word from engine/gateway/glossary.ts or one of ${Object.keys(SIGNALS).join(', ')}` }];
-      if (!glossary[t.on].phases.includes(phase.name)) return [{ code: 'TRON_SPINE_TRIGGER_PHASE', path, message: `the glossary does not allow ${t.on} in phase ${phase.name} (only in ${glossary[t.on].phases.join(', ')}); change the transition or the word's phases in engine/gateway/glossary.ts` }];
-      if (!listed(phase).some(([, words]) => words.includes(t.on))) return [{ code: 'TRON_SPINE_TRIGGER_UNLISTED', path, message: `no role lists ${t.on} under phases.${phase.name}.words, so this transition can never fire; add it to words.<role> or remove the transition` }];
+      if (!isWord(t.on))
+        return [
+          {
+            code: 'TRON_SPINE_TRIGGER_UNKNOWN',
+            path,
+            message: `"${t.on}" is neither a glossary word nor an engine signal; use a word from engine/gateway/glossary.ts or one of ${Object.keys(SIGNALS).join(', ')}`,
+          },
+        ];
+      if (!glossary[t.on].phases.includes(phase.name))
+        return [
+          {
+            code: 'TRON_SPINE_TRIGGER_PHASE',
+            path,
+            message: `the glossary does not allow ${t.on} in phase ${phase.name} (only in ${glossary[t.on].phases.join(', ')}); change the transition or the word's phases in engine/gateway/glossary.ts`,
+          },
+        ];
+      if (!listed(phase).some(([, words]) => words.includes(t.on)))
+        return [
+          {
+            code: 'TRON_SPINE_TRIGGER_UNLISTED',
+            path,
+            message: `no role lists ${t.on} under phases.${phase.name}.words, so this transition can never fire; add it to words.<role> or remove the transition`,
+          },
+        ];
       return [];
     }),
   );
@@ -57,7 +92,15 @@ function transitionTriggersUnique(spine: Spine, file: string): Problem[] {
   return spine.phases.flatMap((phase) =>
     phase.transitions.flatMap((t, i) => {
       const first = phase.transitions.findIndex((u) => u.on === t.on);
-      return first === i ? [] : [{ code: 'TRON_SPINE_TRIGGER_DUPLICATE', path: at(file, 'phases', phase.name, 'transitions', i, 'on'), message: `transitions[${first}] already fires on ${t.on} in this phase; one outcome must lead to one place, so remove one` }];
+      return first === i
+        ? []
+        : [
+            {
+              code: 'TRON_SPINE_TRIGGER_DUPLICATE',
+              path: at(file, 'phases', phase.name, 'transitions', i, 'on'),
+              message: `transitions[${first}] already fires on ${t.on} in this phase; one outcome must lead to one place, so remove one`,
+            },
+          ];
     }),
   );
 }
@@ -94,7 +137,11 @@ function phasesReachable(spine: Spine, file: string): Problem[] {
   const reached = closure([spine.start], edges(spine, true));
   return spine.phases
     .filter((p) => !reached.has(p.name))
-    .map((p) => ({ code: 'TRON_SPINE_UNREACHABLE', path: at(file, 'phases', p.name), message: `no transition or escalation outcome leads to ${p.name} from start "${spine.start}"; add a transition to it or remove the phase` }));
+    .map((p) => ({
+      code: 'TRON_SPINE_UNREACHABLE',
+      path: at(file, 'phases', p.name),
+      message: `no transition or escalation outcome leads to ${p.name} from start "${spine.start}"; add a transition to it or remove the phase`,
+    }));
 }
 
 /** Following only pass transitions, every phase must be able to end in a terminal phase. */
@@ -105,14 +152,26 @@ function terminalReachable(spine: Spine, file: string): Problem[] {
   const leads = closure(ends, reverse);
   return spine.phases
     .filter((p) => !leads.has(p.name))
-    .map((p) => ({ code: 'TRON_SPINE_NO_TERMINAL', path: at(file, 'phases', p.name), message: `no path of transitions leads from ${p.name} to a terminal phase (${ends.join(', ') || 'none is marked terminal = true'}); a block there could only leave by escalation — add a transition onward` }));
+    .map((p) => ({
+      code: 'TRON_SPINE_NO_TERMINAL',
+      path: at(file, 'phases', p.name),
+      message: `no path of transitions leads from ${p.name} to a terminal phase (${ends.join(', ') || 'none is marked terminal = true'}); a block there could only leave by escalation — add a transition onward`,
+    }));
 }
 
 function wordsKnown(spine: Spine, file: string): Problem[] {
   return spine.phases.flatMap((phase) =>
     listed(phase).flatMap(([role, words]) =>
       words.flatMap((w, i) =>
-        isWord(w) ? [] : [{ code: 'TRON_SPINE_WORD_UNKNOWN', path: at(file, 'phases', phase.name, 'words', role, i), message: `"${w}" is not in the glossary; use one of ${Object.keys(glossary).join(', ')} or add the word to engine/gateway/glossary.ts` }],
+        isWord(w)
+          ? []
+          : [
+              {
+                code: 'TRON_SPINE_WORD_UNKNOWN',
+                path: at(file, 'phases', phase.name, 'words', role, i),
+                message: `"${w}" is not in the glossary; use one of ${Object.keys(glossary).join(', ')} or add the word to engine/gateway/glossary.ts`,
+              },
+            ],
       ),
     ),
   );
@@ -122,7 +181,15 @@ function wordsAllowedForRole(spine: Spine, file: string): Problem[] {
   return spine.phases.flatMap((phase) =>
     listed(phase).flatMap(([role, words]) =>
       words.flatMap((w, i) =>
-        !isWord(w) || glossary[w].roles.includes(role) ? [] : [{ code: 'TRON_SPINE_WORD_ROLE', path: at(file, 'phases', phase.name, 'words', role, i), message: `the glossary does not let the ${role} send ${w} (only ${glossary[w].roles.join(', ')}); move it to an allowed role or remove it` }],
+        !isWord(w) || glossary[w].roles.includes(role)
+          ? []
+          : [
+              {
+                code: 'TRON_SPINE_WORD_ROLE',
+                path: at(file, 'phases', phase.name, 'words', role, i),
+                message: `the glossary does not let the ${role} send ${w} (only ${glossary[w].roles.join(', ')}); move it to an allowed role or remove it`,
+              },
+            ],
       ),
     ),
   );
@@ -132,7 +199,15 @@ function wordsAllowedInPhase(spine: Spine, file: string): Problem[] {
   return spine.phases.flatMap((phase) =>
     listed(phase).flatMap(([role, words]) =>
       words.flatMap((w, i) =>
-        !isWord(w) || glossary[w].phases.includes(phase.name) ? [] : [{ code: 'TRON_SPINE_WORD_PHASE', path: at(file, 'phases', phase.name, 'words', role, i), message: `the glossary does not allow ${w} in phase ${phase.name} (only in ${glossary[w].phases.join(', ')}); remove it here or widen the word's phases in engine/gateway/glossary.ts` }],
+        !isWord(w) || glossary[w].phases.includes(phase.name)
+          ? []
+          : [
+              {
+                code: 'TRON_SPINE_WORD_PHASE',
+                path: at(file, 'phases', phase.name, 'words', role, i),
+                message: `the glossary does not allow ${w} in phase ${phase.name} (only in ${glossary[w].phases.join(', ')}); remove it here or widen the word's phases in engine/gateway/glossary.ts`,
+              },
+            ],
       ),
     ),
   );
@@ -149,7 +224,11 @@ function terminalsInert(spine: Spine, file: string): Problem[] {
         p.attempts !== undefined && 'attempts',
         p.timeMs !== undefined && 'time',
       ].filter((k): k is string => k !== false);
-      return extra.map((key) => ({ code: 'TRON_SPINE_TERMINAL_ACTIVE', path: at(file, 'phases', p.name, key), message: `${p.name} is terminal (nothing happens there any more) yet has ${key}; remove ${key} or drop terminal = true` }));
+      return extra.map((key) => ({
+        code: 'TRON_SPINE_TERMINAL_ACTIVE',
+        path: at(file, 'phases', p.name, key),
+        message: `${p.name} is terminal (nothing happens there any more) yet has ${key}; remove ${key} or drop terminal = true`,
+      }));
     });
 }
 
@@ -168,21 +247,33 @@ function positiveBudgets(spine: Spine, file: string): Problem[] {
   }
   return checks
     .filter(([, n, min]) => !whole(n, min))
-    .map(([parts, n, , want]) => ({ code: 'TRON_SPINE_BUDGET', path: at(file, ...parts), message: `${n} is not a usable budget; write ${want}` }));
+    .map(([parts, n, , want]) => ({
+      code: 'TRON_SPINE_BUDGET',
+      path: at(file, ...parts),
+      message: `${n} is not a usable budget; write ${want}`,
+    }));
 }
 
 /** The budgets ESCALATION counts against (gate_budget, review_budget, merge_failed) must exist. */
 function gatedPhasesHaveAttempts(spine: Spine, file: string): Problem[] {
   return spine.phases
     .filter((p) => (p.gate === 'truth' || p.gate === 'review' || p.gate === 'merge') && p.attempts === undefined)
-    .map((p) => ({ code: 'TRON_SPINE_ATTEMPTS_MISSING', path: at(file, 'phases', p.name, 'attempts'), message: `phase ${p.name} has a ${p.gate} gate but no attempt budget, so it could loop forever; add attempts = 3 (or another whole number)` }));
+    .map((p) => ({
+      code: 'TRON_SPINE_ATTEMPTS_MISSING',
+      path: at(file, 'phases', p.name, 'attempts'),
+      message: `phase ${p.name} has a ${p.gate} gate but no attempt budget, so it could loop forever; add attempts = 3 (or another whole number)`,
+    }));
 }
 
 function outcomeTargetsExist(spine: Spine, file: string): Problem[] {
   const known = names(spine);
   return Object.entries(OUTCOMES)
     .filter(([, o]) => !known.has(o.to))
-    .map(([word, o]) => ({ code: 'TRON_SPINE_OUTCOME_UNKNOWN', path: at(file, 'phases', o.to), message: `${word} (OUTCOMES in ${ESCALATION_FILE}) sends a block to "${o.to}", which the spine does not define; add [phases.${o.to}]` }));
+    .map(([word, o]) => ({
+      code: 'TRON_SPINE_OUTCOME_UNKNOWN',
+      path: at(file, 'phases', o.to),
+      message: `${word} (OUTCOMES in ${ESCALATION_FILE}) sends a block to "${o.to}", which the spine does not define; add [phases.${o.to}]`,
+    }));
 }
 
 /** An escalation row whose handlers are not yet known to be valid (what lint checks). */
@@ -219,13 +310,39 @@ export function lintEscalation(table: Readonly<Record<string, EscalationLike>> =
   return Object.entries(table).flatMap(([trouble, row]): Problem[] => {
     const path = (...parts: PropertyKey[]) => `${ESCALATION_FILE}: ${keyPath(['ESCALATION', trouble, ...parts])}`;
     const handlers: readonly string[] = row.handlers;
-    if (handlers.length === 0) return [{ code: 'TRON_SPINE_ESCALATION_EMPTY', path: path('handlers'), message: `trouble ${trouble} has no handlers and would be dropped; list handlers ending with "operator"` }];
+    if (handlers.length === 0)
+      return [
+        {
+          code: 'TRON_SPINE_ESCALATION_EMPTY',
+          path: path('handlers'),
+          message: `trouble ${trouble} has no handlers and would be dropped; list handlers ending with "operator"`,
+        },
+      ];
     const problems: Problem[] = handlers.flatMap((h, i): Problem[] => {
-      if (!Object.hasOwn(HANDLERS, h)) return [{ code: 'TRON_SPINE_ESCALATION_HANDLER', path: path('handlers', i), message: `"${h}" is not a handler; use one of ${Object.keys(HANDLERS).join(', ')}` }];
-      if (handlers.indexOf(h) !== i) return [{ code: 'TRON_SPINE_ESCALATION_DUPLICATE', path: path('handlers', i), message: `"${h}" is already listed at handlers[${handlers.indexOf(h)}]; each handler is tried once, so remove this one` }];
+      if (!Object.hasOwn(HANDLERS, h))
+        return [
+          {
+            code: 'TRON_SPINE_ESCALATION_HANDLER',
+            path: path('handlers', i),
+            message: `"${h}" is not a handler; use one of ${Object.keys(HANDLERS).join(', ')}`,
+          },
+        ];
+      if (handlers.indexOf(h) !== i)
+        return [
+          {
+            code: 'TRON_SPINE_ESCALATION_DUPLICATE',
+            path: path('handlers', i),
+            message: `"${h}" is already listed at handlers[${handlers.indexOf(h)}]; each handler is tried once, so remove this one`,
+          },
+        ];
       return [];
     });
-    if (handlers.at(-1) !== 'operator') problems.push({ code: 'TRON_SPINE_ESCALATION_LAST', path: path('handlers', handlers.length - 1), message: `trouble ${trouble} ends with "${handlers.at(-1)}", which may fail to resolve it; end the row with "operator"` });
+    if (handlers.at(-1) !== 'operator')
+      problems.push({
+        code: 'TRON_SPINE_ESCALATION_LAST',
+        path: path('handlers', handlers.length - 1),
+        message: `trouble ${trouble} ends with "${handlers.at(-1)}", which may fail to resolve it; end the row with "operator"`,
+      });
     return problems;
   });
 }

@@ -113,15 +113,19 @@ function issueProblems(issue: z.core.$ZodIssue, data: unknown, file: string): Pr
       return [{ code, path: at(issue.path), message }];
     }
     case 'custom':
-      return [{
-        code: 'TRON_SPINE_DURATION',
-        path: at(issue.path),
-        message: `${JSON.stringify(valueAt(data, issue.path))} is not a duration; write it like "90s", "20m", "1h" or "1h30m"`,
-      }];
+      return [
+        {
+          code: 'TRON_SPINE_DURATION',
+          path: at(issue.path),
+          message: `${JSON.stringify(valueAt(data, issue.path))} is not a duration; write it like "90s", "20m", "1h" or "1h30m"`,
+        },
+      ];
     case 'invalid_value':
       return [{ code, path: at(issue.path), message: `must be one of ${issue.values.map((v) => JSON.stringify(v)).join(', ')}` }];
     case 'invalid_key':
-      return [{ code, path: at(issue.path), message: 'phase names are lower-case words (a-z, 0-9, _), starting with a letter; rename the table' }];
+      return [
+        { code, path: at(issue.path), message: 'phase names are lower-case words (a-z, 0-9, _), starting with a letter; rename the table' },
+      ];
     case 'too_small':
       return [{ code, path: at(issue.path), message: 'must not be empty; write the text or remove the key' }];
     default:
@@ -179,4 +183,3 @@ export function toLiveness(table: z.infer<typeof LivenessTable>): Liveness {
     reissues: table.reissues,
   };
 }
-

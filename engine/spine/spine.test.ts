@@ -99,12 +99,19 @@ describe('parseSpine', () => {
   it('reports a misspelt key with its dotted path and the keys allowed there', () => {
     const problems = parseSpine(edit(/attempts = 3 /, 'atempts = 3 '), F).problems;
     expect(problems).toEqual([
-      expect.objectContaining({ code: 'TRON_SPINE_SCHEMA', path: `${F}: phases.build.atempts`, message: expect.stringContaining('attempts') }),
+      expect.objectContaining({
+        code: 'TRON_SPINE_SCHEMA',
+        path: `${F}: phases.build.atempts`,
+        message: expect.stringContaining('attempts'),
+      }),
     ]);
   });
 
   it('reports unknown roles, transition keys and top-level keys', () => {
-    const text = edit('words.reviewer =', 'words.chef = ["X"]\nwords.reviewer =').replace('{ on = "APPROVE",', '{ on = "APPROVE", then = 1,');
+    const text = edit('words.reviewer =', 'words.chef = ["X"]\nwords.reviewer =').replace(
+      '{ on = "APPROVE",',
+      '{ on = "APPROVE", then = 1,',
+    );
     expect(codesAndPaths(`owner = "me"\n${text}`)).toEqual(
       expect.arrayContaining([
         { code: 'TRON_SPINE_SCHEMA', path: `${F}: owner` },
@@ -125,7 +132,9 @@ describe('parseSpine', () => {
   });
 
   it('reports a bad duration together with the other problems', () => {
-    const text = edit('time = "30m"', 'time = "half an hour"').replace('extension = "10m"', 'extension = "10 min"').replace('gate = "wrap"', 'gate = "wrapper"');
+    const text = edit('time = "30m"', 'time = "half an hour"')
+      .replace('extension = "10m"', 'extension = "10 min"')
+      .replace('gate = "wrap"', 'gate = "wrapper"');
     expect(codesAndPaths(text)).toEqual(
       expect.arrayContaining([
         { code: 'TRON_SPINE_DURATION', path: `${F}: phases.review.time` },
@@ -136,7 +145,10 @@ describe('parseSpine', () => {
   });
 
   it('rejects a phase name that is not a lower-case word', () => {
-    expect(codesAndPaths(edit('[phases.landed]', '[phases.Landed]'))).toContainEqual({ code: 'TRON_SPINE_SCHEMA', path: `${F}: phases.Landed` });
+    expect(codesAndPaths(edit('[phases.landed]', '[phases.Landed]'))).toContainEqual({
+      code: 'TRON_SPINE_SCHEMA',
+      path: `${F}: phases.Landed`,
+    });
   });
 });
 

@@ -128,7 +128,8 @@ export const ESCALATION = {
     handlers: ['operator'],
   },
   trunk_red: {
-    description: 'the suite failed on trunk at a landed sha that passed at the gate: the tests are not repeatable; the block stays landed, and no later head lands unless its own tests pass',
+    description:
+      'the suite failed on trunk at a landed sha that passed at the gate: the tests are not repeatable; the block stays landed, and no later head lands unless its own tests pass',
     handlers: ['operator'],
   },
   architect_failed: {

@@ -111,9 +111,15 @@ describe('the scripted model server', () => {
   });
 
   it('delays a slow response long enough for a client timeout to fire, and still answers a patient client', async () => {
-    const client = await clientFor([{ delayMs: 5_000, content: 'too late' }, { delayMs: 20, content: 'slow but fine' }], {
-      timeout: 200,
-    });
+    const client = await clientFor(
+      [
+        { delayMs: 5_000, content: 'too late' },
+        { delayMs: 20, content: 'slow but fine' },
+      ],
+      {
+        timeout: 200,
+      },
+    );
     const error = await client.chat.completions.create({ model: 'm', messages: [] }).catch((e) => e);
     expect(error).toBeInstanceOf(OpenAI.APIConnectionTimeoutError);
     const patient = await client.chat.completions.create({ model: 'm', messages: [] }, { timeout: 10_000 });

@@ -173,8 +173,7 @@ function play(step: ScriptStep, index: number, body: any, res: ServerResponse): 
     type: 'function' as const,
     function: {
       name: call.function.name,
-      arguments:
-        typeof call.function.arguments === 'string' ? call.function.arguments : JSON.stringify(call.function.arguments),
+      arguments: typeof call.function.arguments === 'string' ? call.function.arguments : JSON.stringify(call.function.arguments),
     },
   }));
   const finish = step.finish_reason ?? (toolCalls.length > 0 ? 'tool_calls' : 'stop');

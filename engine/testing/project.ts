@@ -43,7 +43,8 @@ export function configFile(opts: { maxParallel?: number; extra?: string; workers
     'turn = "1m"',
     'test = "1m"',
     '',
-    opts.workers ?? '[workers.builder]\nadapter = "sim"\nscript = ".tron/sim.toml"\n\n[workers.reviewer]\nadapter = "sim"\nscript = ".tron/sim.toml"\n',
+    opts.workers ??
+      '[workers.builder]\nadapter = "sim"\nscript = ".tron/sim.toml"\n\n[workers.reviewer]\nadapter = "sim"\nscript = ".tron/sim.toml"\n',
     opts.extra ?? '',
   ].join('\n');
 }
@@ -77,7 +78,10 @@ export interface RunResult {
 }
 
 /** Runs `tron start` on the repository, in-process, and reads the run's log. */
-export async function runTron(repo: TestRepo, opts: { workers?: Partial<Record<WorkerRole, WorkerAdapter>>; env?: Record<string, string> } = {}): Promise<RunResult> {
+export async function runTron(
+  repo: TestRepo,
+  opts: { workers?: Partial<Record<WorkerRole, WorkerAdapter>>; env?: Record<string, string> } = {},
+): Promise<RunResult> {
   const output: string[] = [];
   const exit = await startCommand({
     repo: repo.dir,

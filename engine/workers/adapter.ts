@@ -40,9 +40,7 @@ export interface TurnRequest {
 
 export type TurnFailure = 'exit' | 'timeout' | 'crash' | 'aborted' | 'step_cap' | 'api';
 
-export type TurnOutcome =
-  | { ok: true; reply: string }
-  | { ok: false; failure: TurnFailure; detail: string; output?: string };
+export type TurnOutcome = { ok: true; reply: string } | { ok: false; failure: TurnFailure; detail: string; output?: string };
 
 /** Usage of one model call, recorded as a `worker.usage` event. */
 export interface Usage {

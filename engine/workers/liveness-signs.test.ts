@@ -119,9 +119,10 @@ describe('signs of life', () => {
       alive: true,
       signs: ['worktree'],
     });
-    expect(
-      signsOfLife(quiet, { ...quiet, cpuTicks: 9, outputBytes: 200, worktree: { ...quiet.worktree, bytes: 301 } }),
-    ).toEqual({ alive: true, signs: ['cpu', 'output', 'worktree'] });
+    expect(signsOfLife(quiet, { ...quiet, cpuTicks: 9, outputBytes: 200, worktree: { ...quiet.worktree, bytes: 301 } })).toEqual({
+      alive: true,
+      signs: ['cpu', 'output', 'worktree'],
+    });
     expect(signsOfLife(quiet, quiet)).toEqual({ alive: false, signs: ['silent'] });
     expect(signsOfLife(quiet, { ...quiet, exists: false, cpuTicks: 99 })).toEqual({ alive: false, signs: ['exited'] });
   });

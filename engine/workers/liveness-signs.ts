@@ -72,12 +72,7 @@ export async function worktreePrint(cwd: string): Promise<WorktreePrint> {
 }
 
 /** Reads what can be seen of a worker process now. */
-export async function takeSnapshot(input: {
-  pid: number;
-  startTime: string;
-  outputBytes: number;
-  cwd: string;
-}): Promise<LifeSnapshot> {
+export async function takeSnapshot(input: { pid: number; startTime: string; outputBytes: number; cwd: string }): Promise<LifeSnapshot> {
   const exists = isSameProcess(input.pid, input.startTime);
   return {
     exists,

@@ -83,7 +83,10 @@ function pathWithout(name: string): string {
       return false;
     }
   };
-  return (process.env.PATH ?? '').split(delimiter).filter((dir) => dir && !has(dir)).join(delimiter);
+  return (process.env.PATH ?? '')
+    .split(delimiter)
+    .filter((dir) => dir && !has(dir))
+    .join(delimiter);
 }
 
 const lines = (file: string) => readFileSync(file, 'utf8').trimEnd().split('\n');
@@ -93,48 +96,62 @@ describe('tron init presets under tron start', () => {
   it.each([
     ['claude', 'ANTHROPIC_API_KEY', 'OPENAI_API_KEY'],
     ['codex', 'OPENAI_API_KEY', 'ANTHROPIC_API_KEY'],
-  ] as const)('the %s preset runs its CLI with the preset argv and the prompt on stdin, and lands the example block', async (preset, passed, withheld) => {
-    const repo = await initialised(preset);
-    const bin = fakeBin(preset);
-    const run = await runTron(repo, { env: { PATH: `${bin}${delimiter}${process.env.PATH}`, ...KEYS } });
+  ] as const)(
+    'the %s preset runs its CLI with the preset argv and the prompt on stdin, and lands the example block',
+    async (preset, passed, withheld) => {
+      const repo = await initialised(preset);
+      const bin = fakeBin(preset);
+      const run = await runTron(repo, { env: { PATH: `${bin}${delimiter}${process.env.PATH}`, ...KEYS } });
 
-    expect(run.exit).toBe(0);
-    expect(ofType(run.events, 'block.landed').map((e) => e.block)).toEqual(['example']);
-    expect(await repo.git('show', 'main:README.md')).toBe(README.trimEnd());
-    expect(await repo.git('rev-parse', 'refs/tron/landed/example')).toBe(await repo.git('rev-parse', 'main'));
+      expect(run.exit).toBe(0);
+      expect(ofType(run.events, 'block.landed').map((e) => e.block)).toEqual(['example']);
+      expect(await repo.git('show', 'main:README.md')).toBe(README.trimEnd());
+      expect(await repo.git('rev-parse', 'refs/tron/landed/example')).toBe(await repo.git('rev-parse', 'main'));
 
-    const { config } = loadConfig(repo.dir);
-    const argv = (role: 'builder' | 'reviewer') => (config!.workers[role] as CommandSettings).command;
-    expect(lines(join(run.runDir, 'fake-builder-1.argv'))).toEqual(argv('builder'));
-    expect(lines(join(run.runDir, 'fake-builder-2.argv'))).toEqual(argv('builder'));
-    expect(lines(join(run.runDir, 'fake-reviewer-1.argv'))).toEqual(argv('reviewer'));
-    expect(argv('reviewer')).not.toEqual(argv('builder'));
-    expect(readFileSync(join(run.runDir, 'fake-builder-1.prompt'), 'utf8')).toMatch(/^# Build block `example`/m);
-    expect(readFileSync(join(run.runDir, 'fake-builder-2.prompt'), 'utf8')).toMatch(/^# Evidence for block `example`/m);
-    expect(readFileSync(join(run.runDir, 'fake-reviewer-1.prompt'), 'utf8')).toMatch(/^# Review block `example`/m);
-    const env = readFileSync(join(run.runDir, 'fake-builder-1.env'), 'utf8');
-    expect(env).toContain(`${passed}=${KEYS[passed]}`);
-    expect(env).not.toContain(withheld);
-    expect(env).toContain('TRON_ROLE=builder');
-  });
+      const { config } = loadConfig(repo.dir);
+      const argv = (role: 'builder' | 'reviewer') => (config!.workers[role] as CommandSettings).command;
+      expect(lines(join(run.runDir, 'fake-builder-1.argv'))).toEqual(argv('builder'));
+      expect(lines(join(run.runDir, 'fake-builder-2.argv'))).toEqual(argv('builder'));
+      expect(lines(join(run.runDir, 'fake-reviewer-1.argv'))).toEqual(argv('reviewer'));
+      expect(argv('reviewer')).not.toEqual(argv('builder'));
+      expect(readFileSync(join(run.runDir, 'fake-builder-1.prompt'), 'utf8')).toMatch(/^# Build block `example`/m);
+      expect(readFileSync(join(run.runDir, 'fake-builder-2.prompt'), 'utf8')).toMatch(/^# Evidence for block `example`/m);
+      expect(readFileSync(join(run.runDir, 'fake-reviewer-1.prompt'), 'utf8')).toMatch(/^# Review block `example`/m);
+      const env = readFileSync(join(run.runDir, 'fake-builder-1.env'), 'utf8');
+      expect(env).toContain(`${passed}=${KEYS[passed]}`);
+      expect(env).not.toContain(withheld);
+      expect(env).toContain('TRON_ROLE=builder');
+    },
+  );
 
-  it.each(['claude', 'codex'] as const)('without %s installed, tron start exits 2 naming the command to fix, before anything runs', async (preset) => {
-    const repo = await initialised(preset);
-    await expect(runTron(repo, { env: { PATH: pathWithout(preset), ...KEYS } })).rejects.toMatchObject({
-      problems: [
-        { code: 'TRON_WORKER_NOT_FOUND', path: '.tron/config.toml: workers.builder.command', message: expect.stringContaining(`cannot find "${preset}" on PATH`) },
-        { code: 'TRON_WORKER_NOT_FOUND', path: '.tron/config.toml: workers.reviewer.command' },
-        { code: 'TRON_WORKER_NOT_FOUND', path: '.tron/config.toml: workers.architect.command' },
-      ],
-    });
-    expect(existsSync(join(repo.dir, '.tron', 'runs'))).toBe(false);
-  });
+  it.each(['claude', 'codex'] as const)(
+    'without %s installed, tron start exits 2 naming the command to fix, before anything runs',
+    async (preset) => {
+      const repo = await initialised(preset);
+      await expect(runTron(repo, { env: { PATH: pathWithout(preset), ...KEYS } })).rejects.toMatchObject({
+        problems: [
+          {
+            code: 'TRON_WORKER_NOT_FOUND',
+            path: '.tron/config.toml: workers.builder.command',
+            message: expect.stringContaining(`cannot find "${preset}" on PATH`),
+          },
+          { code: 'TRON_WORKER_NOT_FOUND', path: '.tron/config.toml: workers.reviewer.command' },
+          { code: 'TRON_WORKER_NOT_FOUND', path: '.tron/config.toml: workers.architect.command' },
+        ],
+      });
+      expect(existsSync(join(repo.dir, '.tron', 'runs'))).toBe(false);
+    },
+  );
 
   it('the openai preset without its key exits 2 naming OPENAI_API_KEY and api_key_env, before any model is called', async () => {
     const repo = await initialised('openai');
     await expect(runTron(repo)).rejects.toMatchObject({
       problems: [
-        { code: 'TRON_WORKER_KEY_UNSET', path: '.tron/config.toml: workers.builder.api_key_env', message: expect.stringContaining('$OPENAI_API_KEY is not set') },
+        {
+          code: 'TRON_WORKER_KEY_UNSET',
+          path: '.tron/config.toml: workers.builder.api_key_env',
+          message: expect.stringContaining('$OPENAI_API_KEY is not set'),
+        },
         { code: 'TRON_WORKER_KEY_UNSET' },
         { code: 'TRON_WORKER_KEY_UNSET' },
       ],
@@ -148,7 +165,10 @@ describe('tron init presets under tron start', () => {
       const say = (step: ScriptStep): ScriptStep => ({ ...step, usage: usageOf(50) });
       if (view.role === 'builder' && view.kind === 'build') {
         if (view.step === 0) return say({ tool_calls: [toolCall('write_file', { path: 'README.md', content: README })] });
-        if (view.step === 1) return say({ tool_calls: [toolCall('run', { shell: 'npm test && git add README.md && git commit -q -m "Document the tests"' })] });
+        if (view.step === 1)
+          return say({
+            tool_calls: [toolCall('run', { shell: 'npm test && git add README.md && git commit -q -m "Document the tests"' })],
+          });
         return say({ content: '>>DONE' });
       }
       if (view.role === 'builder' && view.kind === 'challenge') return say({ content: `>>CONFIRMED ${EVIDENCE}` });
@@ -180,12 +200,14 @@ describe('the README Workers section', () => {
   it('shows a config block for OpenAI, a local server, Claude Code, Codex and the command adapter', () => {
     expect(start).toBeGreaterThan(0);
     const text = blocks.join('\n');
-    for (const needle of ['api.openai.com', '127.0.0.1:11434', '"claude", "-p"', '"codex", "exec"', 'adapter = "command"']) expect(text).toContain(needle);
+    for (const needle of ['api.openai.com', '127.0.0.1:11434', '"claude", "-p"', '"codex", "exec"', 'adapter = "command"'])
+      expect(text).toContain(needle);
   });
 
   it('shows the openai, claude and codex presets exactly as tron init writes them', () => {
     const parsed = blocks.map((block) => JSON.stringify(TOML.parse(block)));
-    for (const name of ['openai', 'claude', 'codex'] as const) expect(parsed).toContain(JSON.stringify(TOML.parse(WORKER_PRESETS[name].toml)));
+    for (const name of ['openai', 'claude', 'codex'] as const)
+      expect(parsed).toContain(JSON.stringify(TOML.parse(WORKER_PRESETS[name].toml)));
   });
 
   it('has only worker tables that tron accepts as written', () => {

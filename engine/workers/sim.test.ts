@@ -37,7 +37,10 @@ function request(repo: string, kind: TurnKind, turn: number, extra: Partial<Turn
 }
 
 const reply = async (repo: string, kind: TurnKind, turn: number, extra: Partial<TurnRequest> = {}) => {
-  const outcome = await createSimWorker({ adapter: 'sim', script: 'sim.toml' }, { repo }).runTurn(request(repo, kind, turn, extra), silentObserver);
+  const outcome = await createSimWorker({ adapter: 'sim', script: 'sim.toml' }, { repo }).runTurn(
+    request(repo, kind, turn, extra),
+    silentObserver,
+  );
   return outcome.ok ? outcome.reply : `failed: ${outcome.failure}`;
 };
 
@@ -50,7 +53,9 @@ describe('the sim worker', () => {
   });
 
   it('gives an entry with a kind only to a turn of that kind', async () => {
-    const repo = repoWith(`[[blocks.b.builder]]\nkind = "merge"\nreply = "merged?"\n\n[[blocks.b.builder]]\nkind = "build"\nreply = "built"\n`);
+    const repo = repoWith(
+      `[[blocks.b.builder]]\nkind = "merge"\nreply = "merged?"\n\n[[blocks.b.builder]]\nkind = "build"\nreply = "built"\n`,
+    );
     expect(await reply(repo, 'build', 1)).toBe('built');
     expect(await reply(repo, 'challenge', 2)).toBe('>>CONFIRMED {"evidence":{"c1":"checked: it works"}}');
     expect(await reply(repo, 'merge', 3, { trunk: 'main' })).toBe('merged?');

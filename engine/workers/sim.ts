@@ -60,7 +60,10 @@ const SimTurn = z.strictObject({
   /** A shell line to run in the checkout, after the commit (so it can leave work uncommitted). */
   run: z.string().optional(),
   /** Take this long before replying ("2s"). */
-  sleep: z.string().refine((s) => parseDuration(s) !== undefined, { message: 'a duration like "500ms" or "2s"' }).optional(),
+  sleep: z
+    .string()
+    .refine((s) => parseDuration(s) !== undefined, { message: 'a duration like "500ms" or "2s"' })
+    .optional(),
   /** Never reply: wait until the engine stops the turn (or its hard budget ends it). */
   hang: z.boolean().optional(),
   /** Fail the turn as a process that exited with this code. */
@@ -249,7 +252,9 @@ async function commitToTrunk(request: TurnRequest, files: Record<string, string>
   await git(cwd, ['commit', '-q', '-m', 'A commit straight on trunk']);
   const touched = (await git(cwd, ['rev-parse', 'HEAD'])).stdout.trim();
   await git(cwd, ['update-ref', `refs/heads/${trunk}`, touched]);
-  const branch = (await git(cwd, ['for-each-ref', '--format=%(refname:short)', '--points-at', head, 'refs/heads/tron/'])).stdout.trim().split('\n')[0];
+  const branch = (await git(cwd, ['for-each-ref', '--format=%(refname:short)', '--points-at', head, 'refs/heads/tron/'])).stdout
+    .trim()
+    .split('\n')[0];
   await git(cwd, ['checkout', '-q', branch || head]);
 }
 

@@ -18,7 +18,7 @@ import { sessionFile } from './session-store.ts';
 const KEY_ENV = 'TRON_E2E_MODEL_KEY';
 const KEY = 'sk-e2e-not-a-real-key';
 const CRITERION = 'greet(name) returns "Hello, <name>!"';
-const MODULE = "exports.greet = (name) => `Hello, ${name}!`;\n";
+const MODULE = 'exports.greet = (name) => `Hello, ${name}!`;\n';
 const TEST = "const assert = require('node:assert');\nassert.strictEqual(require('../greet.js').greet('Ada'), 'Hello, Ada!');\n";
 
 const repos: TestRepo[] = [];
@@ -45,11 +45,15 @@ function builderModel(view: TurnView): ScriptStep {
       case 2:
         return say({ tool_calls: [toolCall('run', { shell: 'git add -A && git commit -q -m "Add greet"' }, 'r-commit')] });
       default:
-        return say({ content: 'Wrote greet.js and tests/greet.test.js; node test.js exits 0; committed.\n>>DONE {"summary":"greet added"}' });
+        return say({
+          content: 'Wrote greet.js and tests/greet.test.js; node test.js exits 0; committed.\n>>DONE {"summary":"greet added"}',
+        });
     }
   }
   if (view.kind === 'challenge') {
-    return say({ content: `>>CONFIRMED ${JSON.stringify({ evidence: { c1: 'greet.js exports greet; tests/greet.test.js asserts greet("Ada")' } })}` });
+    return say({
+      content: `>>CONFIRMED ${JSON.stringify({ evidence: { c1: 'greet.js exports greet; tests/greet.test.js asserts greet("Ada")' } })}`,
+    });
   }
   return { status: 400, message: `the scripted builder has no ${view.kind} turn` };
 }
@@ -62,7 +66,9 @@ function reviewerModel(view: TurnView): ScriptStep {
     case 0:
       return say({ tool_calls: [toolCall('read_file', { path: 'greet.js' }, 'rv-read')] });
     case 1:
-      return say({ tool_calls: [toolCall('write_file', { path: 'greet.js', content: 'exports.greet = () => "hijacked";\n' }, 'rv-write')] });
+      return say({
+        tool_calls: [toolCall('write_file', { path: 'greet.js', content: 'exports.greet = () => "hijacked";\n' }, 'rv-write')],
+      });
     default:
       return say({ content: '>>APPROVE {"notes":"greet.js does what the criterion says; its test covers it"}' });
   }
@@ -116,7 +122,10 @@ describe('the openai worker under tron start', () => {
     expect(builder.every((r) => r.authorization === `Bearer ${KEY}`)).toBe(true);
     expect(builder.map((r) => turnOf(r).kind)).toEqual(['build', 'build', 'build', 'build', 'challenge']);
     // The tools really ran: the model was told the files were written, the tests passed and the commit was made.
-    expect(turnOf(builder[1]!).results).toEqual({ 'w-module': expect.stringMatching(/^wrote greet\.js/), 'w-test': expect.stringMatching(/^wrote tests\/greet\.test\.js/) });
+    expect(turnOf(builder[1]!).results).toEqual({
+      'w-module': expect.stringMatching(/^wrote greet\.js/),
+      'w-test': expect.stringMatching(/^wrote tests\/greet\.test\.js/),
+    });
     expect(turnOf(builder[2]!).results['r-test']).toMatch(/^\$ \["node","test\.js"\]\nexit code 0/);
     expect(turnOf(builder[3]!).results['r-commit']).toMatch(/\nexit code 0\n/);
 

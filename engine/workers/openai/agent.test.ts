@@ -53,7 +53,13 @@ function recorder(): Recorder {
 
 async function setup(script: Script, overrides: Partial<OpenAISettings> = {}, env: Record<string, string | undefined> = {}) {
   server = await startModelServer(script);
-  const settings = openaiSettings.parse({ adapter: 'openai', model: 'test-model', base_url: server.url, api_key_env: 'TEST_KEY', ...overrides });
+  const settings = openaiSettings.parse({
+    adapter: 'openai',
+    model: 'test-model',
+    base_url: server.url,
+    api_key_env: 'TEST_KEY',
+    ...overrides,
+  });
   const slept: number[] = [];
   const deps = {
     env: { PATH: process.env.PATH, HOME: base, TEST_KEY: 'sk-test', ...env },
@@ -149,10 +155,7 @@ describe('the openai worker', () => {
   });
 
   it('offers a reviewer only read-only tools and refuses its write_file in a result the model receives', async () => {
-    const { worker } = await setup([
-      { tool_calls: [toolCall('write_file', { path: 'x.txt', content: 'x' })] },
-      { content: '>>APPROVE' },
-    ]);
+    const { worker } = await setup([{ tool_calls: [toolCall('write_file', { path: 'x.txt', content: 'x' })] }, { content: '>>APPROVE' }]);
     const outcome = await worker.runTurn(turn({ role: 'reviewer', kind: 'review', session: 'login-reviewer-1' }), recorder());
     expect(outcome).toMatchObject({ ok: true, reply: '>>APPROVE' });
     expect(server!.requests[0]!.body.tools.map((t: any) => t.function.name)).toEqual(['read_file', 'list_dir', 'search', 'run']);
@@ -197,7 +200,9 @@ describe('failures of the model server', () => {
     const observer = recorder();
     const outcome = await worker.runTurn(turn(), observer);
     expect(outcome).toMatchObject({ ok: false, failure: 'api' });
-    expect(outcome.ok === false && outcome.detail).toMatch(/kept failing \(503\).*gave up after 2 retries \(max_retries in \[workers\.builder\]\)/);
+    expect(outcome.ok === false && outcome.detail).toMatch(
+      /kept failing \(503\).*gave up after 2 retries \(max_retries in \[workers\.builder\]\)/,
+    );
     expect(observer.retries).toHaveLength(2);
     expect(server!.requests).toHaveLength(3);
   });
@@ -218,7 +223,9 @@ describe('failures of the model server', () => {
     const { worker } = await setup([{ status: 404, message: 'The model does not exist' }]);
     const outcome = await worker.runTurn(turn({ role: 'architect', kind: 'architect' }), recorder());
     expect(outcome).toMatchObject({ ok: false, failure: 'api' });
-    expect(outcome.ok === false && outcome.detail).toMatch(/404 The model does not exist.*model = "test-model" and base_url = "http:\/\/127\.0\.0\.1:\d+\/v1" in \[workers\.architect\]/);
+    expect(outcome.ok === false && outcome.detail).toMatch(
+      /404 The model does not exist.*model = "test-model" and base_url = "http:\/\/127\.0\.0\.1:\d+\/v1" in \[workers\.architect\]/,
+    );
   });
 
   it('fails fast before any request when the API key variable is not set', async () => {

@@ -159,7 +159,10 @@ async function runOpenAITurn(
         // The answer to the liveness question: a sign of life; the turn goes on.
         asked = false;
         observer.progress?.(`working: ${(message.content ?? '').trim().slice(0, 200)}`);
-        conversation.messages.push({ role: 'user', content: 'Noted. Go on with the turn where you left off, and end it as the turn asks.' });
+        conversation.messages.push({
+          role: 'user',
+          content: 'Noted. Go on with the turn where you left off, and end it as the turn asks.',
+        });
         await saveConversation(request.runDir, conversation);
         continue;
       }
@@ -197,10 +200,7 @@ async function runOpenAITurn(
         asked = true;
       }
     }
-    return fail(
-      'step_cap',
-      `the turn used all ${settings.max_steps} model calls (max_steps in ${table}) without a final answer`,
-    );
+    return fail('step_cap', `the turn used all ${settings.max_steps} model calls (max_steps in ${table}) without a final answer`);
   } finally {
     budget.dispose();
   }

@@ -40,7 +40,12 @@ export function turnOf(request: RecordedRequest): TurnView {
   for (const m of after) if (m.role === 'tool') results[m.tool_call_id!] = String(m.content);
   const system = String(messages[0]?.role === 'system' ? messages[0].content : '');
   const role = (['builder', 'reviewer', 'architect'] as const).find((r) => system.includes(`You are the ${r}.`)) ?? 'unknown';
-  return { kind: HEADINGS.find(([re]) => re.test(prompt))?.[1] ?? 'unknown', step: after.filter((m) => m.role === 'assistant').length, results, role };
+  return {
+    kind: HEADINGS.find(([re]) => re.test(prompt))?.[1] ?? 'unknown',
+    step: after.filter((m) => m.role === 'assistant').length,
+    results,
+    role,
+  };
 }
 
 /** Usage of one scripted call: `total` tokens, 10 of them completion. */

@@ -22,17 +22,22 @@ const text = (m: unknown): string => {
 };
 
 /** A builder that commits, then runs `slow`, answers the probe whenever asked, and finishes. */
-const builder = (slow: string) => (request: RecordedRequest): ScriptStep => {
-  const messages = (request.body as { messages: Array<{ role: string; tool_call_id?: string }> }).messages;
-  const last = messages.at(-1)!;
-  const say = (step: ScriptStep): ScriptStep => ({ ...step, delayMs: 200 }) as ScriptStep;
-  if (last.role === 'user' && text(last).includes('# Evidence for block')) return say({ content: '>>CONFIRMED {"evidence":{"c1":"slow.txt is committed"}}' });
-  if (last.role === 'user' && text(last).includes('are you still working?')) return say({ content: '>>WORKING {"progress":"waiting for a slow command"}' });
-  const done = (id: string) => messages.some((m) => m.role === 'tool' && m.tool_call_id === id);
-  if (!done('commit')) return say({ tool_calls: [toolCall('run', { shell: 'echo slow > slow.txt && git add -A && git commit -q -m slow' }, 'commit')] });
-  if (!done('slow')) return say({ tool_calls: [toolCall('run', { shell: slow }, 'slow')] });
-  return say({ content: '>>DONE' });
-};
+const builder =
+  (slow: string) =>
+  (request: RecordedRequest): ScriptStep => {
+    const messages = (request.body as { messages: Array<{ role: string; tool_call_id?: string }> }).messages;
+    const last = messages.at(-1)!;
+    const say = (step: ScriptStep): ScriptStep => ({ ...step, delayMs: 200 }) as ScriptStep;
+    if (last.role === 'user' && text(last).includes('# Evidence for block'))
+      return say({ content: '>>CONFIRMED {"evidence":{"c1":"slow.txt is committed"}}' });
+    if (last.role === 'user' && text(last).includes('are you still working?'))
+      return say({ content: '>>WORKING {"progress":"waiting for a slow command"}' });
+    const done = (id: string) => messages.some((m) => m.role === 'tool' && m.tool_call_id === id);
+    if (!done('commit'))
+      return say({ tool_calls: [toolCall('run', { shell: 'echo slow > slow.txt && git add -A && git commit -q -m slow' }, 'commit')] });
+    if (!done('slow')) return say({ tool_calls: [toolCall('run', { shell: slow }, 'slow')] });
+    return say({ content: '>>DONE' });
+  };
 
 async function run(slow: string, probeWait: string) {
   server = await startModelServer(builder(slow));
@@ -50,7 +55,9 @@ describe('liveness of the built-in agent', () => {
   it('asks an overrunning turn WORKING? in-session between its steps, and extends it instead of re-issuing', async () => {
     const result = await run('sleep 1.5', '2500ms');
     expect(result.exit).toBe(0);
-    const asked = server!.requests.filter((r) => text((r.body as { messages: unknown[] }).messages.at(-1)).includes('are you still working?'));
+    const asked = server!.requests.filter((r) =>
+      text((r.body as { messages: unknown[] }).messages.at(-1)).includes('are you still working?'),
+    );
     expect(asked.length, result.events.map((e) => e.type).join(', ')).toBeGreaterThanOrEqual(1);
     // The question came in the same conversation, after the turn's own tool results.
     const messages = (asked[0]!.body as { messages: Array<{ role: string }> }).messages;

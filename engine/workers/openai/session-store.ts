@@ -16,9 +16,7 @@ export interface Conversation {
   messages: ChatCompletionMessageParam[];
 }
 
-export type Loaded =
-  | { ok: true; conversation: Conversation | undefined }
-  | { ok: false; error: string };
+export type Loaded = { ok: true; conversation: Conversation | undefined } | { ok: false; error: string };
 
 /** Where a session's conversation lives; the id is encoded so it cannot name another path. */
 export function sessionFile(runDir: string, session: string): string {

@@ -135,7 +135,9 @@ describe('roles and malformed calls', () => {
     const result = await call('write_file', { path: 'x.txt', content: 'x' }, ctx({ role: 'reviewer' }));
     expect(result).toBe('error: write_file is not available to the reviewer: reviewers are read-only');
     expect(existsSync(path.join(root, 'x.txt'))).toBe(false);
-    expect(await call('edit_file', { path: 'src/a.ts', old: 'a', new: 'b' }, ctx({ role: 'architect' }))).toContain('architects are read-only');
+    expect(await call('edit_file', { path: 'src/a.ts', old: 'a', new: 'b' }, ctx({ role: 'architect' }))).toContain(
+      'architects are read-only',
+    );
   });
 
   it('answer unknown tools, bad JSON and missing files with errors instead of throwing', async () => {
@@ -154,7 +156,11 @@ describe('the run tool', () => {
   });
 
   it('runs a shell command line with only the environment it is given', async () => {
-    const result = await call('run', { shell: 'echo "key=${SECRET_KEY:-unset} home=$HOME"' }, ctx({ env: { PATH: process.env.PATH!, HOME: '/nowhere' } }));
+    const result = await call(
+      'run',
+      { shell: 'echo "key=${SECRET_KEY:-unset} home=$HOME"' },
+      ctx({ env: { PATH: process.env.PATH!, HOME: '/nowhere' } }),
+    );
     expect(result).toContain('exit code 0');
     expect(result).toContain('key=unset home=/nowhere');
   });
@@ -184,7 +190,11 @@ describe('the run tool', () => {
 
   it('reports the process it spawned and its exit, for recovery', async () => {
     const seen: string[] = [];
-    await call('run', { argv: ['true'] }, ctx({ onSpawn: (i) => seen.push(`spawn ${i.pid > 0}`), onExit: (i) => seen.push(`exit ${i.code}`) }));
+    await call(
+      'run',
+      { argv: ['true'] },
+      ctx({ onSpawn: (i) => seen.push(`spawn ${i.pid > 0}`), onExit: (i) => seen.push(`exit ${i.code}`) }),
+    );
     expect(seen).toEqual(['spawn true', 'exit 0']);
   });
 

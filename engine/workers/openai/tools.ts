@@ -50,20 +50,38 @@ const definitions = {
     { path: str('file path relative to the worktree'), offset: int('first line, 1-based'), limit: int('number of lines') },
     ['path'],
   ),
-  list_dir: fn('list_dir', 'List a directory of the worktree; directories end with "/".', { path: str('directory relative to the worktree; "." for the root') }, ['path']),
+  list_dir: fn(
+    'list_dir',
+    'List a directory of the worktree; directories end with "/".',
+    { path: str('directory relative to the worktree; "." for the root') },
+    ['path'],
+  ),
   search: fn(
     'search',
     'Search the files under a path for a pattern, line by line (skips .git, node_modules and binary files). The pattern is plain text unless regex is true.',
-    { pattern: str('text (or regular expression) to find'), path: str('directory or file to search; default "."'), regex: { type: 'boolean', description: 'treat pattern as a JavaScript regular expression' } },
+    {
+      pattern: str('text (or regular expression) to find'),
+      path: str('directory or file to search; default "."'),
+      regex: { type: 'boolean', description: 'treat pattern as a JavaScript regular expression' },
+    },
     ['pattern'],
   ),
   run: fn(
     'run',
     'Run a command in the worktree root and get its exit code and output (stdout and stderr merged, long output cut in the middle). Give either argv (no shell) or shell (a /bin/sh command line).',
-    { argv: { type: 'array', items: { type: 'string' }, description: 'program and arguments' }, shell: str('a shell command line'), timeout_s: int('seconds before the command is killed') },
+    {
+      argv: { type: 'array', items: { type: 'string' }, description: 'program and arguments' },
+      shell: str('a shell command line'),
+      timeout_s: int('seconds before the command is killed'),
+    },
     [],
   ),
-  write_file: fn('write_file', 'Create or overwrite a file in the worktree with the given content (parent directories are created).', { path: str('file path relative to the worktree'), content: str('the whole new content') }, ['path', 'content']),
+  write_file: fn(
+    'write_file',
+    'Create or overwrite a file in the worktree with the given content (parent directories are created).',
+    { path: str('file path relative to the worktree'), content: str('the whole new content') },
+    ['path', 'content'],
+  ),
   edit_file: fn(
     'edit_file',
     'Replace exactly one occurrence of `old` with `new` in a file. Fails if `old` is absent or occurs more than once: include more surrounding text to make it unique.',
@@ -112,9 +130,7 @@ const impls: Record<ToolName, Impl> = {
     const where = await confine(ctx.cwd, args.path ?? '.', 'read');
     if (!where.ok) return `error: ${where.error}`;
     const entries = await readdir(where.abs, { withFileTypes: true });
-    const names = entries
-      .map((e) => (e.isDirectory() ? `${e.name}/` : e.isSymbolicLink() ? `${e.name}@` : e.name))
-      .sort();
+    const names = entries.map((e) => (e.isDirectory() ? `${e.name}/` : e.isSymbolicLink() ? `${e.name}@` : e.name)).sort();
     return names.length === 0 ? `${where.rel} is empty` : names.join('\n');
   },
 
@@ -164,12 +180,14 @@ const impls: Record<ToolName, Impl> = {
     if (typeof args.new !== 'string') return 'error: new must be a string';
     const where = await confine(ctx.cwd, args.path, 'write');
     if (!where.ok) return `error: ${where.error}`;
-    if (!(await stat(where.abs).catch(() => undefined))?.isFile()) return `error: ${where.rel} is not an existing file; use write_file to create it`;
+    if (!(await stat(where.abs).catch(() => undefined))?.isFile())
+      return `error: ${where.rel} is not an existing file; use write_file to create it`;
     const text = await readFile(where.abs, 'utf8');
     const first = text.indexOf(args.old);
     if (first < 0) return `error: the text to replace was not found in ${where.rel}; read the file and copy it exactly`;
     const count = text.split(args.old).length - 1;
-    if (count > 1) return `error: the text to replace occurs ${count} times in ${where.rel}; include more surrounding lines so it is unique`;
+    if (count > 1)
+      return `error: the text to replace occurs ${count} times in ${where.rel}; include more surrounding lines so it is unique`;
     await writeFile(where.abs, text.slice(0, first) + args.new + text.slice(first + args.old.length));
     return `edited ${where.rel}`;
   },

@@ -59,7 +59,8 @@ export function coverage(spine: Spine, runs: ReadonlyArray<{ name: string; event
         const row = escalations.get(e.trouble);
         if (!row) continue;
         add(row.templates, name);
-        add((row.handlers[e.handler] ??= []), name);
+        row.handlers[e.handler] ??= [];
+        add(row.handlers[e.handler], name);
       }
     }
   }

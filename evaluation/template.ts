@@ -145,7 +145,7 @@ function lintTemplate(t: TemplateSpec, file: string): Problem[] {
   for (const id of Object.keys(t.script)) check(id, `script.${id}`);
   for (const id of Object.keys(t.expect.phases)) check(id, `expect.phases.${id}`);
   for (const [a, b] of t.expect.landed_before) for (const id of [a, b]) check(id, 'expect.landed_before');
-  t.runs.forEach((r, i) => r.answers.forEach((a) => check(a.block, `runs[${i}].answers`)));
+  for (const [i, r] of t.runs.entries()) for (const a of r.answers) check(a.block, `runs[${i}].answers`);
   t.runs.forEach((r, i) => {
     if (r.crash_after && r.crash_after_event !== undefined) {
       problems.push({

@@ -488,7 +488,7 @@ function onOperator(step: Step, e: BodyOf<'operator.answered'>): void {
 /** The pending turn, if `e` is about it (timers and probes of finished turns are stale). */
 function pendingTurn(step: Step, e: { block: string; session: string; turn: number }): PendingTurn | undefined {
   const b = step.s.blocks[e.block];
-  if (!b || b.waiting.on !== 'turn') return undefined;
+  if (b?.waiting.on !== 'turn') return undefined;
   const t = b.waiting.turn;
   return t.session === e.session && t.turn === e.turn ? t : undefined;
 }

@@ -143,7 +143,7 @@ adapter = "sim"
   });
 
   it('rejects durations that do not parse, in the config and in worker settings', () => {
-    const text = MINIMAL.replace('api_key_env', 'request_timeout = "5 minutes"\napi_key_env') + '\n[timeouts]\nturn = "20 min"\n';
+    const text = `${MINIMAL.replace('api_key_env', 'request_timeout = "5 minutes"\napi_key_env')}\n[timeouts]\nturn = "20 min"\n`;
     const problems = problemsOf(text);
     expect(problems.map((p) => [p.code, p.path])).toEqual([
       ['TRON_CONFIG_DURATION', `${FILE}: timeouts.turn`],

@@ -209,7 +209,7 @@ describe('renderBpmn', () => {
       expect(overlappingShapes(p)).toEqual([]);
       expect(overlappingLabels(p)).toEqual([]);
       for (const [id, pts] of p.edges) {
-        pts.slice(1).forEach((q, i) => expect(q.x === pts[i]!.x || q.y === pts[i]!.y, id).toBe(true));
+        for (const [i, q] of pts.slice(1).entries()) expect(q.x === pts[i]!.x || q.y === pts[i]!.y, id).toBe(true);
       }
       const pool = p.shapes.get('Participant_block')!;
       for (const [id, box] of p.shapes)

@@ -225,7 +225,9 @@ export class Engine {
     const dir = join(this.o.repo, INBOX_DIR);
     mkdirSync(dir, { recursive: true });
     this.inboxWatcher = watch(dir, () => {
-      void this.inboxAnswers().then((bodies) => bodies.forEach((b) => this.push(b)));
+      void this.inboxAnswers().then((bodies) => {
+        for (const b of bodies) this.push(b);
+      });
     });
   }
 

@@ -188,7 +188,12 @@ describe('contention', () => {
     expect(results.filter((x) => x === 'refused TRON_LOCKED')).toHaveLength(3);
     const winner = racers[results.indexOf('won')].child.pid;
     expect(readLock(lockPath)?.pid).toBe(winner);
-    await Promise.all(racers.map((r) => (r.child.stdin!.end(), once(r.child, 'exit'))));
+    await Promise.all(
+      racers.map((r) => {
+        r.child.stdin!.end();
+        return once(r.child, 'exit');
+      }),
+    );
     expect(readdirSync(dir)).toEqual([]);
   });
 });

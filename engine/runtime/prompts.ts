@@ -117,7 +117,7 @@ const SECTION = /\{#([a-z][a-z0-9_]*)\}\n?([\s\S]*?)\{\/\1\}\n?/g;
 const PLACEHOLDER = /\{([a-z][a-z0-9_]*)\}/g;
 
 function fill(template: string, file: string, allowed: readonly string[], values: Record<string, string | (() => string)>): string {
-  const valueOf = (name: string): string => {
+  const valueFor = (name: string): string => {
     if (!allowed.includes(name)) {
       throw new PromptError('TRON_PROMPT_PLACEHOLDER', file, `unknown placeholder {${name}}; this file may use ${list(allowed)}`);
     }
@@ -127,14 +127,14 @@ function fill(template: string, file: string, allowed: readonly string[], values
     }
     return typeof v === 'function' ? v() : v;
   };
-  const sectioned = template.replace(SECTION, (_all, name: string, body: string) => (valueOf(name).trim() === '' ? '' : body));
+  const sectioned = template.replace(SECTION, (_all, name: string, body: string) => (valueFor(name).trim() === '' ? '' : body));
   const stray = /\{([#/])([a-z][a-z0-9_]*)\}/.exec(sectioned);
   if (stray) {
     const tag = `{${stray[1]}${stray[2]}}`;
     throw new PromptError('TRON_PROMPT_PLACEHOLDER', file, `section tag ${tag} has no ${stray[1] === '#' ? 'closing' : 'opening'} tag`);
   }
   // One pass over the template only: inserted values are never scanned for placeholders.
-  return sectioned.replace(PLACEHOLDER, (_all, name: string) => valueOf(name));
+  return sectioned.replace(PLACEHOLDER, (_all, name: string) => valueFor(name));
 }
 
 function readTemplate(dir: string, fileName: string): string {

@@ -104,7 +104,10 @@ describe('recovery from a crash at any instant', () => {
     const rounds = process.env.TRON_CRASH_SWEEP === 'full' ? 8 : 1;
     for (let round = 0; round < rounds; round += 1) {
       let seed = 7 + round * 101;
-      const next = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
+      const next = () => {
+        seed = (seed * 1103515245 + 12345) % 2 ** 31;
+        return seed / 2 ** 31;
+      };
       const repo = await fresh();
       for (let kill = 0; kill < 3; kill += 1) {
         const child = execa('node', [BIN, 'start', '--repo', repo.dir], {

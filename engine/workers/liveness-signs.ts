@@ -43,7 +43,7 @@ export async function worktreePrint(cwd: string): Promise<WorktreePrint> {
   let seen = 0;
   while (pending.length > 0 && seen < MAX_ENTRIES) {
     const dir = pending.pop()!;
-    let entries;
+    let entries: import('node:fs').Dirent[];
     try {
       entries = await readdir(dir, { withFileTypes: true });
       const own = await lstat(dir);

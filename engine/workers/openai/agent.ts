@@ -221,7 +221,7 @@ async function callModel(
 ): Promise<Call> {
   for (let attempt = 0; ; attempt++) {
     if (budget.ended) return { ok: false, outcome: budget.outcome() };
-    let failure;
+    let failure: ReturnType<typeof classifyFailure>;
     try {
       const completion = await client.chat.completions.create(
         {

@@ -5,7 +5,7 @@
  */
 import { performance } from 'node:perf_hooks';
 import { parseReply } from '../engine/gateway/parse.ts';
-import { decide } from '../engine/core/decide.ts';
+import { decide } from '../engine/core/decide/decide.ts';
 import { replay } from '../engine/core/replay.ts';
 import { apply, initialState, type EngineState } from '../engine/core/state.ts';
 import { loadSpine } from '../engine/spine/spine.ts';

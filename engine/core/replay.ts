@@ -5,7 +5,7 @@
  * recorded decision, field for field (seq and ts aside). This is how tron proves a run
  * was decided by the code and nothing else.
  */
-import { decide, type DecideContext } from './decide.ts';
+import { decide, type DecideContext } from './decide/decide.ts';
 import { eventKind, type EventBody, type TronEvent } from './events.ts';
 import { apply, initialState } from './state.ts';
 

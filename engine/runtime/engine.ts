@@ -14,7 +14,7 @@ import type { Config } from '../project/config.ts';
 import type { Block } from '../project/register.ts';
 import type { BodyOf, EventBody, EventOf, TronEvent } from '../core/events.ts';
 import { EventLog } from './eventlog.ts';
-import { decide, type DecideContext } from '../core/decide.ts';
+import { decide, type DecideContext } from '../core/decide/decide.ts';
 import { initialState, type EngineState } from '../core/state.ts';
 import type { Spine } from '../spine/spine.ts';
 import type { TurnObserver, WorkerAdapter } from '../workers/adapter.ts';

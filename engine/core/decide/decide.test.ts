@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { decide } from './decide.ts';
-import { initialState, type EngineState } from './state.ts';
-import { loadSpine } from '../spine/spine.ts';
-import type { EventBody, TronEvent } from './events.ts';
+import { initialState, type EngineState } from '../state.ts';
+import { loadSpine } from '../../spine/spine.ts';
+import type { EventBody, TronEvent } from '../events.ts';
 
 const ctx = { spine: loadSpine(), testCommand: 'node test.js' };
 const sha = (n: number) => n.toString(16).padStart(40, '0');

@@ -1,0 +1,121 @@
+/** The exception spine: a stuck or uninterpretable block walks its ESCALATION row, in order. */
+import type { BlockState, EngineState, PendingTurn, TurnKind } from '../state.ts';
+import type { BodyOf } from '../events.ts';
+import { ESCALATION, OUTCOMES, type Trouble } from '../../spine/spine.ts';
+import { EXPECT, TERMINAL, type Step } from './step.ts';
+
+/**
+ * Move a block along its ESCALATION row: the first handler, or the one after `after`,
+ * skipping handlers that cannot act (no architect configured, its budget spent).
+ */
+export function escalate(step: Step, id: string, trouble: Trouble, detail: string, opts: { after?: string; to?: string } = {}): void {
+  const b = step.block(id);
+  const row = ESCALATION[trouble].handlers as readonly string[];
+  let handlers = [...row];
+  if (opts.to) handlers = [opts.to];
+  else if (opts.after) handlers = handlers.slice(handlers.indexOf(opts.after) + 1);
+  for (const handler of handlers) {
+    if (handler === 'restate') {
+      const pending = lastTurn(b);
+      if (!pending) continue;
+      step.emit({ type: 'escalation.raised', block: id, trouble, detail, handler });
+      step.emit({
+        type: 'block.dispatched',
+        block: id,
+        role: pending.role,
+        session: pending.session,
+        turn: pending.turn + 1,
+        kind: 'restate',
+        phase: pending.phase,
+        attempt: b.attempt,
+        expect: pending.expect,
+        restating: (pending.kind === 'restate' ? pending.restating : pending.kind) as Exclude<TurnKind, 'restate'>,
+        ...(b.challenged && pending.kind === 'challenge' ? { sha: b.challenged } : {}),
+      });
+      return;
+    }
+    if (handler === 'architect') {
+      if (!step.s.architect || b.architectCalls >= step.ctx.spine.budgets.architect) continue;
+      if (step.s.mergeLock === id) step.emit({ type: 'merge.unlocked', block: id });
+      step.emit({ type: 'escalation.raised', block: id, trouble, detail, handler });
+      step.emit({
+        type: 'block.dispatched',
+        block: id,
+        role: 'architect',
+        session: `${id}.architect.${b.architectCalls + 1}`,
+        turn: 1,
+        kind: 'architect',
+        phase: b.phase,
+        attempt: b.attempt,
+        expect: EXPECT.architect,
+      });
+      return;
+    }
+    if (handler === 'operator') {
+      if (step.s.mergeLock === id) step.emit({ type: 'merge.unlocked', block: id });
+      step.emit({ type: 'escalation.raised', block: id, trouble, detail, handler });
+      step.emit({ type: 'block.parked', block: id, reason: `${trouble}: ${detail}` });
+      return;
+    }
+    // probe and reissue are liveness handlers, driven by timers, not by replies.
+  }
+  step.emit({ type: 'escalation.raised', block: id, trouble, detail, handler: 'operator' });
+  step.emit({ type: 'block.parked', block: id, reason: `${trouble}: ${detail}` });
+}
+
+/** The turn whose reply was just refused (the state still holds it as the last dispatch). */
+export function lastTurn(b: BlockState): PendingTurn | undefined {
+  return b.lastTurn;
+}
+
+export function retry(step: Step, id: string, on: string): void {
+  const b = step.block(id);
+  if (step.s.mergeLock === id) step.emit({ type: 'merge.unlocked', block: id });
+  if (b.phase !== OUTCOMES.RETRY.to) step.emit({ type: 'block.phase', block: id, from: b.phase, to: OUTCOMES.RETRY.to, on });
+  step.emit({ type: 'worktree.requested', block: id, attempt: b.attempt + 1 });
+}
+
+export function abandon(step: Step, id: string, reason: string): void {
+  if (step.s.mergeLock === id) step.emit({ type: 'merge.unlocked', block: id });
+  step.emit({ type: 'block.abandoned', block: id, reason });
+  for (const dependent of dependentsOf(step.s, id)) {
+    const d = step.block(dependent);
+    if (!TERMINAL.has(d.phase) && d.phase !== 'parked') {
+      step.emit({ type: 'block.parked', block: dependent, reason: `it depends on ${id}, which was abandoned: ${reason}` });
+    }
+  }
+}
+
+/** Every block that depends on `id`, directly or through others, in register order. */
+export function dependentsOf(s: EngineState, id: string): string[] {
+  const found = new Set<string>();
+  let grew = true;
+  while (grew) {
+    grew = false;
+    for (const other of s.order) {
+      if (found.has(other)) continue;
+      const deps = s.blocks[other]!.info.depends_on;
+      if (deps.includes(id) || deps.some((d) => found.has(d))) {
+        found.add(other);
+        grew = true;
+      }
+    }
+  }
+  return s.order.filter((o) => found.has(o));
+}
+
+export function onOperator(step: Step, e: BodyOf<'operator.answered'>): void {
+  const b = step.block(e.block);
+  if (b.phase !== 'parked') return;
+  if (e.word === 'RETRY') {
+    const waitingOn = b.info.depends_on.filter((d) => step.s.blocks[d]?.phase !== 'landed');
+    if (waitingOn.length > 0 && b.attempt === 0) {
+      step.emit({ type: 'block.phase', block: b.id, from: 'parked', to: 'pending', on: 'RETRY' });
+      return;
+    }
+    retry(step, b.id, 'RETRY');
+  } else if (e.word === 'ABANDON') {
+    step.move(b.id, 'ABANDON');
+    abandon(step, b.id, String(e.payload.reason));
+  }
+}

@@ -1,0 +1,78 @@
+/**
+ * The decision step's working parts: the context it is given, the `Step` that
+ * accumulates decisions (applying each to the state as it is made), and small helpers
+ * every concern shares. Pure, like everything under engine/core/.
+ */
+import { apply, type BlockState, type EngineState, type PendingTurn, type TurnKind } from '../state.ts';
+import type { EventBody, TronEvent } from '../events.ts';
+import type { Spine } from '../../spine/spine.ts';
+import type { Word } from '../../gateway/glossary.ts';
+
+export interface DecideContext {
+  spine: Spine;
+  /** The test command, named in fact evidence. */
+  testCommand?: string;
+}
+
+/** What one turn kind accepts. */
+export const EXPECT: Record<Exclude<TurnKind, 'restate'>, Word[]> = {
+  build: ['DONE', 'BLOCKED'],
+  challenge: ['CONFIRMED', 'BLOCKED'],
+  review: ['APPROVE', 'CHANGES'],
+  merge: ['MERGED', 'BLOCKED'],
+  probe: ['WORKING'],
+  architect: ['RETRY', 'PAGE', 'ABANDON'],
+};
+
+export const ACTIVE_PHASES = new Set(['build', 'review']);
+
+export const TERMINAL = new Set(['landed', 'abandoned']);
+
+/** Accumulates decisions, applying each to the state as it is made. */
+export class Step {
+  readonly out: EventBody[] = [];
+  constructor(
+    public s: EngineState,
+    private readonly input: TronEvent,
+    readonly ctx: DecideContext,
+  ) {}
+
+  emit(body: EventBody): void {
+    this.out.push(body);
+    this.s = apply(this.s, { ...body, v: this.input.v, seq: this.input.seq, ts: this.input.ts } as TronEvent);
+  }
+
+  block(id: string): BlockState {
+    const b = this.s.blocks[id];
+    if (!b) throw new Error(`unknown block ${id}`);
+    return b;
+  }
+
+  /**
+   * Moves the block along the spine's transition from its phase on `on` (a word or a
+   * signal). The spine, not this code, says where each outcome leads.
+   */
+  move(id: string, on: string): void {
+    const b = this.block(id);
+    const phase = this.ctx.spine.phases.find((p) => p.name === b.phase);
+    const t = phase?.transitions.find((x) => x.on === on);
+    if (!t) throw new Error(`the spine has no transition from ${b.phase} on ${on}`);
+    this.emit({ type: 'block.phase', block: id, from: b.phase, to: t.to, on });
+  }
+
+  budget(phase: 'build' | 'review' | 'merge'): number {
+    return this.ctx.spine.phases.find((p) => p.name === phase)?.attempts ?? 3;
+  }
+}
+
+export function sessionOf(b: BlockState, role: 'builder' | 'reviewer'): string {
+  return `${b.id}.${b.attempt}.${role}`;
+}
+
+/** The pending turn, if `e` is about it (timers and probes of finished turns are stale). */
+export function pendingTurn(step: Step, e: { block: string; session: string; turn: number }): PendingTurn | undefined {
+  const b = step.s.blocks[e.block];
+  if (b?.waiting.on !== 'turn') return undefined;
+  const t = b.waiting.turn;
+  return t.session === e.session && t.turn === e.turn ? t : undefined;
+}

@@ -8,7 +8,7 @@ import { parseReply } from '../engine/gateway/parse.ts';
 import { decide } from '../engine/core/decide/decide.ts';
 import { replay } from '../engine/core/replay.ts';
 import { apply, initialState, type EngineState } from '../engine/core/state.ts';
-import { loadSpine } from '../engine/spine/spine.ts';
+import { loadSpine } from '../engine/spine/load.ts';
 import type { EventBody, TronEvent } from '../engine/core/events.ts';
 
 function measure(name: string, runs: number, work: () => void): void {

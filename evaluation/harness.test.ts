@@ -3,7 +3,7 @@ import { rmSync } from 'node:fs';
 import { runTemplates, failureDetail, type TemplateResult } from './harness.ts';
 import { selectTemplates } from './template.ts';
 import { coverage, unreached } from './coverage.ts';
-import { loadSpine } from '../engine/spine/spine.ts';
+import { loadSpine } from '../engine/spine/load.ts';
 
 /**
  * The suite's guard: every SIM template, run as `tron sim` runs it, meets its

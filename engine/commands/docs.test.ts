@@ -3,7 +3,7 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { docsCommand, renderAll, TRON_ROOT } from './docs.ts';
-import { loadSpine, SPINE_FILE } from '../spine/spine.ts';
+import { loadSpine, SPINE_FILE } from '../spine/load.ts';
 
 describe('tron docs', () => {
   it('finds every committed generated file up to date (tron docs --check)', async () => {

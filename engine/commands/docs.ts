@@ -10,7 +10,8 @@ import { renderGlossaryDoc } from '../render/glossary-doc.ts';
 import { renderEventsDoc } from '../render/events-doc.ts';
 import { renderWorkflowDoc } from '../render/workflow-doc.ts';
 import { renderWorkflowDir } from '../render/viewer.ts';
-import { loadSpine, type Spine } from '../spine/spine.ts';
+import { type Spine } from '../spine/spine.ts';
+import { loadSpine } from '../spine/load.ts';
 
 /** The tron checkout: generated files live in its docs/ and workflow/. */
 export const TRON_ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');

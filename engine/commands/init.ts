@@ -10,7 +10,8 @@ import { CONFIG_DEFAULTS, CONFIG_FILE } from '../project/config.ts';
 import { formatDuration } from '../core/duration.ts';
 import { formatProblem, type Problem } from '../core/errors.ts';
 import { BLOCKS_DIR } from '../project/register.ts';
-import { loadSpine, type Liveness } from '../spine/spine.ts';
+import { type Liveness } from '../spine/spine.ts';
+import { loadSpine } from '../spine/load.ts';
 import { isPresetName, PRESET_NAMES, WORKER_PRESETS, type PresetName } from '../workers/presets.ts';
 
 /** The preset `tron init` writes without `--worker`: a real agent, on any OpenAI-compatible API. */

@@ -2,7 +2,8 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { ESCALATION, loadSpine, SPINE_FILE } from '../spine/spine.ts';
+import { ESCALATION } from '../spine/spine.ts';
+import { loadSpine, SPINE_FILE } from '../spine/load.ts';
 import { lintCommand } from './lint.ts';
 
 let tmp: string | undefined;

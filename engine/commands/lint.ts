@@ -4,7 +4,8 @@
  * workflow is checked before it drives a run.
  */
 import { formatProblem } from '../core/errors.ts';
-import { checkSpineFile, ESCALATION, SPINE_FILE, spineDisplayName } from '../spine/spine.ts';
+import { ESCALATION } from '../spine/spine.ts';
+import { checkSpineFile, SPINE_FILE, spineDisplayName } from '../spine/load.ts';
 
 export interface LintOptions {
   /** Spine file to check; the checkout's own engine/workflow.toml by default. */

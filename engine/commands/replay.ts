@@ -15,7 +15,7 @@ import { InputError } from '../core/errors.ts';
 import { readLog } from '../runtime/eventlog.ts';
 import { eventKind, type TronEvent } from '../core/events.ts';
 import { replay, type ReplayResult } from '../core/replay.ts';
-import { parseSpine } from '../spine/spine.ts';
+import { parseSpine } from '../spine/parse.ts';
 
 export interface ReplayOutcome {
   result: ReplayResult;

@@ -9,7 +9,7 @@ import { coverage, renderCoverage } from '../../evaluation/coverage.ts';
 import { failureDetail, header, row, runTemplates, summary } from '../../evaluation/harness.ts';
 import { RUNS_DIR } from '../../evaluation/golden.ts';
 import { selectTemplates, TEMPLATES_DIR } from '../../evaluation/template.ts';
-import { loadSpine } from '../spine/spine.ts';
+import { loadSpine } from '../spine/load.ts';
 
 export interface SimOptions {
   templates: string[];

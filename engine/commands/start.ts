@@ -8,7 +8,7 @@ import { join, resolve } from 'node:path';
 import type { Clock } from '../core/clock.ts';
 import { InputError } from '../core/errors.ts';
 import { loadProject, loadRegister } from '../project/register.ts';
-import { SPINE_FILE, loadSpine } from '../spine/spine.ts';
+import { SPINE_FILE, loadSpine } from '../spine/load.ts';
 import * as git from '../git/index.ts';
 import { acquireLock } from '../runtime/lockfile.ts';
 import { Engine, writeRunFiles } from '../runtime/engine.ts';

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { makeProject, runTron } from '../testing/project.ts';
 import { replay } from './replay.ts';
-import { loadSpine } from '../spine/spine.ts';
+import { loadSpine } from '../spine/load.ts';
 import type { TestRepo } from '../testing/repo.ts';
 import type { TronEvent } from './events.ts';
 

@@ -7,7 +7,7 @@ import TOML from '@iarna/toml';
 import type { z } from 'zod';
 import { parseDuration } from '../core/duration.ts';
 import type { Problem } from '../core/errors.ts';
-import { keyPath } from '../spine/spine.ts';
+import { keyPath } from '../spine/parse.ts';
 
 /**
  * Parses TOML; a syntax error becomes one problem at `file:line:col`. `lineOffset` is

@@ -2,7 +2,8 @@ import { BpmnModdle, type ModdleElement } from 'bpmn-moddle';
 import { describe, expect, it } from 'vitest';
 import { buildGraph } from './bpmn-graph.ts';
 import { BPMN_BANNER, renderBpmn } from './bpmn.ts';
-import { ESCALATION, HANDLERS, OUTCOMES, loadSpine, type Spine } from '../spine/spine.ts';
+import { ESCALATION, HANDLERS, OUTCOMES, type Spine } from '../spine/spine.ts';
+import { loadSpine } from '../spine/load.ts';
 
 interface Box {
   x: number;

@@ -7,7 +7,7 @@ import { chromium, type Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { renderBpmn } from './bpmn.ts';
 import { renderWorkflowDir } from './viewer.ts';
-import { loadSpine } from '../spine/spine.ts';
+import { loadSpine } from '../spine/load.ts';
 
 /** Where CI installs Chromium (`apt-get install -y chromium`); CHROMIUM_PATH overrides. */
 /** Label heights the layout planned, from the DI of the BPMN file. */

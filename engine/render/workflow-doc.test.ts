@@ -2,7 +2,8 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ESCALATION, loadSpine, SPINE_FILE, type Spine } from '../spine/spine.ts';
+import { ESCALATION, type Spine } from '../spine/spine.ts';
+import { loadSpine, SPINE_FILE } from '../spine/load.ts';
 import { renderWorkflowDoc, WORKFLOW_DOC_BANNER } from './workflow-doc.ts';
 
 const REAL = readFileSync(SPINE_FILE, 'utf8');

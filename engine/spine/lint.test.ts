@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import type { Problem } from '../core/errors.ts';
-import { checkSpineFile, ESCALATION, parseSpine, SPINE_FILE, type Spine } from './spine.ts';
+import { ESCALATION, type Spine } from './spine.ts';
+import { checkSpineFile, SPINE_FILE } from './load.ts';
+import { parseSpine } from './parse.ts';
 import { lintEscalation, lintSpine, SPINE_RULES } from './lint.ts';
 
 const F = 'engine/workflow.toml';

@@ -3,7 +3,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { InputError } from '../core/errors.ts';
-import { keyPath, loadSpine, parseSpine, SPINE_FILE } from './spine.ts';
+import { loadSpine, SPINE_FILE } from './load.ts';
+import { keyPath, parseSpine } from './parse.ts';
 
 const F = 'engine/workflow.toml';
 const REAL = readFileSync(SPINE_FILE, 'utf8');

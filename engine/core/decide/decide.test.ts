@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { decide } from './decide.ts';
 import { initialState, type EngineState } from '../state.ts';
-import { loadSpine } from '../../spine/spine.ts';
+import { loadSpine } from '../../spine/load.ts';
 import type { EventBody, TronEvent } from '../events.ts';
 
 const ctx = { spine: loadSpine(), testCommand: 'node test.js' };

@@ -1,0 +1,69 @@
+/**
+ * The core is a checked boundary: nothing under engine/core/ — nor anything it
+ * imports, transitively — may reach node built-ins, git, processes or the file system.
+ * Time, git and test results enter the decision path only as recorded events; this
+ * test is how that stays true (as Temporal's bundler rejects node modules in workflows).
+ */
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join, relative, resolve } from 'node:path';
+import ts from 'typescript';
+import { describe, expect, it } from 'vitest';
+
+/** Packages the pure core may use: schemas only. */
+const ALLOWED_PACKAGES = new Set(['zod']);
+
+/** Every non-test .ts file under `dir`. */
+function sourcesUnder(dir: string): string[] {
+  return readdirSync(dir, { recursive: true, encoding: 'utf8' })
+    .filter((f) => f.endsWith('.ts') && !f.endsWith('.test.ts'))
+    .map((f) => join(dir, f))
+    .sort();
+}
+
+/**
+ * Follows relative imports from `roots` and returns every import of a package or
+ * built-in that is not allowed, with the chain of files that leads to it.
+ */
+export function impureImports(roots: string[], base: string): string[] {
+  const found: string[] = [];
+  const seen = new Set<string>();
+  const visit = (file: string, chain: string[]): void => {
+    if (seen.has(file)) return;
+    seen.add(file);
+    const info = ts.preProcessFile(readFileSync(file, 'utf8'), true, true);
+    for (const { fileName: spec } of info.importedFiles) {
+      const here = [...chain, relative(base, file)];
+      if (spec.startsWith('.')) {
+        visit(resolve(dirname(file), spec), here);
+        continue;
+      }
+      const pkg = spec.startsWith('@') ? spec.split('/').slice(0, 2).join('/') : spec.split('/')[0]!;
+      if (!ALLOWED_PACKAGES.has(pkg)) found.push(`${here.join(' → ')} imports ${spec}`);
+    }
+  };
+  for (const root of roots) visit(root, []);
+  return found;
+}
+
+const ENGINE = resolve(import.meta.dirname, '..');
+
+describe('the pure core', () => {
+  it('imports no node built-in, git, process library or file system, directly or through what it imports', () => {
+    const core = sourcesUnder(join(ENGINE, 'core'));
+    expect(core.length).toBeGreaterThan(10);
+    expect(impureImports(core, ENGINE)).toEqual([]);
+  });
+
+  it('would be caught importing node:fs through a helper it imports', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'tron-purity-'));
+    mkdirSync(join(dir, 'core'));
+    mkdirSync(join(dir, 'spine'));
+    writeFileSync(
+      join(dir, 'core', 'decide.ts'),
+      "import { z } from 'zod';\nimport { table } from '../spine/table.ts';\nexport const x = [z, table];\n",
+    );
+    writeFileSync(join(dir, 'spine', 'table.ts'), "import { readFileSync } from 'node:fs';\nexport const table = readFileSync;\n");
+    expect(impureImports(sourcesUnder(join(dir, 'core')), dir)).toEqual(['core/decide.ts → spine/table.ts imports node:fs']);
+  });
+});

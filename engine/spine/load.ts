@@ -1,0 +1,50 @@
+/**
+ * Loading the spine: read engine/workflow.toml (or another file), parse it
+ * (engine/spine/parse.ts) and lint it with ESCALATION (engine/spine/lint.ts). Kept
+ * apart from the tables in spine.ts because it reads the file system.
+ */
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { InputError, type Problem } from '../core/errors.ts';
+import { lintEscalation, lintSpine } from './lint.ts';
+import { parseSpine } from './parse.ts';
+import type { Spine } from './spine.ts';
+
+/** The checkout's own spine, resolved next to this module (not against the cwd). */
+export const SPINE_FILE = fileURLToPath(new URL('../workflow.toml', import.meta.url));
+const TRON_ROOT = path.dirname(path.dirname(SPINE_FILE));
+
+/** How a spine file is named in problems: relative to the tron checkout when inside it. */
+export function spineDisplayName(file: string): string {
+  const rel = path.relative(TRON_ROOT, path.resolve(file));
+  return rel.startsWith('..') || path.isAbsolute(rel) ? file : rel.split(path.sep).join('/');
+}
+
+/**
+ * Read, parse and lint a spine file together with ESCALATION, collecting every
+ * problem; the spine is returned only when it parsed (it may still have lint problems).
+ */
+export function checkSpineFile(file: string = SPINE_FILE): { spine?: Spine; problems: Problem[] } {
+  const shown = spineDisplayName(file);
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (err) {
+    const why = (err as NodeJS.ErrnoException).code ?? String(err);
+    return { problems: [{ code: 'TRON_SPINE_READ', path: shown, message: `cannot read the spine (${why}); check the path` }] };
+  }
+  const { spine, problems } = parseSpine(text, shown);
+  if (!spine) return { problems: [...problems, ...lintEscalation()] };
+  return { spine, problems: [...lintSpine(spine, shown), ...lintEscalation()] };
+}
+
+/**
+ * The spine that drives the engine (by default the checkout's own), parsed and linted
+ * with ESCALATION; throws one InputError carrying every problem when any exists.
+ */
+export function loadSpine(file: string = SPINE_FILE): Spine {
+  const { spine, problems } = checkSpineFile(file);
+  if (!spine || problems.length > 0) throw new InputError(problems);
+  return spine;
+}

@@ -138,7 +138,7 @@ describe('the workflow page in a real browser', () => {
     await page.click('g.djs-shape[data-element-id="Phase_build"]');
     const details = page.locator('#details');
     await expect.poll(() => details.getAttribute('data-element-id'), { timeout: 2_000 }).toBe('Phase_build');
-    const text = await details.textContent();
+    const text = await details.innerText();
     expect(text).toContain('Build');
     expect(text).toMatch(/builder\s+DONE CONFIRMED BLOCKED WORKING/);
     expect(text).toMatch(/Attempts\s+3/);
@@ -147,7 +147,7 @@ describe('the workflow page in a real browser', () => {
 
     await page.click('g.djs-shape[data-element-id="Gateway_trouble"]');
     await expect.poll(() => details.getAttribute('data-element-id'), { timeout: 2_000 }).toBe('Gateway_trouble');
-    expect(await details.textContent()).toMatch(/uninterpretable\s+restate → architect → operator/);
+    expect(await details.innerText()).toMatch(/uninterpretable\s+restate → architect → operator/);
 
     await page.screenshot({ path: join(dir, 'workflow.png') });
     expect(existsSync(join(dir, 'workflow.png'))).toBe(true);

@@ -115,6 +115,12 @@ export const EVENT_SCHEMAS = {
   'run.stopping': z
     .strictObject({ signal: z.string() })
     .describe('input: SIGINT or SIGTERM: no new dispatches; running turns are stopped and recorded, then the run finishes.'),
+  'run.failed': z
+    .strictObject({
+      detail: z.string().describe('what failed, one line'),
+      after: z.string().describe('the decision whose effect failed, and the block it was about'),
+    })
+    .describe('input: an effect failed in a way the engine cannot recover from in this run; decide ends the run with exit 1.'),
   'run.finished': z
     .strictObject({
       reason: z.enum(['done', 'signal', 'error']),

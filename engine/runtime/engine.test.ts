@@ -4,6 +4,8 @@ import { join } from 'node:path';
 import { execa } from 'execa';
 import { configFile, makeProject, ofType, readRunFile, runTron } from '../testing/project.ts';
 import type { TestRepo } from '../testing/repo.ts';
+import { replay } from '../core/replay.ts';
+import { loadSpine } from '../spine/load.ts';
 
 const repos: TestRepo[] = [];
 afterEach(async () => {
@@ -109,6 +111,21 @@ describe('tron start', () => {
       expect(run.output.join('\n')).toContain('npx tron answer');
     });
   }
+
+  it('ends a run whose effect failed with exit 1 and run.failed, decided by the step, so the run replays', async () => {
+    const repo = await project({ blocks: { a: {} }, sim: builds('a') });
+    // A ref under tron/a/ makes the branch tron/a impossible to create: the worktree effect fails.
+    await repo.git('update-ref', 'refs/heads/tron/a/x', 'HEAD');
+    const run = await runTron(repo);
+    expect(run.exit).toBe(1);
+    const failed = ofType(run.events, 'run.failed');
+    expect(failed).toHaveLength(1);
+    expect(failed[0]!.after).toBe('worktree.requested for a');
+    const finished = ofType(run.events, 'run.finished');
+    expect(finished).toMatchObject([{ reason: 'error', exit: 1, parked: ['a'] }]);
+    expect(finished[0]!.seq).toBeGreaterThan(failed[0]!.seq);
+    expect(replay(run.events, { spine: loadSpine(), testCommand: 'node test.js' })).toMatchObject({ ok: true });
+  });
 
   it('catches a worker that committed to trunk, pages the operator and lands nothing', async () => {
     const repo = await project({

@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import type { Clock } from '../core/clock.ts';
 import type { Config } from '../project/config.ts';
 import type { Block } from '../project/register.ts';
-import type { BodyOf, EventBody, EventOf, TronEvent } from '../core/events.ts';
+import type { EventBody, EventOf, TronEvent } from '../core/events.ts';
 import { EventLog } from './eventlog.ts';
 import { decide, type DecideContext } from '../core/decide/decide.ts';
 import { initialState, type EngineState } from '../core/state.ts';
@@ -78,6 +78,7 @@ export class Engine {
   private readonly ctx: DecideContext;
   private readonly fx: fx.EffectContext;
   private failure: Error | undefined;
+  private failedAfter: string | undefined;
   private readonly seenAnswers = new Set<string>();
   private inboxWatcher: FSWatcher | undefined;
 
@@ -248,19 +249,12 @@ export class Engine {
     this.wake?.();
   }
 
+  /** An effect failed: reported as an input, so that decide ends the run and the run replays. */
   private fatal(err: Error): EventBody {
     this.failure = undefined;
-    const ids = (p: string) => this.state.order.filter((id) => this.state.blocks[id]!.phase === p);
-    return {
-      type: 'run.finished',
-      reason: 'error',
-      exit: 1,
-      landed: ids('landed'),
-      parked: this.state.order.filter((id) => !['landed', 'abandoned'].includes(this.state.blocks[id]!.phase)),
-      abandoned: ids('abandoned'),
-      detail: err.message,
-    } as BodyOf<'run.finished'>;
+    return { type: 'run.failed', detail: err.message, after: this.failedAfter ?? 'an effect' };
   }
+
 
   /** Starts the effect a decision asks for; its outcome comes back through the queue. */
   private perform(e: TronEvent): void {
@@ -271,6 +265,7 @@ export class Engine {
         .then((body) => body && this.push(body))
         .catch((err: Error) => {
           this.failure = err;
+          this.failedAfter = `${e.type}${'block' in e ? ` for ${e.block}` : ''}`;
           this.o.print(`tron: an effect failed after ${e.type}${'block' in e ? ` for ${e.block}` : ''}: ${err.message}`);
           this.wake?.();
         })

@@ -9,9 +9,9 @@
  * holder may land; trunk moved by someone else halts merges until the operator answers.
  */
 import type { EngineState } from '../state.ts';
-import type { BodyOf, EventBody, TronEvent } from '../events.ts';
+import type { BodyOf, EventBody, EventOf, EventType, TronEvent } from '../events.ts';
 import { apply } from '../state.ts';
-import { type DecideContext, Step, pendingTurn } from './step.ts';
+import { type DecideContext, finishRun, Step, pendingTurn } from './step.ts';
 import { dispatch, onReply } from './turns.ts';
 import { onFacts } from './gate.ts';
 import { onMergeObserved, onTrunkTested, trunkTouched } from './merge.ts';
@@ -25,6 +25,11 @@ export type { DecideContext } from './step.ts';
 export function decide(state: EngineState, input: TronEvent, ctx: DecideContext): { state: EngineState; decisions: EventBody[] } {
   const step = new Step(apply(state, input), input, ctx);
   if (step.s.finished) return { state: step.s, decisions: [] };
+  if (input.type === 'run.failed') {
+    // An effect failed: the engine cannot go on, and the run ends here — decided, so it replays.
+    react(step, input);
+    return { state: step.s, decisions: step.out };
+  }
   if (step.s.stopping !== undefined) {
     if (input.type === 'reply.received' && pendingTurn(step, input)) {
       // The turn was stopped (or ended) during shutdown: recorded, not acted on.
@@ -45,49 +50,28 @@ export function decide(state: EngineState, input: TronEvent, ctx: DecideContext)
   return { state: step.s, decisions: step.out };
 }
 
-export function react(step: Step, e: TronEvent): void {
-  switch (e.type) {
-    case 'worktree.ready':
-      dispatch(step, e.block, 'build');
-      return;
-    case 'reply.received':
-      onReply(step, e);
-      return;
-    case 'facts.observed':
-      onFacts(step, e);
-      return;
-    case 'merge.observed':
-      onMergeObserved(step, e);
-      return;
-    case 'block.landed':
-      step.emit({ type: 'test.requested', block: e.block, sha: e.sha });
-      return;
-    case 'land.refused':
-      trunkTouched(step, e.block, e.actual, `the ref transaction was refused: ${e.detail}`);
-      return;
-    case 'trunk.tested':
-      onTrunkTested(step, e);
-      return;
-    case 'block.wrapped': {
-      const b = step.block(e.block);
-      step.move(b.id, 'wrapped');
-      return;
-    }
-    case 'operator.answered':
-      onOperator(step, e);
-      return;
-    case 'block.recovered':
-      onRecovered(step, e);
-      return;
-    case 'timer.fired':
-      onOverrun(step, e);
-      return;
-    case 'worker.probed':
-      onProbed(step, e);
-      return;
-    default:
-      return;
-  }
+type Reaction<T extends EventType> = (step: Step, e: EventOf<T>) => void;
+
+/** What each input sets off; inputs with nothing to react to are absent. */
+const REACTIONS = {
+  'worktree.ready': (step, e) => dispatch(step, e.block, 'build'),
+  'reply.received': onReply,
+  'facts.observed': onFacts,
+  'merge.observed': onMergeObserved,
+  'block.landed': (step, e) => step.emit({ type: 'test.requested', block: e.block, sha: e.sha }),
+  'land.refused': (step, e) => trunkTouched(step, e.block, e.actual, `the ref transaction was refused: ${e.detail}`),
+  'trunk.tested': onTrunkTested,
+  'block.wrapped': (step, e) => step.move(e.block, 'wrapped'),
+  'operator.answered': onOperator,
+  'block.recovered': onRecovered,
+  'timer.fired': onOverrun,
+  'worker.probed': onProbed,
+  'run.failed': (step, e) => finishRun(step, 'error', 1, e.detail),
+} satisfies { [T in EventType]?: Reaction<T> };
+
+function react(step: Step, e: TronEvent): void {
+  const reaction = (REACTIONS as { [T in EventType]?: Reaction<T> })[e.type] as Reaction<typeof e.type> | undefined;
+  reaction?.(step, e as never);
 }
 
 /** Where a block from an earlier run resumes (see engine/runtime/recovery.ts). */

@@ -1,6 +1,6 @@
 /** The merge lane: only the MERGE lock holder lands; trunk moved by someone else halts merges. */
 import type { BodyOf } from '../events.ts';
-import type { Step } from './step.ts';
+import { releaseMerge, type Step } from './step.ts';
 import { dispatch } from './turns.ts';
 
 export function onMergeObserved(step: Step, e: BodyOf<'merge.observed'>): void {
@@ -35,7 +35,7 @@ export function onTrunkTested(step: Step, e: BodyOf<'trunk.tested'>): void {
 }
 
 export function trunkTouched(step: Step, id: string, actual: string | null, detail: string): void {
-  if (step.s.mergeLock === id) step.emit({ type: 'merge.unlocked', block: id });
+  releaseMerge(step, id);
   step.emit({
     type: 'escalation.raised',
     block: id,

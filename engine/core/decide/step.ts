@@ -76,3 +76,26 @@ export function pendingTurn(step: Step, e: { block: string; session: string; tur
   const t = b.waiting.turn;
   return t.session === e.session && t.turn === e.turn ? t : undefined;
 }
+
+/**
+ * Ends the run: the one place `run.finished` is built. Every block is counted once, as
+ * landed, abandoned or parked (anything not terminal).
+ */
+export function finishRun(step: Step, reason: 'done' | 'signal' | 'error', exit: number, detail?: string): void {
+  const s = step.s;
+  const inPhase = (phase: string) => s.order.filter((id) => s.blocks[id]!.phase === phase);
+  step.emit({
+    type: 'run.finished',
+    reason,
+    exit,
+    landed: inPhase('landed'),
+    parked: s.order.filter((id) => !TERMINAL.has(s.blocks[id]!.phase)),
+    abandoned: inPhase('abandoned'),
+    ...(detail !== undefined ? { detail } : {}),
+  });
+}
+
+/** Releases the MERGE lock if this block holds it: before it leaves the lane for any reason. */
+export function releaseMerge(step: Step, id: string): void {
+  if (step.s.mergeLock === id) step.emit({ type: 'merge.unlocked', block: id });
+}

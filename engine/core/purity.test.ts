@@ -25,7 +25,7 @@ function sourcesUnder(dir: string): string[] {
  * Follows relative imports from `roots` and returns every import of a package or
  * built-in that is not allowed, with the chain of files that leads to it.
  */
-export function impureImports(roots: string[], base: string): string[] {
+function impureImports(roots: string[], base: string): string[] {
   const found: string[] = [];
   const seen = new Set<string>();
   const visit = (file: string, chain: string[]): void => {

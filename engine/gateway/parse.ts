@@ -6,7 +6,7 @@
  * message tells the worker what was wrong and what exactly to send instead (it is quoted
  * back in the restate prompt).
  */
-import { GLOSSARY, WORDS, type Word } from './glossary.ts';
+import { GLOSSARY, type PayloadOf, WORDS, type Word } from './glossary.ts';
 import type { Role } from '../core/roles.ts';
 import { describePayload, wordForms } from './shape.ts';
 import { describeNearMiss, isNearMiss, quote, visible } from './near-miss.ts';
@@ -47,7 +47,10 @@ export interface Refusal {
   lines?: number[];
 }
 
-export type Parsed = { ok: true; word: Word; payload: unknown; line: number } | { ok: false; refusal: Refusal };
+/** One accepted word with its payload, typed from the glossary: `{ word: 'CHANGES'; payload: { notes: string } } | …`. */
+export type Reply = { [W in Word]: { word: W; payload: PayloadOf<W> } }[Word];
+
+export type Parsed = (Reply & { ok: true; line: number }) | { ok: false; refusal: Refusal };
 
 export interface GatewayContext {
   role: Role;
@@ -175,7 +178,8 @@ export function parseReply(reply: string, ctx: GatewayContext): Parsed {
     const shown = problems.slice(0, 3).join('; ') + (problems.length > 3 ? `; and ${problems.length - 3} more` : '');
     return refuse('payload_invalid', `The payload of \`>>${word}\` does not fit: ${shown}. ${sendThis(word)}.`, at);
   }
-  return { ok: true, word, payload: checked.data, line: m.line };
+  // The payload passed the word's own schema, so it is that word's PayloadOf.
+  return { ok: true, word, payload: checked.data, line: m.line } as Reply & { ok: true; line: number };
 }
 
 /** "Send exactly one line of its own, one of: …" listing every legal word with its shape. */

@@ -255,7 +255,6 @@ export class Engine {
     return { type: 'run.failed', detail: err.message, after: this.failedAfter ?? 'an effect' };
   }
 
-
   /** Starts the effect a decision asks for; its outcome comes back through the queue. */
   private perform(e: TronEvent): void {
     const s = this.state;

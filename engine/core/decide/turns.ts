@@ -1,10 +1,10 @@
 /** Worker turns: dispatching them, and acting on a reply through the gateway (never guessed at). */
 import type { PendingTurn, TurnKind } from '../state.ts';
 import type { BodyOf } from '../events.ts';
-import { parseReply } from '../../gateway/parse.ts';
+import { parseReply, type Reply } from '../../gateway/parse.ts';
 import { deriveFacts, evidenceProblem } from '../facts.ts';
 import type { Trouble } from '../../spine/spine.ts';
-import type { Word } from '../../gateway/glossary.ts';
+import type { PayloadOf, Word } from '../../gateway/glossary.ts';
 import { EXPECT, sessionOf, type Step } from './step.ts';
 import { afterGateFailure, expectations } from './gate.ts';
 import { abandon, escalate, retry } from './escalate.ts';
@@ -51,9 +51,9 @@ export function onReply(step: Step, e: BodyOf<'reply.received'>): void {
     troubleWithReply(step, b.id, pending, 'uninterpretable', parsed.refusal.message);
     return;
   }
-  const payload = (parsed.payload ?? {}) as Record<string, unknown>;
+  const payload: Record<string, unknown> = parsed.payload ?? {};
   step.emit({ type: 'reply.accepted', block: b.id, session: e.session, turn: e.turn, word: parsed.word, payload });
-  act(step, b.id, parsed.word, payload);
+  act(step, b.id, parsed);
 }
 
 /** A refused reply or failed turn: restate once, or on along the exception spine. */
@@ -69,61 +69,56 @@ export function troubleWithReply(step: Step, id: string, pending: PendingTurn, t
   escalate(step, id, trouble, message);
 }
 
-export function act(step: Step, id: string, word: Word, payload: Record<string, unknown>): void {
-  const b = step.block(id);
-  switch (word) {
-    case 'DONE':
-      step.emit({ type: 'facts.requested', block: id, purpose: 'gate', base: b.base!, trunk_sha: step.s.trunkSha! });
-      return;
-    case 'CONFIRMED': {
-      const problem = evidenceProblem(payload.evidence as Record<string, string>, b.info.criteria);
-      const sha = b.challenged!;
-      if (problem) {
-        step.emit({
-          type: 'gate.failed',
-          block: id,
-          sha,
-          purpose: 'evidence',
-          facts: [{ name: 'evidence', ok: false, evidence: problem }],
-        });
-        afterGateFailure(step, id, 'build');
-        return;
-      }
-      const facts = b.observed ? deriveFacts(b.observed, expectations(step, b.factsTrunk)) : [];
-      facts.push({ name: 'evidence', ok: true, evidence: `evidence given for all ${b.info.criteria.length} criteria` });
-      step.emit({ type: 'gate.passed', block: id, sha, facts });
-      step.move(id, 'CONFIRMED');
-      dispatch(step, id, 'review', sha);
+type Act<W extends Word> = (step: Step, id: string, payload: PayloadOf<W>) => void;
+
+/** What the engine does with each accepted word: one row per glossary word, typed by its payload. */
+const ACTS: { [W in Word]: Act<W> } = {
+  DONE: (step, id) => {
+    step.emit({ type: 'facts.requested', block: id, purpose: 'gate', base: step.block(id).base!, trunk_sha: step.s.trunkSha! });
+  },
+  CONFIRMED: (step, id, payload) => {
+    const b = step.block(id);
+    const problem = evidenceProblem(payload.evidence, b.info.criteria);
+    const sha = b.challenged!;
+    if (problem) {
+      step.emit({ type: 'gate.failed', block: id, sha, purpose: 'evidence', facts: [{ name: 'evidence', ok: false, evidence: problem }] });
+      afterGateFailure(step, id, 'build');
       return;
     }
-    case 'BLOCKED':
-      escalate(step, id, 'blocked', String(payload.reason));
+    const facts = b.observed ? deriveFacts(b.observed, expectations(step, b.factsTrunk)) : [];
+    facts.push({ name: 'evidence', ok: true, evidence: `evidence given for all ${b.info.criteria.length} criteria` });
+    step.emit({ type: 'gate.passed', block: id, sha, facts });
+    step.move(id, 'CONFIRMED');
+    dispatch(step, id, 'review', sha);
+  },
+  BLOCKED: (step, id, payload) => escalate(step, id, 'blocked', payload.reason),
+  APPROVE: (step, id) => {
+    step.move(id, 'APPROVE');
+    step.emit({ type: 'merge.queued', block: id });
+  },
+  CHANGES: (step, id, payload) => {
+    const b = step.block(id);
+    if (b.rounds.review + 1 >= step.budget('review')) {
+      escalate(step, id, 'review_budget', `the reviewer asked for changes ${b.rounds.review + 1} times: ${payload.notes}`);
       return;
-    case 'APPROVE':
-      step.move(id, 'APPROVE');
-      step.emit({ type: 'merge.queued', block: id });
-      return;
-    case 'CHANGES':
-      if (b.rounds.review + 1 >= step.budget('review')) {
-        escalate(step, id, 'review_budget', `the reviewer asked for changes ${b.rounds.review + 1} times: ${String(payload.notes)}`);
-        return;
-      }
-      step.move(id, 'CHANGES');
-      dispatch(step, id, 'build');
-      return;
-    case 'MERGED':
-      step.emit({ type: 'facts.requested', block: id, purpose: 'merge', base: step.s.trunkSha!, trunk_sha: step.s.trunkSha! });
-      return;
-    case 'RETRY':
-      retry(step, id, 'RETRY');
-      return;
-    case 'ABANDON':
-      abandon(step, id, String(payload.reason));
-      return;
-    case 'PAGE':
-      escalate(step, id, b.trouble ? (b.trouble.trouble as Trouble) : 'blocked', String(payload.reason), { to: 'operator' });
-      return;
-    case 'WORKING':
-      return;
-  }
+    }
+    step.move(id, 'CHANGES');
+    dispatch(step, id, 'build');
+  },
+  MERGED: (step, id) => {
+    step.emit({ type: 'facts.requested', block: id, purpose: 'merge', base: step.s.trunkSha!, trunk_sha: step.s.trunkSha! });
+  },
+  RETRY: (step, id) => retry(step, id, 'RETRY'),
+  ABANDON: (step, id, payload) => abandon(step, id, payload.reason),
+  PAGE: (step, id, payload) => {
+    const b = step.block(id);
+    escalate(step, id, b.trouble ? (b.trouble.trouble as Trouble) : 'blocked', payload.reason, { to: 'operator' });
+  },
+  // The answer to a liveness probe: life, handled by the liveness timers, nothing to act on.
+  WORKING: () => {},
+};
+
+/** Acts on one accepted reply. */
+export function act(step: Step, id: string, reply: Reply): void {
+  (ACTS[reply.word] as Act<typeof reply.word>)(step, id, reply.payload as never);
 }

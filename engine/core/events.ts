@@ -14,6 +14,11 @@
  * - `note`: bookkeeping that informs reports but drives no decision (usage, pids).
  */
 import { z } from 'zod';
+import { RESTATABLE_KINDS, TURN_KINDS } from './roles.ts';
+import { ESCALATION, HANDLERS } from '../spine/spine.ts';
+
+const trouble = z.enum(Object.keys(ESCALATION) as [keyof typeof ESCALATION, ...(keyof typeof ESCALATION)[]]);
+const handler = z.enum(Object.keys(HANDLERS) as [keyof typeof HANDLERS, ...(keyof typeof HANDLERS)[]]);
 
 export const EVENT_VERSION = 1;
 
@@ -88,7 +93,7 @@ export const EVENT_SCHEMAS = {
       architect_calls: z.number().int().min(0),
       rounds: z.strictObject({ build: z.number().int(), review: z.number().int(), merge: z.number().int() }),
       reason: z.string().optional(),
-      trouble: z.string().optional(),
+      trouble: trouble.optional(),
       page: z.boolean().describe('parked without its page having been sent: send it now'),
       summary: z.string().optional(),
     })
@@ -147,15 +152,12 @@ export const EVENT_SCHEMAS = {
       role,
       session: z.string(),
       turn: z.number().int().positive(),
-      kind: z.enum(['build', 'challenge', 'review', 'merge', 'probe', 'restate', 'architect']),
+      kind: z.enum(TURN_KINDS),
       phase: z.string(),
       attempt: z.number().int().positive(),
       expect: z.array(z.string()).describe('the words legal in this turn'),
       sha: sha.optional().describe('review: the attested sha the checkout is pinned to; challenge: the sha whose facts held'),
-      restating: z
-        .enum(['build', 'challenge', 'review', 'merge', 'probe', 'architect'])
-        .optional()
-        .describe('restate turns: the kind of turn being restated'),
+      restating: z.enum(RESTATABLE_KINDS).optional().describe('restate turns: the kind of turn being restated'),
     })
     .describe('decision: a worker turn was issued for a block.'),
   'reply.received': z
@@ -247,9 +249,9 @@ export const EVENT_SCHEMAS = {
   'escalation.raised': z
     .strictObject({
       block,
-      trouble: z.string(),
+      trouble,
       detail: z.string(),
-      handler: z.string(),
+      handler,
       sha: sha.optional().describe('trunk_touched: the foreign trunk sha'),
     })
     .describe('decision: a block entered (or moved along) the exception spine; names the trouble and the handler it goes to.'),

@@ -5,7 +5,10 @@
  */
 import type { BlockInfo, EventOf, TronEvent } from './events.ts';
 
-export type TurnKind = 'build' | 'challenge' | 'review' | 'merge' | 'probe' | 'restate' | 'architect';
+import type { TurnKind } from './roles.ts';
+import type { Handler, Trouble } from '../spine/spine.ts';
+
+export type { TurnKind } from './roles.ts';
 
 /** A worker turn that was dispatched and has not answered yet. */
 export interface PendingTurn {
@@ -70,7 +73,7 @@ export interface BlockState {
   /** Architect consultations so far for this block. */
   architectCalls: number;
   /** The trouble being handled, if the block is in the exception spine. */
-  trouble?: { trouble: string; detail: string; handlers: string[] };
+  trouble?: { trouble: Trouble; detail: string; handlers: Handler[] };
   summary?: string;
   landedSha?: string;
   reason?: string;

@@ -6,7 +6,9 @@
 import type { WorkerRole } from '../core/roles.ts';
 
 /** What one turn is for; prompts and liveness treat them differently. */
-export type TurnKind = 'build' | 'challenge' | 'review' | 'merge' | 'probe' | 'restate' | 'architect';
+import type { TurnKind } from '../core/roles.ts';
+
+export type { TurnKind } from '../core/roles.ts';
 
 export interface TurnRequest {
   role: WorkerRole;

@@ -37,11 +37,10 @@ import { dirname, join } from 'node:path';
 import TOML from '@iarna/toml';
 import { z } from 'zod';
 import { execa } from 'execa';
-import type { TurnKind, TurnObserver, TurnOutcome, TurnRequest, WorkerAdapter } from './adapter.ts';
+import { TURN_KINDS } from '../core/roles.ts';
+import type { TurnObserver, TurnOutcome, TurnRequest, WorkerAdapter } from './adapter.ts';
 import type { SimSettings } from './settings.ts';
 import { parseDuration } from '../core/duration.ts';
-
-const TURN_KINDS = ['build', 'challenge', 'review', 'merge', 'probe', 'restate', 'architect'] as const satisfies readonly TurnKind[];
 
 const SimTurn = z.strictObject({
   /** Only for a turn of this kind; without it, the entry answers the next turn of any kind but a probe. */

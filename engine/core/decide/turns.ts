@@ -112,7 +112,7 @@ const ACTS: { [W in Word]: Act<W> } = {
   ABANDON: (step, id, payload) => abandon(step, id, payload.reason),
   PAGE: (step, id, payload) => {
     const b = step.block(id);
-    escalate(step, id, b.trouble ? (b.trouble.trouble as Trouble) : 'blocked', payload.reason, { to: 'operator' });
+    escalate(step, id, b.trouble ? b.trouble.trouble : 'blocked', payload.reason, { to: 'operator' });
   },
   // The answer to a liveness probe: life, handled by the liveness timers, nothing to act on.
   WORKING: () => {},

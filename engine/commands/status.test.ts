@@ -27,8 +27,10 @@ describe('tron status', () => {
     const run = await runTron(repo);
     expect(run.exit).toBe(3);
     const finishedAt = run.events.at(-1)!.ts;
+    // A block's age counts from when it entered its phase: for stuck, its block.parked.
+    const parkedAt = run.events.find((e) => e.type === 'block.parked' && e.block === 'stuck')!.ts;
     const lines: string[] = [];
-    await statusCommand({ repo: repo.dir, json: false, clock: new ManualClock(finishedAt + 90_000), print: (l) => lines.push(l) });
+    await statusCommand({ repo: repo.dir, json: false, clock: new ManualClock(parkedAt + 90_000), print: (l) => lines.push(l) });
     expect(lines[0]).toContain('(finished)');
     expect(lines.find((l) => l.startsWith('good'))).toMatch(/^good\s+landed\s+1\s+nothing/);
     expect(lines.find((l) => l.startsWith('stuck'))).toMatch(/^stuck\s+parked\s+1\s+operator\s+1m30s\s+— blocked: no access/);

@@ -1,9 +1,9 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { makeProject, runTron } from '../testing/project.ts';
-import { replay } from './replay.ts';
+import { replay } from '../core/replay.ts';
 import { loadSpine } from '../spine/load.ts';
 import type { TestRepo } from '../testing/repo.ts';
-import type { TronEvent } from './events.ts';
+import type { TronEvent } from '../core/events.ts';
 
 const repos: TestRepo[] = [];
 afterEach(async () => {

@@ -59,8 +59,9 @@ export function coverage(spine: Spine, runs: ReadonlyArray<{ name: string; event
         const row = escalations.get(e.trouble);
         if (!row) continue;
         add(row.templates, name);
-        row.handlers[e.handler] ??= [];
-        add(row.handlers[e.handler], name);
+        const handled = row.handlers[e.handler] ?? [];
+        row.handlers[e.handler] = handled;
+        add(handled, name);
       }
     }
   }

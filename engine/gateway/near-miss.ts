@@ -66,6 +66,6 @@ export function visible(s: string): string {
 function clip(s: string, max: number): string {
   // Never cut a surrogate pair in half.
   if (s.length <= max) return s;
-  const end = /[\ud800-\udbff]/.test(s[max - 1]) ? max - 1 : max;
+  const end = /[\ud800-\udbff]/.test(s[max - 1] ?? '') ? max - 1 : max;
   return `${s.slice(0, end)}…`;
 }

@@ -92,12 +92,11 @@ export function parseReply(reply: string, ctx: GatewayContext): Parsed {
   const lines = (typeof reply === 'string' ? reply : String(reply ?? '')).split('\n');
   const matches: Match[] = [];
   const nearMisses: { line: number; text: string }[] = [];
-  for (let i = 0; i < lines.length; i++) {
-    const raw = lines[i];
+  for (const [i, raw] of lines.entries()) {
     if (!raw.includes('>>')) continue;
     const text = raw.endsWith('\r') ? raw.slice(0, -1) : raw;
     const m = text.startsWith('>>') ? LINE.exec(text) : null;
-    if (m) matches.push({ line: i + 1, word: m[1], json: m[2], text });
+    if (m) matches.push({ line: i + 1, word: m[1]!, json: m[2], text });
     else if (isNearMiss(text)) nearMisses.push({ line: i + 1, text });
   }
   const allowed = ctx.expect ?? legalWords(ctx.role, ctx.phase);
@@ -108,7 +107,7 @@ export function parseReply(reply: string, ctx: GatewayContext): Parsed {
 
   if (matches.length === 0) {
     if (nearMisses.length === 0) return refuse('no_line', `Your reply has no \`>>\` line. ${sendOneOf(allowed)}`);
-    const first = nearMisses[0];
+    const first = nearMisses[0]!;
     const more = nearMisses.length > 1 ? ` (and ${nearMisses.length - 1} more such line${nearMisses.length > 2 ? 's' : ''})` : '';
     return refuse(
       'no_line',
@@ -126,7 +125,7 @@ export function parseReply(reply: string, ctx: GatewayContext): Parsed {
     );
   }
 
-  const [m] = matches;
+  const m = matches[0]!;
   const at = [m.line];
   if (!Object.hasOwn(GLOSSARY, m.word)) {
     return refuse('unknown_word', `\`>>${m.word}\` is not a word tron knows. ${sendOneOf(allowed)}`, at);

@@ -67,7 +67,7 @@ function shape(s: JsonSchema, hideOptionalMarks = false): string {
   if (alternatives) return alternatives.map((a) => shape(a)).join(' | ');
   const type = Array.isArray(s.type) ? s.type : s.type === undefined ? [] : [s.type];
   if (type.length !== 1) return type.length === 0 ? 'any' : type.map((t) => SCALARS[t] ?? t).join(' | ');
-  const [t] = type;
+  const t = type[0]!;
   if (t === 'object') return objectShape(s, hideOptionalMarks);
   if (t === 'array') return `[${s.items ? shape(s.items) : 'any'}, …]`;
   return SCALARS[t] ?? 'any';

@@ -38,8 +38,9 @@ export function assignLevels(spans: { id: string; lo: number; hi: number }[]): M
   for (const s of sorted) {
     let l = 0;
     while (levels[l]?.some((o) => s.lo < o.hi && o.lo < s.hi)) l++;
-    levels[l] ??= [];
-    levels[l].push(s);
+    const level = levels[l] ?? [];
+    levels[l] = level;
+    level.push(s);
     out.set(s.id, l);
   }
   return out;

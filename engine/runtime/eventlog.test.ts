@@ -61,9 +61,9 @@ function errorOf(f: () => unknown): Error {
 describe('EventLog.append', () => {
   it('stamps v, seq and ts, writes one line per event, and returns it as a reader will see it', () => {
     const log = openLog();
-    const first = log.append(BODIES[0]);
+    const first = log.append(BODIES[0]!);
     clock.advance(5);
-    const second = log.append(BODIES[1]);
+    const second = log.append(BODIES[1]!);
     expect(first).toEqual({ v: 1, seq: 1, ts: Date.UTC(2026, 0, 1), type: 'merge.queued', block: 'alpha' });
     expect(second).toMatchObject({ seq: 2, ts: Date.UTC(2026, 0, 1) + 5, reason: 'waits for beta' });
     const lines = readFileSync(join(runDir, 'events.jsonl'), 'utf8').split('\n');
@@ -76,18 +76,18 @@ describe('EventLog.append', () => {
 
   it('refuses a body that fails its schema, naming the type and the field, and writes nothing', () => {
     const log = openLog();
-    log.append(BODIES[0]);
+    log.append(BODIES[0]!);
     const err = errorOf(() => log.append({ type: 'block.parked', block: 'a' } as unknown as EventBody));
     expect(err).toBeInstanceOf(EventInvalidError);
     expect((err as EventInvalidError).code).toBe('TRON_EVENT_INVALID');
     expect(err.message).toMatch(/event block\.parked: .*reason/);
     expect(readFileSync(join(runDir, 'events.jsonl'), 'utf8').split('\n')).toHaveLength(2);
-    expect(log.append(BODIES[1]).seq).toBe(2);
+    expect(log.append(BODIES[1]!).seq).toBe(2);
   });
 
   it('refuses unknown fields and unknown types', () => {
     const log = openLog();
-    expect(() => log.append({ ...BODIES[0], extra: 1 } as unknown as EventBody)).toThrow(/merge\.queued: .*extra/);
+    expect(() => log.append({ ...BODIES[0]!, extra: 1 } as unknown as EventBody)).toThrow(/merge\.queued: .*extra/);
     expect(() => log.append({ type: 'no.such', block: 'a' } as unknown as EventBody)).toThrow(/unknown event type "no\.such"/);
     expect(log.events).toEqual([]);
   });
@@ -95,7 +95,7 @@ describe('EventLog.append', () => {
   it('refuses to append after close', () => {
     const log = EventLog.open(runDir, { clock });
     log.close();
-    expect(() => log.append(BODIES[0])).toThrow(/append after close/);
+    expect(() => log.append(BODIES[0]!)).toThrow(/append after close/);
   });
 });
 
@@ -108,7 +108,7 @@ describe('EventLog.open', () => {
     expect(again.events.map((e) => e.seq)).toEqual([1, 2, 3]);
     expect(again.events).toEqual(log.events);
     expect(again.setAside).toBeUndefined();
-    expect(again.append(BODIES[3]).seq).toBe(4);
+    expect(again.append(BODIES[3]!).seq).toBe(4);
     expect(readLog(join(runDir, 'events.jsonl')).events).toHaveLength(4);
   });
 
@@ -132,7 +132,7 @@ describe('EventLog.open', () => {
     writeFileSync(join(runDir, 'events.jsonl'), '');
     const log = openLog();
     expect(log.events).toEqual([]);
-    expect(log.append(BODIES[0]).seq).toBe(1);
+    expect(log.append(BODIES[0]!).seq).toBe(1);
   });
 
   it('refuses a corrupt log and releases its lock', () => {
@@ -150,7 +150,7 @@ describe('a torn last line', () => {
   it('is reported by readLog, and set aside by open, at every byte offset of the last line', () => {
     const { bytes, lastStart } = writtenLog();
     const lineBytes = bytes.length - lastStart; // including its newline
-    expect(lineBytes).toBeGreaterThan(Buffer.byteLength(BODIES[3].type) + 20);
+    expect(lineBytes).toBeGreaterThan(Buffer.byteLength(BODIES[3]!.type) + 20);
     for (let cut = 0; cut <= lineBytes; cut++) {
       const dir = join(root, `cut-${cut}`);
       const file = join(dir, 'events.jsonl');
@@ -176,7 +176,7 @@ describe('a torn last line', () => {
         const header = `# torn tail of events.jsonl set aside at 2026-01-01T00:00:04.000Z: offset ${lastStart}, ${cut} bytes\n`;
         expect(torn.equals(Buffer.concat([Buffer.from(header), copy.subarray(lastStart), Buffer.from('\n')]))).toBe(true);
       }
-      expect(log.append(BODIES[0]).seq).toBe(read.events.length + 1);
+      expect(log.append(BODIES[0]!).seq).toBe(read.events.length + 1);
       log.close();
       expect(readLog(file).torn).toBeUndefined();
       expect(readLog(file).events).toHaveLength(read.events.length + 1);
@@ -192,7 +192,7 @@ describe('a torn last line', () => {
     expect(readLog(file).torn).toEqual({ offset: bytes.length, bytes: 4, text: '\0\0\0\n' });
     const log = EventLog.open(runDir, { clock });
     expect(log.events).toHaveLength(4);
-    log.append(BODIES[0]);
+    log.append(BODIES[0]!);
     log.close();
     writeFileSync(file, Buffer.concat([readFileSync(file), Buffer.from('{"v":1,')]));
     openLog();
@@ -224,19 +224,19 @@ describe('readLog', () => {
   it('refuses a blank line, a gap in seq, a field its schema does not allow, and an unknown type', () => {
     expect(corrupt((lines) => lines.splice(1, 0, ''))).toMatchObject({ line: 2 });
     expect(corrupt((lines) => lines.splice(1, 1)).message).toContain(':2: seq is 3, expected 2');
-    expect(corrupt((lines) => (lines[2] = lines[2].replace('}', ',"x":1}'))).message).toMatch(/:3: block\.abandoned: .*"x"/);
-    expect(corrupt((lines) => (lines[0] = lines[0].replace('merge.queued', 'merge.nope'))).message).toContain(
+    expect(corrupt((lines) => (lines[2] = lines[2]!.replace('}', ',"x":1}'))).message).toMatch(/:3: block\.abandoned: .*"x"/);
+    expect(corrupt((lines) => (lines[0] = lines[0]!.replace('merge.queued', 'merge.nope'))).message).toContain(
       ':1: unknown event type "merge.nope"',
     );
   });
 
   it('treats a complete last line that is JSON but wrong as corruption, not a torn tail', () => {
-    const err = corrupt((lines) => (lines[3] = lines[3].replace('"reason"', '"why"')));
+    const err = corrupt((lines) => (lines[3] = lines[3]!.replace('"reason"', '"why"')));
     expect(err).toMatchObject({ line: 4 });
   });
 
   it('refuses a line from a newer tron, saying to upgrade', () => {
-    expect(corrupt((lines) => (lines[0] = lines[0].replace('"v":1', '"v":99'))).message).toContain('upgrade tron');
+    expect(corrupt((lines) => (lines[0] = lines[0]!.replace('"v":1', '"v":99'))).message).toContain('upgrade tron');
   });
 
   it('reports a missing file with the fix', () => {

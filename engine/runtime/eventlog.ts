@@ -66,7 +66,7 @@ function parseLog(buf: Buffer, file: string): { events: TronEvent[]; torn?: Omit
   if (end > 0 && buf[end - 1] !== 0x0a) end = buf.lastIndexOf(0x0a) + 1;
   const lines = buf.subarray(0, end).toString('utf8').split('\n').slice(0, -1);
   // A complete last line that is not JSON is torn too (a crash can leave junk before a newline).
-  if (end === buf.length && lines.length > 0 && !isJson(lines[lines.length - 1])) {
+  if (end === buf.length && lines.length > 0 && !isJson(lines.at(-1)!)) {
     lines.pop();
     end = end >= 2 ? buf.lastIndexOf(0x0a, end - 2) + 1 : 0;
   }

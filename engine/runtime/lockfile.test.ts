@@ -186,7 +186,7 @@ describe('contention', () => {
     const results = await Promise.all(racers.map((r) => r.next()));
     expect(results.filter((x) => x === 'won')).toHaveLength(1);
     expect(results.filter((x) => x === 'refused TRON_LOCKED')).toHaveLength(3);
-    const winner = racers[results.indexOf('won')].child.pid;
+    const winner = racers[results.indexOf('won')]!.child.pid;
     expect(readLock(lockPath)?.pid).toBe(winner);
     await Promise.all(
       racers.map((r) => {

@@ -109,7 +109,7 @@ export function renderWordList(words: readonly Word[]): string {
 
 /** The placeholders and section names a template uses, in order of first use. */
 export function placeholdersOf(template: string): string[] {
-  const names = [...template.matchAll(/\{[#/]?([a-z][a-z0-9_]*)\}/g)].map((m) => m[1]);
+  const names = [...template.matchAll(/\{[#/]?([a-z][a-z0-9_]*)\}/g)].map((m) => m[1]!);
   return [...new Set(names)];
 }
 

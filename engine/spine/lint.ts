@@ -67,12 +67,12 @@ function transitionTriggersLegal(spine: Spine, file: string): Problem[] {
             message: `"${t.on}" is neither a glossary word nor an engine signal; use a word from engine/gateway/glossary.ts or one of ${Object.keys(SIGNALS).join(', ')}`,
           },
         ];
-      if (!glossary[t.on].phases.includes(phase.name))
+      if (!glossary[t.on]!.phases.includes(phase.name))
         return [
           {
             code: 'TRON_SPINE_TRIGGER_PHASE',
             path,
-            message: `the glossary does not allow ${t.on} in phase ${phase.name} (only in ${glossary[t.on].phases.join(', ')}); change the transition or the word's phases in engine/gateway/glossary.ts`,
+            message: `the glossary does not allow ${t.on} in phase ${phase.name} (only in ${glossary[t.on]!.phases.join(', ')}); change the transition or the word's phases in engine/gateway/glossary.ts`,
           },
         ];
       if (!listed(phase).some(([, words]) => words.includes(t.on)))
@@ -181,13 +181,13 @@ function wordsAllowedForRole(spine: Spine, file: string): Problem[] {
   return spine.phases.flatMap((phase) =>
     listed(phase).flatMap(([role, words]) =>
       words.flatMap((w, i) =>
-        !isWord(w) || glossary[w].roles.includes(role)
+        !isWord(w) || glossary[w]!.roles.includes(role)
           ? []
           : [
               {
                 code: 'TRON_SPINE_WORD_ROLE',
                 path: at(file, 'phases', phase.name, 'words', role, i),
-                message: `the glossary does not let the ${role} send ${w} (only ${glossary[w].roles.join(', ')}); move it to an allowed role or remove it`,
+                message: `the glossary does not let the ${role} send ${w} (only ${glossary[w]!.roles.join(', ')}); move it to an allowed role or remove it`,
               },
             ],
       ),
@@ -199,13 +199,13 @@ function wordsAllowedInPhase(spine: Spine, file: string): Problem[] {
   return spine.phases.flatMap((phase) =>
     listed(phase).flatMap(([role, words]) =>
       words.flatMap((w, i) =>
-        !isWord(w) || glossary[w].phases.includes(phase.name)
+        !isWord(w) || glossary[w]!.phases.includes(phase.name)
           ? []
           : [
               {
                 code: 'TRON_SPINE_WORD_PHASE',
                 path: at(file, 'phases', phase.name, 'words', role, i),
-                message: `the glossary does not allow ${w} in phase ${phase.name} (only in ${glossary[w].phases.join(', ')}); remove it here or widen the word's phases in engine/gateway/glossary.ts`,
+                message: `the glossary does not allow ${w} in phase ${phase.name} (only in ${glossary[w]!.phases.join(', ')}); remove it here or widen the word's phases in engine/gateway/glossary.ts`,
               },
             ],
       ),

@@ -85,7 +85,7 @@ describe('parseSpine', () => {
         { name: 'landed', title: 'Landed', description: 'Done.', terminal: true, words: {}, transitions: [] },
       ],
     });
-    expect(Object.keys(spine!.phases[1])).not.toContain('gate');
+    expect(Object.keys(spine!.phases[1]!)).not.toContain('gate');
   });
 
   it('reports a TOML syntax error with the file, line and column', () => {
@@ -93,8 +93,8 @@ describe('parseSpine', () => {
     const line = text.split('\n').findIndex((l) => l.startsWith('start = ')) + 1;
     const problems = parseSpine(text, F).problems;
     expect(problems).toHaveLength(1);
-    expect(problems[0].code).toBe('TRON_SPINE_TOML');
-    expect(problems[0].path).toMatch(new RegExp(`^engine/workflow\\.toml:${line}:\\d+$`));
+    expect(problems[0]!.code).toBe('TRON_SPINE_TOML');
+    expect(problems[0]!.path).toMatch(new RegExp(`^engine/workflow\\.toml:${line}:\\d+$`));
   });
 
   it('reports a misspelt key with its dotted path and the keys allowed there', () => {
@@ -125,7 +125,7 @@ describe('parseSpine', () => {
   it('reports a value of the wrong type, saying what was found', () => {
     const [p] = parseSpine(edit('architect = 2', 'architect = "two"'), F).problems;
     expect(p).toMatchObject({ code: 'TRON_SPINE_SCHEMA', path: `${F}: budgets.architect` });
-    expect(p.message).toContain('"two"');
+    expect(p!.message).toContain('"two"');
   });
 
   it('reports a missing key', () => {

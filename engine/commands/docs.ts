@@ -6,6 +6,7 @@
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { renderCliDoc } from '../render/cli-doc.ts';
 import { renderGlossaryDoc } from '../render/glossary-doc.ts';
 import { renderEventsDoc } from '../render/events-doc.ts';
 import { renderWorkflowDoc } from '../render/workflow-doc.ts';
@@ -22,6 +23,7 @@ export async function renderAll(spine: Spine = loadSpine()): Promise<Map<string,
     ['docs/GLOSSARY.md', renderGlossaryDoc()],
     ['docs/EVENTS.md', renderEventsDoc()],
     ['docs/WORKFLOW.md', renderWorkflowDoc(spine)],
+    ['docs/CLI.md', renderCliDoc()],
   ]);
   for (const [path, text] of await renderWorkflowDir(spine)) files.set(join('workflow', path), text);
   return files;

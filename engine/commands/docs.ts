@@ -8,6 +8,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { renderGlossaryDoc } from '../render/glossary-doc.ts';
 import { renderEventsDoc } from '../render/events-doc.ts';
+import { renderErrorsDoc } from '../render/errors-doc.ts';
 import { renderWorkflowDoc } from '../render/workflow-doc.ts';
 import { renderWorkflowDir } from '../render/viewer.ts';
 import { loadSpine, type Spine } from '../spine/spine.ts';
@@ -20,6 +21,7 @@ export async function renderAll(spine: Spine = loadSpine()): Promise<Map<string,
   const files = new Map<string, string>([
     ['docs/GLOSSARY.md', renderGlossaryDoc()],
     ['docs/EVENTS.md', renderEventsDoc()],
+    ['docs/ERRORS.md', renderErrorsDoc()],
     ['docs/WORKFLOW.md', renderWorkflowDoc(spine)],
   ]);
   for (const [path, text] of await renderWorkflowDir(spine)) files.set(join('workflow', path), text);

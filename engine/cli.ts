@@ -7,6 +7,7 @@
 import { parseArgs } from 'node:util';
 import { resolve } from 'node:path';
 import { InputError, formatProblem } from './core/errors.ts';
+import { coded } from './core/problems.ts';
 import { systemClock } from './core/clock.ts';
 
 type Values = Record<string, string | boolean | undefined>;
@@ -162,7 +163,7 @@ export async function main(argv: string[]): Promise<number> {
   }
   const command = COMMANDS[name];
   if (!command) {
-    console.error(`TRON_USAGE: unknown command "${name}"; run \`npx tron --help\` for the list`);
+    console.error(coded('TRON_USAGE', `unknown command "${name}"; run \`npx tron --help\` for the list`));
     return 2;
   }
   try {
@@ -187,7 +188,7 @@ export async function main(argv: string[]): Promise<number> {
       return 2;
     }
     if (err instanceof TypeError && 'code' in err && String(err.code).startsWith('ERR_PARSE_ARGS')) {
-      console.error(`TRON_USAGE: ${err.message}; usage: ${command.usage}`);
+      console.error(coded('TRON_USAGE', `${err.message}; usage: ${command.usage}`));
       return 2;
     }
     console.error(`tron ${name}: ${(err as Error).stack ?? String(err)}`);

@@ -9,6 +9,7 @@ import { fileURLToPath } from 'node:url';
 import { renderCliDoc } from '../render/cli-doc.ts';
 import { renderGlossaryDoc } from '../render/glossary-doc.ts';
 import { renderEventsDoc } from '../render/events-doc.ts';
+import { renderErrorsDoc } from '../render/errors-doc.ts';
 import { renderWorkflowDoc } from '../render/workflow-doc.ts';
 import { renderWorkflowDir } from '../render/viewer.ts';
 import { type Spine } from '../spine/spine.ts';
@@ -22,6 +23,7 @@ export async function renderAll(spine: Spine = loadSpine()): Promise<Map<string,
   const files = new Map<string, string>([
     ['docs/GLOSSARY.md', renderGlossaryDoc()],
     ['docs/EVENTS.md', renderEventsDoc()],
+    ['docs/ERRORS.md', renderErrorsDoc()],
     ['docs/WORKFLOW.md', renderWorkflowDoc(spine)],
     ['docs/CLI.md', renderCliDoc()],
   ]);

@@ -3,9 +3,11 @@
  * A `Problem` is one finding; an `InputError` carries all of them at once, so the CLI
  * can print every problem together and exit 2 without a stack trace.
  */
+import type { InputCode } from './problems.ts';
+
 export interface Problem {
-  /** Stable code, e.g. `TRON_CYCLE`. The same code appears in events and docs. */
-  code: string;
+  /** Stable code, e.g. `TRON_CYCLE`: a row of PROBLEMS. The same code appears in events and docs/ERRORS.md. */
+  code: InputCode;
   /** File, and field or line where known: `.tron/blocks/b.md: depends_on`. */
   path: string;
   /** What is wrong, then what to do about it. */

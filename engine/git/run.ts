@@ -9,6 +9,7 @@
  */
 import { execa } from 'execa';
 import { InputError } from '../core/errors.ts';
+import type { FaultCode, InputCode } from '../core/problems.ts';
 
 /** A full object name. */
 export type Sha = string;
@@ -84,8 +85,8 @@ export function commandFailed(cwd: string, args: readonly string[], result: GitR
  * git missing, a corrupt repository, an engine invariant refused. Carries a stable code.
  */
 export class GitFailure extends Error {
-  readonly code: string;
-  constructor(code: string, message: string) {
+  readonly code: FaultCode;
+  constructor(code: FaultCode, message: string) {
     super(`${code}: ${message}`);
     this.name = 'GitFailure';
     this.code = code;
@@ -97,8 +98,8 @@ export class GitFailure extends Error {
  * InputError with one problem, whose code is also on `.code` for callers that react.
  */
 export class GitStateError extends InputError {
-  readonly code: string;
-  constructor(code: string, path: string, message: string) {
+  readonly code: InputCode;
+  constructor(code: InputCode, path: string, message: string) {
     super([{ code, path, message }]);
     this.name = 'GitStateError';
     this.code = code;

@@ -7,6 +7,7 @@ import TOML from '@iarna/toml';
 import type { z } from 'zod';
 import { parseDuration } from '../core/duration.ts';
 import type { Problem } from '../core/errors.ts';
+import type { InputCode } from '../core/problems.ts';
 import { keyPath } from '../spine/parse.ts';
 
 /**
@@ -17,7 +18,7 @@ import { keyPath } from '../spine/parse.ts';
 export function parseToml(
   text: string,
   file: string,
-  code: string,
+  code: InputCode,
   lineOffset = 0,
 ): { data: Record<string, unknown>; problem?: undefined } | { data?: undefined; problem: Problem } {
   try {
@@ -38,16 +39,22 @@ export function parseToml(
   }
 }
 
+/** The kinds of schema issue that get a code of their own. */
+export type IssueKind = 'unknownKey' | 'required' | 'invalid' | 'duration';
+
 /** How a schema's issues are named: stable codes, allowed keys per table, hints for missing keys. */
 export interface IssueStyle {
-  /** Code prefix: `TRON_CONFIG` gives TRON_CONFIG_UNKNOWN_KEY, _REQUIRED, _INVALID, _DURATION. */
-  prefix: string;
+  /**
+   * The code of each kind of issue, e.g. `unknownKey: 'TRON_CONFIG_UNKNOWN_KEY'`; a kind
+   * left out (one the schema cannot produce) is reported under `invalid`.
+   */
+  codes: { invalid: InputCode } & Partial<Record<IssueKind, InputCode>>;
   /** The keys the strict table at `parts` accepts (given the raw data, for unions). */
   knownKeysAt(parts: readonly PropertyKey[], data: unknown): string[];
   /** What a missing key is for and how to write it; shown after "missing". */
   missingHint?(parts: readonly PropertyKey[]): string | undefined;
   /** A more specific code for issues at `parts`, e.g. TRON_BLOCK_TITLE. */
-  codeAt?(parts: readonly PropertyKey[]): string | undefined;
+  codeAt?(parts: readonly PropertyKey[]): InputCode | undefined;
 }
 
 /** The value at a dotted path of raw data, or undefined. */
@@ -99,13 +106,14 @@ function tooSmall(issue: z.core.$ZodIssueTooSmall, value: unknown): string {
 /** One zod issue → problems (one per unknown key), named by `style`. */
 export function issueProblems(issue: z.core.$ZodIssue, data: unknown, file: string, style: IssueStyle): Problem[] {
   const at = (parts: readonly PropertyKey[]) => `${file}: ${keyPath(parts) || '(top level)'}`;
-  const codeFor = (parts: readonly PropertyKey[], kind: string) => style.codeAt?.(parts) ?? `${style.prefix}_${kind}`;
+  const codeFor = (parts: readonly PropertyKey[], kind: IssueKind): InputCode =>
+    style.codeAt?.(parts) ?? style.codes[kind] ?? style.codes.invalid;
   const value = valueAt(data, issue.path);
   switch (issue.code) {
     case 'unrecognized_keys': {
       const known = style.knownKeysAt(issue.path, data).join(', ');
       return issue.keys.map((key) => ({
-        code: codeFor([...issue.path, key], 'UNKNOWN_KEY'),
+        code: codeFor([...issue.path, key], 'unknownKey'),
         path: at([...issue.path, key]),
         message: `unknown key "${key}"; fix its spelling or remove it (keys allowed here: ${known})`,
       }));
@@ -118,19 +126,19 @@ export function issueProblems(issue: z.core.$ZodIssue, data: unknown, file: stri
           value === undefined
             ? `missing; add ${discriminator} = one of ${choices}`
             : `${describe(value)} is not one of ${choices}; use one of them`;
-        return [{ code: codeFor(issue.path, value === undefined ? 'REQUIRED' : 'INVALID'), path: at(issue.path), message }];
+        return [{ code: codeFor(issue.path, value === undefined ? 'required' : 'invalid'), path: at(issue.path), message }];
       }
-      return [{ code: codeFor(issue.path, 'INVALID'), path: at(issue.path), message: issue.message }];
+      return [{ code: codeFor(issue.path, 'invalid'), path: at(issue.path), message: issue.message }];
     }
     case 'invalid_type': {
       const expected = EXPECTED[issue.expected] ?? issue.expected;
       if (value === undefined) {
         const hint = style.missingHint?.(issue.path) ?? missingHint(issue.path, issue.expected);
-        return [{ code: codeFor(issue.path, 'REQUIRED'), path: at(issue.path), message: `missing; ${hint}` }];
+        return [{ code: codeFor(issue.path, 'required'), path: at(issue.path), message: `missing; ${hint}` }];
       }
       return [
         {
-          code: codeFor(issue.path, 'INVALID'),
+          code: codeFor(issue.path, 'invalid'),
           path: at(issue.path),
           message: `expected ${expected}, found ${describe(value)}; write it as ${expected}`,
         },
@@ -139,17 +147,17 @@ export function issueProblems(issue: z.core.$ZodIssue, data: unknown, file: stri
     case 'invalid_value':
       return [
         {
-          code: codeFor(issue.path, 'INVALID'),
+          code: codeFor(issue.path, 'invalid'),
           path: at(issue.path),
           message: `${describe(value)} is not allowed; use one of ${issue.values.map((v) => JSON.stringify(v)).join(', ')}`,
         },
       ];
     case 'too_small':
-      return [{ code: codeFor(issue.path, 'INVALID'), path: at(issue.path), message: tooSmall(issue, value) }];
+      return [{ code: codeFor(issue.path, 'invalid'), path: at(issue.path), message: tooSmall(issue, value) }];
     case 'too_big':
       return [
         {
-          code: codeFor(issue.path, 'INVALID'),
+          code: codeFor(issue.path, 'invalid'),
           path: at(issue.path),
           message: `must be at most ${Number(issue.maximum)}, not ${JSON.stringify(value)}; lower it`,
         },
@@ -157,7 +165,7 @@ export function issueProblems(issue: z.core.$ZodIssue, data: unknown, file: stri
     case 'invalid_format':
       return [
         {
-          code: codeFor(issue.path, 'INVALID'),
+          code: codeFor(issue.path, 'invalid'),
           path: at(issue.path),
           message: `${describe(value)} is not a valid ${issue.format}; fix the value`,
         },
@@ -166,15 +174,15 @@ export function issueProblems(issue: z.core.$ZodIssue, data: unknown, file: stri
       if (typeof value === 'string' && parseDuration(value) === undefined && /duration/.test(issue.message)) {
         return [
           {
-            code: codeFor(issue.path, 'DURATION'),
+            code: codeFor(issue.path, 'duration'),
             path: at(issue.path),
             message: `"${value}" is not a duration; write it like "90s", "20m", "1h" or "1h30m"`,
           },
         ];
       }
-      return [{ code: codeFor(issue.path, 'INVALID'), path: at(issue.path), message: issue.message }];
+      return [{ code: codeFor(issue.path, 'invalid'), path: at(issue.path), message: issue.message }];
     default:
-      return [{ code: codeFor(issue.path, 'INVALID'), path: at(issue.path), message: issue.message }];
+      return [{ code: codeFor(issue.path, 'invalid'), path: at(issue.path), message: issue.message }];
   }
 }
 

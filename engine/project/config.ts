@@ -100,7 +100,12 @@ const MISSING_HINTS: Record<string, string> = {
 };
 
 const CONFIG_STYLE: IssueStyle = {
-  prefix: 'TRON_CONFIG',
+  codes: {
+    unknownKey: 'TRON_CONFIG_UNKNOWN_KEY',
+    required: 'TRON_CONFIG_REQUIRED',
+    invalid: 'TRON_CONFIG_INVALID',
+    duration: 'TRON_CONFIG_DURATION',
+  },
   knownKeysAt(parts, data) {
     const [first, role] = parts;
     if (parts.length === 0) return Object.keys(ConfigTable.shape);

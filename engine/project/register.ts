@@ -49,7 +49,8 @@ const FrontMatter = z.strictObject({
 });
 
 const BLOCK_STYLE: IssueStyle = {
-  prefix: 'TRON_BLOCK',
+  // Missing keys are title and criteria (codeAt below); nothing here is a duration.
+  codes: { unknownKey: 'TRON_BLOCK_UNKNOWN_KEY', invalid: 'TRON_BLOCK_INVALID' },
   knownKeysAt: () => Object.keys(FrontMatter.shape),
   missingHint: (parts) =>
     parts[0] === 'title'

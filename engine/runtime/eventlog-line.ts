@@ -5,15 +5,18 @@
  */
 import { z } from 'zod';
 import { EVENT_SCHEMAS, EVENT_VERSION, type EventType, type TronEvent } from '../core/events.ts';
+import { coded, type FaultCode } from '../core/problems.ts';
 
 /** An event body that does not match its schema: a bug in the engine, not a user mistake. */
 export class EventInvalidError extends Error {
-  readonly code = 'TRON_EVENT_INVALID';
+  readonly code = 'TRON_EVENT_INVALID' satisfies FaultCode;
   constructor(
     readonly type: string,
     reason: string,
   ) {
-    super(`TRON_EVENT_INVALID: event ${type}: ${reason}; the engine built an event its schema in engine/core/events.ts does not allow`);
+    super(
+      coded('TRON_EVENT_INVALID', `event ${type}: ${reason}; the engine built an event its schema in engine/core/events.ts does not allow`),
+    );
     this.name = 'EventInvalidError';
   }
 }

@@ -15,6 +15,7 @@ import { EVENT_VERSION, type EventBody, type TronEvent } from '../core/events.ts
 import { parseEventLine, validateEvent } from './eventlog-line.ts';
 import { acquireLock, fsyncDir, type Lock } from './lockfile.ts';
 import { InputError } from '../core/errors.ts';
+import type { InputCode } from '../core/problems.ts';
 
 export { EventInvalidError } from './eventlog-line.ts';
 
@@ -32,7 +33,7 @@ export interface TornTail {
 
 /** A bad line before the last one: the log cannot be trusted and is never repaired silently. */
 export class LogCorruptError extends InputError {
-  readonly code = 'TRON_LOG_CORRUPT';
+  readonly code = 'TRON_LOG_CORRUPT' satisfies InputCode;
   constructor(
     readonly file: string,
     readonly line: number,

@@ -15,6 +15,7 @@ import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import { systemClock, type Clock } from '../core/clock.ts';
 import { InputError } from '../core/errors.ts';
+import type { InputCode } from '../core/problems.ts';
 import { isSameProcess, processStartTime } from './proc.ts';
 
 const holderSchema = z.object({
@@ -40,7 +41,7 @@ export interface Lock {
 
 /** A live process holds the lock: the message names it and says what to do. */
 export class LockHeldError extends InputError {
-  readonly code = 'TRON_LOCKED';
+  readonly code = 'TRON_LOCKED' satisfies InputCode;
   constructor(
     readonly path: string,
     readonly holder: LockHolder,

@@ -22,6 +22,7 @@ import { fileURLToPath } from 'node:url';
 import { GLOSSARY, type Word } from '../gateway/glossary.ts';
 import { legalWords, wordForms } from '../gateway/parse.ts';
 import type { Role } from '../core/roles.ts';
+import type { FaultCode } from '../core/problems.ts';
 
 export const PROMPTS = ['build', 'challenge', 'review', 'merge', 'probe', 'restate', 'architect'] as const;
 export type PromptName = (typeof PROMPTS)[number];
@@ -53,7 +54,7 @@ export const PROMPTS_DIR = fileURLToPath(new URL('../../prompts/', import.meta.u
 
 /** A prompt file that cannot be filled: a stable code, the file, and what to fix. */
 export class PromptError extends Error {
-  readonly code: 'TRON_PROMPT_PLACEHOLDER' | 'TRON_PROMPT_MISSING';
+  readonly code: Extract<FaultCode, `TRON_PROMPT_${string}`>;
   readonly path: string;
   constructor(code: PromptError['code'], path: string, message: string) {
     super(`${code}: ${path}: ${message}`);

@@ -1,0 +1,512 @@
+/**
+ * Every code tron can report, in one table: what went wrong and the general remedy.
+ * The message at the use site names the file, key or process at fault; this table says
+ * what the code means wherever it appears (console, event log, docs/ERRORS.md, which is
+ * rendered from it). A code that is not a row here does not compile, and a test scans
+ * the source so that no row goes unused and no code goes unlisted.
+ */
+
+/** Where a problem arises; docs/ERRORS.md has one section per area, in this order. */
+export const PROBLEM_AREAS = {
+  setup: 'Command line and setup',
+  config: 'Settings: `.tron/config.toml`',
+  workers: 'Workers',
+  blocks: 'Blocks: `.tron/blocks/*.md`',
+  git: 'Git and the repository',
+  log: 'Runs and the event log',
+  answer: 'Operator answers: `tron answer`',
+  replay: 'Replay: `tron replay`',
+  prompts: "tron's prompts: `prompts/*.md`",
+  spine: 'The workflow: `engine/workflow.toml` and the escalation table',
+  sim: 'Evaluation templates: `evaluation/templates/*.toml`',
+} as const;
+
+export type ProblemArea = keyof typeof PROBLEM_AREAS;
+
+/** What each kind means for the user; docs/ERRORS.md explains both. */
+export const PROBLEM_KINDS = {
+  input: 'a file, a flag or the state of your repository is at fault; the command stops before it acts (exit 2)',
+  fault: 'git, the environment or tron itself failed; the command stops with exit 1',
+} as const;
+
+export type ProblemKind = keyof typeof PROBLEM_KINDS;
+
+export interface ProblemSpec {
+  area: ProblemArea;
+  kind: ProblemKind;
+  /** What went wrong, in one sentence. */
+  summary: string;
+  /** The general remedy; the message at the use site names the exact place. */
+  fix: string;
+}
+
+export const PROBLEMS = {
+  TRON_USAGE: {
+    area: 'setup',
+    kind: 'input',
+    summary: 'The command line is wrong: an unknown command or option, a malformed option, or a missing argument.',
+    fix: 'Run `tron --help` or `tron <command> --help` and correct the command line.',
+  },
+  TRON_NOT_A_REPO: {
+    area: 'setup',
+    kind: 'input',
+    summary: 'The directory tron was pointed at is not the top of a git work tree.',
+    fix: 'Run tron at the top of the git repository, or pass `--repo` with that path; `git init` makes a repository.',
+  },
+  TRON_INIT_WORKER: {
+    area: 'setup',
+    kind: 'input',
+    summary: '`tron init --worker` names no worker preset.',
+    fix: 'Use one of the presets the message lists.',
+  },
+  TRON_INIT_EXISTS: {
+    area: 'setup',
+    kind: 'input',
+    summary: '`tron init` found `.tron/config.toml` or `.tron/blocks/` already there, and changed nothing.',
+    fix: 'Edit the existing files, or remove them and run `tron init` again.',
+  },
+
+  TRON_CONFIG_MISSING: {
+    area: 'config',
+    kind: 'input',
+    summary: 'The repository has no `.tron/config.toml`.',
+    fix: 'Run `tron init` to write one, then edit it.',
+  },
+  TRON_CONFIG_READ: {
+    area: 'config',
+    kind: 'input',
+    summary: '`.tron/config.toml` exists but cannot be read.',
+    fix: 'Make it a readable file.',
+  },
+  TRON_CONFIG_TOML: {
+    area: 'config',
+    kind: 'input',
+    summary: '`.tron/config.toml` is not valid TOML.',
+    fix: 'Fix the syntax at the line and column the message names.',
+  },
+  TRON_CONFIG_UNKNOWN_KEY: {
+    area: 'config',
+    kind: 'input',
+    summary: '`.tron/config.toml` has a key tron does not know, often a misspelling.',
+    fix: 'Fix its spelling or remove it; the message lists the keys allowed in that table.',
+  },
+  TRON_CONFIG_REQUIRED: {
+    area: 'config',
+    kind: 'input',
+    summary: 'A required setting is missing from `.tron/config.toml`.',
+    fix: 'Add it; the message says what it is for and how to write it.',
+  },
+  TRON_CONFIG_INVALID: {
+    area: 'config',
+    kind: 'input',
+    summary: 'A setting in `.tron/config.toml` has the wrong type or a value that is not allowed.',
+    fix: 'Write the kind of value the message asks for.',
+  },
+  TRON_CONFIG_DURATION: {
+    area: 'config',
+    kind: 'input',
+    summary: 'A time setting in `.tron/config.toml` is not a duration.',
+    fix: 'Write it like "90s", "20m", "1h" or "1h30m".',
+  },
+
+  TRON_WORKER_KEY_UNSET: {
+    area: 'workers',
+    kind: 'input',
+    summary: "The environment variable that should hold an openai worker's API key (its `api_key_env`) is not set.",
+    fix: 'Export that variable with the key, or set `api_key_env` to the name of the variable that holds it.',
+  },
+  TRON_WORKER_NOT_FOUND: {
+    area: 'workers',
+    kind: 'input',
+    summary: "A command worker's program is not on `PATH`.",
+    fix: "Install the agent's program, or put its full path first in `command`.",
+  },
+
+  TRON_REGISTER_READ: {
+    area: 'blocks',
+    kind: 'input',
+    summary: 'The folder `.tron/blocks/` cannot be read.',
+    fix: 'Make it a readable folder.',
+  },
+  TRON_BLOCK_READ: {
+    area: 'blocks',
+    kind: 'input',
+    summary: 'A block file cannot be read, or is not UTF-8 text.',
+    fix: 'Make it a readable file saved as UTF-8 text.',
+  },
+  TRON_BLOCK_ID: {
+    area: 'blocks',
+    kind: 'input',
+    summary: "A block file's name is not a valid block id.",
+    fix: 'Rename the file to lower-case letters, digits and dashes (at most 63, starting with a letter or digit), e.g. `add-login.md`.',
+  },
+  TRON_BLOCK_FRONTMATTER: {
+    area: 'blocks',
+    kind: 'input',
+    summary: 'A block file does not start with front matter between `+++` lines.',
+    fix: 'Start the file with a line `+++`, the TOML settings (title, criteria, …), then another `+++` line.',
+  },
+  TRON_BLOCK_TOML: {
+    area: 'blocks',
+    kind: 'input',
+    summary: "A block's front matter is not valid TOML.",
+    fix: 'Fix the syntax at the line and column the message names (counted from the top of the file).',
+  },
+  TRON_BLOCK_UNKNOWN_KEY: {
+    area: 'blocks',
+    kind: 'input',
+    summary: "A block's front matter has a key tron does not know, often a misspelling.",
+    fix: 'Fix its spelling or remove it; the message lists the keys allowed.',
+  },
+  TRON_BLOCK_INVALID: {
+    area: 'blocks',
+    kind: 'input',
+    summary:
+      'A front-matter value has the wrong type, e.g. `depends_on` that is not a list of ids or `priority` that is not a whole number.',
+    fix: 'Write the kind of value the message asks for.',
+  },
+  TRON_BLOCK_TITLE: {
+    area: 'blocks',
+    kind: 'input',
+    summary: 'A block has no title, or a blank one.',
+    fix: 'Add `title = "what this block does"` to its front matter.',
+  },
+  TRON_BLOCK_CRITERIA: {
+    area: 'blocks',
+    kind: 'input',
+    summary: 'A block has no acceptance criteria, or a blank one.',
+    fix: 'Add `criteria = ["…"]` with at least one criterion the builder must give evidence for.',
+  },
+  TRON_DEPENDS_UNKNOWN: {
+    area: 'blocks',
+    kind: 'input',
+    summary: "A block's `depends_on` names a block that does not exist.",
+    fix: 'Fix the id, or add the block it names.',
+  },
+  TRON_DEPENDS_SELF: {
+    area: 'blocks',
+    kind: 'input',
+    summary: 'A block lists itself in its `depends_on`.',
+    fix: "Remove the block's own id from its `depends_on`.",
+  },
+  TRON_CYCLE: {
+    area: 'blocks',
+    kind: 'input',
+    summary: 'Blocks depend on each other in a cycle, so none of them can ever start.',
+    fix: 'Remove one `depends_on` entry of the cycle the message shows.',
+  },
+
+  TRON_TRUNK_MISSING: {
+    area: 'git',
+    kind: 'input',
+    summary: 'The trunk branch named in `.tron/config.toml` does not exist.',
+    fix: 'Set `trunk` to an existing branch (see `git branch --list`), or create the branch.',
+  },
+  TRON_DIRTY_TRUNK_CHECKOUT: {
+    area: 'git',
+    kind: 'input',
+    summary: 'The trunk branch is checked out with uncommitted changes, which landing a block would clobber.',
+    fix: 'Commit or stash the changes (`git stash`), or switch that checkout to another branch, then start again.',
+  },
+  TRON_WORKTREE_EXISTS: {
+    area: 'git',
+    kind: 'input',
+    summary: "A block's worktree folder or `tron/<id>` branch from an earlier run is still there.",
+    fix: '`tron start` keeps such work as `orphan/<id>-<n>` by itself; to discard it by hand, remove the worktree and delete the branch as the message shows.',
+  },
+  TRON_GIT_UNAVAILABLE: {
+    area: 'git',
+    kind: 'fault',
+    summary: 'git could not be run at all.',
+    fix: 'Install git and make sure it is on the `PATH` tron runs with.',
+  },
+  TRON_GIT_FAILED: {
+    area: 'git',
+    kind: 'fault',
+    summary: 'A git command tron ran failed.',
+    fix: "The message names the command and quotes git's output; fix what git complains of (a lock file, a corrupt object, a full disk) and run again.",
+  },
+  TRON_LAND_NOT_FAST_FORWARD: {
+    area: 'git',
+    kind: 'fault',
+    summary: "Landing was refused: the block's head does not descend from the trunk it was built on, so trunk would not stay linear.",
+    fix: 'A bug in tron: report it with the run directory; trunk was not changed.',
+  },
+  TRON_WORKTREE_OUTSIDE: {
+    area: 'git',
+    kind: 'fault',
+    summary: 'tron refused to remove a folder outside `.tron/worktrees/`.',
+    fix: 'A bug in tron: report it with the run directory; nothing was removed.',
+  },
+  TRON_ORPHAN_MISSING: {
+    area: 'git',
+    kind: 'fault',
+    summary: 'The commit of unverified work that recovery should keep as `orphan/<id>-<n>` is not in the repository.',
+    fix: 'Check whether history was rewritten or objects pruned since the run (`git fsck`); move the run directory aside to start afresh.',
+  },
+
+  TRON_LOCKED: {
+    area: 'log',
+    kind: 'input',
+    summary: 'Another live tron process is writing this run (it holds `events.lock`).',
+    fix: 'Wait for it to finish, or stop it; the message names its pid and command. A lock whose holder died is taken over by itself.',
+  },
+  TRON_LOG_MISSING: {
+    area: 'log',
+    kind: 'input',
+    summary: 'The run directory named has no `events.jsonl`.',
+    fix: 'Check the path; runs live in `.tron/runs/<run-id>/`.',
+  },
+  TRON_LOG_CORRUPT: {
+    area: 'log',
+    kind: 'input',
+    summary:
+      'A line of an event log, other than the last, is not a valid event: not JSON, a field its schema does not allow, or a gap in `seq`.',
+    fix: 'Something other than tron changed the file: restore it from a backup, or move the run directory aside to start afresh.',
+  },
+  TRON_EVENT_INVALID: {
+    area: 'log',
+    kind: 'fault',
+    summary: 'The engine built an event its own schema refuses; nothing was written.',
+    fix: 'A bug in tron: report it with the message, which names the event type and the field.',
+  },
+
+  TRON_ANSWER_BLOCK: {
+    area: 'answer',
+    kind: 'input',
+    summary: '`tron answer` names a block that is not in `.tron/blocks/`.',
+    fix: 'Use one of the block ids the message lists.',
+  },
+  TRON_ANSWER_NOT_PARKED: {
+    area: 'answer',
+    kind: 'input',
+    summary: 'The block answered is not parked, and only a parked block takes an operator answer.',
+    fix: 'See `tron status` for the phase of each block, and answer a parked one.',
+  },
+  TRON_ANSWER_INVALID: {
+    area: 'answer',
+    kind: 'input',
+    summary: 'The answer is not a legal operator `>>` line.',
+    fix: 'Send one operator word with its payload, e.g. `>>RETRY {"guidance":"…"}`; docs/GLOSSARY.md lists the words.',
+  },
+
+  TRON_REPLAY_SPINE: {
+    area: 'replay',
+    kind: 'input',
+    summary: 'The run directory has no `workflow.toml`, the spine that drove the run.',
+    fix: 'Restore the file the run wrote; replay cannot decide without it.',
+  },
+  TRON_REPLAY_MANIFEST: {
+    area: 'replay',
+    kind: 'input',
+    summary: "The run directory's `manifest.json` is missing or is not JSON.",
+    fix: 'Restore the file the run wrote.',
+  },
+
+  TRON_PROMPT_MISSING: {
+    area: 'prompts',
+    kind: 'fault',
+    summary: "A prompt file in tron's `prompts/` folder cannot be read.",
+    fix: 'Restore it from the tron checkout (`git checkout -- prompts/`).',
+  },
+  TRON_PROMPT_PLACEHOLDER: {
+    area: 'prompts',
+    kind: 'fault',
+    summary:
+      'A prompt and the engine disagree on its placeholders: one unknown or not supplied, `{gateway}` missing, or a `{#section}` not closed.',
+    fix: 'Use only the placeholders the message lists for that file, or restore it from the tron checkout.',
+  },
+
+  TRON_SPINE_READ: {
+    area: 'spine',
+    kind: 'input',
+    summary: 'The spine file cannot be read.',
+    fix: 'Check the path given to `tron lint` and that the file is readable.',
+  },
+  TRON_SPINE_TOML: {
+    area: 'spine',
+    kind: 'input',
+    summary: 'The spine is not valid TOML.',
+    fix: 'Fix the syntax at the line and column the message names.',
+  },
+  TRON_SPINE_SCHEMA: {
+    area: 'spine',
+    kind: 'input',
+    summary: 'The spine has an unknown, missing or mistyped key.',
+    fix: 'Fix the key the message names; docs/WORKFLOW.md shows the shape of the spine.',
+  },
+  TRON_SPINE_DURATION: {
+    area: 'spine',
+    kind: 'input',
+    summary: 'A time in the spine is not a duration.',
+    fix: 'Write it like "90s", "20m", "1h" or "1h30m".',
+  },
+  TRON_SPINE_START_UNKNOWN: {
+    area: 'spine',
+    kind: 'input',
+    summary: '`start` names a phase the spine does not define.',
+    fix: 'Name one of the `[phases.*]` tables.',
+  },
+  TRON_SPINE_TARGET_UNKNOWN: {
+    area: 'spine',
+    kind: 'input',
+    summary: 'A transition leads to a phase the spine does not define.',
+    fix: 'Set its `to` to a defined phase, or add the phase.',
+  },
+  TRON_SPINE_TRIGGER_UNKNOWN: {
+    area: 'spine',
+    kind: 'input',
+    summary: 'A transition fires on something that is neither a glossary word nor an engine signal.',
+    fix: 'Use a word of `engine/gateway/glossary.ts` or one of the signals the message lists.',
+  },
+  TRON_SPINE_TRIGGER_PHASE: {
+    area: 'spine',
+    kind: 'input',
+    summary: 'A transition fires on a word the glossary does not allow in that phase.',
+    fix: "Change the transition, or widen the word's phases in `engine/gateway/glossary.ts`.",
+  },
+  TRON_SPINE_TRIGGER_UNLISTED: {
+    area: 'spine',
+    kind: 'input',
+    summary: 'A transition fires on a word no role lists in that phase, so it can never fire.',
+    fix: "Add the word to the phase's `words.<role>`, or remove the transition.",
+  },
+  TRON_SPINE_TRIGGER_DUPLICATE: {
+    area: 'spine',
+    kind: 'input',
+    summary: 'Two transitions of one phase fire on the same word or signal.',
+    fix: 'Remove one: an outcome must lead to one place.',
+  },
+  TRON_SPINE_UNREACHABLE: {
+    area: 'spine',
+    kind: 'input',
+    summary: 'No transition or escalation outcome leads to a phase from `start`.',
+    fix: 'Add a transition to it, or remove the phase.',
+  },
+  TRON_SPINE_NO_TERMINAL: {
+    area: 'spine',
+    kind: 'input',
+    summary: 'From a phase, no path of transitions reaches a terminal phase.',
+    fix: 'Add a transition onward, or mark the phase where blocks end `terminal = true`.',
+  },
+  TRON_SPINE_WORD_UNKNOWN: {
+    area: 'spine',
+    kind: 'input',
+    summary: 'A phase lists a word that is not in the glossary.',
+    fix: 'Use a glossary word, or add the word to `engine/gateway/glossary.ts`.',
+  },
+  TRON_SPINE_WORD_ROLE: {
+    area: 'spine',
+    kind: 'input',
+    summary: 'A phase lists a word under a role the glossary does not let send it.',
+    fix: 'Move it to a role that may send it, or remove it.',
+  },
+  TRON_SPINE_WORD_PHASE: {
+    area: 'spine',
+    kind: 'input',
+    summary: 'A phase lists a word the glossary does not allow in that phase.',
+    fix: "Remove it there, or widen the word's phases in `engine/gateway/glossary.ts`.",
+  },
+  TRON_SPINE_TERMINAL_ACTIVE: {
+    area: 'spine',
+    kind: 'input',
+    summary: 'A terminal phase has transitions, words, a gate, attempts or a time budget, none of which can ever apply.',
+    fix: 'Remove them, or drop `terminal = true`.',
+  },
+  TRON_SPINE_BUDGET: {
+    area: 'spine',
+    kind: 'input',
+    summary: 'A budget (attempts, a time, architect calls, a liveness setting) is zero, negative or not whole.',
+    fix: 'Write the whole number or duration the message asks for.',
+  },
+  TRON_SPINE_ATTEMPTS_MISSING: {
+    area: 'spine',
+    kind: 'input',
+    summary: 'A phase with a truth, review or merge gate has no attempt budget, so it could loop forever.',
+    fix: 'Add `attempts = 3` (or another whole number) to the phase.',
+  },
+  TRON_SPINE_OUTCOME_UNKNOWN: {
+    area: 'spine',
+    kind: 'input',
+    summary: 'An escalation outcome (OUTCOMES in `engine/spine/spine.ts`) sends blocks to a phase the spine does not define.',
+    fix: 'Add that phase to the spine.',
+  },
+  TRON_SPINE_ESCALATION_EMPTY: {
+    area: 'spine',
+    kind: 'input',
+    summary: 'A row of the escalation table has no handlers, so its trouble would be dropped.',
+    fix: 'List handlers for it, ending with `operator`.',
+  },
+  TRON_SPINE_ESCALATION_HANDLER: {
+    area: 'spine',
+    kind: 'input',
+    summary: 'A row of the escalation table names a handler that does not exist.',
+    fix: 'Use one of the handlers the message lists.',
+  },
+  TRON_SPINE_ESCALATION_DUPLICATE: {
+    area: 'spine',
+    kind: 'input',
+    summary: 'A row of the escalation table lists a handler twice.',
+    fix: 'Remove the repeat: each handler is tried once.',
+  },
+  TRON_SPINE_ESCALATION_LAST: {
+    area: 'spine',
+    kind: 'input',
+    summary: 'A row of the escalation table does not end with the operator, the one handler that always answers.',
+    fix: 'End the row with `operator`.',
+  },
+
+  TRON_SIM_UNKNOWN: {
+    area: 'sim',
+    kind: 'input',
+    summary: '`tron sim` names a template that does not exist.',
+    fix: 'Use a name the message lists, or the path of a `.toml` file.',
+  },
+  TRON_SIM_TOML: {
+    area: 'sim',
+    kind: 'input',
+    summary: 'An evaluation template is not valid TOML.',
+    fix: 'Fix the syntax at the line and column the message names.',
+  },
+  TRON_SIM_TEMPLATE: {
+    area: 'sim',
+    kind: 'input',
+    summary: 'An evaluation template has an unknown, missing or mistyped key.',
+    fix: 'Fix the key the message names; `evaluation/template.ts` defines the format.',
+  },
+  TRON_SIM_BLOCK: {
+    area: 'sim',
+    kind: 'input',
+    summary: 'An evaluation template names a block it does not define.',
+    fix: 'Add `[blocks.<id>]` to the template, or fix the id.',
+  },
+  TRON_SIM_CRASH: {
+    area: 'sim',
+    kind: 'input',
+    summary: 'A run of an evaluation template sets both `crash_after` and `crash_after_event`.',
+    fix: 'Keep one of them.',
+  },
+  TRON_SIM_CONFIG: {
+    area: 'sim',
+    kind: 'input',
+    summary: 'An evaluation template sets `config.workers`, but templates always run sim workers.',
+    fix: 'Remove `config.workers`; write `architect = true` to add a sim architect.',
+  },
+} as const satisfies Record<`TRON_${string}`, ProblemSpec>;
+
+/** Every code tron can report. */
+export type ProblemCode = keyof typeof PROBLEMS;
+
+/** Codes of mistakes the user can fix: the only ones a `Problem` (exit 2) may carry. */
+export type InputCode = { [C in ProblemCode]: (typeof PROBLEMS)[C]['kind'] extends 'input' ? C : never }[ProblemCode];
+
+/** Codes of failures of git, the environment or tron itself (exit 1). */
+export type FaultCode = Exclude<ProblemCode, InputCode>;
+
+/** The codes, in table order. */
+export const PROBLEM_CODES = Object.keys(PROBLEMS) as ProblemCode[];
+
+/** `CODE: text`, the form a coded line takes on the console and in a `run.finished` detail. */
+export function coded(code: ProblemCode, text: string): string {
+  return `${code}: ${text}`;
+}

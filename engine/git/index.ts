@@ -39,6 +39,7 @@ export { DIFF_FLAGS, GitFailure, GitStateError, gitEnv, type Sha } from './run.t
 export {
   allOnTrunk,
   commitsOver,
+  currentBranch,
   currentTrunkSha,
   diffStat,
   firstParentLog,
@@ -48,6 +49,7 @@ export {
   mergeBase,
   patchId,
   revParse,
+  topLevel,
 } from './query.ts';
 export { LANDED_PREFIX, branchesOf, deleteBranch, landedRefs, preserveOrphan } from './refs.ts';
 export {

@@ -119,3 +119,17 @@ export async function diffStat(repo: string, base: string, head: string): Promis
     '--',
   ]);
 }
+
+/** The top folder of the work tree `dir` is in; undefined when `dir` is in none. */
+export async function topLevel(dir: string): Promise<string | undefined> {
+  const result = await runGit(dir, ['rev-parse', '--show-toplevel']);
+  const top = result.stdout.trim();
+  return result.exitCode === 0 && top !== '' ? top : undefined;
+}
+
+/** The branch checked out in `dir` (short name); undefined on a detached HEAD. */
+export async function currentBranch(dir: string): Promise<string | undefined> {
+  const result = await runGit(dir, ['symbolic-ref', '--quiet', '--short', 'HEAD']);
+  const branch = result.stdout.trim();
+  return result.exitCode === 0 && branch !== '' ? branch : undefined;
+}

@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { execa } from 'execa';
 import { startCommand } from './start.ts';
+import { firstParentLog } from '../git/index.ts';
 import { systemClock } from '../core/clock.ts';
 
 const IDENTITY = {
@@ -117,7 +118,7 @@ export async function demoCommand(opts: { keep: boolean; print: (line: string) =
   opts.print('');
   try {
     const exit = await startCommand({ repo, clock: systemClock, env: { ...process.env, ...IDENTITY }, print: opts.print });
-    const log = (await execa('git', ['log', '--oneline', '--first-parent', 'main'], { cwd: repo })).stdout;
+    const log = (await firstParentLog(repo, 'refs/heads/main')).join('\n');
     opts.print('');
     opts.print(`trunk after the run (git log --first-parent main):\n${log}`);
     const runs = (await execa('ls', [join(repo, '.tron', 'runs')])).stdout.trim().split('\n');

@@ -3,12 +3,12 @@
  * written, an example block, and the .gitignore for what the engine writes at run time.
  * It never overwrites: if the config or the register already exist, nothing changes.
  */
-import { existsSync, mkdirSync, readdirSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, realpathSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { execa } from 'execa';
 import { CONFIG_DEFAULTS, CONFIG_FILE } from '../project/config.ts';
 import { formatDuration } from '../core/duration.ts';
 import { formatProblem, type Problem } from '../core/errors.ts';
+import { currentBranch, topLevel } from '../git/index.ts';
 import { BLOCKS_DIR } from '../project/register.ts';
 import { type Liveness } from '../spine/spine.ts';
 import { loadSpine } from '../spine/load.ts';
@@ -111,9 +111,9 @@ async function gitFacts(repo: string): Promise<{ top: string; branch?: string } 
     message: `${why}; run tron init at the top of a git repository (git init creates one)`,
   });
   if (!existsSync(repo)) return notRepo('no such directory');
-  const top = await execa('git', ['rev-parse', '--show-toplevel'], { cwd: repo, reject: false });
-  if (top.exitCode !== 0 || top.stdout.trim() === '') return notRepo('not inside a git work tree');
-  const root = top.stdout.trim();
+  if (!statSync(repo).isDirectory()) return notRepo('not a directory');
+  const root = await topLevel(repo);
+  if (root === undefined) return notRepo('not inside a git work tree');
   if (realpathSync(root) !== realpathSync(repo)) {
     return {
       code: 'TRON_NOT_A_REPO',
@@ -121,9 +121,8 @@ async function gitFacts(repo: string): Promise<{ top: string; branch?: string } 
       message: `this is inside the git repository ${root}, not its top; run tron init --repo ${root}`,
     };
   }
-  const head = await execa('git', ['symbolic-ref', '--quiet', '--short', 'HEAD'], { cwd: repo, reject: false });
-  const branch = head.exitCode === 0 ? head.stdout.trim() : '';
-  return branch === '' ? { top: root } : { top: root, branch };
+  const branch = await currentBranch(repo);
+  return branch === undefined ? { top: root } : { top: root, branch };
 }
 
 function fail(problems: Problem[], print: (line: string) => void): number {

@@ -58,6 +58,14 @@ describe('refs', () => {
     );
   });
 
+  it('branchesOf reads the same listing whatever colour or column settings the config holds', async () => {
+    const r = await repo();
+    await r.git('branch', 'tron/x');
+    await r.git('config', 'color.branch', 'always');
+    await r.git('config', 'column.branch', 'always');
+    expect(await branchesOf(r.dir, 'tron/*')).toEqual(new Map([['tron/x', await r.git('rev-parse', 'HEAD')]]));
+  });
+
   it('deleteBranch removes a branch whatever it holds and is fine when it is gone', async () => {
     const r = await repo();
     await r.git('checkout', '-q', '-b', 'tron/x');
@@ -183,10 +191,22 @@ describe('patchId', () => {
 });
 
 describe('gitEnv', () => {
-  it('drops variables that would redirect git and forbids prompts and pagers', () => {
-    const env = gitEnv({ GIT_DIR: '/elsewhere', GIT_INDEX_FILE: '/x', HOME: '/home/u', GIT_TERMINAL_PROMPT: '1' });
-    expect(env).toMatchObject({ HOME: '/home/u', GIT_TERMINAL_PROMPT: '0', GIT_PAGER: 'cat' });
-    expect(env).not.toHaveProperty('GIT_DIR');
-    expect(env).not.toHaveProperty('GIT_INDEX_FILE');
+  it('passes on PATH, HOME, LANG and TERM only, and adds the switches that keep git from prompting or reading HOME', () => {
+    const env = gitEnv({
+      PATH: '/bin',
+      HOME: '/home/u',
+      LANG: 'C.UTF-8',
+      TERM: 'dumb',
+      OPENAI_API_KEY: 'sk-secret',
+      SSH_AUTH_SOCK: '/tmp/agent',
+      XDG_CONFIG_HOME: '/home/u/.config',
+      GIT_DIR: '/elsewhere',
+      GIT_INDEX_FILE: '/x',
+      GIT_EXTERNAL_DIFF: '/evil',
+      GIT_TERMINAL_PROMPT: '1',
+    });
+    expect(Object.keys(env).filter((name) => !name.startsWith('GIT_'))).toEqual(['PATH', 'HOME', 'LANG', 'TERM']);
+    expect(env).toMatchObject({ HOME: '/home/u', GIT_TERMINAL_PROMPT: '0', GIT_CONFIG_GLOBAL: '/dev/null', GIT_CONFIG_NOSYSTEM: '1' });
+    for (const name of ['GIT_DIR', 'GIT_INDEX_FILE', 'GIT_EXTERNAL_DIFF']) expect(env).not.toHaveProperty(name);
   });
 });

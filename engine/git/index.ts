@@ -1,6 +1,6 @@
 /**
  * Everything tron does with git, as async functions on `(repo, …)`. The parts live in
- * `git-*.ts` (one concept each); this file is the one import for the engine.
+ * this folder (one concept each); this file is the one import for the engine.
  *
  * ## The main-checkout consistency rule
  *
@@ -28,12 +28,29 @@
  * creates and deletes nothing outside it except the refs it names: `tron/<id>`,
  * `orphan/<id>-<n>` and `refs/tron/landed/<id>`.
  *
- * Every git call runs non-interactively (no prompt, no pager, no editor) and ignores
- * GIT_DIR-style variables inherited from a parent git; diffs used for patch ids ignore
- * the user's diff.* settings. The user's hooks do run.
+ * Every git call runs non-interactively (no prompt, no pager, no editor) in a minimal
+ * environment, and runs no program a repository, a worker or HOME configured: no hooks
+ * (the user's included: `worktree add` runs no post-checkout hook, and moving the user's
+ * checkout after a landing no post-index-change hook), no fsmonitor, no filters, no
+ * external diff — the rule and its two gaps are in run.ts. Diffs used for patch ids
+ * ignore the user's diff.* settings.
  */
 export { DIFF_FLAGS, GitFailure, GitStateError, gitEnv, type Sha } from './run.ts';
-export { allOnTrunk, commitsOver, currentTrunkSha, diffStat, headOf, isAncestor, isClean, mergeBase, patchId, revParse } from './query.ts';
+export {
+  allOnTrunk,
+  commitsOver,
+  currentBranch,
+  currentTrunkSha,
+  diffStat,
+  firstParentLog,
+  headOf,
+  isAncestor,
+  isClean,
+  mergeBase,
+  patchId,
+  revParse,
+  topLevel,
+} from './query.ts';
 export { LANDED_PREFIX, branchesOf, deleteBranch, landedRefs, preserveOrphan } from './refs.ts';
 export {
   WORKTREES_DIR,

@@ -2,13 +2,13 @@
  * Landing: trunk is fast-forwarded to a verified head and `refs/tron/landed/<id>` is
  * created in ONE ref transaction with compare-and-swap, so git itself records what
  * landed and no block lands twice. Afterwards the user's checkout of trunk, if any, is
- * moved with it (see the consistency rule in git.ts).
+ * moved with it (see the consistency rule in index.ts), without running the user's hooks.
  */
 import { realpath } from 'node:fs/promises';
 import { join, resolve, sep } from 'node:path';
 import type { Problem } from '../core/errors.ts';
 import { GitFailure, commandFailed, gitOut, runGit, type Sha } from './run.ts';
-import { currentTrunkSha, isAncestor, revParse } from './query.ts';
+import { currentTrunkSha, isAncestor, revParse, statusOf } from './query.ts';
 import { LANDED_PREFIX } from './refs.ts';
 import { WORKTREES_DIR, commonDir, removeStaleLocks } from './worktree.ts';
 
@@ -99,7 +99,7 @@ export interface MainCheckout {
 export async function mainCheckout(repo: string, trunk: string): Promise<MainCheckout> {
   const onTrunkPath = await trunkCheckoutPath(repo, trunk);
   const path = onTrunkPath ?? resolve(repo);
-  const status = await gitOut(path, ['status', '--porcelain=v1', '--untracked-files=no', '--ignore-submodules=none']);
+  const status = await statusOf(path, 'no');
   return { onTrunk: onTrunkPath !== undefined, dirty: status !== '', status, path };
 }
 
@@ -146,7 +146,7 @@ export async function catchUpCheckout(repo: string, trunk: string, olds: readonl
   if (path === undefined || olds.length === 0) return undefined;
   const now = await currentTrunkSha(repo, trunk);
   await runGit(path, ['update-index', '-q', '--refresh']);
-  if ((await runGit(path, ['diff', '--quiet'])).exitCode !== 0) return undefined;
+  if ((await runGit(path, ['diff', '--quiet', '--no-ext-diff', '--no-textconv'])).exitCode !== 0) return undefined;
   const index = await gitOut(path, ['write-tree']);
   if (index === (await gitOut(repo, ['rev-parse', `${now}^{tree}`]))) return undefined;
   for (const old of olds) {

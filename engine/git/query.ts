@@ -3,7 +3,8 @@
  * a claim): where refs point, what a branch adds, whether a tree is clean, whether a
  * rebase changed the patch. Nothing here changes the repository.
  */
-import { DIFF_FLAGS, GitStateError, commandFailed, gitOut, runGit, type Sha } from './run.ts';
+import type { StatusResult } from 'simple-git';
+import { DIFF_FLAGS, GitStateError, commandFailed, gitOut, runGit, type Sha, withSimpleGit } from './run.ts';
 
 /** The commit `ref` names, or undefined when there is no such commit. */
 export async function revParse(repo: string, ref: string): Promise<Sha | undefined> {
@@ -35,8 +36,17 @@ export async function headOf(dir: string): Promise<Sha> {
 
 /** The commits `head` adds over `base` (base..head), oldest first. */
 export async function commitsOver(repo: string, base: string, head: string): Promise<Sha[]> {
-  const out = await gitOut(repo, ['rev-list', '--topo-order', '--reverse', `${base}..${head}`, '--']);
-  return lines(out);
+  const options = { format: { sha: '%H' }, from: base, to: head, symmetric: false, '--topo-order': null, '--reverse': null };
+  const log = await withSimpleGit(repo, `log ${base}..${head}`, false, (git) => git.log(options));
+  return log.all.map((c) => c.sha);
+}
+
+/** `ref`'s first-parent history, newest first, as `<short sha> <subject>` lines (what `git log --oneline` shows). */
+export async function firstParentLog(repo: string, ref: string): Promise<string[]> {
+  // simple-git passes a key whose value is null as a bare argument: here the revision.
+  const options = { format: { sha: '%h', subject: '%s' }, '--first-parent': null, [ref]: null };
+  const log = await withSimpleGit(repo, `log --first-parent ${ref}`, false, (git) => git.log(options));
+  return log.all.map((c) => `${c.sha} ${c.subject}`);
 }
 
 /**
@@ -44,8 +54,22 @@ export async function commitsOver(repo: string, base: string, head: string): Pro
  * (ignored files do not count). `status` is the porcelain listing, for messages.
  */
 export async function isClean(dir: string): Promise<{ clean: boolean; status: string }> {
-  const status = await gitOut(dir, ['status', '--porcelain=v1', '--untracked-files=all', '--ignore-submodules=none']);
+  const status = await statusOf(dir, 'all');
   return { clean: status === '', status };
+}
+
+/**
+ * The porcelain (v1) listing of working tree `dir`'s changes, one `XY path` line each;
+ * untracked files listed (`all`) or not (`no`). "" when there are none.
+ */
+export async function statusOf(dir: string, untracked: 'all' | 'no'): Promise<string> {
+  const args = [`--untracked-files=${untracked}`, '--ignore-submodules=none'];
+  const result = await withSimpleGit(dir, `status ${args.join(' ')}`, true, (git) => git.status(args));
+  return porcelain(result);
+}
+
+function porcelain(status: StatusResult): string {
+  return status.files.map((f) => `${f.index}${f.working_dir} ${f.from ? `${f.from} -> ` : ''}${f.path}`).join('\n');
 }
 
 /**
@@ -82,12 +106,30 @@ export async function allOnTrunk(repo: string, branchSha: string, trunk: string)
 
 /** A human summary of base..head (files and line counts), for prompts and reports. */
 export async function diffStat(repo: string, base: string, head: string): Promise<string> {
-  return gitOut(repo, ['diff', '--no-color', '--no-ext-diff', '--find-renames', '--stat=100', '--summary', base, head, '--']);
+  return gitOut(repo, [
+    'diff',
+    '--no-color',
+    '--no-ext-diff',
+    '--no-textconv',
+    '--find-renames',
+    '--stat=100',
+    '--summary',
+    base,
+    head,
+    '--',
+  ]);
 }
 
-function lines(out: string): string[] {
-  return out
-    .split('\n')
-    .map((l) => l.trim())
-    .filter((l) => l !== '');
+/** The top folder of the work tree `dir` is in; undefined when `dir` is in none. */
+export async function topLevel(dir: string): Promise<string | undefined> {
+  const result = await runGit(dir, ['rev-parse', '--show-toplevel']);
+  const top = result.stdout.trim();
+  return result.exitCode === 0 && top !== '' ? top : undefined;
+}
+
+/** The branch checked out in `dir` (short name); undefined on a detached HEAD. */
+export async function currentBranch(dir: string): Promise<string | undefined> {
+  const result = await runGit(dir, ['symbolic-ref', '--quiet', '--short', 'HEAD']);
+  const branch = result.stdout.trim();
+  return result.exitCode === 0 && branch !== '' ? branch : undefined;
 }

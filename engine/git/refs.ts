@@ -3,29 +3,31 @@
  * preserved work, and `refs/tron/landed/<id>`, git's own record of what landed (so
  * recovery never lands a block twice, whatever instant the previous run died at).
  */
-import { GitFailure, commandFailed, gitOut, runGit, type Sha } from './run.ts';
+import { GitFailure, commandFailed, gitOut, runGit, type Sha, withSimpleGit } from './run.ts';
 import { revParse } from './query.ts';
 
 export const LANDED_PREFIX = 'refs/tron/landed/';
 
 /** Branches matching `pattern` under refs/heads (e.g. 'tron/*'): name → sha. */
 export async function branchesOf(repo: string, pattern: string): Promise<Map<string, Sha>> {
-  return refsUnder(repo, `refs/heads/${pattern}`, 'refs/heads/');
+  // Explicitly plain: a color.branch or column.branch in the config would garble the listing.
+  const args = ['--list', '--no-abbrev', '--no-color', '--no-column', '--', pattern];
+  const summary = await withSimpleGit(repo, `branch ${args.join(' ')}`, false, (git) => git.branch(args));
+  const branches = new Map<string, Sha>();
+  // A detached HEAD is listed too when it matches, under a made-up name: not a branch.
+  for (const b of Object.values(summary.branches)) if (!(b.current && summary.detached)) branches.set(b.name, b.commit);
+  return branches;
 }
 
 /** Which blocks git records as landed: id → landed sha. */
 export async function landedRefs(repo: string): Promise<Map<string, Sha>> {
-  return refsUnder(repo, `${LANDED_PREFIX}*`, LANDED_PREFIX);
-}
-
-async function refsUnder(repo: string, pattern: string, strip: string): Promise<Map<string, Sha>> {
-  const out = await gitOut(repo, ['for-each-ref', '--format=%(objectname) %(refname)', pattern]);
+  // Not branches, so not a simple-git listing: for-each-ref, one `<sha> <refname>` line each.
+  const out = await gitOut(repo, ['for-each-ref', '--format=%(objectname) %(refname)', `${LANDED_PREFIX}*`]);
   const refs = new Map<string, Sha>();
   for (const line of out.split('\n')) {
     const space = line.indexOf(' ');
-    if (space < 0) continue;
     const name = line.slice(space + 1);
-    if (name.startsWith(strip)) refs.set(name.slice(strip.length), line.slice(0, space));
+    if (space > 0 && name.startsWith(LANDED_PREFIX)) refs.set(name.slice(LANDED_PREFIX.length), line.slice(0, space));
   }
   return refs;
 }

@@ -1,50 +1,134 @@
 /**
- * The one place tron spawns git. Every call gets an environment that cannot prompt,
- * page or be redirected to another repository by variables inherited from a parent git
- * (tron may run inside a hook or `git rebase --exec`), and its outcome comes back as a
- * value, so callers decide which exit statuses are normal answers.
+ * The one place tron spawns git, and the rule every engine git call obeys: **it runs no
+ * program that a repository, a worker or HOME configured.** A worker is untrusted; it can
+ * write the shared git directory (its worktree's `.git` file points there: hooks, config,
+ * info/attributes) and, without a sandbox, HOME. So every call runs
  *
- * The user's hooks are deliberately left alone: `git worktree add` still runs their
- * post-checkout hook, `update-ref` their reference-transaction hook.
+ * - with no hooks (`core.hooksPath=/dev/null`): no reference-transaction hook when a
+ *   landing or a branch moves refs, no post-checkout when a worktree is made or reset, no
+ *   post-index-change when the user's checkout of trunk follows a landing — the user's own
+ *   hooks included, since tron's ref moves and checkouts are not the user's commands;
+ * - with no fsmonitor and no untracked cache, so `status` looks at the files themselves;
+ * - without global or system config (`GIT_CONFIG_GLOBAL=/dev/null`, `GIT_CONFIG_NOSYSTEM`):
+ *   HOME's `~/.gitconfig` and `$XDG_CONFIG_HOME/git/config` are never read, nor HOME's
+ *   attributes and ignore files, nor the system's attributes;
+ * - with no clean, smudge or process filter: before a command that reads or writes
+ *   working-tree files, every filter driver the repository's config defines is switched
+ *   off (by `GIT_CONFIG_COUNT`, which, unlike `-c`, takes any driver name);
+ * - with no external diff or textconv (`--no-ext-diff --no-textconv` on each diff), no
+ *   signature program (`log.showSignature=false`), no pager, editor or prompt;
+ * - with no lazy fetch and every transport closed (`GIT_NO_LAZY_FETCH`, `GIT_ALLOW_PROTOCOL`
+ *   empty): a planted promisor remote cannot turn a missing object into an ssh, `ext::`,
+ *   remote-helper or credential-helper run;
+ * - with replace refs ignored, so a planted `refs/replace/*` cannot change the history
+ *   the engine derives facts from;
+ * - in a minimal environment: PATH, HOME, LANG and TERM, plus the GIT_* variables set here.
+ *   Never the engine's secrets, and nothing inherited from a parent git (tron may run in
+ *   a hook or `git rebase --exec`, whose GIT_DIR would point elsewhere).
+ *
+ * Two gaps remain, both closed by keeping workers out of the git directory (the sandbox):
+ * filter drivers are read just before the command, so one planted in between runs; and
+ * drivers defined only in a submodule's own config are not read, so a `status` that
+ * recurses into a checked-out submodule could run them.
+ *
+ * The engine makes no commits; the reflog entries of the refs it moves are signed `tron`,
+ * not whoever HOME names. Each outcome comes back as a value, so callers decide which
+ * exit statuses are normal answers. Two spawners share the rule: execa where the exit
+ * status is the answer or stdin carries input (`update-ref --stdin`, `patch-id`), and
+ * simple-git for the listings it parses (status, branches, log).
  */
 import { execa } from 'execa';
+import { type SimpleGit, simpleGit } from 'simple-git';
 import { InputError } from '../core/errors.ts';
 import type { FaultCode, InputCode } from '../core/problems.ts';
 
 /** A full object name. */
 export type Sha = string;
 
-/** Variables that would point git at some other repository, index or worktree. */
-const LOCATION_VARS = [
-  'GIT_DIR',
-  'GIT_WORK_TREE',
-  'GIT_INDEX_FILE',
-  'GIT_OBJECT_DIRECTORY',
-  'GIT_ALTERNATE_OBJECT_DIRECTORIES',
-  'GIT_COMMON_DIR',
-  'GIT_NAMESPACE',
-  'GIT_PREFIX',
-  'GIT_QUARANTINE_PATH',
-];
+/** Config of every engine git call, as `-c` pairs: each switches a program or a HOME file off. */
+const SAFE_CONFIG = [
+  'core.hooksPath=/dev/null',
+  'core.fsmonitor=false',
+  'core.untrackedCache=false',
+  'core.attributesFile=/dev/null',
+  'core.excludesFile=/dev/null',
+  'log.showSignature=false',
+  'color.ui=never',
+] as const;
 
-/** The environment for engine git calls: the caller's, minus location overrides, never interactive. */
+/** The only variables of the engine's environment a git call sees. */
+const PASSED_ON = ['PATH', 'HOME', 'LANG', 'TERM'] as const;
+
+/** Who moved a ref, in the reflog. */
+const ENGINE_IDENTITY = { name: 'tron', email: 'tron@localhost' } as const;
+
+/** The environment of every engine git call: the minimal base of `source` and git's switches. */
 export function gitEnv(source: Readonly<Record<string, string | undefined>>): Record<string, string> {
   const env: Record<string, string> = {};
-  for (const [name, value] of Object.entries(source)) {
-    if (value !== undefined && !LOCATION_VARS.includes(name)) env[name] = value;
+  for (const name of PASSED_ON) {
+    const value = source[name];
+    if (value !== undefined) env[name] = value;
   }
   return {
     ...env,
+    GIT_CONFIG_NOSYSTEM: '1',
+    GIT_CONFIG_GLOBAL: '/dev/null',
+    GIT_ATTR_NOSYSTEM: '1',
     GIT_TERMINAL_PROMPT: '0',
+    // A missing object is not fetched (git 2.39.4 and later)…
+    GIT_NO_LAZY_FETCH: '1',
+    // …and, with older gits, no protocol is allowed, whatever protocol.*.allow says.
+    GIT_ALLOW_PROTOCOL: '',
+    GIT_NO_REPLACE_OBJECTS: '1',
     GIT_PAGER: 'cat',
-    PAGER: 'cat',
     GIT_EDITOR: 'true',
     // Status must not take index.lock in a worktree a worker is committing in.
     GIT_OPTIONAL_LOCKS: '0',
+    GIT_COMMITTER_NAME: ENGINE_IDENTITY.name,
+    GIT_COMMITTER_EMAIL: ENGINE_IDENTITY.email,
   };
 }
 
-const ENV = gitEnv(process.env);
+/** Subcommands that read or write working-tree files, and so would run a filter driver. */
+const WORKING_TREE_COMMANDS = new Set([
+  'checkout',
+  'cherry-pick',
+  'diff',
+  'merge',
+  'read-tree',
+  'rebase',
+  'reset',
+  'status',
+  'update-index',
+  'worktree',
+]);
+
+/**
+ * Variables that switch off every filter driver the config seen from `cwd` defines:
+ * clean, smudge and process emptied (git then passes content through), required false.
+ */
+async function filtersOff(cwd: string, env: Record<string, string>): Promise<Record<string, string>> {
+  const listed = await spawnGit(cwd, ['config', '--name-only', '-z', '--get-regexp', '^filter\\.'], env);
+  const drivers = new Set<string>();
+  for (const key of listed.stdout.split('\0')) {
+    const name = /^filter\.(.+)\.[^.]+$/.exec(key)?.[1];
+    if (name !== undefined) drivers.add(name);
+  }
+  const keys = [...drivers].flatMap((d) => ['clean', 'smudge', 'process', 'required'].map((k) => `filter.${d}.${k}`));
+  if (keys.length === 0) return {};
+  const vars: Record<string, string> = { GIT_CONFIG_COUNT: String(keys.length) };
+  keys.forEach((key, i) => {
+    vars[`GIT_CONFIG_KEY_${i}`] = key;
+    vars[`GIT_CONFIG_VALUE_${i}`] = key.endsWith('.required') ? 'false' : '';
+  });
+  return vars;
+}
+
+/** The environment for `args` run in `cwd`: filters off when the command touches files. */
+async function envFor(cwd: string, touchesFiles: boolean): Promise<Record<string, string>> {
+  const env = gitEnv(process.env);
+  return touchesFiles ? { ...env, ...(await filtersOff(cwd, env)) } : env;
+}
 
 export interface GitResult {
   exitCode: number;
@@ -52,11 +136,18 @@ export interface GitResult {
   stderr: string;
 }
 
-/** Runs `git args` in `cwd`; never throws for a non-zero exit. stdout loses only its final newline. */
+/**
+ * Runs `git args` in `cwd` (args begin with the subcommand); never throws for a non-zero
+ * exit. stdout loses only its final newline.
+ */
 export async function runGit(cwd: string, args: readonly string[], input?: string): Promise<GitResult> {
-  const result = await execa('git', ['-c', 'color.ui=never', ...args], {
+  return spawnGit(cwd, args, await envFor(cwd, WORKING_TREE_COMMANDS.has(args[0] ?? '')), input);
+}
+
+async function spawnGit(cwd: string, args: readonly string[], env: Record<string, string>, input?: string): Promise<GitResult> {
+  const result = await execa('git', [...SAFE_CONFIG.flatMap((pair) => ['-c', pair]), ...args], {
     cwd,
-    env: ENV,
+    env,
     extendEnv: false,
     reject: false,
     ...(input === undefined ? { stdin: 'ignore' as const } : { input }),
@@ -66,6 +157,41 @@ export async function runGit(cwd: string, args: readonly string[], input?: strin
     throw new GitFailure('TRON_GIT_UNAVAILABLE', `could not run git in ${cwd}: ${result.shortMessage}`);
   }
   return { exitCode: result.exitCode ?? 1, stdout: String(result.stdout), stderr: String(result.stderr) };
+}
+
+/**
+ * Runs `work` with a simple-git for `cwd` under the same rule (`touchesFiles`: the command
+ * reads working-tree files, so filters go off); any failure is a GitFailure naming `what`.
+ */
+export async function withSimpleGit<T>(cwd: string, what: string, touchesFiles: boolean, work: (git: SimpleGit) => Promise<T>): Promise<T> {
+  const env = await envFor(cwd, touchesFiles);
+  let git: SimpleGit;
+  try {
+    git = simpleGit({
+      baseDir: cwd,
+      config: [...SAFE_CONFIG],
+      // simple-git refuses these keys and variables unless allowed, as a guard against
+      // untrusted input; ours are constants, and each one switches a program off.
+      unsafe: {
+        allowUnsafeHooksPath: true,
+        allowUnsafeFsMonitor: true,
+        allowUnsafePager: true,
+        allowUnsafeEditor: true,
+        allowUnsafeConfigPaths: true,
+        allowUnsafeConfigEnvCount: true,
+        allowUnsafeFilter: true,
+      },
+      allowEnvironment: Object.keys(env),
+    }).env(env);
+  } catch (error) {
+    throw new GitFailure('TRON_GIT_UNAVAILABLE', `could not run git in ${cwd}: ${(error as Error).message}`);
+  }
+  try {
+    return await work(git);
+  } catch (error) {
+    const detail = (error as Error).message.trim() || 'failed';
+    throw new GitFailure('TRON_GIT_FAILED', `git ${what} (in ${cwd}) failed: ${detail}`);
+  }
 }
 
 /** Runs git and returns stdout; any non-zero exit is a GitFailure naming the command. */

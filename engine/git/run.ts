@@ -170,6 +170,9 @@ export async function withSimpleGit<T>(cwd: string, what: string, touchesFiles: 
     git = simpleGit({
       baseDir: cwd,
       config: [...SAFE_CONFIG],
+      // Done when git's output streams close; simple-git's default also waits 50 ms after
+      // exit when git printed nothing, which every empty listing would pay.
+      completion: { onClose: true, onExit: false },
       // simple-git refuses these keys and variables unless allowed, as a guard against
       // untrusted input; ours are constants, and each one switches a program off.
       unsafe: {

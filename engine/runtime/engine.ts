@@ -195,7 +195,7 @@ export class Engine {
 
   private heartbeat(): void {
     if (this.state.finished) return;
-    const parked = this.state.order.filter((id) => this.state.blocks[id]!.phase === 'parked').length;
+    const parked = this.state.order.filter((id) => this.state.blocks.get(id)!.phase === 'parked').length;
     this.append({ type: 'run.heartbeat', running: this.turns.size, parked });
   }
 
@@ -250,13 +250,13 @@ export class Engine {
 
   private fatal(err: Error): EventBody {
     this.failure = undefined;
-    const ids = (p: string) => this.state.order.filter((id) => this.state.blocks[id]!.phase === p);
+    const ids = (p: string) => this.state.order.filter((id) => this.state.blocks.get(id)!.phase === p);
     return {
       type: 'run.finished',
       reason: 'error',
       exit: 1,
       landed: ids('landed'),
-      parked: this.state.order.filter((id) => !['landed', 'abandoned'].includes(this.state.blocks[id]!.phase)),
+      parked: this.state.order.filter((id) => !['landed', 'abandoned'].includes(this.state.blocks.get(id)!.phase)),
       abandoned: ids('abandoned'),
       detail: err.message,
     } as BodyOf<'run.finished'>;
@@ -336,7 +336,7 @@ export class Engine {
   private async turn(e: EventOf<'block.dispatched'>): Promise<EventBody> {
     const o = this.o;
     const s = this.state;
-    const b = s.blocks[e.block]!;
+    const b = s.blocks.get(e.block)!;
     const worker = o.workers[e.role as WorkerRole];
     const base = { type: 'reply.received' as const, block: e.block, role: e.role, session: e.session, turn: e.turn };
     if (!worker) return { ...base, ok: false, failure: 'crash', detail: `no [workers.${e.role}] is configured` };
@@ -415,7 +415,7 @@ export class Engine {
 
   /** Signs of life over the probe wait: process CPU and output, worktree changes, model or sim progress. */
   private async probe(e: EventOf<'worker.overran'>): Promise<EventBody> {
-    const b = this.state.blocks[e.block]!;
+    const b = this.state.blocks.get(e.block)!;
     const role = b.waiting.on === 'turn' ? b.waiting.turn.role : 'builder';
     const worker = this.o.workers[role];
     const cwd =

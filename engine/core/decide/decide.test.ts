@@ -50,8 +50,8 @@ class Driver {
   }
   /** Walks one block from worktree to an approved, attested head `head`. */
   approve(id: string, head: string, base = sha(1)): EventBody[] {
-    const session = `${id}.${this.state.blocks[id]!.attempt}.builder`;
-    this.feed({ type: 'worktree.ready', block: id, attempt: this.state.blocks[id]!.attempt, base, path: id });
+    const session = `${id}.${this.state.blocks.get(id)!.attempt}.builder`;
+    this.feed({ type: 'worktree.ready', block: id, attempt: this.state.blocks.get(id)!.attempt, base, path: id });
     this.feed({ type: 'reply.received', block: id, role: 'builder', session, turn: 1, ok: true, reply: '>>DONE' });
     const tests = { exit: 0, timed_out: false, log: 'l', tail: '' };
     this.feed({

@@ -24,9 +24,7 @@ export const EXPECT: Record<Exclude<TurnKind, 'restate'>, Word[]> = {
   architect: ['RETRY', 'PAGE', 'ABANDON'],
 };
 
-export const ACTIVE_PHASES = new Set(['build', 'review']);
-
-export const TERMINAL = new Set(['landed', 'abandoned']);
+export { ACTIVE_PHASES, TERMINAL } from '../state.ts';
 
 /** Accumulates decisions, applying each to the state as it is made. */
 export class Step {
@@ -43,7 +41,7 @@ export class Step {
   }
 
   block(id: string): BlockState {
-    const b = this.s.blocks[id];
+    const b = this.s.blocks.get(id);
     if (!b) throw new Error(`unknown block ${id}`);
     return b;
   }
@@ -71,7 +69,7 @@ export function sessionOf(b: BlockState, role: 'builder' | 'reviewer'): string {
 
 /** The pending turn, if `e` is about it (timers and probes of finished turns are stale). */
 export function pendingTurn(step: Step, e: { block: string; session: string; turn: number }): PendingTurn | undefined {
-  const b = step.s.blocks[e.block];
+  const b = step.s.blocks.get(e.block);
   if (b?.waiting.on !== 'turn') return undefined;
   const t = b.waiting.turn;
   return t.session === e.session && t.turn === e.turn ? t : undefined;

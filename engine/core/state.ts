@@ -10,7 +10,12 @@
  * copy of the run (STYLE 19; `npm run bench` shows the curve).
  */
 import type { BlockInfo, EventOf, EventType, TronEvent } from './events.ts';
-import { byNumber, byString, SortedMap } from './sorted-map.ts';
+import { type BlockIndex, indexBlocks, reindex } from './block-index.ts';
+import { byString, SortedMap } from './sorted-map.ts';
+import { TrunkHistory } from './trunk-history.ts';
+
+export { ACTIVE_PHASES, type BlockIndex, inFlight, TERMINAL } from './block-index.ts';
+export { TrunkHistory } from './trunk-history.ts';
 
 export type TurnKind = 'build' | 'challenge' | 'review' | 'merge' | 'probe' | 'restate' | 'architect';
 
@@ -120,79 +125,6 @@ export interface EngineState {
   index: BlockIndex;
 }
 
-/** Phases that take one of the `max_parallel` slots. */
-export const ACTIVE_PHASES: ReadonlySet<string> = new Set(['build', 'review']);
-export const TERMINAL: ReadonlySet<string> = new Set(['landed', 'abandoned']);
-
-/** Waiting on something the engine started (a turn, git, tests) rather than on a person or a slot. */
-export function inFlight(b: BlockState): boolean {
-  return !['nothing', 'operator', 'slot', 'lock'].includes(b.waiting.on);
-}
-
-/** A pending block's place in the dispatch order: by priority, then id. */
-export interface ReadyKey {
-  priority: number;
-  id: string;
-}
-export const byReadiness = (a: ReadyKey, b: ReadyKey): number => a.priority - b.priority || byString(a.id, b.id);
-
-/**
- * Derived from the blocks, and changed by the fold only where a block's change moves it,
- * so the decision step never scans the register to schedule. `indexBlocks` computes it
- * from scratch (on a register change, which lists every block anyway).
- */
-export interface BlockIndex {
-  /** Each block's place in register order. */
-  position: ReadonlyMap<string, number>;
-  /** The blocks that name an id in `depends_on` (registered or not), in register order. */
-  dependents: ReadonlyMap<string, readonly string[]>;
-  /** Blocks in an active phase: the slots taken. */
-  active: number;
-  /** Blocks waiting on an effect in flight (see `inFlight`). */
-  inFlight: number;
-  /** Blocks that keep the run from settling whatever else holds: not landed, abandoned, parked or pending, nor waiting for the lock. */
-  busy: number;
-  /** Blocks (not pending) waiting for the MERGE lock: the run settles around them only while trunk is halted. */
-  queued: number;
-  /** Pending blocks whose dependencies have all landed, in dispatch order. */
-  ready: SortedMap<ReadyKey, string>;
-  /** Pending blocks with an abandoned dependency, by register position: they are to be parked. */
-  orphaned: SortedMap<number, string>;
-}
-
-/**
- * The shas the engine put trunk at, oldest first, as the last position of each: enough to
- * ask whether trunk is at a sha the engine left it at (since some earlier sha).
- */
-export class TrunkHistory {
-  private constructor(
-    private readonly last: SortedMap<string, number>,
-    readonly length: number,
-  ) {}
-
-  static empty(): TrunkHistory {
-    return new TrunkHistory(SortedMap.empty(byString), 0);
-  }
-
-  push(sha: string): TrunkHistory {
-    return new TrunkHistory(this.last.set(sha, this.length), this.length + 1);
-  }
-
-  lastIndexOf(sha: string): number {
-    return this.last.get(sha) ?? -1;
-  }
-
-  includes(sha: string): boolean {
-    return this.last.has(sha);
-  }
-
-  /** The shas from the last time trunk was at `sha` onwards; none when it never was. */
-  since(sha: string | undefined): { includes(sha: string): boolean } {
-    const from = sha === undefined ? -1 : this.lastIndexOf(sha);
-    return { includes: (x) => from >= 0 && this.lastIndexOf(x) >= from };
-  }
-}
-
 export function initialState(): EngineState {
   const blocks = SortedMap.empty<string, BlockState>(byString);
   return {
@@ -232,110 +164,13 @@ function newBlock(info: BlockInfo, ts: number): BlockState {
   };
 }
 
-// ---- the index ----
-
-const isReady = (blocks: SortedMap<string, BlockState>, b: BlockState): boolean =>
-  b.phase === 'pending' && b.info.depends_on.every((d) => blocks.get(d)?.phase === 'landed');
-
-const isOrphaned = (blocks: SortedMap<string, BlockState>, b: BlockState): boolean =>
-  b.phase === 'pending' && b.info.depends_on.some((d) => blocks.get(d)?.phase === 'abandoned');
-
-const isBusy = (b: BlockState): boolean =>
-  !TERMINAL.has(b.phase) && b.phase !== 'parked' && b.phase !== 'pending' && b.waiting.on !== 'lock';
-
-const isQueued = (b: BlockState): boolean =>
-  !TERMINAL.has(b.phase) && b.phase !== 'parked' && b.phase !== 'pending' && b.waiting.on === 'lock';
-
-/** Which of the index's counters a block adds to, one bit each. */
-const ACTIVE = 1;
-const IN_FLIGHT = 2;
-const BUSY = 4;
-const QUEUED = 8;
-function tally(b: BlockState): number {
-  return (ACTIVE_PHASES.has(b.phase) ? ACTIVE : 0) | (inFlight(b) ? IN_FLIGHT : 0) | (isBusy(b) ? BUSY : 0) | (isQueued(b) ? QUEUED : 0);
-}
-const bit = (mask: number, flag: number): number => (mask & flag ? 1 : 0);
-
-/** The index computed from scratch: every block, in register order. */
-export function indexBlocks(blocks: SortedMap<string, BlockState>, order: readonly string[]): BlockIndex {
-  const position = new Map<string, number>();
-  const dependents = new Map<string, string[]>();
-  const index: BlockIndex = {
-    position,
-    dependents,
-    active: 0,
-    inFlight: 0,
-    busy: 0,
-    queued: 0,
-    ready: SortedMap.empty(byReadiness),
-    orphaned: SortedMap.empty(byNumber),
-  };
-  order.forEach((id, i) => {
-    const b = blocks.get(id)!;
-    position.set(id, i);
-    for (const d of b.info.depends_on) {
-      const list = dependents.get(d);
-      if (list) list.push(id);
-      else dependents.set(d, [id]);
-    }
-    const counted = tally(b);
-    index.active += bit(counted, ACTIVE);
-    index.inFlight += bit(counted, IN_FLIGHT);
-    index.busy += bit(counted, BUSY);
-    index.queued += bit(counted, QUEUED);
-    if (isReady(blocks, b)) index.ready = index.ready.set({ priority: b.info.priority, id }, id);
-    if (isOrphaned(blocks, b)) index.orphaned = index.orphaned.set(i, id);
-  });
-  return index;
-}
-
-/** Puts `b` in, or takes it out of, the ready and orphaned sets, as its state now says. */
-function place(index: BlockIndex, blocks: SortedMap<string, BlockState>, b: BlockState): BlockIndex {
-  const key = { priority: b.info.priority, id: b.id };
-  const ready = isReady(blocks, b) ? index.ready.set(key, b.id) : index.ready.delete(key);
-  const at = index.position.get(b.id)!;
-  const orphaned = isOrphaned(blocks, b) ? index.orphaned.set(at, b.id) : index.orphaned.delete(at);
-  return ready === index.ready && orphaned === index.orphaned ? index : { ...index, ready, orphaned };
-}
-
-/**
- * Replaces a block (already registered, so its position is known) and moves the index by
- * what changed: its own counters and place, and, when it landed or was abandoned (or
- * stopped being either), the places of the blocks that depend on it.
- */
-function putBlock(s: EngineState, b: BlockState): void {
-  const was = s.blocks.get(b.id)!;
-  s.blocks = s.blocks.set(b.id, b);
-  const before = tally(was);
-  const after = tally(b);
-  let index = s.index;
-  if (before !== after) {
-    index = {
-      ...index,
-      active: index.active + bit(after, ACTIVE) - bit(before, ACTIVE),
-      inFlight: index.inFlight + bit(after, IN_FLIGHT) - bit(before, IN_FLIGHT),
-      busy: index.busy + bit(after, BUSY) - bit(before, BUSY),
-      queued: index.queued + bit(after, QUEUED) - bit(before, QUEUED),
-    };
-  }
-  if (was.phase !== b.phase || was.info !== b.info) {
-    if (was.info.priority !== b.info.priority) index = { ...index, ready: index.ready.delete({ priority: was.info.priority, id: b.id }) };
-    index = place(index, s.blocks, b);
-    const landed = (was.phase === 'landed') !== (b.phase === 'landed');
-    const abandoned = (was.phase === 'abandoned') !== (b.phase === 'abandoned');
-    if (landed || abandoned) {
-      for (const id of index.dependents.get(b.id) ?? []) {
-        index = place(index, s.blocks, s.blocks.get(id)!);
-      }
-    }
-  }
-  s.index = index;
-}
-
-/** Changes the block `id`, if there is one, by the fields `change` returns. */
+/** Changes the block `id`, if there is one, by the fields `change` returns, and moves the index with it. */
 function patch(s: EngineState, id: string, change: (b: BlockState) => Partial<BlockState>): void {
-  const b = s.blocks.get(id);
-  if (b) putBlock(s, { ...b, ...change(b) });
+  const was = s.blocks.get(id);
+  if (!was) return;
+  const b = { ...was, ...change(was) };
+  s.blocks = s.blocks.set(id, b);
+  s.index = reindex(s.index, s.blocks, was, b);
 }
 
 // ---- the fold ----

@@ -2,6 +2,12 @@
  * `npm run bench`: how fast tron's own logic is, apart from git, tests and workers —
  * the gateway parser, the decision step, replay of a long log. Prints one line per
  * measurement; never part of `npm test` (speed is measured here, not asserted there).
+ *
+ * The replay curve is the shape that matters (STYLE 19): synthetic runs of 250, 1,000
+ * and 1,800 blocks (about 28 events a block, as real runs have; 1,800 blocks is about
+ * 50,000 events) must replay at the same cost per event. The goal: the 50,000-event
+ * replay within 1 s, and µs/event at 1,800 blocks within 1.5× of that at 250.
+ * TRON_BENCH_SIZES=250,500 and TRON_BENCH_REPEATS=1 change the sizes and repeats.
  */
 import { performance } from 'node:perf_hooks';
 import { parseReply } from '../engine/gateway/parse.ts';
@@ -98,6 +104,17 @@ function syntheticRun(blocks: number): TronEvent[] {
   return events;
 }
 
+/** Replays `run` once: the milliseconds it took, by the wall clock and in CPU time (which a busy machine disturbs less). */
+function timeReplay(run: readonly TronEvent[]): { ms: number; cpuMs: number } {
+  const cpu = process.cpuUsage();
+  const start = performance.now();
+  const result = replay(run, { spine, testCommand: 'true' });
+  const ms = performance.now() - start;
+  const used = process.cpuUsage(cpu);
+  if (!result.ok) throw new Error(`the synthetic run does not replay: ${JSON.stringify(result.divergence)}`);
+  return { ms, cpuMs: (used.user + used.system) / 1000 };
+}
+
 const spine = loadSpine();
 const noise = 'lorem ipsum '.repeat(80_000);
 measure('gateway: a one-line reply', 20_000, () => parseReply('>>DONE {"summary":"ok"}', { role: 'builder', phase: 'build' }));
@@ -109,3 +126,30 @@ measure('replay: re-decide the whole run', 5, () => {
   const result = replay(run, { spine, testCommand: 'true' });
   if (!result.ok) throw new Error(`the synthetic run does not replay: ${JSON.stringify(result.divergence)}`);
 });
+
+// The shape of replay: per-event cost must not grow with the run (STYLE 19). Each size
+// is replayed a few times and the fastest is kept, so a busy machine blurs it less.
+const sizes = (process.env.TRON_BENCH_SIZES ?? '250,1000,1800').split(',').map(Number);
+const repeats = Number(process.env.TRON_BENCH_REPEATS ?? 3);
+console.log(`\nreplay curve (max_parallel 1, best of ${repeats})`);
+console.log(
+  `${'blocks'.padStart(7)} ${'events'.padStart(8)} ${'events/block'.padStart(13)} ${'replay ms'.padStart(10)} ${'µs/event'.padStart(9)} ${'cpu ms'.padStart(8)}`,
+);
+const perEvent: number[] = [];
+for (const blocks of sizes) {
+  const events = syntheticRun(blocks);
+  let best = { ms: Infinity, cpuMs: Infinity };
+  for (let i = 0; i < repeats; i += 1) {
+    const t = timeReplay(events);
+    if (t.ms < best.ms) best = t;
+  }
+  const us = (best.ms * 1000) / events.length;
+  perEvent.push(us);
+  console.log(
+    `${String(blocks).padStart(7)} ${String(events.length).padStart(8)} ${(events.length / blocks).toFixed(1).padStart(13)} ${best.ms.toFixed(1).padStart(10)} ${us.toFixed(1).padStart(9)} ${best.cpuMs.toFixed(0).padStart(8)}`,
+  );
+}
+if (perEvent.length > 1) {
+  const ratio = perEvent.at(-1)! / perEvent[0]!;
+  console.log(`µs/event at ${sizes.at(-1)} blocks / at ${sizes[0]} blocks: ${ratio.toFixed(2)}×`);
+}

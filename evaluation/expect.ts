@@ -98,7 +98,7 @@ export function finalPhases(runs: readonly RunRecord[]): Record<string, string> 
   const last = runs.at(-1);
   if (!last) return {};
   const state = last.events.reduce(apply, initialState());
-  return Object.fromEntries(Object.values(state.blocks).map((b) => [b.id, b.phase]));
+  return Object.fromEntries([...state.blocks.values()].map((b) => [b.id, b.phase]));
 }
 
 /** Everything in the runs that differs from the template's expectation or breaks an invariant. */

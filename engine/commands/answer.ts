@@ -37,7 +37,7 @@ export async function answerCommand(opts: {
     ]);
   }
   const run = latestRun(repo);
-  const phase = run ? foldRun(run).blocks[opts.block]?.phase : undefined;
+  const phase = run ? foldRun(run).blocks.get(opts.block)?.phase : undefined;
   if (phase !== 'parked') {
     throw new InputError([
       {

@@ -151,13 +151,13 @@ export async function startCommand(o: StartOptions): Promise<number> {
       process.off('SIGTERM', onSignal);
     });
     const end = engine.state;
-    const parked = end.order.filter((id) => end.blocks[id]!.phase === 'parked');
-    const abandoned = end.order.filter((id) => end.blocks[id]!.phase === 'abandoned');
+    const parked = end.order.filter((id) => end.blocks.get(id)!.phase === 'parked');
+    const abandoned = end.order.filter((id) => end.blocks.get(id)!.phase === 'abandoned');
     for (const id of parked)
       o.print(
-        `tron: ${id} is parked: ${end.blocks[id]!.reason ?? ''}\n  answer: npx tron answer --repo ${o.repo} ${id} '>>RETRY {"guidance":"…"}'`,
+        `tron: ${id} is parked: ${end.blocks.get(id)!.reason ?? ''}\n  answer: npx tron answer --repo ${o.repo} ${id} '>>RETRY {"guidance":"…"}'`,
       );
-    for (const id of abandoned) o.print(`tron: ${id} was abandoned: ${end.blocks[id]!.reason ?? ''}`);
+    for (const id of abandoned) o.print(`tron: ${id} was abandoned: ${end.blocks.get(id)!.reason ?? ''}`);
     o.print(`tron: run ${runId} finished (exit ${exit}); run directory: ${runDir}`);
     return exit;
   } finally {

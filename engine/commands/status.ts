@@ -33,7 +33,7 @@ export interface StatusRow {
 
 export function statusRows(s: EngineState, now: number): StatusRow[] {
   return s.order.map((id) => {
-    const b = s.blocks[id]!;
+    const b = s.blocks.get(id)!;
     return {
       block: id,
       phase: b.phase,

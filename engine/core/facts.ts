@@ -9,12 +9,12 @@ const short = (sha: string | null | undefined): string => (sha ? sha.slice(0, 12
 /** Every fact of the gate at the observed head, in a fixed order. */
 export function deriveFacts(
   o: EventOf<'facts.observed'>,
-  expected: { trunkSha: string; mainStatus: string; testCommand?: string; trunkAllowed?: readonly string[] },
+  expected: { trunkSha: string; mainStatus: string; testCommand?: string; trunkAllowed?: { includes(sha: string): boolean } },
 ): Fact[] {
   const facts: Fact[] = [];
   // The engine may itself land another block while these facts are observed, so trunk
   // may be at any sha the engine put it at since the facts were requested.
-  const trunkOk = o.trunk_sha !== null && (o.trunk_sha === expected.trunkSha || (expected.trunkAllowed ?? []).includes(o.trunk_sha));
+  const trunkOk = o.trunk_sha !== null && (o.trunk_sha === expected.trunkSha || expected.trunkAllowed?.includes(o.trunk_sha) === true);
   facts.push({
     name: 'commits',
     ok: o.commits > 0,

@@ -32,7 +32,28 @@ const canon = (x: unknown): string =>
       ? Object.fromEntries(Object.entries(v).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
       : v,
   );
-const same = (a: unknown, b: unknown) => canon(a) === canon(b);
+/** Equal as JSON, whatever the key order. */
+const same = (a: unknown, b: unknown) => alike(a, b) || canon(a) === canon(b);
+
+/**
+ * A quick structural equality that implies equal `canon` forms (an absent key and an
+ * undefined one are alike, as in JSON). It may miss some JSON-equal pairs (NaN and null,
+ * say), which `same` then settles with `canon`: only a divergence pays for that.
+ */
+function alike(a: unknown, b: unknown): boolean {
+  if (a === b) return true;
+  if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null) return false;
+  if (Array.isArray(a)) {
+    if (!Array.isArray(b) || a.length !== b.length) return false;
+    return a.every((x, i) => alike(x, b[i]));
+  }
+  if (Array.isArray(b)) return false;
+  const x = a as Record<string, unknown>;
+  const y = b as Record<string, unknown>;
+  for (const k in x) if (x[k] !== undefined && !alike(x[k], y[k])) return false;
+  for (const k in y) if (y[k] !== undefined && x[k] === undefined) return false;
+  return true;
+}
 
 /** Re-decides every recorded input and compares with the recorded decisions. */
 export function replay(events: readonly TronEvent[], ctx: DecideContext): ReplayResult {

@@ -2,8 +2,20 @@
  * The engine's state is the fold of its events: `apply(state, event)` for every line of
  * the log, in order. Nothing else feeds it, so resuming a run and replaying one start
  * from the same place as the live run did.
+ *
+ * Every state is persistent: `apply` returns a new state and never changes the one it was
+ * given, which stays valid for whoever holds it (the engine's running effects, replay,
+ * tests). One event costs what it touches — a shallow copy of the top level, the block it
+ * is about, O(log n) nodes of the maps, and the indices that block's change moves — not a
+ * copy of the run (STYLE 19; `npm run bench` shows the curve).
  */
-import type { BlockInfo, EventOf, TronEvent } from './events.ts';
+import type { BlockInfo, EventOf, EventType, TronEvent } from './events.ts';
+import { type BlockIndex, indexBlocks, reindex } from './block-index.ts';
+import { byString, SortedMap } from './sorted-map.ts';
+import { TrunkHistory } from './trunk-history.ts';
+
+export { ACTIVE_PHASES, type BlockIndex, inFlight, TERMINAL } from './block-index.ts';
+export { TrunkHistory } from './trunk-history.ts';
 
 import type { TurnKind } from './roles.ts';
 import type { Handler, Trouble } from '../spine/spine.ts';
@@ -87,48 +99,53 @@ export interface EngineState {
   trunk: string;
   /** Where the engine last left trunk; anything else is a touch by someone else. */
   trunkSha?: string;
-  /** Every sha the engine has put trunk at in this run, oldest first (start sha, then each landing). */
-  trunkHistory: string[];
+  /** Every sha the engine has put trunk at in this run (the start sha, then each landing). */
+  trunkHistory: TrunkHistory;
   mainStatus: string;
   maxParallel: number;
   architect: boolean;
   liveness: { probeWaitMs: number; extensionMs: number; maxExtensions: number; reissues: number };
   watch: boolean;
-  blocks: Record<string, BlockState>;
+  /** Every block of the register, by id. */
+  blocks: SortedMap<string, BlockState>;
   /** Block ids in register order. */
-  order: string[];
+  order: readonly string[];
   /** The block holding the MERGE lock. */
   mergeLock?: string;
   /** Blocks waiting for the MERGE lock, in arrival order. */
-  mergeQueue: string[];
+  mergeQueue: readonly string[];
   /** Set when trunk was moved by someone else: no merges until the operator answers. */
   trunkHalt?: { sha: string; block: string };
   /** Blocks whose operator page was decided and not yet sent. */
-  pagesPending: string[];
+  pagesPending: readonly string[];
   /** Boot recovery is over: before that, nothing is dispatched and an empty run is not a finished one. */
   registered: boolean;
   /** A signal asked the engine to stop: nothing new starts. */
   stopping?: string;
   finished: boolean;
   lastTs: number;
+  /** What scheduling asks of the blocks after every input, kept up to date by the fold. */
+  index: BlockIndex;
 }
 
 export function initialState(): EngineState {
+  const blocks = SortedMap.empty<string, BlockState>(byString);
   return {
     trunk: 'main',
+    trunkHistory: TrunkHistory.empty(),
     mainStatus: '',
     maxParallel: 1,
     architect: false,
     liveness: { probeWaitMs: 30_000, extensionMs: 600_000, maxExtensions: 3, reissues: 1 },
     watch: false,
-    blocks: {},
+    blocks,
     order: [],
     mergeQueue: [],
-    trunkHistory: [],
     pagesPending: [],
     registered: false,
     finished: false,
     lastTs: 0,
+    index: indexBlocks(blocks, []),
   };
 }
 
@@ -150,292 +167,254 @@ function newBlock(info: BlockInfo, ts: number): BlockState {
   };
 }
 
-/** The fold: the state after one more event. Pure; returns a new state object. */
-export function apply(prev: EngineState, e: TronEvent): EngineState {
-  // Copy on write: the state's lists, and only the block the event is about.
-  const s: EngineState = {
-    ...prev,
-    blocks: { ...prev.blocks },
-    order: [...prev.order],
-    mergeQueue: [...prev.mergeQueue],
-    trunkHistory: [...prev.trunkHistory],
-    pagesPending: [...prev.pagesPending],
-    liveness: { ...prev.liveness },
-    ...(prev.trunkHalt ? { trunkHalt: { ...prev.trunkHalt } } : {}),
-  };
-  s.lastTs = e.ts;
-  if ('block' in e && prev.blocks[e.block]) s.blocks[e.block] = structuredClone(prev.blocks[e.block]!);
-  const b = 'block' in e ? s.blocks[e.block] : undefined;
-  switch (e.type) {
-    case 'run.started':
-      s.run = e.run;
-      s.trunk = e.trunk;
-      s.trunkSha = e.trunk_sha;
-      s.trunkHistory = [e.trunk_sha];
-      s.mainStatus = e.main_status;
-      s.maxParallel = e.max_parallel;
-      s.architect = e.architect;
-      s.liveness = {
-        probeWaitMs: e.liveness.probe_wait_ms,
-        extensionMs: e.liveness.extension_ms,
-        maxExtensions: e.liveness.max_extensions,
-        reissues: e.liveness.reissues,
-      };
-      s.watch = e.watch;
-      s.finished = false;
-      break;
-    case 'register.loaded':
-      for (const info of e.blocks) {
-        const known = s.blocks[info.id];
-        if (known) s.blocks[info.id] = { ...known, info };
-        else {
-          s.blocks[info.id] = newBlock(info, e.ts);
-          s.order.push(info.id);
-        }
+/** Changes the block `id`, if there is one, by the fields `change` returns, and moves the index with it. */
+function patch(s: EngineState, id: string, change: (b: BlockState) => Partial<BlockState>): void {
+  const was = s.blocks.get(id);
+  if (!was) return;
+  const b = { ...was, ...change(was) };
+  s.blocks = s.blocks.set(id, b);
+  s.index = reindex(s.index, s.blocks, was, b);
+}
+
+// ---- the fold ----
+
+/**
+ * How one event type changes the state. `s` is a fresh shallow copy that the reducer owns:
+ * it assigns `s`'s fields (blocks through `patch`) and never changes what they point to,
+ * which earlier states share.
+ */
+type Reducer<T extends EventType> = (s: EngineState, e: EventOf<T>) => void;
+
+const nothing = (): void => {};
+const waitFor =
+  (waiting: Waiting) =>
+  (s: EngineState, e: { block: string }): void =>
+    patch(s, e.block, () => ({ waiting }));
+const NOTHING: Waiting = { on: 'nothing' };
+
+const reducers = {
+  'run.started': (s, e) => {
+    s.run = e.run;
+    s.trunk = e.trunk;
+    s.trunkSha = e.trunk_sha;
+    s.trunkHistory = TrunkHistory.empty().push(e.trunk_sha);
+    s.mainStatus = e.main_status;
+    s.maxParallel = e.max_parallel;
+    s.architect = e.architect;
+    s.liveness = {
+      probeWaitMs: e.liveness.probe_wait_ms,
+      extensionMs: e.liveness.extension_ms,
+      maxExtensions: e.liveness.max_extensions,
+      reissues: e.liveness.reissues,
+    };
+    s.watch = e.watch;
+    s.finished = false;
+  },
+  'register.loaded': (s, e) => {
+    let blocks = s.blocks;
+    const added: string[] = [];
+    for (const info of e.blocks) {
+      const known = blocks.get(info.id);
+      if (known) blocks = blocks.set(info.id, { ...known, info });
+      else {
+        blocks = blocks.set(info.id, newBlock(info, e.ts));
+        added.push(info.id);
       }
-      break;
-    case 'run.finished':
-      s.finished = true;
-      break;
-    case 'block.recovered':
-      if (b) {
-        b.phase = e.phase;
-        b.attempt = e.attempt;
-        b.turns = { ...e.turns };
-        b.architectCalls = e.architect_calls;
-        b.rounds = { ...e.rounds };
-        b.base = e.base;
-        b.patchId = e.patch_id;
-        if (e.phase === 'landed' || e.phase === 'wrap') b.landedSha = e.sha;
-        if (e.phase !== 'landed') b.attested = e.sha;
-        b.reason = e.reason;
-        b.summary = e.summary;
-        b.trouble = e.trouble ? { trouble: e.trouble, detail: e.reason ?? '', handlers: ['operator'] } : undefined;
-        // A trunk touched in an earlier run still halts merges until the operator answers.
-        if (e.phase === 'parked' && e.trouble === 'trunk_touched' && s.trunkHalt === undefined) s.trunkHalt = { sha: '', block: e.block };
-        b.waiting = e.phase === 'parked' ? { on: 'operator' } : e.phase === 'pending' ? { on: 'slot' } : { on: 'nothing' };
-        b.since = e.ts;
-      }
-      break;
-    case 'run.stopping':
-      s.stopping = e.signal;
-      break;
-    case 'recovery.finished':
-      s.registered = true;
-      break;
-    case 'recovery.started':
-    case 'lock.cleared':
-    case 'worker.killed':
-    case 'inbox.consumed':
-      break;
-    case 'worktree.requested':
-      if (b) {
-        b.attempt = e.attempt;
-        b.rounds = { build: 0, review: 0, merge: 0 };
-        b.attested = undefined;
-        b.challenged = undefined;
-        b.patchId = undefined;
-        b.base = undefined;
-        b.waiting = { on: 'worktree' };
-        if (b.phase === 'pending' || b.phase === 'parked') b.phase = 'build';
-        b.since = e.ts;
-      }
-      break;
-    case 'worktree.ready':
-      if (b) {
-        b.base = e.base;
-        if (e.orphan) b.orphans.push(e.orphan);
-        b.waiting = { on: 'nothing' };
-      }
-      break;
-    case 'block.dispatched':
-      if (b) {
-        // A re-issued turn keeps the count of re-issues of its chain; any other turn starts afresh.
-        b.live = { extensions: 0, reissues: b.waiting.on === 'reissue' ? b.live.reissues : 0 };
-        b.turns[e.session] = e.turn;
-        if (e.kind === 'challenge') b.challenged = e.sha;
-        if (e.kind === 'merge') b.mergeVia = 'MERGED';
-        b.lastTurn = {
-          role: e.role as PendingTurn['role'],
-          session: e.session,
-          turn: e.turn,
-          kind: e.kind,
-          phase: e.phase,
-          expect: e.expect,
-          restating: e.restating,
-        };
-        b.waiting = {
-          on: 'turn',
-          turn: {
-            role: e.role as PendingTurn['role'],
-            session: e.session,
-            turn: e.turn,
-            kind: e.kind,
-            phase: e.phase,
-            expect: e.expect,
-            restating: e.restating,
-          },
-        };
-        if (e.kind === 'architect') b.architectCalls += 1;
-      }
-      break;
-    case 'reply.received':
-      // The pending turn stays recorded until the decision about the reply is applied.
-      break;
-    case 'reply.accepted':
-      if (b) {
-        b.waiting = { on: 'nothing' };
-        if (e.word === 'CHANGES') b.feedback = `The reviewer asked for changes:\n${String(e.payload.notes)}`;
-        if (e.word === 'RETRY') {
-          b.guidance = String(e.payload.guidance);
-          b.trouble = undefined;
-        }
-        if (e.word === 'DONE' || e.word === 'MERGED') b.summary = typeof e.payload.summary === 'string' ? e.payload.summary : b.summary;
-      }
-      break;
-    case 'reply.refused':
-      if (b) b.waiting = { on: 'nothing' };
-      break;
-    case 'facts.requested':
-      if (b) {
-        b.waiting = { on: 'facts', purpose: e.purpose };
-        b.factsTrunk = e.trunk_sha;
-      }
-      break;
-    case 'facts.observed':
-      if (b) {
-        b.waiting = { on: 'nothing' };
-        b.observed = e;
-      }
-      break;
-    case 'gate.passed':
-      if (b) {
-        b.attested = e.sha;
-        if (b.observed?.head === e.sha) b.patchId = b.observed.patch_id;
-        b.challenged = undefined;
-        b.feedback = '';
-      }
-      break;
-    case 'gate.failed':
-      if (b) {
-        b.challenged = undefined;
-        const failed = e.facts.filter((f) => !f.ok);
-        b.feedback = failed.map((f) => `- ${f.name}: ${f.evidence}`).join('\n');
-        if (e.purpose === 'merge') b.rounds.merge += 1;
-        else b.rounds.build += 1;
-      }
-      break;
-    case 'block.phase':
-      if (b) {
-        b.phase = e.to;
-        b.since = e.ts;
-        if (e.from === 'review' && e.to === 'build') b.rounds.review += 1;
-      }
-      break;
-    case 'merge.queued':
-      if (b) {
-        b.waiting = { on: 'lock' };
-        if (!s.mergeQueue.includes(e.block)) s.mergeQueue.push(e.block);
-      }
-      break;
-    case 'merge.locked':
-      s.mergeLock = e.block;
-      s.mergeQueue = s.mergeQueue.filter((id) => id !== e.block);
-      if (b) {
-        b.waiting = { on: 'merge-check' };
-        b.mergeVia = 'fast_forward';
-      }
-      break;
-    case 'merge.observed':
-      if (b) b.waiting = { on: 'nothing' };
-      break;
-    case 'merge.unlocked':
-      if (s.mergeLock === e.block) s.mergeLock = undefined;
-      break;
-    case 'land.intent':
-      if (b) b.waiting = { on: 'land' };
-      break;
-    case 'block.landed':
-      s.trunkSha = e.sha;
-      s.trunkHistory.push(e.sha);
-      if (b) {
-        b.landedSha = e.sha;
-        b.waiting = { on: 'nothing' };
-      }
-      break;
-    case 'land.refused':
-      if (b) b.waiting = { on: 'nothing' };
-      break;
-    case 'test.requested':
-      if (b) b.waiting = { on: 'trunk-test' };
-      break;
-    case 'trunk.tested':
-      if (b) b.waiting = { on: 'nothing' };
-      break;
-    case 'wrap.requested':
-      if (b) b.waiting = { on: 'wrap' };
-      break;
-    case 'block.wrapped':
-      if (b) {
-        b.summary = e.summary;
-        if (e.orphan) b.orphans.push(e.orphan);
-        b.waiting = { on: 'nothing' };
-      }
-      break;
-    case 'escalation.raised':
-      if (e.handler === 'operator') s.pagesPending.push(e.block);
-      if (b) {
-        const handlers = b.trouble && b.trouble.trouble === e.trouble ? b.trouble.handlers : [];
-        b.trouble = { trouble: e.trouble, detail: e.detail, handlers: [...handlers, e.handler] };
-        if (e.trouble === 'trunk_touched' && e.sha && s.trunkHalt === undefined) s.trunkHalt = { sha: e.sha, block: e.block };
-      }
-      break;
-    case 'page.sent': {
-      const at = s.pagesPending.indexOf(e.block);
-      if (at >= 0) s.pagesPending.splice(at, 1);
-      break;
     }
-    case 'operator.answered':
-      if (b) {
-        b.trouble = undefined;
-        if (e.word === 'RETRY') b.guidance = String(e.payload.guidance);
-        if (s.trunkHalt?.block === e.block) {
-          s.trunkHalt = undefined;
-          s.trunkSha = e.trunk_sha;
-          s.trunkHistory.push(e.trunk_sha);
-        }
-      }
-      break;
-    case 'block.parked':
-    case 'block.abandoned':
-      if (b) {
-        const parked = e.type === 'block.parked';
-        b.phase = parked ? 'parked' : 'abandoned';
-        b.reason = e.reason;
-        b.waiting = { on: parked ? 'operator' : 'nothing' };
-        b.since = e.ts;
-        s.mergeQueue = s.mergeQueue.filter((id) => id !== e.block);
-      }
-      break;
-    case 'worker.overran':
-    case 'worker.probed':
-    case 'timer.fired':
-    case 'run.heartbeat':
-      break;
-    case 'worker.extended':
-      if (b) b.live.extensions = e.count;
-      break;
-    case 'turn.reissued':
-      if (b) {
-        b.live.reissues += 1;
-        b.waiting = { on: 'reissue' };
-      }
-      break;
-    case 'worker.spawned':
-    case 'worker.exited':
-    case 'worker.usage':
-    case 'worker.retry':
-      break;
-  }
+    s.blocks = blocks;
+    if (added.length > 0) s.order = [...s.order, ...added];
+    // The event lists every block: recomputing the index is in proportion to it.
+    s.index = indexBlocks(s.blocks, s.order);
+  },
+  // An effect failed: decide ends the run with run.finished, which is what folds.
+  'run.failed': () => {},
+  'run.finished': (s) => {
+    s.finished = true;
+  },
+  'block.recovered': (s, e) => {
+    if (!s.blocks.has(e.block)) return;
+    patch(s, e.block, (b) => ({
+      phase: e.phase,
+      attempt: e.attempt,
+      turns: { ...e.turns },
+      architectCalls: e.architect_calls,
+      rounds: { ...e.rounds },
+      base: e.base,
+      patchId: e.patch_id,
+      landedSha: e.phase === 'landed' || e.phase === 'wrap' ? e.sha : b.landedSha,
+      attested: e.phase !== 'landed' ? e.sha : b.attested,
+      reason: e.reason,
+      summary: e.summary,
+      trouble: e.trouble ? { trouble: e.trouble, detail: e.reason ?? '', handlers: ['operator'] } : undefined,
+      waiting: e.phase === 'parked' ? { on: 'operator' } : e.phase === 'pending' ? { on: 'slot' } : NOTHING,
+      since: e.ts,
+    }));
+    // A trunk touched in an earlier run still halts merges until the operator answers.
+    if (e.phase === 'parked' && e.trouble === 'trunk_touched' && s.trunkHalt === undefined) s.trunkHalt = { sha: '', block: e.block };
+  },
+  'recovery.started': nothing,
+  'recovery.finished': (s) => {
+    s.registered = true;
+  },
+  'worker.killed': nothing,
+  'lock.cleared': nothing,
+  'inbox.consumed': nothing,
+  'run.stopping': (s, e) => {
+    s.stopping = e.signal;
+  },
+  'worktree.requested': (s, e) =>
+    patch(s, e.block, (b) => ({
+      attempt: e.attempt,
+      rounds: { build: 0, review: 0, merge: 0 },
+      attested: undefined,
+      challenged: undefined,
+      patchId: undefined,
+      base: undefined,
+      waiting: { on: 'worktree' },
+      phase: b.phase === 'pending' || b.phase === 'parked' ? 'build' : b.phase,
+      since: e.ts,
+    })),
+  'worktree.ready': (s, e) =>
+    patch(s, e.block, (b) => ({
+      base: e.base,
+      orphans: e.orphan ? [...b.orphans, e.orphan] : b.orphans,
+      waiting: NOTHING,
+    })),
+  'block.dispatched': (s, e) =>
+    patch(s, e.block, (b) => {
+      const turn: PendingTurn = {
+        role: e.role as PendingTurn['role'],
+        session: e.session,
+        turn: e.turn,
+        kind: e.kind,
+        phase: e.phase,
+        expect: e.expect,
+        restating: e.restating,
+      };
+      return {
+        // A re-issued turn keeps the count of re-issues of its chain; any other turn starts afresh.
+        live: { extensions: 0, reissues: b.waiting.on === 'reissue' ? b.live.reissues : 0 },
+        turns: { ...b.turns, [e.session]: e.turn },
+        challenged: e.kind === 'challenge' ? e.sha : b.challenged,
+        mergeVia: e.kind === 'merge' ? 'MERGED' : b.mergeVia,
+        lastTurn: turn,
+        waiting: { on: 'turn', turn },
+        architectCalls: b.architectCalls + (e.kind === 'architect' ? 1 : 0),
+      };
+    }),
+  // The pending turn stays recorded until the decision about the reply is applied.
+  'reply.received': nothing,
+  'reply.accepted': (s, e) =>
+    patch(s, e.block, (b) => ({
+      waiting: NOTHING,
+      ...(e.word === 'CHANGES' ? { feedback: `The reviewer asked for changes:\n${String(e.payload.notes)}` } : {}),
+      ...(e.word === 'RETRY' ? { guidance: String(e.payload.guidance), trouble: undefined } : {}),
+      ...(e.word === 'DONE' || e.word === 'MERGED'
+        ? { summary: typeof e.payload.summary === 'string' ? e.payload.summary : b.summary }
+        : {}),
+    })),
+  'reply.refused': waitFor(NOTHING),
+  'facts.requested': (s, e) => patch(s, e.block, () => ({ waiting: { on: 'facts', purpose: e.purpose }, factsTrunk: e.trunk_sha })),
+  'facts.observed': (s, e) => patch(s, e.block, () => ({ waiting: NOTHING, observed: e })),
+  'gate.passed': (s, e) =>
+    patch(s, e.block, (b) => ({
+      attested: e.sha,
+      patchId: b.observed?.head === e.sha ? b.observed.patch_id : b.patchId,
+      challenged: undefined,
+      feedback: '',
+    })),
+  'gate.failed': (s, e) =>
+    patch(s, e.block, (b) => ({
+      challenged: undefined,
+      feedback: e.facts
+        .filter((f) => !f.ok)
+        .map((f) => `- ${f.name}: ${f.evidence}`)
+        .join('\n'),
+      rounds: e.purpose === 'merge' ? { ...b.rounds, merge: b.rounds.merge + 1 } : { ...b.rounds, build: b.rounds.build + 1 },
+    })),
+  'block.phase': (s, e) =>
+    patch(s, e.block, (b) => ({
+      phase: e.to,
+      since: e.ts,
+      rounds: e.from === 'review' && e.to === 'build' ? { ...b.rounds, review: b.rounds.review + 1 } : b.rounds,
+    })),
+  'merge.queued': (s, e) => {
+    if (!s.blocks.has(e.block)) return;
+    patch(s, e.block, () => ({ waiting: { on: 'lock' } }));
+    if (!s.mergeQueue.includes(e.block)) s.mergeQueue = [...s.mergeQueue, e.block];
+  },
+  'merge.locked': (s, e) => {
+    s.mergeLock = e.block;
+    s.mergeQueue = s.mergeQueue.filter((id) => id !== e.block);
+    patch(s, e.block, () => ({ waiting: { on: 'merge-check' }, mergeVia: 'fast_forward' }));
+  },
+  'merge.observed': waitFor(NOTHING),
+  'merge.unlocked': (s, e) => {
+    if (s.mergeLock === e.block) s.mergeLock = undefined;
+  },
+  'land.intent': waitFor({ on: 'land' }),
+  'block.landed': (s, e) => {
+    s.trunkSha = e.sha;
+    s.trunkHistory = s.trunkHistory.push(e.sha);
+    patch(s, e.block, () => ({ landedSha: e.sha, waiting: NOTHING }));
+  },
+  'land.refused': waitFor(NOTHING),
+  'test.requested': waitFor({ on: 'trunk-test' }),
+  'trunk.tested': waitFor(NOTHING),
+  'wrap.requested': waitFor({ on: 'wrap' }),
+  'block.wrapped': (s, e) =>
+    patch(s, e.block, (b) => ({
+      summary: e.summary,
+      orphans: e.orphan ? [...b.orphans, e.orphan] : b.orphans,
+      waiting: NOTHING,
+    })),
+  'escalation.raised': (s, e) => {
+    if (e.handler === 'operator') s.pagesPending = [...s.pagesPending, e.block];
+    if (!s.blocks.has(e.block)) return;
+    patch(s, e.block, (b) => {
+      const handlers = b.trouble && b.trouble.trouble === e.trouble ? b.trouble.handlers : [];
+      return { trouble: { trouble: e.trouble, detail: e.detail, handlers: [...handlers, e.handler] } };
+    });
+    if (e.trouble === 'trunk_touched' && e.sha && s.trunkHalt === undefined) s.trunkHalt = { sha: e.sha, block: e.block };
+  },
+  'page.sent': (s, e) => {
+    const at = s.pagesPending.indexOf(e.block);
+    if (at >= 0) s.pagesPending = s.pagesPending.toSpliced(at, 1);
+  },
+  'operator.answered': (s, e) => {
+    if (!s.blocks.has(e.block)) return;
+    patch(s, e.block, () => ({ trouble: undefined, ...(e.word === 'RETRY' ? { guidance: String(e.payload.guidance) } : {}) }));
+    if (s.trunkHalt?.block === e.block) {
+      s.trunkHalt = undefined;
+      s.trunkSha = e.trunk_sha;
+      s.trunkHistory = s.trunkHistory.push(e.trunk_sha);
+    }
+  },
+  'block.parked': (s, e) => {
+    if (!s.blocks.has(e.block)) return;
+    patch(s, e.block, () => ({ phase: 'parked', reason: e.reason, waiting: { on: 'operator' }, since: e.ts }));
+    s.mergeQueue = s.mergeQueue.filter((id) => id !== e.block);
+  },
+  'block.abandoned': (s, e) => {
+    if (!s.blocks.has(e.block)) return;
+    patch(s, e.block, () => ({ phase: 'abandoned', reason: e.reason, waiting: NOTHING, since: e.ts }));
+    s.mergeQueue = s.mergeQueue.filter((id) => id !== e.block);
+  },
+  'timer.fired': nothing,
+  'worker.overran': nothing,
+  'worker.probed': nothing,
+  'worker.extended': (s, e) => patch(s, e.block, (b) => ({ live: { ...b.live, extensions: e.count } })),
+  'turn.reissued': (s, e) => patch(s, e.block, (b) => ({ live: { ...b.live, reissues: b.live.reissues + 1 }, waiting: { on: 'reissue' } })),
+  'run.heartbeat': nothing,
+  'worker.spawned': nothing,
+  'worker.exited': nothing,
+  'worker.usage': nothing,
+  'worker.retry': nothing,
+} satisfies { [T in EventType]: Reducer<T> };
+
+/** The fold: the state after one more event. Pure; `prev` is left as it was. */
+export function apply(prev: EngineState, e: TronEvent): EngineState {
+  const s: EngineState = { ...prev, lastTs: e.ts };
+  (reducers[e.type] as (s: EngineState, e: TronEvent) => void)(s, e);
   return s;
 }

@@ -132,7 +132,7 @@ export async function observeFacts(c: EffectContext, e: EventOf<'facts.requested
 
 export async function observeMerge(c: EffectContext, s: EngineState, e: EventOf<'merge.locked'>): Promise<EventBody> {
   const trunkSha = await git.currentTrunkSha(c.repo, c.config.trunk);
-  const b = s.blocks[e.block]!;
+  const b = s.blocks.get(e.block)!;
   return {
     type: 'merge.observed',
     block: e.block,
@@ -182,7 +182,7 @@ export function wrapBlock(c: EffectContext, s: EngineState, e: EventOf<'wrap.req
 }
 
 async function wrapBlockNow(c: EffectContext, s: EngineState, e: EventOf<'wrap.requested'>): Promise<EventBody> {
-  const b = s.blocks[e.block]!;
+  const b = s.blocks.get(e.block)!;
   await git.removeWorktree(c.repo, git.reviewPath(c.repo, e.block));
   const orphan = await retireBranch(c, e.block, `tron/${e.block}`);
   await git.removeWorktree(c.repo, git.worktreePath(c.repo, e.block));

@@ -196,7 +196,7 @@ export class Engine {
 
   private heartbeat(): void {
     if (this.state.finished) return;
-    const parked = this.state.order.filter((id) => this.state.blocks[id]!.phase === 'parked').length;
+    const parked = this.state.order.filter((id) => this.state.blocks.get(id)!.phase === 'parked').length;
     this.append({ type: 'run.heartbeat', running: this.turns.size, parked });
   }
 
@@ -330,7 +330,7 @@ export class Engine {
   private async turn(e: EventOf<'block.dispatched'>): Promise<EventBody> {
     const o = this.o;
     const s = this.state;
-    const b = s.blocks[e.block]!;
+    const b = s.blocks.get(e.block)!;
     const worker = o.workers[e.role as WorkerRole];
     const base = { type: 'reply.received' as const, block: e.block, role: e.role, session: e.session, turn: e.turn };
     if (!worker) return { ...base, ok: false, failure: 'crash', detail: `no [workers.${e.role}] is configured` };
@@ -409,7 +409,7 @@ export class Engine {
 
   /** Signs of life over the probe wait: process CPU and output, worktree changes, model or sim progress. */
   private async probe(e: EventOf<'worker.overran'>): Promise<EventBody> {
-    const b = this.state.blocks[e.block]!;
+    const b = this.state.blocks.get(e.block)!;
     const role = b.waiting.on === 'turn' ? b.waiting.turn.role : 'builder';
     const worker = this.o.workers[role];
     const cwd =

@@ -19,7 +19,7 @@ export function promptVars(
   block: Block | undefined,
   extra: { diffstat: string; history: readonly TronEvent[]; elapsed?: string },
 ): { name: PromptName; vars: Record<string, string> } {
-  const b = s.blocks[e.block]!;
+  const b = s.blocks.get(e.block)!;
   const title = b.info.title;
   const criteria = numbered(b.info.criteria);
   const brief = block?.brief ?? '';

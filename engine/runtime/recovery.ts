@@ -64,7 +64,7 @@ export async function recover(opts: {
   }
   const prev = events.reduce(apply, initialState());
   for (const info of opts.blocks) {
-    const b = prev.blocks[info.id];
+    const b = prev.blocks.get(info.id);
     const sha = landed.get(info.id);
     if (!b && !sha) continue;
     const resumed = resumeAt(info.id, b, sha, events);

@@ -50,8 +50,8 @@ class Driver {
   }
   /** Walks one block from worktree to an approved, attested head `head`. */
   approve(id: string, head: string, base = sha(1)): EventBody[] {
-    const session = `${id}.${this.state.blocks[id]!.attempt}.builder`;
-    this.feed({ type: 'worktree.ready', block: id, attempt: this.state.blocks[id]!.attempt, base, path: id });
+    const session = `${id}.${this.state.blocks.get(id)!.attempt}.builder`;
+    this.feed({ type: 'worktree.ready', block: id, attempt: this.state.blocks.get(id)!.attempt, base, path: id });
     this.feed({ type: 'reply.received', block: id, role: 'builder', session, turn: 1, ok: true, reply: '>>DONE' });
     const tests = { exit: 0, timed_out: false, log: 'l', tail: '' };
     this.feed({
@@ -107,6 +107,56 @@ describe('the decision step', () => {
     d.feed({ type: 'block.landed', block: 'base', sha: sha(2), from: sha(1) });
     d.feed({ type: 'trunk.tested', block: 'base', sha: sha(2), ok: true, tests: { exit: 0, timed_out: false, log: 'l', tail: '' } });
     expect(requested(d.feed({ type: 'block.wrapped', block: 'base', summary: 's' }))).toEqual(['top']);
+  });
+
+  it('gives the slots a landing frees to the blocks it made ready, by priority then id', () => {
+    const d = new Driver();
+    d.boot(
+      [
+        { id: 'base' },
+        { id: 'v', depends_on: ['base'], priority: 1 },
+        { id: 'z', depends_on: ['base'] },
+        { id: 'y', depends_on: ['base'] },
+        { id: 'x', depends_on: ['y'] },
+      ],
+      2,
+    );
+    d.approve('base', sha(2));
+    d.feed({ type: 'merge.observed', block: 'base', trunk_sha: sha(1), sha: sha(2), fast_forward: true, patch_id: 'p' });
+    d.feed({ type: 'block.landed', block: 'base', sha: sha(2), from: sha(1) });
+    d.feed({ type: 'trunk.tested', block: 'base', sha: sha(2), ok: true, tests: { exit: 0, timed_out: false, log: 'l', tail: '' } });
+    expect(requested(d.feed({ type: 'block.wrapped', block: 'base', summary: 's' }))).toEqual(['y', 'z']);
+  });
+
+  it('parks a block registered after its dependency was abandoned, naming the dependency (--watch)', () => {
+    const d = new Driver();
+    d.boot([{ id: 'a' }], 1, true);
+    d.feed({ type: 'worktree.ready', block: 'a', attempt: 1, base: sha(1), path: 'a' });
+    d.feed({
+      type: 'reply.received',
+      block: 'a',
+      role: 'builder',
+      session: 'a.1.builder',
+      turn: 1,
+      ok: true,
+      reply: '>>BLOCKED {"reason":"stuck"}',
+    });
+    d.feed({ type: 'page.sent', block: 'a', page: 'a#1', reason: 'r' });
+    const gone = d.feed({
+      type: 'operator.answered',
+      block: 'a',
+      word: 'ABANDON',
+      payload: { reason: 'no' },
+      file: 'f',
+      trunk_sha: sha(1),
+    });
+    expect(gone).toContainEqual({ type: 'block.abandoned', block: 'a', reason: 'no' });
+    const info = (id: string, depends_on: string[]) => ({ id, title: id, depends_on, priority: 0, criteria: ['works'], digest: id });
+    const out = d.feed({ type: 'register.loaded', blocks: [info('a', []), info('b', []), info('c', ['a'])] });
+    expect(out).toEqual([
+      { type: 'block.parked', block: 'c', reason: 'it depends on a, which was abandoned' },
+      { type: 'worktree.requested', block: 'b', attempt: 1 },
+    ]);
   });
 
   it('hands out the MERGE lock to one block at a time, in arrival order', () => {

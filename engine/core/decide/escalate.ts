@@ -89,26 +89,23 @@ export function abandon(step: Step, id: string, reason: string): void {
 /** Every block that depends on `id`, directly or through others, in register order. */
 export function dependentsOf(s: EngineState, id: string): string[] {
   const found = new Set<string>();
-  let grew = true;
-  while (grew) {
-    grew = false;
-    for (const other of s.order) {
-      if (found.has(other)) continue;
-      const deps = s.blocks[other]!.info.depends_on;
-      if (deps.includes(id) || deps.some((d) => found.has(d))) {
-        found.add(other);
-        grew = true;
-      }
+  const todo = [id];
+  while (todo.length > 0) {
+    for (const d of s.index.dependents.get(todo.pop()!) ?? []) {
+      if (found.has(d)) continue;
+      found.add(d);
+      todo.push(d);
     }
   }
-  return s.order.filter((o) => found.has(o));
+  const at = (x: string) => s.index.position.get(x)!;
+  return [...found].sort((a, b) => at(a) - at(b));
 }
 
 export function onOperator(step: Step, e: BodyOf<'operator.answered'>): void {
   const b = step.block(e.block);
   if (b.phase !== 'parked') return;
   if (e.word === 'RETRY') {
-    const waitingOn = b.info.depends_on.filter((d) => step.s.blocks[d]?.phase !== 'landed');
+    const waitingOn = b.info.depends_on.filter((d) => step.s.blocks.get(d)?.phase !== 'landed');
     if (waitingOn.length > 0 && b.attempt === 0) {
       step.emit({ type: 'block.phase', block: b.id, from: 'parked', to: 'pending', on: 'RETRY' });
       return;

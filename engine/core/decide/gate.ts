@@ -7,12 +7,10 @@ import { escalate } from './escalate.ts';
 import { trunkTouched } from './merge.ts';
 
 export function expectations(step: Step, since?: string) {
-  const history = step.s.trunkHistory;
-  const from = since ? history.lastIndexOf(since) : -1;
   return {
     trunkSha: step.s.trunkSha!,
     mainStatus: step.s.mainStatus,
-    trunkAllowed: from >= 0 ? history.slice(from) : [],
+    trunkAllowed: step.s.trunkHistory.since(since || undefined),
     ...(step.ctx.testCommand ? { testCommand: step.ctx.testCommand } : {}),
   };
 }

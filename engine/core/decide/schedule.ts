@@ -1,25 +1,26 @@
-/** Scheduling after every input: free slots take ready blocks, the MERGE lock is handed out, a settled run ends. */
+/**
+ * Scheduling after every input: free slots take ready blocks, the MERGE lock is handed
+ * out, a settled run ends. It reads the fold's index (`EngineState.index`), never a scan
+ * of the register, so its cost does not grow with the run.
+ */
 import type { BlockState, EngineState } from '../state.ts';
-import { ACTIVE_PHASES, TERMINAL, type Step } from './step.ts';
+import { finishRun, TERMINAL, type Step } from './step.ts';
 
 /** After every input: fill free slots, hand out the MERGE lock, and end the run when settled. */
 export function schedule(step: Step): void {
   const s = step.s;
   if (!s.registered) return;
   // Blocks whose dependency was abandoned are parked with that reason.
-  for (const id of s.order) {
-    const b = s.blocks[id]!;
-    if (b.phase !== 'pending') continue;
-    const gone = b.info.depends_on.find((d) => s.blocks[d]?.phase === 'abandoned');
-    if (gone) step.emit({ type: 'block.parked', block: id, reason: `it depends on ${gone}, which was abandoned` });
+  for (const id of s.index.orphaned.values()) {
+    const b = s.blocks.get(id)!;
+    const gone = b.info.depends_on.find((d) => s.blocks.get(d)?.phase === 'abandoned');
+    step.emit({ type: 'block.parked', block: id, reason: `it depends on ${gone}, which was abandoned` });
   }
-  const ready = step.s.order
-    .map((id) => step.s.blocks[id]!)
-    .filter((b) => b.phase === 'pending' && b.info.depends_on.every((d) => step.s.blocks[d]?.phase === 'landed'))
-    .sort((a, b) => a.info.priority - b.info.priority || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
-  for (const b of ready) {
-    const active = step.s.order.filter((id) => ACTIVE_PHASES.has(step.s.blocks[id]!.phase)).length;
-    if (active >= step.s.maxParallel) break;
+  // Free slots take ready blocks (dependencies landed), by priority then id.
+  while (step.s.index.active < step.s.maxParallel) {
+    const next = step.s.index.ready.first();
+    if (!next) break;
+    const b = step.block(next[1]);
     step.emit({ type: 'worktree.requested', block: b.id, attempt: b.attempt + 1 });
   }
   if (step.s.mergeLock === undefined && step.s.trunkHalt === undefined && step.s.mergeQueue.length > 0) {
@@ -27,46 +28,27 @@ export function schedule(step: Step): void {
     step.emit({ type: 'merge.locked', block: next.id, sha: next.attested! });
   }
   if (!step.s.watch && settled(step.s)) {
-    const ids = (phase: string) => step.s.order.filter((id) => step.s.blocks[id]!.phase === phase);
-    const landed = ids('landed');
-    step.emit({
-      type: 'run.finished',
-      reason: 'done',
-      exit: landed.length === step.s.order.length ? 0 : 3,
-      landed,
-      parked: step.s.order.filter((id) => !['landed', 'abandoned'].includes(step.s.blocks[id]!.phase)),
-      abandoned: ids('abandoned'),
-    });
+    const landedAll = step.s.order.every((id) => step.s.blocks.get(id)!.phase === 'landed');
+    finishRun(step, 'done', landedAll ? 0 : 3);
   }
-}
-
-/** Waiting on something the engine started (a turn, git, tests) rather than on a person or a slot. */
-export function inFlight(b: BlockState): boolean {
-  return !['nothing', 'operator', 'slot', 'lock'].includes(b.waiting.on);
 }
 
 /** After a stop signal: once every effect in flight has reported back, the run finishes. */
 export function stopWhenQuiet(step: Step): void {
   const s = step.s;
-  if (s.order.some((id) => inFlight(s.blocks[id]!))) return;
-  const ids = (phase: string) => s.order.filter((id) => s.blocks[id]!.phase === phase);
-  step.emit({
-    type: 'run.finished',
-    reason: 'signal',
-    exit: s.stopping === 'SIGINT' ? 130 : 143,
-    landed: ids('landed'),
-    parked: s.order.filter((id) => !['landed', 'abandoned'].includes(s.blocks[id]!.phase)),
-    abandoned: ids('abandoned'),
-    detail: `stopped by ${s.stopping}`,
-  });
+  if (s.index.inFlight > 0) return;
+  finishRun(step, 'signal', s.stopping === 'SIGINT' ? 130 : 143, `stopped by ${s.stopping}`);
 }
 
 /** Nothing is running and nothing can start: every block landed, abandoned, parked or stuck behind one. */
 export function settled(s: EngineState): boolean {
   if (s.pagesPending.length > 0) return false;
+  // The index rules out a run with work going on; the walk below then runs only when the
+  // run is about to end (or waits on the operator), not after every input.
+  if (s.index.busy > 0 || (s.index.queued > 0 && s.trunkHalt === undefined)) return false;
   if (s.order.length === 0) return true;
   return s.order.every((id) => {
-    const b = s.blocks[id]!;
+    const b = s.blocks.get(id)!;
     if (TERMINAL.has(b.phase) || b.phase === 'parked') return true;
     if (b.waiting.on === 'lock' && s.trunkHalt !== undefined) return true;
     if (b.phase === 'pending') return stuck(s, b, new Set());
@@ -78,7 +60,7 @@ export function stuck(s: EngineState, b: BlockState, seen: Set<string>): boolean
   if (seen.has(b.id)) return true;
   seen.add(b.id);
   return b.info.depends_on.some((d) => {
-    const dep = s.blocks[d];
+    const dep = s.blocks.get(d);
     if (!dep) return true;
     if (dep.phase === 'abandoned' || dep.phase === 'parked') return true;
     return dep.phase === 'pending' && stuck(s, dep, seen);

@@ -3,7 +3,7 @@
  * accumulates decisions (applying each to the state as it is made), and small helpers
  * every concern shares. Pure, like everything under engine/core/.
  */
-import { apply, type BlockState, type EngineState, type PendingTurn, type TurnKind } from '../state.ts';
+import { apply, type BlockState, type EngineState, type PendingTurn, TERMINAL, type TurnKind } from '../state.ts';
 import type { EventBody, TronEvent } from '../events.ts';
 import type { Spine } from '../../spine/spine.ts';
 import type { Word } from '../../gateway/glossary.ts';
@@ -24,9 +24,7 @@ export const EXPECT: Record<Exclude<TurnKind, 'restate'>, Word[]> = {
   architect: ['RETRY', 'PAGE', 'ABANDON'],
 };
 
-export const ACTIVE_PHASES = new Set(['build', 'review']);
-
-export const TERMINAL = new Set(['landed', 'abandoned']);
+export { ACTIVE_PHASES, TERMINAL } from '../state.ts';
 
 /** Accumulates decisions, applying each to the state as it is made. */
 export class Step {
@@ -43,7 +41,7 @@ export class Step {
   }
 
   block(id: string): BlockState {
-    const b = this.s.blocks[id];
+    const b = this.s.blocks.get(id);
     if (!b) throw new Error(`unknown block ${id}`);
     return b;
   }
@@ -71,7 +69,7 @@ export function sessionOf(b: BlockState, role: 'builder' | 'reviewer'): string {
 
 /** The pending turn, if `e` is about it (timers and probes of finished turns are stale). */
 export function pendingTurn(step: Step, e: { block: string; session: string; turn: number }): PendingTurn | undefined {
-  const b = step.s.blocks[e.block];
+  const b = step.s.blocks.get(e.block);
   if (b?.waiting.on !== 'turn') return undefined;
   const t = b.waiting.turn;
   return t.session === e.session && t.turn === e.turn ? t : undefined;
@@ -83,13 +81,13 @@ export function pendingTurn(step: Step, e: { block: string; session: string; tur
  */
 export function finishRun(step: Step, reason: 'done' | 'signal' | 'error', exit: number, detail?: string): void {
   const s = step.s;
-  const inPhase = (phase: string) => s.order.filter((id) => s.blocks[id]!.phase === phase);
+  const inPhase = (phase: string) => s.order.filter((id) => s.blocks.get(id)!.phase === phase);
   step.emit({
     type: 'run.finished',
     reason,
     exit,
     landed: inPhase('landed'),
-    parked: s.order.filter((id) => !TERMINAL.has(s.blocks[id]!.phase)),
+    parked: s.order.filter((id) => !TERMINAL.has(s.blocks.get(id)!.phase)),
     abandoned: inPhase('abandoned'),
     ...(detail !== undefined ? { detail } : {}),
   });

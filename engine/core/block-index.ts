@@ -1,0 +1,141 @@
+/**
+ * The block index: what scheduling asks of the blocks after every input — slots taken,
+ * blocks ready to dispatch, blocks to park, whether the run may have settled — kept in
+ * the state by the fold. A block's change moves only its own entries (and, when it lands
+ * or is abandoned, its dependents'), so the decision step never scans the register and
+ * an event costs the same in a run of 10 blocks or 10,000.
+ */
+import type { BlockState } from './state.ts';
+import { byNumber, byString, SortedMap } from './sorted-map.ts';
+
+/** Phases that take one of the `max_parallel` slots. */
+export const ACTIVE_PHASES: ReadonlySet<string> = new Set(['build', 'review']);
+export const TERMINAL: ReadonlySet<string> = new Set(['landed', 'abandoned']);
+
+/** Waiting on something the engine started (a turn, git, tests) rather than on a person or a slot. */
+export function inFlight(b: BlockState): boolean {
+  return !['nothing', 'operator', 'slot', 'lock'].includes(b.waiting.on);
+}
+
+/** A pending block's place in the dispatch order: by priority, then id. */
+export interface ReadyKey {
+  priority: number;
+  id: string;
+}
+const byReadiness = (a: ReadyKey, b: ReadyKey): number => a.priority - b.priority || byString(a.id, b.id);
+
+/**
+ * Derived from the blocks, and changed by the fold only where a block's change moves it,
+ * so the decision step never scans the register to schedule. `indexBlocks` computes it
+ * from scratch (on a register change, which lists every block anyway).
+ */
+export interface BlockIndex {
+  /** Each block's place in register order. */
+  position: ReadonlyMap<string, number>;
+  /** The blocks that name an id in `depends_on` (registered or not), in register order. */
+  dependents: ReadonlyMap<string, readonly string[]>;
+  /** Blocks in an active phase: the slots taken. */
+  active: number;
+  /** Blocks waiting on an effect in flight (see `inFlight`). */
+  inFlight: number;
+  /** Blocks that keep the run from settling whatever else holds: not landed, abandoned, parked or pending, nor waiting for the lock. */
+  busy: number;
+  /** Blocks (not pending) waiting for the MERGE lock: the run settles around them only while trunk is halted. */
+  queued: number;
+  /** Pending blocks whose dependencies have all landed, in dispatch order. */
+  ready: SortedMap<ReadyKey, string>;
+  /** Pending blocks with an abandoned dependency, by register position: they are to be parked. */
+  orphaned: SortedMap<number, string>;
+}
+
+const isReady = (blocks: SortedMap<string, BlockState>, b: BlockState): boolean =>
+  b.phase === 'pending' && b.info.depends_on.every((d) => blocks.get(d)?.phase === 'landed');
+
+const isOrphaned = (blocks: SortedMap<string, BlockState>, b: BlockState): boolean =>
+  b.phase === 'pending' && b.info.depends_on.some((d) => blocks.get(d)?.phase === 'abandoned');
+
+const isBusy = (b: BlockState): boolean =>
+  !TERMINAL.has(b.phase) && b.phase !== 'parked' && b.phase !== 'pending' && b.waiting.on !== 'lock';
+
+const isQueued = (b: BlockState): boolean =>
+  !TERMINAL.has(b.phase) && b.phase !== 'parked' && b.phase !== 'pending' && b.waiting.on === 'lock';
+
+/** Which of the index's counters a block adds to, one bit each. */
+const ACTIVE = 1;
+const IN_FLIGHT = 2;
+const BUSY = 4;
+const QUEUED = 8;
+function tally(b: BlockState): number {
+  return (ACTIVE_PHASES.has(b.phase) ? ACTIVE : 0) | (inFlight(b) ? IN_FLIGHT : 0) | (isBusy(b) ? BUSY : 0) | (isQueued(b) ? QUEUED : 0);
+}
+const bit = (mask: number, flag: number): number => (mask & flag ? 1 : 0);
+
+/** The index computed from scratch: every block, in register order. */
+export function indexBlocks(blocks: SortedMap<string, BlockState>, order: readonly string[]): BlockIndex {
+  const position = new Map<string, number>();
+  const dependents = new Map<string, string[]>();
+  const index: BlockIndex = {
+    position,
+    dependents,
+    active: 0,
+    inFlight: 0,
+    busy: 0,
+    queued: 0,
+    ready: SortedMap.empty(byReadiness),
+    orphaned: SortedMap.empty(byNumber),
+  };
+  order.forEach((id, i) => {
+    const b = blocks.get(id)!;
+    position.set(id, i);
+    for (const d of b.info.depends_on) {
+      const list = dependents.get(d);
+      if (list) list.push(id);
+      else dependents.set(d, [id]);
+    }
+    const counted = tally(b);
+    index.active += bit(counted, ACTIVE);
+    index.inFlight += bit(counted, IN_FLIGHT);
+    index.busy += bit(counted, BUSY);
+    index.queued += bit(counted, QUEUED);
+    if (isReady(blocks, b)) index.ready = index.ready.set({ priority: b.info.priority, id }, id);
+    if (isOrphaned(blocks, b)) index.orphaned = index.orphaned.set(i, id);
+  });
+  return index;
+}
+
+/** Puts `b` in, or takes it out of, the ready and orphaned sets, as its state now says. */
+function place(index: BlockIndex, blocks: SortedMap<string, BlockState>, b: BlockState): BlockIndex {
+  const key = { priority: b.info.priority, id: b.id };
+  const ready = isReady(blocks, b) ? index.ready.set(key, b.id) : index.ready.delete(key);
+  const at = index.position.get(b.id)!;
+  const orphaned = isOrphaned(blocks, b) ? index.orphaned.set(at, b.id) : index.orphaned.delete(at);
+  return ready === index.ready && orphaned === index.orphaned ? index : { ...index, ready, orphaned };
+}
+
+/**
+ * The index after block `was` became `b` (`blocks` already holds `b`): its own counters
+ * and place, and, when it landed or was abandoned (or stopped being either), the places
+ * of the blocks that depend on it. Nothing else moves, so nothing else is looked at.
+ */
+export function reindex(index: BlockIndex, blocks: SortedMap<string, BlockState>, was: BlockState, b: BlockState): BlockIndex {
+  const before = tally(was);
+  const after = tally(b);
+  if (before !== after) {
+    index = {
+      ...index,
+      active: index.active + bit(after, ACTIVE) - bit(before, ACTIVE),
+      inFlight: index.inFlight + bit(after, IN_FLIGHT) - bit(before, IN_FLIGHT),
+      busy: index.busy + bit(after, BUSY) - bit(before, BUSY),
+      queued: index.queued + bit(after, QUEUED) - bit(before, QUEUED),
+    };
+  }
+  if (was.phase === b.phase && was.info === b.info) return index;
+  if (was.info.priority !== b.info.priority) index = { ...index, ready: index.ready.delete({ priority: was.info.priority, id: b.id }) };
+  index = place(index, blocks, b);
+  const landed = (was.phase === 'landed') !== (b.phase === 'landed');
+  const abandoned = (was.phase === 'abandoned') !== (b.phase === 'abandoned');
+  if (landed || abandoned) {
+    for (const id of index.dependents.get(b.id) ?? []) index = place(index, blocks, blocks.get(id)!);
+  }
+  return index;
+}

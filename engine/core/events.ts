@@ -139,7 +139,11 @@ export const EVENT_SCHEMAS = {
 
   // ---- build: worktree and turns ----
   'worktree.requested': z
-    .strictObject({ block, attempt: z.number().int().positive() })
+    .strictObject({
+      block,
+      attempt: z.number().int().positive(),
+      base: sha.describe('trunk as the engine left it: the new branch starts here'),
+    })
     .describe(
       'decision: give the block a fresh worktree on tron/<id> from the current trunk (preserving earlier unverified work as an orphan branch).',
     ),
@@ -217,7 +221,7 @@ export const EVENT_SCHEMAS = {
   // ---- merge and land ----
   'merge.queued': z.strictObject({ block }).describe('decision: the block waits for the engine-wide MERGE lock.'),
   'merge.locked': z
-    .strictObject({ block, sha })
+    .strictObject({ block, sha, base: sha.optional().describe("the block's base, for the patch id of the attested sha") })
     .describe('decision: the block holds the MERGE lock; the engine checks whether its attested sha fast-forwards trunk.'),
   'merge.observed': z
     .strictObject({ block, trunk_sha: sha, sha, fast_forward: z.boolean(), patch_id: z.string() })
@@ -239,7 +243,10 @@ export const EVENT_SCHEMAS = {
 
   // ---- wrap ----
   'wrap.requested': z
-    .strictObject({ block })
+    .strictObject({
+      block,
+      summary: z.string().describe("what the block's record keeps: the builder's summary, or its title and landed sha"),
+    })
     .describe('decision: remove the worktree and the branch (or preserve it), record the summary.'),
   'block.wrapped': z
     .strictObject({ block, orphan: z.string().optional(), summary: z.string() })

@@ -7,7 +7,6 @@ import { appendFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { execa } from 'execa';
 import type { BodyOf, EventBody, EventOf } from '../core/events.ts';
-import type { EngineState } from '../core/state.ts';
 import type { Config } from '../project/config.ts';
 import type { Block } from '../project/register.ts';
 import * as git from '../git/index.ts';
@@ -58,16 +57,16 @@ export async function mainStatus(repo: string, trunk: string): Promise<string> {
     .join('\n');
 }
 
-export function prepareWorktree(c: EffectContext, s: EngineState, e: EventOf<'worktree.requested'>): Promise<EventBody> {
-  return serialWorktrees(() => prepareWorktreeNow(c, s, e));
+export function prepareWorktree(c: EffectContext, e: EventOf<'worktree.requested'>): Promise<EventBody> {
+  return serialWorktrees(() => prepareWorktreeNow(c, e));
 }
 
-async function prepareWorktreeNow(c: EffectContext, s: EngineState, e: EventOf<'worktree.requested'>): Promise<EventBody> {
+async function prepareWorktreeNow(c: EffectContext, e: EventOf<'worktree.requested'>): Promise<EventBody> {
   const path = git.worktreePath(c.repo, e.block);
   const branch = `tron/${e.block}`;
   const orphan = await retireBranch(c, e.block, branch);
   await git.removeWorktree(c.repo, path);
-  const base = s.trunkSha!;
+  const base = e.base;
   const made = await git.createWorktree(c.repo, { id: e.block, base });
   return {
     type: 'worktree.ready',
@@ -130,16 +129,15 @@ export async function observeFacts(c: EffectContext, e: EventOf<'facts.requested
   };
 }
 
-export async function observeMerge(c: EffectContext, s: EngineState, e: EventOf<'merge.locked'>): Promise<EventBody> {
+export async function observeMerge(c: EffectContext, e: EventOf<'merge.locked'>): Promise<EventBody> {
   const trunkSha = await git.currentTrunkSha(c.repo, c.config.trunk);
-  const b = s.blocks.get(e.block)!;
   return {
     type: 'merge.observed',
     block: e.block,
     trunk_sha: trunkSha,
     sha: e.sha,
     fast_forward: await git.isAncestor(c.repo, trunkSha, e.sha),
-    patch_id: b.base ? await git.patchId(c.repo, b.base, e.sha) : '',
+    patch_id: e.base ? await git.patchId(c.repo, e.base, e.sha) : '',
   };
 }
 
@@ -177,17 +175,15 @@ export async function testTrunk(c: EffectContext, e: EventOf<'test.requested'>):
   }
 }
 
-export function wrapBlock(c: EffectContext, s: EngineState, e: EventOf<'wrap.requested'>): Promise<EventBody> {
-  return serialWorktrees(() => wrapBlockNow(c, s, e));
+export function wrapBlock(c: EffectContext, e: EventOf<'wrap.requested'>): Promise<EventBody> {
+  return serialWorktrees(() => wrapBlockNow(c, e));
 }
 
-async function wrapBlockNow(c: EffectContext, s: EngineState, e: EventOf<'wrap.requested'>): Promise<EventBody> {
-  const b = s.blocks.get(e.block)!;
+async function wrapBlockNow(c: EffectContext, e: EventOf<'wrap.requested'>): Promise<EventBody> {
   await git.removeWorktree(c.repo, git.reviewPath(c.repo, e.block));
   const orphan = await retireBranch(c, e.block, `tron/${e.block}`);
   await git.removeWorktree(c.repo, git.worktreePath(c.repo, e.block));
-  const summary = b.summary ?? `${b.info.title} (landed at ${b.landedSha?.slice(0, 12) ?? '?'})`;
-  return { type: 'block.wrapped', block: e.block, summary, ...(orphan ? { orphan } : {}) };
+  return { type: 'block.wrapped', block: e.block, summary: e.summary, ...(orphan ? { orphan } : {}) };
 }
 
 /** Pages the operator: the console, pages.md, and the page_command with a JSON page on stdin. */

@@ -257,7 +257,6 @@ export class Engine {
 
   /** Starts the effect a decision asks for; its outcome comes back through the queue. */
   private perform(e: TronEvent): void {
-    const s = this.state;
     const c = this.fx;
     const start = (work: () => Promise<EventBody | undefined>) => {
       const p = work()
@@ -274,19 +273,19 @@ export class Engine {
     switch (e.type) {
       case 'worktree.requested':
         this.o.print(`${e.block}: build (attempt ${e.attempt})`);
-        return start(() => fx.prepareWorktree(c, s, e));
+        return start(() => fx.prepareWorktree(c, e));
       case 'block.dispatched':
         return start(() => this.turn(e));
       case 'facts.requested':
         return start(() => fx.observeFacts(c, e));
       case 'merge.locked':
-        return start(() => fx.observeMerge(c, s, e));
+        return start(() => fx.observeMerge(c, e));
       case 'land.intent':
         return start(() => fx.landBlock(c, e));
       case 'test.requested':
         return start(() => fx.testTrunk(c, e));
       case 'wrap.requested':
-        return start(() => fx.wrapBlock(c, s, e));
+        return start(() => fx.wrapBlock(c, e));
       case 'escalation.raised':
         if (e.handler === 'operator') return start(() => fx.page(c, e));
         this.o.print(`${e.block}: ${e.trouble} → ${e.handler}`);

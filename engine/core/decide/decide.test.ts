@@ -155,7 +155,7 @@ describe('the decision step', () => {
     const out = d.feed({ type: 'register.loaded', blocks: [info('a', []), info('b', []), info('c', ['a'])] });
     expect(out).toEqual([
       { type: 'block.parked', block: 'c', reason: 'it depends on a, which was abandoned' },
-      { type: 'worktree.requested', block: 'b', attempt: 1 },
+      { type: 'worktree.requested', block: 'b', attempt: 1, base: sha(1) },
     ]);
   });
 
@@ -163,7 +163,7 @@ describe('the decision step', () => {
     const d = new Driver();
     d.boot([{ id: 'a' }, { id: 'b' }]);
     const a = d.approve('a', sha(2));
-    expect(a.filter((x) => x.type === 'merge.locked')).toEqual([{ type: 'merge.locked', block: 'a', sha: sha(2) }]);
+    expect(a.filter((x) => x.type === 'merge.locked')).toEqual([{ type: 'merge.locked', block: 'a', sha: sha(2), base: sha(1) }]);
     const b = d.approve('b', sha(3));
     expect(b.filter((x) => x.type === 'merge.locked')).toEqual([]);
     expect(d.state.mergeQueue).toEqual(['b']);
@@ -207,7 +207,7 @@ describe('the decision step', () => {
       file: 'f',
       trunk_sha: sha(9),
     });
-    expect(answered).toContainEqual({ type: 'merge.locked', block: 'b', sha: sha(3) });
+    expect(answered).toContainEqual({ type: 'merge.locked', block: 'b', sha: sha(3), base: sha(1) });
     expect(d.state.trunkSha).toBe(sha(9));
   });
 

@@ -11,7 +11,7 @@
 import type { EngineState } from '../state.ts';
 import type { BodyOf, EventBody, EventOf, EventType, TronEvent } from '../events.ts';
 import { apply } from '../state.ts';
-import { type DecideContext, finishRun, Step, pendingTurn } from './step.ts';
+import { type DecideContext, finishRun, pendingTurn, Step, wrapSummary } from './step.ts';
 import { dispatch, onReply } from './turns.ts';
 import { onFacts } from './gate.ts';
 import { onMergeObserved, onTrunkTested, trunkTouched } from './merge.ts';
@@ -79,7 +79,7 @@ export function onRecovered(step: Step, e: BodyOf<'block.recovered'>): void {
   const b = step.block(e.block);
   if (e.phase === 'review' && e.sha) dispatch(step, b.id, 'review', e.sha);
   else if (e.phase === 'merge') step.emit({ type: 'merge.queued', block: b.id });
-  else if (e.phase === 'wrap') step.emit({ type: 'wrap.requested', block: b.id });
+  else if (e.phase === 'wrap') step.emit({ type: 'wrap.requested', block: b.id, summary: wrapSummary(b) });
   else if (e.phase === 'parked' && e.page) {
     step.emit({
       type: 'escalation.raised',

@@ -72,7 +72,7 @@ export function retry(step: Step, id: string, on: string): void {
   const b = step.block(id);
   releaseMerge(step, id);
   if (b.phase !== OUTCOMES.RETRY.to) step.emit({ type: 'block.phase', block: id, from: b.phase, to: OUTCOMES.RETRY.to, on });
-  step.emit({ type: 'worktree.requested', block: id, attempt: b.attempt + 1 });
+  step.emit({ type: 'worktree.requested', block: id, attempt: b.attempt + 1, base: step.s.trunkSha! });
 }
 
 export function abandon(step: Step, id: string, reason: string): void {

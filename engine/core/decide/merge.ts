@@ -1,6 +1,6 @@
 /** The merge lane: only the MERGE lock holder lands; trunk moved by someone else halts merges. */
 import type { BodyOf } from '../events.ts';
-import { releaseMerge, type Step } from './step.ts';
+import { releaseMerge, type Step, wrapSummary } from './step.ts';
 import { dispatch } from './turns.ts';
 
 export function onMergeObserved(step: Step, e: BodyOf<'merge.observed'>): void {
@@ -19,7 +19,7 @@ export function onTrunkTested(step: Step, e: BodyOf<'trunk.tested'>): void {
   const b = step.block(e.block);
   step.emit({ type: 'merge.unlocked', block: b.id });
   step.move(b.id, b.mergeVia ?? 'fast_forward');
-  step.emit({ type: 'wrap.requested', block: b.id });
+  step.emit({ type: 'wrap.requested', block: b.id, summary: wrapSummary(step.block(b.id)) });
   if (!e.ok) {
     // The landed sha passed at the gate; red on trunk means the tests are not repeatable.
     // It cannot be un-landed without rewriting trunk, which is the user's: page the

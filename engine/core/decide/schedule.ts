@@ -21,11 +21,11 @@ export function schedule(step: Step): void {
     const next = step.s.index.ready.first();
     if (!next) break;
     const b = step.block(next[1]);
-    step.emit({ type: 'worktree.requested', block: b.id, attempt: b.attempt + 1 });
+    step.emit({ type: 'worktree.requested', block: b.id, attempt: b.attempt + 1, base: step.s.trunkSha! });
   }
   if (step.s.mergeLock === undefined && step.s.trunkHalt === undefined && step.s.mergeQueue.length > 0) {
     const next = step.block(step.s.mergeQueue[0]!);
-    step.emit({ type: 'merge.locked', block: next.id, sha: next.attested! });
+    step.emit({ type: 'merge.locked', block: next.id, sha: next.attested!, ...(next.base ? { base: next.base } : {}) });
   }
   if (!step.s.watch && settled(step.s)) {
     const landedAll = step.s.order.every((id) => step.s.blocks.get(id)!.phase === 'landed');

@@ -97,3 +97,8 @@ export function finishRun(step: Step, reason: 'done' | 'signal' | 'error', exit:
 export function releaseMerge(step: Step, id: string): void {
   if (step.s.mergeLock === id) step.emit({ type: 'merge.unlocked', block: id });
 }
+
+/** What a landed block's record keeps: the builder's own summary, or its title and landed sha. */
+export function wrapSummary(b: BlockState): string {
+  return b.summary ?? `${b.info.title} (landed at ${b.landedSha?.slice(0, 12) ?? '?'})`;
+}

@@ -383,6 +383,12 @@ export const PROBLEMS = {
     summary: 'No transition or escalation outcome leads to a phase from `start`.',
     fix: 'Add a transition to it, or remove the phase.',
   },
+  TRON_SPINE_PHASE_MISSING: {
+    area: 'spine',
+    kind: 'input',
+    summary: 'The spine does not define a phase the engine acts on by name (build, review, merge, wrap, landed, parked, abandoned).',
+    fix: 'Add the missing [phases.<name>] table; a spine may add phases, not drop these.',
+  },
   TRON_SPINE_NO_TERMINAL: {
     area: 'spine',
     kind: 'input',

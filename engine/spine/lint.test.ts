@@ -42,8 +42,26 @@ attempts = 2
 time = "30m"
 words.reviewer = ["APPROVE", "CHANGES"]
 transitions = [
-  { on = "APPROVE", to = "landed", when = "accepted" },
+  { on = "APPROVE", to = "merge", when = "accepted" },
   { on = "CHANGES", to = "build", when = "changes asked" },
+]
+
+[phases.merge]
+title = "Merge"
+description = "Land it."
+gate = "merge"
+attempts = 2
+words.builder = ["MERGED", "BLOCKED"]
+transitions = [
+  { on = "fast_forward", to = "wrap", when = "it fast-forwards trunk" },
+]
+
+[phases.wrap]
+title = "Wrap"
+description = "Clean up."
+gate = "wrap"
+transitions = [
+  { on = "wrapped", to = "landed", when = "cleaned up" },
 ]
 
 [phases.landed]
@@ -84,6 +102,13 @@ const pick = (problems: Problem[]) => problems.map(({ code, path }) => ({ code, 
 
 type RuleName = keyof typeof SPINE_RULES;
 const CASES: { rule: RuleName; title: string; text: string; code: string; path: string }[] = [
+  {
+    rule: 'enginePhasesDefined',
+    title: 'a spine without a phase the engine acts on by name',
+    text: edit(['[phases.wrap]', '[phases.wrapup]'], ['to = "wrap"', 'to = "wrapup"']),
+    code: 'TRON_SPINE_PHASE_MISSING',
+    path: `${F}: phases.wrap`,
+  },
   {
     rule: 'startKnown',
     title: 'a start phase that is not defined',
@@ -266,7 +291,7 @@ describe('spine lint rules', () => {
 
   it('does not count escalation outcomes as a way out: a phase must reach a terminal by its own transitions', () => {
     const spine = spineOf(
-      edit(['{ on = "APPROVE", to = "landed", when = "accepted" },', '{ on = "APPROVE", to = "build", when = "accepted" },']),
+      edit(['{ on = "APPROVE", to = "merge", when = "accepted" },', '{ on = "APPROVE", to = "build", when = "accepted" },']),
     );
     expect(pick(SPINE_RULES.terminalReachable(spine, F))).toEqual([
       { code: 'TRON_SPINE_NO_TERMINAL', path: `${F}: phases.build` },

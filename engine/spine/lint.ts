@@ -9,7 +9,7 @@
 import type { Problem } from '../core/errors.ts';
 import { GLOSSARY, type WordSpec } from '../gateway/glossary.ts';
 import { ROLES, type Role } from '../core/roles.ts';
-import { ESCALATION, HANDLERS, OUTCOMES, SIGNALS, type EscalationRow, type Phase, type Spine } from './spine.ts';
+import { ENGINE_PHASES, ESCALATION, HANDLERS, OUTCOMES, SIGNALS, type EscalationRow, type Phase, type Spine } from './spine.ts';
 import { keyPath } from './parse.ts';
 
 /** One rule: the spine and the name it is shown under (`engine/workflow.toml`) → problems. */
@@ -35,6 +35,15 @@ function startKnown(spine: Spine, file: string): Problem[] {
       message: `start phase "${spine.start}" is not defined; name one of the [phases.*] tables (${[...names(spine)].join(', ')})`,
     },
   ];
+}
+
+function enginePhasesDefined(spine: Spine, file: string): Problem[] {
+  const known = names(spine);
+  return ENGINE_PHASES.filter((name) => !known.has(name)).map((name) => ({
+    code: 'TRON_SPINE_PHASE_MISSING',
+    path: at(file, 'phases', name),
+    message: `the engine acts on a phase "${name}" that this spine does not define; add a [phases.${name}] table`,
+  }));
 }
 
 function transitionTargetsKnown(spine: Spine, file: string): Problem[] {
@@ -282,6 +291,7 @@ export type EscalationLike = Omit<EscalationRow, 'handlers'> & { handlers: reado
 /** The table of spine rules, by name. */
 export const SPINE_RULES = {
   startKnown,
+  enginePhasesDefined,
   transitionTargetsKnown,
   transitionTriggersLegal,
   transitionTriggersUnique,

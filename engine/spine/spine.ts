@@ -21,6 +21,15 @@ export type Signal = keyof typeof SIGNALS;
 
 export type GateKind = 'truth' | 'review' | 'merge' | 'wrap';
 
+/**
+ * The phases the engine's own code acts on by name. The spine may add phases of its own
+ * (it is data), but it must define these — `tron lint` checks it (TRON_SPINE_PHASE_MISSING).
+ */
+export const ENGINE_PHASES = ['build', 'review', 'merge', 'wrap', 'landed', 'parked', 'abandoned'] as const;
+export type EnginePhase = (typeof ENGINE_PHASES)[number];
+/** Where a block can be: an engine phase, `pending` before its first dispatch, or a phase the spine adds. */
+export type BlockPhase = EnginePhase | 'pending' | (string & {});
+
 export interface Transition {
   /** A glossary word or a SIGNALS key. */
   on: string;

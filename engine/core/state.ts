@@ -214,7 +214,7 @@ export function apply(prev: EngineState, e: TronEvent): EngineState {
         // A trunk touched in an earlier run still halts merges until the operator answers.
         if (e.phase === 'parked' && e.trouble === 'trunk_touched' && s.trunkHalt === undefined) s.trunkHalt = { sha: '', block: e.block };
         b.waiting = e.phase === 'parked' ? { on: 'operator' } : e.phase === 'pending' ? { on: 'slot' } : { on: 'nothing' };
-        b.since = e.ts;
+        b.since = e.since ?? e.ts;
       }
       break;
     case 'run.stopping':
@@ -239,6 +239,8 @@ export function apply(prev: EngineState, e: TronEvent): EngineState {
         b.waiting = { on: 'worktree' };
         if (b.phase === 'pending' || b.phase === 'parked') b.phase = 'build';
         b.since = e.ts;
+        // A new attempt: the reason it was parked is history now.
+        b.reason = undefined;
       }
       break;
     case 'worktree.ready':
@@ -329,6 +331,7 @@ export function apply(prev: EngineState, e: TronEvent): EngineState {
       if (b) {
         b.phase = e.to;
         b.since = e.ts;
+        b.reason = undefined;
         if (e.from === 'review' && e.to === 'build') b.rounds.review += 1;
       }
       break;

@@ -34,7 +34,7 @@
  */
 export { DIFF_FLAGS, GitFailure, GitStateError, gitEnv, type Sha } from './run.ts';
 export { allOnTrunk, commitsOver, currentTrunkSha, diffStat, headOf, isAncestor, isClean, mergeBase, patchId, revParse } from './query.ts';
-export { LANDED_PREFIX, branchesOf, deleteBranch, landedRefs, preserveOrphan } from './refs.ts';
+export { LANDED_PREFIX, branchesOf, deleteBranch, landedRefs, orphanBranches, preserveOrphan, type Orphan } from './refs.ts';
 export {
   WORKTREES_DIR,
   clearEngineRefLocks,

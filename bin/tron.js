@@ -4,29 +4,13 @@
 // after an edit, and until the next `npm run build`, the sources run through tsx (slower
 // to start, never stale). So `npx tron`, the tests that spawn this file and an installed
 // `tron` all run the code as it is now.
-import { existsSync, readdirSync, statSync } from 'node:fs';
+import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 
-const at = (path) => new URL(`../${path}`, import.meta.url);
-
-/** Whether dist/ was built after the last change to any source under engine/ or evaluation/. */
-function distIsFresh() {
-  let stamp;
-  try {
-    stamp = statSync(at('dist/BUILT')).mtimeMs;
-  } catch {
-    return false;
-  }
-  for (const dir of ['engine', 'evaluation']) {
-    for (const entry of readdirSync(at(dir), { recursive: true, withFileTypes: true })) {
-      if (!entry.isFile() || !entry.name.endsWith('.ts') || entry.name.endsWith('.test.ts')) continue;
-      if (statSync(`${entry.parentPath}/${entry.name}`).mtimeMs > stamp) return false;
-    }
-  }
-  return true;
-}
-
+const root = fileURLToPath(new URL('..', import.meta.url));
+const checkout = existsSync(new URL('../engine/cli.ts', import.meta.url));
 let cli;
-if (!existsSync(at('engine/cli.ts')) || distIsFresh()) {
+if (!checkout || (await import('./dist-fresh.js')).distIsFresh(root)) {
   cli = await import('../dist/engine/cli.js');
 } else {
   const { register } = await import('tsx/esm/api');

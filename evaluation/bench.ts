@@ -1,7 +1,8 @@
 /**
  * `npm run bench`: how fast tron's own logic is, apart from git, tests and workers —
- * the gateway parser, the decision step, replay of a long log. Prints one line per
- * measurement; never part of `npm test` (speed is measured here, not asserted there).
+ * the gateway parser, the decision step, replay of a long log — and how fast the CLI
+ * starts next to a bare Node (evaluation/startup.ts). Prints one line per measurement;
+ * never part of `npm test` (speed is measured here, not asserted there).
  */
 import { performance } from 'node:perf_hooks';
 import { parseReply } from '../engine/gateway/parse.ts';
@@ -10,6 +11,7 @@ import { replay } from '../engine/core/replay.ts';
 import { apply, initialState, type EngineState } from '../engine/core/state.ts';
 import { loadSpine } from '../engine/spine/load.ts';
 import type { EventBody, TronEvent } from '../engine/core/events.ts';
+import { benchStartup } from './startup.ts';
 
 function measure(name: string, runs: number, work: () => void): void {
   work();
@@ -109,3 +111,4 @@ measure('replay: re-decide the whole run', 5, () => {
   const result = replay(run, { spine, testCommand: 'true' });
   if (!result.ok) throw new Error(`the synthetic run does not replay: ${JSON.stringify(result.divergence)}`);
 });
+benchStartup();

@@ -1,5 +1,16 @@
 import { afterAll, describe, expect, it } from 'vitest';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import {
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  utimesSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { execa } from 'execa';
@@ -53,4 +64,48 @@ describe('tron as an installed tool', () => {
     expect(demo.stdout).toContain('3 landed, 0 parked, 0 abandoned');
     expect(readdirSync(elsewhere).filter((n) => n.startsWith('tron-demo-'))).toEqual([]);
   }, 300_000);
+});
+
+describe('bin/tron.js', () => {
+  /** A stand-in checkout: the real bin, a CLI in engine/ and one in dist/ that each say which they are. */
+  function fakeCheckout(): string {
+    const root = mkdtempSync(join(work, 'checkout-'));
+    mkdirSync(join(root, 'bin'));
+    for (const f of ['tron.js', 'dist-fresh.js']) copyFileSync(tronPath('bin', f), join(root, 'bin', f));
+    symlinkSync(tronPath('node_modules'), join(root, 'node_modules'));
+    writeFileSync(join(root, 'package.json'), '{ "type": "module" }\n');
+    mkdirSync(join(root, 'engine'));
+    mkdirSync(join(root, 'evaluation'));
+    mkdirSync(join(root, 'dist', 'engine'), { recursive: true });
+    const cli = (said: string) => `export async function main(argv) { console.log('${said}', argv.join(' ')); return 0; }\n`;
+    writeFileSync(join(root, 'engine', 'cli.ts'), cli('sources'));
+    writeFileSync(join(root, 'dist', 'engine', 'cli.js'), cli('dist'));
+    writeFileSync(join(root, 'dist', 'BUILT'), 'now\n');
+    return root;
+  }
+  const run = async (root: string) => (await execa('node', [join(root, 'bin', 'tron.js'), 'x'], { stdin: 'ignore' })).stdout;
+  const age = (file: string, seconds: number) => utimesSync(file, Date.now() / 1000 - seconds, Date.now() / 1000 - seconds);
+
+  it('runs dist/ while its build stamp is newer than every source, and the sources through tsx once one is newer', async () => {
+    const root = fakeCheckout();
+    age(join(root, 'engine', 'cli.ts'), 60);
+    expect(await run(root)).toBe('dist x');
+    // An edit after the build: the sources run, never the stale dist/.
+    writeFileSync(join(root, 'evaluation', 'harness.ts'), 'export {};\n');
+    expect(await run(root)).toBe('sources x');
+    // A test file is not a source of dist/.
+    age(join(root, 'evaluation', 'harness.ts'), 60);
+    writeFileSync(join(root, 'engine', 'cli.test.ts'), 'export {};\n');
+    expect(await run(root)).toBe('dist x');
+    // No stamp (a build that failed or never ran): the sources.
+    rmSync(join(root, 'dist', 'BUILT'));
+    expect(await run(root)).toBe('sources x');
+  });
+
+  it('runs dist/ without looking further in an installed package, which has no sources', async () => {
+    const root = fakeCheckout();
+    rmSync(join(root, 'engine'), { recursive: true });
+    rmSync(join(root, 'dist', 'BUILT'));
+    expect(await run(root)).toBe('dist x');
+  });
 });

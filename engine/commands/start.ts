@@ -169,7 +169,7 @@ export async function startCommand(o: StartOptions): Promise<number> {
     const abandoned = end.order.filter((id) => end.blocks[id]!.phase === 'abandoned');
     for (const id of parked)
       o.print(
-        `tron: ${id} is parked: ${end.blocks[id]!.reason ?? ''}\n  answer: npx tron answer --repo ${o.repo} ${id} '>>RETRY {"guidance":"…"}'`,
+        `tron: ${id} is parked: ${end.blocks[id]!.reason ?? ''}\n  answer: tron answer --repo ${o.repo} ${id} '>>RETRY {"guidance":"…"}'`,
       );
     for (const id of abandoned) o.print(`tron: ${id} was abandoned: ${end.blocks[id]!.reason ?? ''}`);
     o.print(`tron: run ${runId} finished (exit ${exit}); run directory: ${runDir}`);

@@ -6,6 +6,7 @@ import { execa } from 'execa';
 import { replayCommand, replayable } from './replay.ts';
 import { InputError } from '../core/errors.ts';
 import { readLog } from '../runtime/eventlog.ts';
+import { makeProject, runTron } from '../testing/project.ts';
 
 const GOLDEN = join(import.meta.dirname, '..', '..', 'runs', 'review-changes');
 const BIN = join(import.meta.dirname, '..', '..', 'bin', 'tron.js');
@@ -84,5 +85,36 @@ describe('tron replay', () => {
     const missing = await execa('node', [BIN, 'replay', join(tmpdir(), 'no-such-run-dir')], { reject: false, stdin: 'ignore' });
     expect(missing.exitCode).toBe(2);
     expect(missing.stderr).toContain('TRON_RUN_NOT_FOUND');
+  });
+});
+
+describe('tron report and tron replay with only --repo', () => {
+  it('read the latest run of the repository by default, or the run an id names', async () => {
+    const repo = await makeProject({
+      blocks: { a: {} },
+      sim: '[[blocks.a.builder]]\nwrite = { "a.txt" = "a\\n" }\ncommit = "a"\nreply = ">>DONE"\n',
+    });
+    try {
+      const run = await runTron(repo);
+      const id = run.runDir.split('/').at(-1)!;
+      const cli = (...args: string[]) => execa('node', [BIN, ...args], { reject: false, stdin: 'ignore', cwd: tmpdir() });
+      const replayed = await cli('replay', '--repo', repo.dir);
+      expect(replayed.exitCode).toBe(0);
+      expect(replayed.stdout).toMatch(new RegExp(`^replay: .*${id}: \\d+ inputs, \\d+ decisions, identical$`));
+      const report = await cli('report', '--repo', repo.dir, '--json');
+      expect(report.exitCode).toBe(0);
+      const stats = JSON.parse(report.stdout);
+      expect(stats).toMatchObject({ run: id, runDir: run.runDir, landed: 1 });
+      expect(typeof stats.wallMs).toBe('number');
+      const byId = await cli('report', id, '--repo', repo.dir);
+      expect(byId.exitCode).toBe(0);
+      expect(byId.stdout).toContain('1 landed, 0 parked, 0 abandoned');
+      const unknown = await cli('report', '20990101-000000-001', '--repo', repo.dir);
+      expect(unknown.exitCode).toBe(2);
+      expect(unknown.stderr).toContain(`TRON_RUN_NOT_FOUND: 20990101-000000-001:`);
+      expect(unknown.stderr).toContain(`its latest: ${id}`);
+    } finally {
+      await repo.cleanup();
+    }
   });
 });

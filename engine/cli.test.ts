@@ -1,47 +1,92 @@
 import { describe, expect, it } from 'vitest';
-import { join } from 'node:path';
+import { readFileSync } from 'node:fs';
 import { execa } from 'execa';
+import { COMMANDS } from './cli.ts';
+import { tronPath } from './root.ts';
 
-const BIN = join(import.meta.dirname, '..', 'bin', 'tron.js');
+const BIN = tronPath('bin', 'tron.js');
 const tron = (...args: string[]) => execa('node', [BIN, ...args], { reject: false, stdin: 'ignore' });
+const VERSION = (JSON.parse(readFileSync(tronPath('package.json'), 'utf8')) as { version: string }).version;
+
+/** A refusal: exit 2, one coded line on stderr, nothing on stdout, no stack trace. */
+function expectUsageRefusal(result: { exitCode?: number; stdout: string; stderr: string }): string {
+  expect(result.exitCode).toBe(2);
+  expect(result.stdout).toBe('');
+  const lines = result.stderr.trim().split('\n');
+  expect(lines).toHaveLength(1);
+  expect(lines[0]).toMatch(/^TRON_USAGE: /);
+  expect(result.stderr).not.toMatch(/\n\s+at /);
+  return lines[0]!;
+}
 
 describe('the tron command line', () => {
-  it('lists every command of the design in --help', async () => {
-    const result = await tron('--help');
-    expect(result.exitCode).toBe(0);
-    for (const name of ['init', 'start', 'status', 'answer', 'docs', 'lint', 'sim', 'replay', 'report', 'demo']) {
-      expect(result.stdout).toMatch(new RegExp(`^  ${name} `, 'm'));
+  it('prints its package version for --version and -v', async () => {
+    for (const flag of ['--version', '-v']) {
+      const result = await tron(flag);
+      expect(result.exitCode).toBe(0);
+      expect(result.stdout).toBe(VERSION);
     }
   });
 
-  it('gives every command its own --help', async () => {
-    const result = await tron('start', '--help');
+  it("lists the user's commands, then the contributor's commands apart, in --help", async () => {
+    const result = await tron('--help');
     expect(result.exitCode).toBe(0);
-    expect(result.stdout).toContain('tron start [--repo DIR] [--watch]');
+    const [users, contributors] = result.stdout.split('For work on tron itself');
+    for (const name of ['init', 'start', 'status', 'answer', 'report', 'replay', 'clean', 'demo', 'completion', 'help'])
+      expect(users).toMatch(new RegExp(`^  ${name} `, 'm'));
+    for (const name of ['docs', 'lint', 'sim']) {
+      expect(contributors).toMatch(new RegExp(`^  ${name} `, 'm'));
+      expect(users).not.toMatch(new RegExp(`^  ${name} `, 'm'));
+    }
+    expect(result.stdout).toContain('-v, --version');
+    expect((await tron()).stdout).toBe(result.stdout);
   });
 
-  it('refuses an unknown command or option with exit 2 and no stack trace', async () => {
-    const unknown = await tron('launch');
-    expect(unknown.exitCode).toBe(2);
-    expect(unknown.stderr).toContain('TRON_USAGE: unknown command "launch"');
-    const option = await tron('start', '--wach');
-    expect(option.exitCode).toBe(2);
-    expect(option.stderr).toContain('TRON_USAGE');
-    expect(option.stderr).not.toMatch(/\n\s+at /);
+  it('prints a command’s own usage, arguments and options for `tron help COMMAND` and `COMMAND --help`', async () => {
+    const viaHelp = await tron('help', 'report');
+    const viaFlag = await tron('report', '--help');
+    expect(viaHelp.exitCode).toBe(0);
+    expect(viaFlag.stdout).toBe(viaHelp.stdout);
+    expect(viaHelp.stdout).toMatch(/^Usage: tron report \[RUN\] \[--repo DIR\] \[--json\]$/m);
+    expect(viaHelp.stdout).toMatch(/^ {2}RUN +a run directory, or a run id/m);
+    expect(viaHelp.stdout).toMatch(/^ {2}--repo DIR +the target repository/m);
+    expect(viaHelp.stdout).not.toContain('Commands:');
+    expect((await tron('start', '-h')).stdout).toContain('Usage: tron start [--repo DIR] [--watch]');
+  });
+
+  it('suggests the command meant for a mistyped one, and refuses it with exit 2', async () => {
+    expect(expectUsageRefusal(await tron('strat'))).toContain('unknown command "strat"; did you mean start?');
+    expect(expectUsageRefusal(await tron('help', 'staus'))).toContain('did you mean status?');
+    expect(expectUsageRefusal(await tron('launch'))).not.toContain('did you mean');
+  });
+
+  it('suggests the flag meant for a mistyped one, in its own words, not Node’s parser message', async () => {
+    const line = expectUsageRefusal(await tron('start', '--wacth'));
+    expect(line).toBe('TRON_USAGE: tron start: unknown option --wacth; did you mean --watch? (usage: tron start [--repo DIR] [--watch])');
+    expect(line).not.toContain('as in');
+    expect(expectUsageRefusal(await tron('--verison'))).toContain('did you mean --version?');
+  });
+
+  it('refuses surplus arguments, missing ones and options without their value, each in one line', async () => {
+    expect(expectUsageRefusal(await tron('demo', 'extra'))).toContain('takes no arguments; surplus: "extra"');
+    expect(expectUsageRefusal(await tron('status', 'now'))).toContain('surplus: "now"');
+    expect(expectUsageRefusal(await tron('answer', 'login'))).toContain('missing ANSWER');
+    expect(expectUsageRefusal(await tron('status', '--repo'))).toContain('--repo needs a value: --repo DIR');
+    expect(expectUsageRefusal(await tron('completion', 'fish'))).toContain('SHELL fish: not one of bash, zsh');
+    expect(expectUsageRefusal(await tron('clean', '--keep', 'many'))).toContain('--keep');
+  });
+
+  it('gives every command of the table a help that exits 0', async () => {
+    for (const name of Object.keys(COMMANDS)) {
+      const result = await tron(name, '--help');
+      expect(result.exitCode, name).toBe(0);
+      expect(result.stdout, name).toMatch(new RegExp(`^Usage: tron ${name}`));
+    }
   });
 
   it('lints the real spine clean', async () => {
     const result = await tron('lint');
     expect(result.exitCode).toBe(0);
     expect(result.stdout).toContain('clean');
-  });
-
-  it('runs the demo to the end: every block landed, the lie caught, the report printed', async () => {
-    const result = await tron('demo');
-    expect(result.stderr).toBe('');
-    expect(result.exitCode).toBe(0);
-    expect(result.stdout).toContain('shout: gate failed — commits');
-    expect(result.stdout).toContain('3 landed, 0 parked, 0 abandoned');
-    expect(result.stdout).toMatch(/Add farewell\(\)\n.*Add (shout|greet)\(\)/);
   });
 });

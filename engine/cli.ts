@@ -1,59 +1,68 @@
 /**
- * The tron command line. One table describes every command — its summary, usage and
- * options — and feeds both the argument parser and `--help`. This is the only module
- * that turns errors into exit statuses: a user mistake (InputError) prints its coded
- * problems and exits 2, never a stack trace.
+ * The tron command line. One table describes every command — its summary, arguments and
+ * options — and feeds the argument check, `--help`, docs/CLI.md and the shell
+ * completions (engine/cli/args.ts reads it). This is the only module that turns errors
+ * into exit statuses: a user mistake (InputError) prints its coded problems and exits 2,
+ * never a stack trace.
+ *
+ * It stays small to import: `tron --version` and `--help` load this file and the table's
+ * helpers only; each command's module is imported when that command runs.
  */
-import { parseArgs } from 'node:util';
 import { resolve } from 'node:path';
 import { InputError, formatProblem } from './core/errors.ts';
 import { coded } from './core/problems.ts';
 import { systemClock } from './core/clock.ts';
+import { commandHelp, parseCommand, type CommandSpec, type OptionSpec, type Values } from './cli/args.ts';
+import { didYouMean } from './cli/suggest.ts';
+import { TRON_VERSION } from './root.ts';
 
-type Values = Record<string, string | boolean | undefined>;
-
-interface CommandSpec {
-  summary: string;
-  usage: string;
-  options: Record<string, { type: 'string' | 'boolean'; description: string }>;
-  /** false for commands that are planned but not built yet. */
-  run: ((values: Values, positionals: string[]) => Promise<number>) | false;
-}
+export type { CommandSpec } from './cli/args.ts';
 
 const print = (line: string) => console.log(line);
-const repoOption = { repo: { type: 'string', description: 'the target repository (default: the current directory)' } } as const;
+const repoOption = {
+  repo: { type: 'string', value: 'DIR', complete: 'dir', description: 'the target repository (default: the current directory)' },
+} as const satisfies Record<string, OptionSpec>;
 const repoOf = (v: Values) => resolve(typeof v.repo === 'string' ? v.repo : '.');
+const runArg = {
+  name: 'RUN',
+  optional: true,
+  complete: 'run',
+  description: 'a run directory, or a run id under .tron/runs/ of --repo (default: the latest run)',
+} as const;
 
 export const COMMANDS: Record<string, CommandSpec> = {
   init: {
     summary: 'scaffold .tron/ (config.toml, blocks/, .gitignore) in a repository',
-    usage: 'tron init [--repo DIR] [--worker openai|claude|codex|sim]',
-    options: { ...repoOption, worker: { type: 'string', description: 'the worker preset to configure' } },
+    audience: 'user',
+    args: [],
+    options: {
+      ...repoOption,
+      worker: { type: 'string', choices: ['openai', 'claude', 'codex', 'sim'], description: 'the worker preset to configure' },
+    },
+    examples: ['tron init --repo ../myapp --worker claude'],
     run: async (v) => {
       const { initCommand } = await import('./commands/init.ts');
       const { isPresetName } = await import('./workers/presets.ts');
-      const worker = typeof v.worker === 'string' ? v.worker : undefined;
-      if (worker !== undefined && !isPresetName(worker)) {
-        throw new InputError([
-          { code: 'TRON_USAGE', path: '--worker', message: `"${worker}" is not a preset; use openai, claude, codex or sim` },
-        ]);
-      }
+      const worker = typeof v.worker === 'string' && isPresetName(v.worker) ? v.worker : undefined;
       return initCommand({ repo: repoOf(v), ...(worker ? { worker } : {}), print });
     },
   },
   start: {
     summary: 'run every ready block to a terminal phase, then exit (0 all landed, 3 parked/abandoned)',
-    usage: 'tron start [--repo DIR] [--watch]',
+    audience: 'user',
+    args: [],
     options: { ...repoOption, watch: { type: 'boolean', description: 'stay up; pick up new block files and answers at once' } },
+    examples: ['tron start --repo ../myapp', 'tron start --repo ../myapp --watch'],
     run: async (v) => {
       const { startCommand } = await import('./commands/start.ts');
       return startCommand({ repo: repoOf(v), watch: Boolean(v.watch), clock: systemClock, env: process.env, print, signals: true });
     },
   },
   status: {
-    summary: 'the phase, attempt and age of every block, folded from the events',
-    usage: 'tron status [--repo DIR] [--json]',
-    options: { ...repoOption, json: { type: 'boolean', description: 'print JSON' } },
+    summary: 'the phase, attempt, age and reason of every block, folded from the events',
+    audience: 'user',
+    args: [],
+    options: { ...repoOption, json: { type: 'boolean', description: 'print JSON (camelCase keys, times in ms)' } },
     run: async (v) => {
       const { statusCommand } = await import('./commands/status.ts');
       return statusCommand({ repo: repoOf(v), json: Boolean(v.json), clock: systemClock, print });
@@ -61,16 +70,101 @@ export const COMMANDS: Record<string, CommandSpec> = {
   },
   answer: {
     summary: 'answer a parked block as the operator: \'>>RETRY {"guidance":"…"}\' or \'>>ABANDON {"reason":"…"}\'',
-    usage: "tron answer [--repo DIR] BLOCK '>>WORD {json}'",
+    audience: 'user',
+    args: [
+      { name: 'BLOCK', complete: 'block', description: 'the parked block (its file name in .tron/blocks/, without .md)' },
+      { name: 'ANSWER', description: 'one line: \'>>RETRY {"guidance":"…"}\' or \'>>ABANDON {"reason":"…"}\'' },
+    ],
     options: { ...repoOption },
+    examples: [`tron answer --repo ../myapp login '>>RETRY {"guidance":"use the v2 API"}'`],
     run: async (v, args) => {
       const { answerCommand } = await import('./commands/answer.ts');
       return answerCommand({ repo: repoOf(v), block: args[0], line: args[1], clock: systemClock, print });
     },
   },
+  report: {
+    summary: 'run statistics, from the events alone',
+    audience: 'user',
+    args: [runArg],
+    options: { ...repoOption, json: { type: 'boolean', description: 'print JSON (camelCase keys, times in ms)' } },
+    examples: ['tron report --repo ../myapp', 'tron report --repo ../myapp 20261130-024812-001 --json'],
+    run: async (v, args) => {
+      const { reportCommand } = await import('./commands/report.ts');
+      return reportCommand({ repo: repoOf(v), run: args[0], json: Boolean(v.json), print });
+    },
+  },
+  replay: {
+    summary: 're-drive a recorded run and prove the same decisions',
+    audience: 'user',
+    args: [runArg],
+    options: { ...repoOption },
+    examples: ['tron replay --repo ../myapp', 'tron replay runs/happy-deps'],
+    run: async (v, args) => {
+      const { replayCommand } = await import('./commands/replay.ts');
+      return replayCommand({ repo: repoOf(v), run: args[0], print });
+    },
+  },
+  clean: {
+    summary: 'remove stale worktrees, old orphan branches and old run directories',
+    audience: 'user',
+    args: [],
+    options: {
+      ...repoOption,
+      'dry-run': { type: 'boolean', description: 'list what would be removed; change nothing' },
+      all: { type: 'boolean', description: 'remove every orphan branch, however recent' },
+      keep: { type: 'string', value: 'N', description: 'run directories to keep, newest first (default 10)' },
+    },
+    examples: ['tron clean --repo ../myapp --dry-run', 'tron clean --repo ../myapp --keep 3 --all'],
+    run: async (v) => {
+      const { cleanCommand, parseKeep } = await import('./commands/clean.ts');
+      return cleanCommand({
+        repo: repoOf(v),
+        dryRun: Boolean(v['dry-run']),
+        all: Boolean(v.all),
+        ...(typeof v.keep === 'string' ? { keep: parseKeep(v.keep) } : {}),
+        clock: systemClock,
+        print,
+      });
+    },
+  },
+  demo: {
+    summary: 'a throwaway repository, scripted workers and a full run — no API key needed',
+    audience: 'user',
+    args: [],
+    options: { keep: { type: 'boolean', description: 'keep the throwaway repository afterwards (its path is printed)' } },
+    run: async (v) => {
+      const { demoCommand } = await import('./commands/demo.ts');
+      return demoCommand({ keep: Boolean(v.keep), print, process: true });
+    },
+  },
+  completion: {
+    summary: 'print a shell completion script for bash or zsh',
+    audience: 'user',
+    args: [{ name: 'SHELL', choices: ['bash', 'zsh'], description: 'bash or zsh' }],
+    options: {},
+    examples: ['eval "$(tron completion bash)"     # in ~/.bashrc', 'eval "$(tron completion zsh)"      # in ~/.zshrc, after compinit'],
+    run: async (_v, args) => {
+      const { completionScript } = await import('./cli/completion.ts');
+      print(completionScript(args[0] === 'zsh' ? 'zsh' : 'bash', COMMANDS));
+      return 0;
+    },
+  },
+  help: {
+    summary: 'print the commands, or one command’s arguments and options',
+    audience: 'user',
+    args: [{ name: 'COMMAND', optional: true, complete: 'command', description: 'the command to explain' }],
+    options: {},
+    run: async (_v, args) => {
+      const name = args[0];
+      if (name === undefined) print(overview());
+      else print(commandHelp(name, known(name)));
+      return 0;
+    },
+  },
   docs: {
     summary: 'regenerate docs/ and workflow/ from their sources (--check: verify, write nothing)',
-    usage: 'tron docs [--check]',
+    audience: 'contributor',
+    args: [],
     options: { check: { type: 'boolean', description: 'exit 1 naming any stale generated file' } },
     run: async (v) => {
       const { docsCommand } = await import('./commands/docs.ts');
@@ -79,8 +173,11 @@ export const COMMANDS: Record<string, CommandSpec> = {
   },
   lint: {
     summary: 'lint engine/workflow.toml and the escalation table',
-    usage: 'tron lint [--spine FILE]',
-    options: { spine: { type: 'string', description: 'lint this spine file instead of engine/workflow.toml' } },
+    audience: 'contributor',
+    args: [],
+    options: {
+      spine: { type: 'string', value: 'FILE', complete: 'file', description: 'lint this spine file instead of engine/workflow.toml' },
+    },
     run: async (v) => {
       const { lintCommand } = await import('./commands/lint.ts');
       return lintCommand({ ...(typeof v.spine === 'string' ? { spine: resolve(v.spine) } : {}), print });
@@ -88,7 +185,8 @@ export const COMMANDS: Record<string, CommandSpec> = {
   },
   sim: {
     summary: 'run the SIM evaluation templates and print a table',
-    usage: 'tron sim [TEMPLATE...] [--coverage] [--record] [--keep]',
+    audience: 'contributor',
+    args: [{ name: 'TEMPLATE', optional: true, variadic: true, complete: 'template', description: 'templates to run (default: all)' }],
     options: {
       coverage: { type: 'boolean', description: 'print which templates reach every spine edge; exit 1 if one is unreached' },
       record: { type: 'boolean', description: "write the passing templates' runs as golden runs under runs/" },
@@ -99,99 +197,83 @@ export const COMMANDS: Record<string, CommandSpec> = {
       return simCommand({ templates: args, coverage: Boolean(v.coverage), record: Boolean(v.record), keep: Boolean(v.keep), print });
     },
   },
-  replay: {
-    summary: 're-drive a recorded run and prove the same decisions',
-    usage: 'tron replay RUN_DIR',
-    options: {},
-    run: async (_v, args) => {
-      const { replayCommand } = await import('./commands/replay.ts');
-      return replayCommand({ runDir: args[0], print });
-    },
-  },
-  report: {
-    summary: 'run statistics, from events only',
-    usage: 'tron report RUN_DIR [--json]',
-    options: { json: { type: 'boolean', description: 'print JSON' } },
-    run: async (v, args) => {
-      const { reportCommand } = await import('./commands/report.ts');
-      return reportCommand({ runDir: args[0], json: Boolean(v.json), print });
-    },
-  },
-  demo: {
-    summary: 'a throwaway repository, scripted workers and a full run — no API key needed',
-    usage: 'tron demo [--keep]',
-    options: { keep: { type: 'boolean', description: 'keep the throwaway repository (its path is printed)' } },
-    run: async (v) => {
-      const { demoCommand } = await import('./commands/demo.ts');
-      return demoCommand({ keep: Boolean(v.keep), print });
-    },
-  },
 };
 
-function help(): string {
+/** The command named, or an InputError saying which were meant. */
+function known(name: string): CommandSpec {
+  const command = COMMANDS[name];
+  if (command) return command;
+  throw new InputError([
+    {
+      code: 'TRON_USAGE',
+      path: 'tron',
+      message: `unknown command "${name}"${didYouMean(name, Object.keys(COMMANDS))} (run \`tron help\` for the list)`,
+    },
+  ]);
+}
+
+/** `tron --help`: the user's commands, then the contributor's, then the global options. */
+export function overview(): string {
   const width = Math.max(...Object.keys(COMMANDS).map((n) => n.length));
-  const rows = Object.entries(COMMANDS).map(([name, c]) => `  ${name.padEnd(width)}  ${c.summary}${c.run ? '' : ' (not built yet)'}`);
+  const rows = (audience: CommandSpec['audience']) =>
+    Object.entries(COMMANDS)
+      .filter(([, c]) => c.audience === audience)
+      .map(([name, c]) => `  ${name.padEnd(width)}  ${c.summary}`);
   return [
     'tron — a deterministic engine that supervises coding agents',
     '',
-    'Usage: tron <command> [options]',
+    'Usage: tron COMMAND [ARGUMENTS] [OPTIONS]',
     '',
     'Commands:',
-    ...rows,
+    ...rows('user'),
     '',
-    'Every command has --help.',
-  ].join('\n');
-}
-
-function commandHelp(name: string, c: CommandSpec): string {
-  const opts = Object.entries(c.options).map(([o, d]) => `  --${o}${d.type === 'string' ? ' VALUE' : ''}  ${d.description}`);
-  return [
-    `${c.usage}`,
+    'For work on tron itself, in its checkout:',
+    ...rows('contributor'),
     '',
-    c.summary,
-    ...(opts.length ? ['', 'Options:', ...opts] : []),
-    ...(c.run ? [] : ['', `tron ${name} is not built yet.`]),
+    'Options:',
+    `  ${'-h, --help'.padEnd(13)}  print this help`,
+    `  ${'-v, --version'.padEnd(13)}  print tron's version`,
+    '',
+    'Run `tron help COMMAND` (or `tron COMMAND --help`) for its arguments and options.',
   ].join('\n');
 }
 
 /** Runs the CLI; returns the exit status. */
 export async function main(argv: string[]): Promise<number> {
   const [name, ...rest] = argv;
-  if (name === undefined || name === '--help' || name === '-h' || name === 'help') {
-    print(help());
-    return 0;
-  }
-  const command = COMMANDS[name];
-  if (!command) {
-    console.error(coded('TRON_USAGE', `unknown command "${name}"; run \`npx tron --help\` for the list`));
-    return 2;
-  }
   try {
-    const { values, positionals } = parseArgs({
-      args: rest,
-      options: { ...command.options, help: { type: 'boolean', short: 'h' } },
-      allowPositionals: true,
-      strict: true,
-    });
-    if (values.help) {
+    if (name === undefined || name === '--help' || name === '-h') {
+      print(overview());
+      return 0;
+    }
+    if (name === '--version' || name === '-v') {
+      if (rest.length > 0) return refuse(`tron --version takes no arguments; surplus: ${rest.join(' ')}`);
+      print(TRON_VERSION);
+      return 0;
+    }
+    if (name.startsWith('-')) {
+      const meant = didYouMean(name, ['--help', '--version']);
+      return refuse(`unknown option ${name}${meant || '; a command comes first: tron COMMAND [OPTIONS]'}`);
+    }
+    const command = known(name);
+    const parsed = parseCommand(name, command, rest);
+    if (!parsed.ok) throw new InputError([parsed.problem]);
+    if (parsed.help) {
       print(commandHelp(name, command));
       return 0;
     }
-    if (!command.run) {
-      console.error(`tron ${name} is not built yet. See \`npx tron --help\` for what is.`);
-      return 1;
-    }
-    return await command.run(values as Values, positionals);
+    return await command.run(parsed.values, parsed.positionals);
   } catch (err) {
     if (err instanceof InputError) {
       for (const p of err.problems) console.error(formatProblem(p));
       return 2;
     }
-    if (err instanceof TypeError && 'code' in err && String(err.code).startsWith('ERR_PARSE_ARGS')) {
-      console.error(coded('TRON_USAGE', `${err.message}; usage: ${command.usage}`));
-      return 2;
-    }
-    console.error(`tron ${name}: ${(err as Error).stack ?? String(err)}`);
+    console.error(`tron ${name ?? ''}: ${(err as Error).stack ?? String(err)}`);
     return 1;
   }
+}
+
+function refuse(message: string): number {
+  console.error(coded('TRON_USAGE', message));
+  return 2;
 }

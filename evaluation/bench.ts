@@ -1,7 +1,7 @@
 /**
  * `npm run bench`: how fast tron's own logic is, apart from git, tests and workers —
- * the gateway parser, the decision step, replay of a long log. Prints one line per
- * measurement; never part of `npm test` (speed is measured here, not asserted there).
+ * the gateway parser, the decision step, replay of a long log — and how fast the CLI
+ * starts next to a bare Node (evaluation/startup.ts). Prints one line per measurement; never part of `npm test` (speed is measured here, not asserted there).
  *
  * The replay curve is the shape that matters (STYLE 19): synthetic runs of 250, 1,000
  * and 1,800 blocks (about 28 events a block, as real runs have; 1,800 blocks is about
@@ -16,6 +16,7 @@ import { replay } from '../engine/core/replay.ts';
 import { apply, initialState, type EngineState } from '../engine/core/state.ts';
 import { loadSpine } from '../engine/spine/load.ts';
 import type { EventBody, TronEvent } from '../engine/core/events.ts';
+import { benchStartup } from './startup.ts';
 
 function measure(name: string, runs: number, work: () => void): void {
   work();
@@ -153,3 +154,5 @@ if (perEvent.length > 1) {
   const ratio = perEvent.at(-1)! / perEvent[0]!;
   console.log(`µs/event at ${sizes.at(-1)} blocks / at ${sizes[0]} blocks: ${ratio.toFixed(2)}×`);
 }
+
+benchStartup();

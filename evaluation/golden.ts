@@ -13,12 +13,12 @@
  */
 import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import type { TronEvent } from '../engine/core/events.ts';
 import type { RunRecord } from './expect.ts';
+import { tronPath } from '../engine/root.ts';
 
 /** Where golden runs live in the tron checkout. */
-export const RUNS_DIR = fileURLToPath(new URL('../runs/', import.meta.url));
+export const RUNS_DIR = `${tronPath('runs')}/`;
 
 /** The placeholder for the temporary repository's path. */
 export const REPO_PLACEHOLDER = '$REPO';

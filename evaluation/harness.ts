@@ -10,7 +10,6 @@
  */
 import { existsSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import TOML from '@iarna/toml';
 import { execa } from 'execa';
 import { startCommand } from '../engine/commands/start.ts';
@@ -22,8 +21,9 @@ import { GIT_IDENTITY_ENV } from '../engine/testing/repo.ts';
 import { configToml, type Template } from './template.ts';
 import { describePattern, differences, finalPhases, gitDifferences, matches, type RunRecord } from './expect.ts';
 import { recordGolden } from './golden.ts';
+import { tronPath } from '../engine/root.ts';
 
-const BIN = fileURLToPath(new URL('../bin/tron.js', import.meta.url));
+const BIN = tronPath('bin', 'tron.js');
 
 export interface TemplateResult {
   name: string;

@@ -20,16 +20,16 @@
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import TOML from '@iarna/toml';
 import { z } from 'zod';
 import { parseToml } from '../engine/project/config-problems.ts';
 import { InputError, type Problem } from '../engine/core/errors.ts';
 import { parseDuration } from '../engine/core/duration.ts';
 import { SimScript } from '../engine/workers/sim.ts';
+import { tronPath } from '../engine/root.ts';
 
 /** The templates shipped with tron. */
-export const TEMPLATES_DIR = fileURLToPath(new URL('./templates/', import.meta.url));
+export const TEMPLATES_DIR = `${tronPath('evaluation', 'templates')}/`;
 
 const duration = z.string().refine((s) => parseDuration(s) !== undefined, { message: 'a duration like "30s" or "2m"' });
 

@@ -8,7 +8,7 @@ import { resolve } from 'node:path';
 import { InputError } from '../core/errors.ts';
 import { loadRegister } from '../project/register.ts';
 import { writeAnswer } from '../runtime/inbox.ts';
-import { foldRun, latestRun } from './status.ts';
+import { foldRun, latestRun } from '../runtime/runs.ts';
 import type { Clock } from '../core/clock.ts';
 import { readLock } from '../runtime/lockfile.ts';
 import { join } from 'node:path';

@@ -4,7 +4,7 @@
  * date before it lands), one that depends on another, and one whose first DONE is a
  * lie the truth gate catches.
  */
-import { mkdtempSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { execa } from 'execa';
@@ -112,26 +112,85 @@ export async function makeDemoRepo(files: Record<string, string> = DEMO_FILES): 
   return dir;
 }
 
-export async function demoCommand(opts: { keep: boolean; print: (line: string) => void }): Promise<number> {
+export interface DemoOptions {
+  keep: boolean;
+  print: (line: string) => void;
+  /**
+   * The CLI's own process: on SIGINT or SIGTERM, or when stdout's reader goes away
+   * (`tron demo | head -3`: EPIPE), stop the run and remove the throwaway repository,
+   * its engine lock with it, before exiting. In-process callers leave it off.
+   */
+  process?: boolean;
+}
+
+/**
+ * Runs the demo. Its last lines are true when they are printed: without --keep the
+ * repository is removed first and the last line says so (and how to keep it); with
+ * --keep it names the repository and what to type to look at it.
+ */
+export async function demoCommand(opts: DemoOptions): Promise<number> {
   const repo = await makeDemoRepo();
-  opts.print(`tron demo: a throwaway repository at ${repo}, three blocks, scripted workers`);
-  opts.print('');
+  let closed = false;
+  const print = (line: string) => {
+    if (!closed) opts.print(line);
+  };
+  const stop = new AbortController();
+  let interrupted: number | undefined;
+  const remove = () => rmSync(repo, { recursive: true, force: true });
+  const onSignal = (signal: NodeJS.Signals) => {
+    if (interrupted !== undefined) {
+      // A second signal: no waiting for the run to wind down.
+      if (!opts.keep) remove();
+      process.exit(interrupted);
+    }
+    interrupted = signal === 'SIGINT' ? 130 : 143;
+    print(`tron demo: ${signal} — stopping the run${opts.keep ? '' : ' and removing the throwaway repository'}`);
+    stop.abort();
+  };
+  const onStdoutError = (err: NodeJS.ErrnoException) => {
+    if (err.code !== 'EPIPE') throw err;
+    // Nobody reads any more: stop quietly, clean up, exit as a process killed by SIGPIPE would.
+    closed = true;
+    interrupted ??= 141;
+    stop.abort();
+  };
+  if (opts.process) {
+    process.on('SIGINT', onSignal);
+    process.on('SIGTERM', onSignal);
+    process.stdout.on('error', onStdoutError);
+  }
+  let removed = false;
   try {
-    const exit = await startCommand({ repo, clock: systemClock, env: { ...process.env, ...IDENTITY }, print: opts.print });
+    print(`tron demo: a throwaway repository at ${repo}, three blocks, scripted workers`);
+    print('');
+    const exit = await startCommand({ repo, clock: systemClock, env: { ...process.env, ...IDENTITY }, print, stop: stop.signal });
+    if (interrupted !== undefined) return interrupted;
     const log = (await firstParentLog(repo, 'refs/heads/main')).join('\n');
-    opts.print('');
-    opts.print(`trunk after the run (git log --first-parent main):\n${log}`);
-    const runs = (await execa('ls', [join(repo, '.tron', 'runs')])).stdout.trim().split('\n');
+    print('');
+    print(`trunk after the run (git log --first-parent main):\n${log}`);
+    const runs = readdirSync(join(repo, '.tron', 'runs')).sort();
     const runDir = join(repo, '.tron', 'runs', runs.at(-1)!);
-    opts.print('');
-    opts.print(readFileSync(join(runDir, 'report.md'), 'utf8'));
-    opts.print(
-      opts.keep
-        ? `The run directory: ${runDir} (events.jsonl, transcript.md, report.md, manifest.json)`
-        : `(the throwaway repository is removed; run \`npx tron demo --keep\` to look at it)`,
-    );
+    print('');
+    print(readFileSync(join(runDir, 'report.md'), 'utf8'));
+    if (opts.keep) {
+      print(`The throwaway repository is kept at ${repo}. To look at it:`);
+      print(`  tron status --repo ${repo}`);
+      print(`  tron report --repo ${repo}`);
+      print(`  git -C ${repo} log --oneline --graph --all`);
+      print(`  ls ${runDir}    # events.jsonl, transcript.md, report.md, manifest.json`);
+      print(`Remove it when done: rm -rf ${repo}`);
+    } else {
+      remove();
+      removed = true;
+      print(`The throwaway repository ${repo} has been removed; \`tron demo --keep\` keeps it to look at.`);
+    }
     return exit;
   } finally {
-    if (!opts.keep) rmSync(repo, { recursive: true, force: true });
+    if (opts.process) {
+      process.off('SIGINT', onSignal);
+      process.off('SIGTERM', onSignal);
+      process.stdout.off('error', onStdoutError);
+    }
+    if (!opts.keep && !removed) remove();
   }
 }

@@ -5,7 +5,6 @@
  */
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { renderCliDoc } from '../render/cli-doc.ts';
 import { renderGlossaryDoc } from '../render/glossary-doc.ts';
 import { renderEventsDoc } from '../render/events-doc.ts';
@@ -14,9 +13,10 @@ import { renderWorkflowDoc } from '../render/workflow-doc.ts';
 import { renderWorkflowDir } from '../render/viewer.ts';
 import { type Spine } from '../spine/spine.ts';
 import { loadSpine } from '../spine/load.ts';
+import { TRON_ROOT } from '../root.ts';
 
 /** The tron checkout: generated files live in its docs/ and workflow/. */
-export const TRON_ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+export { TRON_ROOT };
 
 /** Every generated file, keyed by its path relative to the tron checkout. */
 export async function renderAll(spine: Spine = loadSpine()): Promise<Map<string, string>> {

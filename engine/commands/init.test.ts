@@ -74,7 +74,7 @@ describe('tron init', () => {
     expect(out).toMatch(/created \.tron\/config\.toml/);
     expect(out).toMatch(/created \.tron\/blocks\/example\.md/);
     expect(out).toMatch(/created \.tron\/\.gitignore/);
-    expect(lines.at(-1)).toBe(`  npx tron start --repo ${repo.dir}`);
+    expect(lines.at(-1)).toBe(`  tron start --repo ${repo.dir}`);
   });
 
   it('uses the current branch as trunk and guesses the test command from the project files', async () => {

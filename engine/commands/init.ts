@@ -175,6 +175,6 @@ export async function initCommand(opts: InitOptions): Promise<number> {
   else if (missing.length > 0) opts.print(`added ${missing.join(', ')} to .tron/.gitignore`);
   opts.print('');
   opts.print(`next: check trunk and test in ${CONFIG_FILE}, write your blocks in ${BLOCKS_DIR}/, then run`);
-  opts.print(`  npx tron start --repo ${repo}`);
+  opts.print(`  tron start --repo ${repo}`);
   return 0;
 }

@@ -1,9 +1,9 @@
 /**
- * `tron replay RUN_DIR`: re-drive the pure decision step from a recorded run and prove
+ * `tron replay [RUN] [--repo DIR]`: re-drive the pure decision step from a recorded run and prove
  * it decides exactly what the run recorded. The run directory carries everything the
  * step needs: `events.jsonl`, the spine that drove the run (`workflow.toml`) and the
  * test command (`manifest.json`, `config.test`), so an old run replays against its own
- * spine, not today's.
+ * spine, not today's. Without RUN, the repository's latest run is replayed.
  *
  * A log without `run.finished` was cut short (a crash, or a run still going): the
  * decisions of its last input may be partly written, so replay stops before that input
@@ -16,6 +16,7 @@ import { readLog } from '../runtime/eventlog.ts';
 import { eventKind, type TronEvent } from '../core/events.ts';
 import { replay, type ReplayResult } from '../core/replay.ts';
 import { parseSpine } from '../spine/parse.ts';
+import { resolveRun } from '../runtime/runs.ts';
 
 export interface ReplayOutcome {
   result: ReplayResult;
@@ -73,21 +74,17 @@ function readTestCommand(file: string): string | undefined {
 }
 
 /** Prints one line when identical (exit 0), or the first divergence (exit 1). */
-export async function replayCommand(opts: { runDir: string | undefined; print: (line: string) => void }): Promise<number> {
-  if (!opts.runDir) {
-    throw new InputError([
-      { code: 'TRON_USAGE', path: 'RUN_DIR', message: 'name a run directory, e.g. tron replay .tron/runs/20261130-024812-001' },
-    ]);
-  }
-  const outcome = replayRunDir(opts.runDir);
+export async function replayCommand(opts: { repo: string; run: string | undefined; print: (line: string) => void }): Promise<number> {
+  const runDir = resolveRun(opts.repo, opts.run);
+  const outcome = replayRunDir(runDir);
   const r = outcome.result;
   const cut = outcome.truncated ? ' (the log ends without run.finished: its last input was not replayed)' : '';
   if (r.ok) {
-    opts.print(`replay: ${r.inputs} inputs, ${r.decisions} decisions, identical${cut}`);
+    opts.print(`replay: ${runDir}: ${r.inputs} inputs, ${r.decisions} decisions, identical${cut}`);
     return 0;
   }
   const d = r.divergence;
-  opts.print(`replay: diverged at seq ${d.seq}, deciding input seq ${d.input.seq} (${d.input.type})${cut}`);
+  opts.print(`replay: ${runDir}: diverged at seq ${d.seq}, deciding input seq ${d.input.seq} (${d.input.type})${cut}`);
   opts.print(`recorded: ${d.recorded ? JSON.stringify(d.recorded) : '(no decision)'}`);
   opts.print(`derived:  ${d.derived ? JSON.stringify(d.derived) : '(no decision)'}`);
   return 1;

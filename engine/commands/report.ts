@@ -1,15 +1,21 @@
-/** `tron report RUN_DIR [--json]`: run statistics from the events alone. */
-import { join, resolve } from 'node:path';
-import { InputError } from '../core/errors.ts';
+/**
+ * `tron report [RUN] [--repo DIR] [--json]`: run statistics from the events alone, of
+ * the repository's latest run by default. The JSON keys are camelCase and every time is
+ * a number of milliseconds, as in every JSON the CLI prints (docs/operating.md).
+ */
+import { join } from 'node:path';
 import { readLog } from '../runtime/eventlog.ts';
+import { resolveRun } from '../runtime/runs.ts';
 import { renderReport, runStats } from '../render/report.ts';
 
-export async function reportCommand(opts: { runDir: string | undefined; json: boolean; print: (line: string) => void }): Promise<number> {
-  if (!opts.runDir)
-    throw new InputError([
-      { code: 'TRON_USAGE', path: 'RUN_DIR', message: 'name a run directory, e.g. tron report .tron/runs/20261130-024812-001' },
-    ]);
-  const { events } = readLog(join(resolve(opts.runDir), 'events.jsonl'));
-  opts.print(opts.json ? JSON.stringify(runStats(events), null, 2) : renderReport(events));
+export async function reportCommand(opts: {
+  repo: string;
+  run: string | undefined;
+  json: boolean;
+  print: (line: string) => void;
+}): Promise<number> {
+  const runDir = resolveRun(opts.repo, opts.run);
+  const { events } = readLog(join(runDir, 'events.jsonl'));
+  opts.print(opts.json ? JSON.stringify({ runDir, ...runStats(events) }, null, 2) : renderReport(events));
   return 0;
 }

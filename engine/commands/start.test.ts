@@ -1,7 +1,10 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { join } from 'node:path';
 import { execa } from 'execa';
-import { blockFile, configFile, makeProject } from '../testing/project.ts';
+import { readdirSync } from 'node:fs';
+import { blockFile, configFile, makeProject, runTron } from '../testing/project.ts';
+import { answerCommand } from './answer.ts';
+import { ManualClock } from '../core/clock.ts';
 import { snapshot } from '../testing/snapshot.ts';
 import type { TestRepo } from '../testing/repo.ts';
 
@@ -66,5 +69,68 @@ describe('tron start on bad input', () => {
     expect(result.exitCode).toBe(2);
     expect(result.stderr).toContain('TRON_DIRTY_TRUNK_CHECKOUT');
     expect(snapshot(repo.dir)).toEqual(before);
+  });
+});
+
+describe('tron start with nothing to do', () => {
+  const runDirs = (repo: TestRepo) => readdirSync(join(repo.dir, '.tron', 'runs')).sort();
+
+  it('writes no new run directory once every block landed, and exits 0', async () => {
+    const repo = await makeProject({
+      blocks: { a: {} },
+      sim: '[[blocks.a.builder]]\nwrite = { "a.txt" = "a\\n" }\ncommit = "a"\nreply = ">>DONE"\n',
+    });
+    repos.push(repo);
+    expect((await runTron(repo)).exit).toBe(0);
+    const before = runDirs(repo);
+    const again = await execa('node', [BIN, 'start', '--repo', repo.dir], { reject: false, stdin: 'ignore' });
+    expect(again.exitCode).toBe(0);
+    expect(again.stdout).toMatch(/^tron: nothing to do — 1 landed, 0 parked, 0 abandoned; no new run \(the latest: .*\)$/m);
+    expect(runDirs(repo)).toEqual(before);
+  });
+
+  it('writes none for a parked block with no answer, nor after it was abandoned, and exits 3; a waiting answer does start a run', async () => {
+    const repo = await makeProject({
+      blocks: { stuck: {} },
+      sim: `[[blocks.stuck.builder]]\nreply = '>>BLOCKED {"reason":"no access"}'\n`,
+    });
+    repos.push(repo);
+    expect((await runTron(repo)).exit).toBe(3);
+    const one = runDirs(repo);
+    const parked = await execa('node', [BIN, 'start', '--repo', repo.dir], { reject: false, stdin: 'ignore' });
+    expect(parked.exitCode).toBe(3);
+    expect(parked.stdout).toContain('nothing to do — 0 landed, 1 parked, 0 abandoned');
+    expect(parked.stdout).toContain(`tron answer --repo ${repo.dir} stuck '>>RETRY`);
+    expect(runDirs(repo)).toEqual(one);
+
+    await answerCommand({
+      repo: repo.dir,
+      block: 'stuck',
+      line: '>>ABANDON {"reason":"out of scope"}',
+      clock: new ManualClock(1),
+      print: () => {},
+    });
+    const answered = await runTron(repo);
+    expect(answered.exit).toBe(3);
+    expect(answered.events.find((e) => e.type === 'block.abandoned')).toMatchObject({ block: 'stuck' });
+    const two = runDirs(repo);
+    expect(two).toHaveLength(2);
+    const abandoned = await execa('node', [BIN, 'start', '--repo', repo.dir], { reject: false, stdin: 'ignore' });
+    expect(abandoned.exitCode).toBe(3);
+    expect(abandoned.stdout).toContain('nothing to do — 0 landed, 0 parked, 1 abandoned');
+    expect(runDirs(repo)).toEqual(two);
+  });
+
+  it('still starts a run when a new block file arrives', async () => {
+    const repo = await makeProject({
+      blocks: { stuck: {} },
+      sim: `[[blocks.stuck.builder]]\nreply = '>>BLOCKED {"reason":"no access"}'\n`,
+    });
+    repos.push(repo);
+    expect((await runTron(repo)).exit).toBe(3);
+    await repo.write('.tron/blocks/fresh.md', blockFile('fresh', {}));
+    const next = await runTron(repo);
+    expect(next.events.find((e) => e.type === 'register.loaded')).toBeDefined();
+    expect(runDirs(repo)).toHaveLength(2);
   });
 });

@@ -16,8 +16,10 @@ import { createWorker } from '../workers/create.ts';
 import { preflightWorkers } from '../workers/preflight.ts';
 import type { WorkerAdapter } from '../workers/adapter.ts';
 import type { WorkerRole } from '../core/roles.ts';
-import { carrySessions, clearInterruptedLanding, recover } from '../runtime/recovery.ts';
-import { latestRun } from './status.ts';
+import { carrySessions, clearInterruptedLanding, recover, type Recovery } from '../runtime/recovery.ts';
+import { readInbox } from '../runtime/inbox.ts';
+import type { BodyOf } from '../core/events.ts';
+import { latestRun } from '../runtime/runs.ts';
 import { readLog } from '../runtime/eventlog.ts';
 
 export interface StartOptions {
@@ -95,6 +97,18 @@ export async function startCommand(o: StartOptions): Promise<number> {
       })),
       clock: o.clock,
     });
+    const idle =
+      o.watch || cleared.length > 0
+        ? undefined
+        : nothingToDo(previous, recovery, blocks.length, readInbox(repo, new Set(recovery.answered)).length);
+    if (idle) {
+      o.print(`tron: nothing to do — ${idle.summary}; no new run (the latest: ${previous})`);
+      for (const r of idle.parked)
+        o.print(
+          `tron: ${r.block} is parked: ${r.reason ?? ''}\n  answer: tron answer --repo ${o.repo} ${r.block} '>>RETRY {"guidance":"…"}'`,
+        );
+      return idle.exit;
+    }
     const runsDir = join(repo, '.tron', 'runs');
     const startedAt = o.clock.now();
     const runId = runIdAt(startedAt, (id) => existsSync(join(runsDir, id)));
@@ -155,7 +169,7 @@ export async function startCommand(o: StartOptions): Promise<number> {
     const abandoned = end.order.filter((id) => end.blocks.get(id)!.phase === 'abandoned');
     for (const id of parked)
       o.print(
-        `tron: ${id} is parked: ${end.blocks.get(id)!.reason ?? ''}\n  answer: npx tron answer --repo ${o.repo} ${id} '>>RETRY {"guidance":"…"}'`,
+        `tron: ${id} is parked: ${end.blocks.get(id)!.reason ?? ''}\n  answer: tron answer --repo ${o.repo} ${id} '>>RETRY {"guidance":"…"}'`,
       );
     for (const id of abandoned) o.print(`tron: ${id} was abandoned: ${end.blocks.get(id)!.reason ?? ''}`);
     o.print(`tron: run ${runId} finished (exit ${exit}); run directory: ${runDir}`);
@@ -163,6 +177,39 @@ export async function startCommand(o: StartOptions): Promise<number> {
   } finally {
     lock.release();
   }
+}
+
+/**
+ * Whether a start would only record that nothing can move: the previous run finished,
+ * every block of the register resumes landed, abandoned or parked with its page sent,
+ * recovery found nothing to clear, and no answer waits in the inbox. Then no run
+ * directory is written (runs would pile up, one per start, each saying the same), and
+ * the exit status is the one that run would have finished with.
+ */
+function nothingToDo(
+  previous: string | undefined,
+  recovery: Recovery,
+  registered: number,
+  answersWaiting: number,
+): { exit: number; summary: string; parked: BodyOf<'block.recovered'>[] } | undefined {
+  if (!previous || answersWaiting > 0) return undefined;
+  if (!readLog(join(previous, 'events.jsonl')).events.some((e) => e.type === 'run.finished')) return undefined;
+  const resumed: BodyOf<'block.recovered'>[] = [];
+  for (const e of recovery.events) {
+    if (e.type === 'recovery.started') continue;
+    if (e.type !== 'block.recovered') return undefined;
+    resumed.push(e);
+  }
+  if (resumed.length !== registered) return undefined;
+  const settled = (r: BodyOf<'block.recovered'>) => r.phase === 'landed' || r.phase === 'abandoned' || (r.phase === 'parked' && !r.page);
+  if (!resumed.every(settled)) return undefined;
+  const count = (phase: string) => resumed.filter((r) => r.phase === phase).length;
+  const landed = count('landed');
+  return {
+    exit: landed === registered ? 0 : 3,
+    summary: `${landed} landed, ${count('parked')} parked, ${count('abandoned')} abandoned`,
+    parked: resumed.filter((r) => r.phase === 'parked'),
+  };
 }
 
 /** The crash test hook: TRON_CRASH_AFTER_EVENT=N makes the engine die right after event N. */

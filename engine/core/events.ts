@@ -96,6 +96,11 @@ export const EVENT_SCHEMAS = {
       trouble: trouble.optional(),
       page: z.boolean().describe('parked without its page having been sent: send it now'),
       summary: z.string().optional(),
+      since: z
+        .number()
+        .int()
+        .optional()
+        .describe('ms since the epoch when the block entered this phase, when it resumes in the phase it had: ages count across runs'),
     })
     .describe(
       "input: at boot, where a block of an earlier run resumes, from that run's log and from git (refs/tron/landed/<id> is the record of what landed).",

@@ -248,8 +248,21 @@ export const PROBLEMS = {
   TRON_LOCKED: {
     area: 'log',
     kind: 'input',
-    summary: 'Another live tron process is writing this run (it holds `events.lock`).',
+    summary:
+      'Another live tron process holds the lock: an engine runs on this repository (`.tron/engine.lock`: `tron start`, and `tron clean` refuses meanwhile) or is writing this run (`events.lock`).',
     fix: 'Wait for it to finish, or stop it; the message names its pid and command. A lock whose holder died is taken over by itself.',
+  },
+  TRON_NO_RUN: {
+    area: 'log',
+    kind: 'input',
+    summary: '`tron report` or `tron replay` was given no run, and the repository has none under `.tron/runs/`.',
+    fix: 'Run `tron start` first, pass `--repo` for the repository meant, or name a run directory.',
+  },
+  TRON_RUN_NOT_FOUND: {
+    area: 'log',
+    kind: 'input',
+    summary: 'The RUN named is neither a run directory (one holding `events.jsonl`) nor a run id under `.tron/runs/`.',
+    fix: 'Name a run directory, or one of the run ids the message lists (`ls .tron/runs`); pass `--repo` for another repository.',
   },
   TRON_LOG_MISSING: {
     area: 'log',

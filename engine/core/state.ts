@@ -247,7 +247,7 @@ const reducers = {
       summary: e.summary,
       trouble: e.trouble ? { trouble: e.trouble, detail: e.reason ?? '', handlers: ['operator'] } : undefined,
       waiting: e.phase === 'parked' ? { on: 'operator' } : e.phase === 'pending' ? { on: 'slot' } : NOTHING,
-      since: e.ts,
+      since: e.since ?? e.ts,
     }));
     // A trunk touched in an earlier run still halts merges until the operator answers.
     if (e.phase === 'parked' && e.trouble === 'trunk_touched' && s.trunkHalt === undefined) s.trunkHalt = { sha: '', block: e.block };
@@ -273,6 +273,8 @@ const reducers = {
       waiting: { on: 'worktree' },
       phase: b.phase === 'pending' || b.phase === 'parked' ? 'build' : b.phase,
       since: e.ts,
+      // A new attempt: the reason it was parked is history now.
+      reason: undefined,
     })),
   'worktree.ready': (s, e) =>
     patch(s, e.block, (b) => ({
@@ -336,6 +338,7 @@ const reducers = {
     patch(s, e.block, (b) => ({
       phase: e.to,
       since: e.ts,
+      reason: undefined,
       rounds: e.from === 'review' && e.to === 'build' ? { ...b.rounds, review: b.rounds.review + 1 } : b.rounds,
     })),
   'merge.queued': (s, e) => {

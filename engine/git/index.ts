@@ -51,7 +51,7 @@ export {
   revParse,
   topLevel,
 } from './query.ts';
-export { LANDED_PREFIX, branchesOf, deleteBranch, landedRefs, preserveOrphan } from './refs.ts';
+export { LANDED_PREFIX, branchesOf, deleteBranch, landedRefs, orphanBranches, preserveOrphan, type Orphan } from './refs.ts';
 export {
   WORKTREES_DIR,
   clearEngineRefLocks,

@@ -73,3 +73,29 @@ export async function preserveOrphan(repo: string, id: string, sha: string): Pro
 function escapeRegExp(text: string): string {
   return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 }
+
+/** A preserved `orphan/<id>-<n>` branch and when it was made. */
+export interface Orphan {
+  branch: string;
+  sha: Sha;
+  /** ms since the epoch: the branch's first reflog entry (when tron preserved it), else its tip's commit date. */
+  createdAt: number;
+}
+
+/** Every `orphan/*` branch, oldest first. */
+export async function orphanBranches(repo: string): Promise<Orphan[]> {
+  const out = await gitOut(repo, [
+    'for-each-ref',
+    '--format=%(objectname) %(committerdate:unix) %(refname:lstrip=2)',
+    'refs/heads/orphan/',
+  ]);
+  const orphans: Orphan[] = [];
+  for (const line of out.split('\n').filter(Boolean)) {
+    const [sha, committed, branch] = line.split(' ');
+    if (!sha || !committed || !branch) continue;
+    const reflog = await runGit(repo, ['reflog', 'show', '--date=unix', '--format=%gd', `refs/heads/${branch}`, '--']);
+    const first = /@\{(\d+)\}$/.exec(reflog.stdout.trim().split('\n').at(-1) ?? '');
+    orphans.push({ branch, sha, createdAt: 1000 * Number(first?.[1] ?? committed) });
+  }
+  return orphans.sort((a, b) => a.createdAt - b.createdAt || a.branch.localeCompare(b.branch));
+}

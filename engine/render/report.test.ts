@@ -233,10 +233,10 @@ describe('tron report', () => {
   it('prints report.md for a recorded run, or its statistics as JSON', async () => {
     const runDir = join(import.meta.dirname, '..', '..', 'runs', 'happy-deps');
     const text: string[] = [];
-    expect(await reportCommand({ runDir, json: false, print: (l) => text.push(l) })).toBe(0);
+    expect(await reportCommand({ repo: runDir, run: runDir, json: false, print: (l) => text.push(l) })).toBe(0);
     expect(text.join('\n')).toContain('3 landed, 0 parked, 0 abandoned');
     const json: string[] = [];
-    await reportCommand({ runDir, json: true, print: (l) => json.push(l) });
+    await reportCommand({ repo: runDir, run: runDir, json: true, print: (l) => json.push(l) });
     const stats = JSON.parse(json.join('\n'));
     expect(stats.blocks.map((b: { id: string }) => b.id).sort()).toEqual(['base', 'side', 'top']);
     expect(stats.landed).toBe(3);

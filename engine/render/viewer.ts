@@ -32,7 +32,8 @@ export async function renderWorkflowDir(spine: Spine): Promise<Map<string, strin
   const graph = buildGraph(spine);
   const details: Record<string, Details> = {};
   for (const item of [...graph.nodes, ...graph.edges]) details[item.id] = item.details;
-  const { version } = require('bpmn-js/package.json') as { version: string };
+  // Read, not require()d: Biome follows a require() of a package's JSON out of the project and fails on a linked node_modules.
+  const { version } = JSON.parse(readFileSync(require.resolve('bpmn-js/package.json'), 'utf8')) as { version: string };
   const files = new Map<string, string>([
     ['tron.bpmn', xml],
     [

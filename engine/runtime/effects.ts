@@ -189,7 +189,7 @@ async function wrapBlockNow(c: EffectContext, e: EventOf<'wrap.requested'>): Pro
 /** Pages the operator: the console, pages.md, and the page_command with a JSON page on stdin. */
 export async function page(c: EffectContext, e: EventOf<'escalation.raised'>): Promise<BodyOf<'page.sent'>> {
   const id = `${e.block}#${e.seq}`;
-  const answer = `npx tron answer --repo ${c.repo} ${e.block} '>>RETRY {"guidance":"…"}'  (or '>>ABANDON {"reason":"…"}')`;
+  const answer = `tron answer --repo ${c.repo} ${e.block} '>>RETRY {"guidance":"…"}'  (or '>>ABANDON {"reason":"…"}')`;
   c.print(`PAGE ${e.block} (${e.trouble}): ${e.detail}\n  answer: ${answer}`);
   appendFileSync(join(c.runDir, 'pages.md'), `## ${id} — ${e.block}: ${e.trouble}\n\n${e.detail}\n\nAnswer: \`${answer}\`\n\n`);
   let command: string | undefined;

@@ -27,8 +27,9 @@ import { promptVars } from './prompt-vars.ts';
 import { renderReport } from '../render/report.ts';
 import { INBOX_DIR, consumeAnswer, readInbox } from './inbox.ts';
 import { signsOfLife, takeSnapshot, worktreePrint, type LifeSnapshot } from '../workers/liveness-signs.ts';
+import { TRON_VERSION } from '../root.ts';
 
-export const TRON_VERSION = '0.1.0';
+export { TRON_VERSION };
 
 export interface EngineOptions {
   repo: string;

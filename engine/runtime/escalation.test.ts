@@ -74,7 +74,7 @@ esac`,
     expect(ofType(first.events, 'escalation.raised').map((e) => e.handler)).toEqual(['restate', 'architect', 'operator']);
     expect(ofType(first.events, 'page.sent')).toHaveLength(1);
     expect(readRunFile(first.runDir, 'pages.md').match(/^## /gm)).toHaveLength(1);
-    expect(first.output.join('\n')).toMatch(/twice is parked[\s\S]*npx tron answer/);
+    expect(first.output.join('\n')).toMatch(/twice is parked[\s\S]*  answer: tron answer/);
 
     const lines: string[] = [];
     expect(

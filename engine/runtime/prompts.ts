@@ -18,11 +18,11 @@
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { GLOSSARY, type Word } from '../gateway/glossary.ts';
 import { legalWords, wordForms } from '../gateway/parse.ts';
 import type { Role } from '../core/roles.ts';
 import type { FaultCode } from '../core/problems.ts';
+import { tronPath } from '../root.ts';
 
 export const PROMPTS = ['build', 'challenge', 'review', 'merge', 'probe', 'restate', 'architect'] as const;
 export type PromptName = (typeof PROMPTS)[number];
@@ -49,8 +49,8 @@ export interface PromptContext {
   expect?: readonly Word[];
 }
 
-/** prompts/ in the tron checkout. */
-export const PROMPTS_DIR = fileURLToPath(new URL('../../prompts/', import.meta.url));
+/** prompts/ in the tron checkout or package. */
+export const PROMPTS_DIR = `${tronPath('prompts')}/`;
 
 /** A prompt file that cannot be filled: a stable code, the file, and what to fix. */
 export class PromptError extends Error {

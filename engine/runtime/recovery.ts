@@ -133,8 +133,10 @@ function resumeAt(
     ...(b?.patchId ? { patch_id: b.patchId } : {}),
     ...(b?.summary ? { summary: b.summary } : {}),
   };
+  // A block that resumes in the phase it had keeps the time it entered it.
+  const since = b ? { since: b.since } : {};
   if (landedSha) {
-    if (b?.phase === 'landed') return { ...carried, phase: 'landed', sha: landedSha, detail: `refs/tron/landed/${id} exists` };
+    if (b?.phase === 'landed') return { ...carried, ...since, phase: 'landed', sha: landedSha, detail: `refs/tron/landed/${id} exists` };
     return {
       ...carried,
       phase: 'wrap',
@@ -145,10 +147,12 @@ function resumeAt(
   if (!b || b.phase === 'pending') return { ...carried, phase: 'pending', detail: 'not started yet' };
   if (b.phase === 'landed')
     return { ...carried, phase: 'pending', detail: `the log says landed but refs/tron/landed/${id} is gone: built again` };
-  if (b.phase === 'abandoned') return { ...carried, phase: 'abandoned', reason: b.reason ?? '', detail: 'abandoned in an earlier run' };
+  if (b.phase === 'abandoned')
+    return { ...carried, ...since, phase: 'abandoned', reason: b.reason ?? '', detail: 'abandoned in an earlier run' };
   if (b.phase === 'parked') {
     return {
       ...carried,
+      ...since,
       phase: 'parked',
       reason: b.reason ?? '',
       ...(b.trouble ? { trouble: b.trouble.trouble } : {}),
@@ -159,12 +163,14 @@ function resumeAt(
   if (b.attested && (b.phase === 'review' || b.phase === 'merge')) {
     return {
       ...carried,
+      ...since,
       phase: b.phase,
       sha: b.attested,
       detail: `verified work (attested ${b.attested.slice(0, 12)}) resumes at ${b.phase}`,
     };
   }
-  if (b.phase === 'wrap' && b.landedSha) return { ...carried, phase: 'wrap', sha: b.landedSha, detail: 'landed; wrapping resumes' };
+  if (b.phase === 'wrap' && b.landedSha)
+    return { ...carried, ...since, phase: 'wrap', sha: b.landedSha, detail: 'landed; wrapping resumes' };
   return {
     ...carried,
     phase: 'pending',

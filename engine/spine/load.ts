@@ -5,15 +5,14 @@
  */
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { InputError, type Problem } from '../core/errors.ts';
 import { lintEscalation, lintSpine } from './lint.ts';
 import { parseSpine } from './parse.ts';
 import type { Spine } from './spine.ts';
+import { TRON_ROOT, tronPath } from '../root.ts';
 
-/** The checkout's own spine, resolved next to this module (not against the cwd). */
-export const SPINE_FILE = fileURLToPath(new URL('../workflow.toml', import.meta.url));
-const TRON_ROOT = path.dirname(path.dirname(SPINE_FILE));
+/** tron's own spine, in its checkout or package (not resolved against the cwd). */
+export const SPINE_FILE = tronPath('engine', 'workflow.toml');
 
 /** How a spine file is named in problems: relative to the tron checkout when inside it. */
 export function spineDisplayName(file: string): string {

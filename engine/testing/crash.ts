@@ -10,8 +10,9 @@ import { configFile, makeProject } from './project.ts';
 import { GIT_IDENTITY_ENV, type TestRepo } from './repo.ts';
 import { readLog } from '../runtime/eventlog.ts';
 import type { TronEvent } from '../core/events.ts';
+import { tronPath } from '../root.ts';
 
-export const BIN = join(import.meta.dirname, '..', '..', 'bin', 'tron.js');
+export const BIN = tronPath('bin', 'tron.js');
 
 /**
  * An honest builder: builds `<block>.txt` and its test, gives evidence when challenged,

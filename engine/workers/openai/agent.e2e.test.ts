@@ -188,7 +188,7 @@ describe('the openai worker under tron start', () => {
     expect(renderReport(run.events)).toMatch(row);
     expect(readRunFile(run.runDir, 'report.md')).toMatch(row);
     const printed: string[] = [];
-    expect(await reportCommand({ runDir: run.runDir, json: false, print: (line) => printed.push(line) })).toBe(0);
+    expect(await reportCommand({ repo: repo.dir, run: undefined, json: false, print: (line) => printed.push(line) })).toBe(0);
     expect(printed.join('\n')).toMatch(row);
   });
 

@@ -22,6 +22,36 @@ export interface PendingTurn {
   restating?: TurnKind;
 }
 
+/**
+ * What workers spent, folded from `usage.recorded`: per block and per run, so budgets
+ * compare against the same sums the report prints.
+ */
+export interface Spend {
+  /** Every token: input, cached and output. */
+  tokens: number;
+  /** USD of the usage whose cost is known. */
+  usd: number;
+  /** Tokens of usage with no known cost (no reported cost, no [prices] row). */
+  unpricedTokens: number;
+}
+
+export function noSpend(): Spend {
+  return { tokens: 0, usd: 0, unpricedTokens: 0 };
+}
+
+/** The spend after one more usage record. */
+export function addSpend(
+  spend: Spend,
+  u: { input_tokens: number; cached_tokens: number; output_tokens: number; cost_usd?: number },
+): Spend {
+  const tokens = u.input_tokens + u.cached_tokens + u.output_tokens;
+  return {
+    tokens: spend.tokens + tokens,
+    usd: spend.usd + (u.cost_usd ?? 0),
+    unpricedTokens: spend.unpricedTokens + (u.cost_usd === undefined ? tokens : 0),
+  };
+}
+
 /** What a block is waiting for; at most one thing at a time. */
 export type Waiting =
   | { on: 'slot' }
@@ -80,6 +110,8 @@ export interface BlockState {
   orphans: string[];
   /** ts of the last phase change, for ages in status. */
   since: number;
+  /** What its workers spent, over every attempt of this run. */
+  spend: Spend;
 }
 
 export interface EngineState {
@@ -111,6 +143,8 @@ export interface EngineState {
   stopping?: string;
   finished: boolean;
   lastTs: number;
+  /** What every worker spent in this run. */
+  spend: Spend;
 }
 
 export function initialState(): EngineState {
@@ -129,6 +163,7 @@ export function initialState(): EngineState {
     registered: false,
     finished: false,
     lastTs: 0,
+    spend: noSpend(),
   };
 }
 
@@ -147,6 +182,7 @@ function newBlock(info: BlockInfo, ts: number): BlockState {
     live: { extensions: 0, reissues: 0 },
     orphans: [],
     since: ts,
+    spend: noSpend(),
   };
 }
 
@@ -430,6 +466,10 @@ export function apply(prev: EngineState, e: TronEvent): EngineState {
         b.live.reissues += 1;
         b.waiting = { on: 'reissue' };
       }
+      break;
+    case 'usage.recorded':
+      s.spend = addSpend(s.spend, e);
+      if (b) b.spend = addSpend(b.spend, e);
       break;
     case 'worker.spawned':
     case 'worker.exited':

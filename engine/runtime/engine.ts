@@ -27,6 +27,8 @@ import { promptVars } from './prompt-vars.ts';
 import { renderReport } from '../render/report.ts';
 import { INBOX_DIR, consumeAnswer, readInbox } from './inbox.ts';
 import { signsOfLife, takeSnapshot, worktreePrint, type LifeSnapshot } from '../workers/liveness-signs.ts';
+import { costOf } from '../workers/prices.ts';
+import { boundedTail } from '../workers/output.ts';
 
 export const TRON_VERSION = '0.1.0';
 
@@ -302,6 +304,10 @@ export class Engine {
       case 'gate.passed':
         this.o.print(`${e.block}: gate passed at ${e.sha.slice(0, 12)}`);
         return;
+      case 'reply.refused':
+        // A failed turn says why, in the worker's own last words (the detail ends with them).
+        if (e.kind === 'turn_failed') this.o.print(`${e.block}: ${e.session} turn ${e.turn} — ${e.message}`);
+        return;
       case 'block.phase':
         this.o.print(`${e.block}: ${e.from} → ${e.to} (${e.on})`);
         return;
@@ -376,11 +382,18 @@ export class Engine {
       );
       const text = outcome.ok
         ? outcome.reply
-        : `(turn failed: ${outcome.failure}) ${outcome.detail}${outcome.output ? `\n${outcome.output}` : ''}`;
+        : `(turn failed: ${outcome.failure}) ${outcome.detail}${outcome.output ? `\n${outcome.output}` : ''}${outcome.stderr ? `\n(stderr)\n${outcome.stderr}` : ''}`;
       this.transcript(`### reply (${e.block} · ${e.session} · turn ${e.turn})\n\n${fence(text)}\n`);
-      return outcome.ok
-        ? { ...base, ok: true, reply: outcome.reply }
-        : { ...base, ok: false, failure: outcome.failure, detail: outcome.detail };
+      if (outcome.ok) return { ...base, ok: true, reply: outcome.reply };
+      return {
+        ...base,
+        ok: false,
+        failure: outcome.failure,
+        detail: outcome.detail,
+        ...(outcome.cause ? { cause: outcome.cause } : {}),
+        ...(outcome.output ? { stdout_tail: boundedTail(outcome.output) } : {}),
+        ...(outcome.stderr ? { stderr_tail: boundedTail(outcome.stderr) } : {}),
+      };
     } finally {
       clearTimeout(this.turns.get(key)?.timer);
       this.turns.delete(key);
@@ -448,14 +461,18 @@ export class Engine {
       exited: (p) => void this.append({ type: 'worker.exited', ...at, turn: e.turn, pid: p.pid, code: p.code, signal: p.signal }),
       usage: (u) => {
         tick();
-        this.append({
-          type: 'worker.usage',
+        const cost = costOf(u, this.o.config.prices ?? {});
+        // An input, through the queue: the fold keeps each block's and the run's spend.
+        this.push({
+          type: 'usage.recorded',
           ...at,
           role: e.role,
+          turn: e.turn,
           model: u.model,
-          prompt_tokens: u.promptTokens,
-          completion_tokens: u.completionTokens,
-          total_tokens: u.totalTokens,
+          input_tokens: u.inputTokens,
+          cached_tokens: u.cachedTokens,
+          output_tokens: u.outputTokens,
+          ...(cost ? { cost_usd: cost.costUsd, priced_by: cost.by } : {}),
         });
       },
       retry: (r) =>

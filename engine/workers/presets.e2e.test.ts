@@ -186,7 +186,7 @@ describe('tron init presets under tron start', () => {
     expect(run.exit).toBe(0);
     expect(await repo.git('show', 'main:README.md')).toBe(README.trimEnd());
     expect(server.requests.every((r) => r.authorization === `Bearer ${KEYS.OPENAI_API_KEY}` && r.body.model === 'gpt-5.1')).toBe(true);
-    const tokens = ofType(run.events, 'worker.usage').map((e) => `${e.role} ${e.total_tokens}`);
+    const tokens = ofType(run.events, 'usage.recorded').map((e) => `${e.role} ${e.input_tokens + e.cached_tokens + e.output_tokens}`);
     expect(tokens).toEqual([...Array(4).fill('builder 50'), 'reviewer 50']);
   });
 });

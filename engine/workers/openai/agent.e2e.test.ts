@@ -91,8 +91,11 @@ function openaiTable(role: string, server: ModelServer, extra = ''): string {
   return `[workers.${role}]\nadapter = "openai"\nmodel = "${role}-model"\nbase_url = "${server.url}"\napi_key_env = "${KEY_ENV}"\n${extra}`;
 }
 
-async function project(workers: string): Promise<TestRepo> {
-  const repo = await makeProject({ blocks: { greet: { title: 'A greeting', criteria: [CRITERION] } }, config: configFile({ workers }) });
+async function project(workers: string, extra = ''): Promise<TestRepo> {
+  const repo = await makeProject({
+    blocks: { greet: { title: 'A greeting', criteria: [CRITERION] } },
+    config: configFile({ workers, extra }),
+  });
   repos.push(repo);
   return repo;
 }
@@ -151,7 +154,9 @@ describe('the openai worker under tron start', () => {
       { status: 429, retryAfter: '0', message: 'slow down' },
       { status: 503, retryAfter: '0', message: 'overloaded' },
     ]);
-    const repo = await project(`${openaiTable('builder', server)}\n${openaiTable('reviewer', server)}`);
+    // The builder's model has a price; the reviewer's has none, so its tokens stay unpriced.
+    const prices = '\n[prices."builder-model"]\ninput = 2.0\noutput = 8.0\n';
+    const repo = await project(`${openaiTable('builder', server)}\n${openaiTable('reviewer', server)}`, prices);
 
     const run = await runTron(repo, { env: { [KEY_ENV]: KEY } });
 
@@ -170,11 +175,19 @@ describe('the openai worker under tron start', () => {
     const approve = ofType(run.events, 'reply.accepted').find((e) => e.word === 'APPROVE')!;
     expect(approve.payload.notes).toContain('greet.js');
 
-    const usages = ofType(run.events, 'worker.usage');
+    const usages = ofType(run.events, 'usage.recorded');
     expect(usages.every((e) => e.block === 'greet')).toBe(true);
-    const total = (role: string) => usages.filter((e) => e.role === role).reduce((sum, e) => sum + e.total_tokens, 0);
-    expect(usages.filter((e) => e.role === 'builder').map((e) => e.model)).toEqual(Array(5).fill('builder-model'));
-    expect(usages.filter((e) => e.role === 'reviewer').map((e) => e.prompt_tokens)).toEqual([0, 0, 0]);
+    const total = (role: string) =>
+      usages.filter((e) => e.role === role).reduce((sum, e) => sum + e.input_tokens + e.cached_tokens + e.output_tokens, 0);
+    const builderUsage = usages.filter((e) => e.role === 'builder');
+    expect(builderUsage.map((e) => e.model)).toEqual(Array(5).fill('builder-model'));
+    expect(builderUsage.map((e) => e.turn)).toEqual([1, 1, 1, 1, 2]);
+    // 90 input tokens at $2 and 10 output tokens at $8 per million, priced from [prices].
+    expect(builderUsage.map((e) => [e.input_tokens, e.output_tokens, e.cost_usd, e.priced_by])).toEqual(
+      Array(5).fill([90, 10, (90 * 2 + 10 * 8) / 1e6, 'prices']),
+    );
+    const reviewerUsage = usages.filter((e) => e.role === 'reviewer');
+    expect(reviewerUsage.map((e) => [e.input_tokens, e.output_tokens, e.cost_usd])).toEqual(Array(3).fill([0, 10, undefined]));
     expect([total('builder'), total('reviewer')]).toEqual([500, 30]);
 
     const retries = ofType(run.events, 'worker.retry');
@@ -220,7 +233,7 @@ describe('the openai worker under tron start', () => {
     expect(server.requests.map((r) => turnOf(r).kind)).toEqual(['build', 'build', 'restate', 'restate']);
     const asked = (server.requests[2]!.body.messages as Array<{ role: string; content: string }>).filter((m) => m.role === 'user');
     expect(asked.map((m) => m.content.match(/^# .*/m)![0])).toEqual(['# Build block `greet`: A greeting', '# Restate your last reply']);
-    expect(ofType(run.events, 'worker.usage').filter((e) => e.role === 'builder')).toHaveLength(4);
+    expect(ofType(run.events, 'usage.recorded').filter((e) => e.role === 'builder')).toHaveLength(4);
 
     expect(ofType(run.events, 'block.landed')).toEqual([]);
     expect(await repo.git('for-each-ref', 'refs/tron/landed/')).toBe('');

@@ -142,11 +142,12 @@ async function runOpenAITurn(
       const completion = call.completion;
       const usage = completion.usage;
       tokens += usage?.total_tokens ?? 0;
+      const cached = usage?.prompt_tokens_details?.cached_tokens ?? 0;
       observer.usage({
         model: completion.model || settings.model,
-        promptTokens: usage?.prompt_tokens ?? 0,
-        completionTokens: usage?.completion_tokens ?? 0,
-        totalTokens: usage?.total_tokens ?? 0,
+        inputTokens: Math.max(0, (usage?.prompt_tokens ?? 0) - cached),
+        cachedTokens: cached,
+        outputTokens: usage?.completion_tokens ?? 0,
       });
 
       const message = completion.choices[0]!.message;

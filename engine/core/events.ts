@@ -180,6 +180,32 @@ export const EVENT_SCHEMAS = {
       stderr_tail: z.string().optional().describe('a failed turn: the last 2000 characters the worker printed on stderr'),
     })
     .describe('input: a worker turn ended: its raw reply, or why the turn failed.'),
+  'worker.unavailable': z
+    .strictObject({
+      block: block.describe('the block whose failed turn showed it'),
+      role: z.enum(['builder', 'reviewer', 'architect']),
+      cause: z.enum(FAILURE_CAUSES),
+      detail: z.string(),
+    })
+    .describe(
+      "decision: the role's worker failed twice in a row with the same cause; its turns are held (turn.held) until the operator answers a block paged about it.",
+    ),
+  'turn.held': z
+    .strictObject({
+      block,
+      role: z.enum(['builder', 'reviewer', 'architect']),
+      session: z.string(),
+      turn: z.number().int().positive(),
+      kind: z.enum(TURN_KINDS),
+      phase: z.string(),
+      attempt: z.number().int().positive(),
+      expect: z.array(z.string()),
+      sha: sha.optional(),
+      restating: z.enum(RESTATABLE_KINDS).optional(),
+    })
+    .describe(
+      'decision: a turn for a worker that is unavailable was not issued; it is issued as block.dispatched, unchanged, once the operator answers.',
+    ),
   'reply.accepted': z
     .strictObject({ block, session: z.string(), turn: z.number().int(), word: z.string(), payload: z.record(z.string(), z.unknown()) })
     .describe('decision: the gateway read exactly one legal >> line.'),

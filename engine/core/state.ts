@@ -5,7 +5,7 @@
  */
 import type { BlockInfo, EventOf, TronEvent } from './events.ts';
 
-import type { TurnKind } from './roles.ts';
+import type { FailureCause, TurnKind } from './roles.ts';
 import type { Handler, Trouble } from '../spine/spine.ts';
 
 export type { TurnKind } from './roles.ts';
@@ -52,6 +52,15 @@ export function addSpend(
   };
 }
 
+/** How a role's worker has been failing, from reply.received; and whether its turns are held. */
+export interface WorkerHealth {
+  /** The cause of its last failed turns in a row (those whose worker named one), and how many. */
+  cause?: FailureCause;
+  streak: number;
+  /** Set by worker.unavailable: the blocks paged about it; cleared when the operator answers one. */
+  held?: { cause: FailureCause; blocks: string[] };
+}
+
 /** What a block is waiting for; at most one thing at a time. */
 export type Waiting =
   | { on: 'slot' }
@@ -64,6 +73,8 @@ export type Waiting =
   | { on: 'trunk-test' }
   | { on: 'wrap' }
   | { on: 'operator' }
+  /** A turn for a worker that is unavailable, held until the operator answers (turn.held). */
+  | { on: 'worker'; held: Omit<EventOf<'turn.held'>, 'type' | 'v' | 'seq' | 'ts'> }
   | { on: 'reissue' }
   | { on: 'nothing' };
 
@@ -145,6 +156,8 @@ export interface EngineState {
   lastTs: number;
   /** What every worker spent in this run. */
   spend: Spend;
+  /** Each role's worker: its failure streak, and whether its turns are held. */
+  workers: Partial<Record<PendingTurn['role'], WorkerHealth>>;
 }
 
 export function initialState(): EngineState {
@@ -164,6 +177,7 @@ export function initialState(): EngineState {
     finished: false,
     lastTs: 0,
     spend: noSpend(),
+    workers: {},
   };
 }
 
@@ -197,6 +211,7 @@ export function apply(prev: EngineState, e: TronEvent): EngineState {
     trunkHistory: [...prev.trunkHistory],
     pagesPending: [...prev.pagesPending],
     liveness: { ...prev.liveness },
+    workers: { ...prev.workers },
     ...(prev.trunkHalt ? { trunkHalt: { ...prev.trunkHalt } } : {}),
   };
   s.lastTs = e.ts;
@@ -315,8 +330,27 @@ export function apply(prev: EngineState, e: TronEvent): EngineState {
         if (e.kind === 'architect') b.architectCalls += 1;
       }
       break;
-    case 'reply.received':
+    case 'reply.received': {
       // The pending turn stays recorded until the decision about the reply is applied.
+      // The worker's health: a failure with a named cause extends or starts a streak; a
+      // reply, or a failure with no cause, ends it; a turn the engine stopped says nothing.
+      if (e.role === 'operator' || (!e.ok && e.failure === 'aborted')) break;
+      const was = s.workers[e.role] ?? { streak: 0 };
+      const streak = !e.ok && e.cause ? (was.cause === e.cause ? was.streak + 1 : 1) : 0;
+      s.workers[e.role] = { ...(!e.ok && e.cause ? { cause: e.cause } : {}), streak, ...(was.held ? { held: was.held } : {}) };
+      break;
+    }
+    case 'worker.unavailable': {
+      const was = s.workers[e.role] ?? { streak: 0 };
+      const blocks = was.held ? [...was.held.blocks, e.block] : [e.block];
+      s.workers[e.role] = { ...was, held: { cause: e.cause, blocks } };
+      break;
+    }
+    case 'turn.held':
+      if (b) {
+        const { type: _t, v: _v, seq: _s, ts: _ts, ...held } = e;
+        b.waiting = { on: 'worker', held };
+      }
       break;
     case 'reply.accepted':
       if (b) {
@@ -432,6 +466,10 @@ export function apply(prev: EngineState, e: TronEvent): EngineState {
       break;
     }
     case 'operator.answered':
+      // An answer about a block paged for an unavailable worker releases that worker's held turns.
+      for (const [role, health] of Object.entries(s.workers)) {
+        if (health?.held?.blocks.includes(e.block)) s.workers[role as PendingTurn['role']] = { cause: health.cause, streak: health.streak };
+      }
       if (b) {
         b.trouble = undefined;
         if (e.word === 'RETRY') b.guidance = String(e.payload.guidance);

@@ -304,6 +304,14 @@ export class Engine {
       case 'gate.passed':
         this.o.print(`${e.block}: gate passed at ${e.sha.slice(0, 12)}`);
         return;
+      case 'worker.unavailable':
+        this.o.print(
+          `tron: the ${e.role} worker is unavailable (${e.cause}); no ${e.role} turn starts until the operator answers ${e.block}`,
+        );
+        return;
+      case 'turn.held':
+        this.o.print(`${e.block}: ${e.kind} turn held — the ${e.role} worker is unavailable`);
+        return;
       case 'reply.refused':
         // A failed turn says why, in the worker's own last words (the detail ends with them).
         if (e.kind === 'turn_failed') this.o.print(`${e.block}: ${e.session} turn ${e.turn} — ${e.message}`);

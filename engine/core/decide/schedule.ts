@@ -1,6 +1,6 @@
 /** Scheduling after every input: free slots take ready blocks, the MERGE lock is handed out, a settled run ends. */
 import type { BlockState, EngineState } from '../state.ts';
-import { ACTIVE_PHASES, TERMINAL, type Step } from './step.ts';
+import { ACTIVE_PHASES, releaseHeld, TERMINAL, type Step } from './step.ts';
 
 /** After every input: fill free slots, hand out the MERGE lock, and end the run when settled. */
 export function schedule(step: Step): void {
@@ -13,10 +13,15 @@ export function schedule(step: Step): void {
     const gone = b.info.depends_on.find((d) => s.blocks[d]?.phase === 'abandoned');
     if (gone) step.emit({ type: 'block.parked', block: id, reason: `it depends on ${gone}, which was abandoned` });
   }
-  const ready = step.s.order
-    .map((id) => step.s.blocks[id]!)
-    .filter((b) => b.phase === 'pending' && b.info.depends_on.every((d) => step.s.blocks[d]?.phase === 'landed'))
-    .sort((a, b) => a.info.priority - b.info.priority || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+  // Turns held for a worker the operator has since answered about go out first.
+  releaseHeld(step);
+  // While the builder's worker is unavailable, no new block starts: it would only fail the same way.
+  const ready = step.s.workers.builder?.held
+    ? []
+    : step.s.order
+        .map((id) => step.s.blocks[id]!)
+        .filter((b) => b.phase === 'pending' && b.info.depends_on.every((d) => step.s.blocks[d]?.phase === 'landed'))
+        .sort((a, b) => a.info.priority - b.info.priority || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
   for (const b of ready) {
     const active = step.s.order.filter((id) => ACTIVE_PHASES.has(step.s.blocks[id]!.phase)).length;
     if (active >= step.s.maxParallel) break;
@@ -42,7 +47,7 @@ export function schedule(step: Step): void {
 
 /** Waiting on something the engine started (a turn, git, tests) rather than on a person or a slot. */
 export function inFlight(b: BlockState): boolean {
-  return !['nothing', 'operator', 'slot', 'lock'].includes(b.waiting.on);
+  return !['nothing', 'operator', 'slot', 'lock', 'worker'].includes(b.waiting.on);
 }
 
 /** After a stop signal: once every effect in flight has reported back, the run finishes. */
@@ -69,7 +74,9 @@ export function settled(s: EngineState): boolean {
     const b = s.blocks[id]!;
     if (TERMINAL.has(b.phase) || b.phase === 'parked') return true;
     if (b.waiting.on === 'lock' && s.trunkHalt !== undefined) return true;
-    if (b.phase === 'pending') return stuck(s, b, new Set());
+    // A turn held for an unavailable worker waits for the operator, as a parked block does.
+    if (b.waiting.on === 'worker') return true;
+    if (b.phase === 'pending') return s.workers.builder?.held !== undefined || stuck(s, b, new Set());
     return false;
   });
 }

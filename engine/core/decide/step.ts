@@ -4,7 +4,7 @@
  * every concern shares. Pure, like everything under engine/core/.
  */
 import { apply, type BlockState, type EngineState, type PendingTurn, type TurnKind } from '../state.ts';
-import type { EventBody, TronEvent } from '../events.ts';
+import type { BodyOf, EventBody, TronEvent } from '../events.ts';
 import type { Spine } from '../../spine/spine.ts';
 import type { Word } from '../../gateway/glossary.ts';
 
@@ -98,4 +98,24 @@ export function finishRun(step: Step, reason: 'done' | 'signal' | 'error', exit:
 /** Releases the MERGE lock if this block holds it: before it leaves the lane for any reason. */
 export function releaseMerge(step: Step, id: string): void {
   if (step.s.mergeLock === id) step.emit({ type: 'merge.unlocked', block: id });
+}
+
+/**
+ * Issues a worker turn — or, while that role's worker is unavailable (worker.unavailable,
+ * until the operator answers), holds it: the block is not sent into the same failure.
+ * Every turn the step starts goes through here.
+ */
+export function issue(step: Step, turn: Omit<BodyOf<'block.dispatched'>, 'type'>): void {
+  const role = turn.role as PendingTurn['role'];
+  if (step.s.workers[role]?.held) step.emit({ ...turn, role, type: 'turn.held' });
+  else step.emit({ ...turn, type: 'block.dispatched' });
+}
+
+/** Issues the held turns of every worker that is available again, unchanged. */
+export function releaseHeld(step: Step): void {
+  for (const id of step.s.order) {
+    const b = step.s.blocks[id]!;
+    if (b.waiting.on !== 'worker' || step.s.workers[b.waiting.held.role]?.held) continue;
+    step.emit({ ...b.waiting.held, type: 'block.dispatched' });
+  }
 }

@@ -19,6 +19,11 @@ export const openaiSettings = z.strictObject({
   model: z.string().min(1),
   base_url: z.string().url().optional(),
   api_key_env: z.string().min(1).default('OPENAI_API_KEY'),
+  /**
+   * The wire format: `chat` (Chat Completions, the widest-supported; the default) or
+   * `responses` (the Responses API, where codex-family models are served).
+   */
+  api: z.enum(['chat', 'responses']).optional(),
   /** Model calls per turn before the turn fails. */
   max_steps: z.number().int().positive().default(40),
   max_tokens_per_turn: z.number().int().positive().optional(),

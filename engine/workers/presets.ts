@@ -26,8 +26,8 @@ const PLACEHOLDERS = `# The prompt goes to the CLI on stdin. A CLI that only tak
 const openai = `# tron's built-in coding agent on the Chat Completions API: read, write, edit, list
 # and run tools inside the worker's checkout. Works with any OpenAI-compatible server:
 # point base_url at it and name the variable that holds its key.
-# (Codex-tuned models such as gpt-5.1-codex are served on the Responses API only, so
-# choose a model your endpoint offers on /chat/completions.)
+# Codex-tuned models such as gpt-5.1-codex are served on the Responses API only: add
+# api = "responses" to a table to use one there.
 [workers.builder]
 adapter = "openai"
 model = "gpt-5.1"

@@ -78,6 +78,15 @@ ${row(`# probe_wait = ${q(formatDuration(live.probeWaitMs))}`, 'how long a probe
 ${row(`# extension = ${q(formatDuration(live.extensionMs))}`, 'time granted per sign of life')}
 ${row(`# max_extensions = ${live.maxExtensions}`, 'extensions per turn before the overrun counts as a hang')}
 ${row(`# reissues = ${live.reissues}`, 'times a silent turn is issued again before the operator is paged')}
+
+# Prices in USD per million tokens, for workers that report tokens but no cost (Codex,
+# the built-in agent); Claude Code reports its own cost. Each turn's tokens and cost are
+# usage.recorded events, totalled per block, role and run in report.md. Keys are model
+# names, or patterns with * ("claude-*").
+# [prices."gpt-5.1"]
+# input = 1.25
+# cached = 0.125
+# output = 10.0
 `;
 }
 

@@ -12,9 +12,9 @@ import { byNumber, byString, SortedMap } from './sorted-map.ts';
 export const ACTIVE_PHASES: ReadonlySet<string> = new Set(['build', 'review']);
 export const TERMINAL: ReadonlySet<string> = new Set(['landed', 'abandoned']);
 
-/** Waiting on something the engine started (a turn, git, tests) rather than on a person or a slot. */
+/** Waiting on something the engine started (a turn, git, tests) rather than on a person, a slot or a held worker. */
 export function inFlight(b: BlockState): boolean {
-  return !['nothing', 'operator', 'slot', 'lock'].includes(b.waiting.on);
+  return !['nothing', 'operator', 'slot', 'lock', 'worker'].includes(b.waiting.on);
 }
 
 /** A pending block's place in the dispatch order: by priority, then id. */
@@ -54,8 +54,9 @@ const isReady = (blocks: SortedMap<string, BlockState>, b: BlockState): boolean 
 const isOrphaned = (blocks: SortedMap<string, BlockState>, b: BlockState): boolean =>
   b.phase === 'pending' && b.info.depends_on.some((d) => blocks.get(d)?.phase === 'abandoned');
 
+/** Work going on: a turn held for an unavailable worker is not, it waits for the operator. */
 const isBusy = (b: BlockState): boolean =>
-  !TERMINAL.has(b.phase) && b.phase !== 'parked' && b.phase !== 'pending' && b.waiting.on !== 'lock';
+  !TERMINAL.has(b.phase) && b.phase !== 'parked' && b.phase !== 'pending' && b.waiting.on !== 'lock' && b.waiting.on !== 'worker';
 
 const isQueued = (b: BlockState): boolean =>
   !TERMINAL.has(b.phase) && b.phase !== 'parked' && b.phase !== 'pending' && b.waiting.on === 'lock';

@@ -14,7 +14,7 @@
  * - `note`: bookkeeping that informs reports but drives no decision (usage, pids).
  */
 import { z } from 'zod';
-import { RESTATABLE_KINDS, TURN_KINDS } from './roles.ts';
+import { FAILURE_CAUSES, RESTATABLE_KINDS, TURN_KINDS } from './roles.ts';
 import { ESCALATION, HANDLERS } from '../spine/spine.ts';
 
 const trouble = z.enum(Object.keys(ESCALATION) as [keyof typeof ESCALATION, ...(keyof typeof ESCALATION)[]]);
@@ -178,9 +178,43 @@ export const EVENT_SCHEMAS = {
       ok: z.boolean(),
       reply: z.string().optional(),
       failure: z.string().optional(),
-      detail: z.string().optional(),
+      detail: z.string().optional().describe("a failed turn: what happened, ending with the worker's own last meaningful line"),
+      cause: z
+        .enum(FAILURE_CAUSES)
+        .optional()
+        .describe(
+          'a failed turn whose worker named why: its login or key was refused (auth), its endpoint unreachable (network), its quota spent (quota)',
+        ),
+      stdout_tail: z.string().optional().describe('a failed turn: the last 2000 characters the worker printed on stdout'),
+      stderr_tail: z.string().optional().describe('a failed turn: the last 2000 characters the worker printed on stderr'),
     })
     .describe('input: a worker turn ended: its raw reply, or why the turn failed.'),
+  'worker.unavailable': z
+    .strictObject({
+      block: block.describe('the block whose failed turn showed it'),
+      role: z.enum(['builder', 'reviewer', 'architect']),
+      cause: z.enum(FAILURE_CAUSES),
+      detail: z.string(),
+    })
+    .describe(
+      "decision: the role's worker failed twice in a row with the same cause; its turns are held (turn.held) until the operator answers a block paged about it.",
+    ),
+  'turn.held': z
+    .strictObject({
+      block,
+      role: z.enum(['builder', 'reviewer', 'architect']),
+      session: z.string(),
+      turn: z.number().int().positive(),
+      kind: z.enum(TURN_KINDS),
+      phase: z.string(),
+      attempt: z.number().int().positive(),
+      expect: z.array(z.string()),
+      sha: sha.optional(),
+      restating: z.enum(RESTATABLE_KINDS).optional(),
+    })
+    .describe(
+      'decision: a turn for a worker that is unavailable was not issued; it is issued as block.dispatched, unchanged, once the operator answers.',
+    ),
   'reply.accepted': z
     .strictObject({ block, session: z.string(), turn: z.number().int(), word: z.string(), payload: z.record(z.string(), z.unknown()) })
     .describe('decision: the gateway read exactly one legal >> line.'),
@@ -314,6 +348,26 @@ export const EVENT_SCHEMAS = {
       signal: z.string().nullable(),
     })
     .describe('note: a worker process (or test run) ended.'),
+  'usage.recorded': z
+    .strictObject({
+      block,
+      role,
+      session: z.string(),
+      turn: z.number().int().positive(),
+      model: z.string().describe('the model the worker named; for a CLI that names none, its -m/--model argument'),
+      input_tokens: z.number().int().min(0).describe('prompt tokens not read from a cache (cache writes included)'),
+      cached_tokens: z.number().int().min(0).describe('prompt tokens read from a cache'),
+      output_tokens: z.number().int().min(0),
+      cost_usd: z
+        .number()
+        .min(0)
+        .optional()
+        .describe('what the tokens cost: as the worker reported it, or priced from [prices] in config.toml; absent when neither says'),
+      priced_by: z.enum(['worker', 'prices']).optional().describe('where cost_usd comes from'),
+    })
+    .describe(
+      'input: tokens and cost of one model call (openai) or of one CLI turn, per model (command). The report totals them per block, role and run; budgets fold them the same way.',
+    ),
   'worker.usage': z
     .strictObject({
       block,
@@ -324,7 +378,9 @@ export const EVENT_SCHEMAS = {
       completion_tokens: z.number().int(),
       total_tokens: z.number().int(),
     })
-    .describe('note: token usage of one model call.'),
+    .describe(
+      'note: token usage of one model call, as runs recorded it before usage.recorded replaced it; still read by tron report (prompt tokens as input, no cost).',
+    ),
   'worker.retry': z
     .strictObject({
       block,

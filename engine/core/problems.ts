@@ -121,6 +121,13 @@ export const PROBLEMS = {
     summary: "A command worker's program is not on `PATH`.",
     fix: "Install the agent's program, or put its full path first in `command`.",
   },
+  TRON_WORKER_AUTH: {
+    area: 'workers',
+    kind: 'input',
+    summary:
+      'A CLI agent tron knows (Claude Code, Codex) cannot authenticate: no key variable reaches it and its own login file is missing.',
+    fix: "Log in with the CLI once (`claude` then /login, or `codex login`), or export its key variable and make sure the worker's `env` list passes it.",
+  },
 
   TRON_REGISTER_READ: {
     area: 'blocks',

@@ -28,7 +28,7 @@ function scanned(s: EngineState) {
   return {
     active: all.filter((b) => ACTIVE_PHASES.has(b.phase)).length,
     inFlight: all.filter(inFlight).length,
-    busy: all.filter((b) => open(b) && b.waiting.on !== 'lock').length,
+    busy: all.filter((b) => open(b) && b.waiting.on !== 'lock' && b.waiting.on !== 'worker').length,
     queued: all.filter((b) => open(b) && b.waiting.on === 'lock').length,
     ready: all
       .filter((b) => b.phase === 'pending' && b.info.depends_on.every((d) => phase(d) === 'landed'))
@@ -50,7 +50,8 @@ function settledByWalk(s: EngineState): boolean {
     const b = s.blocks.get(id)!;
     if (TERMINAL.has(b.phase) || b.phase === 'parked') return true;
     if (b.waiting.on === 'lock' && s.trunkHalt !== undefined) return true;
-    if (b.phase === 'pending') return stuck(s, b, new Set());
+    if (b.waiting.on === 'worker') return true;
+    if (b.phase === 'pending') return s.workers.builder?.held !== undefined || stuck(s, b, new Set());
     return false;
   });
 }

@@ -17,7 +17,7 @@ import { TrunkHistory } from './trunk-history.ts';
 export { ACTIVE_PHASES, type BlockIndex, inFlight, TERMINAL } from './block-index.ts';
 export { TrunkHistory } from './trunk-history.ts';
 
-import type { TurnKind } from './roles.ts';
+import type { FailureCause, TurnKind } from './roles.ts';
 import type { Handler, Trouble } from '../spine/spine.ts';
 
 export type { TurnKind } from './roles.ts';
@@ -34,6 +34,45 @@ export interface PendingTurn {
   restating?: TurnKind;
 }
 
+/**
+ * What workers spent, folded from `usage.recorded`: per block and per run, so budgets
+ * compare against the same sums the report prints.
+ */
+export interface Spend {
+  /** Every token: input, cached and output. */
+  tokens: number;
+  /** USD of the usage whose cost is known. */
+  usd: number;
+  /** Tokens of usage with no known cost (no reported cost, no [prices] row). */
+  unpricedTokens: number;
+}
+
+export function noSpend(): Spend {
+  return { tokens: 0, usd: 0, unpricedTokens: 0 };
+}
+
+/** The spend after one more usage record. */
+export function addSpend(
+  spend: Spend,
+  u: { input_tokens: number; cached_tokens: number; output_tokens: number; cost_usd?: number },
+): Spend {
+  const tokens = u.input_tokens + u.cached_tokens + u.output_tokens;
+  return {
+    tokens: spend.tokens + tokens,
+    usd: spend.usd + (u.cost_usd ?? 0),
+    unpricedTokens: spend.unpricedTokens + (u.cost_usd === undefined ? tokens : 0),
+  };
+}
+
+/** How a role's worker has been failing, from reply.received; and whether its turns are held. */
+export interface WorkerHealth {
+  /** The cause of its last failed turns in a row (those whose worker named one), and how many. */
+  cause?: FailureCause;
+  streak: number;
+  /** Set by worker.unavailable: the blocks paged about it; cleared when the operator answers one. */
+  held?: { cause: FailureCause; blocks: string[] };
+}
+
 /** What a block is waiting for; at most one thing at a time. */
 export type Waiting =
   | { on: 'slot' }
@@ -46,6 +85,8 @@ export type Waiting =
   | { on: 'trunk-test' }
   | { on: 'wrap' }
   | { on: 'operator' }
+  /** A turn for a worker that is unavailable, held until the operator answers (turn.held). */
+  | { on: 'worker'; held: Omit<EventOf<'turn.held'>, 'type' | 'v' | 'seq' | 'ts'> }
   | { on: 'reissue' }
   | { on: 'nothing' };
 
@@ -92,6 +133,8 @@ export interface BlockState {
   orphans: string[];
   /** ts of the last phase change, for ages in status. */
   since: number;
+  /** What its workers spent, over every attempt of this run. */
+  spend: Spend;
 }
 
 export interface EngineState {
@@ -126,6 +169,12 @@ export interface EngineState {
   lastTs: number;
   /** What scheduling asks of the blocks after every input, kept up to date by the fold. */
   index: BlockIndex;
+  /** What every worker spent in this run. */
+  spend: Spend;
+  /** Each role's worker: its failure streak, and whether its turns are held. */
+  workers: Partial<Record<PendingTurn['role'], WorkerHealth>>;
+  /** Blocks holding a turn for an unavailable worker (turn.held), so releasing them never scans the register. */
+  heldTurns: readonly string[];
 }
 
 export function initialState(): EngineState {
@@ -146,6 +195,9 @@ export function initialState(): EngineState {
     finished: false,
     lastTs: 0,
     index: indexBlocks(blocks, []),
+    spend: noSpend(),
+    workers: {},
+    heldTurns: [],
   };
 }
 
@@ -164,6 +216,7 @@ function newBlock(info: BlockInfo, ts: number): BlockState {
     live: { extensions: 0, reissues: 0 },
     orphans: [],
     since: ts,
+    spend: noSpend(),
   };
 }
 
@@ -282,7 +335,8 @@ const reducers = {
       orphans: e.orphan ? [...b.orphans, e.orphan] : b.orphans,
       waiting: NOTHING,
     })),
-  'block.dispatched': (s, e) =>
+  'block.dispatched': (s, e) => {
+    if (s.heldTurns.includes(e.block)) s.heldTurns = s.heldTurns.filter((id) => id !== e.block);
     patch(s, e.block, (b) => {
       const turn: PendingTurn = {
         role: e.role as PendingTurn['role'],
@@ -303,9 +357,35 @@ const reducers = {
         waiting: { on: 'turn', turn },
         architectCalls: b.architectCalls + (e.kind === 'architect' ? 1 : 0),
       };
-    }),
-  // The pending turn stays recorded until the decision about the reply is applied.
-  'reply.received': nothing,
+    });
+  },
+  // The pending turn stays recorded until the decision about the reply is applied. What
+  // changes is the worker's health: a failure with a named cause extends or starts a
+  // streak; a reply, or a failure with no cause, ends it; a turn the engine stopped says nothing.
+  'reply.received': (s, e) => {
+    if (e.role === 'operator' || (!e.ok && e.failure === 'aborted')) return;
+    const was = s.workers[e.role] ?? { streak: 0 };
+    const streak = !e.ok && e.cause ? (was.cause === e.cause ? was.streak + 1 : 1) : 0;
+    s.workers = {
+      ...s.workers,
+      [e.role]: { ...(!e.ok && e.cause ? { cause: e.cause } : {}), streak, ...(was.held ? { held: was.held } : {}) },
+    };
+  },
+  'worker.unavailable': (s, e) => {
+    const was = s.workers[e.role] ?? { streak: 0 };
+    const blocks = was.held ? [...was.held.blocks, e.block] : [e.block];
+    s.workers = { ...s.workers, [e.role]: { ...was, held: { cause: e.cause, blocks } } };
+  },
+  'turn.held': (s, e) => {
+    if (!s.blocks.has(e.block)) return;
+    const { type: _t, v: _v, seq: _s, ts: _ts, ...held } = e;
+    patch(s, e.block, () => ({ waiting: { on: 'worker', held } }));
+    if (!s.heldTurns.includes(e.block)) s.heldTurns = [...s.heldTurns, e.block];
+  },
+  'usage.recorded': (s, e) => {
+    s.spend = addSpend(s.spend, e);
+    patch(s, e.block, (b) => ({ spend: addSpend(b.spend, e) }));
+  },
   'reply.accepted': (s, e) =>
     patch(s, e.block, (b) => ({
       waiting: NOTHING,
@@ -385,6 +465,10 @@ const reducers = {
     if (at >= 0) s.pagesPending = s.pagesPending.toSpliced(at, 1);
   },
   'operator.answered': (s, e) => {
+    // An answer about a block paged for an unavailable worker releases that worker's held turns.
+    for (const [role, health] of Object.entries(s.workers)) {
+      if (health?.held?.blocks.includes(e.block)) s.workers = { ...s.workers, [role]: { cause: health.cause, streak: health.streak } };
+    }
     if (!s.blocks.has(e.block)) return;
     patch(s, e.block, () => ({ trouble: undefined, ...(e.word === 'RETRY' ? { guidance: String(e.payload.guidance) } : {}) }));
     if (s.trunkHalt?.block === e.block) {

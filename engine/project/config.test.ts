@@ -82,6 +82,28 @@ adapter = "sim"
     expect(config!.workers.architect).toEqual({ adapter: 'sim' });
   });
 
+  it('reads [prices] per model in USD per million tokens, cached priced as input unless given', () => {
+    const text = `${MINIMAL}\n[prices."gpt-5.1"]\ninput = 1.25\ncached = 0.125\noutput = 10\n\n[prices."claude-*"]\ninput = 3\noutput = 15\n`;
+    const { config, problems } = parseConfig(text, FILE);
+    expect(problems).toEqual([]);
+    expect(config!.prices).toEqual({
+      'gpt-5.1': { input: 1.25, cached: 0.125, output: 10 },
+      'claude-*': { input: 3, cached: 3, output: 15 },
+    });
+    expect(parseConfig(MINIMAL, FILE).config!.prices).toEqual({});
+  });
+
+  it('reports an unknown key in a price row with the keys allowed there, and a negative price', () => {
+    const problems = problemsOf(`${MINIMAL}\n[prices."gpt-5.1"]\ninput = -1\noutput = 2\nouput = 3\n`);
+    expect(problems.map((p) => [p.code, p.path])).toEqual(
+      expect.arrayContaining([
+        ['TRON_CONFIG_UNKNOWN_KEY', `${FILE}: prices."gpt-5.1".ouput`],
+        ['TRON_CONFIG_INVALID', `${FILE}: prices."gpt-5.1".input`],
+      ]),
+    );
+    expect(problems.find((p) => p.code === 'TRON_CONFIG_UNKNOWN_KEY')!.message).toMatch(/input, cached, output/);
+  });
+
   it('names a TOML syntax error by file, line and column', () => {
     const p = only(`test = "npm test"\ntrunk = \n${WORKERS}`);
     expect(p.code).toBe('TRON_CONFIG_TOML');

@@ -47,6 +47,16 @@ const LivenessOverrides = z.strictObject({
   reissues: z.number().int().min(0).optional(),
 });
 
+/** USD per million tokens of one model; cached prompt tokens cost `input` unless `cached` says otherwise. */
+const PriceRow = z.strictObject({
+  input: z.number().min(0),
+  cached: z.number().min(0).optional(),
+  output: z.number().min(0),
+});
+
+/** `[prices."<model>"]`: model names, or patterns with `*` ("claude-*"). */
+const PricesTable = z.record(z.string().min(1), PriceRow);
+
 const WorkersTable = z.strictObject({
   builder: workerSettings,
   reviewer: workerSettings,
@@ -61,6 +71,7 @@ const ConfigTable = z.strictObject({
   workers: WorkersTable,
   page_command: z.array(z.string().min(1)).min(1).optional(),
   liveness: LivenessOverrides.optional(),
+  prices: PricesTable.optional(),
 });
 
 /** The settings of one repository, normalised: durations in ms, workers parsed per adapter. */
@@ -83,7 +94,17 @@ export interface Config {
   pageCommand?: string[];
   /** Overrides of the spine's `[liveness]` numbers; absent keys keep the spine's value. */
   liveness: Partial<Liveness>;
+  /** USD per million tokens by model (or model pattern), for workers that report tokens but no cost. */
+  prices: Prices;
 }
+
+/** One model's prices, USD per million tokens. */
+export interface Price {
+  input: number;
+  cached: number;
+  output: number;
+}
+export type Prices = Record<string, Price>;
 
 function workerKeys(data: unknown, role: PropertyKey): string[] {
   const table = (data as { workers?: Record<PropertyKey, unknown> })?.workers?.[role];
@@ -111,6 +132,7 @@ const CONFIG_STYLE: IssueStyle = {
     if (parts.length === 0) return Object.keys(ConfigTable.shape);
     if (first === 'timeouts') return Object.keys(TimeoutsTable.shape);
     if (first === 'liveness') return Object.keys(LivenessOverrides.shape);
+    if (first === 'prices' && parts.length === 2) return Object.keys(PriceRow.shape);
     if (first === 'workers' && parts.length === 1) return [...WORKER_ROLES];
     if (first === 'workers') return workerKeys(data, role!);
     return [];
@@ -140,6 +162,9 @@ function toConfig(raw: z.infer<typeof ConfigTable>): Config {
     workers,
     ...(raw.page_command !== undefined && { pageCommand: raw.page_command }),
     liveness,
+    prices: Object.fromEntries(
+      Object.entries(raw.prices ?? {}).map(([model, p]) => [model, { input: p.input, cached: p.cached ?? p.input, output: p.output }]),
+    ),
   };
 }
 

@@ -44,7 +44,8 @@ const observed = (block: string) =>
     patch_id: '',
     fast_forward: true,
   }) as EventBody;
-const usage = (block: string, role: 'builder' | 'reviewer', total: number) =>
+/** A usage note as logs before usage.recorded held it: still read, its cost unknown. */
+const legacyUsage = (block: string, role: 'builder' | 'reviewer', total: number) =>
   ({
     type: 'worker.usage',
     block,
@@ -54,6 +55,19 @@ const usage = (block: string, role: 'builder' | 'reviewer', total: number) =>
     prompt_tokens: total - 100,
     completion_tokens: 100,
     total_tokens: total,
+  }) as EventBody;
+const usage = (block: string, role: 'builder' | 'reviewer', tokens: [number, number, number], cost?: number) =>
+  ({
+    type: 'usage.recorded',
+    block,
+    role,
+    session: `${block}.1.${role}`,
+    turn: 1,
+    model: 'm',
+    input_tokens: tokens[0],
+    cached_tokens: tokens[1],
+    output_tokens: tokens[2],
+    ...(cost !== undefined ? { cost_usd: cost, priced_by: 'worker' } : {}),
   }) as EventBody;
 const info = (id: string) => ({ id, title: id, depends_on: [], priority: 0, criteria: ['x'], digest: 'd' });
 
@@ -88,6 +102,7 @@ const EVENTS = log(
   [2100, accepted('a', 'DONE')],
   [2100, { type: 'facts.requested', block: 'a', purpose: 'gate', base: S1, trunk_sha: S1 }],
   [2600, reply('b', 'builder', 1, '>>DONE')],
+  [2600, usage('b', 'builder', [400, 100, 50], 0.0021)],
   [2600, accepted('b', 'DONE')],
   [2600, { type: 'facts.requested', block: 'b', purpose: 'gate', base: S1, trunk_sha: S1 }],
   [3100, observed('a')],
@@ -114,7 +129,8 @@ const EVENTS = log(
   [3700, { type: 'block.phase', block: 'b', from: 'build', to: 'review', on: 'CONFIRMED' }],
   [3700, turn('b', 'reviewer', 1, 'review')],
   [4200, reply('b', 'reviewer', 1, '>>APPROVE')],
-  [4200, usage('b', 'reviewer', 300)],
+  [4200, usage('b', 'reviewer', [200, 50, 50], 0.0013)],
+  [4200, usage('b', 'reviewer', [20, 0, 5])],
   [4200, accepted('b', 'APPROVE')],
   [4200, { type: 'block.phase', block: 'b', from: 'review', to: 'merge', on: 'APPROVE' }],
   [4200, { type: 'merge.queued', block: 'b' }],
@@ -130,11 +146,11 @@ const EVENTS = log(
   [5300, { type: 'block.wrapped', block: 'b', summary: 'b' }],
   [5300, { type: 'block.phase', block: 'b', from: 'wrap', to: 'landed', on: 'wrapped' }],
   [5600, reply('a', 'builder', 2, '>>BLOCKED {"reason":"r"}')],
-  [5600, usage('a', 'builder', 1000)],
+  [5600, legacyUsage('a', 'builder', 1000)],
   [5600, accepted('a', 'BLOCKED')],
   [5600, { type: 'escalation.raised', block: 'a', trouble: 'blocked', handler: 'operator', detail: 'r' }],
   [5600, { type: 'block.parked', block: 'a', reason: 'blocked: r' }],
-  [5700, { type: 'page.sent', block: 'a', page: 'a#43', reason: 'r' }],
+  [5700, { type: 'page.sent', block: 'a', page: 'a#45', reason: 'r' }],
   [6000, { type: 'run.finished', reason: 'done', exit: 3, landed: ['b'], parked: ['a'], abandoned: [] }],
 );
 
@@ -142,7 +158,7 @@ describe('run statistics', () => {
   const s = runStats(EVENTS);
 
   it('counts the run: landed, parked, abandoned, throughput per hour of wall time', () => {
-    expect(s).toMatchObject({ run: 'r', exit: 3, events: 46, wallMs: 5000, landed: 1, parked: 1, abandoned: 0 });
+    expect(s).toMatchObject({ run: 'r', exit: 3, events: 48, wallMs: 5000, landed: 1, parked: 1, abandoned: 0 });
     // 1 block in 5 s of wall time: 3600 s / 5 s = 720 an hour.
     expect(s.throughputPerHour).toBe(720);
   });
@@ -160,7 +176,33 @@ describe('run statistics', () => {
   });
 
   it('sums tokens by role over the run', () => {
-    expect(s.tokens).toEqual({ reviewer: 300, builder: 1000 });
+    expect(s.tokens).toEqual({ builder: 1550, reviewer: 325 });
+  });
+
+  it('sums tokens and cost per block, per role and per run, counting usage without a cost as unpriced', () => {
+    const b = s.blocks.find((x) => x.id === 'b')!;
+    expect(b.spend).toEqual({
+      inputTokens: 620,
+      cachedTokens: 150,
+      outputTokens: 105,
+      tokens: 875,
+      costUsd: 0.0021 + 0.0013,
+      unpricedTokens: 25,
+    });
+    expect(b.spendByRole.reviewer).toMatchObject({ tokens: 325, costUsd: 0.0013, unpricedTokens: 25 });
+    // An old worker.usage note: prompt tokens as input, completion as output, no cost.
+    const a = s.blocks.find((x) => x.id === 'a')!;
+    expect(a.spend).toEqual({ inputTokens: 900, cachedTokens: 0, outputTokens: 100, tokens: 1000, costUsd: 0, unpricedTokens: 1000 });
+    expect(s.spend).toMatchObject({ tokens: 1875, costUsd: 0.0021 + 0.0013, unpricedTokens: 1025 });
+    expect(Object.keys(s.spendByRole)).toEqual(['builder', 'reviewer']);
+  });
+
+  it("gives each block a cost equal to the sum of its usage events' cost", () => {
+    for (const block of s.blocks) {
+      let sum = 0;
+      for (const e of EVENTS) if (e.type === 'usage.recorded' && e.block === block.id) sum += e.cost_usd ?? 0;
+      expect(block.spend.costUsd).toBe(sum);
+    }
   });
 
   it('gives every block its time in each phase, attempts, gate failures by fact, review rounds, escalations and tokens', () => {
@@ -175,8 +217,10 @@ describe('run statistics', () => {
       gateFailures: { commits: 1 },
       reviewRounds: 0,
       changesRequested: 0,
-      escalations: [{ seq: 43, trouble: 'blocked', handler: 'operator', outcome: 'unanswered' }],
+      escalations: [{ seq: 45, trouble: 'blocked', handler: 'operator', outcome: 'unanswered' }],
       tokens: { builder: 1000 },
+      spend: { inputTokens: 900, cachedTokens: 0, outputTokens: 100, tokens: 1000, costUsd: 0, unpricedTokens: 1000 },
+      spendByRole: { builder: { inputTokens: 900, cachedTokens: 0, outputTokens: 100, tokens: 1000, costUsd: 0, unpricedTokens: 1000 } },
       mergeWaitMs: 0,
       workerMs: 3500,
       testMs: 1000,
@@ -191,7 +235,9 @@ describe('run statistics', () => {
       reviewRounds: 1,
       changesRequested: 0,
       escalations: [],
-      tokens: { reviewer: 300 },
+      tokens: { builder: 550, reviewer: 325 },
+      spend: b.spend,
+      spendByRole: b.spendByRole,
       mergeWaitMs: 300,
       workerMs: 2100,
       testMs: 1500,
@@ -200,14 +246,17 @@ describe('run statistics', () => {
 
   it('renders the same figures as report.md', () => {
     const md = renderReport(EVENTS);
-    expect(md).toContain('1 landed, 1 parked, 0 abandoned; 46 events; wall time 5.0s; exit 3.');
+    expect(md).toContain('1 landed, 1 parked, 0 abandoned; 48 events; wall time 5.0s; exit 3.');
     expect(md).toContain('throughput: 720.0 blocks landed per hour');
     expect(md).toContain('engine alone: 0.5s (10.0% of wall time');
     expect(md).toContain('workers: 4.0s busy (80.0%); 5.6s summed');
     expect(md).toContain('test runs: 2.0s busy (40.0%); 2.5s summed');
     expect(md).toContain('waiting for the MERGE lock: 0.3s');
     expect(md).toContain('| a | parked | 1 | pending 0.0s, build 4.6s, parked 0.4s | commits 1 | 0 | 0 | blocked→operator |');
-    expect(md).toContain('- seq 43, a: blocked → operator — unanswered');
+    expect(md).toContain('- seq 45, a: blocked → operator — unanswered');
+    expect(md).toContain('- spend: $0.0034 (1,875 tokens, 1,025 unpriced); input 1,520, cached 150, output 205');
+    expect(md).toContain('- spend by role: builder $0.0021 (1,550 tokens, 1,000 unpriced), reviewer $0.0013 (325 tokens, 25 unpriced)');
+    expect(md).toMatch(/^\| b \| landed \|.* \| builder 550, reviewer 325 \| \$0\.0034 \(875 tokens, 25 unpriced\) \|$/m);
   });
 });
 

@@ -8,6 +8,35 @@
 import type { TronEvent } from '../core/events.ts';
 import { mergeWaitIntervals, sumMs, testIntervals, unionMs, workerIntervals, type Interval } from './report-time.ts';
 
+/** What workers spent, summed from usage events. */
+export interface SpendStats {
+  /** Prompt tokens not read from a cache. */
+  inputTokens: number;
+  cachedTokens: number;
+  outputTokens: number;
+  /** All three. */
+  tokens: number;
+  /** USD of the usage whose cost is known (reported by the worker or priced from [prices]). */
+  costUsd: number;
+  /** Tokens of usage whose cost is not known. */
+  unpricedTokens: number;
+}
+
+export function emptySpend(): SpendStats {
+  return { inputTokens: 0, cachedTokens: 0, outputTokens: 0, tokens: 0, costUsd: 0, unpricedTokens: 0 };
+}
+
+/** Adds one usage record to `into`, in place. */
+function spend(into: SpendStats, input: number, cached: number, output: number, costUsd: number | undefined): void {
+  const tokens = input + cached + output;
+  into.inputTokens += input;
+  into.cachedTokens += cached;
+  into.outputTokens += output;
+  into.tokens += tokens;
+  if (costUsd === undefined) into.unpricedTokens += tokens;
+  else into.costUsd += costUsd;
+}
+
 /** One trip along the exception spine, and how it ended. */
 export interface EscalationStat {
   seq: number;
@@ -33,6 +62,10 @@ export interface BlockStats {
   escalations: EscalationStat[];
   /** Total tokens by role, where the workers reported usage. */
   tokens: Record<string, number>;
+  /** Tokens and cost of the block's usage events, summed in log order. */
+  spend: SpendStats;
+  /** The same, by role. */
+  spendByRole: Record<string, SpendStats>;
   /** ms waiting for the MERGE lock. */
   mergeWaitMs: number;
   /** ms of worker turns, summed. */
@@ -66,6 +99,10 @@ export interface RunStats {
   };
   /** Total tokens by role over the run. */
   tokens: Record<string, number>;
+  /** Tokens and cost of every usage event of the run. */
+  spend: SpendStats;
+  /** The same, by role. */
+  spendByRole: Record<string, SpendStats>;
   blocks: BlockStats[];
 }
 
@@ -74,6 +111,15 @@ type Working = BlockStats & { enteredAt: number };
 /** Folds a run's events into its statistics. */
 export function runStats(events: readonly TronEvent[]): RunStats {
   const blocks = new Map<string, Working>();
+  const runSpend = emptySpend();
+  const runSpendByRole: Record<string, SpendStats> = {};
+  /** One usage record, into the block's, its role's and the run's sums. */
+  const used = (b: Working, role: string, input: number, cached: number, output: number, costUsd: number | undefined) => {
+    b.tokens[role] = (b.tokens[role] ?? 0) + input + cached + output;
+    b.spendByRole[role] = b.spendByRole[role] ?? emptySpend();
+    runSpendByRole[role] = runSpendByRole[role] ?? emptySpend();
+    for (const into of [b.spend, b.spendByRole[role], runSpend, runSpendByRole[role]]) spend(into, input, cached, output, costUsd);
+  };
   let run = '';
   let exit: number | undefined;
   const first = events[0]?.ts ?? 0;
@@ -91,6 +137,8 @@ export function runStats(events: readonly TronEvent[]): RunStats {
         changesRequested: 0,
         escalations: [],
         tokens: {},
+        spend: emptySpend(),
+        spendByRole: {},
         mergeWaitMs: 0,
         workerMs: 0,
         testMs: 0,
@@ -148,11 +196,13 @@ export function runStats(events: readonly TronEvent[]): RunStats {
       case 'block.abandoned':
         enter(get(e.block, e.ts), 'abandoned', e.ts);
         break;
-      case 'worker.usage': {
-        const b = get(e.block, e.ts);
-        b.tokens[e.role] = (b.tokens[e.role] ?? 0) + e.total_tokens;
+      case 'usage.recorded':
+        used(get(e.block, e.ts), e.role, e.input_tokens, e.cached_tokens, e.output_tokens, e.cost_usd);
         break;
-      }
+      case 'worker.usage':
+        // Logs from before usage.recorded: prompt tokens count as input, and the cost is unknown.
+        used(get(e.block, e.ts), e.role, e.prompt_tokens, 0, e.total_tokens - e.prompt_tokens, undefined);
+        break;
       case 'run.finished':
         exit = e.exit;
         break;
@@ -192,6 +242,8 @@ export function runStats(events: readonly TronEvent[]): RunStats {
       testsSumMs: sumMs(tests),
     },
     tokens,
+    spend: runSpend,
+    spendByRole: runSpendByRole,
     blocks: list,
   };
 }
@@ -233,6 +285,15 @@ export function outcomeOf(events: readonly TronEvent[], i: number): string {
 }
 
 const secs = (ms: number) => `${(ms / 1000).toFixed(1)}s`;
+const count = (n: number) => n.toLocaleString('en-US');
+/** USD to 4 places: small turns cost fractions of a cent. */
+export const usd = (n: number) => `$${n.toFixed(4)}`;
+/** A spend in one cell: cost and tokens, and what is unpriced. */
+function spendCell(x: SpendStats): string {
+  if (x.tokens === 0 && x.costUsd === 0) return '—';
+  const unpriced = x.unpricedTokens > 0 ? `, ${count(x.unpricedTokens)} unpriced` : '';
+  return `${usd(x.costUsd)} (${count(x.tokens)} tokens${unpriced})`;
+}
 const pct = (part: number, whole: number) => (whole > 0 ? `${((100 * part) / whole).toFixed(1)}%` : '—');
 const list = (r: Record<string, number>, fmt: (n: number) => string = String) =>
   Object.entries(r)
@@ -254,15 +315,21 @@ export function renderReport(events: readonly TronEvent[]): string {
     `- test runs: ${secs(t.testsMs)} busy (${pct(t.testsMs, s.wallMs)}); ${secs(t.testsSumMs)} summed`,
     `- waiting for the MERGE lock: ${secs(s.mergeWaitMs)} summed over blocks`,
     `- tokens: ${list(s.tokens)}`,
+    `- spend: ${spendCell(s.spend)}; input ${count(s.spend.inputTokens)}, cached ${count(s.spend.cachedTokens)}, output ${count(s.spend.outputTokens)}`,
+    `- spend by role: ${
+      Object.entries(s.spendByRole)
+        .map(([role, x]) => `${role} ${spendCell(x)}`)
+        .join(', ') || '—'
+    }`,
     '',
-    '| block | phase | attempts | time by phase | gate failures | review rounds | changes asked | escalations | merge wait | worker time | test time | tokens |',
-    '| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |',
+    '| block | phase | attempts | time by phase | gate failures | review rounds | changes asked | escalations | merge wait | worker time | test time | tokens | cost |',
+    '| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |',
   ];
   for (const b of s.blocks) {
     const time = list(Object.fromEntries(Object.entries(b.phaseMs).filter(([k]) => k !== 'landed' && k !== 'abandoned')), secs);
     const escalations = b.escalations.map((x) => `${x.trouble}→${x.handler}`).join(', ') || '—';
     lines.push(
-      `| ${b.id} | ${b.phase} | ${b.attempts} | ${time} | ${list(b.gateFailures)} | ${b.reviewRounds} | ${b.changesRequested} | ${escalations} | ${secs(b.mergeWaitMs)} | ${secs(b.workerMs)} | ${secs(b.testMs)} | ${list(b.tokens)} |`,
+      `| ${b.id} | ${b.phase} | ${b.attempts} | ${time} | ${list(b.gateFailures)} | ${b.reviewRounds} | ${b.changesRequested} | ${escalations} | ${secs(b.mergeWaitMs)} | ${secs(b.workerMs)} | ${secs(b.testMs)} | ${list(b.tokens)} | ${spendCell(b.spend)} |`,
     );
   }
   const all = s.blocks.flatMap((b) => b.escalations.map((x) => ({ block: b.id, ...x })));

@@ -28,6 +28,8 @@ import { renderReport } from '../render/report.ts';
 import { INBOX_DIR, consumeAnswer, readInbox } from './inbox.ts';
 import { signsOfLife, takeSnapshot, worktreePrint, type LifeSnapshot } from '../workers/liveness-signs.ts';
 import { TRON_VERSION } from '../root.ts';
+import { costOf } from '../workers/prices.ts';
+import { boundedTail } from '../workers/output.ts';
 
 export { TRON_VERSION };
 
@@ -302,6 +304,18 @@ export class Engine {
       case 'gate.passed':
         this.o.print(`${e.block}: gate passed at ${e.sha.slice(0, 12)}`);
         return;
+      case 'worker.unavailable':
+        this.o.print(
+          `tron: the ${e.role} worker is unavailable (${e.cause}); no ${e.role} turn starts until the operator answers ${e.block}`,
+        );
+        return;
+      case 'turn.held':
+        this.o.print(`${e.block}: ${e.kind} turn held — the ${e.role} worker is unavailable`);
+        return;
+      case 'reply.refused':
+        // A failed turn says why, in the worker's own last words (the detail ends with them).
+        if (e.kind === 'turn_failed') this.o.print(`${e.block}: ${e.session} turn ${e.turn} — ${e.message}`);
+        return;
       case 'block.phase':
         this.o.print(`${e.block}: ${e.from} → ${e.to} (${e.on})`);
         return;
@@ -376,11 +390,18 @@ export class Engine {
       );
       const text = outcome.ok
         ? outcome.reply
-        : `(turn failed: ${outcome.failure}) ${outcome.detail}${outcome.output ? `\n${outcome.output}` : ''}`;
+        : `(turn failed: ${outcome.failure}) ${outcome.detail}${outcome.output ? `\n${outcome.output}` : ''}${outcome.stderr ? `\n(stderr)\n${outcome.stderr}` : ''}`;
       this.transcript(`### reply (${e.block} · ${e.session} · turn ${e.turn})\n\n${fence(text)}\n`);
-      return outcome.ok
-        ? { ...base, ok: true, reply: outcome.reply }
-        : { ...base, ok: false, failure: outcome.failure, detail: outcome.detail };
+      if (outcome.ok) return { ...base, ok: true, reply: outcome.reply };
+      return {
+        ...base,
+        ok: false,
+        failure: outcome.failure,
+        detail: outcome.detail,
+        ...(outcome.cause ? { cause: outcome.cause } : {}),
+        ...(outcome.output ? { stdout_tail: boundedTail(outcome.output) } : {}),
+        ...(outcome.stderr ? { stderr_tail: boundedTail(outcome.stderr) } : {}),
+      };
     } finally {
       clearTimeout(this.turns.get(key)?.timer);
       this.turns.delete(key);
@@ -448,14 +469,18 @@ export class Engine {
       exited: (p) => void this.append({ type: 'worker.exited', ...at, turn: e.turn, pid: p.pid, code: p.code, signal: p.signal }),
       usage: (u) => {
         tick();
-        this.append({
-          type: 'worker.usage',
+        const cost = costOf(u, this.o.config.prices ?? {});
+        // An input, through the queue: the fold keeps each block's and the run's spend.
+        this.push({
+          type: 'usage.recorded',
           ...at,
           role: e.role,
+          turn: e.turn,
           model: u.model,
-          prompt_tokens: u.promptTokens,
-          completion_tokens: u.completionTokens,
-          total_tokens: u.totalTokens,
+          input_tokens: u.inputTokens,
+          cached_tokens: u.cachedTokens,
+          output_tokens: u.outputTokens,
+          ...(cost ? { cost_usd: cost.costUsd, priced_by: cost.by } : {}),
         });
       },
       retry: (r) =>

@@ -137,5 +137,10 @@ export const ESCALATION = {
     description: "the architect's own reply was uninterpretable, its turn failed, or its per-block budget is spent",
     handlers: ['operator'],
   },
+  worker_unavailable: {
+    description:
+      "a worker's turn failed the way its previous turn failed: its login or key refused, its endpoint unreachable, or its quota spent. Restating or consulting the architect cannot fix that, so the operator is paged at once with the worker's own words, and no turn of that worker starts until the operator answers",
+    handlers: ['operator'],
+  },
 } as const satisfies Record<string, EscalationRow>;
 export type Trouble = keyof typeof ESCALATION;

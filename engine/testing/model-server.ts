@@ -1,7 +1,9 @@
 /**
  * A scripted model server: a real HTTP server on 127.0.0.1 that speaks the Chat
- * Completions wire format, so the `openai` worker is tested through the real `openai`
- * client and real sockets instead of a mocked SDK. It plays scripted steps in order —
+ * Completions wire format (POST /v1/chat/completions) and the Responses API (POST
+ * /v1/responses: input items in, output items out — messages and function calls — with
+ * usage), so the `openai` worker is tested through the real `openai` client and real
+ * sockets instead of a mocked SDK. The same script steps answer on either route. It plays scripted steps in order —
  * assistant messages (with tool calls and usage) or faults (429, 5xx, 401, a dropped
  * socket, a malformed body, a slow answer) — and records every request it receives.
  */
@@ -19,6 +21,8 @@ export interface ScriptUsage {
   prompt_tokens: number;
   completion_tokens: number;
   total_tokens: number;
+  /** Prompt tokens read from the cache (part of prompt_tokens, as the API counts them). */
+  prompt_tokens_details?: { cached_tokens: number };
 }
 
 /** An assistant message. `delayMs` answers that much later (a slow model). */
@@ -97,7 +101,8 @@ export async function startModelServer(script: Script): Promise<ModelServer> {
         authorization: req.headers.authorization,
         body,
       };
-      if (req.method !== 'POST' || !req.url?.startsWith('/v1/chat/completions')) {
+      const responses = req.url?.startsWith('/v1/responses') ?? false;
+      if (req.method !== 'POST' || !(req.url?.startsWith('/v1/chat/completions') || responses)) {
         return sendError(res, 404, `no route ${req.method} ${req.url}`);
       }
       requests.push(recorded);
@@ -109,7 +114,7 @@ export async function startModelServer(script: Script): Promise<ModelServer> {
         return sendError(res, 400, `tron model server: script exhausted after ${index} steps`);
       }
       const chosen = step;
-      const act = () => play(chosen, index, body, res);
+      const act = () => (responses ? playResponse(chosen, index, body, res) : play(chosen, index, body, res));
       if (chosen.delayMs) {
         const timer = setTimeout(() => {
           timers.delete(timer);
@@ -188,6 +193,68 @@ function play(step: ScriptStep, index: number, body: any, res: ServerResponse): 
     model,
     choices: [{ index: 0, message, logprobs: null, finish_reason: finish }],
     ...(step.usage ? { usage: step.usage } : {}),
+  });
+}
+
+/** The step as a Responses API answer: a message item for the text, a function_call item per tool call. */
+function playResponse(step: ScriptStep, index: number, body: any, res: ServerResponse): void {
+  if (res.destroyed) return;
+  if ('drop' in step) {
+    res.socket?.destroy();
+    return;
+  }
+  if ('status' in step) {
+    const headers: Record<string, string> = {};
+    if (step.retryAfter !== undefined) headers['retry-after'] = step.retryAfter;
+    return sendError(res, step.status, step.message ?? `scripted ${step.status}`, headers);
+  }
+  if ('malformed' in step || body?.stream === true) {
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.end('{"id": "resp-broken", this is not json');
+    return;
+  }
+  const id = `resp_${index + 1}`;
+  const model = step.model ?? (typeof body?.model === 'string' ? body.model : 'scripted-model');
+  const output: unknown[] = [];
+  if (step.content) {
+    output.push({
+      id: `msg_${index + 1}`,
+      type: 'message',
+      role: 'assistant',
+      status: 'completed',
+      content: [{ type: 'output_text', text: step.content, annotations: [] }],
+    });
+  }
+  (step.tool_calls ?? []).forEach((call, i) => {
+    output.push({
+      id: `fc_${index + 1}_${i + 1}`,
+      type: 'function_call',
+      status: 'completed',
+      call_id: call.id ?? `call_${index + 1}_${i + 1}`,
+      name: call.function.name,
+      arguments: typeof call.function.arguments === 'string' ? call.function.arguments : JSON.stringify(call.function.arguments),
+    });
+  });
+  const u = step.usage;
+  sendJson(res, 200, {
+    id,
+    object: 'response',
+    created_at: 1_700_000_000 + index,
+    status: 'completed',
+    model,
+    output,
+    parallel_tool_calls: true,
+    tool_choice: 'auto',
+    tools: body?.tools ?? [],
+    usage: u
+      ? {
+          input_tokens: u.prompt_tokens,
+          input_tokens_details: { cached_tokens: u.prompt_tokens_details?.cached_tokens ?? 0 },
+          output_tokens: u.completion_tokens,
+          output_tokens_details: { reasoning_tokens: 0 },
+          total_tokens: u.total_tokens,
+        }
+      : null,
   });
 }
 

@@ -3,7 +3,7 @@
  * adapter one turn at a time; the adapter returns the raw reply text or says why the
  * turn failed. It never interprets the reply: the `>>` gateway does that.
  */
-import type { WorkerRole } from '../core/roles.ts';
+import type { FailureCause, WorkerRole } from '../core/roles.ts';
 
 /** What one turn is for; prompts and liveness treat them differently. */
 import type { TurnKind } from '../core/roles.ts';
@@ -42,14 +42,37 @@ export interface TurnRequest {
 
 export type TurnFailure = 'exit' | 'timeout' | 'crash' | 'aborted' | 'step_cap' | 'api';
 
-export type TurnOutcome = { ok: true; reply: string } | { ok: false; failure: TurnFailure; detail: string; output?: string };
+export type { FailureCause } from '../core/roles.ts';
 
-/** Usage of one model call, recorded as a `worker.usage` event. */
+export type TurnOutcome =
+  | { ok: true; reply: string }
+  | {
+      ok: false;
+      failure: TurnFailure;
+      /** One line: what happened, and the worker's own last meaningful words about it. */
+      detail: string;
+      /** What the worker printed on stdout (the engine keeps a bounded tail). */
+      output?: string;
+      /** What it printed on stderr (its tail). */
+      stderr?: string;
+      /** The class of failure its words name, when they name one (a refused login, an unreachable endpoint). */
+      cause?: FailureCause;
+    };
+
+/**
+ * Usage of one model call (openai) or one turn (a CLI, per model), recorded as a
+ * `usage.recorded` event. Prompt tokens are split into those read from a cache and the
+ * rest, because providers price them differently.
+ */
 export interface Usage {
   model: string;
-  promptTokens: number;
-  completionTokens: number;
-  totalTokens: number;
+  /** Prompt tokens not read from a cache (cache writes included). */
+  inputTokens: number;
+  /** Prompt tokens read from a cache. */
+  cachedTokens: number;
+  outputTokens: number;
+  /** What the worker says the tokens cost, in USD, when it says (Claude Code does). */
+  costUsd?: number;
 }
 
 /** Things an adapter reports while a turn runs; the engine records each as an event. */

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { createCommandWorker, type CommandWorker } from './command.ts';
-import type { TurnObserver, TurnOutcome, TurnRequest } from './adapter.ts';
+import type { TurnObserver, TurnOutcome, TurnRequest, Usage } from './adapter.ts';
 import { silentObserver } from './adapter.ts';
 import type { CommandSettings } from './settings.ts';
 import { isSameProcess, processStartTime } from '../runtime/proc.ts';
@@ -31,10 +31,13 @@ const ENGINE_ENV = {
   HOME: '/home/tron-test',
   ENGINE_SECRET: 'do-not-leak',
   WORKER_TOKEN: 'passed-on',
+  ANTHROPIC_BASE_URL: 'http://127.0.0.1:4000',
+  ANTHROPIC_API_KEY: 'sk-ant',
+  TRON_CRASH_AFTER_EVENT: 'engine-only',
 };
 
-function worker(command: string[], env: string[] = [], killGraceMs = 400): CommandWorker {
-  const settings: CommandSettings = { adapter: 'command', command, env };
+function worker(command: string[], env: string[] = [], killGraceMs = 400, output?: CommandSettings['output']): CommandWorker {
+  const settings: CommandSettings = { adapter: 'command', command, env, ...(output ? { output } : {}) };
   return createCommandWorker(settings, { env: ENGINE_ENV, killGraceMs });
 }
 
@@ -112,6 +115,19 @@ describe('the command worker', () => {
     expect(JSON.stringify(env)).not.toContain('do-not-leak');
   });
 
+  it('passes what a pattern matches, never the engine own TRON_* variables unless named', async () => {
+    const dir = freshDir();
+    const printEnv = script(dir, 'env.mjs', 'console.log(JSON.stringify(process.env));');
+    const names = async (entries: string[]) => {
+      const outcome = await worker([NODE, printEnv], entries).runTurn(request(dir), silentObserver);
+      const env = JSON.parse(outcome.ok ? outcome.reply : '{}') as Record<string, string>;
+      return Object.keys(env).filter((k) => !['PATH', 'HOME'].includes(k) && !/^TRON_(ROLE|BLOCK|SESSION|TURN|PHASE|RUN_DIR)$/.test(k));
+    };
+    expect((await names(['ANTHROPIC_*', 'UNSET_*', 'ALSO_UNSET'])).sort()).toEqual(['ANTHROPIC_API_KEY', 'ANTHROPIC_BASE_URL']);
+    expect((await names(['*_TOKEN', 'TRON_*', 'T*'])).sort()).toEqual(['WORKER_TOKEN']);
+    expect(await names(['TRON_CRASH_AFTER_EVENT'])).toEqual(['TRON_CRASH_AFTER_EVENT']);
+  });
+
   it('runs the worker in the request cwd', async () => {
     const dir = freshDir();
     const outcome = await worker(['pwd']).runTurn(request(dir), silentObserver);
@@ -120,7 +136,7 @@ describe('the command worker', () => {
 
   it('reports a non-zero exit as a failed turn with the stderr tail and the output so far', async () => {
     const dir = freshDir();
-    const outcome = await worker(['sh', '-c', 'echo half a reply; echo "model quota exceeded" >&2; exit 3']).runTurn(
+    const outcome = await worker(['sh', '-c', 'echo half a reply; sleep 0.3; echo "model quota exceeded" >&2; exit 3']).runTurn(
       request(dir),
       silentObserver,
     );
@@ -129,6 +145,23 @@ describe('the command worker', () => {
       failure: 'exit',
       detail: 'exited with 3: model quota exceeded',
       output: 'half a reply\n',
+      stderr: 'model quota exceeded\n',
+      cause: 'quota',
+    });
+  });
+
+  it('shows the last line the CLI said, on stdout when it printed its error there last', async () => {
+    const dir = freshDir();
+    // Two pipes give no order between them: the pause makes "last" unambiguous.
+    const body = 'echo "warming up" >&2; sleep 0.3; echo "Not logged in · Please run /login"; exit 1';
+    const outcome = await worker(['sh', '-c', body]).runTurn(request(dir), silentObserver);
+    expect(outcome).toEqual({
+      ok: false,
+      failure: 'exit',
+      detail: 'exited with 1: Not logged in · Please run /login',
+      output: 'Not logged in · Please run /login\n',
+      stderr: 'warming up\n',
+      cause: 'auth',
     });
   });
 
@@ -248,5 +281,114 @@ console.log(JSON.stringify({ prompt, file, fileText: readFileSync(file, 'utf8'),
     abort.abort();
     await turn;
     expect(w.running('builder-auth-login-1')).toBeUndefined();
+  });
+});
+
+/** What Claude Code 2.1 prints with -p --output-format json (fields trimmed to those tron reads, plus some it ignores). */
+const CLAUDE_OK = JSON.stringify({
+  type: 'result',
+  subtype: 'success',
+  is_error: false,
+  result: 'Reviewed.\n>>APPROVE',
+  total_cost_usd: 0.0075,
+  usage: { input_tokens: 1200, cache_creation_input_tokens: 50, cache_read_input_tokens: 300, output_tokens: 40 },
+  modelUsage: {
+    'claude-opus-4-8': { inputTokens: 1000, outputTokens: 30, cacheReadInputTokens: 300, cacheCreationInputTokens: 50, costUSD: 0.007 },
+    'claude-haiku-4-5': { inputTokens: 200, outputTokens: 10, cacheReadInputTokens: 0, cacheCreationInputTokens: 0, costUSD: 0.0005 },
+  },
+  session_id: 's',
+});
+const CLAUDE_NOT_LOGGED_IN = JSON.stringify({
+  type: 'result',
+  subtype: 'success',
+  is_error: true,
+  result: 'Not logged in · Please run /login',
+  total_cost_usd: 0,
+  usage: { input_tokens: 0, cache_creation_input_tokens: 0, cache_read_input_tokens: 0, output_tokens: 0 },
+  modelUsage: {},
+});
+
+/** What Codex 0.171 prints with exec --json, on success and on a refused key. */
+const CODEX_OK = [
+  { type: 'thread.started', thread_id: 't' },
+  { type: 'turn.started' },
+  { type: 'item.completed', item: { id: 'item_0', type: 'agent_message', text: 'Looking at the diff.' } },
+  { type: 'item.completed', item: { id: 'item_1', type: 'command_execution', command: 'git diff', aggregated_output: '', exit_code: 0 } },
+  { type: 'item.completed', item: { id: 'item_2', type: 'agent_message', text: 'Fine.\n>>APPROVE' } },
+  { type: 'turn.completed', usage: { input_tokens: 1000, cached_input_tokens: 400, output_tokens: 50, reasoning_output_tokens: 10 } },
+]
+  .map((e) => JSON.stringify(e))
+  .join('\n');
+const CODEX_401 = [
+  { type: 'thread.started', thread_id: 't' },
+  { type: 'turn.started' },
+  { type: 'error', message: 'Reconnecting... 1/5 (unexpected status 401 Unauthorized: Incorrect API key provided)' },
+  { type: 'turn.failed', error: { message: 'unexpected status 401 Unauthorized: Incorrect API key provided: sk-x' } },
+]
+  .map((e) => JSON.stringify(e))
+  .join('\n');
+
+describe('the command worker reading structured output', () => {
+  function usageRecorder() {
+    const usage: Usage[] = [];
+    return { usage, observer: { ...silentObserver, usage: (u: Usage) => usage.push(u) } satisfies TurnObserver };
+  }
+  const printing = (dir: string, stdout: string, code = 0) => {
+    writeFileSync(join(dir, 'out.txt'), `${stdout}\n`);
+    return ['sh', '-c', `cat > /dev/null; cat out.txt; exit ${code}`];
+  };
+
+  it('takes the result of claude-json as the reply and reports each model usage with its cost', async () => {
+    const dir = freshDir();
+    const { usage, observer } = usageRecorder();
+    const outcome = await worker(printing(dir, CLAUDE_OK), [], 400, 'claude-json').runTurn(request(dir), observer);
+    expect(outcome).toEqual({ ok: true, reply: 'Reviewed.\n>>APPROVE' });
+    expect(usage).toEqual([
+      { model: 'claude-opus-4-8', inputTokens: 1050, cachedTokens: 300, outputTokens: 30, costUsd: 0.007 },
+      { model: 'claude-haiku-4-5', inputTokens: 200, cachedTokens: 0, outputTokens: 10, costUsd: 0.0005 },
+    ]);
+  });
+
+  it("fails a claude-json turn with Claude Code's own error text, classed as auth", async () => {
+    const dir = freshDir();
+    const { usage, observer } = usageRecorder();
+    const outcome = await worker(printing(dir, CLAUDE_NOT_LOGGED_IN, 1), [], 400, 'claude-json').runTurn(request(dir), observer);
+    expect(outcome).toMatchObject({
+      ok: false,
+      failure: 'exit',
+      detail: 'exited with 1: Not logged in · Please run /login',
+      cause: 'auth',
+      output: `${CLAUDE_NOT_LOGGED_IN}\n`,
+    });
+    expect(usage).toEqual([]);
+  });
+
+  it('takes the last agent message of codex-jsonl as the reply and its turn usage, cached apart', async () => {
+    const dir = freshDir();
+    const { usage, observer } = usageRecorder();
+    const argv = [...printing(dir, CODEX_OK), '-m', 'gpt-5.1-codex'];
+    const outcome = await worker(argv, [], 400, 'codex-jsonl').runTurn(request(dir), observer);
+    expect(outcome).toEqual({ ok: true, reply: 'Fine.\n>>APPROVE' });
+    expect(usage).toEqual([{ model: 'gpt-5.1-codex', inputTokens: 600, cachedTokens: 400, outputTokens: 50 }]);
+  });
+
+  it('fails a codex-jsonl turn with the turn.failed message, even when Codex said it on stdout and logged on stderr', async () => {
+    const dir = freshDir();
+    writeFileSync(join(dir, 'out.txt'), `${CODEX_401}\n`);
+    const argv = ['sh', '-c', 'cat > /dev/null; cat out.txt; echo "ERROR codex_api: failed to connect" >&2; exit 1'];
+    const outcome = await worker(argv, [], 400, 'codex-jsonl').runTurn(request(dir), silentObserver);
+    expect(outcome).toMatchObject({
+      ok: false,
+      failure: 'exit',
+      detail: 'exited with 1: unexpected status 401 Unauthorized: Incorrect API key provided: sk-x',
+      cause: 'auth',
+      stderr: 'ERROR codex_api: failed to connect\n',
+    });
+  });
+
+  it('takes output that is not in the configured format as plain text, so the gateway still sees it', async () => {
+    const dir = freshDir();
+    const outcome = await worker(printing(dir, 'plain words\n>>DONE'), [], 400, 'claude-json').runTurn(request(dir), silentObserver);
+    expect(outcome).toEqual({ ok: true, reply: 'plain words\n>>DONE\n' });
   });
 });

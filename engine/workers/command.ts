@@ -5,7 +5,12 @@
  * - cwd: `request.cwd` (builder worktree, reviewer checkout, or repository root);
  * - stdin: the whole prompt, then closed; stdout: the reply; stderr: kept (its tail) for
  *   the failure detail. Exit 0 is a reply; a non-zero exit, a signal or a timeout is a
- *   failed turn;
+ *   failed turn. A failed turn's detail ends with the CLI's last meaningful line, on
+ *   whichever stream it printed last (Claude Code prints its errors on stdout), and the
+ *   outcome carries both streams for the event's bounded tails;
+ * - `output`: with `claude-json` or `codex-jsonl` the reply, the usage and cost, and the
+ *   CLI's own error text are read from its structured output (engine/workers/output.ts);
+ *   usage is reported for failed turns too, since they were paid for;
  * - environment: the minimal base (PATH, HOME, LANG, TERM), the variables the worker's
  *   `env` list names, and TRON_ROLE, TRON_BLOCK, TRON_SESSION, TRON_TURN, TRON_PHASE,
  *   TRON_RUN_DIR. Nothing else of the engine's environment reaches the worker.
@@ -22,9 +27,10 @@
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { spawn } from 'node:child_process';
-import type { TurnObserver, TurnOutcome, TurnRequest, WorkerAdapter } from './adapter.ts';
+import type { TurnFailure, TurnObserver, TurnOutcome, TurnRequest, WorkerAdapter } from './adapter.ts';
 import type { CommandSettings } from './settings.ts';
 import { minimalEnv } from './env.ts';
+import { failureCause, lastMeaningfulLine, readOutput } from './output.ts';
 import { processStartTime } from '../runtime/proc.ts';
 import { formatDuration } from '../core/duration.ts';
 import { stopGroup } from './process-group.ts';
@@ -51,7 +57,6 @@ export interface CommandDeps {
 }
 
 const STDERR_KEEP = 16 * 1024;
-const DETAIL_TAIL = 2000;
 /** How long stdout may stay open after the group is gone (a process that left the group). */
 const DRAIN_MS = 2000;
 const PLACEHOLDER = /\{prompt(_file)?\}/g;
@@ -83,15 +88,12 @@ export function turnEnv(
   });
 }
 
-function tail(text: string): string {
-  const trimmed = text.trimEnd();
-  return trimmed.length > DETAIL_TAIL ? `…${trimmed.slice(-DETAIL_TAIL)}` : trimmed;
+function withReason(head: string, reason: string | undefined): string {
+  return reason ? `${head}: ${reason}` : head;
 }
 
-function withStderr(head: string, stderr: string): string {
-  const t = tail(stderr);
-  return t ? `${head}: ${t}` : head;
-}
+/** Whether a chunk of output holds something to read (not only whitespace or escapes). */
+const MEANINGFUL = /[\p{L}\p{N}]/u;
 
 /** Creates the adapter for one `[workers.<role>]` table with `adapter = "command"`. */
 export function createCommandWorker(settings: CommandSettings, deps: CommandDeps): CommandWorker {
@@ -114,7 +116,8 @@ export function createCommandWorker(settings: CommandSettings, deps: CommandDeps
         return { ok: false, failure: 'crash', detail: `cannot write the prompt file ${promptFile} for "${shown}" (${why})` };
       }
     }
-    const [file, ...args] = expandArgv(settings.command, request.prompt, promptFile);
+    const argv = expandArgv(settings.command, request.prompt, promptFile);
+    const [file, ...args] = argv;
 
     const child = spawn(file!, args, {
       cwd: request.cwd,
@@ -146,14 +149,18 @@ export function createCommandWorker(settings: CommandSettings, deps: CommandDeps
 
     const stdout: Buffer[] = [];
     let stderr = Buffer.alloc(0);
+    // The stream the CLI last said something on: its last meaningful line is the reason shown.
+    let lastSaid: 'stdout' | 'stderr' = 'stdout';
     child.stdout.on('data', (chunk: Buffer) => {
       stdout.push(chunk);
       state.outputBytes += chunk.length;
+      if (MEANINGFUL.test(chunk.toString('utf8'))) lastSaid = 'stdout';
     });
     child.stderr.on('data', (chunk: Buffer) => {
       state.outputBytes += chunk.length;
       stderr = Buffer.concat([stderr, chunk]);
       if (stderr.length > STDERR_KEEP) stderr = stderr.subarray(stderr.length - STDERR_KEEP);
+      if (MEANINGFUL.test(chunk.toString('utf8'))) lastSaid = 'stderr';
     });
     // A worker may exit without reading its prompt; the broken pipe is not the failure.
     child.stdin.on('error', () => {});
@@ -189,22 +196,31 @@ export function createCommandWorker(settings: CommandSettings, deps: CommandDeps
 
     const output = Buffer.concat(stdout).toString('utf8');
     const err = stderr.toString('utf8');
-    const partial = output ? { output } : {};
+    const read = readOutput(settings.output ?? 'text', output, argv);
+    for (const usage of read.usage) observer.usage(usage);
+    // The CLI's own words: its structured error, else its last meaningful line where it said something last.
+    const streams = lastSaid === 'stdout' ? [output, err] : [err, output];
+    const said = read.structured && read.error === undefined ? [err, output] : streams;
+    const reason = read.error?.trim() || lastMeaningfulLine(said[0]!) || lastMeaningfulLine(said[1]!);
+    const failed = (failure: TurnFailure, head: string): TurnOutcome => {
+      const cause = failure === 'exit' || failure === 'api' ? failureCause(reason ?? '') : undefined;
+      return {
+        ok: false,
+        failure,
+        detail: withReason(head, reason),
+        ...(output ? { output } : {}),
+        ...(err ? { stderr: err } : {}),
+        ...(cause ? { cause } : {}),
+      };
+    };
     if (stopped === 'timeout') {
-      const head = `no reply within ${formatDuration(request.timeoutMs)}; "${shown}" and its processes were stopped`;
-      return { ok: false, failure: 'timeout', detail: withStderr(head, err), ...partial };
+      return failed('timeout', `no reply within ${formatDuration(request.timeoutMs)}; "${shown}" and its processes were stopped`);
     }
-    if (stopped === 'aborted') {
-      const head = `stopped by the engine; "${shown}" and its processes were stopped`;
-      return { ok: false, failure: 'aborted', detail: withStderr(head, err), ...partial };
-    }
-    if (exit.signal) {
-      return { ok: false, failure: 'crash', detail: withStderr(`"${shown}" was killed by ${exit.signal}`, err), ...partial };
-    }
-    if (exit.code !== 0) {
-      return { ok: false, failure: 'exit', detail: withStderr(`exited with ${exit.code}`, err), output };
-    }
-    return { ok: true, reply: output };
+    if (stopped === 'aborted') return failed('aborted', `stopped by the engine; "${shown}" and its processes were stopped`);
+    if (exit.signal) return failed('crash', `"${shown}" was killed by ${exit.signal}`);
+    if (exit.code !== 0) return failed('exit', `exited with ${exit.code}`);
+    if (read.error !== undefined) return failed('api', `"${shown}" exited 0 but reported an error`);
+    return { ok: true, reply: read.reply };
   }
 
   function running(session: string): RunningTurn | undefined {

@@ -1,13 +1,16 @@
 /**
  * Before anything runs, the configured workers must be startable: an openai worker's key
- * variable set, a command worker's program found. A missing one is a configuration
- * mistake — exit 2 with the setting to fix — not three failed turns and a page.
+ * variable set, a command worker's program found, and a CLI tron knows (Claude Code,
+ * Codex) able to authenticate — its key variable passed on, or its own login on disk
+ * (engine/workers/login.ts). A missing one is a configuration mistake — exit 2 with the
+ * setting to fix — not three failed turns and a page.
  */
 import { accessSync, constants } from 'node:fs';
 import { delimiter, isAbsolute, join } from 'node:path';
 import type { Problem } from '../core/errors.ts';
 import type { Config } from '../project/config.ts';
 import { WORKER_ROLES } from '../core/roles.ts';
+import { loginProblem } from './login.ts';
 
 function executable(file: string): boolean {
   try {
@@ -30,7 +33,12 @@ export function findProgram(program: string, path: string | undefined, cwd: stri
   return undefined;
 }
 
-export function preflightWorkers(config: Config, env: Record<string, string | undefined>, repo: string): Problem[] {
+export function preflightWorkers(
+  config: Config,
+  env: Record<string, string | undefined>,
+  repo: string,
+  platform: NodeJS.Platform = process.platform,
+): Problem[] {
   const problems: Problem[] = [];
   for (const role of WORKER_ROLES) {
     const w = config.workers[role];
@@ -49,6 +57,9 @@ export function preflightWorkers(config: Config, env: Record<string, string | un
         path: `${path}.command`,
         message: `cannot find "${w.command[0]}" on PATH; install it, or put the full path of the agent's program in command`,
       });
+    } else if (w.adapter === 'command') {
+      const login = loginProblem(w, env, platform);
+      if (login) problems.push({ code: 'TRON_WORKER_AUTH', path: `${path}.env`, message: login });
     }
   }
   return problems;

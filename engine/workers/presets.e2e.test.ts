@@ -1,20 +1,26 @@
 /**
  * The presets `tron init --worker …` writes, run as written by `tron start`. Claude Code
- * and Codex are stood in for by a fake `claude` / `codex` first on PATH that logs the
- * argv and environment it got, reads the prompt from stdin and answers with `>>` lines;
- * the openai preset talks to the scripted model server with only its base_url changed.
- * What a user meets when the CLI is not installed, or the key is not set, is tested too:
- * exit 2 before anything runs, naming the setting to fix — never a crash.
+ * and Codex are stood in for by a fake `claude` / `codex` first on PATH that behaves like
+ * the real one as tron sees it (fakeCliSource below): structured output with usage and
+ * cost, its errors on stdout with exit 1, a login from a key variable or a file under
+ * HOME, a gateway from ANTHROPIC_BASE_URL. The openai preset talks to the scripted model
+ * server with only its base_url changed. What a user meets when the CLI is not
+ * installed, not logged in, or its key not set is tested too: exit 2 before anything
+ * runs, naming the setting to fix — never a crash.
  */
-import { accessSync, existsSync, chmodSync, constants, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { accessSync, existsSync, chmodSync, constants, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
-import { delimiter, join } from 'node:path';
+import { delimiter, dirname, join } from 'node:path';
 import TOML from '@iarna/toml';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startModelServer, toolCall, type ModelServer, type ScriptStep } from '../testing/model-server.ts';
 import { initCommand } from '../commands/init.ts';
 import { loadConfig } from '../project/config.ts';
-import { NODE_RUNNER, ofType, runTron } from '../testing/project.ts';
+import { NODE_RUNNER, ofType, readRunFile, runTron } from '../testing/project.ts';
+import { runStats } from '../render/report.ts';
+import { reportCommand } from '../commands/report.ts';
 import { makeRepo, type TestRepo } from '../testing/repo.ts';
 import { WORKER_PRESETS } from './presets.ts';
 import type { CommandSettings } from './settings.ts';
@@ -43,34 +49,121 @@ async function initialised(preset: 'openai' | 'claude' | 'codex'): Promise<TestR
   return repo;
 }
 
-/** A fake agent CLI: logs argv, env and stdin under the run directory, then acts by the prompt's heading. */
-const FAKE_AGENT = `#!/bin/sh
-log="$TRON_RUN_DIR/fake-$TRON_ROLE-$TRON_TURN"
-{ basename "$0"; for a in "$@"; do printf '%s\\n' "$a"; done; } > "$log.argv"
-env > "$log.env"
-cat > "$log.prompt"
-if grep -q '^# Build block' "$log.prompt"; then
-  printf '%s' '${README}' > README.md
-  git add README.md && git commit -q -m 'Document the tests' || exit 1
-  echo 'Added a Running the tests section to README.md.'
-  echo '>>DONE'
-elif grep -q '^# Evidence for block' "$log.prompt"; then
-  echo '>>CONFIRMED ${EVIDENCE}'
-elif grep -q '^# Review block' "$log.prompt"; then
-  echo 'The section is there and names the command.'
-  echo '>>APPROVE'
-else
-  echo '>>PAGE {"reason":"the fake agent has no answer for this prompt"}'
-fi
+/**
+ * A fake `claude` or `codex` that behaves, as far as tron can see, like the real one
+ * (Claude Code 2.1, Codex 0.171): it logs the argv, environment and prompt it got under
+ * the run directory; it authenticates from its key variables or its own login file under
+ * HOME, and without either it fails as the real CLI does (Claude Code: one JSON result
+ * with `is_error` and "Not logged in · Please run /login" on stdout, exit 1; Codex: a
+ * `turn.failed` event with the server's 401, exit 1); Claude Code talks to
+ * ANTHROPIC_BASE_URL when it is set, and a gateway it cannot reach is "API Error: Unable
+ * to connect to API (ConnectionRefused)"; on success it does the turn's work and prints
+ * the reply in its structured format, with usage (and, for Claude Code, the cost).
+ */
+function fakeCliSource(name: 'claude' | 'codex'): string {
+  return `#!${process.execPath}
+const fs = require('node:fs');
+const path = require('node:path');
+const { execFileSync } = require('node:child_process');
+const NAME = ${JSON.stringify(name)};
+const env = process.env;
+const log = env.TRON_RUN_DIR + '/fake-' + env.TRON_ROLE + '-' + env.TRON_TURN;
+fs.writeFileSync(log + '.argv', [path.basename(process.argv[1]), ...process.argv.slice(2)].join('\\n') + '\\n');
+fs.writeFileSync(log + '.env', Object.entries(env).map(([k, v]) => k + '=' + v).join('\\n') + '\\n');
+const prompt = fs.readFileSync(0, 'utf8');
+fs.writeFileSync(log + '.prompt', prompt);
+const home = env.HOME || '';
+const loggedIn =
+  NAME === 'claude'
+    ? Boolean(env.ANTHROPIC_API_KEY || env.ANTHROPIC_AUTH_TOKEN) ||
+      fs.existsSync(path.join(env.CLAUDE_CONFIG_DIR || path.join(home, '.claude'), '.credentials.json'))
+    : Boolean(env.OPENAI_API_KEY || env.CODEX_API_KEY) || fs.existsSync(path.join(env.CODEX_HOME || path.join(home, '.codex'), 'auth.json'));
+const COST = { builder: 0.0123, reviewer: 0.0045, architect: 0.002 }[env.TRON_ROLE];
+function claude(result, error) {
+  const usage = error
+    ? { input_tokens: 0, cache_creation_input_tokens: 0, cache_read_input_tokens: 0, output_tokens: 0 }
+    : { input_tokens: 1200, cache_creation_input_tokens: 0, cache_read_input_tokens: 300, output_tokens: 40 };
+  const modelUsage = error ? {} : { 'claude-sonnet-4-5': { inputTokens: 1200, outputTokens: 40, cacheReadInputTokens: 300, cacheCreationInputTokens: 0, costUSD: COST } };
+  console.log(JSON.stringify({ type: 'result', subtype: 'success', is_error: error, duration_ms: 12, num_turns: 1, result, session_id: 's', total_cost_usd: error ? 0 : COST, usage, modelUsage, permission_denials: [] }));
+  process.exit(error ? 1 : 0);
+}
+function codex(text, error) {
+  const say = (e) => console.log(JSON.stringify(e));
+  say({ type: 'thread.started', thread_id: 't' });
+  say({ type: 'turn.started' });
+  if (error) {
+    say({ type: 'error', message: 'Reconnecting... 1/5 (' + error + ')' });
+    say({ type: 'turn.failed', error: { message: error } });
+    console.error('2026-11-30T09:47:56Z ERROR codex_api::endpoint::responses_websocket: failed to connect to Responses WebSocket');
+    process.exit(1);
+  }
+  say({ type: 'item.completed', item: { id: 'item_0', type: 'agent_message', text } });
+  say({ type: 'turn.completed', usage: { input_tokens: 1000, cached_input_tokens: 400, output_tokens: 50, reasoning_output_tokens: 10 } });
+  process.exit(0);
+}
+const fail = (message) => (NAME === 'claude' ? claude(message, true) : codex('', message));
+const reply = (text) => (NAME === 'claude' ? claude(text, false) : codex(text));
+(async () => {
+  if (!loggedIn) fail(NAME === 'claude' ? 'Not logged in · Please run /login' : 'unexpected status 401 Unauthorized: Missing bearer or basic authentication in header, url: https://api.openai.com/v1/responses');
+  if (NAME === 'claude' && env.ANTHROPIC_BASE_URL) {
+    try {
+      await fetch(env.ANTHROPIC_BASE_URL + '/v1/messages', {
+        method: 'POST',
+        headers: { authorization: 'Bearer ' + (env.ANTHROPIC_AUTH_TOKEN || ''), 'x-api-key': env.ANTHROPIC_API_KEY || '' },
+        body: JSON.stringify({ role: env.TRON_ROLE, turn: env.TRON_TURN }),
+      });
+    } catch {
+      fail('API Error: Unable to connect to API (ConnectionRefused)');
+    }
+  }
+  if (/^# Build block/m.test(prompt)) {
+    fs.writeFileSync('README.md', ${JSON.stringify(README)});
+    execFileSync('git', ['add', 'README.md']);
+    execFileSync('git', ['commit', '-q', '-m', 'Document the tests']);
+    reply('Added a Running the tests section to README.md.\\n>>DONE');
+  } else if (/^# Evidence for block/m.test(prompt)) reply('>>CONFIRMED ' + ${JSON.stringify(EVIDENCE)});
+  else if (/^# Review block/m.test(prompt)) reply('The section is there and names the command.\\n>>APPROVE');
+  else reply('>>PAGE {"reason":"the fake agent has no answer for this prompt"}');
+})();
 `;
+}
 
-/** A folder holding an executable fake named `name`, to put first on PATH. */
-function fakeBin(name: string): string {
+/** A folder holding an executable fake `claude` or `codex`, to put first on PATH. */
+function fakeBin(name: 'claude' | 'codex'): string {
   const dir = mkdtempSync(join(tmpdir(), 'tron-fake-bin-'));
   cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
-  writeFileSync(join(dir, name), FAKE_AGENT);
+  writeFileSync(join(dir, name), fakeCliSource(name));
   chmodSync(join(dir, name), 0o755);
   return dir;
+}
+
+/** An empty HOME, or one holding the given files (a CLI's login). */
+function homeWith(files: Record<string, string> = {}): string {
+  const dir = mkdtempSync(join(tmpdir(), 'tron-home-'));
+  cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
+  for (const [path, text] of Object.entries(files)) {
+    mkdirSync(dirname(join(dir, path)), { recursive: true });
+    writeFileSync(join(dir, path), text);
+  }
+  return dir;
+}
+
+/** A gateway on 127.0.0.1 that records what reaches it and answers 200. */
+async function gateway(): Promise<{ url: string; seen: Array<{ authorization?: string; body: string }>; close: () => Promise<void> }> {
+  const seen: Array<{ authorization?: string; body: string }> = [];
+  const server = createServer((req, res) => {
+    let body = '';
+    req.on('data', (c: Buffer) => (body += c.toString()));
+    req.on('end', () => {
+      seen.push({ authorization: req.headers.authorization, body });
+      res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  const close = () => new Promise<void>((resolve) => server.close(() => resolve()));
+  cleanups.push(close);
+  return { url: `http://127.0.0.1:${port}`, seen, close };
 }
 
 /** PATH without any folder that holds `name`, so the CLI is absent whatever this machine has installed. */
@@ -91,6 +184,8 @@ function pathWithout(name: string): string {
 
 const lines = (file: string) => readFileSync(file, 'utf8').trimEnd().split('\n');
 const KEYS = { ANTHROPIC_API_KEY: 'sk-ant-fake', OPENAI_API_KEY: 'sk-openai-fake' };
+const envOf = (runDir: string, role: string, turn: number) =>
+  Object.fromEntries(lines(join(runDir, `fake-${role}-${turn}.env`)).map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]));
 
 describe('tron init presets under tron start', () => {
   it.each([
@@ -121,8 +216,170 @@ describe('tron init presets under tron start', () => {
       expect(env).toContain(`${passed}=${KEYS[passed]}`);
       expect(env).not.toContain(withheld);
       expect(env).toContain('TRON_ROLE=builder');
+      // The reply came out of the CLI's structured output, not its raw stdout.
+      const replies = ofType(run.events, 'reply.received').map((e) => e.reply);
+      expect(replies).toEqual([
+        'Added a Running the tests section to README.md.\n>>DONE',
+        `>>CONFIRMED ${EVIDENCE}`,
+        'The section is there and names the command.\n>>APPROVE',
+      ]);
     },
   );
+
+  it('records the usage and cost Claude Code reports on every turn, and the report totals them per block, role and run', async () => {
+    const repo = await initialised('claude');
+    const run = await runTron(repo, { env: { PATH: `${fakeBin('claude')}${delimiter}${process.env.PATH}`, ...KEYS } });
+
+    expect(run.exit).toBe(0);
+    const usage = ofType(run.events, 'usage.recorded');
+    expect(usage.map((e) => [e.role, e.turn, e.model, e.input_tokens, e.cached_tokens, e.output_tokens, e.cost_usd, e.priced_by])).toEqual([
+      ['builder', 1, 'claude-sonnet-4-5', 1200, 300, 40, 0.0123, 'worker'],
+      ['builder', 2, 'claude-sonnet-4-5', 1200, 300, 40, 0.0123, 'worker'],
+      ['reviewer', 1, 'claude-sonnet-4-5', 1200, 300, 40, 0.0045, 'worker'],
+    ]);
+    const stats = runStats(run.events);
+    for (const block of stats.blocks) {
+      let sum = 0;
+      for (const e of usage) if (e.block === block.id) sum += e.cost_usd ?? 0;
+      expect(block.spend.costUsd).toBe(sum);
+    }
+    expect(stats.blocks.find((b) => b.id === 'example')!.spend).toMatchObject({ tokens: 3 * 1540, unpricedTokens: 0 });
+    expect(stats.spendByRole.builder!.costUsd).toBe(0.0123 + 0.0123);
+    expect(stats.spend.costUsd).toBe(0.0123 + 0.0123 + 0.0045);
+    const report = readRunFile(run.runDir, 'report.md');
+    expect(report).toContain('- spend: $0.0291 (4,620 tokens); input 3,600, cached 900, output 120');
+    expect(report).toMatch(/^\| example \| landed \|.* \| \$0\.0291 \(4,620 tokens\) \|$/m);
+    const json: string[] = [];
+    await reportCommand({ repo: repo.dir, run: run.runDir, json: true, print: (l) => json.push(l) });
+    expect(JSON.parse(json.join('\n')).blocks[0].spend.costUsd).toBe(stats.blocks[0]!.spend.costUsd);
+  });
+
+  it('prices Codex tokens from [prices] when Codex reports tokens but no cost', async () => {
+    const repo = await initialised('codex');
+    const file = join(repo.dir, '.tron/config.toml');
+    writeFileSync(file, `${readFileSync(file, 'utf8')}\n[prices.codex]\ninput = 1.25\ncached = 0.125\noutput = 10\n`);
+    await repo.commitAll('Price codex');
+    const run = await runTron(repo, { env: { PATH: `${fakeBin('codex')}${delimiter}${process.env.PATH}`, ...KEYS } });
+
+    expect(run.exit).toBe(0);
+    const usage = ofType(run.events, 'usage.recorded');
+    const cost = (600 * 1.25 + 400 * 0.125 + 50 * 10) / 1e6;
+    expect(usage.map((e) => [e.model, e.input_tokens, e.cached_tokens, e.output_tokens, e.cost_usd, e.priced_by])).toEqual(
+      Array(3).fill(['codex', 600, 400, 50, cost, 'prices']),
+    );
+    expect(runStats(run.events).blocks[0]!.spend.costUsd).toBe(cost + cost + cost);
+  });
+
+  it('passes an exported ANTHROPIC_BASE_URL and ANTHROPIC_AUTH_TOKEN to Claude Code with the preset unchanged, and nothing unset', async () => {
+    const repo = await initialised('claude');
+    const presetBefore = readFileSync(join(repo.dir, '.tron/config.toml'), 'utf8');
+    const gw = await gateway();
+    const run = await runTron(repo, {
+      env: {
+        PATH: `${fakeBin('claude')}${delimiter}${process.env.PATH}`,
+        HOME: homeWith(),
+        ANTHROPIC_BASE_URL: gw.url,
+        ANTHROPIC_AUTH_TOKEN: 'gateway-token',
+        HTTPS_PROXY: 'http://proxy.invalid:3128',
+        OPENAI_API_KEY: 'not-for-claude',
+        TRON_CRASH_AFTER_EVENT: '',
+      },
+    });
+
+    expect(run.exit).toBe(0);
+    expect(readFileSync(join(repo.dir, '.tron/config.toml'), 'utf8')).toBe(presetBefore);
+    for (const [role, turn] of [
+      ['builder', 1],
+      ['builder', 2],
+      ['reviewer', 1],
+    ] as const) {
+      const env = envOf(run.runDir, role, turn);
+      expect(env).toMatchObject({
+        ANTHROPIC_BASE_URL: gw.url,
+        ANTHROPIC_AUTH_TOKEN: 'gateway-token',
+        HTTPS_PROXY: 'http://proxy.invalid:3128',
+      });
+      expect(Object.keys(env).filter((k) => /^(ANTHROPIC_API_KEY|ANTHROPIC_MODEL|OPENAI_API_KEY|TRON_CRASH_AFTER_EVENT)$/.test(k))).toEqual(
+        [],
+      );
+    }
+    // The CLI really went to the gateway, with the token, on every turn.
+    expect(gw.seen.map((r) => [r.authorization, JSON.parse(r.body).role])).toEqual([
+      ['Bearer gateway-token', 'builder'],
+      ['Bearer gateway-token', 'builder'],
+      ['Bearer gateway-token', 'reviewer'],
+    ]);
+  });
+
+  it.each([
+    ['claude', 'ANTHROPIC_API_KEY, ANTHROPIC_AUTH_TOKEN, CLAUDE_CODE_OAUTH_TOKEN', '~/.claude/.credentials.json', '/login'],
+    ['codex', 'OPENAI_API_KEY, CODEX_API_KEY', '~/.codex/auth.json', 'codex login'],
+  ] as const)(
+    'without a key or a %s login, tron start exits 2 with TRON_WORKER_AUTH naming both, before any turn',
+    async (preset, keys, file, login) => {
+      const repo = await initialised(preset);
+      const env = { PATH: `${fakeBin(preset)}${delimiter}${process.env.PATH}`, HOME: homeWith() };
+      const problem = { code: 'TRON_WORKER_AUTH', path: expect.stringMatching(/^\.tron\/config\.toml: workers\.\w+\.env$/) };
+      await expect(runTron(repo, { env })).rejects.toMatchObject({
+        problems: [
+          { ...problem, path: '.tron/config.toml: workers.builder.env', message: expect.stringContaining(`none of ${keys} reaches it`) },
+          problem,
+          problem,
+        ],
+      });
+      await expect(runTron(repo, { env })).rejects.toMatchObject({
+        problems: expect.arrayContaining([
+          expect.objectContaining({ message: expect.stringMatching(new RegExp(`no login at ${file}.*${login}`)) }),
+        ]),
+      });
+      expect(existsSync(join(repo.dir, '.tron', 'runs'))).toBe(false);
+    },
+  );
+
+  it.each([
+    ['claude', '.claude/.credentials.json'],
+    ['codex', '.codex/auth.json'],
+  ] as const)('with no key but the %s login file under HOME, the CLI runs and the block lands', async (preset, file) => {
+    const repo = await initialised(preset);
+    const run = await runTron(repo, {
+      env: { PATH: `${fakeBin(preset)}${delimiter}${process.env.PATH}`, HOME: homeWith({ [file]: '{}' }) },
+    });
+    expect(run.exit).toBe(0);
+    expect(ofType(run.events, 'block.landed').map((e) => e.block)).toEqual(['example']);
+  });
+
+  it("shows the CLI's own stdout error in the event, on the console and in the page, and pages at once when it repeats", async () => {
+    const repo = await initialised('claude');
+    const gw = await gateway();
+    await gw.close(); // a gateway that is down: the port refuses connections
+    const run = await runTron(repo, {
+      env: { PATH: `${fakeBin('claude')}${delimiter}${process.env.PATH}`, ...KEYS, ANTHROPIC_BASE_URL: gw.url },
+    });
+
+    expect(run.exit).toBe(3);
+    const said = 'API Error: Unable to connect to API (ConnectionRefused)';
+    const failed = ofType(run.events, 'reply.received');
+    expect(failed.map((e) => [e.ok, e.failure, e.cause, e.detail])).toEqual([
+      [false, 'exit', 'network', `exited with 1: ${said}`],
+      [false, 'exit', 'network', `exited with 1: ${said}`],
+    ]);
+    expect(JSON.parse(failed[0]!.stdout_tail!)).toMatchObject({ is_error: true, result: said });
+    expect(failed[0]!.stderr_tail).toBeUndefined();
+    const console = run.output.join('\n');
+    expect(console).toContain(`example: example.1.builder turn 1 — the turn failed (exit): exited with 1: ${said}`);
+    // The restate failed the same way: the operator is paged at once; the architect (the same CLI) is not asked.
+    expect(ofType(run.events, 'escalation.raised').map((e) => `${e.trouble}→${e.handler}`)).toEqual([
+      'turn_failed→restate',
+      'worker_unavailable→operator',
+    ]);
+    expect(ofType(run.events, 'block.dispatched').map((e) => e.kind)).toEqual(['build', 'restate']);
+    const page = ofType(run.events, 'page.sent')[0]!;
+    expect(page.reason).toContain(`the builder worker failed twice in a row (network): exited with 1: ${said}`);
+    expect(console).toContain(
+      `PAGE example (worker_unavailable): the builder worker failed twice in a row (network): exited with 1: ${said}`,
+    );
+    expect(readRunFile(run.runDir, 'pages.md')).toContain(said);
+  });
 
   it.each(['claude', 'codex'] as const)(
     'without %s installed, tron start exits 2 naming the command to fix, before anything runs',
@@ -186,7 +443,7 @@ describe('tron init presets under tron start', () => {
     expect(run.exit).toBe(0);
     expect(await repo.git('show', 'main:README.md')).toBe(README.trimEnd());
     expect(server.requests.every((r) => r.authorization === `Bearer ${KEYS.OPENAI_API_KEY}` && r.body.model === 'gpt-5.1')).toBe(true);
-    const tokens = ofType(run.events, 'worker.usage').map((e) => `${e.role} ${e.total_tokens}`);
+    const tokens = ofType(run.events, 'usage.recorded').map((e) => `${e.role} ${e.input_tokens + e.cached_tokens + e.output_tokens}`);
     expect(tokens).toEqual([...Array(4).fill('builder 50'), 'reviewer 50']);
   });
 });

@@ -2,6 +2,7 @@ import TOML from '@iarna/toml';
 import { describe, expect, it } from 'vitest';
 import { WORKER_ROLES } from '../core/roles.ts';
 import { isPresetName, PRESET_NAMES, WORKER_PRESETS } from './presets.ts';
+import { envEntryMatches } from './env.ts';
 import { workerSettings, type CommandSettings, type WorkerSettings } from './settings.ts';
 
 function tables(name: (typeof PRESET_NAMES)[number]): Record<string, WorkerSettings> {
@@ -51,13 +52,37 @@ describe('worker presets', () => {
 
   it('codex keeps reviewer and architect in the read-only sandbox', () => {
     expect(command('codex', 'builder')).not.toContain('read-only');
-    for (const role of ['reviewer', 'architect']) expect(command('codex', role)).toEqual(['codex', 'exec', '--sandbox', 'read-only', '-']);
+    for (const role of ['reviewer', 'architect'])
+      expect(command('codex', role)).toEqual(['codex', 'exec', '--json', '--sandbox', 'read-only', '-']);
   });
 
-  it('command presets pass through the variable their CLI reads its key from', () => {
+  it('command presets pass through what their CLI reads for its key, endpoint and network, and nothing of tron', () => {
+    const passes = (name: 'claude' | 'codex', variable: string) =>
+      WORKER_ROLES.every((role) => (tables(name)[role] as CommandSettings).env.some((entry) => envEntryMatches(entry, variable)));
+    for (const v of ['ANTHROPIC_API_KEY', 'ANTHROPIC_AUTH_TOKEN', 'ANTHROPIC_BASE_URL', 'ANTHROPIC_MODEL', 'CLAUDE_CODE_USE_BEDROCK']) {
+      expect(passes('claude', v), v).toBe(true);
+    }
+    for (const v of ['CLAUDE_CODE_USE_VERTEX', 'CLAUDE_CODE_OAUTH_TOKEN', 'CLAUDE_CONFIG_DIR', 'AWS_ACCESS_KEY_ID', 'CLOUD_ML_REGION']) {
+      expect(passes('claude', v), v).toBe(true);
+    }
+    for (const v of ['OPENAI_API_KEY', 'OPENAI_BASE_URL', 'CODEX_HOME', 'CODEX_API_KEY']) expect(passes('codex', v), v).toBe(true);
+    for (const name of ['claude', 'codex'] as const) {
+      for (const v of ['HTTPS_PROXY', 'HTTP_PROXY', 'NO_PROXY', 'SSL_CERT_FILE']) expect(passes(name, v), `${name} ${v}`).toBe(true);
+      for (const v of ['TRON_CRASH_AFTER_EVENT', 'TRON_ROLE', 'GITHUB_TOKEN']) expect(passes(name, v), `${name} ${v}`).toBe(false);
+    }
+    expect(passes('claude', 'OPENAI_API_KEY')).toBe(false);
+    expect(passes('codex', 'ANTHROPIC_API_KEY')).toBe(false);
+    // tron init writes the list with a comment saying what it is for.
+    for (const name of ['claude', 'codex'] as const)
+      expect(WORKER_PRESETS[name].toml).toMatch(/^# env: the variables passed on to the CLI/m);
+  });
+
+  it('command presets run their CLI in its structured output mode and read it', () => {
     for (const role of WORKER_ROLES) {
-      expect((tables('claude')[role] as CommandSettings).env).toEqual(['ANTHROPIC_API_KEY']);
-      expect((tables('codex')[role] as CommandSettings).env).toEqual(['OPENAI_API_KEY']);
+      expect(command('claude', role).slice(0, 4)).toEqual(['claude', '-p', '--output-format', 'json']);
+      expect((tables('claude')[role] as CommandSettings).output).toBe('claude-json');
+      expect(command('codex', role).slice(0, 3)).toEqual(['codex', 'exec', '--json']);
+      expect((tables('codex')[role] as CommandSettings).output).toBe('codex-jsonl');
     }
   });
 

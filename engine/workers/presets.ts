@@ -26,8 +26,8 @@ const PLACEHOLDERS = `# The prompt goes to the CLI on stdin. A CLI that only tak
 const openai = `# tron's built-in coding agent on the Chat Completions API: read, write, edit, list
 # and run tools inside the worker's checkout. Works with any OpenAI-compatible server:
 # point base_url at it and name the variable that holds its key.
-# (Codex-tuned models such as gpt-5.1-codex are served on the Responses API only, so
-# choose a model your endpoint offers on /chat/completions.)
+# Codex-tuned models such as gpt-5.1-codex are served on the Responses API only: add
+# api = "responses" to a table to use one there.
 [workers.builder]
 adapter = "openai"
 model = "gpt-5.1"
@@ -50,35 +50,67 @@ base_url = "https://api.openai.com/v1"
 api_key_env = "OPENAI_API_KEY"
 `;
 
+/** Proxies and certificates, read by both CLIs. */
+const NETWORK_ENV = `"HTTPS_PROXY", "HTTP_PROXY", "NO_PROXY", "https_proxy", "http_proxy", "no_proxy", "SSL_CERT_FILE"`;
+
+/** What Claude Code reads for its endpoint, login and network; written once per role. */
+const CLAUDE_ENV = `env = [
+  "ANTHROPIC_*", "CLAUDE_CODE_*", "CLAUDE_CONFIG_DIR",   # key or token, gateway (ANTHROPIC_BASE_URL), model, Bedrock/Vertex switches
+  "AWS_PROFILE", "AWS_REGION", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_BEARER_TOKEN_BEDROCK",
+  "CLOUD_ML_REGION", "GOOGLE_APPLICATION_CREDENTIALS",
+  ${NETWORK_ENV}, "NODE_EXTRA_CA_CERTS",
+]`;
+
+/** What Codex reads for its endpoint, login and network. */
+const CODEX_ENV = `env = [
+  "OPENAI_*", "CODEX_API_KEY", "CODEX_HOME", "CODEX_CA_CERTIFICATE",   # key, endpoint, where the login lives
+  ${NETWORK_ENV},
+]`;
+
+const ENV_COMMENT = `# env: the variables passed on to the CLI when they are set in tron's environment (names,
+# or patterns with *): its key or token, its endpoint (a gateway or a local server), its
+# model and provider switches, proxies and certificates. Nothing else of tron's
+# environment reaches a worker; unset variables stay unset.`;
+
 const claude = `# Claude Code in print mode (claude -p): it reads the prompt from stdin and prints
-# its answer to stdout. Log in once with \`claude\`, or set ANTHROPIC_API_KEY.
+# one JSON object (--output-format json) with its answer, its token usage and its cost,
+# which tron reads (output = "claude-json"); its own error text shows when a turn fails.
+# Log in once with \`claude\` (or \`claude setup-token\`), or set ANTHROPIC_API_KEY; to use a
+# gateway or a local Anthropic-compatible server, export ANTHROPIC_BASE_URL.
 ${PLACEHOLDERS}
+${ENV_COMMENT}
 
 # The builder may edit files (acceptEdits) and run commands (Bash): it must run tests
 # and commit on its branch. It works in its own worktree; tron checks trunk was not
 # touched. Narrow Bash to what your project needs, e.g. "Bash(git:*)" "Bash(npm test:*)".
 [workers.builder]
 adapter = "command"
-command = ["claude", "-p", "--permission-mode", "acceptEdits", "--allowedTools", "Bash"]
-env = ["ANTHROPIC_API_KEY"]
+command = ["claude", "-p", "--output-format", "json", "--permission-mode", "acceptEdits", "--allowedTools", "Bash"]
+output = "claude-json"
+${CLAUDE_ENV}
 
 # Reviewer and architect only read: read and search tools and read-only git commands are
 # allowed; edits are disallowed, and in print mode anything not allowed is refused.
 [workers.reviewer]
 adapter = "command"
-command = ["claude", "-p", "--disallowedTools", "Edit", "Write", "NotebookEdit", "--allowedTools", "Read", "Grep", "Glob", "Bash(git diff:*)", "Bash(git log:*)", "Bash(git show:*)"]
-env = ["ANTHROPIC_API_KEY"]
+command = ["claude", "-p", "--output-format", "json", "--disallowedTools", "Edit", "Write", "NotebookEdit", "--allowedTools", "Read", "Grep", "Glob", "Bash(git diff:*)", "Bash(git log:*)", "Bash(git show:*)"]
+output = "claude-json"
+${CLAUDE_ENV}
 
 [workers.architect]
 adapter = "command"
-command = ["claude", "-p", "--disallowedTools", "Edit", "Write", "NotebookEdit", "--allowedTools", "Read", "Grep", "Glob", "Bash(git diff:*)", "Bash(git log:*)", "Bash(git show:*)"]
-env = ["ANTHROPIC_API_KEY"]
+command = ["claude", "-p", "--output-format", "json", "--disallowedTools", "Edit", "Write", "NotebookEdit", "--allowedTools", "Read", "Grep", "Glob", "Bash(git diff:*)", "Bash(git log:*)", "Bash(git show:*)"]
+output = "claude-json"
+${CLAUDE_ENV}
 `;
 
 const codex = `# OpenAI Codex CLI, non-interactive (codex exec): "-" makes it read the prompt from
-# stdin; its final message goes to stdout, progress to stderr. Log in once with
-# \`codex login\`, or set OPENAI_API_KEY.
+# stdin; --json prints its events as JSON lines, from which tron reads the final
+# message, the token usage and the CLI's own error text (output = "codex-jsonl").
+# Log in once with \`codex login\`, or set OPENAI_API_KEY. Codex does not name its model
+# in its output: add "-m", "<model>" to command for [prices] to price its tokens.
 ${PLACEHOLDERS}
+${ENV_COMMENT}
 
 # The builder must commit on its branch. Codex's workspace-write sandbox keeps .git
 # read-only, and a tron worktree's git data lives in the main repository, outside the
@@ -86,19 +118,22 @@ ${PLACEHOLDERS}
 # tron checks trunk was not touched. Run tron in a container or VM for a hard wall.
 [workers.builder]
 adapter = "command"
-command = ["codex", "exec", "--sandbox", "danger-full-access", "-"]
-env = ["OPENAI_API_KEY"]
+command = ["codex", "exec", "--json", "--sandbox", "danger-full-access", "-"]
+output = "codex-jsonl"
+${CODEX_ENV}
 
 # Reviewer and architect only read: Codex's read-only sandbox.
 [workers.reviewer]
 adapter = "command"
-command = ["codex", "exec", "--sandbox", "read-only", "-"]
-env = ["OPENAI_API_KEY"]
+command = ["codex", "exec", "--json", "--sandbox", "read-only", "-"]
+output = "codex-jsonl"
+${CODEX_ENV}
 
 [workers.architect]
 adapter = "command"
-command = ["codex", "exec", "--sandbox", "read-only", "-"]
-env = ["OPENAI_API_KEY"]
+command = ["codex", "exec", "--json", "--sandbox", "read-only", "-"]
+output = "codex-jsonl"
+${CODEX_ENV}
 `;
 
 const sim = `# Scripted workers, for trying tron without a model. A script lists, per block and

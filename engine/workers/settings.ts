@@ -4,16 +4,26 @@
  */
 import { z } from 'zod';
 import { parseDuration } from '../core/duration.ts';
+import { ENV_ENTRY } from './env.ts';
 
 const duration = z.string().refine((s) => parseDuration(s) !== undefined, {
   message: 'a duration like "90s", "20m" or "1h"',
 });
+
+/** The stdout formats the command adapter reads (engine/workers/output.ts). */
+export const OUTPUT_FORMATS = ['text', 'claude-json', 'codex-jsonl'] as const;
+export type OutputFormat = (typeof OUTPUT_FORMATS)[number];
 
 export const openaiSettings = z.strictObject({
   adapter: z.literal('openai'),
   model: z.string().min(1),
   base_url: z.string().url().optional(),
   api_key_env: z.string().min(1).default('OPENAI_API_KEY'),
+  /**
+   * The wire format: `chat` (Chat Completions, the widest-supported; the default) or
+   * `responses` (the Responses API, where codex-family models are served).
+   */
+  api: z.enum(['chat', 'responses']).optional(),
   /** Model calls per turn before the turn fails. */
   max_steps: z.number().int().positive().default(40),
   max_tokens_per_turn: z.number().int().positive().optional(),
@@ -29,8 +39,18 @@ export const commandSettings = z.strictObject({
   adapter: z.literal('command'),
   /** argv; `{prompt}` or `{prompt_file}` in an element passes the prompt as an argument instead of stdin. */
   command: z.array(z.string()).min(1),
-  /** Variables passed through beyond the minimal base (PATH, HOME, LANG, TERM). */
-  env: z.array(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/)).default([]),
+  /**
+   * Variables passed through beyond the minimal base (PATH, HOME, LANG, TERM): names, or
+   * patterns with `*` (`"ANTHROPIC_*"`), which never match tron's own TRON_* variables.
+   */
+  env: z.array(z.string().regex(ENV_ENTRY, { message: 'a variable name, or a pattern such as "ANTHROPIC_*"' })).default([]),
+  /**
+   * How to read the CLI's stdout: `text` (the reply as printed), `claude-json` (Claude
+   * Code's `--output-format json`) or `codex-jsonl` (Codex's `exec --json`): the reply,
+   * the usage and cost, and the CLI's own error text are taken from the structured output.
+   * Absent: `text`.
+   */
+  output: z.enum(OUTPUT_FORMATS).optional(),
 });
 
 export const simSettings = z.strictObject({

@@ -41,6 +41,7 @@ import { TURN_KINDS } from '../core/roles.ts';
 import type { TurnObserver, TurnOutcome, TurnRequest, WorkerAdapter } from './adapter.ts';
 import type { SimSettings } from './settings.ts';
 import { parseDuration } from '../core/duration.ts';
+import { failureCause, lastMeaningfulLine } from './output.ts';
 
 const SimTurn = z.strictObject({
   /** Only for a turn of this kind; without it, the entry answers the next turn of any kind but a probe. */
@@ -67,6 +68,12 @@ const SimTurn = z.strictObject({
   hang: z.boolean().optional(),
   /** Fail the turn as a process that exited with this code. */
   exit: z.number().int().optional(),
+  /**
+   * What the failing process printed as its last words, as a CLI prints its own error
+   * ("Not logged in · Please run /login"): it ends the failure's detail, and names its
+   * cause (auth, network, quota) as the command adapter would.
+   */
+  stdout: z.string().optional(),
   /** The reply text; omitted: the honest default for the turn. */
   reply: z.string().optional(),
 });
@@ -202,7 +209,17 @@ async function perform(turn: SimTurn, request: TurnRequest, observer: TurnObserv
   }
   if (turn.hang) return silence(request, Date.now() - started);
   if (request.signal.aborted) return { ok: false, failure: 'aborted', detail: 'stopped' };
-  if (turn.exit !== undefined && turn.exit !== 0) return { ok: false, failure: 'exit', detail: `exited with ${turn.exit}` };
+  if (turn.exit !== undefined && turn.exit !== 0) {
+    const said = turn.stdout === undefined ? undefined : lastMeaningfulLine(turn.stdout);
+    const cause = said === undefined ? undefined : failureCause(said);
+    return {
+      ok: false,
+      failure: 'exit',
+      detail: said ? `exited with ${turn.exit}: ${said}` : `exited with ${turn.exit}`,
+      ...(turn.stdout !== undefined ? { output: turn.stdout } : {}),
+      ...(cause ? { cause } : {}),
+    };
+  }
   return { ok: true, reply: turn.reply ?? (request.kind === 'restate' ? restateDefault(request) : defaultReply(request)) };
 }
 

@@ -291,3 +291,104 @@ describe('the truth gate', () => {
     expect(out.find((x) => x.type === 'block.dispatched')).toMatchObject({ kind: 'challenge', sha: sha(3) });
   });
 });
+
+describe('a worker that fails the same way twice', () => {
+  const failed = (block: string, turn: number, cause?: 'auth' | 'network', role: 'builder' | 'reviewer' = 'builder') =>
+    ({
+      type: 'reply.received',
+      block,
+      role,
+      session: `${block}.1.${role}`,
+      turn,
+      ok: false,
+      failure: 'exit',
+      detail: cause === 'auth' ? 'exited with 1: Not logged in · Please run /login' : 'exited with 1: API Error: Unable to connect to API',
+      ...(cause ? { cause } : {}),
+    }) as EventBody;
+  const types = (ds: EventBody[]) => ds.map((x) => (x.type === 'escalation.raised' ? `${x.type} ${x.trouble}→${x.handler}` : x.type));
+
+  it('pages the operator at once with the reason, without the architect, and starts no other block', () => {
+    const d = new Driver();
+    d.boot([{ id: 'a' }, { id: 'b' }], 1);
+    d.feed({ type: 'worktree.ready', block: 'a', attempt: 1, base: sha(1), path: 'a' });
+    expect(types(d.feed(failed('a', 1, 'auth')))).toEqual(['reply.refused', 'escalation.raised turn_failed→restate', 'block.dispatched']);
+    const second = d.feed(failed('a', 2, 'auth'));
+    expect(types(second)).toEqual(['reply.refused', 'worker.unavailable', 'escalation.raised worker_unavailable→operator', 'block.parked']);
+    expect(second.find((x) => x.type === 'escalation.raised')).toMatchObject({
+      detail: expect.stringContaining('the builder worker failed twice in a row (auth): exited with 1: Not logged in · Please run /login'),
+    });
+    // The slot a freed is not given to b: b would fail the same way.
+    expect(requested(second)).toEqual([]);
+    const end = d.feed({ type: 'page.sent', block: 'a', page: 'a#1', reason: 'r' });
+    expect(end).toEqual([expect.objectContaining({ type: 'run.finished', exit: 3, parked: ['a', 'b'] })]);
+  });
+
+  it('holds a turn of the unavailable worker and issues it unchanged once the operator answers', () => {
+    const d = new Driver();
+    d.boot([{ id: 'a' }, { id: 'b' }], 2, true);
+    d.feed({ type: 'worktree.ready', block: 'a', attempt: 1, base: sha(1), path: 'a' });
+    d.feed({ type: 'worktree.ready', block: 'b', attempt: 1, base: sha(1), path: 'b' });
+    d.feed(failed('a', 1, 'auth'));
+    d.feed(failed('a', 2, 'auth'));
+    // b's build turn was already running and answered; its challenge is for the same builder worker.
+    d.feed({ type: 'reply.received', block: 'b', role: 'builder', session: 'b.1.builder', turn: 1, ok: true, reply: '>>DONE' });
+    const facts = d.feed({
+      type: 'facts.observed',
+      block: 'b',
+      purpose: 'gate',
+      base: sha(1),
+      head: sha(3),
+      commits: 1,
+      trunk_sha: sha(1),
+      main_status: '',
+      clean: true,
+      status: '',
+      tests: { exit: 0, timed_out: false, log: 'l', tail: '' },
+      patch_id: 'p',
+      fast_forward: true,
+    });
+    const held = facts.find((x) => x.type === 'turn.held');
+    expect(held).toMatchObject({ block: 'b', role: 'builder', kind: 'challenge', sha: sha(3), turn: 2 });
+    expect(facts.some((x) => x.type === 'block.dispatched')).toBe(false);
+    expect(d.state.blocks.get('b')!.waiting.on).toBe('worker');
+
+    const answered = d.feed({
+      type: 'operator.answered',
+      block: 'a',
+      word: 'RETRY',
+      payload: { guidance: 'logged in again' },
+      file: 'f',
+      trunk_sha: sha(1),
+    });
+    const { type: _type, ...turn } = held as Extract<EventBody, { type: 'turn.held' }>;
+    expect(answered).toContainEqual({ ...turn, type: 'block.dispatched' });
+    expect(requested(answered)).toEqual(['a']);
+    expect(d.state.workers.builder?.held).toBeUndefined();
+  });
+
+  it('climbs the usual row when the causes differ or none is named', () => {
+    const d = new Driver();
+    d.boot([{ id: 'a' }], 1);
+    d.feed({ type: 'worktree.ready', block: 'a', attempt: 1, base: sha(1), path: 'a' });
+    d.feed(failed('a', 1, 'auth'));
+    expect(types(d.feed(failed('a', 2, 'network')))).toEqual(['reply.refused', 'escalation.raised turn_failed→operator', 'block.parked']);
+    expect(d.state.workers.builder).toEqual({ cause: 'network', streak: 1 });
+    const e = new Driver();
+    e.boot([{ id: 'a' }], 1);
+    e.feed({ type: 'worktree.ready', block: 'a', attempt: 1, base: sha(1), path: 'a' });
+    e.feed(failed('a', 1));
+    expect(types(e.feed(failed('a', 2)))).not.toContain('worker.unavailable');
+  });
+
+  it("counts turns across blocks: another block's failure with the same cause is the second", () => {
+    const d = new Driver();
+    d.boot([{ id: 'a' }, { id: 'b' }], 2);
+    d.feed({ type: 'worktree.ready', block: 'a', attempt: 1, base: sha(1), path: 'a' });
+    d.feed({ type: 'worktree.ready', block: 'b', attempt: 1, base: sha(1), path: 'b' });
+    d.feed(failed('a', 1, 'network'));
+    expect(types(d.feed(failed('b', 1, 'network')))).toContain('worker.unavailable');
+    // a's restate, already asked for, is answered; a reply resets the streak but not the hold.
+    d.feed({ type: 'reply.received', block: 'a', role: 'builder', session: 'a.1.builder', turn: 2, ok: true, reply: '>>DONE' });
+    expect(d.state.workers.builder).toEqual({ streak: 0, held: { cause: 'network', blocks: ['b'] } });
+  });
+});

@@ -2,7 +2,7 @@
 import type { BlockState, EngineState, PendingTurn, TurnKind } from '../state.ts';
 import type { BodyOf } from '../events.ts';
 import { ESCALATION, OUTCOMES, type Trouble } from '../../spine/spine.ts';
-import { EXPECT, releaseMerge, TERMINAL, type Step } from './step.ts';
+import { EXPECT, issue, releaseMerge, TERMINAL, type Step } from './step.ts';
 
 /**
  * Move a block along its ESCALATION row: the first handler, or the one after `after`,
@@ -19,8 +19,7 @@ export function escalate(step: Step, id: string, trouble: Trouble, detail: strin
       const pending = lastTurn(b);
       if (!pending) continue;
       step.emit({ type: 'escalation.raised', block: id, trouble, detail, handler });
-      step.emit({
-        type: 'block.dispatched',
+      issue(step, {
         block: id,
         role: pending.role,
         session: pending.session,
@@ -38,8 +37,7 @@ export function escalate(step: Step, id: string, trouble: Trouble, detail: strin
       if (!step.s.architect || b.architectCalls >= step.ctx.spine.budgets.architect) continue;
       releaseMerge(step, id);
       step.emit({ type: 'escalation.raised', block: id, trouble, detail, handler });
-      step.emit({
-        type: 'block.dispatched',
+      issue(step, {
         block: id,
         role: 'architect',
         session: `${id}.architect.${b.architectCalls + 1}`,

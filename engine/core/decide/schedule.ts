@@ -4,7 +4,7 @@
  * of the register, so its cost does not grow with the run.
  */
 import type { BlockState, EngineState } from '../state.ts';
-import { finishRun, TERMINAL, type Step } from './step.ts';
+import { finishRun, releaseHeld, TERMINAL, type Step } from './step.ts';
 
 /** After every input: fill free slots, hand out the MERGE lock, and end the run when settled. */
 export function schedule(step: Step): void {
@@ -16,8 +16,11 @@ export function schedule(step: Step): void {
     const gone = b.info.depends_on.find((d) => s.blocks.get(d)?.phase === 'abandoned');
     step.emit({ type: 'block.parked', block: id, reason: `it depends on ${gone}, which was abandoned` });
   }
-  // Free slots take ready blocks (dependencies landed), by priority then id.
-  while (step.s.index.active < step.s.maxParallel) {
+  // Turns held for a worker the operator has since answered about go out first.
+  releaseHeld(step);
+  // Free slots take ready blocks (dependencies landed), by priority then id — none while
+  // the builder's worker is unavailable: it would only fail the same way.
+  while (step.s.index.active < step.s.maxParallel && !step.s.workers.builder?.held) {
     const next = step.s.index.ready.first();
     if (!next) break;
     const b = step.block(next[1]);
@@ -51,7 +54,9 @@ export function settled(s: EngineState): boolean {
     const b = s.blocks.get(id)!;
     if (TERMINAL.has(b.phase) || b.phase === 'parked') return true;
     if (b.waiting.on === 'lock' && s.trunkHalt !== undefined) return true;
-    if (b.phase === 'pending') return stuck(s, b, new Set());
+    // A turn held for an unavailable worker waits for the operator, as a parked block does.
+    if (b.waiting.on === 'worker') return true;
+    if (b.phase === 'pending') return s.workers.builder?.held !== undefined || stuck(s, b, new Set());
     return false;
   });
 }

@@ -4,7 +4,7 @@
  * every concern shares. Pure, like everything under engine/core/.
  */
 import { apply, type BlockState, type EngineState, type PendingTurn, TERMINAL, type TurnKind } from '../state.ts';
-import type { EventBody, TronEvent } from '../events.ts';
+import type { BodyOf, EventBody, TronEvent } from '../events.ts';
 import type { Spine } from '../../spine/spine.ts';
 import type { Word } from '../../gateway/glossary.ts';
 
@@ -101,4 +101,25 @@ export function releaseMerge(step: Step, id: string): void {
 /** What a landed block's record keeps: the builder's own summary, or its title and landed sha. */
 export function wrapSummary(b: BlockState): string {
   return b.summary ?? `${b.info.title} (landed at ${b.landedSha?.slice(0, 12) ?? '?'})`;
+}
+
+/**
+ * Issues a worker turn — or, while that role's worker is unavailable (worker.unavailable,
+ * until the operator answers), holds it: the block is not sent into the same failure.
+ * Every turn the step starts goes through here.
+ */
+export function issue(step: Step, turn: Omit<BodyOf<'block.dispatched'>, 'type'>): void {
+  const role = turn.role as PendingTurn['role'];
+  if (step.s.workers[role]?.held) step.emit({ ...turn, role, type: 'turn.held' });
+  else step.emit({ ...turn, type: 'block.dispatched' });
+}
+
+/** Issues the held turns of every worker that is available again, unchanged. */
+export function releaseHeld(step: Step): void {
+  // Only the blocks holding a turn are looked at (s.heldTurns), never the whole register.
+  for (const id of step.s.heldTurns) {
+    const b = step.s.blocks.get(id)!;
+    if (b.waiting.on !== 'worker' || step.s.workers[b.waiting.held.role]?.held) continue;
+    step.emit({ ...b.waiting.held, type: 'block.dispatched' });
+  }
 }

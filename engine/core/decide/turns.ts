@@ -5,7 +5,7 @@ import { parseReply, type Reply } from '../../gateway/parse.ts';
 import { deriveFacts, evidenceProblem } from '../facts.ts';
 import type { Trouble } from '../../spine/spine.ts';
 import type { PayloadOf, Word } from '../../gateway/glossary.ts';
-import { EXPECT, sessionOf, type Step } from './step.ts';
+import { EXPECT, issue, sessionOf, type Step } from './step.ts';
 import { afterGateFailure, expectations } from './gate.ts';
 import { abandon, escalate, retry } from './escalate.ts';
 
@@ -14,8 +14,7 @@ export function dispatch(step: Step, id: string, kind: Exclude<TurnKind, 'restat
   const b = step.block(id);
   const role = kind === 'review' ? 'reviewer' : 'builder';
   const session = sessionOf(b, role);
-  step.emit({
-    type: 'block.dispatched',
+  issue(step, {
     block: id,
     role,
     session,
@@ -35,6 +34,14 @@ export function onReply(step: Step, e: BodyOf<'reply.received'>): void {
   if (!e.ok) {
     const message = `the turn failed (${e.failure ?? 'unknown'}): ${e.detail ?? ''}`.trim();
     step.emit({ type: 'reply.refused', block: b.id, session: e.session, turn: e.turn, kind: 'turn_failed', message });
+    const health = step.s.workers[pending.role];
+    if (e.cause && health && health.cause === e.cause && health.streak >= 2) {
+      // The worker failed the way its previous turn failed: the worker is down, not the block.
+      const detail = `the ${pending.role} worker failed twice in a row (${e.cause}): ${e.detail ?? e.failure ?? ''}`.trim();
+      step.emit({ type: 'worker.unavailable', block: b.id, role: pending.role, cause: e.cause, detail });
+      escalate(step, b.id, 'worker_unavailable', `${detail}; no ${pending.role} turn starts until you answer`);
+      return;
+    }
     troubleWithReply(step, b.id, pending, 'turn_failed', message);
     return;
   }

@@ -91,8 +91,11 @@ function openaiTable(role: string, server: ModelServer, extra = ''): string {
   return `[workers.${role}]\nadapter = "openai"\nmodel = "${role}-model"\nbase_url = "${server.url}"\napi_key_env = "${KEY_ENV}"\n${extra}`;
 }
 
-async function project(workers: string): Promise<TestRepo> {
-  const repo = await makeProject({ blocks: { greet: { title: 'A greeting', criteria: [CRITERION] } }, config: configFile({ workers }) });
+async function project(workers: string, extra = ''): Promise<TestRepo> {
+  const repo = await makeProject({
+    blocks: { greet: { title: 'A greeting', criteria: [CRITERION] } },
+    config: configFile({ workers, extra }),
+  });
   repos.push(repo);
   return repo;
 }
@@ -151,7 +154,9 @@ describe('the openai worker under tron start', () => {
       { status: 429, retryAfter: '0', message: 'slow down' },
       { status: 503, retryAfter: '0', message: 'overloaded' },
     ]);
-    const repo = await project(`${openaiTable('builder', server)}\n${openaiTable('reviewer', server)}`);
+    // The builder's model has a price; the reviewer's has none, so its tokens stay unpriced.
+    const prices = '\n[prices."builder-model"]\ninput = 2.0\noutput = 8.0\n';
+    const repo = await project(`${openaiTable('builder', server)}\n${openaiTable('reviewer', server)}`, prices);
 
     const run = await runTron(repo, { env: { [KEY_ENV]: KEY } });
 
@@ -170,11 +175,19 @@ describe('the openai worker under tron start', () => {
     const approve = ofType(run.events, 'reply.accepted').find((e) => e.word === 'APPROVE')!;
     expect(approve.payload.notes).toContain('greet.js');
 
-    const usages = ofType(run.events, 'worker.usage');
+    const usages = ofType(run.events, 'usage.recorded');
     expect(usages.every((e) => e.block === 'greet')).toBe(true);
-    const total = (role: string) => usages.filter((e) => e.role === role).reduce((sum, e) => sum + e.total_tokens, 0);
-    expect(usages.filter((e) => e.role === 'builder').map((e) => e.model)).toEqual(Array(5).fill('builder-model'));
-    expect(usages.filter((e) => e.role === 'reviewer').map((e) => e.prompt_tokens)).toEqual([0, 0, 0]);
+    const total = (role: string) =>
+      usages.filter((e) => e.role === role).reduce((sum, e) => sum + e.input_tokens + e.cached_tokens + e.output_tokens, 0);
+    const builderUsage = usages.filter((e) => e.role === 'builder');
+    expect(builderUsage.map((e) => e.model)).toEqual(Array(5).fill('builder-model'));
+    expect(builderUsage.map((e) => e.turn)).toEqual([1, 1, 1, 1, 2]);
+    // 90 input tokens at $2 and 10 output tokens at $8 per million, priced from [prices].
+    expect(builderUsage.map((e) => [e.input_tokens, e.output_tokens, e.cost_usd, e.priced_by])).toEqual(
+      Array(5).fill([90, 10, (90 * 2 + 10 * 8) / 1e6, 'prices']),
+    );
+    const reviewerUsage = usages.filter((e) => e.role === 'reviewer');
+    expect(reviewerUsage.map((e) => [e.input_tokens, e.output_tokens, e.cost_usd])).toEqual(Array(3).fill([0, 10, undefined]));
     expect([total('builder'), total('reviewer')]).toEqual([500, 30]);
 
     const retries = ofType(run.events, 'worker.retry');
@@ -220,11 +233,107 @@ describe('the openai worker under tron start', () => {
     expect(server.requests.map((r) => turnOf(r).kind)).toEqual(['build', 'build', 'restate', 'restate']);
     const asked = (server.requests[2]!.body.messages as Array<{ role: string; content: string }>).filter((m) => m.role === 'user');
     expect(asked.map((m) => m.content.match(/^# .*/m)![0])).toEqual(['# Build block `greet`: A greeting', '# Restate your last reply']);
-    expect(ofType(run.events, 'worker.usage').filter((e) => e.role === 'builder')).toHaveLength(4);
+    expect(ofType(run.events, 'usage.recorded').filter((e) => e.role === 'builder')).toHaveLength(4);
 
     expect(ofType(run.events, 'block.landed')).toEqual([]);
     expect(await repo.git('for-each-ref', 'refs/tron/landed/')).toBe('');
     expect(await repo.git('rev-parse', 'main')).toBe(trunkBefore);
     expect(readRunFile(run.runDir, 'transcript.md')).toContain('(turn failed: step_cap)');
+  });
+});
+
+describe('the openai worker over the Responses API (api = "responses")', () => {
+  it('builds with its tools, confirms, is reviewed read-only, retries, records usage, and lands', async () => {
+    const server = await modelServer([{ status: 429, retryAfter: '0', message: 'slow down' }]);
+    const prices = '\n[prices."builder-model"]\ninput = 2.0\ncached = 0.5\noutput = 8.0\n';
+    const responses = (role: string) => openaiTable(role, server, 'api = "responses"\n');
+    const repo = await project(`${responses('builder')}\n${responses('reviewer')}`, prices);
+
+    const run = await runTron(repo, { env: { [KEY_ENV]: KEY } });
+
+    expect(run.exit).toBe(0);
+    expect(ofType(run.events, 'block.landed').map((e) => e.block)).toEqual(['greet']);
+    expect(await repo.git('show', 'main:greet.js')).toBe(MODULE.trimEnd());
+    expect(await repo.git('show', 'main:tests/greet.test.js')).toBe(TEST.trimEnd());
+    expect(await repo.git('log', '-1', '--format=%s', 'main')).toBe('Add greet');
+
+    // Every call went to /v1/responses, in its wire format: instructions, input items, flat function tools, no server state.
+    expect(server.requests.every((r) => r.path === '/v1/responses' && r.authorization === `Bearer ${KEY}`)).toBe(true);
+    const builder = requestsOf(server, 'builder-model');
+    expect(builder.map((r) => turnOf(r).kind)).toEqual(['build', 'build', 'build', 'build', 'build', 'challenge']);
+    expect(builder[0]!.body).toMatchObject({ store: false, instructions: expect.stringContaining('You are the builder.') });
+    expect(builder[0]!.body.messages).toBeUndefined();
+    const tools = builder[0]!.body.tools as Array<{ type: string; name: string; parameters: unknown }>;
+    expect(tools.map((t) => t.name).sort()).toEqual(['edit_file', 'list_dir', 'read_file', 'run', 'search', 'write_file']);
+    expect(tools.every((t) => t.type === 'function' && typeof t.parameters === 'object')).toBe(true);
+    // The tools ran and their results went back as function_call_output items, by call id.
+    const input = builder[3]!.body.input as Array<{ type?: string; call_id?: string; output?: string; name?: string }>;
+    expect(input.filter((i) => i.type === 'function_call').map((i) => [i.call_id, i.name])).toEqual([
+      ['w-module', 'write_file'],
+      ['w-test', 'write_file'],
+      ['r-test', 'run'],
+    ]);
+    const outputs = Object.fromEntries(input.filter((i) => i.type === 'function_call_output').map((i) => [i.call_id, i.output]));
+    expect(outputs['w-module']).toMatch(/^wrote greet\.js/);
+    expect(outputs['r-test']).toMatch(/^\$ \["node","test\.js"\]\nexit code 0/);
+    // The challenge continued the same conversation.
+    expect(turnOf(builder[5]!).role).toBe('builder');
+    expect((builder[5]!.body.input as Array<{ role?: string }>).filter((i) => i.role === 'user')).toHaveLength(2);
+
+    // Confinement holds on this wire too: the reviewer's write was refused in its result.
+    const reviewer = requestsOf(server, 'reviewer-model');
+    expect((reviewer[0]!.body.tools as Array<{ name: string }>).map((t) => t.name).sort()).toEqual([
+      'list_dir',
+      'read_file',
+      'run',
+      'search',
+    ]);
+    expect(turnOf(reviewer[2]!).results['rv-write']).toBe('error: write_file is not available to the reviewer: reviewers are read-only');
+    expect(ofType(run.events, 'reply.accepted').find((e) => e.word === 'APPROVE')!.payload.notes).toContain('greet.js');
+
+    expect(ofType(run.events, 'worker.retry').map((e) => [e.role, e.attempt, e.status])).toEqual([['builder', 1, 429]]);
+    const usage = ofType(run.events, 'usage.recorded');
+    expect(usage.filter((e) => e.role === 'builder').map((e) => [e.model, e.input_tokens, e.output_tokens, e.cost_usd])).toEqual(
+      Array(5).fill(['builder-model', 90, 10, (90 * 2 + 10 * 8) / 1e6]),
+    );
+    expect(usage.filter((e) => e.role === 'reviewer')).toHaveLength(3);
+    expect(renderReport(run.events)).toMatch(
+      /\| greet \| landed \|.*\| builder 500, reviewer 30 \| \$0\.0013 \(530 tokens, 30 unpriced\) \|/,
+    );
+  });
+
+  it('splits cached input tokens from the rest, as the Responses API reports them', async () => {
+    const server = await startModelServer((request) => {
+      const view = turnOf(request);
+      const usage = { prompt_tokens: 1000, completion_tokens: 20, total_tokens: 1020, prompt_tokens_details: { cached_tokens: 600 } };
+      if (view.kind === 'build' && view.step === 0)
+        return {
+          usage,
+          tool_calls: [toolCall('run', { shell: `printf '%s' '${MODULE}' > greet.js && git add -A && git commit -q -m "Add greet"` })],
+        };
+      if (view.kind === 'build') return { usage, content: '>>DONE' };
+      return { usage, content: `>>CONFIRMED ${JSON.stringify({ evidence: { c1: 'greet.js' } })}` };
+    });
+    servers.push(server);
+    const repo = await project(`${openaiTable('builder', server, 'api = "responses"\n')}\n[workers.reviewer]\nadapter = "sim"\n`);
+
+    const run = await runTron(repo, { env: { [KEY_ENV]: KEY } });
+
+    expect(run.exit).toBe(0);
+    const usage = ofType(run.events, 'usage.recorded');
+    expect(usage.map((e) => [e.input_tokens, e.cached_tokens, e.output_tokens])).toEqual(Array(3).fill([400, 600, 20]));
+  });
+
+  it('fails at once, naming api = "responses", when the server has no Responses API', async () => {
+    const server = await startModelServer([{ status: 404, message: 'Not Found: /v1/responses' }]);
+    servers.push(server);
+    const repo = await project(`${openaiTable('builder', server, 'api = "responses"\n')}\n[workers.reviewer]\nadapter = "sim"\n`);
+
+    const run = await runTron(repo, { env: { [KEY_ENV]: KEY } });
+
+    expect(run.exit).toBe(3);
+    const failed = ofType(run.events, 'reply.received')[0]!;
+    expect(failed).toMatchObject({ ok: false, failure: 'api' });
+    expect(failed.detail).toContain('the server offers the Responses API (api = "responses"');
   });
 });

@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { startModelServer, toolCall, type ModelServer, type Script } from '../../testing/model-server.ts';
-import type { TurnObserver, TurnRequest } from '../adapter.ts';
+import type { TurnObserver, TurnRequest, Usage } from '../adapter.ts';
 import { createOpenAIWorker } from './agent.ts';
 import { BACKOFF_CAP_MS, RETRY_AFTER_CAP_MS, retryAfterMs, retryDelayMs } from './retry.ts';
 import { openaiSettings, type OpenAISettings } from '../settings.ts';
@@ -34,7 +34,7 @@ const usage = (total: number) => ({ prompt_tokens: total - 5, completion_tokens:
 
 interface Recorder extends TurnObserver {
   events: string[];
-  usages: { model: string; promptTokens: number; completionTokens: number; totalTokens: number }[];
+  usages: Usage[];
   retries: { attempt: number; status?: number; delayMs: number; error: string }[];
 }
 
@@ -103,8 +103,8 @@ describe('the openai worker', () => {
     const outcome = await worker.runTurn(turn(), observer);
     expect(outcome).toEqual({ ok: true, reply: 'All built.\n>>DONE {"summary": "hello"}' });
     expect(await readFile(path.join(worktree, 'hello.txt'), 'utf8')).toBe('hello world\n');
-    expect(observer.usages.map((u) => u.totalTokens)).toEqual([100, 150, 200]);
-    expect(observer.usages[0]).toEqual({ model: 'test-model', promptTokens: 95, completionTokens: 5, totalTokens: 100 });
+    expect(observer.usages.map((u) => u.inputTokens + u.cachedTokens + u.outputTokens)).toEqual([100, 150, 200]);
+    expect(observer.usages[0]).toEqual({ model: 'test-model', inputTokens: 95, cachedTokens: 0, outputTokens: 5 });
     expect(observer.events).toEqual(['spawned', 'exited 0']);
     const first = server!.requests[0]!.body;
     expect(first.model).toBe('test-model');

@@ -1,6 +1,6 @@
 /**
- * The built-in coding agent: a bounded reason–act loop on any OpenAI-compatible Chat
- * Completions server. One turn appends the prompt to the session's conversation, then
+ * The built-in coding agent: a bounded reason–act loop on any OpenAI-compatible server,
+ * over Chat Completions or, with `api = "responses"`, the Responses API (wire.ts). One turn appends the prompt to the session's conversation, then
  * alternates model calls and tool calls until the model answers without tools (the
  * reply), or a cap ends it: `max_steps` model calls or `max_tokens_per_turn` tokens
  * (failure `step_cap` — the turn's work budget, not an API fault), the turn's time
@@ -8,15 +8,12 @@
  * failure is a TurnOutcome the engine can record and escalate.
  */
 import OpenAI from 'openai';
-import type {
-  ChatCompletion,
-  ChatCompletionAssistantMessageParam,
-  ChatCompletionToolMessageParam,
-} from 'openai/resources/chat/completions';
+import type { ChatCompletionAssistantMessageParam, ChatCompletionToolMessageParam } from 'openai/resources/chat/completions';
 import { parseDuration } from '../../core/duration.ts';
-import type { TurnObserver, TurnOutcome, TurnRequest, WorkerAdapter } from '../adapter.ts';
+import type { FailureCause, TurnObserver, TurnOutcome, TurnRequest, WorkerAdapter } from '../adapter.ts';
 import { minimalEnv } from '../env.ts';
-import { classifyFailure, MalformedResponseError, retryDelayMs } from './retry.ts';
+import { classifyFailure, retryDelayMs } from './retry.ts';
+import { callWire, type ModelAnswer } from './wire.ts';
 import { systemMessage } from './system.ts';
 import { TurnBudget } from './turn.ts';
 import type { OpenAISettings } from '../settings.ts';
@@ -139,18 +136,12 @@ async function runOpenAITurn(
       const call = await callModel(client, settings, conversation, tools, budget, observer, deps, { table, keyName, baseURL });
       calling.delete(request.session);
       if (!call.ok) return call.outcome;
-      const completion = call.completion;
-      const usage = completion.usage;
-      tokens += usage?.total_tokens ?? 0;
-      observer.usage({
-        model: completion.model || settings.model,
-        promptTokens: usage?.prompt_tokens ?? 0,
-        completionTokens: usage?.completion_tokens ?? 0,
-        totalTokens: usage?.total_tokens ?? 0,
-      });
+      const answer = call.answer;
+      tokens += answer.usage.inputTokens + answer.usage.cachedTokens + answer.usage.outputTokens;
+      observer.usage(answer.usage);
 
-      const message = completion.choices[0]!.message;
-      const calls = message.tool_calls ?? [];
+      const message = { content: answer.content };
+      const calls = answer.toolCalls;
       const assistant: ChatCompletionAssistantMessageParam = { role: 'assistant', content: message.content ?? null };
       if (calls.length > 0) assistant.tool_calls = calls;
       conversation.messages.push(assistant);
@@ -206,7 +197,7 @@ async function runOpenAITurn(
   }
 }
 
-type Call = { ok: true; completion: ChatCompletion } | { ok: false; outcome: TurnOutcome };
+type Call = { ok: true; answer: ModelAnswer } | { ok: false; outcome: TurnOutcome };
 
 /** One model call, with the transient failures retried and reported; configuration faults fail fast. */
 async function callModel(
@@ -223,16 +214,8 @@ async function callModel(
     if (budget.ended) return { ok: false, outcome: budget.outcome() };
     let failure: ReturnType<typeof classifyFailure>;
     try {
-      const completion = await client.chat.completions.create(
-        {
-          model: settings.model,
-          messages: conversation.messages,
-          tools,
-          ...(settings.temperature !== undefined ? { temperature: settings.temperature } : {}),
-        },
-        { signal: budget.signal },
-      );
-      return { ok: true, completion: checkCompletion(completion) };
+      const answer = await callWire({ client, settings, messages: conversation.messages, tools, signal: budget.signal });
+      return { ok: true, answer };
     } catch (error) {
       if (budget.ended) return { ok: false, outcome: budget.outcome() };
       failure = classifyFailure(error, (deps.now ?? Date.now)());
@@ -248,6 +231,7 @@ async function callModel(
           outcome: fail(
             'api',
             `the model server refused the API key from $${where.keyName} (${failure.message}); set ${where.keyName} to a key valid for ${where.baseURL}, or fix ${where.table} api_key_env in .tron/config.toml`,
+            'auth',
           ),
         };
       case 'request':
@@ -255,7 +239,7 @@ async function callModel(
           ok: false,
           outcome: fail(
             'api',
-            `the model server rejected the request (${failure.message}); check model = ${JSON.stringify(settings.model)} and base_url = ${JSON.stringify(where.baseURL)} in ${where.table} of .tron/config.toml`,
+            `the model server rejected the request (${failure.message}); check model = ${JSON.stringify(settings.model)} and base_url = ${JSON.stringify(where.baseURL)} in ${where.table} of .tron/config.toml${settings.api === 'responses' ? ', and that the server offers the Responses API (api = "responses"; remove it for Chat Completions)' : ''}`,
           ),
         };
       case 'transient': {
@@ -266,6 +250,8 @@ async function callModel(
             outcome: fail(
               'api',
               `the model server at ${where.baseURL} kept failing${status}: ${failure.message}; gave up after ${settings.max_retries} retries (max_retries in ${where.table})`,
+              // Unreachable or failing (no answer, 5xx) is the endpoint; a 429 that never clears is the account.
+              failure.status === 429 ? 'quota' : 'network',
             ),
           };
         }
@@ -277,22 +263,12 @@ async function callModel(
   }
 }
 
-/** A 200 answer that is not a chat completion is treated as a garbled response, and retried. */
-function checkCompletion(value: unknown): ChatCompletion {
-  const completion = value as ChatCompletion;
-  if (typeof value !== 'object' || value === null || !Array.isArray(completion.choices)) {
-    throw new MalformedResponseError(`expected a chat completion, got ${JSON.stringify(value)?.slice(0, 200)}`);
-  }
-  if (!completion.choices[0]?.message) throw new MalformedResponseError('the completion has no message');
-  return completion;
-}
-
 function toolResult(id: string, content: string): ChatCompletionToolMessageParam {
   return { role: 'tool', tool_call_id: id, content };
 }
 
-function fail(failure: 'api' | 'crash' | 'step_cap', detail: string): TurnOutcome {
-  return { ok: false, failure, detail };
+function fail(failure: 'api' | 'crash' | 'step_cap', detail: string, cause?: FailureCause): TurnOutcome {
+  return { ok: false, failure, detail, ...(cause ? { cause } : {}) };
 }
 
 function describe(error: unknown): string {

@@ -1,7 +1,7 @@
 /**
  * Test helper for the end-to-end tests of the `openai` worker: how a scripted model
- * tells, from one Chat Completions request, which turn the engine asked for, which role
- * is asking, and how far into the turn it is. A real model reads the same things from
+ * tells, from one Chat Completions or Responses API request, which turn the engine asked
+ * for, which role is asking, and how far into the turn it is. A real model reads the same things from
  * the conversation; the script reads them from the prompts' headings (prompts/*.md).
  */
 import type { RecordedRequest } from '../../testing/model-server.ts';
@@ -28,11 +28,32 @@ const HEADINGS: Array<[RegExp, TurnKind]> = [
   [/^# Block `[^`]+` is stuck:/m, 'architect'],
 ];
 
-type Message = { role: string; content?: string | null; tool_call_id?: string };
+export type Message = { role: string; content?: string | null; tool_call_id?: string };
+
+/**
+ * A Responses API request's instructions and input items as the Chat Completions
+ * messages they stand for: one assistant message per model step (its text and function
+ * calls), one tool message per function_call_output.
+ */
+export function messagesOf(request: RecordedRequest): Message[] {
+  if (Array.isArray(request.body?.messages)) return request.body.messages;
+  const items: Array<Record<string, unknown>> = Array.isArray(request.body?.input) ? request.body.input : [];
+  const out: Message[] = [];
+  if (typeof request.body?.instructions === 'string') out.push({ role: 'system', content: request.body.instructions });
+  for (const item of items) {
+    if (item.type === 'function_call_output') out.push({ role: 'tool', tool_call_id: String(item.call_id), content: String(item.output) });
+    else if (item.type === 'function_call' || item.role === 'assistant') {
+      const last = out.at(-1);
+      if (last?.role === 'assistant') last.content = `${last.content ?? ''}${typeof item.content === 'string' ? item.content : ''}`;
+      else out.push({ role: 'assistant', content: typeof item.content === 'string' ? item.content : null });
+    } else if (item.role === 'user' || item.role === 'system') out.push({ role: String(item.role), content: String(item.content) });
+  }
+  return out;
+}
 
 /** Reads the turn a request belongs to. */
 export function turnOf(request: RecordedRequest): TurnView {
-  const messages: Message[] = request.body?.messages ?? [];
+  const messages: Message[] = messagesOf(request);
   const last = messages.findLastIndex((m) => m.role === 'user');
   const prompt = String(messages[last]?.content ?? '');
   const after = messages.slice(last + 1);

@@ -87,6 +87,14 @@ ${row(`# reissues = ${live.reissues}`, 'times a silent turn is issued again befo
 # input = 1.25
 # cached = 0.125
 # output = 10.0
+
+# Budgets stop a runaway block or run. A block past block_usd or block_tokens has its
+# running turn stopped and is parked for you with its spend (RETRY gives it a new budget
+# of the same size); past run_usd no new turn starts and the run ends with exit 3.
+# [budgets]
+# block_usd = 2.0
+# block_tokens = 2000000
+# run_usd = 20.0
 `;
 }
 

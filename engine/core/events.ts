@@ -73,6 +73,14 @@ export const EVENT_SCHEMAS = {
         .describe("the liveness numbers in force: the spine's, with config overrides"),
       watch: z.boolean(),
       pid: z.number().int(),
+      budgets: z
+        .strictObject({
+          block_usd: z.number().optional(),
+          block_tokens: z.number().int().optional(),
+          run_usd: z.number().optional(),
+        })
+        .optional()
+        .describe('the [budgets] in force; absent or empty: no limit'),
     })
     .describe('input: the engine started a run, holds the log, and observed trunk.'),
   'register.loaded': z
@@ -133,7 +141,7 @@ export const EVENT_SCHEMAS = {
     .describe('input: an effect failed in a way the engine cannot recover from in this run; decide ends the run with exit 1.'),
   'run.finished': z
     .strictObject({
-      reason: z.enum(['done', 'signal', 'error']),
+      reason: z.enum(['done', 'signal', 'error', 'budget']),
       exit: z.number().int(),
       landed: z.array(z.string()),
       parked: z.array(z.string()),
@@ -348,6 +356,17 @@ export const EVENT_SCHEMAS = {
       signal: z.string().nullable(),
     })
     .describe('note: a worker process (or test run) ended.'),
+  'budget.exceeded': z
+    .strictObject({
+      scope: z.enum(['block', 'run']),
+      block: z.string().optional().describe('scope block: the block over its budget'),
+      limit: z.string().describe('the budget crossed, as configured: "block_usd = 0.5"'),
+      spent_usd: z.number(),
+      spent_tokens: z.number().int(),
+    })
+    .describe(
+      'decision: a block or the run spent past its [budgets] limit. A block: its running turn is stopped and the operator is paged with the spend. The run: no new turn starts, running turns are stopped, and the run ends with exit 3.',
+    ),
   'usage.recorded': z
     .strictObject({
       block,

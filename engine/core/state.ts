@@ -135,6 +135,8 @@ export interface BlockState {
   since: number;
   /** What its workers spent, over every attempt of this run. */
   spend: Spend;
+  /** Its spend when its budget stretch began (0, or when the operator last answered it): budgets count from here. */
+  budgetFrom: Spend;
 }
 
 export interface EngineState {
@@ -171,6 +173,8 @@ export interface EngineState {
   index: BlockIndex;
   /** What every worker spent in this run. */
   spend: Spend;
+  /** The [budgets] in force, from run.started. */
+  budgets: { blockUsd?: number; blockTokens?: number; runUsd?: number };
   /** Each role's worker: its failure streak, and whether its turns are held. */
   workers: Partial<Record<PendingTurn['role'], WorkerHealth>>;
   /** Blocks holding a turn for an unavailable worker (turn.held), so releasing them never scans the register. */
@@ -196,6 +200,7 @@ export function initialState(): EngineState {
     lastTs: 0,
     index: indexBlocks(blocks, []),
     spend: noSpend(),
+    budgets: {},
     workers: {},
     heldTurns: [],
   };
@@ -217,6 +222,7 @@ function newBlock(info: BlockInfo, ts: number): BlockState {
     orphans: [],
     since: ts,
     spend: noSpend(),
+    budgetFrom: noSpend(),
   };
 }
 
@@ -262,6 +268,12 @@ const reducers = {
     };
     s.watch = e.watch;
     s.finished = false;
+    const b = e.budgets ?? {};
+    s.budgets = {
+      ...(b.block_usd !== undefined && { blockUsd: b.block_usd }),
+      ...(b.block_tokens !== undefined && { blockTokens: b.block_tokens }),
+      ...(b.run_usd !== undefined && { runUsd: b.run_usd }),
+    };
   },
   'register.loaded': (s, e) => {
     let blocks = s.blocks;
@@ -382,6 +394,10 @@ const reducers = {
     patch(s, e.block, () => ({ waiting: { on: 'worker', held } }));
     if (!s.heldTurns.includes(e.block)) s.heldTurns = [...s.heldTurns, e.block];
   },
+  'budget.exceeded': (s, e) => {
+    // The run's budget is spent: nothing new starts, and the run ends once nothing is in flight.
+    if (e.scope === 'run') s.stopping ??= 'budget';
+  },
   'usage.recorded': (s, e) => {
     s.spend = addSpend(s.spend, e);
     patch(s, e.block, (b) => ({ spend: addSpend(b.spend, e) }));
@@ -470,7 +486,12 @@ const reducers = {
       if (health?.held?.blocks.includes(e.block)) s.workers = { ...s.workers, [role]: { cause: health.cause, streak: health.streak } };
     }
     if (!s.blocks.has(e.block)) return;
-    patch(s, e.block, () => ({ trouble: undefined, ...(e.word === 'RETRY' ? { guidance: String(e.payload.guidance) } : {}) }));
+    // An answer starts the block's budget afresh: the operator has seen the spend.
+    patch(s, e.block, (b) => ({
+      trouble: undefined,
+      budgetFrom: b.spend,
+      ...(e.word === 'RETRY' ? { guidance: String(e.payload.guidance) } : {}),
+    }));
     if (s.trunkHalt?.block === e.block) {
       s.trunkHalt = undefined;
       s.trunkSha = e.trunk_sha;

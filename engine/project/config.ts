@@ -57,6 +57,13 @@ const PriceRow = z.strictObject({
 /** `[prices."<model>"]`: model names, or patterns with `*` ("claude-*"). */
 const PricesTable = z.record(z.string().min(1), PriceRow);
 
+/** `[budgets]`: spend limits that stop a runaway block or run (USD as workers report or [prices] price it). */
+const BudgetsTable = z.strictObject({
+  block_usd: z.number().positive().optional(),
+  block_tokens: z.number().int().positive().optional(),
+  run_usd: z.number().positive().optional(),
+});
+
 const WorkersTable = z.strictObject({
   builder: workerSettings,
   reviewer: workerSettings,
@@ -72,6 +79,7 @@ const ConfigTable = z.strictObject({
   page_command: z.array(z.string().min(1)).min(1).optional(),
   liveness: LivenessOverrides.optional(),
   prices: PricesTable.optional(),
+  budgets: BudgetsTable.optional(),
 });
 
 /** The settings of one repository, normalised: durations in ms, workers parsed per adapter. */
@@ -96,6 +104,17 @@ export interface Config {
   liveness: Partial<Liveness>;
   /** USD per million tokens by model (or model pattern), for workers that report tokens but no cost. */
   prices: Prices;
+  /** Spend limits; an absent one is no limit. */
+  budgets: Budgets;
+}
+
+export interface Budgets {
+  /** USD one block may spend (per attempt stretch: an operator RETRY starts it afresh). */
+  blockUsd?: number;
+  /** Tokens one block may spend, likewise. */
+  blockTokens?: number;
+  /** USD the whole run may spend; past it no new turn starts and the run ends with exit 3. */
+  runUsd?: number;
 }
 
 /** One model's prices, USD per million tokens. */
@@ -133,6 +152,7 @@ const CONFIG_STYLE: IssueStyle = {
     if (first === 'timeouts') return Object.keys(TimeoutsTable.shape);
     if (first === 'liveness') return Object.keys(LivenessOverrides.shape);
     if (first === 'prices' && parts.length === 2) return Object.keys(PriceRow.shape);
+    if (first === 'budgets') return Object.keys(BudgetsTable.shape);
     if (first === 'workers' && parts.length === 1) return [...WORKER_ROLES];
     if (first === 'workers') return workerKeys(data, role!);
     return [];
@@ -165,6 +185,11 @@ function toConfig(raw: z.infer<typeof ConfigTable>): Config {
     prices: Object.fromEntries(
       Object.entries(raw.prices ?? {}).map(([model, p]) => [model, { input: p.input, cached: p.cached ?? p.input, output: p.output }]),
     ),
+    budgets: {
+      ...(raw.budgets?.block_usd !== undefined && { blockUsd: raw.budgets.block_usd }),
+      ...(raw.budgets?.block_tokens !== undefined && { blockTokens: raw.budgets.block_tokens }),
+      ...(raw.budgets?.run_usd !== undefined && { runUsd: raw.budgets.run_usd }),
+    },
   };
 }
 

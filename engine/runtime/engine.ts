@@ -117,6 +117,11 @@ export class Engine {
       liveness: livenessNumbers(o.spine, o.config),
       watch: o.watch,
       pid: process.pid,
+      budgets: {
+        ...(o.config.budgets.blockUsd !== undefined && { block_usd: o.config.budgets.blockUsd }),
+        ...(o.config.budgets.blockTokens !== undefined && { block_tokens: o.config.budgets.blockTokens }),
+        ...(o.config.budgets.runUsd !== undefined && { run_usd: o.config.budgets.runUsd }),
+      },
     });
     this.input({ type: 'register.loaded', blocks: o.blocks.map(infoOf) });
     for (const body of o.boot ?? []) this.input(body);
@@ -319,6 +324,15 @@ export class Engine {
       case 'block.phase':
         this.o.print(`${e.block}: ${e.from} → ${e.to} (${e.on})`);
         return;
+      case 'budget.exceeded': {
+        const spent = `$${e.spent_usd.toFixed(4)} (${e.spent_tokens.toLocaleString('en-US')} tokens)`;
+        if (e.scope === 'run') {
+          // No new turn starts; the ones running stop now, and the run ends once nothing is in flight.
+          this.stopTurns(() => true);
+          this.o.print(`tron: the run spent ${spent}, past its budget ${e.limit}; stopping every turn`);
+        } else this.o.print(`${e.block}: spent ${spent}, past its budget ${e.limit}; its turn is stopped`);
+        return;
+      }
       case 'block.parked':
       case 'block.abandoned':
         this.stopTurns((t) => t.block === e.block);

@@ -96,6 +96,11 @@ export interface EscalationRow {
  * and is handled by its row, in order: never guessed at, never silently dropped.
  */
 export const ESCALATION = {
+  budget_exceeded: {
+    description:
+      'a block spent past its [budgets] limit (block_usd or block_tokens): its running turn is stopped and the operator gets the spend',
+    handlers: ['operator'],
+  },
   uninterpretable: {
     description: 'a reply the gateway refused: no >> line, several, an unknown or illegal word, a bad payload',
     handlers: ['restate', 'architect', 'operator'],

@@ -254,6 +254,50 @@ describe('tron init presets under tron start', () => {
     expect(JSON.parse(json.join('\n')).blocks[0].spend.costUsd).toBe(stats.blocks[0]!.spend.costUsd);
   });
 
+  it('stops a block that spends past block_usd and pages the operator with its spend; it never lands', async () => {
+    const repo = await initialised('claude');
+    writeFileSync(
+      join(repo.dir, '.tron', 'config.toml'),
+      `${readFileSync(join(repo.dir, '.tron', 'config.toml'), 'utf8')}\n[budgets]\nblock_usd = 0.02\n`,
+    );
+    await repo.commitAll('a budget');
+    const run = await runTron(repo, { env: { PATH: `${fakeBin('claude')}${delimiter}${process.env.PATH}`, ...KEYS } });
+
+    expect(run.exit).toBe(3);
+    // Two builder turns at $0.0123 each: the second crosses $0.02.
+    expect(ofType(run.events, 'budget.exceeded')).toMatchObject([
+      { scope: 'block', block: 'example', limit: 'block_usd = 0.02', spent_usd: 0.0246, spent_tokens: 2 * 1540 },
+    ]);
+    const raised = ofType(run.events, 'escalation.raised').filter((e) => e.trouble === 'budget_exceeded');
+    expect(raised).toMatchObject([{ block: 'example', handler: 'operator' }]);
+    expect(raised[0]!.detail).toContain('spent $0.0246 (3,080 tokens), past its budget block_usd = 0.02');
+    expect(ofType(run.events, 'page.sent').map((e) => e.block)).toEqual(['example']);
+    expect(ofType(run.events, 'block.landed')).toEqual([]);
+    expect(run.output.join('\n')).toContain('example: spent $0.0246 (3,080 tokens), past its budget block_usd = 0.02');
+    // Nothing was dispatched to the block after its budget was crossed.
+    const crossed = ofType(run.events, 'budget.exceeded')[0]!.seq;
+    expect(ofType(run.events, 'block.dispatched').filter((e) => e.seq > crossed)).toEqual([]);
+  });
+
+  it('ends a run that spends past run_usd with exit 3 naming the budget, and starts no turn after', async () => {
+    const repo = await initialised('claude');
+    writeFileSync(
+      join(repo.dir, '.tron', 'config.toml'),
+      `${readFileSync(join(repo.dir, '.tron', 'config.toml'), 'utf8')}\n[budgets]\nrun_usd = 0.01\n`,
+    );
+    await repo.commitAll('a run budget');
+    const run = await runTron(repo, { env: { PATH: `${fakeBin('claude')}${delimiter}${process.env.PATH}`, ...KEYS } });
+
+    expect(run.exit).toBe(3);
+    const exceeded = ofType(run.events, 'budget.exceeded');
+    expect(exceeded).toMatchObject([{ scope: 'run', limit: 'run_usd = 0.01', spent_usd: 0.0123 }]);
+    expect(ofType(run.events, 'block.dispatched').filter((e) => e.seq > exceeded[0]!.seq)).toEqual([]);
+    expect(ofType(run.events, 'run.finished')).toMatchObject([
+      { reason: 'budget', exit: 3, detail: 'the run budget run_usd = 0.01 is spent: $0.0123 (1,540 tokens)' },
+    ]);
+    expect(ofType(run.events, 'block.landed')).toEqual([]);
+  });
+
   it('prices Codex tokens from [prices] when Codex reports tokens but no cost', async () => {
     const repo = await initialised('codex');
     const file = join(repo.dir, '.tron/config.toml');

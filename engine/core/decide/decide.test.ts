@@ -20,7 +20,12 @@ class Driver {
     this.decisions.push(...out.decisions);
     return out.decisions;
   }
-  boot(blocks: Array<{ id: string; depends_on?: string[]; priority?: number }>, maxParallel = 4, watch = false): EventBody[] {
+  boot(
+    blocks: Array<{ id: string; depends_on?: string[]; priority?: number }>,
+    maxParallel = 4,
+    watch = false,
+    budgets: { block_usd?: number; block_tokens?: number; run_usd?: number } = {},
+  ): EventBody[] {
     const liveness = { probe_wait_ms: 1000, extension_ms: 1000, max_extensions: 1, reissues: 1 };
     this.feed({
       type: 'run.started',
@@ -34,6 +39,7 @@ class Driver {
       liveness,
       watch,
       pid: 1,
+      budgets,
     });
     this.feed({
       type: 'register.loaded',
@@ -390,5 +396,56 @@ describe('a worker that fails the same way twice', () => {
     // a's restate, already asked for, is answered; a reply resets the streak but not the hold.
     d.feed({ type: 'reply.received', block: 'a', role: 'builder', session: 'a.1.builder', turn: 2, ok: true, reply: '>>DONE' });
     expect(d.state.workers.builder).toEqual({ streak: 0, held: { cause: 'network', blocks: ['b'] } });
+  });
+
+  describe('budgets', () => {
+    const usage = (block: string, tokens: number, cost_usd: number): EventBody => ({
+      type: 'usage.recorded',
+      block,
+      role: 'builder',
+      session: `${block}.1.builder`,
+      turn: 1,
+      model: 'm',
+      input_tokens: tokens,
+      cached_tokens: 0,
+      output_tokens: 0,
+      cost_usd,
+      priced_by: 'worker',
+    });
+
+    it('parks a block past block_tokens for the operator with its spend, and a RETRY gives it a fresh budget', () => {
+      const d = new Driver();
+      d.boot([{ id: 'a' }], 1, true, { block_tokens: 1000 });
+      d.feed({ type: 'worktree.ready', block: 'a', attempt: 1, base: sha(1), path: 'a' });
+      expect(d.feed(usage('a', 600, 0.01))).toEqual([]);
+      const over = d.feed(usage('a', 600, 0.01));
+      expect(over.map((x) => x.type)).toEqual(['budget.exceeded', 'escalation.raised', 'block.parked']);
+      expect(over[0]).toMatchObject({ scope: 'block', block: 'a', limit: 'block_tokens = 1000', spent_tokens: 1200 });
+      expect(over[1]).toMatchObject({ trouble: 'budget_exceeded', handler: 'operator' });
+      d.feed({ type: 'page.sent', block: 'a', page: 'p', reason: 'r' });
+      d.feed({ type: 'operator.answered', block: 'a', word: 'RETRY', payload: { guidance: 'go on' }, file: 'f', trunk_sha: sha(1) });
+      // The answer starts a new stretch: 600 more tokens are within it.
+      expect(d.feed(usage('a', 600, 0.01)).filter((x) => x.type === 'budget.exceeded')).toEqual([]);
+    });
+
+    it('stops the run past run_usd: nothing new is scheduled and the run ends with exit 3 naming the budget', () => {
+      const d = new Driver();
+      d.boot([{ id: 'a' }, { id: 'b' }], 1, false, { run_usd: 0.05 });
+      d.feed({ type: 'worktree.ready', block: 'a', attempt: 1, base: sha(1), path: 'a' });
+      const out = d.feed(usage('a', 10, 0.06));
+      expect(out.map((x) => x.type)).toEqual(['budget.exceeded']);
+      // The build turn is in flight: the run ends when its (stopped) reply is in.
+      const end = d.feed({
+        type: 'reply.received',
+        block: 'a',
+        role: 'builder',
+        session: 'a.1.builder',
+        turn: 1,
+        ok: false,
+        failure: 'aborted',
+      });
+      expect(end.filter((x) => x.type === 'worktree.requested')).toEqual([]);
+      expect(end.at(-1)).toMatchObject({ type: 'run.finished', reason: 'budget', exit: 3 });
+    });
   });
 });

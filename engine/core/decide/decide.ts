@@ -18,6 +18,7 @@ import { onMergeObserved, onTrunkTested, trunkTouched } from './merge.ts';
 import { onOperator } from './escalate.ts';
 import { onOverrun, onProbed } from './liveness.ts';
 import { schedule, stopWhenQuiet } from './schedule.ts';
+import { onUsage } from './budget.ts';
 
 export type { DecideContext } from './step.ts';
 
@@ -46,7 +47,9 @@ export function decide(state: EngineState, input: TronEvent, ctx: DecideContext)
     return { state: step.s, decisions: step.out };
   }
   react(step, input);
-  schedule(step);
+  // A reaction may have stopped the run (its budget spent): then nothing new is scheduled.
+  if (step.s.stopping !== undefined) stopWhenQuiet(step);
+  else schedule(step);
   return { state: step.s, decisions: step.out };
 }
 
@@ -67,6 +70,7 @@ const REACTIONS = {
   'timer.fired': onOverrun,
   'worker.probed': onProbed,
   'run.failed': (step, e) => finishRun(step, 'error', 1, e.detail),
+  'usage.recorded': onUsage,
 } satisfies { [T in EventType]?: Reaction<T> };
 
 function react(step: Step, e: TronEvent): void {

@@ -40,6 +40,11 @@ export function schedule(step: Step): void {
 export function stopWhenQuiet(step: Step): void {
   const s = step.s;
   if (s.index.inFlight > 0) return;
+  if (s.stopping === 'budget') {
+    const spent = `$${s.spend.usd.toFixed(4)} (${s.spend.tokens.toLocaleString('en-US')} tokens)`;
+    finishRun(step, 'budget', 3, `the run budget run_usd = ${s.budgets.runUsd} is spent: ${spent}`);
+    return;
+  }
   finishRun(step, 'signal', s.stopping === 'SIGINT' ? 130 : 143, `stopped by ${s.stopping}`);
 }
 

@@ -79,7 +79,7 @@ export function pendingTurn(step: Step, e: { block: string; session: string; tur
  * Ends the run: the one place `run.finished` is built. Every block is counted once, as
  * landed, abandoned or parked (anything not terminal).
  */
-export function finishRun(step: Step, reason: 'done' | 'signal' | 'error', exit: number, detail?: string): void {
+export function finishRun(step: Step, reason: 'done' | 'signal' | 'error' | 'budget', exit: number, detail?: string): void {
   const s = step.s;
   const inPhase = (phase: string) => s.order.filter((id) => s.blocks.get(id)!.phase === phase);
   step.emit({

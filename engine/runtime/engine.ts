@@ -27,6 +27,7 @@ import { promptVars } from './prompt-vars.ts';
 import { renderReport } from '../render/report.ts';
 import { INBOX_DIR, consumeAnswer, readInbox } from './inbox.ts';
 import { signsOfLife, takeSnapshot, worktreePrint, type LifeSnapshot } from '../workers/liveness-signs.ts';
+import { NO_SANDBOX, type Sandbox } from '../workers/sandbox.ts';
 
 export const TRON_VERSION = '0.1.0';
 
@@ -41,6 +42,8 @@ export interface EngineOptions {
   workers: Partial<Record<WorkerRole, WorkerAdapter>>;
   clock: Clock;
   env: Record<string, string | undefined>;
+  /** Where the engine's test runs are confined; none unless given. */
+  sandbox?: Sandbox;
   print: (line: string) => void;
   watch: boolean;
   /** What boot recovery found (engine/runtime/recovery.ts), fed after the register. */
@@ -93,6 +96,7 @@ export class Engine {
       config: o.config,
       blocks: () => byId,
       env: o.env,
+      sandbox: o.sandbox ?? NO_SANDBOX,
       print: o.print,
       note: (body) => void this.append(body),
     };
@@ -495,7 +499,12 @@ function fence(text: string): string {
 
 /** Writes the run directory's fixed files: manifest.json and the spine that drives the run. */
 export function writeRunFiles(
-  o: Pick<EngineOptions, 'runDir' | 'runId' | 'config' | 'spineFile'> & { trunkSha: string; startedAt: number },
+  o: Pick<EngineOptions, 'runDir' | 'runId' | 'config' | 'spineFile'> & {
+    trunkSha: string;
+    startedAt: number;
+    /** Which sandbox the run uses, and why none when `auto` found none. */
+    sandbox?: { kind: Sandbox['kind']; why?: string };
+  },
 ): void {
   mkdirSync(o.runDir, { recursive: true });
   copyFileSync(o.spineFile, join(o.runDir, 'workflow.toml'));
@@ -507,6 +516,9 @@ export function writeRunFiles(
     trunk_sha: o.trunkSha,
     config: { ...o.config, workers: undefined },
     workers: o.config.workers,
+    ...(o.sandbox
+      ? { sandbox: { mode: o.config.sandbox.mode, used: o.sandbox.kind, ...(o.sandbox.why ? { why: o.sandbox.why } : {}) } }
+      : {}),
     host: { hostname: hostname(), platform: process.platform, arch: process.arch, node: process.version },
   };
   writeFileSync(join(o.runDir, 'manifest.json'), `${JSON.stringify(manifest, null, 2)}\n`);

@@ -8,7 +8,7 @@ import type { TurnObserver, TurnOutcome, TurnRequest } from './adapter.ts';
 import { silentObserver } from './adapter.ts';
 import type { CommandSettings } from './settings.ts';
 import { isSameProcess, processStartTime } from '../runtime/proc.ts';
-import { groupMembers } from './process-group.ts';
+import { treeMembers } from './process-tree.ts';
 
 let root: string;
 beforeAll(() => {
@@ -34,7 +34,7 @@ const ENGINE_ENV = {
 };
 
 function worker(command: string[], env: string[] = [], killGraceMs = 400): CommandWorker {
-  const settings: CommandSettings = { adapter: 'command', command, env };
+  const settings: CommandSettings = { adapter: 'command', command, env, writable: [] };
   return createCommandWorker(settings, { env: ENGINE_ENV, killGraceMs });
 }
 
@@ -91,7 +91,7 @@ describe('the command worker', () => {
     expect(outcome).toEqual({ ok: true, reply: prompt });
   });
 
-  it('passes exactly the base, the listed variables and every TRON_* variable', async () => {
+  it('passes exactly the base, the listed variables, every TRON_* variable and the marker of the turn', async () => {
     const dir = freshDir();
     const printEnv = script(dir, 'env.mjs', 'console.log(JSON.stringify(process.env));');
     const req = request(dir);
@@ -108,6 +108,7 @@ describe('the command worker', () => {
       TRON_TURN: '2',
       TRON_PHASE: 'build',
       TRON_RUN_DIR: req.runDir,
+      TRON_MARK: expect.stringMatching(/^[0-9a-f]{24}$/),
     });
     expect(JSON.stringify(env)).not.toContain('do-not-leak');
   });
@@ -178,7 +179,7 @@ console.log(JSON.stringify({ pid: process.pid, start: stat.slice(stat.lastIndexO
     expect(outcome).toMatchObject({ ok: false, failure: 'timeout', output: 'partial\n' });
     expect(outcome.ok === false && outcome.detail).toContain('no reply within 3s');
     for (const p of procs) expect(isSameProcess(p.pid, p.start)).toBe(false);
-    expect(groupMembers(rec.spawned[0]!.pid)).toEqual([]);
+    expect(treeMembers(rec.spawned[0]!.pid)).toEqual([]);
   });
 
   it('on abort stops the whole process group, a TERM-ignoring grandchild included', async () => {
@@ -192,7 +193,7 @@ console.log(JSON.stringify({ pid: process.pid, start: stat.slice(stat.lastIndexO
     const outcome = await turn;
     expect(outcome).toMatchObject({ ok: false, failure: 'aborted' });
     for (const p of procs) expect(isSameProcess(p.pid, p.start)).toBe(false);
-    expect(groupMembers(rec.spawned[0]!.pid)).toEqual([]);
+    expect(treeMembers(rec.spawned[0]!.pid)).toEqual([]);
     expect(rec.exited).toHaveLength(1);
   });
 

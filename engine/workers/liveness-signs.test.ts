@@ -19,7 +19,7 @@ const SESSION = 'builder-b-1';
 async function startWorker(script: string) {
   const cwd = mkdtempSync(join(root, 'wt-'));
   const worker: CommandWorker = createCommandWorker(
-    { adapter: 'command', command: ['sh', '-c', script], env: [] },
+    { adapter: 'command', command: ['sh', '-c', script], env: [], writable: [] },
     { env: { PATH: process.env.PATH }, killGraceMs: 400 },
   );
   const abort = new AbortController();

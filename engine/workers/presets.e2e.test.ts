@@ -6,7 +6,7 @@
  * What a user meets when the CLI is not installed, or the key is not set, is tested too:
  * exit 2 before anything runs, naming the setting to fix — never a crash.
  */
-import { accessSync, existsSync, chmodSync, constants, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { accessSync, existsSync, chmodSync, constants, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import TOML from '@iarna/toml';
@@ -43,9 +43,13 @@ async function initialised(preset: 'openai' | 'claude' | 'codex'): Promise<TestR
   return repo;
 }
 
-/** A fake agent CLI: logs argv, env and stdin under the run directory, then acts by the prompt's heading. */
+/**
+ * A fake agent CLI: logs argv, env and stdin in its own state folder (`~/.claude`,
+ * `~/.codex`: the one place besides its checkout the preset lets it write when tron
+ * sandboxes it), then acts by the prompt's heading.
+ */
 const FAKE_AGENT = `#!/bin/sh
-log="$TRON_RUN_DIR/fake-$TRON_ROLE-$TRON_TURN"
+log="$HOME/.$(basename "$0")/fake-$TRON_ROLE-$TRON_TURN"
 { basename "$0"; for a in "$@"; do printf '%s\\n' "$a"; done; } > "$log.argv"
 env > "$log.env"
 cat > "$log.prompt"
@@ -63,6 +67,16 @@ else
   echo '>>PAGE {"reason":"the fake agent has no answer for this prompt"}'
 fi
 `;
+
+/** A HOME with the state the CLIs keep there: `.claude`, `.claude.json`, `.codex`. */
+function fakeHome(): string {
+  const dir = mkdtempSync(join(tmpdir(), 'tron-fake-home-'));
+  cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
+  mkdirSync(join(dir, '.claude'));
+  writeFileSync(join(dir, '.claude.json'), '{}\n');
+  mkdirSync(join(dir, '.codex'));
+  return dir;
+}
 
 /** A folder holding an executable fake named `name`, to put first on PATH. */
 function fakeBin(name: string): string {
@@ -101,7 +115,9 @@ describe('tron init presets under tron start', () => {
     async (preset, passed, withheld) => {
       const repo = await initialised(preset);
       const bin = fakeBin(preset);
-      const run = await runTron(repo, { env: { PATH: `${bin}${delimiter}${process.env.PATH}`, ...KEYS } });
+      const home = fakeHome();
+      const run = await runTron(repo, { env: { PATH: `${bin}${delimiter}${process.env.PATH}`, HOME: home, ...KEYS } });
+      const logs = join(home, `.${preset}`);
 
       expect(run.exit).toBe(0);
       expect(ofType(run.events, 'block.landed').map((e) => e.block)).toEqual(['example']);
@@ -110,14 +126,14 @@ describe('tron init presets under tron start', () => {
 
       const { config } = loadConfig(repo.dir);
       const argv = (role: 'builder' | 'reviewer') => (config!.workers[role] as CommandSettings).command;
-      expect(lines(join(run.runDir, 'fake-builder-1.argv'))).toEqual(argv('builder'));
-      expect(lines(join(run.runDir, 'fake-builder-2.argv'))).toEqual(argv('builder'));
-      expect(lines(join(run.runDir, 'fake-reviewer-1.argv'))).toEqual(argv('reviewer'));
+      expect(lines(join(logs, 'fake-builder-1.argv'))).toEqual(argv('builder'));
+      expect(lines(join(logs, 'fake-builder-2.argv'))).toEqual(argv('builder'));
+      expect(lines(join(logs, 'fake-reviewer-1.argv'))).toEqual(argv('reviewer'));
       expect(argv('reviewer')).not.toEqual(argv('builder'));
-      expect(readFileSync(join(run.runDir, 'fake-builder-1.prompt'), 'utf8')).toMatch(/^# Build block `example`/m);
-      expect(readFileSync(join(run.runDir, 'fake-builder-2.prompt'), 'utf8')).toMatch(/^# Evidence for block `example`/m);
-      expect(readFileSync(join(run.runDir, 'fake-reviewer-1.prompt'), 'utf8')).toMatch(/^# Review block `example`/m);
-      const env = readFileSync(join(run.runDir, 'fake-builder-1.env'), 'utf8');
+      expect(readFileSync(join(logs, 'fake-builder-1.prompt'), 'utf8')).toMatch(/^# Build block `example`/m);
+      expect(readFileSync(join(logs, 'fake-builder-2.prompt'), 'utf8')).toMatch(/^# Evidence for block `example`/m);
+      expect(readFileSync(join(logs, 'fake-reviewer-1.prompt'), 'utf8')).toMatch(/^# Review block `example`/m);
+      const env = readFileSync(join(logs, 'fake-builder-1.env'), 'utf8');
       expect(env).toContain(`${passed}=${KEYS[passed]}`);
       expect(env).not.toContain(withheld);
       expect(env).toContain('TRON_ROLE=builder');

@@ -61,6 +61,7 @@ ${PLACEHOLDERS}
 adapter = "command"
 command = ["claude", "-p", "--permission-mode", "acceptEdits", "--allowedTools", "Bash"]
 env = ["ANTHROPIC_API_KEY"]
+writable = ["~/.claude", "~/.claude.json"]
 
 # Reviewer and architect only read: read and search tools and read-only git commands are
 # allowed; edits are disallowed, and in print mode anything not allowed is refused.
@@ -68,11 +69,13 @@ env = ["ANTHROPIC_API_KEY"]
 adapter = "command"
 command = ["claude", "-p", "--disallowedTools", "Edit", "Write", "NotebookEdit", "--allowedTools", "Read", "Grep", "Glob", "Bash(git diff:*)", "Bash(git log:*)", "Bash(git show:*)"]
 env = ["ANTHROPIC_API_KEY"]
+writable = ["~/.claude", "~/.claude.json"]
 
 [workers.architect]
 adapter = "command"
 command = ["claude", "-p", "--disallowedTools", "Edit", "Write", "NotebookEdit", "--allowedTools", "Read", "Grep", "Glob", "Bash(git diff:*)", "Bash(git log:*)", "Bash(git show:*)"]
 env = ["ANTHROPIC_API_KEY"]
+writable = ["~/.claude", "~/.claude.json"]
 `;
 
 const codex = `# OpenAI Codex CLI, non-interactive (codex exec): "-" makes it read the prompt from
@@ -88,17 +91,20 @@ ${PLACEHOLDERS}
 adapter = "command"
 command = ["codex", "exec", "--sandbox", "danger-full-access", "-"]
 env = ["OPENAI_API_KEY"]
+writable = ["~/.codex", "$CODEX_HOME"]
 
 # Reviewer and architect only read: Codex's read-only sandbox.
 [workers.reviewer]
 adapter = "command"
 command = ["codex", "exec", "--sandbox", "read-only", "-"]
 env = ["OPENAI_API_KEY"]
+writable = ["~/.codex", "$CODEX_HOME"]
 
 [workers.architect]
 adapter = "command"
 command = ["codex", "exec", "--sandbox", "read-only", "-"]
 env = ["OPENAI_API_KEY"]
+writable = ["~/.codex", "$CODEX_HOME"]
 `;
 
 const sim = `# Scripted workers, for trying tron without a model. A script lists, per block and

@@ -16,6 +16,7 @@ import type {
 import { parseDuration } from '../../core/duration.ts';
 import type { TurnObserver, TurnOutcome, TurnRequest, WorkerAdapter } from '../adapter.ts';
 import { minimalEnv } from '../env.ts';
+import { turnConfinement, type Sandbox } from '../sandbox.ts';
 import { classifyFailure, MalformedResponseError, retryDelayMs } from './retry.ts';
 import { systemMessage } from './system.ts';
 import { TurnBudget } from './turn.ts';
@@ -30,6 +31,8 @@ export interface OpenAIWorkerDeps {
   sleep?: (ms: number) => Promise<void>;
   /** The time, for Retry-After given as an HTTP date. */
   now?: () => number;
+  /** Where `run` commands are confined; unconfined unless given. */
+  sandbox?: Sandbox;
 }
 
 const DEFAULT_BASE_URL = 'https://api.openai.com/v1';
@@ -120,6 +123,7 @@ async function runOpenAITurn(
       cwd: request.cwd,
       role: request.role,
       env: minimalEnv(deps.env, []),
+      ...(deps.sandbox ? { sandbox: deps.sandbox, confinement: turnConfinement(request, [], deps.env) } : {}),
       toolTimeoutMs: parseDuration(settings.tool_timeout) ?? 300_000,
       signal: budget.signal,
       onSpawn: (info) => {

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { chmodSync, existsSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
@@ -9,6 +9,8 @@ import { silentObserver } from './adapter.ts';
 import type { CommandSettings } from './settings.ts';
 import { isSameProcess, processStartTime } from '../runtime/proc.ts';
 import { treeMembers } from './process-tree.ts';
+import { bwrapSandbox } from './sandbox.ts';
+import { BWRAP, BWRAP_SKIP } from '../testing/bwrap.ts';
 
 let root: string;
 beforeAll(() => {
@@ -216,6 +218,19 @@ console.log(JSON.stringify({ pid: process.pid, start: stat.slice(stat.lastIndexO
     expect(processStartTime(bg)).toBeUndefined();
   });
 
+  it('ends with the turn a child the worker detached with setsid (its marker gives it away)', async () => {
+    const dir = freshDir();
+    const outcome = await worker([
+      'sh',
+      '-c',
+      "setsid sh -c 'echo $$ > detached.pid; exec sleep 100' & while [ ! -s detached.pid ]; do sleep 0.02; done; echo done",
+    ]).runTurn(request(dir), silentObserver);
+    expect(outcome).toEqual({ ok: true, reply: 'done\n' });
+    const detached = Number(readFileSync(join(dir, 'detached.pid'), 'utf8'));
+    expect(detached).toBeGreaterThan(0);
+    expect(processStartTime(detached)).toBeUndefined();
+  });
+
   it('fills {prompt} and {prompt_file} into the argv and then gives stdin nothing', async () => {
     const dir = freshDir();
     const show = script(
@@ -249,5 +264,72 @@ console.log(JSON.stringify({ prompt, file, fileText: readFileSync(file, 'utf8'),
     abort.abort();
     await turn;
     expect(w.running('builder-auth-login-1')).toBeUndefined();
+  });
+});
+
+describe.skipIf(BWRAP_SKIP !== undefined)('the command worker in the bwrap sandbox', () => {
+  const sandboxed = (command: string[], killGraceMs = 400) =>
+    createCommandWorker(
+      { adapter: 'command', command, env: [], writable: [] },
+      { env: ENGINE_ENV, killGraceMs, sandbox: bwrapSandbox(BWRAP ?? 'bwrap') },
+    );
+
+  /** Host pids of live processes whose command line holds `token` (a sandbox's pids are its own). */
+  function hostPids(token: string): { pid: number; start: string }[] {
+    const found: { pid: number; start: string }[] = [];
+    for (const name of readdirSync('/proc').filter((n) => /^\d+$/.test(n))) {
+      try {
+        if (readFileSync(`/proc/${name}/cmdline`, 'utf8').includes(token)) {
+          const start = processStartTime(Number(name));
+          if (start) found.push({ pid: Number(name), start });
+        }
+      } catch {
+        // gone
+      }
+    }
+    return found;
+  }
+
+  it('ends with the turn a child the worker detached with setsid, checked by its pid outside the sandbox', async () => {
+    const dir = freshDir();
+    const token = `${200 + Math.floor(Math.random() * 700)}.${process.pid}`;
+    const turn = sandboxed(['sh', '-c', `setsid sleep ${token} & sleep 1; echo done`]).runTurn(request(dir), silentObserver);
+    let seen: { pid: number; start: string }[] = [];
+    for (let i = 0; i < 100 && seen.length === 0; i += 1) {
+      seen = hostPids(`sleep\0${token}`);
+      await delay(10);
+    }
+    expect(seen).toHaveLength(1);
+    expect(await turn).toEqual({ ok: true, reply: 'done\n' });
+    expect(isSameProcess(seen[0]!.pid, seen[0]!.start)).toBe(false);
+  });
+
+  it('on timeout ends the sandbox and everything in it', async () => {
+    const dir = freshDir();
+    const token = `${200 + Math.floor(Math.random() * 700)}.${process.pid + 1}`;
+    const rec = recorder();
+    const turn = sandboxed(['sh', '-c', `trap '' TERM; setsid sleep ${token} & echo partial; sleep ${token}`]).runTurn(
+      request(dir, { timeoutMs: 1500 }),
+      rec.observer,
+    );
+    let seen: { pid: number; start: string }[] = [];
+    for (let i = 0; i < 100 && seen.length < 2; i += 1) {
+      seen = hostPids(`sleep\0${token}`);
+      await delay(10);
+    }
+    expect(seen).toHaveLength(2);
+    expect(await turn).toMatchObject({ ok: false, failure: 'timeout', output: 'partial\n' });
+    for (const p of seen) expect(isSameProcess(p.pid, p.start)).toBe(false);
+    expect(treeMembers(rec.spawned[0]!.pid)).toEqual([]);
+  });
+
+  it('cannot write outside its worktree, and its program may live under the /tmp the sandbox hides', async () => {
+    const dir = freshDir();
+    const outside = freshDir();
+    const tool = script(dir, 'tool.sh', `#!/bin/sh\necho inside > here.txt && echo x > ${outside}/there.txt; echo "outside $?"\n`);
+    const outcome = await sandboxed([tool]).runTurn(request(dir), silentObserver);
+    expect(outcome).toMatchObject({ ok: true, reply: expect.stringMatching(/^outside [1-9]/m) });
+    expect(readFileSync(join(dir, 'here.txt'), 'utf8')).toBe('inside\n');
+    expect(existsSync(join(outside, 'there.txt'))).toBe(false);
   });
 });

@@ -62,9 +62,7 @@ function suite(sandbox: Sandbox) {
   it('passes a green run with its exit status, its whole output in the log and the tail', async () => {
     const result = await run('echo one; echo two >&2; exit 0');
     expect(result).toMatchObject({ exit: 0, timed_out: false, tail: 'one\ntwo\n' });
-    expect(readFileSync(join(root, result.log), 'utf8')).toBe(
-      '$ echo one; echo two >&2; exit 0\n# cwd: ' + root + '\none\ntwo\n# exit: 0\n',
-    );
+    expect(readFileSync(join(root, result.log), 'utf8')).toBe(`$ echo one; echo two >&2; exit 0\n# cwd: ${root}\none\ntwo\n# exit: 0\n`);
   });
 
   it('ends a run that never finishes (`… && sleep`) at its timeout: a failed run with timed_out and the tail of its output', async () => {

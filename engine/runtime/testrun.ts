@@ -24,6 +24,7 @@ import { formatDuration } from '../core/duration.ts';
 import { minimalEnv } from '../workers/env.ts';
 import { MARK_VAR, endRun, fdTargets, newMark } from '../workers/process-tree.ts';
 import { NO_SANDBOX, environmentPaths, type Sandbox } from '../workers/sandbox.ts';
+import { processStartTime } from './proc.ts';
 
 const TAIL_LINES = 30;
 /** Bytes read from the end of the log for its tail. */
@@ -113,7 +114,7 @@ async function runTree(
   }
   child.on('error', () => {}); // after a start, only a failed kill: nothing to act on
   opts.onSpawn?.(pid);
-  const run = { root: pid, mark, outputs: fdTargets([out]) };
+  const run = { root: pid, mark, outputs: fdTargets([out]), since: Number(processStartTime(pid) ?? 0) };
   let timedOut = false;
   let stopping: Promise<void> | undefined;
   const timer = setTimeout(() => {

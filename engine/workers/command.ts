@@ -185,7 +185,7 @@ export function createCommandWorker(settings: CommandSettings, deps: CommandDeps
       child.once('exit', (code, signal) => resolve({ code, signal })),
     );
 
-    const processes = { root: pid, mark };
+    const processes = { root: pid, mark, since: Number(startTime || 0) };
     let stopped: 'timeout' | 'aborted' | undefined;
     let stopping: Promise<void> | undefined;
     const stop = (why: 'timeout' | 'aborted') => {

@@ -29,6 +29,8 @@ interface Proc {
   pgid: number;
   /** utime + stime + cutime + cstime: own CPU plus that of reaped children. */
   ticks: number;
+  /** Start time, clock ticks since boot. */
+  start: number;
 }
 
 function pids(): number[] {
@@ -51,7 +53,7 @@ function scan(): Proc[] {
       const rest = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
       if (rest[0] === 'Z' || rest[0] === 'X') continue;
       const ticks = Number(rest[11]) + Number(rest[12]) + Number(rest[13]) + Number(rest[14]);
-      found.push({ pid, ppid: Number(rest[1]), pgid: Number(rest[2]), ticks });
+      found.push({ pid, ppid: Number(rest[1]), pgid: Number(rest[2]), ticks, start: Number(rest[19]) });
     } catch {
       // gone while scanning
     }
@@ -96,12 +98,12 @@ export function treeCpuTicks(root: number): number {
   return treeOf(root, scan()).reduce((sum, p) => sum + p.ticks, 0);
 }
 
-/** Pids of the processes whose environment carries `TRON_MARK=<mark>`. */
-export function markedWith(mark: string): number[] {
+/** Pids of the processes (among `among`, else all) whose environment carries `TRON_MARK=<mark>`. */
+export function markedWith(mark: string, among: readonly number[] = pids()): number[] {
   const needle = Buffer.from(`\0${MARK_VAR}=${mark}\0`);
   const first = Buffer.from(`${MARK_VAR}=${mark}\0`);
   const found: number[] = [];
-  for (const pid of pids()) {
+  for (const pid of among) {
     if (pid === process.pid) continue;
     try {
       const env = readFileSync(`/proc/${pid}/environ`);
@@ -127,12 +129,12 @@ export function fdTargets(fds: readonly (number | undefined)[]): string[] {
   return names;
 }
 
-/** Pids of the processes (other than this one) holding open any of `targets` (pipes, files). */
-export function holdersOf(targets: readonly string[]): number[] {
+/** Pids of the processes (among `among`, else all; never this one) holding open any of `targets` (pipes, files). */
+export function holdersOf(targets: readonly string[], among: readonly number[] = pids()): number[] {
   if (targets.length === 0) return [];
   const wanted = new Set(targets);
   const found: number[] = [];
-  for (const pid of pids()) {
+  for (const pid of among) {
     if (pid === process.pid) continue;
     let fds: string[];
     try {
@@ -162,14 +164,21 @@ export interface RunProcesses {
   mark?: string;
   /** What the run's output goes to (its pipes, its log file; see `fdTargets`): a holder is a straggler. */
   outputs?: readonly string[];
+  /**
+   * The root's start time (clock ticks since boot, see `processStartTime`): whatever the
+   * run started began at or after it, so only those are searched for the marker and the
+   * outputs — far fewer reads of /proc than every process on the machine.
+   */
+  since?: number;
 }
 
 /** Every live process of the run now, and whether its process group still has members. */
 function members(run: RunProcesses): { pids: number[]; group: boolean } {
   const procs = scan();
   const all = new Set(treeOf(run.root, procs).map((p) => p.pid));
-  if (run.mark) for (const pid of markedWith(run.mark)) all.add(pid);
-  if (run.outputs) for (const pid of holdersOf(run.outputs)) all.add(pid);
+  const younger = procs.filter((p) => p.start >= (run.since ?? 0)).map((p) => p.pid);
+  if (run.mark) for (const pid of markedWith(run.mark, younger)) all.add(pid);
+  if (run.outputs) for (const pid of holdersOf(run.outputs, younger)) all.add(pid);
   all.delete(process.pid);
   return { pids: [...all], group: procs.some((p) => p.pgid === run.root) };
 }

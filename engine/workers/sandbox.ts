@@ -27,13 +27,24 @@
  * Without bwrap (`mode = "off"`, or `auto` where it cannot run) `enter` returns the argv
  * unchanged; the facts the engine checks after each turn are then the only line.
  */
-import { copyFileSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  accessSync,
+  constants,
+  copyFileSync,
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  realpathSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, isAbsolute, join, relative, resolve, sep } from 'node:path';
 import { execa } from 'execa';
 import { InputError } from '../core/errors.ts';
 import { WORKTREES_DIR } from '../git/worktree.ts';
-import { revParse } from '../git/query.ts';
 import { runGit } from '../git/run.ts';
 import type { TurnRequest } from './adapter.ts';
 import { findProgram } from './preflight.ts';
@@ -280,13 +291,52 @@ export function commonGitDir(repo: string): string | undefined {
 
 const SHA = /^([0-9a-f]{40}|[0-9a-f]{64})\n?$/;
 
+let scratchDir: string | undefined;
+
+/** Where a builder's private refs folder is made: memory (/dev/shm) where there is one, it is made for every process. */
+function scratchRoot(): string {
+  if (scratchDir === undefined) {
+    try {
+      accessSync('/dev/shm', constants.W_OK);
+      scratchDir = isDir('/dev/shm') ? '/dev/shm' : tmpdir();
+    } catch {
+      scratchDir = tmpdir();
+    }
+  }
+  return scratchDir;
+}
+
+/**
+ * The value of a branch ref, read from the files (a loose ref, else packed-refs) rather
+ * than by a git process: it is read before every sandboxed builder process, and a spawn
+ * costs more than the sandbox itself. Only the engine writes `tron/<id>`, and not while
+ * its builder runs.
+ */
+export function readRef(common: string, ref: string): string | undefined {
+  try {
+    const loose = SHA.exec(readFileSync(join(common, ref), 'utf8'))?.[1];
+    if (loose) return loose;
+  } catch {
+    // not loose: look in packed-refs
+  }
+  try {
+    for (const line of readFileSync(join(common, 'packed-refs'), 'utf8').split('\n')) {
+      const [sha, name] = line.split(' ');
+      if (name === ref && sha && SHA.test(sha)) return sha;
+    }
+  } catch {
+    // no packed-refs
+  }
+  return undefined;
+}
+
 /**
  * The mounts that let a builder commit on its own branch and nowhere else, and the step
  * that carries its commits to the real branch afterwards. Everything is derived from what
  * the engine knows (the repository, the block id, the worktree folder's name), never from
  * files the worker could have rewritten in an earlier turn.
  */
-async function ownBranch(repo: string, block: string, cwd: string): Promise<{ mounts: Mount[]; leave: () => Promise<LeaveReport> }> {
+function ownBranch(repo: string, block: string, cwd: string): { mounts: Mount[]; leave: () => Promise<LeaveReport> } {
   const common = commonGitDir(repo);
   const admin = common && join(common, 'worktrees', basename(cwd));
   if (!common || !admin || !isDir(admin)) return { mounts: [], leave: async () => ({}) };
@@ -299,8 +349,8 @@ async function ownBranch(repo: string, block: string, cwd: string): Promise<{ mo
   const worktreeConfig = join(admin, 'config.worktree');
   if (!existsSync(worktreeConfig)) writeFileSync(worktreeConfig, '');
 
-  const before = await revParse(repo, ref);
-  const scratch = mkdtempSync(join(tmpdir(), 'tron-branch-'));
+  const before = readRef(common, ref);
+  const scratch = mkdtempSync(join(scratchRoot(), 'tron-branch-'));
   const refs = join(scratch, 'refs');
   const logs = join(scratch, 'logs');
   mkdirSync(refs);
@@ -363,7 +413,7 @@ export function bwrapSandbox(program: string): Sandbox {
       for (const path of c.writable ?? []) mounts.push({ kind: 'rw-try', src: real(path), dest: real(path) });
       let leave = async (): Promise<LeaveReport> => ({});
       if (c.ownBranch && c.writableCwd) {
-        const own = await ownBranch(real(c.ownBranch.repo), c.ownBranch.block, cwd);
+        const own = ownBranch(real(c.ownBranch.repo), c.ownBranch.block, cwd);
         mounts.push(...own.mounts);
         leave = own.leave;
       }

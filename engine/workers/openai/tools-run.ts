@@ -47,10 +47,11 @@ export async function runCommand(command: { argv: string[] } | { shell: string }
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     const pid = child.pid;
-    if (pid !== undefined) options.onSpawn?.({ pid, startTime: processStartTime(pid) ?? '' });
+    const startTime = pid === undefined ? undefined : processStartTime(pid);
+    if (pid !== undefined) options.onSpawn?.({ pid, startTime: startTime ?? '' });
     // The group only while a live member holds its id (never a stranger's), the tree and the marked.
     const killGroup = () => {
-      if (pid !== undefined) killRun({ root: pid, mark });
+      if (pid !== undefined) killRun({ root: pid, mark, since: Number(startTime ?? 0) });
     };
     const timer = setTimeout(() => {
       ended = 'timeout';

@@ -169,6 +169,17 @@ describe.skipIf(BWRAP_SKIP !== undefined)('a sandboxed worker', () => {
     expect(await repo.git('for-each-ref', '--format=%(refname)', 'refs/tron/', 'refs/tags/', 'refs/heads/other')).toBe('');
   });
 
+  it('refuses a branch the worker left as a link or a FIFO, without following or waiting on it', async () => {
+    const before = await repo.git('rev-parse', 'tron/a');
+    const link = await run(builder(), 'ln -sf "$COMMON/refs/heads/main" "$COMMON/refs/heads/tron/a" && echo linked');
+    expect(link.out).toMatch(/^linked$/m);
+    expect(link.left).toEqual({ problem: expect.stringContaining('something other than a commit id') });
+    const fifo = await run(builder(), 'rm -f "$COMMON/refs/heads/tron/a" && mkfifo "$COMMON/refs/heads/tron/a" && echo fifo');
+    expect(fifo.out).toMatch(/^fifo$/m);
+    expect(fifo.left).toEqual({ problem: expect.stringContaining('something other than a commit id') });
+    expect(await repo.git('rev-parse', 'tron/a')).toBe(before);
+  });
+
   it("cannot write .tron/ (config, blocks, inbox, runs), the user's checkout, git's config, hooks or index", async () => {
     const { out } = await run(
       builder(),

@@ -231,6 +231,14 @@ function isDir(path: string): boolean {
   }
 }
 
+function isSymlink(path: string): boolean {
+  try {
+    return lstatSync(path).isSymbolicLink();
+  } catch {
+    return false;
+  }
+}
+
 function isFile(path: string): boolean {
   try {
     return lstatSync(path).isFile();
@@ -372,15 +380,12 @@ function ownBranch(repo: string, block: string, cwd: string): { mounts: Mount[];
 
   const leave = async (): Promise<LeaveReport> => {
     try {
-      let text: string;
-      try {
-        text = readFileSync(join(refs, block), 'utf8');
-      } catch {
-        return {}; // never written: the branch did not move (or lives in packed-refs, untouched)
-      }
+      const file = join(refs, block);
+      if (!existsSync(file) && !isSymlink(file)) return {}; // never written: the branch did not move
+      // The worker made this file: read a regular file of a ref's size, nothing else (never follow a link, never block on a FIFO).
+      const text = isFile(file) && lstatSync(file).size <= 80 ? readFileSync(file, 'utf8') : '';
       const after = SHA.exec(text)?.[1];
-      if (!after)
-        return { problem: `the worker left ${ref} as ${JSON.stringify(text.slice(0, 80))}, not a commit id; the branch was not moved` };
+      if (!after) return { problem: `the worker left ${ref} as something other than a commit id; the branch was not moved` };
       if (after === before) return {};
       const moved = await runGit(repo, ['update-ref', '-m', 'tron: commits of the sandboxed builder', ref, after, before ?? '']);
       if (moved.exitCode !== 0) return { problem: `could not move ${ref} to ${after}: ${moved.stderr.trim()}` };

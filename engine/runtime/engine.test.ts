@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { execa } from 'execa';
@@ -113,6 +113,30 @@ describe('tron start', () => {
     });
   }
 
+  for (const mode of ['auto', 'off'] as const) {
+    it(`fails the 'tests' fact of a test that leaves a detached process, at its timeout, with nothing left running (sandbox ${mode})`, async () => {
+      const token = `${1000 + Math.floor(Math.random() * 900)}.${process.pid}`;
+      const config = configFile({ extra: `[sandbox]\nmode = "${mode}"\n` })
+        .replace('test = "node test.js"', `test = "node test.js && echo suite passed && (setsid sleep ${token} &) && sleep ${token}"`)
+        .replace('test = "1m"', 'test = "1s"');
+      const repo = await project({ blocks: { a: {} }, sim: builds('a'), config });
+      const run = await runTron(repo);
+      expect(run.exit).toBe(3);
+      const observed = ofType(run.events, 'facts.observed').filter((e) => e.tests);
+      expect(observed.length).toBeGreaterThanOrEqual(1);
+      for (const e of observed)
+        expect(e.tests).toMatchObject({ exit: null, timed_out: true, tail: expect.stringContaining('suite passed') });
+      const fact = ofType(run.events, 'gate.failed')[0]!.facts.find((f) => f.name === 'tests')!;
+      expect(fact).toMatchObject({
+        ok: false,
+        evidence: expect.stringMatching(/timed out at [0-9a-f]+, and every process it started was ended[\s\S]*suite passed/),
+      });
+      expect(ofType(run.events, 'block.landed')).toHaveLength(0);
+      const left = readdirSync('/proc').filter((pid) => /^\d+$/.test(pid) && cmdline(pid).includes(token));
+      expect(left).toEqual([]);
+    });
+  }
+
   it('ends a run whose effect failed with exit 1 and run.failed, decided by the step, so the run replays', async () => {
     const repo = await project({ blocks: { a: {} }, sim: builds('a') });
     // A ref under tron/a/ makes the branch tron/a impossible to create: the worktree effect fails.
@@ -221,3 +245,11 @@ echo ">>APPROVE {\\"notes\\":\\"$head $sym\\"}"
     rmSync(notes, { recursive: true, force: true });
   });
 });
+
+function cmdline(pid: string): string {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, 'utf8');
+  } catch {
+    return '';
+  }
+}

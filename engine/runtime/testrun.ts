@@ -23,7 +23,7 @@ import type { TestRun } from '../core/events.ts';
 import { formatDuration } from '../core/duration.ts';
 import { minimalEnv } from '../workers/env.ts';
 import { MARK_VAR, endRun, fdTargets, newMark } from '../workers/process-tree.ts';
-import { NO_SANDBOX, environmentPaths, type Sandbox } from '../workers/sandbox.ts';
+import { NO_SANDBOX, environmentPaths, type Entered, type Sandbox } from '../workers/sandbox.ts';
 import { processStartTime } from './proc.ts';
 
 const TAIL_LINES = 30;
@@ -73,14 +73,22 @@ export async function runTests(opts: TestRunOptions): Promise<TestRun> {
   try {
     const start = Buffer.byteLength(header);
     const mark = newMark();
-    const entered = await (opts.sandbox ?? NO_SANDBOX).enter(['/bin/sh', '-c', opts.command], {
-      cwd: opts.cwd,
-      writableCwd: true,
-      network: opts.network ?? false,
-      visible: [...(opts.visible ?? []), ...environmentPaths(opts.env)],
-    });
-    const ended = await runTree(entered.argv, opts, testEnv(opts.env, opts.passEnv ?? [], mark), out, mark);
-    await entered.leave();
+    let entered: Entered | undefined;
+    let ended: { code: number | null; timedOut: boolean; error?: string } = { code: null, timedOut: false };
+    try {
+      entered = await (opts.sandbox ?? NO_SANDBOX).enter(['/bin/sh', '-c', opts.command], {
+        cwd: opts.cwd,
+        writableCwd: true,
+        network: opts.network ?? false,
+        visible: [...(opts.visible ?? []), ...environmentPaths(opts.env)],
+      });
+    } catch (error) {
+      ended = { code: null, timedOut: false, error: `the sandbox could not be prepared: ${(error as Error).message}` };
+    }
+    if (entered) {
+      ended = await runTree(entered.argv, opts, testEnv(opts.env, opts.passEnv ?? [], mark), out, mark);
+      await entered.leave();
+    }
     const note = ended.error
       ? `# could not start: ${ended.error}\n`
       : `# exit: ${ended.code ?? 'none'}${ended.timedOut ? ` (timed out after ${formatDuration(opts.timeoutMs)}; every process it started was ended)` : ''}\n`;

@@ -33,7 +33,7 @@ import { minimalEnv } from './env.ts';
 import { processStartTime } from '../runtime/proc.ts';
 import { formatDuration } from '../core/duration.ts';
 import { MARK_VAR, endRun, newMark } from './process-tree.ts';
-import { NO_SANDBOX, turnConfinement, type Sandbox } from './sandbox.ts';
+import { NO_SANDBOX, turnConfinement, type Entered, type Sandbox } from './sandbox.ts';
 
 /** What the liveness probe needs to see of a running turn. */
 export interface RunningTurn {
@@ -130,9 +130,14 @@ export function createCommandWorker(settings: CommandSettings, deps: CommandDeps
     const confinement = turnConfinement(request, settings.writable, deps.env);
     // The program itself must be visible inside (it may live under /tmp, which the sandbox hides).
     if (argv[0]!.includes('/')) confinement.visible = [...(confinement.visible ?? []), resolve(request.cwd, argv[0]!)];
-    const entering = sandbox.enter(argv, confinement);
-    // Unsandboxed, the worker starts in this very tick, as it always did.
-    const entered = entering instanceof Promise ? await entering : entering;
+    let entered: Entered;
+    try {
+      const entering = sandbox.enter(argv, confinement);
+      // Unsandboxed, the worker starts in this very tick, as it always did.
+      entered = entering instanceof Promise ? await entering : entering;
+    } catch (error) {
+      return { ok: false, failure: 'crash', detail: `cannot prepare the sandbox for "${shown}": ${(error as Error).message}` };
+    }
     const [file, ...args] = entered.argv;
 
     const child = spawn(file!, args, {

@@ -10,7 +10,7 @@ import { spawn } from 'node:child_process';
 import { formatDuration } from '../../core/duration.ts';
 import { processStartTime } from '../../runtime/proc.ts';
 import { MARK_VAR, killRun, newMark } from '../process-tree.ts';
-import { NO_SANDBOX, type Confinement, type Sandbox } from '../sandbox.ts';
+import { NO_SANDBOX, type Confinement, type Entered, type Sandbox } from '../sandbox.ts';
 
 /** Longest output (stdout and stderr together) a result carries; the middle is cut beyond it. */
 export const RUN_OUTPUT_LIMIT = 20_000;
@@ -34,7 +34,12 @@ export async function runCommand(command: { argv: string[] } | { shell: string }
   const argv = 'argv' in command ? command.argv : ['/bin/sh', '-c', command.shell];
   const label = 'argv' in command ? JSON.stringify(command.argv) : command.shell;
   const sandbox = options.sandbox ?? NO_SANDBOX;
-  const entered = await sandbox.enter(argv, options.confinement ?? { cwd: options.cwd, writableCwd: true, network: true });
+  let entered: Entered;
+  try {
+    entered = await sandbox.enter(argv, options.confinement ?? { cwd: options.cwd, writableCwd: true, network: true });
+  } catch (error) {
+    return `$ ${label}\nerror: could not prepare the sandbox for the command: ${(error as Error).message}\n`;
+  }
   const [file, ...args] = entered.argv;
   const mark = newMark();
   const text = await new Promise<string>((resolve) => {

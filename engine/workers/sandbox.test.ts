@@ -119,10 +119,10 @@ describe.skipIf(BWRAP_SKIP !== undefined)('a sandboxed worker', () => {
       env: { PATH: process.env.PATH ?? '', HOME: home, REPO: repo.dir, COMMON: common, ...env },
       extendEnv: false,
       reject: false,
-      all: true,
     });
     const left: LeaveReport = await entered.leave();
-    return { code: result.exitCode, out: String(result.all), left };
+    // The markers the scripts echo are on stdout; git's and the shell's complaints on stderr.
+    return { code: result.exitCode, out: String(result.stdout), err: String(result.stderr), left };
   }
 
   const builder = (block = 'a', writable: string[] = []) =>

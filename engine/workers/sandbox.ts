@@ -35,6 +35,7 @@ import {
   lstatSync,
   mkdirSync,
   mkdtempSync,
+  readdirSync,
   readFileSync,
   realpathSync,
   rmSync,
@@ -301,7 +302,11 @@ const SHA = /^([0-9a-f]{40}|[0-9a-f]{64})\n?$/;
 
 let scratchDir: string | undefined;
 
-/** Where a builder's private refs folder is made: memory (/dev/shm) where there is one, it is made for every process. */
+/**
+ * Where a builder's private refs folders are made: memory (/dev/shm) where there is one,
+ * as one is made for every process. Each is named after the engine's pid; the folders of
+ * engines that died before they could remove theirs are removed the first time.
+ */
 function scratchRoot(): string {
   if (scratchDir === undefined) {
     try {
@@ -310,8 +315,20 @@ function scratchRoot(): string {
     } catch {
       scratchDir = tmpdir();
     }
+    for (const name of safeReaddir(scratchDir)) {
+      const pid = /^tron-branch-(\d+)-/.exec(name)?.[1];
+      if (pid !== undefined && !existsSync(`/proc/${pid}`)) rmSync(join(scratchDir, name), { recursive: true, force: true });
+    }
   }
   return scratchDir;
+}
+
+function safeReaddir(dir: string): string[] {
+  try {
+    return readdirSync(dir);
+  } catch {
+    return [];
+  }
 }
 
 /**
@@ -358,7 +375,7 @@ function ownBranch(repo: string, block: string, cwd: string): { mounts: Mount[];
   if (!existsSync(worktreeConfig)) writeFileSync(worktreeConfig, '');
 
   const before = readRef(common, ref);
-  const scratch = mkdtempSync(join(scratchRoot(), 'tron-branch-'));
+  const scratch = mkdtempSync(join(scratchRoot(), `tron-branch-${process.pid}-`));
   const refs = join(scratch, 'refs');
   const logs = join(scratch, 'logs');
   mkdirSync(refs);

@@ -45,11 +45,15 @@ export function normaliseEvents(events: readonly TronEvent[], n: Normalising): s
   return replacePath(lines.map((l) => `${l}\n`).join(''), n.repo);
 }
 
-/** manifest.json, normalised: no start time or host; the run id fixed; where it came from. */
+/**
+ * manifest.json, normalised: no start time, host, or sandbox used (whether bwrap runs is
+ * the host's); the run id fixed; where it came from.
+ */
 export function normaliseManifest(text: string, n: Normalising, sim: Record<string, unknown>): string {
   const manifest = JSON.parse(text) as Record<string, unknown>;
   delete manifest.started_at;
   delete manifest.host;
+  delete manifest.sandbox;
   manifest.run = n.runId;
   manifest.sim = sim;
   return replacePath(`${JSON.stringify(manifest, null, 2)}\n`, n.repo);

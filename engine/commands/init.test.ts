@@ -46,7 +46,19 @@ describe('tron init', () => {
     expect(loadConfig(repo.dir).config!.workers.builder.adapter).toBe('openai');
     const text = await repo.read('.tron/config.toml');
     expect(text).toMatch(/# Run whenever the operator is paged, with the page as one JSON object on stdin\n.*\n# page_command = \[/);
-    for (const key of ['trunk', 'max_parallel', 'test', 'turn', 'probe_wait', 'extension', 'max_extensions', 'reissues']) {
+    for (const key of [
+      'trunk',
+      'max_parallel',
+      'test',
+      'test_env',
+      'turn',
+      'mode',
+      'test_network',
+      'probe_wait',
+      'extension',
+      'max_extensions',
+      'reissues',
+    ]) {
       const line = text.split('\n').find((l) => new RegExp(`^#? ?${key} = `).test(l));
       expect(line, key).toMatch(/ # \S/);
     }

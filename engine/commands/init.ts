@@ -54,10 +54,11 @@ export function renderConfig(opts: { trunk: string; test: string; preset: Preset
 ${row(`trunk = ${q(opts.trunk)}`, 'the branch blocks land on; only tron should move it while it runs')}
 ${row(`max_parallel = ${CONFIG_DEFAULTS.max_parallel}`, 'build/review slots at once')}
 ${row(`test = ${q(opts.test)}`, "the engine's own test command, run by a shell at each head; exit 0 = green")}
+${row('# test_env = ["DATABASE_URL"]', 'variables of your environment the tests see, beyond PATH, HOME, LANG, TERM')}
 
 [timeouts]
 ${row(`turn = ${q(CONFIG_DEFAULTS.timeouts.turn)}`, 'budget of one worker turn; an overrun worker is probed before anyone is paged')}
-${row(`test = ${q(CONFIG_DEFAULTS.timeouts.test)}`, 'budget of one engine test run; a run past it counts as red')}
+${row(`test = ${q(CONFIG_DEFAULTS.timeouts.test)}`, 'budget of one engine test run; past it the run is red and every process it started ends')}
 
 # Who does the work: [workers.builder] and [workers.reviewer] are required.
 # [workers.architect] is optional: without it, troubles that would consult the
@@ -71,6 +72,13 @@ ${WORKER_PRESETS[opts.preset].toml}
 # Run whenever the operator is paged, with the page as one JSON object on stdin
 # (an argv list, no shell). For example, a push notification through ntfy.sh:
 # page_command = ["curl", "-sS", "--data-binary", "@-", "https://ntfy.sh/my-tron-pages"]
+
+# The sandbox workers and tests run in (docs/SECURITY.md in the tron checkout): they
+# can write only their own worktree and branch, and what \`writable\` lists. "auto" uses
+# bubblewrap where it runs and says at start when it cannot; "bwrap" requires it.
+# [sandbox]
+${row('# mode = "auto"', '"auto" | "bwrap" | "off"')}
+${row('# test_network = false', 'whether test runs may use the network (workers always may)')}
 
 # Liveness — talk before you page. Uncomment to override the engine's spine values.
 # [liveness]

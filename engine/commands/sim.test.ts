@@ -45,6 +45,7 @@ describe('tron sim', () => {
     expect(JSON.parse(events.split('\n')[0]!)).toMatchObject({ seq: 1, ts: 0, type: 'run.started', run: 'passes', pid: 0 });
     const manifest = JSON.parse(readFileSync(join(runs, 'passes', 'manifest.json'), 'utf8'));
     expect(manifest.host).toBeUndefined();
+    expect(manifest.sandbox).toBeUndefined();
     expect(manifest.started_at).toBeUndefined();
     expect(manifest.sim).toEqual({ template: 'passes', run: 1, runs: 1 });
     expect(replayRunDir(join(runs, 'passes')).result).toMatchObject({ ok: true });

@@ -1,10 +1,12 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { join } from 'node:path';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { delimiter, join } from 'node:path';
 import { execa } from 'execa';
-import { readdirSync } from 'node:fs';
-import { blockFile, configFile, makeProject, runTron } from '../testing/project.ts';
+import { blockFile, configFile, makeProject, ofType, runTron } from '../testing/project.ts';
 import { answerCommand } from './answer.ts';
 import { ManualClock } from '../core/clock.ts';
+import { BWRAP_SKIP } from '../testing/bwrap.ts';
 import { snapshot } from '../testing/snapshot.ts';
 import type { TestRepo } from '../testing/repo.ts';
 
@@ -132,5 +134,122 @@ describe('tron start with nothing to do', () => {
     const next = await runTron(repo);
     expect(next.events.find((e) => e.type === 'register.loaded')).toBeDefined();
     expect(runDirs(repo)).toHaveLength(2);
+  });
+});
+
+/** A folder with a `bwrap` that cannot create namespaces, as on a host that forbids them. */
+function brokenBwrap(): string {
+  const dir = mkdtempSync(join(tmpdir(), 'tron-broken-bwrap-'));
+  writeFileSync(join(dir, 'bwrap'), '#!/bin/sh\necho "bwrap: setting up uid map: Permission denied" >&2\nexit 1\n', { mode: 0o755 });
+  return dir;
+}
+
+/** A block whose builder commits a file, and a test command that prints its environment. */
+const SIM = `[[blocks.a.builder]]\nwrite = { "a.txt" = "a\\n" }\ncommit = "Add a"\nreply = ">>DONE"\n`;
+const PRINTS_ENV = configFile().replace('test = "node test.js"', 'test = "env; node test.js"\ntest_env = ["SHARED_WITH_TESTS"]');
+
+function readCmdline(pid: string): string {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, 'utf8');
+  } catch {
+    return '';
+  }
+}
+
+describe('tron start and the sandbox', () => {
+  it('exits 2 with TRON_SANDBOX_UNAVAILABLE when mode = "bwrap" and bwrap cannot run, and changes nothing', async () => {
+    const bin = brokenBwrap();
+    try {
+      const repo = await makeProject({ blocks: { a: {} }, config: configFile({ extra: '[sandbox]\nmode = "bwrap"\n' }) });
+      repos.push(repo);
+      const before = snapshot(repo.dir);
+      const result = await execa('node', [BIN, 'start', '--repo', repo.dir], {
+        reject: false,
+        env: { PATH: `${bin}${delimiter}${process.env.PATH}` },
+      });
+      expect(result.exitCode).toBe(2);
+      expect(result.stderr).toContain('TRON_SANDBOX_UNAVAILABLE: .tron/config.toml: sandbox.mode');
+      expect(result.stderr).toContain('Permission denied');
+      expect(result.stderr).not.toMatch(/\n\s+at /);
+      expect(snapshot(repo.dir)).toEqual(before);
+    } finally {
+      rmSync(bin, { recursive: true, force: true });
+    }
+  });
+
+  it('says once, at start, that a run is unsandboxed when mode = "auto" finds no working bwrap, and records it in the manifest', async () => {
+    const bin = brokenBwrap();
+    try {
+      const repo = await makeProject({ blocks: { a: {} }, sim: SIM });
+      repos.push(repo);
+      const run = await runTron(repo, { env: { PATH: `${bin}${delimiter}${process.env.PATH}` } });
+      expect(run.exit).toBe(0);
+      expect(run.output.filter((line) => line.includes('NOT sandboxed'))).toHaveLength(1);
+      expect(run.output.findIndex((line) => line.includes('NOT sandboxed'))).toBe(1);
+      const manifest = JSON.parse(readFileSync(join(run.runDir, 'manifest.json'), 'utf8'));
+      expect(manifest.sandbox).toMatchObject({ mode: 'auto', used: 'off', why: expect.stringContaining('Permission denied') });
+    } finally {
+      rmSync(bin, { recursive: true, force: true });
+    }
+  });
+
+  it("runs the block's tests without the engine's secrets, whatever the sandbox", async () => {
+    const repo = await makeProject({ blocks: { a: {} }, sim: SIM, config: PRINTS_ENV });
+    repos.push(repo);
+    const run = await runTron(repo, { env: { OPENAI_API_KEY: 'sk-engine-secret', SHARED_WITH_TESTS: 'yes' } });
+    expect(run.exit).toBe(0);
+    const logs = readdirSync(join(run.runDir, 'tests')).map((f) => readFileSync(join(run.runDir, 'tests', f), 'utf8'));
+    expect(logs.length).toBeGreaterThanOrEqual(2);
+    for (const log of logs) {
+      expect(log).toContain('SHARED_WITH_TESTS=yes');
+      expect(log).not.toContain('sk-engine-secret');
+    }
+    expect(ofType(run.events, 'block.landed')).toHaveLength(1);
+  });
+
+  it.skipIf(BWRAP_SKIP !== undefined)('uses bwrap where it runs, says nothing about it, and records it in the manifest', async () => {
+    const repo = await makeProject({ blocks: { a: {} }, sim: SIM });
+    repos.push(repo);
+    const run = await runTron(repo);
+    expect(run.exit).toBe(0);
+    expect(run.output.join('\n')).not.toContain('sandboxed');
+    expect(JSON.parse(readFileSync(join(run.runDir, 'manifest.json'), 'utf8')).sandbox).toEqual({ mode: 'auto', used: 'bwrap' });
+  });
+
+  it.skipIf(BWRAP_SKIP !== undefined)("lands a hostile builder's own work while the sandbox stops everything else it tries", async () => {
+    const token = `30${process.pid}.5`;
+    const dir = mkdtempSync(join(tmpdir(), 'tron-hostile-'));
+    writeFileSync(
+      join(dir, 'builder.sh'),
+      `#!/bin/sh
+prompt=$(cat)
+case "$prompt" in *"# Evidence for block"*) echo '>>CONFIRMED {"evidence":{"c1":"a.txt is committed"}}'; exit 0 ;; esac
+echo a > a.txt && git add a.txt && git commit -qm "Add a"
+git update-ref refs/heads/main HEAD
+echo 'test = "true"' > ../../config.toml
+echo evil > ../../blocks/evil.md
+echo hijacked > ../../../README.md
+setsid sleep ${token} &
+echo '>>DONE'
+`,
+      { mode: 0o755 },
+    );
+    const workers = `[workers.builder]\nadapter = "command"\ncommand = ["${dir}/builder.sh"]\n\n[workers.reviewer]\nadapter = "sim"\n`;
+    const repo = await makeProject({ blocks: { a: {} }, config: configFile({ workers }), files: { 'README.md': '# app\n' } });
+    repos.push(repo);
+    const config = readFileSync(join(repo.dir, '.tron', 'config.toml'), 'utf8');
+    try {
+      const run = await runTron(repo);
+      expect(run.exit).toBe(0);
+      expect(ofType(run.events, 'block.landed').map((e) => e.block)).toEqual(['a']);
+      expect(await repo.git('show', 'main:a.txt')).toBe('a');
+      expect(await repo.git('log', '--format=%s', 'main')).toBe('Add a\ninitial');
+      expect(readFileSync(join(repo.dir, '.tron', 'config.toml'), 'utf8')).toBe(config);
+      expect(readdirSync(join(repo.dir, '.tron', 'blocks'))).toEqual(['a.md']);
+      expect(readFileSync(join(repo.dir, 'README.md'), 'utf8')).toBe('# app\n');
+      expect(readdirSync('/proc').filter((p) => /^\d+$/.test(p) && readCmdline(p).includes(token))).toEqual([]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

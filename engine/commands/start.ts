@@ -14,6 +14,7 @@ import { acquireLock } from '../runtime/lockfile.ts';
 import { Engine, writeRunFiles } from '../runtime/engine.ts';
 import { createWorker } from '../workers/create.ts';
 import { preflightWorkers } from '../workers/preflight.ts';
+import { chooseSandbox } from '../workers/sandbox.ts';
 import type { WorkerAdapter } from '../workers/adapter.ts';
 import type { WorkerRole } from '../core/roles.ts';
 import { carrySessions, clearInterruptedLanding, recover, type Recovery } from '../runtime/recovery.ts';
@@ -60,6 +61,8 @@ export async function startCommand(o: StartOptions): Promise<number> {
     const problems = preflightWorkers(config, o.env, repo);
     if (problems.length > 0) throw new InputError(problems);
   }
+  // Before anything changes: `mode = "bwrap"` where bwrap cannot run is a config error.
+  const sandbox = await chooseSandbox(config.sandbox.mode, o.env);
   const trunkSha = await git.currentTrunkSha(repo, config.trunk);
   // One engine per repository: nothing below runs while another engine holds the repository.
   mkdirSync(join(repo, '.tron'), { recursive: true });
@@ -81,7 +84,7 @@ export async function startCommand(o: StartOptions): Promise<number> {
     const workers: Partial<Record<WorkerRole, WorkerAdapter>> = { ...o.workers };
     for (const role of ['builder', 'reviewer', 'architect'] as const) {
       const settings = config.workers[role];
-      if (!workers[role] && settings) workers[role] = createWorker(settings, { repo, env: o.env });
+      if (!workers[role] && settings) workers[role] = createWorker(settings, { repo, env: o.env, sandbox: sandbox.sandbox });
     }
     const previousRunDir = previous;
     const recovery = await recover({
@@ -113,9 +116,18 @@ export async function startCommand(o: StartOptions): Promise<number> {
     const startedAt = o.clock.now();
     const runId = runIdAt(startedAt, (id) => existsSync(join(runsDir, id)));
     const runDir = join(runsDir, runId);
-    writeRunFiles({ runDir, runId, config, spineFile: SPINE_FILE, trunkSha, startedAt });
+    writeRunFiles({
+      runDir,
+      runId,
+      config,
+      spineFile: SPINE_FILE,
+      trunkSha,
+      startedAt,
+      sandbox: { kind: sandbox.sandbox.kind, ...(sandbox.notice ? { why: sandbox.notice } : {}) },
+    });
     carrySessions(previousRunDir, runDir);
     o.print(`tron: run ${runId} — ${blocks.length} block(s), trunk ${config.trunk} at ${trunkSha.slice(0, 12)}`);
+    if (sandbox.notice) o.print(sandbox.notice);
     const engine = new Engine({
       repo,
       runDir,
@@ -127,6 +139,7 @@ export async function startCommand(o: StartOptions): Promise<number> {
       workers,
       clock: o.clock,
       env: o.env,
+      sandbox: sandbox.sandbox,
       print: o.print,
       watch: Boolean(o.watch),
       boot: [recovery.events[0]!, ...cleared, ...recovery.events.slice(1)],

@@ -66,7 +66,7 @@ export function deriveFacts(
     name: 'tests',
     ok: t.exit === 0 && !t.timed_out,
     evidence: t.timed_out
-      ? `the test command timed out at ${short(o.head)} (output: ${t.log})`
+      ? `the test command timed out at ${short(o.head)}, and every process it started was ended (output: ${t.log}); last lines:\n${t.tail}`
       : t.exit === 0
         ? `the test command exited 0 at ${short(o.head)}`
         : `the test command exited ${t.exit} at ${short(o.head)}; last lines:\n${t.tail}`,

@@ -108,6 +108,12 @@ export const PROBLEMS = {
     summary: 'A time setting in `.tron/config.toml` is not a duration.',
     fix: 'Write it like "90s", "20m", "1h" or "1h30m".',
   },
+  TRON_SANDBOX_UNAVAILABLE: {
+    area: 'config',
+    kind: 'input',
+    summary: '`[sandbox] mode = "bwrap"` requires the bubblewrap sandbox, and `bwrap` is missing or cannot create its namespaces here.',
+    fix: 'Install bubblewrap (`apt-get install bubblewrap`) on a system that allows unprivileged user namespaces, or set `mode = "auto"` (run unsandboxed, said at start) or `"off"`.',
+  },
 
   TRON_WORKER_KEY_UNSET: {
     area: 'workers',

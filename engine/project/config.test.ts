@@ -43,6 +43,8 @@ describe('parseConfig', () => {
       test: 'npm test',
       timeouts: { turnMs: 20 * 60_000, testMs: 10 * 60_000 },
       liveness: {},
+      testEnv: [],
+      sandbox: { mode: 'auto', testNetwork: false },
     });
     expect(config!.workers.architect).toBeUndefined();
     expect(config!.pageCommand).toBeUndefined();
@@ -78,7 +80,7 @@ adapter = "sim"
     });
     expect(config!.liveness).not.toHaveProperty('extensionMs');
     expect(config!.workers.builder).toMatchObject({ adapter: 'openai', model: 'gpt-5.1', max_steps: 40 });
-    expect(config!.workers.reviewer).toEqual({ adapter: 'command', command: ['claude', '-p'], env: ['ANTHROPIC_API_KEY'] });
+    expect(config!.workers.reviewer).toEqual({ adapter: 'command', command: ['claude', '-p'], env: ['ANTHROPIC_API_KEY'], writable: [] });
     expect(config!.workers.architect).toEqual({ adapter: 'sim' });
   });
 
@@ -198,6 +200,26 @@ adapter = "sim"
     const p = only(`page_command = "notify-send tron"\n${MINIMAL}`);
     expect(p).toMatchObject({ code: 'TRON_CONFIG_INVALID', path: `${FILE}: page_command` });
     expect(p.message).toMatch(/expected an array/);
+  });
+
+  it("reads the sandbox table, the test environment and a command worker's writable paths", () => {
+    const text = `test_env = ["DATABASE_URL"]\n${MINIMAL.replace('env = ["ANTHROPIC_API_KEY"]', 'env = ["ANTHROPIC_API_KEY"]\nwritable = ["~/.claude", "~/.claude.json", "$CODEX_HOME", "/var/cache/agent"]')}\n[sandbox]\nmode = "bwrap"\ntest_network = true\n`;
+    const { config, problems } = parseConfig(text, FILE);
+    expect(problems).toEqual([]);
+    expect(config).toMatchObject({ testEnv: ['DATABASE_URL'], sandbox: { mode: 'bwrap', testNetwork: true } });
+    expect(config!.workers.reviewer).toMatchObject({ writable: ['~/.claude', '~/.claude.json', '$CODEX_HOME', '/var/cache/agent'] });
+  });
+
+  it('rejects an unknown sandbox mode, an unknown sandbox key and a relative writable path', () => {
+    const mode = only(`${MINIMAL}\n[sandbox]\nmode = "docker"\n`);
+    expect(mode).toMatchObject({ code: 'TRON_CONFIG_INVALID', path: `${FILE}: sandbox.mode` });
+    expect(mode.message).toMatch(/"auto", "bwrap", "off"/);
+    const key = only(`${MINIMAL}\n[sandbox]\nnetwork = true\n`);
+    expect(key).toMatchObject({ code: 'TRON_CONFIG_UNKNOWN_KEY', path: `${FILE}: sandbox.network` });
+    expect(key.message).toMatch(/mode, test_network/);
+    const relative = only(MINIMAL.replace('env = ["ANTHROPIC_API_KEY"]', 'writable = [".claude"]'));
+    expect(relative).toMatchObject({ code: 'TRON_CONFIG_INVALID', path: `${FILE}: workers.reviewer.writable[0]` });
+    expect(relative.message).toMatch(/absolute, "~\/…" or "\$NAME\/…"/);
   });
 
   it('reports every problem at once', () => {

@@ -11,7 +11,7 @@ import { parseDuration } from '../core/duration.ts';
 import type { Problem } from '../core/errors.ts';
 import { WORKER_ROLES, type WorkerRole } from '../core/roles.ts';
 import type { Liveness } from '../spine/spine.ts';
-import { workerSettings, type WorkerSettings } from '../workers/settings.ts';
+import { SANDBOX_MODES, workerSettings, type SandboxMode, type WorkerSettings } from '../workers/settings.ts';
 
 /** Where the config lives, relative to the repository root (and how problems name it). */
 export const CONFIG_FILE = '.tron/config.toml';
@@ -64,6 +64,13 @@ const BudgetsTable = z.strictObject({
   run_usd: z.number().positive().optional(),
 });
 
+const SandboxTable = z.strictObject({
+  mode: z.enum(SANDBOX_MODES).default('auto'),
+  test_network: z.boolean().default(false),
+});
+
+const envName = z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, { message: 'an environment variable name, e.g. "DATABASE_URL"' });
+
 const WorkersTable = z.strictObject({
   builder: workerSettings,
   reviewer: workerSettings,
@@ -74,7 +81,9 @@ const ConfigTable = z.strictObject({
   trunk: branch.default(CONFIG_DEFAULTS.trunk),
   max_parallel: z.number().int().min(1).default(CONFIG_DEFAULTS.max_parallel),
   test: z.string().trim().min(1),
+  test_env: z.array(envName).default([]),
   timeouts: TimeoutsTable.prefault({}),
+  sandbox: SandboxTable.prefault({}),
   workers: WorkersTable,
   page_command: z.array(z.string().min(1)).min(1).optional(),
   liveness: LivenessOverrides.optional(),
@@ -90,6 +99,14 @@ export interface Config {
   maxParallel: number;
   /** The engine's own test command (run by a shell); exit 0 = green. */
   test: string;
+  /** Variables of tron's environment a test run sees, beyond PATH, HOME, LANG, TERM (and CI). */
+  testEnv: string[];
+  /** Where workers and test runs are confined (engine/workers/sandbox.ts). */
+  sandbox: {
+    mode: SandboxMode;
+    /** Whether test runs may use the network (workers always may). */
+    testNetwork: boolean;
+  };
   timeouts: {
     /** Budget of one worker turn. */
     turnMs: number;
@@ -153,6 +170,8 @@ const CONFIG_STYLE: IssueStyle = {
     if (first === 'liveness') return Object.keys(LivenessOverrides.shape);
     if (first === 'prices' && parts.length === 2) return Object.keys(PriceRow.shape);
     if (first === 'budgets') return Object.keys(BudgetsTable.shape);
+
+    if (first === 'sandbox') return Object.keys(SandboxTable.shape);
     if (first === 'workers' && parts.length === 1) return [...WORKER_ROLES];
     if (first === 'workers') return workerKeys(data, role!);
     return [];
@@ -178,6 +197,8 @@ function toConfig(raw: z.infer<typeof ConfigTable>): Config {
     trunk: raw.trunk,
     maxParallel: raw.max_parallel,
     test: raw.test,
+    testEnv: raw.test_env,
+    sandbox: { mode: raw.sandbox.mode, testNetwork: raw.sandbox.test_network },
     timeouts: { turnMs: ms(raw.timeouts.turn), testMs: ms(raw.timeouts.test) },
     workers,
     ...(raw.page_command !== undefined && { pageCommand: raw.page_command }),

@@ -12,6 +12,7 @@ import type { Block } from '../project/register.ts';
 import * as git from '../git/index.ts';
 import { runTests } from './testrun.ts';
 import { processStartTime } from './proc.ts';
+import type { Sandbox } from '../workers/sandbox.ts';
 
 /**
  * git's worktree administration (add, prune, remove) is not safe to run concurrently in
@@ -32,9 +33,22 @@ export interface EffectContext {
   config: Config;
   blocks: () => Map<string, Block>;
   env: Record<string, string | undefined>;
+  /** Where test runs are confined (workers get theirs from their adapter). */
+  sandbox: Sandbox;
   print: (line: string) => void;
   /** Appends a note event (process bookkeeping) to the run's log. */
   note: (body: EventBody) => void;
+}
+
+/** How every engine test run is confined and what it sees: the sandbox, `test_env`, the network setting. */
+function testSetting(c: EffectContext) {
+  return {
+    env: c.env,
+    passEnv: c.config.testEnv,
+    sandbox: c.sandbox,
+    network: c.config.sandbox.testNetwork,
+    visible: [c.repo],
+  };
 }
 
 /** Records the engine's own test processes like worker processes, so recovery can kill strays. */
@@ -108,7 +122,7 @@ export async function observeFacts(c: EffectContext, e: EventOf<'facts.requested
         runDir: c.runDir,
         log: `tests/${e.block}-${e.purpose}-${head.slice(0, 12)}.log`,
         timeoutMs: c.config.timeouts.testMs,
-        env: c.env,
+        ...testSetting(c),
         ...testProcesses(c, e.block, `tests:${e.purpose}`),
       })
     : null;
@@ -166,7 +180,7 @@ export async function testTrunk(c: EffectContext, e: EventOf<'test.requested'>):
       runDir: c.runDir,
       log: `tests/trunk-${e.sha.slice(0, 12)}.log`,
       timeoutMs: c.config.timeouts.testMs,
-      env: c.env,
+      ...testSetting(c),
       ...testProcesses(c, e.block, 'tests:trunk'),
     });
     return { type: 'trunk.tested', block: e.block, sha: e.sha, ok: tests.exit === 0 && !tests.timed_out, tests };

@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { existsSync, readFileSync, writeFileSync, chmodSync } from 'node:fs';
+import { chmodSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { execa } from 'execa';
 import { configFile, makeProject, ofType, readRunFile, runTron } from '../testing/project.ts';
@@ -112,6 +113,30 @@ describe('tron start', () => {
     });
   }
 
+  for (const mode of ['auto', 'off'] as const) {
+    it(`fails the 'tests' fact of a test that leaves a detached process, at its timeout, with nothing left running (sandbox ${mode})`, async () => {
+      const token = `${1000 + Math.floor(Math.random() * 900)}.${process.pid}`;
+      const config = configFile({ extra: `[sandbox]\nmode = "${mode}"\n` })
+        .replace('test = "node test.js"', `test = "node test.js && echo suite passed && (setsid sleep ${token} &) && sleep ${token}"`)
+        .replace('test = "1m"', 'test = "1s"');
+      const repo = await project({ blocks: { a: {} }, sim: builds('a'), config });
+      const run = await runTron(repo);
+      expect(run.exit).toBe(3);
+      const observed = ofType(run.events, 'facts.observed').filter((e) => e.tests);
+      expect(observed.length).toBeGreaterThanOrEqual(1);
+      for (const e of observed)
+        expect(e.tests).toMatchObject({ exit: null, timed_out: true, tail: expect.stringContaining('suite passed') });
+      const fact = ofType(run.events, 'gate.failed')[0]!.facts.find((f) => f.name === 'tests')!;
+      expect(fact).toMatchObject({
+        ok: false,
+        evidence: expect.stringMatching(/timed out at [0-9a-f]+, and every process it started was ended[\s\S]*suite passed/),
+      });
+      expect(ofType(run.events, 'block.landed')).toHaveLength(0);
+      const left = readdirSync('/proc').filter((pid) => /^\d+$/.test(pid) && cmdline(pid).includes(token));
+      expect(left).toEqual([]);
+    });
+  }
+
   it('ends a run whose effect failed with exit 1 and run.failed, decided by the step, so the run replays', async () => {
     const repo = await project({ blocks: { a: {} }, sim: builds('a') });
     // A ref under tron/a/ makes the branch tron/a impossible to create: the worktree effect fails.
@@ -167,11 +192,13 @@ describe('tron start', () => {
     const repo = await project({ blocks: { cmd: { criteria: ['cmd.js exists'] } } });
     const builder = join(repo.dir, '..', `${repo.dir.split('/').at(-1)}-builder.sh`);
     const reviewer = join(repo.dir, '..', `${repo.dir.split('/').at(-1)}-reviewer.sh`);
+    // The one folder the workers may write besides their checkout (their `writable` list): where they note their environment.
+    const notes = mkdtempSync(join(tmpdir(), 'tron-notes-'));
     writeFileSync(
       builder,
       `#!/bin/sh
 cat > /dev/null
-env > "$TRON_RUN_DIR/env-$TRON_ROLE-$TRON_TURN.txt"
+env > "${notes}/env-$TRON_ROLE-$TRON_TURN.txt"
 if [ "$TRON_TURN" = "1" ]; then
   echo "exports.cmd = 1;" > cmd.js && git add cmd.js && git commit -q -m "Add cmd"
   echo ">>DONE"
@@ -184,7 +211,7 @@ fi
       reviewer,
       `#!/bin/sh
 cat > /dev/null
-env > "$TRON_RUN_DIR/env-$TRON_ROLE-$TRON_TURN.txt"
+env > "${notes}/env-$TRON_ROLE-$TRON_TURN.txt"
 head=$(git rev-parse HEAD); sym=$(git symbolic-ref -q HEAD || echo detached)
 echo ">>APPROVE {\\"notes\\":\\"$head $sym\\"}"
 `,
@@ -194,7 +221,7 @@ echo ">>APPROVE {\\"notes\\":\\"$head $sym\\"}"
     await repo.write(
       '.tron/config.toml',
       configFile({
-        workers: `[workers.builder]\nadapter = "command"\ncommand = ["${builder}"]\nenv = ["PASSED_VAR"]\n\n[workers.reviewer]\nadapter = "command"\ncommand = ["${reviewer}"]\n`,
+        workers: `[workers.builder]\nadapter = "command"\ncommand = ["${builder}"]\nenv = ["PASSED_VAR"]\nwritable = ["${notes}"]\n\n[workers.reviewer]\nadapter = "command"\ncommand = ["${reviewer}"]\nwritable = ["${notes}"]\n`,
       }),
     );
     await repo.commitAll('Command workers');
@@ -203,16 +230,26 @@ echo ">>APPROVE {\\"notes\\":\\"$head $sym\\"}"
     const attested = ofType(run.events, 'gate.passed')[0]!.sha;
     const approve = ofType(run.events, 'reply.accepted').find((e) => e.word === 'APPROVE')!;
     expect(approve.payload.notes).toBe(`${attested} detached`);
-    const builderEnv = readRunFile(run.runDir, 'env-builder-1.txt');
+    const note = (name: string) => readFileSync(join(notes, name), 'utf8');
+    const builderEnv = note('env-builder-1.txt');
     expect(builderEnv).toContain('PASSED_VAR=yes');
     expect(builderEnv).toContain('TRON_BLOCK=cmd');
     expect(builderEnv).toContain('TRON_PHASE=build');
     expect(builderEnv).not.toContain('SECRET_VAR');
     expect(builderEnv).not.toContain('GIT_AUTHOR_NAME');
-    const reviewerEnv = readRunFile(run.runDir, 'env-reviewer-1.txt');
+    const reviewerEnv = note('env-reviewer-1.txt');
     expect(reviewerEnv).not.toContain('PASSED_VAR');
     expect(reviewerEnv).toContain('TRON_ROLE=reviewer');
     const session = (env: string) => env.match(/TRON_SESSION=(.*)/)![1];
-    expect(session(readRunFile(run.runDir, 'env-builder-2.txt'))).toBe(session(builderEnv));
+    expect(session(note('env-builder-2.txt'))).toBe(session(builderEnv));
+    rmSync(notes, { recursive: true, force: true });
   });
 });
+
+function cmdline(pid: string): string {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, 'utf8');
+  } catch {
+    return '';
+  }
+}

@@ -30,6 +30,7 @@ import { signsOfLife, takeSnapshot, worktreePrint, type LifeSnapshot } from '../
 import { TRON_VERSION } from '../root.ts';
 import { costOf } from '../workers/prices.ts';
 import { boundedTail } from '../workers/output.ts';
+import { NO_SANDBOX, type Sandbox } from '../workers/sandbox.ts';
 
 export { TRON_VERSION };
 
@@ -44,6 +45,8 @@ export interface EngineOptions {
   workers: Partial<Record<WorkerRole, WorkerAdapter>>;
   clock: Clock;
   env: Record<string, string | undefined>;
+  /** Where the engine's test runs are confined; none unless given. */
+  sandbox?: Sandbox;
   print: (line: string) => void;
   watch: boolean;
   /** What boot recovery found (engine/runtime/recovery.ts), fed after the register. */
@@ -96,6 +99,7 @@ export class Engine {
       config: o.config,
       blocks: () => byId,
       env: o.env,
+      sandbox: o.sandbox ?? NO_SANDBOX,
       print: o.print,
       note: (body) => void this.append(body),
     };
@@ -534,7 +538,12 @@ function fence(text: string): string {
 
 /** Writes the run directory's fixed files: manifest.json and the spine that drives the run. */
 export function writeRunFiles(
-  o: Pick<EngineOptions, 'runDir' | 'runId' | 'config' | 'spineFile'> & { trunkSha: string; startedAt: number },
+  o: Pick<EngineOptions, 'runDir' | 'runId' | 'config' | 'spineFile'> & {
+    trunkSha: string;
+    startedAt: number;
+    /** Which sandbox the run uses, and why none when `auto` found none. */
+    sandbox?: { kind: Sandbox['kind']; why?: string };
+  },
 ): void {
   mkdirSync(o.runDir, { recursive: true });
   copyFileSync(o.spineFile, join(o.runDir, 'workflow.toml'));
@@ -546,6 +555,9 @@ export function writeRunFiles(
     trunk_sha: o.trunkSha,
     config: { ...o.config, workers: undefined },
     workers: o.config.workers,
+    ...(o.sandbox
+      ? { sandbox: { mode: o.config.sandbox.mode, used: o.sandbox.kind, ...(o.sandbox.why ? { why: o.sandbox.why } : {}) } }
+      : {}),
     host: { hostname: hostname(), platform: process.platform, arch: process.arch, node: process.version },
   };
   writeFileSync(join(o.runDir, 'manifest.json'), `${JSON.stringify(manifest, null, 2)}\n`);

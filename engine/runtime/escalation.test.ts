@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { configFile, makeProject, ofType, readRunFile, runTron } from '../testing/project.ts';
 import { answerCommand } from '../commands/answer.ts';
 import { systemClock } from '../core/clock.ts';
@@ -27,10 +27,11 @@ function scripts(files: Record<string, string>): Record<string, string> {
   return paths;
 }
 
+/** Command worker tables; each may write the folder its script is in (where the tests' workers keep notes). */
 function workers(paths: Record<string, string>): string {
   return Object.entries(paths)
     .filter(([name]) => ['builder', 'reviewer', 'architect'].includes(name))
-    .map(([role, path]) => `[workers.${role}]\nadapter = "command"\ncommand = ["${path}"]\n`)
+    .map(([role, path]) => `[workers.${role}]\nadapter = "command"\ncommand = ["${path}"]\nwritable = ["${dirname(path)}"]\n`)
     .join('\n');
 }
 
@@ -48,7 +49,7 @@ describe('the exception spine', () => {
   it('restates a two-line reply once, pages through the architect, ends with exit 3, and lands after tron answer RETRY — one page in all', async () => {
     const pageLog = join(mkdtempSync(join(tmpdir(), 'tron-pages-')), 'pages.jsonl');
     const paths = scripts({
-      builder: `prompt=$(cat); printf '%s' "$prompt" > "$TRON_RUN_DIR/prompt-$TRON_SESSION-$TRON_TURN.txt"
+      builder: `prompt=$(cat); printf '%s' "$prompt" > "$(dirname "$0")/prompt-$TRON_SESSION-$TRON_TURN.txt"
 case "$TRON_SESSION" in
   *.1.builder) printf 'All done.\\n>>DONE\\n>>DONE {"summary":"twice"}\\n' ;;
   *) ${HONEST} ;;
@@ -70,7 +71,8 @@ esac`,
       session: 'twice.1.builder',
       turn: 2,
     });
-    expect(readRunFile(first.runDir, 'prompt-twice.1.builder-2.txt')).toContain(refused[0]!.message);
+    const notes = dirname(paths.builder!);
+    expect(readFileSync(join(notes, 'prompt-twice.1.builder-2.txt'), 'utf8')).toContain(refused[0]!.message);
     expect(ofType(first.events, 'escalation.raised').map((e) => e.handler)).toEqual(['restate', 'architect', 'operator']);
     expect(ofType(first.events, 'page.sent')).toHaveLength(1);
     expect(readRunFile(first.runDir, 'pages.md').match(/^## /gm)).toHaveLength(1);
@@ -90,7 +92,7 @@ esac`,
     expect(second.exit).toBe(0);
     expect(ofType(second.events, 'operator.answered')).toMatchObject([{ block: 'twice', word: 'RETRY' }]);
     expect(ofType(second.events, 'block.landed')).toHaveLength(1);
-    expect(readRunFile(second.runDir, 'prompt-twice.2.builder-1.txt')).toContain('answer with exactly one >> line');
+    expect(readFileSync(join(notes, 'prompt-twice.2.builder-1.txt'), 'utf8')).toContain('answer with exactly one >> line');
     expect(ofType(second.events, 'page.sent')).toHaveLength(0);
     const pages = readFileSync(pageLog, 'utf8')
       .trim()

@@ -142,6 +142,8 @@ describe('recovery from a crash at any instant', () => {
       blocks: { slow: {} },
       config: configFile({
         workers: `[workers.builder]\nadapter = "command"\ncommand = ["sleep", "600"]\n\n[workers.reviewer]\nadapter = "sim"\n`,
+        // Unsandboxed, a worker outlives an engine killed with -9, and recovery must end it.
+        extra: '[sandbox]\nmode = "off"\n',
       }),
     });
     repos.push(repo);
@@ -177,6 +179,8 @@ describe('one engine per repository', () => {
       blocks: { slow: {} },
       config: configFile({
         workers: `[workers.builder]\nadapter = "command"\ncommand = ["sleep", "600"]\n\n[workers.reviewer]\nadapter = "sim"\n`,
+        // Unsandboxed, a worker outlives an engine killed with -9, and recovery must end it.
+        extra: '[sandbox]\nmode = "off"\n',
       }),
     });
     repos.push(repo);

@@ -1,63 +1,153 @@
 /**
- * The engine's own test runs: the configured command, in a given checkout, with a
- * timeout, its whole output saved in the run directory. The engine believes this and
- * nothing a worker says about its tests.
+ * The engine's own test runs: the configured command, by a shell in a given checkout,
+ * with a timeout, its whole output saved in the run directory. The engine believes this
+ * and nothing a worker says about its tests.
+ *
+ * A test run is the block's own code, so it is treated like a worker: it runs in the
+ * sandbox (its checkout writable, no network unless `[sandbox] test_network`), with a
+ * minimal environment — PATH, HOME, LANG, TERM, CI and the variables `test_env` names,
+ * never the engine's secrets.
+ *
+ * **The timeout ends the whole tree.** Output goes straight to the log file, not through
+ * a pipe, so a process that outlives the shell (`… && sleep 1000`, a detached child)
+ * cannot keep the engine waiting for an end-of-file. When the shell exits, or at the
+ * deadline, every process of the run is ended: the process group, the shell's
+ * descendants, every process carrying the run's `TRON_MARK` (a `setsid` child keeps it)
+ * and every process still holding the log file open. In the sandbox its PID namespace
+ * ends them all anyway.
  */
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { closeSync, fstatSync, mkdirSync, openSync, readSync, writeFileSync, writeSync } from 'node:fs';
+import { spawn } from 'node:child_process';
 import { dirname, join } from 'node:path';
-import { execa } from 'execa';
 import type { TestRun } from '../core/events.ts';
+import { formatDuration } from '../core/duration.ts';
+import { minimalEnv } from '../workers/env.ts';
+import { MARK_VAR, endRun, fdTargets, newMark } from '../workers/process-tree.ts';
+import { NO_SANDBOX, environmentPaths, type Entered, type Sandbox } from '../workers/sandbox.ts';
+import { processStartTime } from './proc.ts';
 
 const TAIL_LINES = 30;
+/** Bytes read from the end of the log for its tail. */
+const TAIL_BYTES = 64 * 1024;
 
-/** Runs `command` by a shell in `cwd`; `log` is the output file's path relative to `runDir`. */
-export async function runTests(opts: {
+export interface TestRunOptions {
   command: string;
   cwd: string;
   runDir: string;
+  /** The output file's path, relative to `runDir`. */
   log: string;
   timeoutMs: number;
-  env: Record<string, string | undefined>;
+  /** tron's environment: the source of PATH, HOME, LANG, TERM, CI and the `passEnv` names. */
+  env: Readonly<Record<string, string | undefined>>;
+  /** `test_env`: further variables passed on. */
+  passEnv?: readonly string[];
+  sandbox?: Sandbox;
+  /** Whether the run may reach the network (in the sandbox). */
+  network?: boolean;
+  /** Paths the run must be able to read, such as the repository (see Confinement.visible). */
+  visible?: readonly string[];
+  /** SIGTERM-to-SIGKILL grace when ending the run's processes; 2 s unless given. */
+  killGraceMs?: number;
   /** The test process started / ended: recorded, so recovery can kill one a crash left running. */
   onSpawn?: (pid: number) => void;
   onExit?: (pid: number, code: number | null) => void;
-}): Promise<TestRun> {
-  const child = execa(opts.command, {
-    shell: true,
-    cwd: opts.cwd,
-    env: { ...opts.env, CI: opts.env.CI ?? 'true' },
-    extendEnv: false,
-    all: true,
-    reject: false,
-    stdin: 'ignore',
-    timeout: opts.timeoutMs,
-    forceKillAfterDelay: 2000,
-    detached: true,
-    cleanup: true,
-  });
-  const pid = child.pid;
-  if (pid !== undefined) opts.onSpawn?.(pid);
-  const result = await child;
-  if (pid !== undefined) opts.onExit?.(pid, result.exitCode ?? null);
-  const output = result.all ?? '';
+}
+
+/** The environment of a test run: the minimal base, `test_env`, CI, and the run's marker. */
+export function testEnv(
+  source: Readonly<Record<string, string | undefined>>,
+  passEnv: readonly string[],
+  mark: string,
+): Record<string, string> {
+  return minimalEnv(source, passEnv, { CI: source.CI ?? 'true', [MARK_VAR]: mark });
+}
+
+/** Runs `command` by a shell in `cwd`, saving its output to `<runDir>/<log>`. */
+export async function runTests(opts: TestRunOptions): Promise<TestRun> {
   const file = join(opts.runDir, opts.log);
   mkdirSync(dirname(file), { recursive: true });
-  writeFileSync(
-    file,
-    `$ ${opts.command}\n# cwd: ${opts.cwd}\n${output}\n# exit: ${result.exitCode ?? 'none'}${result.timedOut ? ' (timed out)' : ''}\n`,
-  );
-  if (pid !== undefined) {
-    // Whatever the test command left running in its group dies with it.
+  const header = `$ ${opts.command}\n# cwd: ${opts.cwd}\n`;
+  writeFileSync(file, header);
+  // Appending: whatever the run does to its file offset, every write lands at the end.
+  const out = openSync(file, 'a+');
+  try {
+    const start = Buffer.byteLength(header);
+    const mark = newMark();
+    let entered: Entered | undefined;
+    let ended: { code: number | null; timedOut: boolean; error?: string } = { code: null, timedOut: false };
     try {
-      process.kill(-pid, 'SIGKILL');
-    } catch {
-      // the group is already gone
+      entered = await (opts.sandbox ?? NO_SANDBOX).enter(['/bin/sh', '-c', opts.command], {
+        cwd: opts.cwd,
+        writableCwd: true,
+        network: opts.network ?? false,
+        visible: [...(opts.visible ?? []), ...environmentPaths(opts.env)],
+      });
+    } catch (error) {
+      ended = { code: null, timedOut: false, error: `the sandbox could not be prepared: ${(error as Error).message}` };
     }
+    if (entered) {
+      ended = await runTree(entered.argv, opts, testEnv(opts.env, opts.passEnv ?? [], mark), out, mark);
+      await entered.leave();
+    }
+    const note = ended.error
+      ? `# could not start: ${ended.error}\n`
+      : `# exit: ${ended.code ?? 'none'}${ended.timedOut ? ` (timed out after ${formatDuration(opts.timeoutMs)}; every process it started was ended)` : ''}\n`;
+    const output = readFrom(out, start);
+    writeSync(out, `${output.endsWith('\n') || output === '' ? '' : '\n'}${note}`);
+    return {
+      exit: ended.timedOut ? null : ended.code,
+      timed_out: ended.timedOut,
+      log: opts.log,
+      tail: (ended.error ? `could not start the test command: ${ended.error}` : output).split('\n').slice(-TAIL_LINES).join('\n'),
+    };
+  } finally {
+    closeSync(out);
   }
-  return {
-    exit: result.timedOut ? null : (result.exitCode ?? null),
-    timed_out: Boolean(result.timedOut),
-    log: opts.log,
-    tail: output.split('\n').slice(-TAIL_LINES).join('\n'),
-  };
+}
+
+/** Spawns the run with `out` as its stdout and stderr; resolves once every process of it has ended. */
+async function runTree(
+  argv: readonly string[],
+  opts: TestRunOptions,
+  env: Record<string, string>,
+  out: number,
+  mark: string,
+): Promise<{ code: number | null; timedOut: boolean; error?: string }> {
+  const graceMs = opts.killGraceMs ?? 2000;
+  const child = spawn(argv[0]!, argv.slice(1), { cwd: opts.cwd, env, detached: true, stdio: ['ignore', out, out] });
+  const pid = child.pid;
+  if (pid === undefined) {
+    const error = await new Promise<NodeJS.ErrnoException>((resolve) => child.once('error', resolve));
+    return { code: null, timedOut: false, error: `${error.code ?? 'error'}: ${error.message}` };
+  }
+  child.on('error', () => {}); // after a start, only a failed kill: nothing to act on
+  opts.onSpawn?.(pid);
+  const run = { root: pid, mark, outputs: fdTargets([out]), since: Number(processStartTime(pid) ?? 0) };
+  let timedOut = false;
+  let stopping: Promise<void> | undefined;
+  const timer = setTimeout(() => {
+    timedOut = true;
+    stopping = endRun(run, graceMs);
+  }, opts.timeoutMs);
+  const code = await new Promise<number | null>((resolve) => child.once('exit', (c) => resolve(c)));
+  clearTimeout(timer);
+  opts.onExit?.(pid, code);
+  await stopping;
+  // Whatever the shell left behind ends with the run, whether it finished or timed out.
+  await endRun(run, graceMs);
+  return { code, timedOut };
+}
+
+/** The text written to `fd` from byte `start` on (its last TAIL_BYTES at most). */
+function readFrom(fd: number, start: number): string {
+  const size = fstatSync(fd).size;
+  const from = Math.max(start, size - TAIL_BYTES);
+  const buffer = Buffer.alloc(size - from);
+  let read = 0;
+  while (read < buffer.length) {
+    const n = readSync(fd, buffer, read, buffer.length - read, from + read);
+    if (n === 0) break;
+    read += n;
+  }
+  return buffer.subarray(0, read).toString('utf8');
 }

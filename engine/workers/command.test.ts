@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { chmodSync, existsSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
@@ -8,7 +8,9 @@ import type { TurnObserver, TurnOutcome, TurnRequest, Usage } from './adapter.ts
 import { silentObserver } from './adapter.ts';
 import type { CommandSettings } from './settings.ts';
 import { isSameProcess, processStartTime } from '../runtime/proc.ts';
-import { groupMembers } from './process-group.ts';
+import { treeMembers } from './process-tree.ts';
+import { bwrapSandbox } from './sandbox.ts';
+import { BWRAP, BWRAP_SKIP } from '../testing/bwrap.ts';
 
 let root: string;
 beforeAll(() => {
@@ -37,7 +39,7 @@ const ENGINE_ENV = {
 };
 
 function worker(command: string[], env: string[] = [], killGraceMs = 400, output?: CommandSettings['output']): CommandWorker {
-  const settings: CommandSettings = { adapter: 'command', command, env, ...(output ? { output } : {}) };
+  const settings: CommandSettings = { adapter: 'command', command, env, writable: [], ...(output ? { output } : {}) };
   return createCommandWorker(settings, { env: ENGINE_ENV, killGraceMs });
 }
 
@@ -94,7 +96,7 @@ describe('the command worker', () => {
     expect(outcome).toEqual({ ok: true, reply: prompt });
   });
 
-  it('passes exactly the base, the listed variables and every TRON_* variable', async () => {
+  it('passes exactly the base, the listed variables, every TRON_* variable and the marker of the turn', async () => {
     const dir = freshDir();
     const printEnv = script(dir, 'env.mjs', 'console.log(JSON.stringify(process.env));');
     const req = request(dir);
@@ -111,6 +113,7 @@ describe('the command worker', () => {
       TRON_TURN: '2',
       TRON_PHASE: 'build',
       TRON_RUN_DIR: req.runDir,
+      TRON_MARK: expect.stringMatching(/^[0-9a-f]{24}$/),
     });
     expect(JSON.stringify(env)).not.toContain('do-not-leak');
   });
@@ -121,7 +124,9 @@ describe('the command worker', () => {
     const names = async (entries: string[]) => {
       const outcome = await worker([NODE, printEnv], entries).runTurn(request(dir), silentObserver);
       const env = JSON.parse(outcome.ok ? outcome.reply : '{}') as Record<string, string>;
-      return Object.keys(env).filter((k) => !['PATH', 'HOME'].includes(k) && !/^TRON_(ROLE|BLOCK|SESSION|TURN|PHASE|RUN_DIR)$/.test(k));
+      return Object.keys(env).filter(
+        (k) => !['PATH', 'HOME'].includes(k) && !/^TRON_(ROLE|BLOCK|SESSION|TURN|PHASE|RUN_DIR|MARK)$/.test(k),
+      );
     };
     expect((await names(['ANTHROPIC_*', 'UNSET_*', 'ALSO_UNSET'])).sort()).toEqual(['ANTHROPIC_API_KEY', 'ANTHROPIC_BASE_URL']);
     expect((await names(['*_TOKEN', 'TRON_*', 'T*'])).sort()).toEqual(['WORKER_TOKEN']);
@@ -211,7 +216,7 @@ console.log(JSON.stringify({ pid: process.pid, start: stat.slice(stat.lastIndexO
     expect(outcome).toMatchObject({ ok: false, failure: 'timeout', output: 'partial\n' });
     expect(outcome.ok === false && outcome.detail).toContain('no reply within 3s');
     for (const p of procs) expect(isSameProcess(p.pid, p.start)).toBe(false);
-    expect(groupMembers(rec.spawned[0]!.pid)).toEqual([]);
+    expect(treeMembers(rec.spawned[0]!.pid)).toEqual([]);
   });
 
   it('on abort stops the whole process group, a TERM-ignoring grandchild included', async () => {
@@ -225,7 +230,7 @@ console.log(JSON.stringify({ pid: process.pid, start: stat.slice(stat.lastIndexO
     const outcome = await turn;
     expect(outcome).toMatchObject({ ok: false, failure: 'aborted' });
     for (const p of procs) expect(isSameProcess(p.pid, p.start)).toBe(false);
-    expect(groupMembers(rec.spawned[0]!.pid)).toEqual([]);
+    expect(treeMembers(rec.spawned[0]!.pid)).toEqual([]);
     expect(rec.exited).toHaveLength(1);
   });
 
@@ -246,6 +251,19 @@ console.log(JSON.stringify({ pid: process.pid, start: stat.slice(stat.lastIndexO
     expect(outcome).toEqual({ ok: true, reply: 'done\n' });
     const bg = Number(readFileSync(join(dir, 'bg.pid'), 'utf8'));
     expect(processStartTime(bg)).toBeUndefined();
+  });
+
+  it('ends with the turn a child the worker detached with setsid (its marker gives it away)', async () => {
+    const dir = freshDir();
+    const outcome = await worker([
+      'sh',
+      '-c',
+      "setsid sh -c 'echo $$ > detached.pid; exec sleep 100' & while [ ! -s detached.pid ]; do sleep 0.02; done; echo done",
+    ]).runTurn(request(dir), silentObserver);
+    expect(outcome).toEqual({ ok: true, reply: 'done\n' });
+    const detached = Number(readFileSync(join(dir, 'detached.pid'), 'utf8'));
+    expect(detached).toBeGreaterThan(0);
+    expect(processStartTime(detached)).toBeUndefined();
   });
 
   it('fills {prompt} and {prompt_file} into the argv and then gives stdin nothing', async () => {
@@ -390,5 +408,72 @@ describe('the command worker reading structured output', () => {
     const dir = freshDir();
     const outcome = await worker(printing(dir, 'plain words\n>>DONE'), [], 400, 'claude-json').runTurn(request(dir), silentObserver);
     expect(outcome).toEqual({ ok: true, reply: 'plain words\n>>DONE\n' });
+  });
+});
+
+describe.skipIf(BWRAP_SKIP !== undefined)('the command worker in the bwrap sandbox', () => {
+  const sandboxed = (command: string[], killGraceMs = 400) =>
+    createCommandWorker(
+      { adapter: 'command', command, env: [], writable: [] },
+      { env: ENGINE_ENV, killGraceMs, sandbox: bwrapSandbox(BWRAP ?? 'bwrap') },
+    );
+
+  /** Host pids of live processes whose command line holds `token` (a sandbox's pids are its own). */
+  function hostPids(token: string): { pid: number; start: string }[] {
+    const found: { pid: number; start: string }[] = [];
+    for (const name of readdirSync('/proc').filter((n) => /^\d+$/.test(n))) {
+      try {
+        if (readFileSync(`/proc/${name}/cmdline`, 'utf8').includes(token)) {
+          const start = processStartTime(Number(name));
+          if (start) found.push({ pid: Number(name), start });
+        }
+      } catch {
+        // gone
+      }
+    }
+    return found;
+  }
+
+  it('ends with the turn a child the worker detached with setsid, checked by its pid outside the sandbox', async () => {
+    const dir = freshDir();
+    const token = `${200 + Math.floor(Math.random() * 700)}.${process.pid}`;
+    const turn = sandboxed(['sh', '-c', `setsid sleep ${token} & sleep 1; echo done`]).runTurn(request(dir), silentObserver);
+    let seen: { pid: number; start: string }[] = [];
+    for (let i = 0; i < 100 && seen.length === 0; i += 1) {
+      seen = hostPids(`sleep\0${token}`);
+      await delay(10);
+    }
+    expect(seen).toHaveLength(1);
+    expect(await turn).toEqual({ ok: true, reply: 'done\n' });
+    expect(isSameProcess(seen[0]!.pid, seen[0]!.start)).toBe(false);
+  });
+
+  it('on timeout ends the sandbox and everything in it', async () => {
+    const dir = freshDir();
+    const token = `${200 + Math.floor(Math.random() * 700)}.${process.pid + 1}`;
+    const rec = recorder();
+    const turn = sandboxed(['sh', '-c', `trap '' TERM; setsid sleep ${token} & echo partial; sleep ${token}`]).runTurn(
+      request(dir, { timeoutMs: 1500 }),
+      rec.observer,
+    );
+    let seen: { pid: number; start: string }[] = [];
+    for (let i = 0; i < 100 && seen.length < 2; i += 1) {
+      seen = hostPids(`sleep\0${token}`);
+      await delay(10);
+    }
+    expect(seen).toHaveLength(2);
+    expect(await turn).toMatchObject({ ok: false, failure: 'timeout', output: 'partial\n' });
+    for (const p of seen) expect(isSameProcess(p.pid, p.start)).toBe(false);
+    expect(treeMembers(rec.spawned[0]!.pid)).toEqual([]);
+  });
+
+  it('cannot write outside its worktree, and its program may live under the /tmp the sandbox hides', async () => {
+    const dir = freshDir();
+    const outside = freshDir();
+    const tool = script(dir, 'tool.sh', `#!/bin/sh\necho inside > here.txt && echo x > ${outside}/there.txt; echo "outside $?"\n`);
+    const outcome = await sandboxed([tool]).runTurn(request(dir), silentObserver);
+    expect(outcome).toMatchObject({ ok: true, reply: expect.stringMatching(/^outside [1-9]/m) });
+    expect(readFileSync(join(dir, 'here.txt'), 'utf8')).toBe('inside\n');
+    expect(existsSync(join(outside, 'there.txt'))).toBe(false);
   });
 });

@@ -20,12 +20,17 @@
  * holding it, written to `<runDir>/prompts/<session>-turn<turn>.md`. When either is
  * used, stdin gets nothing (it is closed at once).
  *
- * A turn owns its process group: the worker starts as a group leader, and when the turn
- * ends (reply, timeout, abort) nothing of the group is left running. A timeout or an
- * abort sends SIGTERM to the group, then SIGKILL after a grace period.
+ * A turn owns its processes: the worker starts as a group leader, and when the turn ends
+ * (reply, timeout, abort) nothing it started is left running — its group, its
+ * descendants, and whatever carries the turn's `TRON_MARK` (a `setsid` child keeps it).
+ * A timeout or an abort sends SIGTERM to all of them, then SIGKILL after a grace period.
+ *
+ * Sandboxed (engine/workers/sandbox.ts), the spawned process is `bwrap`, the worker its
+ * descendant in a PID namespace of its own: when the worker exits, the namespace ends
+ * with every process in it, and the builder's commits are carried to its branch.
  */
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { spawn } from 'node:child_process';
 import type { TurnFailure, TurnObserver, TurnOutcome, TurnRequest, WorkerAdapter } from './adapter.ts';
 import type { CommandSettings } from './settings.ts';
@@ -33,7 +38,8 @@ import { minimalEnv } from './env.ts';
 import { failureCause, lastMeaningfulLine, readOutput } from './output.ts';
 import { processStartTime } from '../runtime/proc.ts';
 import { formatDuration } from '../core/duration.ts';
-import { stopGroup } from './process-group.ts';
+import { MARK_VAR, endRun, newMark } from './process-tree.ts';
+import { NO_SANDBOX, turnConfinement, type Entered, type Sandbox } from './sandbox.ts';
 
 /** What the liveness probe needs to see of a running turn. */
 export interface RunningTurn {
@@ -54,6 +60,8 @@ export interface CommandDeps {
   env: Readonly<Record<string, string | undefined>>;
   /** SIGTERM-to-SIGKILL grace when stopping a turn; 2 s unless given. */
   killGraceMs?: number;
+  /** Where turns run; none unless given. */
+  sandbox?: Sandbox;
 }
 
 const STDERR_KEEP = 16 * 1024;
@@ -72,11 +80,12 @@ export function promptFilePath(runDir: string, session: string, turn: number): s
   return join(runDir, 'prompts', `${session.replace(/[^A-Za-z0-9._-]/g, '_')}-turn${turn}.md`);
 }
 
-/** The whole environment of a worker turn. */
+/** The whole environment of a worker turn; `mark` is the turn's TRON_MARK. */
 export function turnEnv(
   request: TurnRequest,
   source: Readonly<Record<string, string | undefined>>,
   passThrough: readonly string[],
+  mark?: string,
 ): Record<string, string> {
   return minimalEnv(source, passThrough, {
     TRON_ROLE: request.role,
@@ -85,6 +94,7 @@ export function turnEnv(
     TRON_TURN: String(request.turn),
     TRON_PHASE: request.phase,
     TRON_RUN_DIR: request.runDir,
+    ...(mark ? { [MARK_VAR]: mark } : {}),
   });
 }
 
@@ -98,6 +108,7 @@ const MEANINGFUL = /[\p{L}\p{N}]/u;
 /** Creates the adapter for one `[workers.<role>]` table with `adapter = "command"`. */
 export function createCommandWorker(settings: CommandSettings, deps: CommandDeps): CommandWorker {
   const graceMs = deps.killGraceMs ?? 2000;
+  const sandbox = deps.sandbox ?? NO_SANDBOX;
   const live = new Map<string, RunningTurn>();
 
   async function runTurn(request: TurnRequest, observer: TurnObserver): Promise<TurnOutcome> {
@@ -116,12 +127,24 @@ export function createCommandWorker(settings: CommandSettings, deps: CommandDeps
         return { ok: false, failure: 'crash', detail: `cannot write the prompt file ${promptFile} for "${shown}" (${why})` };
       }
     }
+    const mark = newMark();
     const argv = expandArgv(settings.command, request.prompt, promptFile);
-    const [file, ...args] = argv;
+    const confinement = turnConfinement(request, settings.writable, deps.env);
+    // The program itself must be visible inside (it may live under /tmp, which the sandbox hides).
+    if (argv[0]!.includes('/')) confinement.visible = [...(confinement.visible ?? []), resolve(request.cwd, argv[0]!)];
+    let entered: Entered;
+    try {
+      const entering = sandbox.enter(argv, confinement);
+      // Unsandboxed, the worker starts in this very tick, as it always did.
+      entered = entering instanceof Promise ? await entering : entering;
+    } catch (error) {
+      return { ok: false, failure: 'crash', detail: `cannot prepare the sandbox for "${shown}": ${(error as Error).message}` };
+    }
+    const [file, ...args] = entered.argv;
 
     const child = spawn(file!, args, {
       cwd: request.cwd,
-      env: turnEnv(request, deps.env, settings.env),
+      env: turnEnv(request, deps.env, settings.env, mark),
       detached: true,
       stdio: ['pipe', 'pipe', 'pipe'],
     });
@@ -131,6 +154,7 @@ export function createCommandWorker(settings: CommandSettings, deps: CommandDeps
     const pid = child.pid;
     if (pid === undefined) {
       const error = await spawnError;
+      await entered.leave();
       const why =
         error.code === 'ENOENT' && !existsSync(request.cwd)
           ? `its working directory ${request.cwd} does not exist`
@@ -172,12 +196,13 @@ export function createCommandWorker(settings: CommandSettings, deps: CommandDeps
       child.once('exit', (code, signal) => resolve({ code, signal })),
     );
 
+    const processes = { root: pid, mark, since: Number(startTime || 0) };
     let stopped: 'timeout' | 'aborted' | undefined;
     let stopping: Promise<void> | undefined;
     const stop = (why: 'timeout' | 'aborted') => {
       if (stopped) return;
       stopped = why;
-      stopping = stopGroup(pid, graceMs);
+      stopping = endRun(processes, graceMs);
     };
     const timer = setTimeout(() => stop('timeout'), request.timeoutMs);
     const onAbort = () => stop('aborted');
@@ -187,11 +212,13 @@ export function createCommandWorker(settings: CommandSettings, deps: CommandDeps
     clearTimeout(timer);
     request.signal.removeEventListener('abort', onAbort);
     observer.exited({ pid, code: exit.code, signal: exit.signal });
-    // Whatever the worker left running in its group ends with the turn.
-    await (stopping ?? stopGroup(pid, graceMs));
+    // Whatever the worker left running ends with the turn.
+    await stopping;
+    await endRun(processes, graceMs);
     await Promise.race([streamsClosed, new Promise((r) => setTimeout(r, DRAIN_MS).unref())]);
     child.stdout.destroy();
     child.stderr.destroy();
+    await entered.leave();
     if (live.get(request.session) === state) live.delete(request.session);
 
     const output = Buffer.concat(stdout).toString('utf8');

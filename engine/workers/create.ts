@@ -4,14 +4,19 @@ import type { WorkerSettings } from './settings.ts';
 import { createCommandWorker } from './command.ts';
 import { createOpenAIWorker } from './openai/agent.ts';
 import { createSimWorker } from './sim.ts';
+import type { Sandbox } from './sandbox.ts';
 
-export function createWorker(settings: WorkerSettings, deps: { repo: string; env: Record<string, string | undefined> }): WorkerAdapter {
+export function createWorker(
+  settings: WorkerSettings,
+  deps: { repo: string; env: Record<string, string | undefined>; sandbox?: Sandbox },
+): WorkerAdapter {
+  const sandbox = deps.sandbox ? { sandbox: deps.sandbox } : {};
   switch (settings.adapter) {
     case 'openai':
-      return createOpenAIWorker(settings, { env: deps.env });
+      return createOpenAIWorker(settings, { env: deps.env, ...sandbox });
     case 'command':
-      return createCommandWorker(settings, { env: deps.env });
+      return createCommandWorker(settings, { env: deps.env, ...sandbox });
     case 'sim':
-      return createSimWorker(settings, { repo: deps.repo });
+      return createSimWorker(settings, { repo: deps.repo, env: deps.env, ...sandbox });
   }
 }

@@ -6,6 +6,8 @@ import { setTimeout as delay } from 'node:timers/promises';
 import { createCommandWorker, type CommandWorker } from './command.ts';
 import { silentObserver, type TurnOutcome } from './adapter.ts';
 import { signsOfLife, takeSnapshot, worktreePrint, type LifeSnapshot } from './liveness-signs.ts';
+import { bwrapSandbox, type Sandbox } from './sandbox.ts';
+import { BWRAP, BWRAP_SKIP } from '../testing/bwrap.ts';
 
 let root: string;
 beforeAll(() => {
@@ -16,11 +18,11 @@ afterAll(() => rmSync(root, { recursive: true, force: true }));
 const SESSION = 'builder-b-1';
 
 /** A worker turn running `script` in a fresh directory, with a probe that snapshots it. */
-async function startWorker(script: string) {
+async function startWorker(script: string, sandbox?: Sandbox) {
   const cwd = mkdtempSync(join(root, 'wt-'));
   const worker: CommandWorker = createCommandWorker(
-    { adapter: 'command', command: ['sh', '-c', script], env: [] },
-    { env: { PATH: process.env.PATH }, killGraceMs: 400 },
+    { adapter: 'command', command: ['sh', '-c', script], env: [], writable: [] },
+    { env: { PATH: process.env.PATH }, killGraceMs: 400, ...(sandbox ? { sandbox } : {}) },
   );
   const abort = new AbortController();
   const turn: Promise<TurnOutcome> = worker.runTurn(
@@ -69,6 +71,14 @@ const quiet: LifeSnapshot = {
 describe('signs of life', () => {
   it('shows cpu for a process in a busy loop', async () => {
     const w = await startWorker('while :; do :; done');
+    const result = await probeFor(w.snapshot, 'cpu');
+    await w.stop();
+    expect(result.alive).toBe(true);
+    expect(result.signs).toContain('cpu');
+  });
+
+  it.skipIf(BWRAP_SKIP !== undefined)('shows cpu for a sandboxed worker, which runs in a session of its own under bwrap', async () => {
+    const w = await startWorker('while :; do :; done', bwrapSandbox(BWRAP ?? 'bwrap'));
     const result = await probeFor(w.snapshot, 'cpu');
     await w.stop();
     expect(result.alive).toBe(true);

@@ -10,7 +10,7 @@
 import { lstat, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { isSameProcess } from '../runtime/proc.ts';
-import { groupCpuTicks } from './process-group.ts';
+import { treeCpuTicks } from './process-tree.ts';
 
 /** A cheap summary of a worktree that changes when files are written, added or removed. */
 export interface WorktreePrint {
@@ -23,7 +23,7 @@ export interface WorktreePrint {
 export interface LifeSnapshot {
   /** The process with that pid and start time still exists. */
   exists: boolean;
-  /** CPU ticks of the whole process group (the worker and everything it started). */
+  /** CPU ticks of the whole process tree (the worker, its group and its descendants: in a sandbox, bwrap's). */
   cpuTicks: number;
   outputBytes: number;
   worktree: WorktreePrint;
@@ -76,7 +76,7 @@ export async function takeSnapshot(input: { pid: number; startTime: string; outp
   const exists = isSameProcess(input.pid, input.startTime);
   return {
     exists,
-    cpuTicks: exists ? groupCpuTicks(input.pid) : 0,
+    cpuTicks: exists ? treeCpuTicks(input.pid) : 0,
     outputBytes: input.outputBytes,
     worktree: await worktreePrint(input.cwd),
   };

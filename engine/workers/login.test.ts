@@ -22,8 +22,9 @@ const claude: CommandSettings = {
   adapter: 'command',
   command: ['claude', '-p'],
   env: ['ANTHROPIC_*', 'CLAUDE_CODE_*', 'CLAUDE_CONFIG_DIR'],
+  writable: [],
 };
-const codex: CommandSettings = { adapter: 'command', command: ['/opt/bin/codex', 'exec'], env: ['OPENAI_*', 'CODEX_HOME'] };
+const codex: CommandSettings = { adapter: 'command', command: ['/opt/bin/codex', 'exec'], env: ['OPENAI_*', 'CODEX_HOME'], writable: [] };
 
 describe('whether a CLI can authenticate', () => {
   it('refuses Claude Code with no key and no login, naming the variables, the file and how to log in', () => {
@@ -69,6 +70,6 @@ describe('whether a CLI can authenticate', () => {
   });
 
   it('has nothing to say about a CLI it does not know', () => {
-    expect(loginProblem({ adapter: 'command', command: ['my-agent'], env: [] }, { HOME: home() }, 'linux')).toBeUndefined();
+    expect(loginProblem({ adapter: 'command', command: ['my-agent'], env: [], writable: [] }, { HOME: home() }, 'linux')).toBeUndefined();
   });
 });

@@ -22,6 +22,7 @@ import { NODE_RUNNER, ofType, readRunFile, runTron } from '../testing/project.ts
 import { runStats } from '../render/report.ts';
 import { reportCommand } from '../commands/report.ts';
 import { makeRepo, type TestRepo } from '../testing/repo.ts';
+import { BWRAP_SKIP } from '../testing/bwrap.ts';
 import { WORKER_PRESETS } from './presets.ts';
 import type { CommandSettings } from './settings.ts';
 import { workerSettings } from './settings.ts';
@@ -36,7 +37,12 @@ const README = '# app\n\n## Running the tests\n\nRun `npm test`.\n';
 const EVIDENCE = JSON.stringify({ evidence: { c1: 'README.md, section "Running the tests"', c2: 'README.md gives npm test' } });
 
 /** A repository as a user has it, after `tron init --worker <preset>` and a commit of .tron/. */
-async function initialised(preset: 'openai' | 'claude' | 'codex'): Promise<TestRepo> {
+/**
+ * A repository set up by `tron init --worker <preset>`. The fake CLIs log into the run
+ * directory, which the sandbox keeps read-only, so these runs are unsandboxed unless
+ * `sandboxed` — then the fake logs into its own state folder under a fakeHome().
+ */
+async function initialised(preset: 'openai' | 'claude' | 'codex', sandboxed = false): Promise<TestRepo> {
   const repo = await makeRepo({
     'package.json': `${JSON.stringify({ name: 'app', private: true, scripts: { test: 'node test.js' } })}\n`,
     'test.js': NODE_RUNNER,
@@ -45,6 +51,10 @@ async function initialised(preset: 'openai' | 'claude' | 'codex'): Promise<TestR
   cleanups.push(() => repo.cleanup());
   const printed: string[] = [];
   expect(await initCommand({ repo: repo.dir, worker: preset, print: (l) => printed.push(l) })).toBe(0);
+  if (!sandboxed) {
+    const config = join(repo.dir, '.tron', 'config.toml');
+    writeFileSync(config, `${readFileSync(config, 'utf8')}\n[sandbox]\nmode = "off"\n`);
+  }
   await repo.commitAll('tron init');
   return repo;
 }
@@ -67,7 +77,11 @@ const path = require('node:path');
 const { execFileSync } = require('node:child_process');
 const NAME = ${JSON.stringify(name)};
 const env = process.env;
-const log = env.TRON_RUN_DIR + '/fake-' + env.TRON_ROLE + '-' + env.TRON_TURN;
+// Its own state folder when the test prepared one (the one place besides its checkout a
+// sandboxed preset may write), else the run directory.
+const stateDir = path.join(env.HOME || '', '.' + NAME);
+const logDir = fs.existsSync(path.join(stateDir, 'fake-logs-here')) ? stateDir : env.TRON_RUN_DIR;
+const log = logDir + '/fake-' + env.TRON_ROLE + '-' + env.TRON_TURN;
 fs.writeFileSync(log + '.argv', [path.basename(process.argv[1]), ...process.argv.slice(2)].join('\\n') + '\\n');
 fs.writeFileSync(log + '.env', Object.entries(env).map(([k, v]) => k + '=' + v).join('\\n') + '\\n');
 const prompt = fs.readFileSync(0, 'utf8');
@@ -134,6 +148,18 @@ function fakeBin(name: 'claude' | 'codex'): string {
   cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
   writeFileSync(join(dir, name), fakeCliSource(name));
   chmodSync(join(dir, name), 0o755);
+  return dir;
+}
+
+/** A HOME with the state the CLIs keep there (`.claude`, `.claude.json`, `.codex`), where the fakes log. */
+function fakeHome(): string {
+  const dir = mkdtempSync(join(tmpdir(), 'tron-fake-home-'));
+  cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
+  for (const state of ['.claude', '.codex']) {
+    mkdirSync(join(dir, state));
+    writeFileSync(join(dir, state, 'fake-logs-here'), '');
+  }
+  writeFileSync(join(dir, '.claude.json'), '{}\n');
   return dir;
 }
 
@@ -253,6 +279,21 @@ describe('tron init presets under tron start', () => {
     await reportCommand({ repo: repo.dir, run: run.runDir, json: true, print: (l) => json.push(l) });
     expect(JSON.parse(json.join('\n')).blocks[0].spend.costUsd).toBe(stats.blocks[0]!.spend.costUsd);
   });
+
+  it.skipIf(BWRAP_SKIP !== undefined).each(['claude', 'codex'] as const)(
+    'in the bwrap sandbox, the %s preset writes only its own state and its worktree, and the block lands',
+    async (preset) => {
+      const repo = await initialised(preset, true);
+      const home = fakeHome();
+      const run = await runTron(repo, { env: { PATH: `${fakeBin(preset)}${delimiter}${process.env.PATH}`, HOME: home, ...KEYS } });
+      expect(run.exit).toBe(0);
+      expect(JSON.parse(readRunFile(run.runDir, 'manifest.json')).sandbox).toMatchObject({ used: 'bwrap' });
+      expect(ofType(run.events, 'block.landed').map((e) => e.block)).toEqual(['example']);
+      // It logged into its state folder (writable), and could not have into the run directory.
+      expect(readFileSync(join(home, `.${preset}`, 'fake-builder-1.prompt'), 'utf8')).toMatch(/^# Build block `example`/m);
+      expect(existsSync(join(run.runDir, 'fake-builder-1.prompt'))).toBe(false);
+    },
+  );
 
   it('stops a block that spends past block_usd and pages the operator with its spend; it never lands', async () => {
     const repo = await initialised('claude');

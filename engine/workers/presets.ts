@@ -88,6 +88,7 @@ adapter = "command"
 command = ["claude", "-p", "--output-format", "json", "--permission-mode", "acceptEdits", "--allowedTools", "Bash"]
 output = "claude-json"
 ${CLAUDE_ENV}
+writable = ["~/.claude", "~/.claude.json"]
 
 # Reviewer and architect only read: read and search tools and read-only git commands are
 # allowed; edits are disallowed, and in print mode anything not allowed is refused.
@@ -96,12 +97,14 @@ adapter = "command"
 command = ["claude", "-p", "--output-format", "json", "--disallowedTools", "Edit", "Write", "NotebookEdit", "--allowedTools", "Read", "Grep", "Glob", "Bash(git diff:*)", "Bash(git log:*)", "Bash(git show:*)"]
 output = "claude-json"
 ${CLAUDE_ENV}
+writable = ["~/.claude", "~/.claude.json"]
 
 [workers.architect]
 adapter = "command"
 command = ["claude", "-p", "--output-format", "json", "--disallowedTools", "Edit", "Write", "NotebookEdit", "--allowedTools", "Read", "Grep", "Glob", "Bash(git diff:*)", "Bash(git log:*)", "Bash(git show:*)"]
 output = "claude-json"
 ${CLAUDE_ENV}
+writable = ["~/.claude", "~/.claude.json"]
 `;
 
 const codex = `# OpenAI Codex CLI, non-interactive (codex exec): "-" makes it read the prompt from
@@ -121,6 +124,7 @@ adapter = "command"
 command = ["codex", "exec", "--json", "--sandbox", "danger-full-access", "-"]
 output = "codex-jsonl"
 ${CODEX_ENV}
+writable = ["~/.codex", "$CODEX_HOME"]
 
 # Reviewer and architect only read: Codex's read-only sandbox.
 [workers.reviewer]
@@ -128,12 +132,14 @@ adapter = "command"
 command = ["codex", "exec", "--json", "--sandbox", "read-only", "-"]
 output = "codex-jsonl"
 ${CODEX_ENV}
+writable = ["~/.codex", "$CODEX_HOME"]
 
 [workers.architect]
 adapter = "command"
 command = ["codex", "exec", "--json", "--sandbox", "read-only", "-"]
 output = "codex-jsonl"
 ${CODEX_ENV}
+writable = ["~/.codex", "$CODEX_HOME"]
 `;
 
 const sim = `# Scripted workers, for trying tron without a model. A script lists, per block and

@@ -35,6 +35,11 @@ export const openaiSettings = z.strictObject({
   tool_timeout: duration.default('5m'),
 });
 
+/** A path a sandboxed worker may write: absolute, `~/…` (under HOME) or `$NAME/…` (under a variable). */
+const writablePath = z.string().refine((s) => /^(~|\$[A-Za-z_][A-Za-z0-9_]*)(\/.*)?$/.test(s) || s.startsWith('/'), {
+  message: 'a path the sandbox lets the worker write must be absolute, "~/…" or "$NAME/…", e.g. "~/.claude"',
+});
+
 export const commandSettings = z.strictObject({
   adapter: z.literal('command'),
   /** argv; `{prompt}` or `{prompt_file}` in an element passes the prompt as an argument instead of stdin. */
@@ -51,6 +56,8 @@ export const commandSettings = z.strictObject({
    * Absent: `text`.
    */
   output: z.enum(OUTPUT_FORMATS).optional(),
+  /** Paths the sandbox lets this worker write besides its checkout: the CLI's own state (`~/.claude`, `~/.codex`). */
+  writable: z.array(writablePath).default([]),
 });
 
 export const simSettings = z.strictObject({
@@ -58,6 +65,10 @@ export const simSettings = z.strictObject({
   /** Path to the script of replies and actions, relative to the repository. */
   script: z.string().min(1).optional(),
 });
+
+/** `[sandbox] mode`: `auto` uses bubblewrap where it runs, `bwrap` requires it, `off` never sandboxes. */
+export const SANDBOX_MODES = ['auto', 'bwrap', 'off'] as const;
+export type SandboxMode = (typeof SANDBOX_MODES)[number];
 
 export const workerSettings = z.discriminatedUnion('adapter', [openaiSettings, commandSettings, simSettings]);
 

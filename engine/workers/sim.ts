@@ -42,6 +42,7 @@ import type { TurnObserver, TurnOutcome, TurnRequest, WorkerAdapter } from './ad
 import type { SimSettings } from './settings.ts';
 import { parseDuration } from '../core/duration.ts';
 import { failureCause, lastMeaningfulLine } from './output.ts';
+import { NO_SANDBOX, turnConfinement, type Sandbox } from './sandbox.ts';
 
 const SimTurn = z.strictObject({
   /** Only for a turn of this kind; without it, the entry answers the next turn of any kind but a probe. */
@@ -100,7 +101,18 @@ export function loadSimScript(file: string | undefined): SimScript {
   return SimScript.parse(TOML.parse(readFileSync(file, 'utf8')));
 }
 
-const sh = (cwd: string, line: string) => execa('sh', ['-c', line], { cwd, reject: false, all: true });
+/** A script's shell line runs as a worker's command would: in the turn's sandbox. */
+async function sh(request: TurnRequest, line: string, deps: SimDeps): Promise<void> {
+  const entered = await deps.sandbox.enter(['sh', '-c', line], turnConfinement(request, [], deps.env));
+  const [file, ...args] = entered.argv;
+  await execa(file!, args, { cwd: request.cwd, reject: false, all: true });
+  await entered.leave();
+}
+
+interface SimDeps {
+  env: Readonly<Record<string, string | undefined>>;
+  sandbox: Sandbox;
+}
 const git = (cwd: string, args: string[]) => execa('git', args, { cwd, reject: false, all: true });
 
 /** The reply an honest worker gives when the script says nothing. */
@@ -125,7 +137,11 @@ export function defaultReply(request: TurnRequest): string {
   }
 }
 
-export function createSimWorker(settings: SimSettings, deps: { repo: string }): WorkerAdapter {
+export function createSimWorker(
+  settings: SimSettings,
+  deps: { repo: string; env?: Readonly<Record<string, string | undefined>>; sandbox?: Sandbox },
+): WorkerAdapter {
+  const run: SimDeps = { env: deps.env ?? process.env, sandbox: deps.sandbox ?? NO_SANDBOX };
   const script = loadSimScript(settings.script ? join(deps.repo, settings.script) : undefined);
   /** The scripted turn each session is running now, so a probe can answer like it. */
   const inflight = new Map<string, SimTurn>();
@@ -145,7 +161,7 @@ export function createSimWorker(settings: SimSettings, deps: { repo: string }): 
       }
       if (request.kind !== 'probe') inflight.set(request.session, turn);
       try {
-        return await perform(turn, request, observer);
+        return await perform(turn, request, observer, run);
       } finally {
         if (inflight.get(request.session) === turn) inflight.delete(request.session);
       }
@@ -179,7 +195,7 @@ function restateDefault(request: TurnRequest): string {
   return defaultReply({ ...request, kind: (request.expect?.[0] === 'CONFIRMED' ? 'challenge' : 'build') as TurnRequest['kind'] });
 }
 
-async function perform(turn: SimTurn, request: TurnRequest, observer: TurnObserver): Promise<TurnOutcome> {
+async function perform(turn: SimTurn, request: TurnRequest, observer: TurnObserver, deps: SimDeps): Promise<TurnOutcome> {
   const cwd = request.cwd;
   for (const [path, content] of Object.entries(turn.write ?? {})) {
     mkdirSync(dirname(join(cwd, path)), { recursive: true });
@@ -190,7 +206,7 @@ async function perform(turn: SimTurn, request: TurnRequest, observer: TurnObserv
     await git(cwd, ['add', '-A']);
     await git(cwd, ['commit', '-q', '-m', turn.commit]);
   }
-  if (turn.run) await sh(cwd, turn.run);
+  if (turn.run) await sh(request, turn.run, deps);
   if (turn.trunk_commit) await commitToTrunk(request, turn.trunk_commit);
   if (turn.rebase) {
     const ok = await rebase(request, turn.resolve ?? {});

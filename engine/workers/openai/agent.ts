@@ -12,6 +12,7 @@ import type { ChatCompletionAssistantMessageParam, ChatCompletionToolMessagePara
 import { parseDuration } from '../../core/duration.ts';
 import type { FailureCause, TurnObserver, TurnOutcome, TurnRequest, WorkerAdapter } from '../adapter.ts';
 import { minimalEnv } from '../env.ts';
+import { turnConfinement, type Sandbox } from '../sandbox.ts';
 import { classifyFailure, retryDelayMs } from './retry.ts';
 import { callWire, type ModelAnswer } from './wire.ts';
 import { systemMessage } from './system.ts';
@@ -27,6 +28,8 @@ export interface OpenAIWorkerDeps {
   sleep?: (ms: number) => Promise<void>;
   /** The time, for Retry-After given as an HTTP date. */
   now?: () => number;
+  /** Where `run` commands are confined; unconfined unless given. */
+  sandbox?: Sandbox;
 }
 
 const DEFAULT_BASE_URL = 'https://api.openai.com/v1';
@@ -117,6 +120,7 @@ async function runOpenAITurn(
       cwd: request.cwd,
       role: request.role,
       env: minimalEnv(deps.env, []),
+      ...(deps.sandbox ? { sandbox: deps.sandbox, confinement: turnConfinement(request, [], deps.env) } : {}),
       toolTimeoutMs: parseDuration(settings.tool_timeout) ?? 300_000,
       signal: budget.signal,
       onSpawn: (info) => {

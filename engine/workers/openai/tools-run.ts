@@ -1,12 +1,16 @@
 /**
  * The agent's `run` tool: one command in the worktree, in its own process group, with a
- * minimal environment, a timeout and bounded output. The group is killed on timeout or
- * when the turn ends, so no command the model started outlives its turn.
+ * minimal environment, a timeout and bounded output — and, where tron sandboxes, in the
+ * turn's sandbox (engine/workers/sandbox.ts), like a command worker. Everything the
+ * command started (its group, its descendants, whatever carries its `TRON_MARK`) is
+ * killed on timeout, when the turn ends and when the command itself ends, so nothing the
+ * model started outlives its command.
  */
 import { spawn } from 'node:child_process';
 import { formatDuration } from '../../core/duration.ts';
 import { processStartTime } from '../../runtime/proc.ts';
-import { signalGroup } from '../process-group.ts';
+import { MARK_VAR, killRun, newMark } from '../process-tree.ts';
+import { NO_SANDBOX, type Confinement, type Entered, type Sandbox } from '../sandbox.ts';
 
 /** Longest output (stdout and stderr together) a result carries; the middle is cut beyond it. */
 export const RUN_OUTPUT_LIMIT = 20_000;
@@ -20,26 +24,39 @@ export interface RunOptions {
   /** Reported so recovery can kill a stray command by pid and start time. */
   onSpawn?: (info: { pid: number; startTime: string }) => void;
   onExit?: (info: { pid: number; code: number | null; signal: string | null }) => void;
+  /** The turn's sandbox and what the command may reach in it; unconfined unless given. */
+  sandbox?: Sandbox;
+  confinement?: Confinement;
 }
 
 /** Runs `argv` (no shell) or `shell` (via /bin/sh -c) and describes the outcome for the model. */
-export function runCommand(command: { argv: string[] } | { shell: string }, options: RunOptions): Promise<string> {
-  const [file, args] = 'argv' in command ? [command.argv[0]!, command.argv.slice(1)] : ['/bin/sh', ['-c', command.shell]];
+export async function runCommand(command: { argv: string[] } | { shell: string }, options: RunOptions): Promise<string> {
+  const argv = 'argv' in command ? command.argv : ['/bin/sh', '-c', command.shell];
   const label = 'argv' in command ? JSON.stringify(command.argv) : command.shell;
-  return new Promise((resolve) => {
+  const sandbox = options.sandbox ?? NO_SANDBOX;
+  let entered: Entered;
+  try {
+    entered = await sandbox.enter(argv, options.confinement ?? { cwd: options.cwd, writableCwd: true, network: true });
+  } catch (error) {
+    return `$ ${label}\nerror: could not prepare the sandbox for the command: ${(error as Error).message}\n`;
+  }
+  const [file, ...args] = entered.argv;
+  const mark = newMark();
+  const text = await new Promise<string>((resolve) => {
     const output = new BoundedOutput(RUN_OUTPUT_LIMIT);
     let ended: 'timeout' | 'aborted' | undefined;
-    const child = spawn(file, args, {
+    const child = spawn(file!, args, {
       cwd: options.cwd,
-      env: options.env,
+      env: { ...options.env, [MARK_VAR]: mark },
       detached: true, // its own process group, so the whole tree can be killed
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     const pid = child.pid;
-    if (pid !== undefined) options.onSpawn?.({ pid, startTime: processStartTime(pid) ?? '' });
-    // Signalled only while a live member holds the group id, so never a stranger's group.
+    const startTime = pid === undefined ? undefined : processStartTime(pid);
+    if (pid !== undefined) options.onSpawn?.({ pid, startTime: startTime ?? '' });
+    // The group only while a live member holds its id (never a stranger's), the tree and the marked.
     const killGroup = () => {
-      if (pid !== undefined) signalGroup(pid, 'SIGKILL');
+      if (pid !== undefined) killRun({ root: pid, mark, since: Number(startTime ?? 0) });
     };
     const timer = setTimeout(() => {
       ended = 'timeout';
@@ -73,6 +90,8 @@ export function runCommand(command: { argv: string[] } | { shell: string }, opti
       else finish(`exit code ${code}`);
     });
   });
+  await entered.leave();
+  return text;
 }
 
 /** Keeps the head and the tail of a long output, and says how much of the middle was cut. */

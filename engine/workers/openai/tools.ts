@@ -10,6 +10,7 @@ import type { ChatCompletionFunctionTool } from 'openai/resources/chat/completio
 import type { WorkerRole } from '../../core/roles.ts';
 import { confine } from './tools-confine.ts';
 import { runCommand } from './tools-run.ts';
+import type { Confinement, Sandbox } from '../sandbox.ts';
 import { searchFiles } from './tools-search.ts';
 
 export interface ToolContext {
@@ -24,6 +25,9 @@ export interface ToolContext {
   signal: AbortSignal;
   onSpawn?: (info: { pid: number; startTime: string }) => void;
   onExit?: (info: { pid: number; code: number | null; signal: string | null }) => void;
+  /** Where `run` commands are confined (engine/workers/sandbox.ts); unconfined unless given. */
+  sandbox?: Sandbox;
+  confinement?: Confinement;
 }
 
 /** Longest text read_file returns in one call; more is paged with offset/limit. */
@@ -157,7 +161,16 @@ const impls: Record<ToolName, Impl> = {
   async run(args, ctx) {
     const asked = toInt(args.timeout_s);
     const timeoutMs = asked === undefined ? ctx.toolTimeoutMs : Math.min(Math.max(asked, 1) * 1000, ctx.toolTimeoutMs);
-    const common = { cwd: ctx.cwd, env: ctx.env, timeoutMs, signal: ctx.signal, onSpawn: ctx.onSpawn, onExit: ctx.onExit };
+    const common = {
+      cwd: ctx.cwd,
+      env: ctx.env,
+      timeoutMs,
+      signal: ctx.signal,
+      onSpawn: ctx.onSpawn,
+      onExit: ctx.onExit,
+      ...(ctx.sandbox ? { sandbox: ctx.sandbox } : {}),
+      ...(ctx.confinement ? { confinement: ctx.confinement } : {}),
+    };
     if (Array.isArray(args.argv) && args.argv.length > 0 && args.argv.every((a) => typeof a === 'string')) {
       if (args.shell !== undefined) return 'error: give either argv or shell, not both';
       return runCommand({ argv: args.argv as string[] }, common);

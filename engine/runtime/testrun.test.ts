@@ -1,0 +1,149 @@
+/**
+ * The engine's test runs on real processes, with and without the sandbox: a run that
+ * hangs, or leaves a detached process holding its output, ends at its timeout (or when
+ * its shell does) with nothing left running; its environment holds no engine secret;
+ * in the sandbox it has no network unless configured.
+ */
+import { createServer, type Server } from 'node:http';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { randomInt } from 'node:crypto';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { BWRAP, BWRAP_SKIP } from '../testing/bwrap.ts';
+import { NO_SANDBOX, bwrapSandbox, type Sandbox } from '../workers/sandbox.ts';
+import { runTests, type TestRunOptions } from './testrun.ts';
+
+let root: string;
+beforeAll(() => {
+  root = mkdtempSync(join(tmpdir(), 'tron-testrun-'));
+});
+afterAll(() => rmSync(root, { recursive: true, force: true }));
+
+/** A `sleep` whose argument no other process has, so it can be found in /proc. */
+function uniqueSleep(): string {
+  return `${1000 + randomInt(1000)}.${randomInt(1_000_000)}`;
+}
+
+/** Pids of the live processes whose command line holds `token`. */
+function running(token: string): number[] {
+  const found: number[] = [];
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      const cmdline = readFileSync(`/proc/${name}/cmdline`, 'utf8');
+      const state = readFileSync(`/proc/${name}/stat`, 'utf8').split(') ')[1]?.[0];
+      if (cmdline.includes(token) && state !== 'Z') found.push(Number(name));
+    } catch {
+      // gone
+    }
+  }
+  return found;
+}
+
+function suite(sandbox: Sandbox) {
+  let n = 0;
+  const run = (command: string, over: Partial<TestRunOptions> = {}) => {
+    n += 1;
+    return runTests({
+      command,
+      cwd: root,
+      runDir: root,
+      log: `tests/run-${sandbox.kind}-${n}.log`,
+      timeoutMs: 60_000,
+      env: { PATH: process.env.PATH, HOME: process.env.HOME },
+      sandbox,
+      visible: [root],
+      killGraceMs: 300,
+      ...over,
+    });
+  };
+
+  it('passes a green run with its exit status, its whole output in the log and the tail', async () => {
+    const result = await run('echo one; echo two >&2; exit 0');
+    expect(result).toMatchObject({ exit: 0, timed_out: false, tail: 'one\ntwo\n' });
+    expect(readFileSync(join(root, result.log), 'utf8')).toBe(`$ echo one; echo two >&2; exit 0\n# cwd: ${root}\none\ntwo\n# exit: 0\n`);
+  });
+
+  it('ends a run that never finishes (`… && sleep`) at its timeout: a failed run with timed_out and the tail of its output', async () => {
+    const token = uniqueSleep();
+    const result = await run(`echo "tests passed" && sleep ${token}`, { timeoutMs: 1000 });
+    expect(result).toMatchObject({ exit: null, timed_out: true });
+    expect(result.tail).toContain('tests passed');
+    expect(readFileSync(join(root, result.log), 'utf8')).toMatch(
+      /# exit: none \(timed out after 1s; every process it started was ended\)\n$/,
+    );
+    expect(running(token)).toEqual([]);
+  });
+
+  it('does not wait for a detached child that holds its output: the run ends with its shell, the child with it', async () => {
+    const token = uniqueSleep();
+    const result = await run(`setsid sleep ${token} & echo "suite done"`);
+    expect(result).toMatchObject({ exit: 0, timed_out: false, tail: 'suite done\n' });
+    expect(running(token)).toEqual([]);
+  });
+
+  it('ends the whole tree at the timeout, a setsid child and a shell that ignores SIGTERM included', async () => {
+    const child = uniqueSleep();
+    const shell = uniqueSleep();
+    const result = await run(`trap "" TERM; (setsid sleep ${child} &); echo started; sleep ${shell}`, { timeoutMs: 1000 });
+    expect(result).toMatchObject({ exit: null, timed_out: true });
+    expect(result.tail).toContain('started');
+    expect(running(child)).toEqual([]);
+    expect(running(shell)).toEqual([]);
+  });
+
+  it("gives the run the minimal environment and test_env, never the engine's secrets", async () => {
+    const result = await run('env | sort', {
+      env: { PATH: process.env.PATH, HOME: '/home/tester', OPENAI_API_KEY: 'sk-engine-secret', DATABASE_URL: 'postgres://db' },
+      passEnv: ['DATABASE_URL'],
+    });
+    expect(result.exit).toBe(0);
+    const names = result.tail
+      .trim()
+      .split('\n')
+      .map((line) => line.split('=')[0]);
+    expect(names.filter((name) => !['PWD', 'SHLVL', '_'].includes(name!))).toEqual(['CI', 'DATABASE_URL', 'HOME', 'PATH', 'TRON_MARK']);
+    expect(result.tail).toContain('DATABASE_URL=postgres://db');
+    expect(result.tail).toContain('CI=true');
+    expect(readFileSync(join(root, result.log), 'utf8')).not.toContain('sk-engine-secret');
+  });
+
+  it('reports a checkout that does not exist as a failed run, not a crash', async () => {
+    const result = await run('true', { cwd: join(root, 'gone') });
+    expect(result.exit).not.toBe(0);
+    expect(result.timed_out).toBe(false);
+  });
+}
+
+describe('an engine test run without a sandbox', () => suite(NO_SANDBOX));
+
+describe.skipIf(BWRAP_SKIP !== undefined)('an engine test run in the bwrap sandbox', () => {
+  const sandbox = bwrapSandbox(BWRAP ?? 'bwrap');
+  suite(sandbox);
+
+  describe('the network', () => {
+    let server: Server;
+    let url = '';
+    beforeAll(async () => {
+      server = createServer((_req, res) => res.end('reached'));
+      await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+      const address = server.address();
+      url = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}/`;
+    });
+    afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())));
+
+    const fetchLine = () => `node -e "fetch('${url}').then((r) => r.text()).then((t) => console.log(t), () => console.log('unreachable'))"`;
+    const base = () => ({ cwd: root, runDir: root, timeoutMs: 30_000, env: { PATH: process.env.PATH }, sandbox, visible: [root] });
+
+    it('is out of reach by default', async () => {
+      const result = await runTests({ ...base(), command: fetchLine(), log: 'tests/net-off.log' });
+      expect(result.tail).toMatch(/^unreachable$/m);
+    });
+
+    it('is there with [sandbox] test_network = true', async () => {
+      const result = await runTests({ ...base(), command: fetchLine(), log: 'tests/net-on.log', network: true });
+      expect(result.tail).toMatch(/^reached$/m);
+    });
+  });
+});

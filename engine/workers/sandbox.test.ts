@@ -1,0 +1,327 @@
+/**
+ * The sandbox, tried as a hostile builder would: real bwrap, real git, real processes.
+ * Each test runs a shell script inside the sandbox exactly as a worker's command runs,
+ * then looks from outside at what changed.
+ */
+import { createServer, type Server } from 'node:http';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { execa } from 'execa';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { BWRAP, BWRAP_SKIP } from '../testing/bwrap.ts';
+import { makeRepo, type TestRepo } from '../testing/repo.ts';
+import * as git from '../git/index.ts';
+import type { TurnRequest } from './adapter.ts';
+import { bwrapArgs, bwrapSandbox, chooseSandbox, expandWritable, turnConfinement, type Confinement, type LeaveReport } from './sandbox.ts';
+
+describe('writable paths and bwrap arguments (no bwrap needed)', () => {
+  it('expands ~/ and $NAME/ and keeps absolute paths; an unset variable drops its entry', () => {
+    const env = { HOME: '/home/u', CODEX_HOME: '/data/codex' };
+    expect(expandWritable(['~/.claude', '~', '$CODEX_HOME', '$CODEX_HOME/logs', '/var/cache/x', '$UNSET/y'], env)).toEqual([
+      '/home/u/.claude',
+      '/home/u',
+      '/data/codex',
+      '/data/codex/logs',
+      '/var/cache/x',
+    ]);
+  });
+
+  it('mounts shallow paths first, so a read-only file inside a writable folder stays read-only', () => {
+    const args = bwrapArgs({
+      cwd: '/w',
+      network: false,
+      mounts: [
+        { kind: 'ro', src: '/w/.git', dest: '/w/.git' },
+        { kind: 'rw', src: '/w', dest: '/w' },
+      ],
+    });
+    expect(args.join(' ')).toMatch(/--ro-bind \/ \/ .*--unshare-net --bind \/w \/w --ro-bind \/w\/.git \/w\/.git --chdir \/w$/);
+    expect(args).toContain('--die-with-parent');
+    expect(args).toContain('--unshare-pid');
+    expect(args.join(' ')).toContain('--cap-drop ALL');
+  });
+
+  it('mode "off" never sandboxes; mode "bwrap" without a working bwrap is a coded config error', async () => {
+    expect((await chooseSandbox('off', process.env)).sandbox.kind).toBe('off');
+    const bin = mkdtempSync(join(tmpdir(), 'tron-no-bwrap-'));
+    try {
+      writeFileSync(join(bin, 'bwrap'), '#!/bin/sh\necho "bwrap: No permissions to create a new namespace" >&2\nexit 1\n', { mode: 0o755 });
+      const auto = await chooseSandbox('auto', { PATH: bin });
+      expect(auto.sandbox.kind).toBe('off');
+      expect(auto.notice).toMatch(/NOT sandboxed — .*No permissions to create a new namespace/);
+      await expect(chooseSandbox('bwrap', { PATH: bin })).rejects.toMatchObject({
+        problems: [{ code: 'TRON_SANDBOX_UNAVAILABLE', path: '.tron/config.toml: sandbox.mode' }],
+      });
+      await expect(chooseSandbox('bwrap', { PATH: join(bin, 'none') })).rejects.toMatchObject({
+        problems: [{ code: 'TRON_SANDBOX_UNAVAILABLE', message: expect.stringMatching(/no bwrap on PATH/) }],
+      });
+    } finally {
+      rmSync(bin, { recursive: true, force: true });
+    }
+  });
+});
+
+describe.skipIf(BWRAP_SKIP !== undefined)('a sandboxed worker', () => {
+  const sandbox = bwrapSandbox(BWRAP ?? 'bwrap');
+  let repo: TestRepo;
+  let common: string;
+  let home: string;
+  const wt = (id: string) => git.worktreePath(repo.dir, id);
+
+  beforeAll(async () => {
+    repo = await makeRepo({
+      'README.md': '# app\n',
+      '.tron/.gitignore': 'runs/\nworktrees/\ninbox/\n',
+      '.tron/config.toml': 'test = "node test.js"\n',
+      '.tron/blocks/a.md': '+++\ntitle = "A"\ncriteria = ["a"]\n+++\n',
+    });
+    const base = await repo.git('rev-parse', 'HEAD');
+    await git.createWorktree(repo.dir, { id: 'a', base });
+    await git.createWorktree(repo.dir, { id: 'b', base });
+    mkdirSync(join(repo.dir, '.tron', 'inbox'), { recursive: true });
+    mkdirSync(join(repo.dir, '.tron', 'runs', 'r1'), { recursive: true });
+    writeFileSync(join(repo.dir, '.tron', 'runs', 'r1', 'events.jsonl'), '{"seq":1}\n');
+    common = join(repo.dir, '.git');
+    home = mkdtempSync(join(tmpdir(), 'tron-home-'));
+    mkdirSync(join(home, '.claude'));
+    writeFileSync(join(home, '.claude.json'), '{}\n');
+    writeFileSync(join(home, '.gitconfig'), '[user]\n\tname = Home\n');
+  });
+  afterAll(async () => {
+    await repo?.cleanup();
+    if (home) rmSync(home, { recursive: true, force: true });
+  });
+
+  function request(role: TurnRequest['role'], block: string, cwd: string): TurnRequest {
+    return {
+      role,
+      block,
+      session: `${role}-${block}`,
+      turn: 1,
+      phase: 'build',
+      kind: 'build',
+      prompt: '',
+      cwd,
+      runDir: join(repo.dir, '.tron', 'runs', 'r1'),
+      repo: repo.dir,
+      timeoutMs: 60_000,
+      signal: new AbortController().signal,
+    };
+  }
+
+  /** Runs `script` by sh in the sandbox as `confinement` says; the leave report once it ended. */
+  async function run(confinement: Confinement, script: string, env: Record<string, string> = {}) {
+    const entered = await sandbox.enter(['sh', '-c', script], confinement);
+    const [file, ...args] = entered.argv;
+    const result = await execa(file!, args, {
+      cwd: confinement.cwd,
+      env: { PATH: process.env.PATH ?? '', HOME: home, REPO: repo.dir, COMMON: common, ...env },
+      extendEnv: false,
+      reject: false,
+    });
+    const left: LeaveReport = await entered.leave();
+    // The markers the scripts echo are on stdout; git's and the shell's complaints on stderr.
+    return { code: result.exitCode, out: String(result.stdout), err: String(result.stderr), left };
+  }
+
+  const builder = (block = 'a', writable: string[] = []) =>
+    turnConfinement(request('builder', block, wt(block)), writable, { HOME: home, PATH: process.env.PATH });
+
+  it('commits on its own branch, which moves to that commit, by the engine, once the process has ended', async () => {
+    const before = await repo.git('rev-parse', 'tron/a');
+    const entered = await sandbox.enter(
+      ['sh', '-c', 'echo one > one.txt && git add one.txt && git commit -q -m one && git rev-parse HEAD'],
+      builder(),
+    );
+    const [file, ...args] = entered.argv;
+    const result = await execa(file!, args, { cwd: wt('a'), reject: false, all: true });
+    expect(result.exitCode, String(result.all)).toBe(0);
+    const made = String(result.stdout).trim();
+    // Inside, the worker moved a private copy of its branch: the real one waits for the engine.
+    expect(await repo.git('rev-parse', 'tron/a')).toBe(before);
+    expect(await entered.leave()).toEqual({ moved: { from: before, to: made } });
+    expect(await repo.git('rev-parse', 'tron/a')).toBe(made);
+    expect(await repo.git('log', '-1', '--format=%gs', '-g', 'tron/a')).toBe('tron: commits of the sandboxed builder');
+    expect(await repo.at(wt('a')).git('status', '--porcelain')).toBe('');
+  });
+
+  it("cannot move trunk, another block's branch, a landed record, or make a branch", async () => {
+    const main = await repo.git('rev-parse', 'main');
+    const b = await repo.git('rev-parse', 'tron/b');
+    const { out, left } = await run(
+      builder(),
+      [
+        'git commit -q --allow-empty -m two',
+        'git update-ref refs/heads/main HEAD; echo "main $?"',
+        'git push -q . HEAD:main; echo "push $?"',
+        'git update-ref refs/heads/tron/b HEAD; echo "b $?"',
+        'git update-ref refs/tron/landed/a HEAD; echo "landed $?"',
+        'git branch other; echo "branch $?"',
+        'git tag v1; echo "tag $?"',
+      ].join('\n'),
+    );
+    for (const what of ['main', 'push', 'landed', 'branch', 'tag']) expect(out).toMatch(new RegExp(`^${what} [1-9]`, 'm'));
+    // tron/b "moved" only in the worker's private view of refs/heads/tron/, which is thrown away.
+    expect(left.moved?.to).toBe(await repo.at(wt('a')).git('rev-parse', 'HEAD'));
+    expect(await repo.git('rev-parse', 'main')).toBe(main);
+    expect(await repo.git('rev-parse', 'tron/b')).toBe(b);
+    expect(await repo.git('for-each-ref', '--format=%(refname)', 'refs/tron/', 'refs/tags/', 'refs/heads/other')).toBe('');
+  });
+
+  it('refuses a branch the worker left as a link or a FIFO, without following or waiting on it', async () => {
+    const before = await repo.git('rev-parse', 'tron/a');
+    const link = await run(builder(), 'ln -sf "$COMMON/refs/heads/main" "$COMMON/refs/heads/tron/a" && echo linked');
+    expect(link.out).toMatch(/^linked$/m);
+    expect(link.left).toEqual({ problem: expect.stringContaining('something other than a commit id') });
+    const fifo = await run(builder(), 'rm -f "$COMMON/refs/heads/tron/a" && mkfifo "$COMMON/refs/heads/tron/a" && echo fifo');
+    expect(fifo.out).toMatch(/^fifo$/m);
+    expect(fifo.left).toEqual({ problem: expect.stringContaining('something other than a commit id') });
+    expect(await repo.git('rev-parse', 'tron/a')).toBe(before);
+  });
+
+  it("cannot write .tron/ (config, blocks, inbox, runs), the user's checkout, git's config, hooks or index", async () => {
+    const { out } = await run(
+      builder(),
+      [
+        'echo \'test = "true"\' > "$REPO/.tron/config.toml"; echo "config $?"',
+        'echo evil > "$REPO/.tron/blocks/evil.md"; echo "blocks $?"',
+        'echo ">>ABANDON" > "$REPO/.tron/inbox/a.answer"; echo "inbox $?"',
+        'echo \'{"seq":2}\' >> "$REPO/.tron/runs/r1/events.jsonl"; echo "runs $?"',
+        'echo changed > "$REPO/README.md"; echo "checkout $?"',
+        'git -C "$REPO" update-index --skip-worktree README.md; echo "index $?"',
+        'git config core.hooksPath /tmp; echo "gitconfig $?"',
+        'git config core.fsmonitor "touch /tmp/x"; echo "fsmonitor $?"',
+        'printf "#!/bin/sh\\n" > "$COMMON/hooks/post-checkout"; echo "hooks $?"',
+        'echo "* filter=evil" > "$COMMON/info/attributes"; echo "info $?"',
+        'echo "[user]" >> "$HOME/.gitconfig"; echo "homegitconfig $?"',
+      ].join('\n'),
+    );
+    for (const what of [
+      'config',
+      'blocks',
+      'inbox',
+      'runs',
+      'checkout',
+      'index',
+      'gitconfig',
+      'fsmonitor',
+      'hooks',
+      'info',
+      'homegitconfig',
+    ])
+      expect(out).toMatch(new RegExp(`^${what} [1-9]`, 'm'));
+    expect(readFileSync(join(repo.dir, '.tron', 'config.toml'), 'utf8')).toBe('test = "node test.js"\n');
+    expect(existsSync(join(repo.dir, '.tron', 'blocks', 'evil.md'))).toBe(false);
+    expect(existsSync(join(repo.dir, '.tron', 'inbox', 'a.answer'))).toBe(false);
+    expect(readFileSync(join(repo.dir, '.tron', 'runs', 'r1', 'events.jsonl'), 'utf8')).toBe('{"seq":1}\n');
+    expect(await repo.git('status', '--porcelain')).toBe('');
+    expect(await repo.git('ls-files', '-v', 'README.md')).toBe('H README.md');
+    expect(await repo.git('config', '--get', 'core.hooksPath').catch(() => 'unset')).toBe('unset');
+    expect(existsSync(join(common, 'hooks', 'post-checkout'))).toBe(false);
+    expect(existsSync(join(common, 'info', 'attributes'))).toBe(false);
+    expect(readFileSync(join(home, '.gitconfig'), 'utf8')).toBe('[user]\n\tname = Home\n');
+  });
+
+  it("cannot point the engine's git calls elsewhere: its .git file, commondir, gitdir, config.worktree, alternates", async () => {
+    const { out } = await run(
+      builder(),
+      [
+        'echo "gitdir: /elsewhere" > .git; echo "dotgit $?"',
+        'rm -f .git; echo "rmdotgit $?"',
+        'echo /elsewhere > "$COMMON/worktrees/a/commondir"; echo "commondir $?"',
+        'echo /elsewhere > "$COMMON/worktrees/a/gitdir"; echo "gitdir $?"',
+        'printf "[core]\\n\\tfsmonitor = evil\\n" > "$COMMON/worktrees/a/config.worktree"; echo "worktreeconfig $?"',
+        'echo /elsewhere/objects > "$COMMON/objects/info/alternates"; echo "alternates $?"',
+      ].join('\n'),
+    );
+    for (const what of ['dotgit', 'rmdotgit', 'commondir', 'gitdir', 'worktreeconfig', 'alternates'])
+      expect(out).toMatch(new RegExp(`^${what} [1-9]`, 'm'));
+    expect(readFileSync(join(wt('a'), '.git'), 'utf8')).toMatch(/^gitdir: .*\.git\/worktrees\/a$/m);
+    expect(readFileSync(join(common, 'worktrees', 'a', 'config.worktree'), 'utf8')).toBe('');
+    expect(existsSync(join(common, 'objects', 'info', 'alternates'))).toBe(false);
+  });
+
+  it('has no capabilities, so it cannot remount the file system writable even when tron runs as root', async () => {
+    const { out } = await run(builder(), 'grep CapEff /proc/self/status; mount -o remount,rw,bind / 2>&1; echo "remount $?"');
+    expect(out).toMatch(/^CapEff:\s+0+$/m);
+    expect(out).toMatch(/^remount [1-9]/m);
+  });
+
+  it('writes the paths its writable list names, and nothing else of HOME', async () => {
+    const { out } = await run(
+      builder('a', ['~/.claude', '~/.claude.json']),
+      [
+        'echo state > "$HOME/.claude/state"; echo "claude $?"',
+        'echo \'{"n":1}\' > "$HOME/.claude.json"; echo "claudejson $?"',
+        'echo x > "$HOME/.claude.json.tmp.1"; echo "sibling $?"',
+        'echo x > "$HOME/.bashrc"; echo "bashrc $?"',
+      ].join('\n'),
+    );
+    expect(out).toMatch(/^claude 0$/m);
+    expect(out).toMatch(/^claudejson 0$/m);
+    expect(out).toMatch(/^sibling [1-9]/m);
+    expect(out).toMatch(/^bashrc [1-9]/m);
+    expect(readFileSync(join(home, '.claude', 'state'), 'utf8')).toBe('state\n');
+    expect(readFileSync(join(home, '.claude.json'), 'utf8')).toBe('{"n":1}\n');
+    expect(existsSync(join(home, '.bashrc'))).toBe(false);
+  });
+
+  it('has a private /tmp', async () => {
+    const marker = join(tmpdir(), `tron-private-tmp-${process.pid}`);
+    const { out } = await run(builder(), `echo inside > ${marker}; echo "tmp $?"; ls /tmp | grep -c tron-repo- || true`);
+    expect(out).toMatch(/^tmp 0$/m);
+    expect(existsSync(marker)).toBe(false);
+  });
+
+  it("leaves the reviewer's checkout and the architect's view of the repository read-only", async () => {
+    const sha = await repo.git('rev-parse', 'main');
+    const review = await git.createReviewCheckout(repo.dir, { id: 'a', sha });
+    const env = { HOME: home, PATH: process.env.PATH };
+    const reviewer = await run(
+      turnConfinement(request('reviewer', 'a', review), [], env),
+      'echo x > x.txt; echo "file $?"; git commit -q --allow-empty -m r; echo "commit $?"',
+    );
+    expect(reviewer.out).toMatch(/^file [1-9]/m);
+    expect(reviewer.out).toMatch(/^commit [1-9]/m);
+    const architect = await run(
+      turnConfinement(request('architect', 'a', repo.dir), [], env),
+      'echo x > x.txt; echo "file $?"; git log --oneline -1 >/dev/null; echo "read $?"',
+    );
+    expect(architect.out).toMatch(/^file [1-9]/m);
+    expect(architect.out).toMatch(/^read 0$/m);
+    expect(await repo.at(review).git('rev-parse', 'HEAD')).toBe(sha);
+    await git.removeWorktree(repo.dir, review);
+  });
+
+  it('a builder turn whose cwd is not a worktree of the engine writes nothing', async () => {
+    const { out } = await run(
+      turnConfinement(request('builder', 'a', repo.dir), [], { HOME: home, PATH: process.env.PATH }),
+      'echo x > x.txt; echo "file $?"',
+    );
+    expect(out).toMatch(/^file [1-9]/m);
+  });
+
+  describe('the network', () => {
+    let server: Server;
+    let url = '';
+    beforeAll(async () => {
+      server = createServer((_req, res) => res.end('reached'));
+      await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+      const address = server.address();
+      url = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}/`;
+    });
+    afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())));
+
+    const fetchScript = () =>
+      `node -e "fetch('${url}').then((r) => r.text()).then((t) => console.log(t), (e) => console.log('unreachable', e.cause?.code ?? e.message))"`;
+
+    it('is there for workers (they call model APIs)', async () => {
+      expect((await run(builder(), fetchScript())).out).toMatch(/^reached$/m);
+    });
+
+    it('is not there when the confinement says so (test runs, unless configured)', async () => {
+      expect((await run({ ...builder(), network: false }, fetchScript())).out).toMatch(/^unreachable/m);
+    });
+  });
+});

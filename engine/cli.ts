@@ -15,7 +15,7 @@ type Values = Record<string, string | boolean | undefined>;
 interface CommandSpec {
   summary: string;
   usage: string;
-  options: Record<string, { type: 'string' | 'boolean'; description: string }>;
+  options: Record<string, { type: 'string' | 'boolean'; description: string; short?: string }>;
   /** false for commands that are planned but not built yet. */
   run: ((values: Values, positionals: string[]) => Promise<number>) | false;
 }
@@ -43,11 +43,24 @@ export const COMMANDS: Record<string, CommandSpec> = {
   },
   start: {
     summary: 'run every ready block to a terminal phase, then exit (0 all landed, 3 parked/abandoned)',
-    usage: 'tron start [--repo DIR] [--watch]',
-    options: { ...repoOption, watch: { type: 'boolean', description: 'stay up; pick up new block files and answers at once' } },
+    usage: 'tron start [--repo DIR] [--watch] [--plain]',
+    options: {
+      ...repoOption,
+      watch: { type: 'boolean', description: 'stay up; pick up new block files and answers at once' },
+      plain: { type: 'boolean', description: 'print time-stamped lines instead of the live board, even on a terminal' },
+    },
     run: async (v) => {
       const { startCommand } = await import('./commands/start.ts');
-      return startCommand({ repo: repoOf(v), watch: Boolean(v.watch), clock: systemClock, env: process.env, print, signals: true });
+      return startCommand({
+        repo: repoOf(v),
+        watch: Boolean(v.watch),
+        plain: Boolean(v.plain),
+        output: process.stdout,
+        clock: systemClock,
+        env: process.env,
+        print,
+        signals: true,
+      });
     },
   },
   status: {
@@ -66,6 +79,29 @@ export const COMMANDS: Record<string, CommandSpec> = {
     run: async (v, args) => {
       const { answerCommand } = await import('./commands/answer.ts');
       return answerCommand({ repo: repoOf(v), block: args[0], line: args[1], clock: systemClock, print });
+    },
+  },
+  logs: {
+    summary: "what the workers are saying: a block's turns as they write them, or the run's events as lines",
+    usage: 'tron logs [--repo DIR] [-f] [--run RUN] [BLOCK]',
+    options: {
+      ...repoOption,
+      follow: { type: 'boolean', short: 'f', description: 'keep following, across turns, until the run finishes' },
+      run: { type: 'string', description: 'a run id or run directory (default: the latest run)' },
+    },
+    run: async (v, args) => {
+      const { logsCommand } = await import('./commands/logs.ts');
+      const stop = new AbortController();
+      process.once('SIGINT', () => stop.abort());
+      return logsCommand({
+        repo: repoOf(v),
+        ...(args[0] ? { block: args[0] } : {}),
+        follow: Boolean(v.follow),
+        ...(typeof v.run === 'string' ? { run: v.run } : {}),
+        print,
+        write: (text) => void process.stdout.write(text),
+        signal: stop.signal,
+      });
     },
   },
   docs: {
@@ -144,7 +180,9 @@ function help(): string {
 }
 
 function commandHelp(name: string, c: CommandSpec): string {
-  const opts = Object.entries(c.options).map(([o, d]) => `  --${o}${d.type === 'string' ? ' VALUE' : ''}  ${d.description}`);
+  const opts = Object.entries(c.options).map(
+    ([o, d]) => `  ${d.short ? `-${d.short}, ` : ''}--${o}${d.type === 'string' ? ' VALUE' : ''}  ${d.description}`,
+  );
   return [
     `${c.usage}`,
     '',

@@ -108,7 +108,7 @@ describe('tron start', () => {
       expect(await landedRefs(repo)).toEqual([]);
       expect(ofType(run.events, 'escalation.raised').map((e) => e.trouble)).toContain('gate_budget');
       expect(readRunFile(run.runDir, 'transcript.md')).toContain(`${fact}:`);
-      expect(run.output.join('\n')).toContain('npx tron answer');
+      expect(run.output.join('\n')).toContain('answer: tron answer --repo');
     });
   }
 

@@ -149,9 +149,11 @@ export function createCommandWorker(settings: CommandSettings, deps: CommandDeps
     child.stdout.on('data', (chunk: Buffer) => {
       stdout.push(chunk);
       state.outputBytes += chunk.length;
+      observer.output?.('stdout', chunk);
     });
     child.stderr.on('data', (chunk: Buffer) => {
       state.outputBytes += chunk.length;
+      observer.output?.('stderr', chunk);
       stderr = Buffer.concat([stderr, chunk]);
       if (stderr.length > STDERR_KEEP) stderr = stderr.subarray(stderr.length - STDERR_KEEP);
     });

@@ -6,7 +6,7 @@
  * and the merge lane. Pure: the caller feeds events and output, and asks for a frame at
  * a time and a width; engine/runtime/reporter.ts draws it.
  */
-import type { TronEvent } from '../core/events.ts';
+import { EVENT_SCHEMAS, type TronEvent } from '../core/events.ts';
 import { apply, initialState, type BlockState, type EngineState } from '../core/state.ts';
 
 /** Control sequences (colours, cursor moves) a worker may print: never drawn on the board. */
@@ -88,9 +88,10 @@ export class Board {
 
   /** Folds one appended event. */
   event(e: TronEvent): void {
-    this.state = apply(this.state, e);
-    // Usage arrives as worker.usage (older runs) or usage.recorded (with a cost); read either.
     const raw = e as unknown as Record<string, unknown>;
+    // A type this build does not know (a newer log) changes nothing the board folds.
+    if (Object.hasOwn(EVENT_SCHEMAS, e.type)) this.state = apply(this.state, e);
+    // Usage arrives as worker.usage (older runs) or usage.recorded (with a cost); read either.
     const n = (k: string) => (typeof raw[k] === 'number' ? (raw[k] as number) : 0);
     switch (raw.type) {
       case 'run.started':

@@ -20,6 +20,7 @@ const NOT_CODES = {
   TRON_PHASE: 'worker environment',
   TRON_RUN_DIR: 'worker environment',
   TRON_CRASH_AFTER_EVENT: 'crash test hook (environment)',
+  TRON_PROC: 'process-table source, ps or proc (environment)',
   TRON_BENCH_SIZES: 'benchmark setting (environment)',
   TRON_BENCH_REPEATS: 'benchmark setting (environment)',
   TRON_VERSION: 'constant',

@@ -3,43 +3,17 @@
  * owns every process the worker starts: its CPU counts as the worker's, and stopping the
  * turn stops all of them, grandchildren that ignore SIGTERM included.
  *
- * Members are found by scanning /proc for the pgid. The number is only signalled while
- * a live member still carries it: Linux does not hand out a pid that is still in use as
- * a process group id, so a non-empty group is ours, never a stranger's.
+ * Members are found in the process table (engine/runtime/proc.ts: /proc, or `ps` where
+ * there is none). The number is only signalled while a live member still carries it: a
+ * pid still in use as a process group id is not handed out again, so a non-empty group is
+ * ours, never a stranger's.
  */
-import { readdirSync, readFileSync } from 'node:fs';
 import { setTimeout as delay } from 'node:timers/promises';
+import { listProcesses, type ProcessInfo } from '../runtime/proc.ts';
 
-interface ProcStat {
-  pid: number;
-  state: string;
-  pgid: number;
-  /** utime + stime + cutime + cstime: own CPU plus that of reaped children. */
-  ticks: number;
-}
-
-function readStat(pid: number): ProcStat | undefined {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    // The command name (field 2) may hold spaces and parentheses: split after the last ')'.
-    const rest = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    // rest[0] is field 3 (state), rest[2] field 5 (pgrp), rest[11..14] fields 14–17 (times).
-    const ticks = Number(rest[11]) + Number(rest[12]) + Number(rest[13]) + Number(rest[14]);
-    return { pid, state: rest[0] ?? '', pgid: Number(rest[2]), ticks };
-  } catch {
-    return undefined;
-  }
-}
-
-function groupStats(pgid: number): ProcStat[] {
-  const found: ProcStat[] = [];
-  for (const name of safeReaddir('/proc')) {
-    if (!/^\d+$/.test(name)) continue;
-    const stat = readStat(Number(name));
-    // A zombie has finished; it only waits to be reaped and can neither work nor be killed.
-    if (stat && stat.pgid === pgid && stat.state !== 'Z') found.push(stat);
-  }
-  return found;
+/** The live members of the group; a zombie has finished and can neither work nor be killed. */
+function groupStats(pgid: number): ProcessInfo[] {
+  return listProcesses().filter((p) => p.pgid === pgid && !p.zombie);
 }
 
 /** Pids of the live (not zombie) processes in the process group `pgid`. */
@@ -47,20 +21,13 @@ export function groupMembers(pgid: number): number[] {
   return groupStats(pgid).map((s) => s.pid);
 }
 
-function safeReaddir(dir: string): string[] {
-  try {
-    return readdirSync(dir);
-  } catch {
-    return [];
-  }
-}
-
 /**
- * CPU used so far by the live members of the group, in clock ticks. It includes what
- * their reaped children used, so a shell running many short commands still shows work.
+ * CPU used so far by the live members of the group, in hundredths of a second. From /proc
+ * it includes what their reaped children used, so a shell running many short commands
+ * still shows work; `ps` counts each member's own.
  */
 export function groupCpuTicks(pgid: number): number {
-  return groupStats(pgid).reduce((sum, s) => sum + s.ticks, 0);
+  return groupStats(pgid).reduce((sum, s) => sum + s.cpu, 0);
 }
 
 /** Sends `signal` to the whole group if any live member remains. Returns whether it did. */

@@ -104,6 +104,15 @@ export const COMMANDS: Record<string, CommandSpec> = {
       });
     },
   },
+  view: {
+    summary: "the workflow diagram with a run's counts per flow and phase, as a page in the run directory",
+    usage: 'tron view [--repo DIR] [--open] [RUN]',
+    options: { ...repoOption, open: { type: 'boolean', description: 'open the page in a browser' } },
+    run: async (v, args) => {
+      const { viewCommand } = await import('./commands/view.ts');
+      return viewCommand({ repo: repoOf(v), ...(args[0] ? { run: args[0] } : {}), open: Boolean(v.open), print });
+    },
+  },
   docs: {
     summary: 'regenerate docs/ and workflow/ from their sources (--check: verify, write nothing)',
     usage: 'tron docs [--check]',

@@ -12,7 +12,7 @@
  * The run is the latest of the repository (for BLOCK: the latest in which the block had
  * a turn), or the one `--run` names by id or directory.
  */
-import { closeSync, existsSync, openSync, readdirSync, readSync, statSync } from 'node:fs';
+import { closeSync, existsSync, openSync, readSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import type { EventOf, TronEvent } from '../core/events.ts';
@@ -20,6 +20,7 @@ import { InputError } from '../core/errors.ts';
 import { parseEventLine } from '../runtime/eventlog-line.ts';
 import { isHolderAlive, readLock } from '../runtime/lockfile.ts';
 import { turnLogPath } from '../runtime/turn-log.ts';
+import { runDirs, selectRun } from '../runtime/run-select.ts';
 import { Narrator, clockTime, stampLines } from '../render/narrate.ts';
 
 export interface LogsOptions {
@@ -37,16 +38,6 @@ export interface LogsOptions {
   signal?: AbortSignal;
   /** How often a follower looks for more (ms). */
   pollMs?: number;
-}
-
-/** Run directories of a repository, oldest first. */
-function runDirs(repo: string): string[] {
-  const runs = join(repo, '.tron', 'runs');
-  if (!existsSync(runs)) return [];
-  return readdirSync(runs)
-    .filter((name) => existsSync(join(runs, name, 'events.jsonl')))
-    .sort()
-    .map((name) => join(runs, name));
 }
 
 /** The events appended to a log since the last read: complete lines only, checked like any reader's. */
@@ -109,27 +100,14 @@ function writerAlive(runDir: string): boolean {
 }
 
 function pickRun(o: LogsOptions, repo: string): string {
-  if (o.run) {
-    const dir = existsSync(join(o.run, 'events.jsonl')) ? resolve(o.run) : join(repo, '.tron', 'runs', o.run);
-    if (!existsSync(join(dir, 'events.jsonl'))) {
-      throw new InputError([
-        { code: 'TRON_USAGE', path: '--run', message: `"${o.run}" is neither a run id of ${repo} nor a run directory; see .tron/runs/` },
-      ]);
-    }
-    return dir;
-  }
-  const dirs = runDirs(repo);
-  if (dirs.length === 0) {
-    throw new InputError([{ code: 'TRON_USAGE', path: repo, message: 'no run yet: start one with `tron start`' }]);
-  }
-  if (o.block && !o.follow) {
+  if (o.block && !o.follow && o.run === undefined) {
     // The latest run in which the block had a turn: its output is what there is to show.
-    const had = dirs.findLast((d) =>
+    const had = runDirs(repo).findLast((d) =>
       new LogTail(join(d, 'events.jsonl')).read().some((e) => e.type === 'block.dispatched' && e.block === o.block),
     );
     if (had) return had;
   }
-  return dirs.at(-1)!;
+  return selectRun(repo, o.run);
 }
 
 export async function logsCommand(o: LogsOptions): Promise<number> {

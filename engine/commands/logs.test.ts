@@ -146,6 +146,10 @@ reply = '>>CHANGES {"notes":"name the export"}'
     const narrated = await logs(repo);
     expect(narrated.trimEnd().split('\n')).toEqual(run.output.join('\n').split('\n'));
     expect(narrated).toMatch(/widget: review → build \(CHANGES\): name the export/);
+    // A worker without a process of its own: its actions as notes, then its reply.
+    const turns = await logs(repo, 'widget');
+    expect(turns).toContain('── widget · builder · build · widget.1.builder turn 1');
+    expect(turns).toContain('» sim: wrote widget.js\n» sim: committed "Add widget"\n» reply:\n» >>DONE\n');
   });
 });
 

@@ -51,11 +51,24 @@ export const COMMANDS: Record<string, CommandSpec> = {
     summary: 'run every ready block to a terminal phase, then exit (0 all landed, 3 parked/abandoned)',
     audience: 'user',
     args: [],
-    options: { ...repoOption, watch: { type: 'boolean', description: 'stay up; pick up new block files and answers at once' } },
+    options: {
+      ...repoOption,
+      watch: { type: 'boolean', description: 'stay up; pick up new block files and answers at once' },
+      plain: { type: 'boolean', description: 'print time-stamped lines instead of the live board, even on a terminal' },
+    },
     examples: ['tron start --repo ../myapp', 'tron start --repo ../myapp --watch'],
     run: async (v) => {
       const { startCommand } = await import('./commands/start.ts');
-      return startCommand({ repo: repoOf(v), watch: Boolean(v.watch), clock: systemClock, env: process.env, print, signals: true });
+      return startCommand({
+        repo: repoOf(v),
+        watch: Boolean(v.watch),
+        plain: Boolean(v.plain),
+        output: process.stdout,
+        clock: systemClock,
+        env: process.env,
+        print,
+        signals: true,
+      });
     },
   },
   status: {
@@ -159,6 +172,49 @@ export const COMMANDS: Record<string, CommandSpec> = {
       if (name === undefined) print(overview());
       else print(commandHelp(name, known(name)));
       return 0;
+    },
+  },
+  logs: {
+    summary: "what the workers are saying: a block's turns as they write them, or the run's events as lines",
+    audience: 'user',
+    args: [
+      {
+        name: 'BLOCK',
+        optional: true,
+        complete: 'block',
+        description: "the block whose workers' output to show (default: the run's events)",
+      },
+    ],
+    options: {
+      ...repoOption,
+      follow: { type: 'boolean', short: 'f', description: 'keep following, across turns, until the run finishes' },
+      run: { type: 'string', value: 'RUN', complete: 'run', description: 'a run id or run directory (default: the latest run)' },
+    },
+    examples: ['tron logs --repo ../myapp -f login', 'tron logs --repo ../myapp'],
+    run: async (v, args) => {
+      const { logsCommand } = await import('./commands/logs.ts');
+      const stop = new AbortController();
+      process.once('SIGINT', () => stop.abort());
+      return logsCommand({
+        repo: repoOf(v),
+        ...(args[0] ? { block: args[0] } : {}),
+        follow: Boolean(v.follow),
+        ...(typeof v.run === 'string' ? { run: v.run } : {}),
+        print,
+        write: (text) => void process.stdout.write(text),
+        signal: stop.signal,
+      });
+    },
+  },
+  view: {
+    summary: "the workflow diagram with a run's counts per flow and phase, as a page in the run directory",
+    audience: 'user',
+    args: [runArg],
+    options: { ...repoOption, open: { type: 'boolean', description: 'open the page in a browser' } },
+    examples: ['tron view --repo ../myapp', 'tron view --repo ../myapp --open'],
+    run: async (v, args) => {
+      const { viewCommand } = await import('./commands/view.ts');
+      return viewCommand({ repo: repoOf(v), ...(args[0] ? { run: args[0] } : {}), open: Boolean(v.open), print });
     },
   },
   docs: {

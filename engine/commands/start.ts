@@ -22,6 +22,7 @@ import { readInbox } from '../runtime/inbox.ts';
 import type { BodyOf } from '../core/events.ts';
 import { latestRun } from '../runtime/runs.ts';
 import { readLog } from '../runtime/eventlog.ts';
+import { liveBoard, plainReporter, type Reporter } from '../runtime/reporter.ts';
 
 export interface StartOptions {
   repo: string;
@@ -29,6 +30,13 @@ export interface StartOptions {
   clock: Clock;
   env: Record<string, string | undefined>;
   print: (line: string) => void;
+  /**
+   * The terminal to draw the live board on. Without it, or when it is not a TTY, or with
+   * `plain`, progress is printed as time-stamped lines through `print`.
+   */
+  output?: NodeJS.WriteStream;
+  /** --plain: time-stamped lines even on a terminal. */
+  plain?: boolean;
   /** Replace configured workers (tests and the demo). */
   workers?: Partial<Record<WorkerRole, WorkerAdapter>>;
   /** --watch: the interval of heartbeat events (default 60 s). */
@@ -126,8 +134,9 @@ export async function startCommand(o: StartOptions): Promise<number> {
       sandbox: { kind: sandbox.sandbox.kind, ...(sandbox.notice ? { why: sandbox.notice } : {}) },
     });
     carrySessions(previousRunDir, runDir);
-    o.print(`tron: run ${runId} — ${blocks.length} block(s), trunk ${config.trunk} at ${trunkSha.slice(0, 12)}`);
-    if (sandbox.notice) o.print(sandbox.notice);
+    const reporter = reporterFor(o, repo, runDir);
+    const say = reporter.print;
+    if (sandbox.notice) say(sandbox.notice);
     const engine = new Engine({
       repo,
       runDir,
@@ -140,7 +149,9 @@ export async function startCommand(o: StartOptions): Promise<number> {
       clock: o.clock,
       env: o.env,
       sandbox: sandbox.sandbox,
-      print: o.print,
+      print: say,
+      onAppend: reporter.event,
+      onOutput: reporter.output,
       watch: Boolean(o.watch),
       boot: [recovery.events[0]!, ...cleared, ...recovery.events.slice(1)],
       consumed: recovery.answered,
@@ -149,8 +160,8 @@ export async function startCommand(o: StartOptions): Promise<number> {
       reloadBlocks: () => {
         const again = loadRegister(repo);
         if (again.problems.length === 0) return again.blocks;
-        for (const p of again.problems) o.print(`${p.code}: ${p.path}: ${p.message}`);
-        o.print('tron: the register has problems; keeping the blocks as they were until they are fixed');
+        for (const p of again.problems) say(`${p.code}: ${p.path}: ${p.message}`);
+        say('tron: the register has problems; keeping the blocks as they were until they are fixed');
         return undefined;
       },
     });
@@ -158,11 +169,12 @@ export async function startCommand(o: StartOptions): Promise<number> {
       if (stopping) {
         // A second signal stops at once: worker process groups first, then the engine.
         engine.abortNow();
-        o.print(`tron: ${signal} again — stopping at once`);
+        say(`tron: ${signal} again — stopping at once`);
+        reporter.close();
         process.exit(1);
       }
       stopping = true;
-      o.print(`tron: ${signal} — no new work; stopping the running turns (send it again to stop at once)`);
+      say(`tron: ${signal} — no new work; stopping the running turns (send it again to stop at once)`);
       engine.stop(signal);
     };
     let stopping = false;
@@ -172,21 +184,13 @@ export async function startCommand(o: StartOptions): Promise<number> {
     }
     const onAbort = () => engine.stop('SIGTERM');
     o.stop?.addEventListener('abort', onAbort);
-    const exit = await engine.run().finally(() => {
+    // The reporter says how the run ended (from run.finished): parked blocks with their answer command.
+    return await engine.run().finally(() => {
       o.stop?.removeEventListener('abort', onAbort);
       process.off('SIGINT', onSignal);
       process.off('SIGTERM', onSignal);
+      reporter.close();
     });
-    const end = engine.state;
-    const parked = end.order.filter((id) => end.blocks.get(id)!.phase === 'parked');
-    const abandoned = end.order.filter((id) => end.blocks.get(id)!.phase === 'abandoned');
-    for (const id of parked)
-      o.print(
-        `tron: ${id} is parked: ${end.blocks.get(id)!.reason ?? ''}\n  answer: tron answer --repo ${o.repo} ${id} '>>RETRY {"guidance":"…"}'`,
-      );
-    for (const id of abandoned) o.print(`tron: ${id} was abandoned: ${end.blocks.get(id)!.reason ?? ''}`);
-    o.print(`tron: run ${runId} finished (exit ${exit}); run directory: ${runDir}`);
-    return exit;
   } finally {
     lock.release();
   }
@@ -223,6 +227,15 @@ function nothingToDo(
     summary: `${landed} landed, ${count('parked')} parked, ${count('abandoned')} abandoned`,
     parked: resumed.filter((r) => r.phase === 'parked'),
   };
+}
+
+/** The live board on a terminal; time-stamped lines anywhere else, or when asked for. */
+function reporterFor(o: StartOptions, repo: string, runDir: string): Reporter {
+  // A terminal of no size (a headless pseudo-terminal) has no room for a board.
+  const tty = o.output?.isTTY === true && (o.output.rows ?? 0) > 0 && !o.plain && o.env.TERM !== 'dumb';
+  return tty && o.output
+    ? liveBoard({ repo, runDir, stream: o.output, clock: o.clock })
+    : plainReporter({ repo, runDir, print: o.print, clock: o.clock });
 }
 
 /** The crash test hook: TRON_CRASH_AFTER_EVENT=N makes the engine die right after event N. */

@@ -24,7 +24,7 @@ export interface Layout {
   lanes: { pass: Bounds; exception: Bounds };
 }
 
-const COL = 170;
+const COL = 215;
 const LEVEL = 26;
 /** Pool band (30) + lane band (30) + room for the start event and its label. */
 const FIRST_COL_X = 120;
@@ -116,7 +116,7 @@ export function layoutGraph(graph: Graph): Layout {
   }
   const fanLevels = Math.max(1, fanSides.left, fanSides.right);
   const fanY = (i: number): number => yTrouble + 45 + i * LEVEL;
-  const fanLabel = (e: GraphEdge): { width: number; height: number } => labelSize(e.name ?? '', 140);
+  const fanLabel = (e: GraphEdge): { width: number; height: number } => labelSize(e.name ?? '', 200);
   const fanLabelH = Math.max(0, ...byRoute('fan').map((e) => fanLabel(e).height));
   const rowTop = fanY(fanLevels - 1) + 20 + fanLabelH + 10;
   const yException = rowTop + 40;
@@ -182,7 +182,7 @@ export function layoutGraph(graph: Graph): Layout {
   // 5. Waypoints.
   const waypoints = new Map<string, Point[]>();
   const labels = new Map<string, Bounds>();
-  const labelAt = (id: string, text: string | undefined, x: number, y: number, anchor: 'above' | 'right', max = 120): void => {
+  const labelAt = (id: string, text: string | undefined, x: number, y: number, anchor: 'above' | 'right', max = 170): void => {
     if (!text) return;
     const { width, height } = labelSize(text, max);
     const lx = anchor === 'above' ? Math.round(x - width / 2) : x;
@@ -269,7 +269,7 @@ export function layoutGraph(graph: Graph): Layout {
   for (const n of graph.nodes) {
     if (!n.name || n.kind === 'task') continue;
     const b = shapes.get(n.id)!;
-    const { width, height } = labelSize(n.name, 90);
+    const { width, height } = labelSize(n.name, 130);
     if (n.kind === 'boundary') {
       labels.set(n.id, { x: b.x + b.width + 4, y: b.y + b.height - 4, width, height });
       continue;

@@ -37,7 +37,7 @@ describe('renderCliDoc', () => {
     for (const [name, c] of Object.entries(COMMANDS)) {
       const text = section(doc, name);
       for (const [option, d] of Object.entries(c.options))
-        expect(text).toMatch(new RegExp(`^- \`--${option}[ \`].*: ${literal(d.description)}$`, 'm'));
+        expect(text).toMatch(new RegExp(`^- \`(-${d.short ?? '.'}, )?--${option}[ \`].*: ${literal(d.description)}$`, 'm'));
       for (const a of c.args) expect(text).toMatch(new RegExp(`^- \`${a.name}(\\.\\.\\.)?\`: ${literal(a.description)}$`, 'm'));
     }
     expect(section(doc, 'init')).toContain('- `--worker openai|claude|codex|sim`: the worker preset to configure');

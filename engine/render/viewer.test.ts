@@ -1,13 +1,14 @@
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { BpmnModdle, type ModdleElement } from 'bpmn-moddle';
-import { chromium, type Browser } from 'playwright-core';
+import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { renderBpmn } from './bpmn.ts';
 import { renderWorkflowDir } from './viewer.ts';
 import { loadSpine } from '../spine/load.ts';
+import { viewCommand } from '../commands/view.ts';
 
 /** Where CI installs Chromium (`apt-get install -y chromium`); CHROMIUM_PATH overrides. */
 /** Label heights the layout planned, from the DI of the BPMN file. */
@@ -67,7 +68,7 @@ describe('renderWorkflowDir', () => {
     expect(html).toMatch(/<script type="application\/json" id="diagram">"\\u003c\?xml/);
     expect(html).not.toMatch(/(src|href)="(https?:)?\/\//);
     expect(html).not.toMatch(/fetch\(/);
-    expect(html.match(/<\/script>/g)!.length).toBe(4);
+    expect(html.match(/<\/script>/g)!.length).toBe(5);
   });
 
   it('renders identical files every time', async () => {
@@ -154,5 +155,133 @@ describe('the workflow page in a real browser', () => {
     expect(errors).toEqual([]);
     expect(requests).toEqual([]);
     await page.close();
+  });
+});
+
+/** Where the page's pieces are on the screen, and the smallest size any diagram text is drawn at. */
+async function measure(page: Page) {
+  return page.evaluate(() => {
+    const rect = (sel: string) => document.querySelector(sel)!.getBoundingClientRect();
+    const texts = [...document.querySelectorAll<SVGTextElement>('#canvas g.djs-element text')].filter((t) => t.textContent?.trim());
+    const drawn = texts.map((t) => {
+      // The screen's scale of the text, rotated or not (lane names are vertical).
+      const m = t.getScreenCTM();
+      const scale = m ? Math.hypot(m.a, m.b) : 0;
+      return { text: t.textContent!.trim(), px: Number.parseFloat(getComputedStyle(t).fontSize) * scale };
+    });
+    const smallest = drawn.reduce((a, b) => (b.px < a.px ? b : a));
+    return {
+      canvas: rect('#canvas'),
+      pool: rect('g.djs-shape[data-element-id="Participant_block"]'),
+      details: rect('#details'),
+      viewport: { width: window.innerWidth, height: window.innerHeight },
+      texts: drawn.length,
+      smallest,
+    };
+  });
+}
+
+describe('the workflow page fits the screen', () => {
+  let browser: Browser;
+  let dir: string;
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'tron-viewer-fit-'));
+    for (const [path, text] of await renderWorkflowDir(loadSpine())) {
+      mkdirSync(dirname(join(dir, path)), { recursive: true });
+      writeFileSync(join(dir, path), text);
+    }
+    browser = await chromium.launch({ executablePath: CHROMIUM, args: ARGS });
+  });
+
+  afterAll(async () => {
+    await browser?.close();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  for (const [width, height] of [
+    [1366, 768],
+    [1920, 1080],
+  ] as const) {
+    it(`at ${width}×${height}: the whole diagram across the page's width, every label drawn at 11px or more, the details panel right below`, async () => {
+      const page = await browser.newPage({ viewport: { width, height } });
+      await page.goto(pathToFileURL(join(dir, 'index.html')).href);
+      await page.waitForSelector('body[data-ready="true"]', { timeout: 10_000 });
+      const m = await measure(page);
+      await page.screenshot({ path: join(dir, `fit-${width}.png`) });
+      // The diagram is all there, inside the canvas, and uses its width.
+      expect(m.pool.left).toBeGreaterThanOrEqual(m.canvas.left - 1);
+      expect(m.pool.right).toBeLessThanOrEqual(m.canvas.right + 1);
+      expect(m.pool.top).toBeGreaterThanOrEqual(m.canvas.top - 1);
+      expect(m.pool.bottom).toBeLessThanOrEqual(m.canvas.bottom + 1);
+      expect(m.pool.width / m.canvas.width).toBeGreaterThan(0.9);
+      // Readable: no text of the diagram (labels, names) is drawn smaller than 11px.
+      expect(m.texts).toBeGreaterThan(30);
+      expect(m.smallest.px, `"${m.smallest.text}"`).toBeGreaterThanOrEqual(11);
+      // No empty half page: the panel starts where the diagram ends and fills the rest.
+      expect(m.details.top - m.pool.bottom).toBeLessThan(40);
+      expect(m.details.bottom).toBeGreaterThanOrEqual(m.viewport.height - 1);
+      expect(m.details.height).toBeGreaterThan(100);
+      expect(existsSync(join(dir, `fit-${width}.png`))).toBe(true);
+      await page.close();
+    });
+  }
+});
+
+describe('tron view', () => {
+  let browser: Browser;
+  let repo: string;
+
+  beforeAll(async () => {
+    // A repository whose only run is a recorded one: two blocks, one landed by fast-forward, one after MERGED.
+    repo = mkdtempSync(join(tmpdir(), 'tron-view-'));
+    const runDir = join(repo, '.tron', 'runs', '20260101-120000-001');
+    mkdirSync(runDir, { recursive: true });
+    const golden = join(import.meta.dirname, '..', '..', 'runs', 'parallel-rebase');
+    for (const f of ['events.jsonl', 'workflow.toml']) copyFileSync(join(golden, f), join(runDir, f));
+    browser = await chromium.launch({ executablePath: CHROMIUM, args: ARGS });
+  });
+
+  afterAll(async () => {
+    await browser?.close();
+    if (repo) rmSync(repo, { recursive: true, force: true });
+  });
+
+  it("writes a page into the run directory that draws the run's counts on the flows and phases its blocks took", async () => {
+    const lines: string[] = [];
+    expect(await viewCommand({ repo, print: (l) => lines.push(l) })).toBe(0);
+    const path = join(repo, '.tron', 'runs', '20260101-120000-001', 'view', 'index.html');
+    expect(lines).toEqual([path]);
+    expect(existsSync(join(dirname(path), 'vendor', 'bpmn-navigated-viewer.production.min.js'))).toBe(true);
+
+    const page = await browser.newPage({ viewport: { width: 1440, height: 900 } });
+    const errors: string[] = [];
+    page.on('pageerror', (e) => errors.push(e.message));
+    await page.goto(pathToFileURL(path).href);
+    await page.waitForSelector('body[data-ready="true"]', { timeout: 10_000 });
+    const count = (attr: string, id: string) => page.locator(`.tron-count[${attr}="${id}"]`);
+    expect(await count('data-edge-id', 'Flow_start_build').innerText()).toBe('2');
+    expect(await count('data-edge-id', 'Flow_merge_fast_forward_wrap').innerText()).toBe('1');
+    expect(await count('data-edge-id', 'Flow_merge_MERGED_wrap').innerText()).toBe('1');
+    expect(await count('data-edge-id', 'Flow_merge_MERGED_wrap').getAttribute('title')).toBe('took this flow: right');
+    expect(await count('data-node-id', 'Phase_landed').innerText()).toBe('2');
+    expect(await count('data-edge-id', 'Flow_review_CHANGES_build').count()).toBe(0);
+    // The flows taken are drawn heavier; the others are not.
+    expect(await page.locator('g.djs-connection.tron-taken[data-element-id="Flow_merge_MERGED_wrap"]').count()).toBe(1);
+    expect(await page.locator('g.djs-connection.tron-taken[data-element-id="Flow_review_CHANGES_build"]').count()).toBe(0);
+    // The panel sums the run up: where each block ended.
+    const panel = await page.locator('#details').innerText();
+    expect(panel).toContain('Run ');
+    expect(panel).toMatch(/left\s+landed/);
+    expect(panel).toMatch(/right\s+landed/);
+    const m = await measure(page);
+    expect(m.smallest.px).toBeGreaterThanOrEqual(11);
+    await page.screenshot({ path: join(dirname(path), 'view.png') });
+    expect(errors).toEqual([]);
+    await page.close();
+  });
+
+  it('refuses a run the repository does not have (exit 2 from the CLI)', async () => {
+    await expect(viewCommand({ repo, run: 'no-such-run', print: () => {} })).rejects.toThrow(/neither a run id/);
   });
 });

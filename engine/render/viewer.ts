@@ -6,11 +6,13 @@
  */
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { buildGraph } from './bpmn-graph.ts';
+import { buildGraph, type Graph } from './bpmn-graph.ts';
 import type { Details } from './bpmn-details.ts';
 import { renderBpmn } from './bpmn.ts';
 import { renderIndexHtml, VIEWER_BANNER } from './viewer-page.ts';
 import type { Spine } from '../spine/spine.ts';
+import type { TronEvent } from '../core/events.ts';
+import { runOverlay, type RunOverlay } from './viewer-run.ts';
 
 const require = createRequire(import.meta.url);
 
@@ -27,22 +29,29 @@ function vendored(modulePath: string, version: string): string {
 }
 
 /** Files of workflow/, keyed by path relative to it, in a fixed order. */
-export async function renderWorkflowDir(spine: Spine): Promise<Map<string, string>> {
+export function renderWorkflowDir(spine: Spine): Promise<Map<string, string>> {
+  return renderViewer(spine);
+}
+
+/**
+ * The page for one run (`tron view`): the spine that drove it, with its events' counts
+ * per flow and node laid over the diagram; the same files as workflow/.
+ */
+export function renderRunView(spine: Spine, events: readonly TronEvent[]): Promise<Map<string, string>> {
+  return renderViewer(spine, (graph) => runOverlay(events, graph, spine.start));
+}
+
+async function renderViewer(spine: Spine, overlay?: (graph: Graph) => RunOverlay): Promise<Map<string, string>> {
   const xml = await renderBpmn(spine);
   const graph = buildGraph(spine);
   const details: Record<string, Details> = {};
   for (const item of [...graph.nodes, ...graph.edges]) details[item.id] = item.details;
   // Read, not require()d: Biome follows a require() of a package's JSON out of the project and fails on a linked node_modules.
   const { version } = JSON.parse(readFileSync(require.resolve('bpmn-js/package.json'), 'utf8')) as { version: string };
+  const vendor = { script: 'vendor/bpmn-navigated-viewer.production.min.js', styles: ['vendor/diagram-js.css', 'vendor/bpmn-js.css'] };
   const files = new Map<string, string>([
     ['tron.bpmn', xml],
-    [
-      'index.html',
-      renderIndexHtml(xml, details, {
-        script: 'vendor/bpmn-navigated-viewer.production.min.js',
-        styles: ['vendor/diagram-js.css', 'vendor/bpmn-js.css'],
-      }),
-    ],
+    ['index.html', renderIndexHtml(xml, details, vendor, overlay?.(graph))],
   ]);
   for (const [path, modulePath] of Object.entries(VENDOR)) files.set(path, vendored(modulePath, version));
   files.set('vendor/LICENSE-bpmn-js.txt', readFileSync(require.resolve('bpmn-js/LICENSE'), 'utf8'));

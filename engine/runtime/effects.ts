@@ -13,6 +13,7 @@ import * as git from '../git/index.ts';
 import { runTests } from './testrun.ts';
 import { processStartTime } from './proc.ts';
 import type { Sandbox } from '../workers/sandbox.ts';
+import { answerCommand } from '../render/narrate.ts';
 
 /**
  * git's worktree administration (add, prune, remove) is not safe to run concurrently in
@@ -200,11 +201,13 @@ async function wrapBlockNow(c: EffectContext, e: EventOf<'wrap.requested'>): Pro
   return { type: 'block.wrapped', block: e.block, summary: e.summary, ...(orphan ? { orphan } : {}) };
 }
 
-/** Pages the operator: the console, pages.md, and the page_command with a JSON page on stdin. */
+/**
+ * Pages the operator: pages.md, and the page_command with a JSON page on stdin. The
+ * console shows the page from its `page.sent` event (engine/render/narrate.ts).
+ */
 export async function page(c: EffectContext, e: EventOf<'escalation.raised'>): Promise<BodyOf<'page.sent'>> {
   const id = `${e.block}#${e.seq}`;
-  const answer = `tron answer --repo ${c.repo} ${e.block} '>>RETRY {"guidance":"…"}'  (or '>>ABANDON {"reason":"…"}')`;
-  c.print(`PAGE ${e.block} (${e.trouble}): ${e.detail}\n  answer: ${answer}`);
+  const answer = answerCommand(c.repo, e.block);
   appendFileSync(join(c.runDir, 'pages.md'), `## ${id} — ${e.block}: ${e.trouble}\n\n${e.detail}\n\nAnswer: \`${answer}\`\n\n`);
   let command: string | undefined;
   if (c.config.pageCommand) {

@@ -31,6 +31,7 @@ import { TRON_VERSION } from '../root.ts';
 import { costOf } from '../workers/prices.ts';
 import { boundedTail } from '../workers/output.ts';
 import { NO_SANDBOX, type Sandbox } from '../workers/sandbox.ts';
+import { TurnLog } from './turn-log.ts';
 
 export { TRON_VERSION };
 
@@ -47,7 +48,12 @@ export interface EngineOptions {
   env: Record<string, string | undefined>;
   /** Where the engine's test runs are confined; none unless given. */
   sandbox?: Sandbox;
+  /** Notices that are not events (a problem with an answer file, a checkout left behind). */
   print: (line: string) => void;
+  /** Sees every event right after it is appended: the console reporter, the live board. */
+  onAppend?: (event: TronEvent) => void;
+  /** Sees a worker's live output (and progress notes) as it arrives, after its turn log has it. */
+  onOutput?: (at: { block: string; session: string; turn: number }, text: string) => void;
   watch: boolean;
   /** What boot recovery found (engine/runtime/recovery.ts), fed after the register. */
   boot?: EventBody[];
@@ -180,6 +186,7 @@ export class Engine {
   private append(body: EventBody): TronEvent {
     const event = this.log.append(body);
     if (event.seq === this.o.crashAfter) process.kill(process.pid, 'SIGKILL');
+    this.o.onAppend?.(event);
     return event;
   }
 
@@ -276,7 +283,6 @@ export class Engine {
         .catch((err: Error) => {
           this.failure = err;
           this.failedAfter = `${e.type}${'block' in e ? ` for ${e.block}` : ''}`;
-          this.o.print(`tron: an effect failed after ${e.type}${'block' in e ? ` for ${e.block}` : ''}: ${err.message}`);
           this.wake?.();
         })
         .finally(() => this.running.delete(p));
@@ -284,7 +290,6 @@ export class Engine {
     };
     switch (e.type) {
       case 'worktree.requested':
-        this.o.print(`${e.block}: build (attempt ${e.attempt})`);
         return start(() => fx.prepareWorktree(c, e));
       case 'block.dispatched':
         return start(() => this.turn(e));
@@ -300,57 +305,22 @@ export class Engine {
         return start(() => fx.wrapBlock(c, e));
       case 'escalation.raised':
         if (e.handler === 'operator') return start(() => fx.page(c, e));
-        this.o.print(`${e.block}: ${e.trouble} → ${e.handler}`);
         return;
-      case 'gate.failed':
-        this.o.print(
-          `${e.block}: gate failed — ${e.facts
-            .filter((f) => !f.ok)
-            .map((f) => f.name)
-            .join(', ')}`,
-        );
+      case 'budget.exceeded':
+        // The run's budget is spent: no new turn starts; the ones running stop now, and the
+        // run ends once nothing is in flight. (A block's own: its block.parked stops its turn.)
+        if (e.scope === 'run') this.stopTurns(() => true);
         return;
-      case 'gate.passed':
-        this.o.print(`${e.block}: gate passed at ${e.sha.slice(0, 12)}`);
-        return;
-      case 'worker.unavailable':
-        this.o.print(
-          `tron: the ${e.role} worker is unavailable (${e.cause}); no ${e.role} turn starts until the operator answers ${e.block}`,
-        );
-        return;
-      case 'turn.held':
-        this.o.print(`${e.block}: ${e.kind} turn held — the ${e.role} worker is unavailable`);
-        return;
-      case 'reply.refused':
-        // A failed turn says why, in the worker's own last words (the detail ends with them).
-        if (e.kind === 'turn_failed') this.o.print(`${e.block}: ${e.session} turn ${e.turn} — ${e.message}`);
-        return;
-      case 'block.phase':
-        this.o.print(`${e.block}: ${e.from} → ${e.to} (${e.on})`);
-        return;
-      case 'budget.exceeded': {
-        const spent = `$${e.spent_usd.toFixed(4)} (${e.spent_tokens.toLocaleString('en-US')} tokens)`;
-        if (e.scope === 'run') {
-          // No new turn starts; the ones running stop now, and the run ends once nothing is in flight.
-          this.stopTurns(() => true);
-          this.o.print(`tron: the run spent ${spent}, past its budget ${e.limit}; stopping every turn`);
-        } else this.o.print(`${e.block}: spent ${spent}, past its budget ${e.limit}; its turn is stopped`);
-        return;
-      }
       case 'block.parked':
       case 'block.abandoned':
         this.stopTurns((t) => t.block === e.block);
-        this.o.print(`${e.block}: ${e.type === 'block.parked' ? 'parked' : 'abandoned'} — ${e.reason}`);
         return;
       case 'worker.overran':
-        this.o.print(`${e.block}: turn ${e.turn} overran (${Math.round(e.elapsed_ms / 1000)}s); probing for signs of life`);
         return start(() => this.probe(e));
       case 'worker.extended':
-        this.o.print(`${e.block}: the worker shows life; extension ${e.count} of ${this.state.liveness.maxExtensions}`);
         this.armTimer(e.session, e.turn, e.extension_ms);
         return;
       case 'turn.reissued':
-        this.o.print(`${e.block}: turn ${e.turn} re-issued — ${e.reason}`);
         this.stopTurns((_t, key) => key === `${e.session}#${e.turn}`);
         return;
       default:
@@ -385,6 +355,7 @@ export class Engine {
     const key = `${e.session}#${e.turn}`;
     this.turns.set(key, { block: e.block, controller, startedAt: this.o.clock.now() });
     this.armTimer(e.session, e.turn, budget);
+    const log = TurnLog.open(o.runDir, e);
     try {
       const outcome = await worker.runTurn(
         {
@@ -404,11 +375,13 @@ export class Engine {
           repo: o.repo,
           expect: e.expect,
         },
-        this.observer(e),
+        this.observer(e, log),
       );
       const text = outcome.ok
         ? outcome.reply
         : `(turn failed: ${outcome.failure}) ${outcome.detail}${outcome.output ? `\n${outcome.output}` : ''}${outcome.stderr ? `\n(stderr)\n${outcome.stderr}` : ''}`;
+      // A worker without a process printed nothing: its reply ends its log.
+      if (!log.sawOutput) log.note(outcome.ok ? `reply:\n${outcome.reply}` : `turn failed: ${outcome.detail}`);
       this.transcript(`### reply (${e.block} · ${e.session} · turn ${e.turn})\n\n${fence(text)}\n`);
       if (outcome.ok) return { ...base, ok: true, reply: outcome.reply };
       return {
@@ -421,6 +394,7 @@ export class Engine {
         ...(outcome.stderr ? { stderr_tail: boundedTail(outcome.stderr) } : {}),
       };
     } finally {
+      log.close();
       clearTimeout(this.turns.get(key)?.timer);
       this.turns.delete(key);
     }
@@ -478,11 +452,21 @@ export class Engine {
     return { type: 'worker.probed', block: e.block, session: e.session, turn: e.turn, alive, signs };
   }
 
-  private observer(e: EventOf<'block.dispatched'>): TurnObserver {
+  /** The turn's observer: process facts and usage become events; output and notes go to its log and the reporter. */
+  private observer(e: EventOf<'block.dispatched'>, log: TurnLog): TurnObserver {
     const at = { block: e.block, session: e.session };
+    const where = { ...at, turn: e.turn };
     const tick = () => this.progress.set(e.session, (this.progress.get(e.session) ?? 0) + 1);
     return {
-      progress: () => tick(),
+      progress: (note) => {
+        tick();
+        log.note(note);
+        this.o.onOutput?.(where, note);
+      },
+      output: (_stream, chunk) => {
+        log.output(chunk);
+        this.o.onOutput?.(where, chunk.toString('utf8'));
+      },
       spawned: (p) => void this.append({ type: 'worker.spawned', ...at, turn: e.turn, pid: p.pid, start_time: p.startTime }),
       exited: (p) => void this.append({ type: 'worker.exited', ...at, turn: e.turn, pid: p.pid, code: p.code, signal: p.signal }),
       usage: (u) => {

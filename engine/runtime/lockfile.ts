@@ -6,7 +6,8 @@
  * crash is recognised at once (no stale timeout) even when the pid was reused. Every
  * state the file can be in is a complete JSON document: it is created by writing a
  * temporary file and hard-linking it into place (exclusive), and taken over from a
- * dead holder by renaming a fresh temporary file over it. Linux only (/proc).
+ * dead holder by renaming a fresh temporary file over it. Processes are known by pid and
+ * start time (engine/runtime/proc.ts: /proc, or `ps` where there is none).
  */
 import { closeSync, fsyncSync, linkSync, openSync, readFileSync, renameSync, unlinkSync, writeSync } from 'node:fs';
 import { hostname } from 'node:os';
@@ -80,7 +81,8 @@ export function readLock(path: string): LockHolder | undefined {
  */
 export function acquireLock(path: string, info: { purpose: string; command?: string; clock?: Clock }): Lock {
   const startTime = processStartTime(process.pid);
-  if (startTime === undefined) throw new Error(`cannot read /proc/${process.pid}/stat: tron locks need Linux /proc`);
+  // Only when neither /proc nor `ps` can see this very process (a broken system).
+  if (startTime === undefined) throw new Error(`cannot read the start time of this process (pid ${process.pid}) from /proc or ps`);
   const me: LockHolder = {
     pid: process.pid,
     startTime,

@@ -75,7 +75,14 @@ export interface Usage {
   costUsd?: number;
 }
 
-/** Things an adapter reports while a turn runs; the engine records each as an event. */
+/** Which of a worker process's streams a chunk of live output came from. */
+export type OutputStream = 'stdout' | 'stderr';
+
+/**
+ * Things an adapter reports while a turn runs. Process facts and usage become events;
+ * live output and progress notes go to the turn's log file and the live board, not to
+ * the event log (they are neither decisions nor inputs, and can be large).
+ */
 export interface TurnObserver {
   /** A worker process started; recovery kills it later by pid and start time if it outlives the run. */
   spawned(info: { pid: number; startTime: string }): void;
@@ -84,8 +91,13 @@ export interface TurnObserver {
   usage(usage: Usage): void;
   /** A transient API failure being retried after `delayMs`. */
   retry(info: { attempt: number; status?: number; delayMs: number; error: string }): void;
-  /** A sign of life from a worker with no process of its own (a model step, a sim worker at work). */
+  /**
+   * A sign of life from a worker with no process of its own (a model step and its tool
+   * calls, a sim worker's actions), as one line a person can read.
+   */
   progress?(note: string): void;
+  /** A process worker's output, chunk by chunk as it arrives (stdout is also the reply). */
+  output?(stream: OutputStream, chunk: Buffer): void;
 }
 
 export interface WorkerAdapter {

@@ -179,9 +179,11 @@ export function createCommandWorker(settings: CommandSettings, deps: CommandDeps
       stdout.push(chunk);
       state.outputBytes += chunk.length;
       if (MEANINGFUL.test(chunk.toString('utf8'))) lastSaid = 'stdout';
+      observer.output?.('stdout', chunk);
     });
     child.stderr.on('data', (chunk: Buffer) => {
       state.outputBytes += chunk.length;
+      observer.output?.('stderr', chunk);
       stderr = Buffer.concat([stderr, chunk]);
       if (stderr.length > STDERR_KEEP) stderr = stderr.subarray(stderr.length - STDERR_KEEP);
       if (MEANINGFUL.test(chunk.toString('utf8'))) lastSaid = 'stderr';

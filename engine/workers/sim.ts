@@ -202,13 +202,22 @@ async function perform(turn: SimTurn, request: TurnRequest, observer: TurnObserv
     writeFileSync(join(cwd, path), content);
   }
   for (const path of turn.remove ?? []) rmSync(join(cwd, path), { force: true });
+  // What it did, as a coding agent's progress would read: for the board and the turn's log.
+  const did = (note: string) => observer.progress?.(`sim: ${note}`);
+  const touched = [...Object.keys(turn.write ?? {}), ...(turn.remove ?? []).map((p) => `-${p}`)];
+  if (touched.length > 0) did(`wrote ${touched.join(', ')}`);
   if (turn.commit) {
     await git(cwd, ['add', '-A']);
     await git(cwd, ['commit', '-q', '-m', turn.commit]);
+    did(`committed "${turn.commit}"`);
   }
-  if (turn.run) await sh(request, turn.run, deps);
+  if (turn.run) {
+    did(`running ${turn.run}`);
+    await sh(request, turn.run, deps);
+  }
   if (turn.trunk_commit) await commitToTrunk(request, turn.trunk_commit);
   if (turn.rebase) {
+    did(`rebasing onto ${request.trunk ?? 'trunk'}`);
     const ok = await rebase(request, turn.resolve ?? {});
     if (!ok) return { ok: false, failure: 'exit', detail: 'the sim worker could not rebase onto trunk' };
   }

@@ -19,7 +19,7 @@ import { systemMessage } from './system.ts';
 import { TurnBudget } from './turn.ts';
 import type { OpenAISettings } from '../settings.ts';
 import { loadConversation, saveConversation, type Conversation } from './session-store.ts';
-import { runTool, toolDefinitions, toolsForRole, type ToolContext } from './tools.ts';
+import { describeCall, runTool, toolDefinitions, toolsForRole, type ToolContext } from './tools.ts';
 
 export interface OpenAIWorkerDeps {
   /** Where the API key is read from (by `api_key_env`) and the base of `run` commands' environment. */
@@ -174,6 +174,9 @@ async function runOpenAITurn(
         );
       }
 
+      observer.progress?.(
+        `step ${step}: ${calls.map((c) => (c.type === 'function' ? describeCall(c.function.name, c.function.arguments) : c.type)).join('; ')}`,
+      );
       const results = await Promise.all(
         calls.map((c) =>
           c.type === 'function'
@@ -184,7 +187,7 @@ async function runOpenAITurn(
       conversation.messages.push(...calls.map((c, i) => toolResult(c.id, results[i]!)));
       await saveConversation(request.runDir, conversation);
       // Each finished step is a sign of life for the liveness probe (usage counts too).
-      observer.progress?.(`step ${step}: ${calls.length} tool call(s)`);
+      observer.progress?.(`step ${step}: ${calls.length} tool call(s) done`);
       if (budget.ended) return budget.outcome();
       // Between steps: the engine's liveness question, if it asked one, in this same conversation.
       const question = probes.get(request.session);

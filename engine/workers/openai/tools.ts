@@ -106,6 +106,29 @@ export function toolsForRole(role: WorkerRole): readonly ToolName[] {
   return role === 'builder' ? builderTools : readOnlyTools;
 }
 
+/**
+ * One short line saying what a tool call does (`run npm test`, `edit_file src/a.ts`), for
+ * the live board and the turn's log; arguments that do not parse are shown as given.
+ */
+export function describeCall(name: string, rawArgs: string): string {
+  let args: Record<string, unknown> = {};
+  try {
+    const parsed: unknown = JSON.parse(rawArgs);
+    if (parsed && typeof parsed === 'object') args = parsed as Record<string, unknown>;
+  } catch {
+    return `${name} ${rawArgs}`.slice(0, 160);
+  }
+  const what =
+    name === 'run'
+      ? Array.isArray(args.argv)
+        ? args.argv.map(String).join(' ')
+        : String(args.shell ?? '')
+      : name === 'search'
+        ? `${JSON.stringify(args.pattern ?? '')} in ${String(args.path ?? '.')}`
+        : String(args.path ?? '');
+  return `${name} ${what.replace(/\s+/g, ' ')}`.trim().slice(0, 160);
+}
+
 /** OpenAI function definitions for a tool list. */
 export function toolDefinitions(names: readonly ToolName[]): ChatCompletionFunctionTool[] {
   return names.map((name) => definitions[name]);

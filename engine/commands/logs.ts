@@ -1,0 +1,170 @@
+/**
+ * `tron logs [-f] [BLOCK]`: what the workers are saying, live.
+ *
+ * With BLOCK: every turn of that block in the run, in order — a header naming the turn,
+ * then its output as the worker wrote it (`<runDir>/turns/<block>/…`, written as it
+ * arrives, so a running turn shows what it has said so far). `-f` keeps following: the
+ * running turn's file as it grows, then each next turn, until the run finishes.
+ *
+ * Without BLOCK: the run's events told as readable lines — the same lines `tron start`
+ * prints (engine/render/narrate.ts) — and with `-f`, as they are appended.
+ *
+ * The run is the latest of the repository (for BLOCK: the latest in which the block had
+ * a turn), or the one `--run` names by id or directory.
+ */
+import { closeSync, existsSync, openSync, readSync, statSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { setTimeout as delay } from 'node:timers/promises';
+import type { EventOf, TronEvent } from '../core/events.ts';
+import { InputError } from '../core/errors.ts';
+import { parseEventLine } from '../runtime/eventlog-line.ts';
+import { isHolderAlive, readLock } from '../runtime/lockfile.ts';
+import { turnLogPath } from '../runtime/turn-log.ts';
+import { runDirs, selectRun } from '../runtime/run-select.ts';
+import { Narrator, clockTime, stampLines } from '../render/narrate.ts';
+
+export interface LogsOptions {
+  repo: string;
+  /** Show this block's turns; without it, narrate the run's events. */
+  block?: string;
+  follow?: boolean;
+  /** A run id (or run directory); the latest run when absent. */
+  run?: string;
+  /** Whole lines (headers, narration). */
+  print: (line: string) => void;
+  /** Raw worker output, exactly as written. */
+  write: (text: string) => void;
+  /** Stops following (Ctrl-C, tests). */
+  signal?: AbortSignal;
+  /** How often a follower looks for more (ms). */
+  pollMs?: number;
+}
+
+/** The events appended to a log since the last read: complete lines only, checked like any reader's. */
+class LogTail {
+  private offset = 0;
+  private seq = 0;
+  private rest = '';
+  constructor(readonly file: string) {}
+
+  read(): TronEvent[] {
+    if (!existsSync(this.file)) return [];
+    const text = this.rest + readFrom(this.file, this.offset, (n) => (this.offset += n));
+    const lines = text.split('\n');
+    this.rest = lines.pop() ?? '';
+    const out: TronEvent[] = [];
+    for (const line of lines) {
+      const parsed = parseEventLine(line, ++this.seq);
+      if (!parsed.ok) throw new Error(`${this.file}:${this.seq}: ${parsed.reason}`);
+      out.push(parsed.event);
+    }
+    return out;
+  }
+}
+
+/** The bytes of `file` from `offset` on, as text; `advance` learns how many were read. */
+function readFrom(file: string, offset: number, advance: (n: number) => void): string {
+  let size: number;
+  try {
+    size = statSync(file).size;
+  } catch {
+    return '';
+  }
+  if (size <= offset) return '';
+  const buf = Buffer.alloc(size - offset);
+  const fd = openSync(file, 'r');
+  try {
+    const n = readSync(fd, buf, 0, buf.length, offset);
+    const end = wholeCharacters(buf, n);
+    advance(end);
+    return buf.subarray(0, end).toString('utf8');
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** How many of the first `n` bytes end on a whole UTF-8 character (a writer may be mid-character). */
+export function wholeCharacters(buf: Buffer, n: number): number {
+  let lead = n - 1;
+  while (lead >= 0 && n - lead <= 4 && (buf[lead]! & 0xc0) === 0x80) lead--;
+  if (lead < 0) return n;
+  const b = buf[lead]!;
+  const len = b >= 0xf0 ? 4 : b >= 0xe0 ? 3 : b >= 0xc0 ? 2 : 1;
+  return lead + len > n ? lead : n;
+}
+
+/** Whether the run's writer is still at work (it holds the run's events.lock). */
+function writerAlive(runDir: string): boolean {
+  const holder = readLock(join(runDir, 'events.lock'));
+  return holder !== undefined && isHolderAlive(holder);
+}
+
+function pickRun(o: LogsOptions, repo: string): string {
+  if (o.block && !o.follow && o.run === undefined) {
+    // The latest run in which the block had a turn: its output is what there is to show.
+    const had = runDirs(repo).findLast((d) =>
+      new LogTail(join(d, 'events.jsonl')).read().some((e) => e.type === 'block.dispatched' && e.block === o.block),
+    );
+    if (had) return had;
+  }
+  return selectRun(repo, o.run);
+}
+
+export async function logsCommand(o: LogsOptions): Promise<number> {
+  const repo = resolve(o.repo);
+  const runDir = pickRun(o, repo);
+  const tail = new LogTail(join(runDir, 'events.jsonl'));
+  const pollMs = o.pollMs ?? 200;
+  const stopped = () => o.signal?.aborted === true;
+  let finished = false;
+  let last = false;
+
+  if (!o.block) {
+    const narrator = new Narrator({ repo, runDir });
+    for (;;) {
+      for (const e of tail.read()) {
+        if (e.type === 'run.finished') finished = true;
+        for (const line of narrator.lines(e)) o.print(stampLines(e.ts, line));
+      }
+      if (!o.follow || finished || stopped() || last) return 0;
+      // One more read after the writer is gone, for what it appended last.
+      if (!writerAlive(runDir)) last = true;
+      await delay(pollMs);
+    }
+  }
+
+  const block = o.block;
+  let known = false;
+  const turns: EventOf<'block.dispatched'>[] = [];
+  let current: { file: string; offset: number } | undefined;
+  const drain = () => {
+    if (!current) return;
+    const text = readFrom(current.file, current.offset, (n) => (current!.offset += n));
+    if (text) o.write(text);
+  };
+  for (;;) {
+    for (const e of tail.read()) {
+      if (e.type === 'register.loaded' && e.blocks.some((b) => b.id === block)) known = true;
+      if (e.type === 'block.dispatched' && e.block === block) turns.push(e);
+      if (e.type === 'run.finished') finished = true;
+    }
+    // Show every turn in order; all but the newest are over.
+    while (turns.length > 0) {
+      drain();
+      const t = turns.shift()!;
+      o.print(`── ${block} · ${t.role} · ${t.kind} · ${t.session} turn ${t.turn} · ${clockTime(t.ts)} ──`);
+      current = { file: turnLogPath(runDir, block, t.session, t.turn), offset: 0 };
+    }
+    drain();
+    if (!o.follow || finished || stopped() || last) break;
+    if (!writerAlive(runDir)) last = true;
+    await delay(pollMs);
+  }
+  if (!known && !current) {
+    throw new InputError([
+      { code: 'TRON_USAGE', path: block, message: `no block "${block}" in run ${runDir}; \`tron status\` lists the blocks` },
+    ]);
+  }
+  if (!current) o.print(`${block}: no turn yet in run ${runDir}`);
+  return 0;
+}

@@ -1,0 +1,58 @@
+/**
+ * `tron view [RUN]`: the workflow diagram with one run laid over it — how many of its
+ * blocks took each flow and reached each phase and handler — written as a page into the
+ * run directory (`view/index.html`, with the viewer it needs beside it, so it opens from
+ * disk with no network). The diagram is the spine that drove that run (its
+ * `workflow.toml`), the counts come from its events alone.
+ */
+import { spawn } from 'node:child_process';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { readLog } from '../runtime/eventlog.ts';
+import { selectRun } from '../runtime/run-select.ts';
+import { checkSpineFile, loadSpine } from '../spine/load.ts';
+import type { Spine } from '../spine/spine.ts';
+import { renderRunView } from '../render/viewer.ts';
+
+export interface ViewOptions {
+  repo: string;
+  /** A run id or run directory; the latest run when absent. */
+  run?: string;
+  /** Open the page in the desktop's browser. */
+  open?: boolean;
+  print: (line: string) => void;
+}
+
+/** The spine that drove the run, or (when it is gone or no longer reads) this tron's own, saying so. */
+function spineOf(runDir: string, print: (line: string) => void): Spine {
+  const file = join(runDir, 'workflow.toml');
+  const { spine, problems } = existsSync(file) ? checkSpineFile(file) : { spine: undefined, problems: [] };
+  if (spine && problems.length === 0) return spine;
+  print(`tron view: ${file} ${existsSync(file) ? 'does not read as a spine any more' : 'is missing'}; drawing this tron's own workflow`);
+  return loadSpine();
+}
+
+/** Writes the run's page; returns its path. */
+export async function writeRunView(runDir: string, print: (line: string) => void = () => {}): Promise<string> {
+  const spine = spineOf(runDir, print);
+  const files = await renderRunView(spine, readLog(join(runDir, 'events.jsonl')).events);
+  const dir = join(runDir, 'view');
+  for (const [path, text] of files) {
+    mkdirSync(dirname(join(dir, path)), { recursive: true });
+    writeFileSync(join(dir, path), text);
+  }
+  return join(dir, 'index.html');
+}
+
+export async function viewCommand(o: ViewOptions): Promise<number> {
+  const runDir = selectRun(resolve(o.repo), o.run, 'RUN');
+  const page = await writeRunView(runDir, o.print);
+  o.print(page);
+  if (o.open) {
+    const opener = process.platform === 'darwin' ? 'open' : process.platform === 'win32' ? 'explorer' : 'xdg-open';
+    const child = spawn(opener, [page], { detached: true, stdio: 'ignore' });
+    child.on('error', () => o.print(`tron view: could not run ${opener}; open the page above in a browser`));
+    child.unref();
+  }
+  return 0;
+}

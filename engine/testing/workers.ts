@@ -1,0 +1,45 @@
+/**
+ * Command workers for tests: small shell scripts that behave like coding-agent CLIs
+ * (read the prompt on stdin, print progress on stderr, commit, reply on stdout).
+ */
+import { chmodSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { configFile } from './project.ts';
+
+/**
+ * A builder that, in its first turn, says `line` on stderr and then works until the file
+ * `go` exists — a turn that is visibly running for as long as a test wants — then
+ * commits and replies `>>DONE`. Later turns answer the challenge.
+ */
+export function slowBuilder(dir: string, line: string, go: string): string {
+  const path = join(dir, 'builder.sh');
+  writeFileSync(
+    path,
+    `#!/bin/sh
+cat > /dev/null
+if [ "$TRON_TURN" = 1 ]; then
+  echo "${line}" >&2
+  while [ ! -e "${go}" ]; do sleep 0.05; done
+  echo done > "$TRON_BLOCK.txt"; git add -A; git commit -qm "$TRON_BLOCK"
+  echo ">>DONE"
+else
+  echo '>>CONFIRMED {"evidence":{"c1":"committed"}}'
+fi
+`,
+  );
+  chmodSync(path, 0o755);
+  return path;
+}
+
+/**
+ * config.toml with `builder` as the command builder and a reviewer that approves. Not
+ * sandboxed: these builders wait on files in the test's own /tmp folder, which a sandbox
+ * hides (the sandbox has tests of its own).
+ */
+export function commandConfig(builder: string): string {
+  const reviewer = `["sh", "-c", "cat > /dev/null; echo '>>APPROVE'"]`;
+  return configFile({
+    workers: `[workers.builder]\nadapter = "command"\ncommand = ["${builder}"]\n\n[workers.reviewer]\nadapter = "command"\ncommand = ${reviewer}\n`,
+    extra: '[sandbox]\nmode = "off"\n',
+  });
+}

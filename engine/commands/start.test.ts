@@ -185,7 +185,7 @@ describe('tron start and the sandbox', () => {
       const run = await runTron(repo, { env: { PATH: `${bin}${delimiter}${process.env.PATH}` } });
       expect(run.exit).toBe(0);
       expect(run.output.filter((line) => line.includes('NOT sandboxed'))).toHaveLength(1);
-      expect(run.output.findIndex((line) => line.includes('NOT sandboxed'))).toBe(1);
+      expect(run.output.findIndex((line) => line.includes('NOT sandboxed'))).toBeLessThanOrEqual(1);
       const manifest = JSON.parse(readFileSync(join(run.runDir, 'manifest.json'), 'utf8'));
       expect(manifest.sandbox).toMatchObject({ mode: 'auto', used: 'off', why: expect.stringContaining('Permission denied') });
     } finally {

@@ -77,6 +77,10 @@ const SimTurn = z.strictObject({
   stdout: z.string().optional(),
   /** The reply text; omitted: the honest default for the turn. */
   reply: z.string().optional(),
+  /** What the turn spent, reported as a CLI reports it (model "sim"): for budgets and reports. */
+  usage: z
+    .strictObject({ input: z.number().int().min(0), output: z.number().int().min(0), cost_usd: z.number().min(0).optional() })
+    .optional(),
 });
 export type SimTurn = z.infer<typeof SimTurn>;
 
@@ -234,6 +238,16 @@ async function perform(turn: SimTurn, request: TurnRequest, observer: TurnObserv
   }
   if (turn.hang) return silence(request, Date.now() - started);
   if (request.signal.aborted) return { ok: false, failure: 'aborted', detail: 'stopped' };
+  if (turn.usage) {
+    const { input, output, cost_usd } = turn.usage;
+    observer.usage({
+      model: 'sim',
+      inputTokens: input,
+      cachedTokens: 0,
+      outputTokens: output,
+      ...(cost_usd !== undefined ? { costUsd: cost_usd } : {}),
+    });
+  }
   if (turn.exit !== undefined && turn.exit !== 0) {
     const said = turn.stdout === undefined ? undefined : lastMeaningfulLine(turn.stdout);
     const cause = said === undefined ? undefined : failureCause(said);

@@ -203,11 +203,16 @@ export const EVENT_SCHEMAS = {
       main_status: z.string(),
       clean: z.boolean(),
       status: z.string(),
-      tests: testRun.nullable().describe('null when the tests were not run because an earlier fact failed'),
+      setup: testRun
+        .optional()
+        .describe('the configured setup command, run before the tests; absent when none is configured or nothing was tested'),
+      tests: testRun.nullable().describe('null when the tests were not run because an earlier fact (or setup) failed'),
       patch_id: z.string(),
       fast_forward: z.boolean().describe('trunk is an ancestor of head'),
     })
-    .describe('input: what the engine itself observed in git and from the test command.'),
+    .describe(
+      'input: what the engine itself observed in git, and from setup and the test command run in its own checkout of exactly `head` (never the worktree).',
+    ),
   'gate.passed': z
     .strictObject({ block, sha, facts: z.array(fact) })
     .describe('decision: every fact of the truth gate held at this sha; it is now the attested sha.'),

@@ -55,7 +55,9 @@ export { LANDED_PREFIX, branchesOf, deleteBranch, landedRefs, preserveOrphan } f
 export {
   WORKTREES_DIR,
   clearEngineRefLocks,
+  checkoutAt,
   clearStaleLocks,
+  engineCheckoutPath,
   pruneWorktrees,
   resetWorktree,
   createReviewCheckout,

@@ -21,6 +21,7 @@ export const CONFIG_DEFAULTS = {
   trunk: 'main',
   max_parallel: 4,
   timeouts: { turn: '20m', test: '10m' },
+  merge: { batch: 8, verify_trunk: false },
 } as const;
 
 const duration = z
@@ -47,6 +48,14 @@ const LivenessOverrides = z.strictObject({
   reissues: z.number().int().min(0).optional(),
 });
 
+/** A variable name a test may be given from the engine's environment. */
+const envName = z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, { message: 'an environment variable name, e.g. "DATABASE_URL"' });
+
+const MergeTable = z.strictObject({
+  batch: z.number().int().min(1).max(64).default(CONFIG_DEFAULTS.merge.batch),
+  verify_trunk: z.boolean().default(CONFIG_DEFAULTS.merge.verify_trunk),
+});
+
 const WorkersTable = z.strictObject({
   builder: workerSettings,
   reviewer: workerSettings,
@@ -57,7 +66,10 @@ const ConfigTable = z.strictObject({
   trunk: branch.default(CONFIG_DEFAULTS.trunk),
   max_parallel: z.number().int().min(1).default(CONFIG_DEFAULTS.max_parallel),
   test: z.string().trim().min(1),
+  setup: z.string().trim().min(1).optional(),
+  test_env: z.array(envName).default([]),
   timeouts: TimeoutsTable.prefault({}),
+  merge: MergeTable.prefault({}),
   workers: WorkersTable,
   page_command: z.array(z.string().min(1)).min(1).optional(),
   liveness: LivenessOverrides.optional(),
@@ -71,10 +83,16 @@ export interface Config {
   maxParallel: number;
   /** The engine's own test command (run by a shell); exit 0 = green. */
   test: string;
+  /** Run by a shell before `test` in every checkout the engine tests in (e.g. "npm ci"). */
+  setup?: string;
+  /** Variables of the engine's environment that setup and tests see, beyond PATH, HOME, LANG and TERM. */
+  testEnv: string[];
+  /** The merge lane: the most blocks tested together as one stack, and the optional check of trunk after a landing. */
+  merge: { batch: number; verifyTrunk: boolean };
   timeouts: {
     /** Budget of one worker turn. */
     turnMs: number;
-    /** Budget of one engine test run; past it the run counts as red. */
+    /** Budget of one engine test run (setup and test together); past it the run counts as red. */
     testMs: number;
   };
   /** Without an architect, troubles that would consult it go straight to the operator. */
@@ -111,6 +129,7 @@ const CONFIG_STYLE: IssueStyle = {
     if (parts.length === 0) return Object.keys(ConfigTable.shape);
     if (first === 'timeouts') return Object.keys(TimeoutsTable.shape);
     if (first === 'liveness') return Object.keys(LivenessOverrides.shape);
+    if (first === 'merge') return Object.keys(MergeTable.shape);
     if (first === 'workers' && parts.length === 1) return [...WORKER_ROLES];
     if (first === 'workers') return workerKeys(data, role!);
     return [];
@@ -136,6 +155,9 @@ function toConfig(raw: z.infer<typeof ConfigTable>): Config {
     trunk: raw.trunk,
     maxParallel: raw.max_parallel,
     test: raw.test,
+    ...(raw.setup !== undefined && { setup: raw.setup }),
+    testEnv: raw.test_env,
+    merge: { batch: raw.merge.batch, verifyTrunk: raw.merge.verify_trunk },
     timeouts: { turnMs: ms(raw.timeouts.turn), testMs: ms(raw.timeouts.test) },
     workers,
     ...(raw.page_command !== undefined && { pageCommand: raw.page_command }),

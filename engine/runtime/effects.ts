@@ -3,15 +3,14 @@
  * carried out here, and what it found comes back as an input event. Nothing here
  * decides anything; it observes and reports.
  */
-import { appendFileSync } from 'node:fs';
+import { appendFileSync, existsSync, readdirSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { execa } from 'execa';
 import type { BodyOf, EventBody, EventOf } from '../core/events.ts';
 import type { Config } from '../project/config.ts';
 import type { Block } from '../project/register.ts';
 import * as git from '../git/index.ts';
-import { runTests } from './testrun.ts';
-import { processStartTime } from './proc.ts';
+import { type CheckoutPool, checkout, runSuite, suiteGreen } from './checkouts.ts';
 
 /**
  * git's worktree administration (add, prune, remove) is not safe to run concurrently in
@@ -35,17 +34,8 @@ export interface EffectContext {
   print: (line: string) => void;
   /** Appends a note event (process bookkeeping) to the run's log. */
   note: (body: EventBody) => void;
-}
-
-/** Records the engine's own test processes like worker processes, so recovery can kill strays. */
-function testProcesses(c: EffectContext, block: string, session: string) {
-  return {
-    onSpawn: (pid: number) => {
-      const start = processStartTime(pid);
-      if (start) c.note({ type: 'worker.spawned', block, session, turn: 0, pid, start_time: start });
-    },
-    onExit: (pid: number, code: number | null) => c.note({ type: 'worker.exited', block, session, turn: 0, pid, code, signal: null }),
-  };
+  /** The gate's checkouts for test runs. */
+  checkouts: CheckoutPool;
 }
 
 /** Porcelain status of the main checkout, leaving out the engine's own `.tron/` folders. */
@@ -101,17 +91,7 @@ export async function observeFacts(c: EffectContext, e: EventOf<'facts.requested
   // Whether trunk is as the engine left it is decided from these facts, not here: the
   // engine may land another block while they are observed.
   const worthTesting = commits > 0 && clean.clean && (e.purpose === 'gate' || fastForward);
-  const tests = worthTesting
-    ? await runTests({
-        command: c.config.test,
-        cwd: dir,
-        runDir: c.runDir,
-        log: `tests/${e.block}-${e.purpose}-${head.slice(0, 12)}.log`,
-        timeoutMs: c.config.timeouts.testMs,
-        env: c.env,
-        ...testProcesses(c, e.block, `tests:${e.purpose}`),
-      })
-    : null;
+  const suite = worthTesting ? await testHead(c, e.block, e.purpose, head) : { setup: null, tests: null };
   return {
     type: 'facts.observed',
     block: e.block,
@@ -123,10 +103,22 @@ export async function observeFacts(c: EffectContext, e: EventOf<'facts.requested
     main_status: status,
     clean: clean.clean,
     status: clean.status,
-    tests,
+    ...(suite.setup ? { setup: suite.setup } : {}),
+    tests: suite.tests,
     patch_id: await git.patchId(c.repo, e.base, head),
     fast_forward: fastForward,
   };
+}
+
+/** The suite at `head`, in one of the gate's checkouts: the commit alone, not the worktree it was made in. */
+async function testHead(c: EffectContext, block: string, purpose: string, head: string) {
+  const name = c.checkouts.acquire();
+  try {
+    const dir = await checkout(c, name, head, serialWorktrees);
+    return await runSuite(c, { dir, block, session: `tests:${purpose}`, log: `tests/${block}-${purpose}-${head.slice(0, 12)}` });
+  } finally {
+    c.checkouts.release(name);
+  }
 }
 
 export async function observeMerge(c: EffectContext, e: EventOf<'merge.locked'>): Promise<EventBody> {
@@ -156,23 +148,12 @@ export async function landBlock(c: EffectContext, e: EventOf<'land.intent'>): Pr
   };
 }
 
-/** The suite once more, on trunk at the landed sha, in a detached checkout the engine owns. */
+/** The suite once more, on trunk at the landed sha, in the engine's `_trunk` checkout. */
 export async function testTrunk(c: EffectContext, e: EventOf<'test.requested'>): Promise<EventBody> {
-  const dir = await serialWorktrees(() => git.createReviewCheckout(c.repo, { id: `_trunk`, sha: e.sha }));
-  try {
-    const tests = await runTests({
-      command: c.config.test,
-      cwd: dir,
-      runDir: c.runDir,
-      log: `tests/trunk-${e.sha.slice(0, 12)}.log`,
-      timeoutMs: c.config.timeouts.testMs,
-      env: c.env,
-      ...testProcesses(c, e.block, 'tests:trunk'),
-    });
-    return { type: 'trunk.tested', block: e.block, sha: e.sha, ok: tests.exit === 0 && !tests.timed_out, tests };
-  } finally {
-    await serialWorktrees(() => git.removeWorktree(c.repo, dir));
-  }
+  const dir = await checkout(c, '_trunk', e.sha, serialWorktrees);
+  const suite = await runSuite(c, { dir, block: e.block, session: 'tests:trunk', log: `tests/trunk-${e.sha.slice(0, 12)}` });
+  const tests = suite.tests ?? suite.setup!;
+  return { type: 'trunk.tested', block: e.block, sha: e.sha, ok: suiteGreen(suite), tests };
 }
 
 export function wrapBlock(c: EffectContext, e: EventOf<'wrap.requested'>): Promise<EventBody> {
@@ -184,6 +165,15 @@ async function wrapBlockNow(c: EffectContext, e: EventOf<'wrap.requested'>): Pro
   const orphan = await retireBranch(c, e.block, `tron/${e.block}`);
   await git.removeWorktree(c.repo, git.worktreePath(c.repo, e.block));
   return { type: 'block.wrapped', block: e.block, summary: e.summary, ...(orphan ? { orphan } : {}) };
+}
+
+/** At the end of a run: the engine's own checkouts (`_lane`, `_check-<n>`, `_trunk`) go; the next run makes them again. */
+export function removeEngineCheckouts(c: EffectContext): Promise<void> {
+  return serialWorktrees(async () => {
+    const root = join(c.repo, git.WORKTREES_DIR);
+    if (!existsSync(root)) return;
+    for (const name of readdirSync(root).filter((n) => n.startsWith('_'))) await git.removeWorktree(c.repo, join(root, name));
+  });
 }
 
 /** Pages the operator: the console, pages.md, and the page_command with a JSON page on stdin. */

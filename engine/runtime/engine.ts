@@ -20,6 +20,7 @@ import type { Spine } from '../spine/spine.ts';
 import type { TurnObserver, WorkerAdapter } from '../workers/adapter.ts';
 import type { WorkerRole } from '../core/roles.ts';
 import * as fx from './effects.ts';
+import { CheckoutPool } from './checkouts.ts';
 import * as git from '../git/index.ts';
 import { renderPrompt } from './prompts.ts';
 import { formatDuration } from '../core/duration.ts';
@@ -95,6 +96,7 @@ export class Engine {
       env: o.env,
       print: o.print,
       note: (body) => void this.append(body),
+      checkouts: new CheckoutPool(),
     };
   }
 
@@ -139,6 +141,7 @@ export class Engine {
       t.controller.abort();
     }
     await Promise.allSettled([...this.running]);
+    await fx.removeEngineCheckouts(this.fx);
     writeFileSync(join(o.runDir, 'report.md'), renderReport(this.log.events));
     this.log.close();
     const finished = this.log.events.findLast((e) => e.type === 'run.finished') as EventOf<'run.finished'>;

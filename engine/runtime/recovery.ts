@@ -15,7 +15,7 @@
  * killed, matched by pid and start time. Booting twice in a row with nothing in between
  * takes no action the second time: there is nothing left to kill and nothing to preserve.
  */
-import { cpSync, existsSync } from 'node:fs';
+import { cpSync, existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { BlockInfo, BodyOf, EventBody, TronEvent } from '../core/events.ts';
 import { EventLog, readLog } from './eventlog.ts';
@@ -182,11 +182,15 @@ function pageSent(events: readonly TronEvent[], id: string): boolean {
   return !raised;
 }
 
-/** Review and trunk checkouts are recreated on demand; stale worktree records are pruned. */
+/**
+ * The engine's own checkouts (`_lane`, `_check-<n>`, `_trunk`: rebases and test runs)
+ * are made afresh in each run — one a crash interrupted may hold a half-done cherry-pick
+ * or a test's leftovers; stale worktree records are pruned.
+ */
 async function cleanEngineCheckouts(repo: string): Promise<void> {
-  // The engine's checkout for trunk test runs is made afresh for each run.
-  const trunkCheckout = git.reviewPath(repo, '_trunk');
-  if (existsSync(trunkCheckout)) await git.removeWorktree(repo, trunkCheckout);
+  const root = join(repo, git.WORKTREES_DIR);
+  const names = existsSync(root) ? readdirSync(root).filter((n) => n.startsWith('_')) : [];
+  for (const name of names) await git.removeWorktree(repo, join(root, name));
   await git.pruneWorktrees(repo);
 }
 

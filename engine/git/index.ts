@@ -51,6 +51,7 @@ export {
   revParse,
   topLevel,
 } from './query.ts';
+export { type Replayed, replayOnto } from './stack.ts';
 export { LANDED_PREFIX, branchesOf, deleteBranch, landedRefs, preserveOrphan } from './refs.ts';
 export {
   WORKTREES_DIR,
@@ -71,6 +72,7 @@ export {
   checkMainCheckout,
   clearLandingLocks,
   land,
+  landStack,
   mainCheckout,
   type CheckoutSync,
   type LandResult,

@@ -183,9 +183,9 @@ describe('clearLandingLocks', () => {
     const stale = [join(r.dir, '.git', 'refs', 'heads', 'main.lock'), join(r.dir, '.git', 'index.lock'), join(r.dir, '.git', 'HEAD.lock')];
     for (const file of stale) await writeFile(file, '');
     await expect(land(r.dir, { trunk: 'main', expectedOld: base, sha: head, id: 'login' })).rejects.toThrow(/main\.lock/);
-    expect((await clearLandingLocks(r.dir, 'main', 'login')).sort()).toEqual(stale.sort());
+    expect((await clearLandingLocks(r.dir, 'main', ['login'])).sort()).toEqual(stale.sort());
     for (const file of stale) expect(existsSync(file)).toBe(false);
     expect(await land(r.dir, { trunk: 'main', expectedOld: base, sha: head, id: 'login' })).toMatchObject({ ok: true });
-    expect(await clearLandingLocks(r.dir, 'main', 'login')).toEqual([]);
+    expect(await clearLandingLocks(r.dir, 'main', ['login'])).toEqual([]);
   });
 });

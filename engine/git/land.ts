@@ -1,7 +1,7 @@
 /**
  * Landing: trunk is fast-forwarded to a verified head and `refs/tron/landed/<id>` is
- * created in ONE ref transaction with compare-and-swap, so git itself records what
- * landed and no block lands twice. Afterwards the user's checkout of trunk, if any, is
+ * created (for every block of a stack, each at its own commit) in ONE ref transaction
+ * with compare-and-swap, so git itself records what landed and no block lands twice. Afterwards the user's checkout of trunk, if any, is
  * moved with it (see the consistency rule in index.ts), without running the user's hooks.
  */
 import { realpath } from 'node:fs/promises';
@@ -22,43 +22,61 @@ export type LandResult = { ok: true; checkout: CheckoutSync } | { ok: false; act
 
 /**
  * Fast-forwards trunk from `expectedOld` to `sha` and records `refs/tron/landed/<id>`,
- * atomically: if trunk is not at `expectedOld` or the landed ref already exists,
- * nothing changes and the actual trunk sha comes back. A `sha` that does not descend
- * from `expectedOld` is refused outright: trunk's first-parent history stays linear.
+ * atomically: one block, as `landStack` lands several.
  */
 export async function land(repo: string, opts: { trunk: string; expectedOld: string; sha: string; id: string }): Promise<LandResult> {
+  return landStack(repo, { trunk: opts.trunk, expectedOld: opts.expectedOld, top: opts.sha, blocks: [{ id: opts.id, sha: opts.sha }] });
+}
+
+/**
+ * Lands a stack in ONE ref transaction: trunk from `expectedOld` to `top` (compare-and-swap),
+ * `refs/tron/landed/<id>` created at each block's own commit, and each block's branch
+ * `tron/<id>`, where it exists, moved to that commit (compare-and-swap against the value
+ * read just before), so wrapping finds the branch on trunk. If trunk is not at
+ * `expectedOld` or a landed ref already exists, nothing changes and the actual trunk sha
+ * comes back. A `top` that does not descend from `expectedOld`, or a block commit that
+ * is not in between, is refused outright: trunk's first-parent history stays linear.
+ */
+export async function landStack(
+  repo: string,
+  opts: { trunk: string; expectedOld: string; top: string; blocks: ReadonlyArray<{ id: string; sha: string }> },
+): Promise<LandResult> {
   const trunkRef = `refs/heads/${opts.trunk}`;
-  const landedRef = `${LANDED_PREFIX}${opts.id}`;
+  const ids = opts.blocks.map((b) => b.id).join(', ');
   const refused = async (): Promise<LandResult | undefined> => {
     const actual = await currentTrunkSha(repo, opts.trunk);
     if (actual !== opts.expectedOld) return { ok: false, actual, reason: 'trunk-moved' };
-    if ((await revParse(repo, landedRef)) !== undefined) return { ok: false, actual, reason: 'already-landed' };
+    for (const b of opts.blocks) {
+      if ((await revParse(repo, `${LANDED_PREFIX}${b.id}`)) !== undefined) return { ok: false, actual, reason: 'already-landed' };
+    }
     return undefined;
   };
-  if (!(await isAncestor(repo, opts.expectedOld, opts.sha))) {
+  const between = async (sha: string) => (await isAncestor(repo, opts.expectedOld, sha)) && (await isAncestor(repo, sha, opts.top));
+  for (const sha of [opts.top, ...opts.blocks.map((b) => b.sha)]) {
+    if (await between(sha)) continue;
     const result = await refused();
     if (result) return result;
     throw new GitFailure(
       'TRON_LAND_NOT_FAST_FORWARD',
-      `refusing to land ${opts.id}: ${opts.sha} does not descend from trunk ${opts.expectedOld}`,
+      `refusing to land ${ids}: ${sha} is not between trunk ${opts.expectedOld} and the top of the stack ${opts.top}`,
     );
   }
-  const script = [
-    'start',
-    `update ${trunkRef} ${opts.sha} ${opts.expectedOld}`,
-    `create ${landedRef} ${opts.sha}`,
-    'prepare',
-    'commit',
-    '',
-  ].join('\n');
-  const args = ['update-ref', '-m', `tron: land ${opts.id}`, '--stdin'];
+  const lines = ['start', `update ${trunkRef} ${opts.top} ${opts.expectedOld}`];
+  for (const b of opts.blocks) lines.push(`create ${LANDED_PREFIX}${b.id} ${b.sha}`);
+  for (const b of opts.blocks) {
+    const branch = `refs/heads/tron/${b.id}`;
+    const now = await revParse(repo, branch);
+    if (now !== undefined) lines.push(`update ${branch} ${b.sha} ${now}`);
+  }
+  const script = [...lines, 'prepare', 'commit', ''].join('\n');
+  const args = ['update-ref', '-m', `tron: land ${ids}`, '--stdin'];
   const result = await runGit(repo, args, script);
   if (result.exitCode !== 0) {
     const refusal = await refused();
     if (refusal) return refusal;
     throw commandFailed(repo, args, result);
   }
-  return { ok: true, checkout: await syncCheckout(repo, opts.trunk, opts.expectedOld, opts.sha) };
+  return { ok: true, checkout: await syncCheckout(repo, opts.trunk, opts.expectedOld, opts.top) };
 }
 
 /**
@@ -164,12 +182,12 @@ export async function catchUpCheckout(repo: string, trunk: string, olds: readonl
  * middle of one. Only called at boot, for a landing the previous run announced and never
  * saw end; returns the files it removed.
  */
-export async function clearLandingLocks(repo: string, trunk: string, id: string): Promise<string[]> {
+export async function clearLandingLocks(repo: string, trunk: string, ids: readonly string[]): Promise<string[]> {
   const common = await commonDir(repo);
   // Updating trunk's ref also locks HEAD where trunk is checked out (its reflog), and packed-refs.
   const files = [
     join(common, 'refs', 'heads', `${trunk}.lock`),
-    join(common, 'refs', 'tron', 'landed', `${id}.lock`),
+    ...ids.flatMap((id) => [join(common, 'refs', 'tron', 'landed', `${id}.lock`), join(common, 'refs', 'heads', 'tron', `${id}.lock`)]),
     join(common, 'packed-refs.lock'),
     join(common, 'HEAD.lock'),
   ];

@@ -90,7 +90,7 @@ export async function clearInterruptedLanding(repo: string, previousRunDir: stri
     if ((e.type === 'block.landed' || e.type === 'land.refused') && open?.block === e.block) open = undefined;
   }
   if (!open || !started || started.type !== 'run.started') return [];
-  const removed = await git.clearLandingLocks(repo, started.trunk, open.block);
+  const removed = await git.clearLandingLocks(repo, started.trunk, [open.block]);
   return removed.map((file) => ({
     type: 'lock.cleared',
     block: open!.block,

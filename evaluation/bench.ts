@@ -95,9 +95,11 @@ function syntheticRun(blocks: number): TronEvent[] {
       reply: '>>CONFIRMED {"evidence":{"c1":"yes"}}',
     });
     feed({ type: 'reply.received', block: id, role: 'reviewer', session: `${id}.1.reviewer`, turn: 1, ok: true, reply: '>>APPROVE' });
-    feed({ type: 'merge.observed', block: id, trunk_sha: base, sha: head, fast_forward: true, patch_id: 'p' });
-    feed({ type: 'block.landed', block: id, sha: head, from: base });
-    feed({ type: 'trunk.tested', block: id, sha: head, ok: true, tests });
+    const stack = i + 1;
+    const results = [{ block: id, outcome: 'fast_forward' as const, onto: base, sha: head, patch_before: 'p', patch_after: 'p' }];
+    feed({ type: 'rebase.done', stack, trunk_sha: base, results });
+    feed({ type: 'candidate.tested', stack, sha: head, blocks: [id], ok: true, tests });
+    feed({ type: 'block.landed', block: id, sha: head, from: base, top: head });
     feed({ type: 'block.wrapped', block: id, summary: id });
     trunk = 1000 + i;
   }

@@ -12,9 +12,12 @@ import { byNumber, byString, SortedMap } from './sorted-map.ts';
 export const ACTIVE_PHASES: ReadonlySet<string> = new Set(['build', 'review']);
 export const TERMINAL: ReadonlySet<string> = new Set(['landed', 'abandoned']);
 
-/** Waiting on something the engine started (a turn, git, tests) rather than on a person or a slot. */
+/**
+ * Waiting on something the engine started for this block (a turn, git, tests) rather than on
+ * a person, a slot or the merge lane (whose effects the lane's own state counts).
+ */
 export function inFlight(b: BlockState): boolean {
-  return !['nothing', 'operator', 'slot', 'lock'].includes(b.waiting.on);
+  return !['nothing', 'operator', 'slot', 'lane', 'stack'].includes(b.waiting.on);
 }
 
 /** A pending block's place in the dispatch order: by priority, then id. */
@@ -38,9 +41,9 @@ export interface BlockIndex {
   active: number;
   /** Blocks waiting on an effect in flight (see `inFlight`). */
   inFlight: number;
-  /** Blocks that keep the run from settling whatever else holds: not landed, abandoned, parked or pending, nor waiting for the lock. */
+  /** Blocks that keep the run from settling whatever else holds: not landed, abandoned, parked or pending, nor queued for the lane. */
   busy: number;
-  /** Blocks (not pending) waiting for the MERGE lock: the run settles around them only while trunk is halted. */
+  /** Blocks (not pending) queued for the merge lane: the run settles around them only while trunk is halted. */
   queued: number;
   /** Pending blocks whose dependencies have all landed, in dispatch order. */
   ready: SortedMap<ReadyKey, string>;
@@ -55,10 +58,10 @@ const isOrphaned = (blocks: SortedMap<string, BlockState>, b: BlockState): boole
   b.phase === 'pending' && b.info.depends_on.some((d) => blocks.get(d)?.phase === 'abandoned');
 
 const isBusy = (b: BlockState): boolean =>
-  !TERMINAL.has(b.phase) && b.phase !== 'parked' && b.phase !== 'pending' && b.waiting.on !== 'lock';
+  !TERMINAL.has(b.phase) && b.phase !== 'parked' && b.phase !== 'pending' && b.waiting.on !== 'lane';
 
 const isQueued = (b: BlockState): boolean =>
-  !TERMINAL.has(b.phase) && b.phase !== 'parked' && b.phase !== 'pending' && b.waiting.on === 'lock';
+  !TERMINAL.has(b.phase) && b.phase !== 'parked' && b.phase !== 'pending' && b.waiting.on === 'lane';
 
 /** Which of the index's counters a block adds to, one bit each. */
 const ACTIVE = 1;

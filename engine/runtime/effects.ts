@@ -121,35 +121,20 @@ async function testHead(c: EffectContext, block: string, purpose: string, head: 
   }
 }
 
-export async function observeMerge(c: EffectContext, e: EventOf<'merge.locked'>): Promise<EventBody> {
-  const trunkSha = await git.currentTrunkSha(c.repo, c.config.trunk);
-  return {
-    type: 'merge.observed',
-    block: e.block,
-    trunk_sha: trunkSha,
-    sha: e.sha,
-    fast_forward: await git.isAncestor(c.repo, trunkSha, e.sha),
-    patch_id: e.base ? await git.patchId(c.repo, e.base, e.sha) : '',
-  };
+/** Checks of trunk share the `_trunk` checkout: one at a time. */
+let trunkChecks: Promise<unknown> = Promise.resolve();
+
+/**
+ * [merge] verify_trunk: the suite once more, on trunk at a landed top, in the engine's
+ * `_trunk` checkout — off the lane's path, one check at a time.
+ */
+export function testTrunk(c: EffectContext, e: EventOf<'test.requested'>): Promise<EventBody> {
+  const next = trunkChecks.then(() => testTrunkNow(c, e));
+  trunkChecks = next.catch(() => undefined);
+  return next;
 }
 
-export async function landBlock(c: EffectContext, e: EventOf<'land.intent'>): Promise<EventBody> {
-  const result = await serialWorktrees(() => git.land(c.repo, { trunk: c.config.trunk, expectedOld: e.from, sha: e.sha, id: e.block }));
-  if (result.ok) {
-    if (result.checkout.state === 'failed')
-      c.print(`tron: ${e.block} landed, but your checkout of ${c.config.trunk} was not updated: ${result.checkout.message}`);
-    return { type: 'block.landed', block: e.block, sha: e.sha, from: e.from };
-  }
-  return {
-    type: 'land.refused',
-    block: e.block,
-    actual: result.actual,
-    detail: result.reason === 'trunk-moved' ? `trunk is at ${result.actual}, not ${e.from}` : `refs/tron/landed/${e.block} already exists`,
-  };
-}
-
-/** The suite once more, on trunk at the landed sha, in the engine's `_trunk` checkout. */
-export async function testTrunk(c: EffectContext, e: EventOf<'test.requested'>): Promise<EventBody> {
+async function testTrunkNow(c: EffectContext, e: EventOf<'test.requested'>): Promise<EventBody> {
   const dir = await checkout(c, '_trunk', e.sha, serialWorktrees);
   const suite = await runSuite(c, { dir, block: e.block, session: 'tests:trunk', log: `tests/trunk-${e.sha.slice(0, 12)}` });
   const tests = suite.tests ?? suite.setup!;

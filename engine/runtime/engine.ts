@@ -20,6 +20,7 @@ import type { Spine } from '../spine/spine.ts';
 import type { TurnObserver, WorkerAdapter } from '../workers/adapter.ts';
 import type { WorkerRole } from '../core/roles.ts';
 import * as fx from './effects.ts';
+import * as lane from './lane.ts';
 import { CheckoutPool } from './checkouts.ts';
 import * as git from '../git/index.ts';
 import { renderPrompt } from './prompts.ts';
@@ -116,6 +117,7 @@ export class Engine {
       liveness: livenessNumbers(o.spine, o.config),
       watch: o.watch,
       pid: process.pid,
+      merge: { batch: o.config.merge.batch, verify_trunk: o.config.merge.verifyTrunk },
     });
     this.input({ type: 'register.loaded', blocks: o.blocks.map(infoOf) });
     for (const body of o.boot ?? []) this.input(body);
@@ -261,9 +263,12 @@ export class Engine {
   /** Starts the effect a decision asks for; its outcome comes back through the queue. */
   private perform(e: TronEvent): void {
     const c = this.fx;
-    const start = (work: () => Promise<EventBody | undefined>) => {
+    const start = (work: () => Promise<EventBody | EventBody[] | undefined>) => {
       const p = work()
-        .then((body) => body && this.push(body))
+        .then((out) => {
+          // One effect may report several inputs (a stack's landing: one block.landed each), in order.
+          for (const body of [out ?? []].flat()) this.push(body);
+        })
         .catch((err: Error) => {
           this.failure = err;
           this.failedAfter = `${e.type}${'block' in e ? ` for ${e.block}` : ''}`;
@@ -281,10 +286,19 @@ export class Engine {
         return start(() => this.turn(e));
       case 'facts.requested':
         return start(() => fx.observeFacts(c, e));
-      case 'merge.locked':
-        return start(() => fx.observeMerge(c, e));
+      case 'lane.stacked':
+        this.o.print(
+          `lane: stack ${e.stack} — ${e.blocks.map((b) => b.block).join(', ')} on ${this.o.config.trunk} at ${e.trunk_sha.slice(0, 12)}`,
+        );
+        return start(() => lane.stackBlocks(c, e));
+      case 'candidate.requested':
+      case 'bisect.step':
+        return start(() => lane.testCandidate(c, e));
       case 'land.intent':
-        return start(() => fx.landBlock(c, e));
+        return start(() => lane.landStack(c, e));
+      case 'lane.closed':
+        this.o.print(`lane: stack ${e.stack} closed — ${e.detail}`);
+        return;
       case 'test.requested':
         return start(() => fx.testTrunk(c, e));
       case 'wrap.requested':

@@ -64,11 +64,11 @@ describe('EventLog.append', () => {
     const first = log.append(BODIES[0]!);
     clock.advance(5);
     const second = log.append(BODIES[1]!);
-    expect(first).toEqual({ v: 1, seq: 1, ts: Date.UTC(2026, 0, 1), type: 'merge.queued', block: 'alpha' });
+    expect(first).toEqual({ v: 2, seq: 1, ts: Date.UTC(2026, 0, 1), type: 'merge.queued', block: 'alpha' });
     expect(second).toMatchObject({ seq: 2, ts: Date.UTC(2026, 0, 1) + 5, reason: 'waits for beta' });
     const lines = readFileSync(join(runDir, 'events.jsonl'), 'utf8').split('\n');
     expect(lines).toHaveLength(3);
-    expect(lines[0]).toBe('{"v":1,"seq":1,"ts":1767225600000,"type":"merge.queued","block":"alpha"}');
+    expect(lines[0]).toBe('{"v":2,"seq":1,"ts":1767225600000,"type":"merge.queued","block":"alpha"}');
     expect(lines[2]).toBe('');
     expect(readLog(join(runDir, 'events.jsonl')).events).toEqual([first, second]);
     expect(log.events).toEqual([first, second]);
@@ -236,7 +236,29 @@ describe('readLog', () => {
   });
 
   it('refuses a line from a newer tron, saying to upgrade', () => {
-    expect(corrupt((lines) => (lines[0] = lines[0]!.replace('"v":1', '"v":99'))).message).toContain('upgrade tron');
+    expect(corrupt((lines) => (lines[0] = lines[0]!.replace('"v":2', '"v":99'))).message).toContain('upgrade tron');
+  });
+
+  it('reads a landing of a version 1 log as the one-block stack it was', () => {
+    const file = join(root, 'v1.jsonl');
+    const a = 'a'.repeat(40);
+    const b = 'b'.repeat(40);
+    writeFileSync(
+      file,
+      [
+        `{"v":1,"seq":1,"ts":1,"type":"land.intent","block":"alpha","sha":"${a}","from":"${b}"}`,
+        `{"v":1,"seq":2,"ts":2,"type":"merge.unlocked","block":"alpha"}`,
+        `{"v":1,"seq":3,"ts":3,"type":"block.landed","block":"alpha","sha":"${a}","from":"${b}"}`,
+        `{"v":1,"seq":4,"ts":4,"type":"land.refused","block":"beta","actual":null,"detail":"moved"}`,
+        '',
+      ].join('\n'),
+    );
+    expect(readLog(file).events).toEqual([
+      { v: 1, seq: 1, ts: 1, type: 'land.intent', stack: 0, sha: a, from: b, blocks: [{ block: 'alpha', sha: a }] },
+      { v: 1, seq: 2, ts: 2, type: 'merge.unlocked', block: 'alpha' },
+      { v: 1, seq: 3, ts: 3, type: 'block.landed', block: 'alpha', sha: a, from: b, top: a },
+      { v: 1, seq: 4, ts: 4, type: 'land.refused', stack: 0, blocks: ['beta'], actual: null, detail: 'moved' },
+    ]);
   });
 
   it('reports a missing file with the fix', () => {

@@ -87,13 +87,15 @@ export async function clearInterruptedLanding(repo: string, previousRunDir: stri
   let open: Extract<TronEvent, { type: 'land.intent' }> | undefined;
   for (const e of events) {
     if (e.type === 'land.intent') open = e;
-    if ((e.type === 'block.landed' || e.type === 'land.refused') && open?.block === e.block) open = undefined;
+    if (e.type === 'block.landed' && open?.blocks.some((b) => b.block === e.block)) open = undefined;
+    if (e.type === 'land.refused' && open?.stack === e.stack) open = undefined;
   }
   if (!open || !started || started.type !== 'run.started') return [];
-  const removed = await git.clearLandingLocks(repo, started.trunk, [open.block]);
+  const ids = open.blocks.map((b) => b.block);
+  const removed = await git.clearLandingLocks(repo, started.trunk, ids);
   return removed.map((file) => ({
     type: 'lock.cleared',
-    block: open!.block,
+    block: ids[0]!,
     file,
     detail: 'left by a landing the previous run died in the middle of',
   }));

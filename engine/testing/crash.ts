@@ -54,6 +54,75 @@ export async function crashProject(): Promise<TestRepo> {
   });
 }
 
+/**
+ * A builder for a batch: `first` renames lib.js's greet to hello; b1 and b2 add files of
+ * their own; b3 (built before first lands) adds a test that still calls greet — green at
+ * its gate, red on the new trunk — and, sent back with the failure, rebases and calls
+ * hello. b1…b3 build slowly, so `first` is approved first.
+ */
+const BATCH_BUILDER = `#!/bin/sh
+prompt=$(cat)
+if [ "$TRON_PHASE" = merge ]; then
+  git rebase -q main >/dev/null 2>&1 || { git rebase --abort; echo '>>BLOCKED {"reason":"conflict"}'; exit 0; }
+  echo ">>MERGED"; exit 0
+fi
+case "$prompt" in
+  *"# Evidence for block"*) echo '>>CONFIRMED {"evidence":{"c1":"the file and its test"}}'; exit 0 ;;
+esac
+case "$TRON_BLOCK" in
+  first)
+    echo "exports.hello = () => 'hi';" > lib.js
+    echo "require('node:assert').strictEqual(require('../lib.js').hello(), 'hi');" > tests/lib.test.js ;;
+  b3)
+    case "$prompt" in
+      *"What failed last round"*)
+        git rebase -q main >/dev/null 2>&1 || git rebase --abort
+        echo "require('node:assert').strictEqual(require('../lib.js').hello(), 'hi');" > tests/b3.test.js ;;
+      *)
+        sleep 1.5
+        echo "require('node:assert').strictEqual(require('../lib.js').greet(), 'hi');" > tests/b3.test.js ;;
+    esac ;;
+  *)
+    sleep 1
+    echo "$TRON_BLOCK" > "$TRON_BLOCK.txt"
+    printf "require('node:assert').ok(require('node:fs').existsSync(__dirname + '/../%s.txt'));\\n" "$TRON_BLOCK" > "tests/$TRON_BLOCK.test.js" ;;
+esac
+git add -A && git commit -qm "Build $TRON_BLOCK" >/dev/null 2>&1
+echo ">>DONE"
+`;
+
+/** The test runner of the batch project: the merge lane's first stack (first alone) is slow to test, so b1…b3 queue behind it. */
+const BATCH_RUNNER = `const { existsSync, readdirSync } = require('node:fs');
+const { basename } = require('node:path');
+if (basename(process.cwd()) === '_lane' && !existsSync('b1.txt')) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 4000);
+for (const f of readdirSync(__dirname + '/tests').filter((f) => f.endsWith('.test.js')).sort()) require('./tests/' + f);
+`;
+
+/**
+ * Four blocks for the merge lane: `first` lands alone; b1, b2, b3 queue behind it and
+ * are stacked together; the stack is red because of b3, is bisected, b1 and b2 land and
+ * b3 goes back to build, then lands on its own.
+ */
+export async function batchProject(): Promise<TestRepo> {
+  const dir = mkdtempSync(join(tmpdir(), 'tron-batch-workers-'));
+  writeFileSync(join(dir, 'builder.sh'), BATCH_BUILDER);
+  writeFileSync(join(dir, 'reviewer.sh'), REVIEWER);
+  chmodSync(join(dir, 'builder.sh'), 0o755);
+  chmodSync(join(dir, 'reviewer.sh'), 0o755);
+  return makeProject({
+    blocks: { first: { priority: -1 }, b1: {}, b2: {}, b3: {} },
+    files: {
+      'test.js': BATCH_RUNNER,
+      'lib.js': "exports.greet = () => 'hi';\n",
+      'tests/lib.test.js': "require('node:assert').strictEqual(require('../lib.js').greet(), 'hi');\n",
+    },
+    config: configFile({
+      maxParallel: 4,
+      workers: `[workers.builder]\nadapter = "command"\ncommand = ["${dir}/builder.sh"]\n\n[workers.reviewer]\nadapter = "command"\ncommand = ["${dir}/reviewer.sh"]\n`,
+    }),
+  });
+}
+
 export interface CliRun {
   exitCode: number | undefined;
   signal: string | undefined;

@@ -28,7 +28,11 @@ describe('the merge lane on real git', () => {
     expect(ofType(run.events, 'gate.failed').map((e) => [e.block, e.purpose])).toEqual([['b3', 'lane']]);
     const prefix = ofType(run.events, 'land.intent').find((e) => e.stack === stack.stack)!;
     expect(prefix.blocks.map((b) => b.block).sort()).toEqual(['b1', 'b2']);
-    expect(ofType(run.events, 'block.landed').map((e) => e.block).sort()).toEqual(['b1', 'b2', 'b3', 'first']);
+    expect(
+      ofType(run.events, 'block.landed')
+        .map((e) => e.block)
+        .sort(),
+    ).toEqual(['b1', 'b2', 'b3', 'first']);
 
     // Blocks that touch different files cost no merge turn.
     expect(ofType(run.events, 'block.dispatched').filter((e) => e.kind === 'merge')).toEqual([]);

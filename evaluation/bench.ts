@@ -8,6 +8,10 @@
  * 50,000 events) must replay at the same cost per event. The goal: the 50,000-event
  * replay within 1 s, and µs/event at 1,800 blocks within 1.5× of that at 250.
  * TRON_BENCH_SIZES=250,500 and TRON_BENCH_REPEATS=1 change the sizes and repeats.
+ *
+ * Then the merge lane on real git (evaluation/bench-lane.ts): per-block wall at 10 and 40
+ * blocks, the lane's busy share, builder merge turns, and the parallel efficiency of slow
+ * builders.
  */
 import { performance } from 'node:perf_hooks';
 import { parseReply } from '../engine/gateway/parse.ts';
@@ -16,6 +20,7 @@ import { replay } from '../engine/core/replay.ts';
 import { apply, initialState, type EngineState } from '../engine/core/state.ts';
 import { loadSpine } from '../engine/spine/load.ts';
 import type { EventBody, TronEvent } from '../engine/core/events.ts';
+import { benchLane } from './bench-lane.ts';
 
 function measure(name: string, runs: number, work: () => void): void {
   work();
@@ -155,3 +160,5 @@ if (perEvent.length > 1) {
   const ratio = perEvent.at(-1)! / perEvent[0]!;
   console.log(`µs/event at ${sizes.at(-1)} blocks / at ${sizes[0]} blocks: ${ratio.toFixed(2)}×`);
 }
+
+await benchLane();

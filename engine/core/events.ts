@@ -241,7 +241,15 @@ export const EVENT_SCHEMAS = {
     .strictObject({
       stack,
       trunk_sha: sha.describe('trunk, where the stack starts'),
-      blocks: z.array(stackEntry.describe('a block and its approved head')).min(1),
+      blocks: z
+        .array(
+          z.strictObject({
+            block,
+            sha: sha.describe('its approved head'),
+            patch_id: z.string().optional().describe('the patch id the engine holds for it, which spares the rebase computing it again'),
+          }),
+        )
+        .min(1),
     })
     .describe(
       "decision: the lane takes the first blocks of its queue (at most [merge] batch) as one stack on trunk: in its own checkout the engine replays each block's own commits onto the one before, with no worker (a rebase).",
@@ -301,6 +309,11 @@ export const EVENT_SCHEMAS = {
       sha: sha.describe('the top of what lands'),
       from: sha.describe('trunk now: the compare-and-swap value'),
       blocks: z.array(stackEntry).min(1),
+      tested: z
+        .enum(['lane', 'gate'])
+        .describe(
+          'where `sha` passed setup and the tests in a clean checkout of exactly it: a candidate test in the lane, or — a block that sits on trunk as it is — its own gate',
+        ),
     })
     .describe(
       "decision: in ONE ref transaction, fast-forward trunk from `from` to `sha`, create refs/tron/landed/<id> at each block's own commit and move its branch there.",
@@ -434,7 +447,7 @@ export type EventType = keyof typeof EVENT_SCHEMAS;
  * (the merge lane) made landing several blocks at once one intent and one refusal.
  */
 export const UPGRADES: Partial<Record<EventType, (fields: Record<string, unknown>, v: number) => Record<string, unknown>>> = {
-  'land.intent': (f, v) => (v >= 2 ? f : { stack: 0, sha: f.sha, from: f.from, blocks: [{ block: f.block, sha: f.sha }] }),
+  'land.intent': (f, v) => (v >= 2 ? f : { stack: 0, sha: f.sha, from: f.from, blocks: [{ block: f.block, sha: f.sha }], tested: 'gate' }),
   'block.landed': (f, v) => (v >= 2 ? f : { ...f, top: f.sha }),
   'land.refused': (f, v) => (v >= 2 ? f : { stack: 0, blocks: [f.block], actual: f.actual, detail: f.detail }),
 };

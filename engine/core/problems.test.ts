@@ -22,6 +22,9 @@ const NOT_CODES = {
   TRON_CRASH_AFTER_EVENT: 'crash test hook (environment)',
   TRON_BENCH_SIZES: 'benchmark setting (environment)',
   TRON_BENCH_REPEATS: 'benchmark setting (environment)',
+  TRON_BENCH_LANE: 'benchmark setting (environment)',
+  TRON_BENCH_LANE_SIZES: 'benchmark setting (environment)',
+  TRON_BENCH_SLOW_MS: 'benchmark setting (environment)',
   TRON_VERSION: 'constant',
   TRON_ROOT: 'constant',
 };

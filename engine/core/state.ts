@@ -62,6 +62,8 @@ export interface BlockState {
   base?: string;
   /** The last sha the truth gate passed. */
   attested?: string;
+  /** The last sha the gate itself found green — setup and tests in a clean checkout of exactly it (not a rebased one sent to review). */
+  greenAt?: string;
   /** The sha whose facts passed, awaiting the builder's evidence. */
   challenged?: string;
   /** Trunk as the engine left it when the last facts were requested. */
@@ -160,6 +162,8 @@ export interface Stack {
   red?: { n: number; run: EventOf<'candidate.tested'> };
   /** An effect of the stack is running: its rebase, a test run, its landing. */
   pending: boolean;
+  /** The sha whose test run is awaited (candidate.requested or bisect.step). */
+  testing?: string;
   /** The blocks of its landing, and those whose block.landed came back. */
   landing: readonly string[];
   landed: readonly string[];
@@ -211,6 +215,10 @@ function patch(s: EngineState, id: string, change: (b: BlockState) => Partial<Bl
   const b = { ...was, ...change(was) };
   s.blocks = s.blocks.set(id, b);
   s.index = reindex(s.index, s.blocks, was, b);
+}
+
+function testing(s: EngineState, stack: number, sha: string): void {
+  if (s.lane.stack?.id === stack) s.lane = { ...s.lane, stack: { ...s.lane.stack, pending: true, testing: sha } };
 }
 
 function stackPending(s: EngineState, stack: number, pending: boolean): void {
@@ -313,6 +321,7 @@ const reducers = {
       attempt: e.attempt,
       rounds: { build: 0, review: 0, merge: 0 },
       attested: undefined,
+      greenAt: undefined,
       challenged: undefined,
       patchId: undefined,
       rebased: undefined,
@@ -369,6 +378,7 @@ const reducers = {
   'gate.passed': (s, e) =>
     patch(s, e.block, (b) => ({
       attested: e.sha,
+      greenAt: e.sha,
       patchId: b.observed?.head === e.sha ? b.observed.patch_id : b.patchId,
       challenged: undefined,
       feedback: '',
@@ -421,16 +431,23 @@ const reducers = {
       }));
     }
   },
-  'candidate.requested': (s, e) => stackPending(s, e.stack, true),
-  'bisect.step': (s, e) => stackPending(s, e.stack, true),
+  'candidate.requested': (s, e) => testing(s, e.stack, e.sha),
+  'bisect.step': (s, e) => testing(s, e.stack, e.sha),
   'candidate.tested': (s, e) => {
     const stack = s.lane.stack;
-    if (stack?.id !== e.stack) return;
+    // Only the run the stack awaits counts.
+    if (stack?.id !== e.stack || stack.testing !== e.sha) return;
     const n = e.blocks.length;
     const red = !e.ok && (stack.red === undefined || n < stack.red.n) ? { n, run: e } : stack.red;
     s.lane = {
       ...s.lane,
-      stack: { ...stack, pending: false, green: e.ok ? Math.max(stack.green, n) : stack.green, ...(red ? { red } : {}) },
+      stack: {
+        ...stack,
+        pending: false,
+        testing: undefined,
+        green: e.ok ? Math.max(stack.green, n) : stack.green,
+        ...(red ? { red } : {}),
+      },
     };
   },
   'land.intent': (s, e) => {

@@ -51,9 +51,12 @@ export async function landStack(
     }
     return undefined;
   };
-  const between = async (sha: string) => (await isAncestor(repo, opts.expectedOld, sha)) && (await isAncestor(repo, sha, opts.top));
+  // One walk answers for every block: each commit must lie on the way from trunk to the top.
+  const onTheWay = (await isAncestor(repo, opts.expectedOld, opts.top))
+    ? new Set((await gitOut(repo, ['rev-list', `${opts.expectedOld}..${opts.top}`])).split('\n').filter(Boolean))
+    : new Set<string>();
   for (const sha of [opts.top, ...opts.blocks.map((b) => b.sha)]) {
-    if (await between(sha)) continue;
+    if (onTheWay.has(sha)) continue;
     const result = await refused();
     if (result) return result;
     throw new GitFailure(
@@ -63,10 +66,10 @@ export async function landStack(
   }
   const lines = ['start', `update ${trunkRef} ${opts.top} ${opts.expectedOld}`];
   for (const b of opts.blocks) lines.push(`create ${LANDED_PREFIX}${b.id} ${b.sha}`);
+  const branches = await branchHeads(repo);
   for (const b of opts.blocks) {
-    const branch = `refs/heads/tron/${b.id}`;
-    const now = await revParse(repo, branch);
-    if (now !== undefined) lines.push(`update ${branch} ${b.sha} ${now}`);
+    const now = branches.get(`refs/heads/tron/${b.id}`);
+    if (now !== undefined) lines.push(`update refs/heads/tron/${b.id} ${b.sha} ${now}`);
   }
   const script = [...lines, 'prepare', 'commit', ''].join('\n');
   const args = ['update-ref', '-m', `tron: land ${ids}`, '--stdin'];
@@ -77,6 +80,17 @@ export async function landStack(
     throw commandFailed(repo, args, result);
   }
   return { ok: true, checkout: await syncCheckout(repo, opts.trunk, opts.expectedOld, opts.top) };
+}
+
+/** Where every `tron/<id>` branch points, in one listing. */
+async function branchHeads(repo: string): Promise<Map<string, Sha>> {
+  const out = await gitOut(repo, ['for-each-ref', '--format=%(objectname) %(refname)', 'refs/heads/tron/']);
+  return new Map(
+    out
+      .split('\n')
+      .filter(Boolean)
+      .map((line) => [line.slice(line.indexOf(' ') + 1), line.slice(0, line.indexOf(' '))] as const),
+  );
 }
 
 /**

@@ -1,10 +1,13 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { checkoutAt, createWorktree, landStack, landedRefs, replayOnto, revParse } from './index.ts';
+import { checkoutAt, createWorktree, engineCheckoutPath, landStack, landedRefs, replayOnto, revParse } from './index.ts';
 import { makeRepo, type TestRepo } from '../testing/repo.ts';
 
 const repos: TestRepo[] = [];
+
+/** The engine's `_lane` checkout, put at each `onto` it is asked for. */
+const lane = (repo: string) => (onto: string) => checkoutAt(repo, '_lane', onto);
 afterEach(async () => {
   await Promise.all(repos.splice(0).map((r) => r.cleanup()));
 });
@@ -30,18 +33,16 @@ async function blocks(
 describe('replayOnto', () => {
   it('takes a head that already contains trunk as it is', async () => {
     const { r, base, heads } = await blocks({ a: { 'a.txt': 'a\n' } });
-    const dir = await checkoutAt(r.dir, '_lane', base);
-    const out = await replayOnto(dir, { sha: heads.a!, onto: base, trunk: base });
+    const out = await replayOnto(r.dir, lane(r.dir), { sha: heads.a!, onto: base, trunk: base });
     expect(out).toMatchObject({ outcome: 'fast_forward', sha: heads.a, upstream: base });
     expect(out.outcome !== 'conflict' && out.patchAfter).toBe(out.patchBefore);
   });
 
   it('stacks blocks that touch different files, each on the one before, keeping author and patch', async () => {
     const { r, base, heads } = await blocks({ a: { 'a.txt': 'a\n' }, b: { 'b.txt': 'b\n' } });
-    const dir = await checkoutAt(r.dir, '_lane', base);
-    const a = await replayOnto(dir, { sha: heads.a!, onto: base, trunk: base });
+    const a = await replayOnto(r.dir, lane(r.dir), { sha: heads.a!, onto: base, trunk: base });
     if (a.outcome === 'conflict') throw new Error('conflict');
-    const b = await replayOnto(dir, { sha: heads.b!, onto: a.sha, trunk: base });
+    const b = await replayOnto(r.dir, lane(r.dir), { sha: heads.b!, onto: a.sha, trunk: base });
     expect(b).toMatchObject({ outcome: 'rebased', upstream: base });
     if (b.outcome === 'conflict') throw new Error('conflict');
     expect(b.patchAfter).toBe(b.patchBefore);
@@ -57,10 +58,9 @@ describe('replayOnto', () => {
       upper: { 'list.txt': 'A\nb\nc\nd\ne\nf\ng\n' },
       lower: { 'list.txt': 'a\nb\nc\nD\ne\nf\ng\n' },
     });
-    const dir = await checkoutAt(r.dir, '_lane', base);
-    const upper = await replayOnto(dir, { sha: heads.upper!, onto: base, trunk: base });
+    const upper = await replayOnto(r.dir, lane(r.dir), { sha: heads.upper!, onto: base, trunk: base });
     if (upper.outcome === 'conflict') throw new Error('conflict');
-    const lower = await replayOnto(dir, { sha: heads.lower!, onto: upper.sha, trunk: base });
+    const lower = await replayOnto(r.dir, lane(r.dir), { sha: heads.lower!, onto: upper.sha, trunk: base });
     expect(lower.outcome).toBe('rebased');
     if (lower.outcome === 'conflict') throw new Error('conflict');
     expect(lower.patchAfter).not.toBe(lower.patchBefore);
@@ -69,11 +69,11 @@ describe('replayOnto', () => {
 
   it('abandons a conflict, names its paths and leaves the checkout clean where it started', async () => {
     const { r, base, heads } = await blocks({ first: { 'list.txt': 'first\n' }, second: { 'list.txt': 'second\n' } });
-    const dir = await checkoutAt(r.dir, '_lane', base);
-    const first = await replayOnto(dir, { sha: heads.first!, onto: base, trunk: base });
+    const first = await replayOnto(r.dir, lane(r.dir), { sha: heads.first!, onto: base, trunk: base });
     if (first.outcome === 'conflict') throw new Error('conflict');
-    const second = await replayOnto(dir, { sha: heads.second!, onto: first.sha, trunk: base });
+    const second = await replayOnto(r.dir, lane(r.dir), { sha: heads.second!, onto: first.sha, trunk: base });
     expect(second).toMatchObject({ outcome: 'conflict', files: ['list.txt'] });
+    const dir = engineCheckoutPath(r.dir, '_lane');
     expect(await r.at(dir).git('status', '--porcelain')).toBe('');
     expect(await r.at(dir).git('rev-parse', 'HEAD')).toBe(first.sha);
   });
@@ -81,8 +81,7 @@ describe('replayOnto', () => {
   it('replays only the block’s own commits onto a new trunk, not what trunk had when it was built', async () => {
     const { r, base, heads } = await blocks({ a: { 'a.txt': 'a\n' }, b: { 'b.txt': 'b\n' } });
     await r.git('update-ref', 'refs/heads/main', heads.a!);
-    const dir = await checkoutAt(r.dir, '_lane', heads.a!);
-    const b = await replayOnto(dir, { sha: heads.b!, onto: heads.a!, trunk: heads.a! });
+    const b = await replayOnto(r.dir, lane(r.dir), { sha: heads.b!, onto: heads.a!, trunk: heads.a! });
     if (b.outcome === 'conflict') throw new Error('conflict');
     expect(await r.git('rev-list', '--count', `${heads.a}..${b.sha}`)).toBe('1');
     expect(await r.git('rev-list', '--count', `${base}..${b.sha}`)).toBe('2');
@@ -98,10 +97,11 @@ describe('replayOnto', () => {
     );
     const marker = join(r.dir, 'driver-ran');
     await r.git('config', 'merge.planted.driver', `touch ${marker}; cp %B %A`);
-    const dir = await checkoutAt(r.dir, '_lane', base);
-    const first = await replayOnto(dir, { sha: heads.first!, onto: base, trunk: base });
+    const first = await replayOnto(r.dir, lane(r.dir), { sha: heads.first!, onto: base, trunk: base });
     if (first.outcome === 'conflict') throw new Error('conflict');
-    expect(await replayOnto(dir, { sha: heads.second!, onto: first.sha, trunk: base })).toMatchObject({ outcome: 'conflict' });
+    expect(await replayOnto(r.dir, lane(r.dir), { sha: heads.second!, onto: first.sha, trunk: base })).toMatchObject({
+      outcome: 'conflict',
+    });
     expect(existsSync(marker)).toBe(false);
   });
 });
@@ -109,9 +109,8 @@ describe('replayOnto', () => {
 describe('landStack', () => {
   it('moves trunk to the top and points every landed ref and branch at the block’s own commit, in one transaction', async () => {
     const { r, base, heads } = await blocks({ a: { 'a.txt': 'a\n' }, b: { 'b.txt': 'b\n' } });
-    const dir = await checkoutAt(r.dir, '_lane', base);
-    const a = await replayOnto(dir, { sha: heads.a!, onto: base, trunk: base });
-    const b = await replayOnto(dir, { sha: heads.b!, onto: a.outcome === 'conflict' ? base : a.sha, trunk: base });
+    const a = await replayOnto(r.dir, lane(r.dir), { sha: heads.a!, onto: base, trunk: base });
+    const b = await replayOnto(r.dir, lane(r.dir), { sha: heads.b!, onto: a.outcome === 'conflict' ? base : a.sha, trunk: base });
     if (a.outcome === 'conflict' || b.outcome === 'conflict') throw new Error('conflict');
     const result = await landStack(r.dir, {
       trunk: 'main',

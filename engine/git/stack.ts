@@ -19,39 +19,50 @@ export type Replayed =
   | { outcome: 'conflict'; upstream: Sha; patchBefore: string; files: string[] };
 
 /**
- * Puts block head `sha` on top of `onto`, in checkout `dir` (the engine's own, made from
- * the repository's object store). `trunk` is where the block's own commits start from.
- * When `onto` is already an ancestor of `sha` by a history without merges, `sha` itself is
- * the answer (fast_forward); otherwise its own commits are cherry-picked onto `onto`, and
- * a conflict is abandoned (`cherry-pick --abort`) and reported with its paths.
+ * Puts block head `sha` on top of `onto`. `trunk` is where the block's own commits start
+ * from. When `onto` is already an ancestor of `sha` by a history without merges, `sha`
+ * itself is the answer (fast_forward), and no checkout is needed; otherwise its own
+ * commits are cherry-picked onto `onto` in the checkout `workdir(onto)` gives (the
+ * engine's own, clean, at `onto`), and a conflict is abandoned (`cherry-pick --abort`,
+ * which leaves the checkout at `onto`) and reported with its paths.
+ *
+ * `patch` is the patch id the caller already holds for the block: it is computed afresh
+ * only when the replayed patch differs from it, which does not change the answer.
  */
-export async function replayOnto(dir: string, opts: { sha: Sha; onto: Sha; trunk: Sha }): Promise<Replayed> {
-  const upstream = await mergeBase(dir, opts.trunk, opts.sha);
-  const patchBefore = await patchId(dir, upstream, opts.sha);
-  if (
-    (await isAncestor(dir, opts.onto, opts.sha)) &&
-    (await gitOut(dir, ['rev-list', '--min-parents=2', `${opts.onto}..${opts.sha}`])) === ''
-  ) {
-    return { outcome: 'fast_forward', sha: opts.sha, upstream, patchBefore, patchAfter: await patchId(dir, opts.onto, opts.sha) };
+export async function replayOnto(
+  repo: string,
+  workdir: (onto: Sha) => Promise<string>,
+  opts: { sha: Sha; onto: Sha; trunk: Sha; patch?: string },
+): Promise<Replayed> {
+  const fastForward =
+    (await isAncestor(repo, opts.onto, opts.sha)) &&
+    (await gitOut(repo, ['rev-list', '--min-parents=2', `${opts.onto}..${opts.sha}`])) === '';
+  // A head that already sits on trunk: its own commits start at trunk, and its patch cannot have changed.
+  if (fastForward && opts.onto === opts.trunk) {
+    const patch = opts.patch ?? (await patchId(repo, opts.onto, opts.sha));
+    return { outcome: 'fast_forward', sha: opts.sha, upstream: opts.onto, patchBefore: patch, patchAfter: patch };
   }
-  const commits = (await gitOut(dir, ['rev-list', '--reverse', '--topo-order', '--no-merges', `${upstream}..${opts.sha}`]))
+  const upstream = await mergeBase(repo, opts.trunk, opts.sha);
+  const before = async (after?: string): Promise<string> =>
+    opts.patch !== undefined && (after === undefined || after === opts.patch) ? opts.patch : patchId(repo, upstream, opts.sha);
+  if (fastForward) {
+    const patchAfter = await patchId(repo, opts.onto, opts.sha);
+    return { outcome: 'fast_forward', sha: opts.sha, upstream, patchBefore: await before(patchAfter), patchAfter };
+  }
+  const commits = (await gitOut(repo, ['rev-list', '--reverse', '--topo-order', '--no-merges', `${upstream}..${opts.sha}`]))
     .split('\n')
     .filter(Boolean);
-  await gitOut(dir, ['checkout', '--quiet', '--detach', '--force', opts.onto]);
+  const dir = await workdir(opts.onto);
   if (commits.length > 0) {
     const picked = await runGit(dir, ['cherry-pick', '--allow-empty', '--keep-redundant-commits', ...commits]);
     if (picked.exitCode !== 0) {
       const files = (await gitOut(dir, ['diff', '--name-only', '--diff-filter=U'])).split('\n').filter(Boolean);
       await runGit(dir, ['cherry-pick', '--abort']);
-      await runGit(dir, ['checkout', '--quiet', '--detach', '--force', opts.onto]);
-      return {
-        outcome: 'conflict',
-        upstream,
-        patchBefore,
-        files: files.length > 0 ? files : [picked.stderr.trim().split('\n')[0] ?? 'cherry-pick failed'],
-      };
+      const why = files.length > 0 ? files : [picked.stderr.trim().split('\n')[0] ?? 'cherry-pick failed'];
+      return { outcome: 'conflict', upstream, patchBefore: await before(), files: why };
     }
   }
   const sha = (await gitOut(dir, ['rev-parse', 'HEAD'])).trim();
-  return { outcome: 'rebased', sha, upstream, patchBefore, patchAfter: await patchId(dir, opts.onto, sha) };
+  const patchAfter = await patchId(repo, opts.onto, sha);
+  return { outcome: 'rebased', sha, upstream, patchBefore: await before(patchAfter), patchAfter };
 }

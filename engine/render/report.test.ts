@@ -133,7 +133,7 @@ const EVENTS = log(
     5100,
     { type: 'candidate.tested', stack: 1, sha: S2, blocks: ['b'], ok: true, tests: { exit: 0, timed_out: false, log: 'l', tail: '' } },
   ],
-  [5100, { type: 'land.intent', stack: 1, sha: S2, from: S1, blocks: [{ block: 'b', sha: S2 }] }],
+  [5100, { type: 'land.intent', stack: 1, sha: S2, from: S1, blocks: [{ block: 'b', sha: S2 }], tested: 'lane' }],
   [5200, { type: 'block.landed', block: 'b', sha: S2, from: S1, top: S2 }],
   [5200, { type: 'block.phase', block: 'b', from: 'merge', to: 'wrap', on: 'landed' }],
   [5200, { type: 'wrap.requested', block: 'b', summary: 'b' }],

@@ -15,13 +15,24 @@ import { type CheckoutPool, checkout, runSuite, suiteGreen } from './checkouts.t
 /**
  * git's worktree administration (add, prune, remove) is not safe to run concurrently in
  * one repository: one `worktree add` can read another's half-made admin folder, and a
- * prune can remove it. Every such call goes through this queue — and so do landings and
- * reads of the main checkout, so a fact never sees the checkout half moved.
+ * prune can remove it. Every such call goes through this queue.
  */
 let worktreeQueue: Promise<unknown> = Promise.resolve();
 export function serialWorktrees<T>(work: () => Promise<T>): Promise<T> {
   const next = worktreeQueue.then(work, work);
   worktreeQueue = next.catch(() => undefined);
+  return next;
+}
+
+/**
+ * Landings move trunk and the user's checkout of it; reads of that checkout go through
+ * the same queue, so a fact never sees the checkout half moved. A landing touches no
+ * worktree administration, so it does not wait behind worktrees being made or removed.
+ */
+let mainQueue: Promise<unknown> = Promise.resolve();
+export function serialMain<T>(work: () => Promise<T>): Promise<T> {
+  const next = mainQueue.then(work, work);
+  mainQueue = next.catch(() => undefined);
   return next;
 }
 
@@ -85,7 +96,7 @@ export async function observeFacts(c: EffectContext, e: EventOf<'facts.requested
   const commits = (await git.commitsOver(c.repo, e.base, head)).length;
   const trunkSha = (await git.revParse(c.repo, `refs/heads/${c.config.trunk}`)) ?? null;
   // Read the main checkout only between landings, never while one is moving it.
-  const status = await serialWorktrees(() => mainStatus(c.repo, c.config.trunk));
+  const status = await serialMain(() => mainStatus(c.repo, c.config.trunk));
   const clean = await git.isClean(dir);
   const fastForward = trunkSha ? await git.isAncestor(c.repo, trunkSha, head) : false;
   // Whether trunk is as the engine left it is decided from these facts, not here: the

@@ -254,7 +254,7 @@ describe('readLog', () => {
       ].join('\n'),
     );
     expect(readLog(file).events).toEqual([
-      { v: 1, seq: 1, ts: 1, type: 'land.intent', stack: 0, sha: a, from: b, blocks: [{ block: 'alpha', sha: a }] },
+      { v: 1, seq: 1, ts: 1, type: 'land.intent', stack: 0, sha: a, from: b, blocks: [{ block: 'alpha', sha: a }], tested: 'gate' },
       { v: 1, seq: 2, ts: 2, type: 'merge.unlocked', block: 'alpha' },
       { v: 1, seq: 3, ts: 3, type: 'block.landed', block: 'alpha', sha: a, from: b, top: a },
       { v: 1, seq: 4, ts: 4, type: 'land.refused', stack: 0, blocks: ['beta'], actual: null, detail: 'moved' },

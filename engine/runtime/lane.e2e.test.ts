@@ -32,14 +32,14 @@ describe('the merge lane on real git', () => {
       ofType(run.events, 'block.landed')
         .map((e) => e.block)
         .sort(),
-    ).toEqual(['b1', 'b2', 'b3', 'first']);
+    ).toEqual(['b1', 'b2', 'b3', 'first', 'second']);
 
     // Blocks that touch different files cost no merge turn.
     expect(ofType(run.events, 'block.dispatched').filter((e) => e.kind === 'merge')).toEqual([]);
 
     // History is linear, and each landed ref points at its block's own commit.
     expect(await repo.git('rev-list', '--min-parents=2', 'main')).toBe('');
-    for (const id of ['first', 'b1', 'b2', 'b3']) {
+    for (const id of ['first', 'second', 'b1', 'b2', 'b3']) {
       expect(await repo.git('log', '-1', '--format=%s', `refs/tron/landed/${id}`)).toBe(`Build ${id}`);
       expect(await repo.git('merge-base', '--is-ancestor', `refs/tron/landed/${id}`, 'main').then(() => true)).toBe(true);
     }

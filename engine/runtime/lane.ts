@@ -8,7 +8,7 @@
 import type { EventBody, EventOf } from '../core/events.ts';
 import * as git from '../git/index.ts';
 import { checkout, runSuite, suiteGreen } from './checkouts.ts';
-import { type EffectContext, serialWorktrees } from './effects.ts';
+import { type EffectContext, serialMain, serialWorktrees } from './effects.ts';
 
 type RebaseResult = EventOf<'rebase.done'>['results'][number];
 
@@ -21,17 +21,31 @@ type RebaseResult = EventOf<'rebase.done'>['results'][number];
 export async function stackBlocks(c: EffectContext, e: EventOf<'lane.stacked'>): Promise<EventBody> {
   const trunk = await git.currentTrunkSha(c.repo, c.config.trunk);
   if (trunk !== e.trunk_sha) return { type: 'rebase.done', stack: e.stack, trunk_sha: trunk, results: [] };
-  const dir = await checkout(c, '_lane', e.trunk_sha, serialWorktrees);
   const results: RebaseResult[] = [];
   let top = e.trunk_sha;
+  // `_lane` is made (or reset) only when a block needs replaying, and then follows the
+  // stack: it holds `at` (a cherry-pick moves it, an abandoned one leaves it where it was).
+  let at: string | undefined;
+  const workdir = async (onto: string): Promise<string> => {
+    const dir = at === undefined ? await checkout(c, '_lane', onto, serialWorktrees) : git.engineCheckoutPath(c.repo, '_lane');
+    if (at !== undefined && at !== onto) await git.checkoutAt(c.repo, '_lane', onto);
+    at = onto;
+    return dir;
+  };
   for (const b of e.blocks) {
-    const r = await git.replayOnto(dir, { sha: b.sha, onto: top, trunk: e.trunk_sha });
+    const r = await git.replayOnto(c.repo, workdir, {
+      sha: b.sha,
+      onto: top,
+      trunk: e.trunk_sha,
+      ...(b.patch_id !== undefined ? { patch: b.patch_id } : {}),
+    });
     if (r.outcome === 'conflict') {
       results.push({ block: b.block, outcome: 'conflict', onto: top, patch_before: r.patchBefore, files: r.files });
       continue;
     }
     const outcome = r.outcome === 'fast_forward' ? 'fast_forward' : r.patchAfter === r.patchBefore ? 'clean' : 'changed';
     results.push({ block: b.block, outcome, onto: top, sha: r.sha, patch_before: r.patchBefore, patch_after: r.patchAfter });
+    if (r.outcome === 'rebased') at = r.sha;
     if (outcome !== 'changed') top = r.sha;
   }
   return { type: 'rebase.done', stack: e.stack, trunk_sha: trunk, results };
@@ -59,7 +73,7 @@ export async function testCandidate(c: EffectContext, e: EventOf<'candidate.requ
 
 /** The one ref transaction: trunk to the top, each block's landed ref and branch to its own commit. */
 export async function landStack(c: EffectContext, e: EventOf<'land.intent'>): Promise<EventBody[]> {
-  const result = await serialWorktrees(() =>
+  const result = await serialMain(() =>
     git.landStack(c.repo, {
       trunk: c.config.trunk,
       expectedOld: e.from,

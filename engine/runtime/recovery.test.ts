@@ -62,14 +62,14 @@ async function freshBatch(): Promise<TestRepo> {
 }
 
 /**
- * The checks of a finished batch run: every block landed exactly once (first, b1, b2 one
- * commit each; b3 its two), trunk linear, and every sha trunk ever pointed at green.
+ * The checks of a finished batch run: every block landed exactly once (first, second, b1,
+ * b2 one commit each; b3 its two), trunk linear, and every sha trunk ever pointed at green.
  */
 async function checkBatchFinished(repo: TestRepo): Promise<void> {
   const landed = (await repo.git('for-each-ref', '--format=%(refname:short)', 'refs/tron/landed/')).split('\n').sort();
-  expect(landed).toEqual(['tron/landed/b1', 'tron/landed/b2', 'tron/landed/b3', 'tron/landed/first']);
+  expect(landed).toEqual(['tron/landed/b1', 'tron/landed/b2', 'tron/landed/b3', 'tron/landed/first', 'tron/landed/second']);
   const subjects = (await repo.git('log', '--format=%s', 'main')).split('\n');
-  for (const id of ['first', 'b1', 'b2']) expect(subjects.filter((s) => s === `Build ${id}`)).toHaveLength(1);
+  for (const id of ['first', 'second', 'b1', 'b2']) expect(subjects.filter((s) => s === `Build ${id}`)).toHaveLength(1);
   expect(await repo.git('rev-list', '--min-parents=2', 'main')).toBe('');
   const pointed = new Set((await repo.git('reflog', 'show', '--format=%H', 'refs/heads/main')).split('\n').filter(Boolean));
   for (const sha of pointed) {

@@ -55,10 +55,10 @@ export async function crashProject(): Promise<TestRepo> {
 }
 
 /**
- * A builder for a batch: `first` renames lib.js's greet to hello; b1 and b2 add files of
- * their own; b3 (built before first lands) adds a test that still calls greet — green at
- * its gate, red on the new trunk — and, sent back with the failure, rebases and calls
- * hello. b1…b3 build slowly, so `first` is approved first.
+ * A builder for a batch: `first` renames lib.js's greet to hello; `second`, b1 and b2 add
+ * files of their own; b3 (built before first lands) adds a test that still calls greet —
+ * green at its gate, red on the new trunk — and, sent back with the failure, rebases and
+ * calls hello. b1…b3 build slowly, so `first` and `second` are approved first.
  */
 const BATCH_BUILDER = `#!/bin/sh
 prompt=$(cat)
@@ -83,7 +83,7 @@ case "$TRON_BLOCK" in
         echo "require('node:assert').strictEqual(require('../lib.js').greet(), 'hi');" > tests/b3.test.js ;;
     esac ;;
   *)
-    sleep 1
+    [ "$TRON_BLOCK" = second ] || sleep 1
     echo "$TRON_BLOCK" > "$TRON_BLOCK.txt"
     printf "require('node:assert').ok(require('node:fs').existsSync(__dirname + '/../%s.txt'));\\n" "$TRON_BLOCK" > "tests/$TRON_BLOCK.test.js" ;;
 esac
@@ -91,7 +91,11 @@ git add -A && git commit -qm "Build $TRON_BLOCK" >/dev/null 2>&1
 echo ">>DONE"
 `;
 
-/** The test runner of the batch project: the merge lane's first stack (first alone) is slow to test, so b1…b3 queue behind it. */
+/**
+ * The test runner of the batch project: in the merge lane, a candidate without b1 (the one
+ * of `first` and `second` that had to be rebased onto the other) is slow to test, so
+ * b1…b3 queue behind it.
+ */
 const BATCH_RUNNER = `const { existsSync, readdirSync } = require('node:fs');
 const { basename } = require('node:path');
 if (basename(process.cwd()) === '_lane' && !existsSync('b1.txt')) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 4000);
@@ -99,9 +103,9 @@ for (const f of readdirSync(__dirname + '/tests').filter((f) => f.endsWith('.tes
 `;
 
 /**
- * Four blocks for the merge lane: `first` lands alone; b1, b2, b3 queue behind it and
- * are stacked together; the stack is red because of b3, is bisected, b1 and b2 land and
- * b3 goes back to build, then lands on its own.
+ * Five blocks for the merge lane: `first` and `second` land ahead (one of them rebased and
+ * slowly tested); b1, b2, b3 queue behind and are stacked together; the stack is red
+ * because of b3, is bisected, b1 and b2 land and b3 goes back to build, then lands on its own.
  */
 export async function batchProject(): Promise<TestRepo> {
   const dir = mkdtempSync(join(tmpdir(), 'tron-batch-workers-'));
@@ -110,14 +114,14 @@ export async function batchProject(): Promise<TestRepo> {
   chmodSync(join(dir, 'builder.sh'), 0o755);
   chmodSync(join(dir, 'reviewer.sh'), 0o755);
   return makeProject({
-    blocks: { first: { priority: -1 }, b1: {}, b2: {}, b3: {} },
+    blocks: { first: { priority: -2 }, second: { priority: -1 }, b1: {}, b2: {}, b3: {} },
     files: {
       'test.js': BATCH_RUNNER,
       'lib.js': "exports.greet = () => 'hi';\n",
       'tests/lib.test.js': "require('node:assert').strictEqual(require('../lib.js').greet(), 'hi');\n",
     },
     config: configFile({
-      maxParallel: 4,
+      maxParallel: 5,
       workers: `[workers.builder]\nadapter = "command"\ncommand = ["${dir}/builder.sh"]\n\n[workers.reviewer]\nadapter = "command"\ncommand = ["${dir}/reviewer.sh"]\n`,
     }),
   });

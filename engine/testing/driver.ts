@@ -132,9 +132,11 @@ export class Driver {
       onto = heads[id]!;
       return r;
     });
-    this.feed({ type: 'rebase.done', stack: stack.id, trunk_sha: trunk, results });
+    const rebased = this.feed({ type: 'rebase.done', stack: stack.id, trunk_sha: trunk, results });
     const top = heads[stack.asked.at(-1)!]!;
-    this.feed({ type: 'candidate.tested', stack: stack.id, sha: top, blocks: [...stack.asked], ok: true, tests: GREEN });
+    // A block on trunk as it is, found green by its own gate, lands without a candidate test.
+    if (rebased.some((e) => e.type === 'candidate.requested'))
+      this.feed({ type: 'candidate.tested', stack: stack.id, sha: top, blocks: [...stack.asked], ok: true, tests: GREEN });
     const out: EventBody[] = [];
     for (const id of stack.asked) out.push(...this.feed({ type: 'block.landed', block: id, sha: heads[id]!, from: trunk, top }));
     return out;

@@ -72,7 +72,7 @@ describe('the decision step', () => {
     d.boot([{ id: 'a' }, { id: 'b' }, { id: 'c' }]);
     const a = d.approve('a', sha(2));
     expect(a.filter((x) => x.type === 'lane.stacked')).toEqual([
-      { type: 'lane.stacked', stack: 1, trunk_sha: sha(1), blocks: [{ block: 'a', sha: sha(2) }] },
+      { type: 'lane.stacked', stack: 1, trunk_sha: sha(1), blocks: [{ block: 'a', sha: sha(2), patch_id: 'p' }] },
     ]);
     expect(d.approve('c', sha(4)).some((x) => x.type === 'lane.stacked')).toBe(false);
     expect(d.approve('b', sha(3)).some((x) => x.type === 'lane.stacked')).toBe(false);
@@ -84,8 +84,8 @@ describe('the decision step', () => {
       stack: 2,
       trunk_sha: sha(2),
       blocks: [
-        { block: 'c', sha: sha(4) },
-        { block: 'b', sha: sha(3) },
+        { block: 'c', sha: sha(4), patch_id: 'p' },
+        { block: 'b', sha: sha(3), patch_id: 'p' },
       ],
     });
   });
@@ -118,7 +118,12 @@ describe('the decision step', () => {
       file: 'f',
       trunk_sha: sha(9),
     });
-    expect(answered).toContainEqual({ type: 'lane.stacked', stack: 2, trunk_sha: sha(9), blocks: [{ block: 'b', sha: sha(3) }] });
+    expect(answered).toContainEqual({
+      type: 'lane.stacked',
+      stack: 2,
+      trunk_sha: sha(9),
+      blocks: [{ block: 'b', sha: sha(3), patch_id: 'p' }],
+    });
     expect(d.state.trunkSha).toBe(sha(9));
   });
 

@@ -44,7 +44,7 @@ describe('the merge lane', () => {
       type: 'lane.stacked',
       stack: 2,
       trunk_sha: X,
-      blocks: ['a', 'b', 'c', 'd'].map((block, i) => ({ block, sha: sha(10 + i) })),
+      blocks: ['a', 'b', 'c', 'd'].map((block, i) => ({ block, sha: sha(10 + i), patch_id: 'p' })),
     });
     expect(rebased(d, ['a', 'b', 'c', 'd'])).toEqual([{ type: 'candidate.requested', stack: 2, sha: R(4), blocks: ['a', 'b', 'c', 'd'] }]);
   });
@@ -64,6 +64,7 @@ describe('the merge lane', () => {
           { block: 'b', sha: R(2) },
           { block: 'c', sha: R(3) },
         ],
+        tested: 'lane',
       },
     ]);
     const landed = ['a', 'b', 'c'].flatMap((id, i) => d.feed({ type: 'block.landed', block: id, sha: R(i + 1), from: X, top: R(3) }));
@@ -202,7 +203,7 @@ describe('the merge lane', () => {
       type: 'lane.stacked',
       stack: 3,
       trunk_sha: R(2),
-      blocks: [{ block: 'c', sha: sha(12) }],
+      blocks: [{ block: 'c', sha: sha(12), patch_id: 'p' }],
     });
   });
 
@@ -254,6 +255,41 @@ describe('the merge lane', () => {
     expect(red).toEqual([expect.objectContaining({ type: 'escalation.raised', trouble: 'trunk_red', handler: 'operator' })]);
     const end = d.feed({ type: 'page.sent', block: 'a', page: 'a#1', reason: 'r' });
     expect(end).toEqual([expect.objectContaining({ type: 'run.finished', exit: 3, landed: ['a'] })]);
+  });
+
+  it('lands a lone block that sits on trunk as it is without testing it again: its gate tested exactly that sha', () => {
+    const d = new Driver();
+    d.boot([{ id: 'a' }]);
+    d.approve('a', X);
+    const out = d.feed({
+      type: 'rebase.done',
+      stack: 1,
+      trunk_sha: sha(1),
+      results: [{ block: 'a', outcome: 'fast_forward', onto: sha(1), sha: X, patch_before: 'p', patch_after: 'p' }],
+    });
+    expect(out).toEqual([{ type: 'land.intent', stack: 1, sha: X, from: sha(1), blocks: [{ block: 'a', sha: X }], tested: 'gate' }]);
+  });
+
+  it('tests a block again in the lane when it was rebased, or sent to review with a rebased sha', () => {
+    const { d } = stacked(['a']);
+    const out = rebased(d, ['a'], { a: 'changed' });
+    expect(only(out, 'block.dispatched')).toEqual([expect.objectContaining({ kind: 'review', sha: R(1) })]);
+    const approved = d.answer('a', '>>APPROVE');
+    const stack = only(approved, 'lane.stacked')[0]!;
+    const again = d.feed({
+      type: 'rebase.done',
+      stack: stack.stack,
+      trunk_sha: X,
+      results: [{ block: 'a', outcome: 'fast_forward', onto: X, sha: R(1), patch_before: 'q', patch_after: 'q' }],
+    });
+    expect(again).toEqual([{ type: 'candidate.requested', stack: stack.stack, sha: R(1), blocks: ['a'] }]);
+  });
+
+  it('ignores a test result nobody awaits', () => {
+    const { d } = stacked(['a', 'b']);
+    rebased(d, ['a', 'b']);
+    expect(d.feed({ type: 'candidate.tested', stack: 2, sha: R(1), blocks: ['a'], ok: true, tests: GREEN })).toEqual([]);
+    expect(d.state.lane.stack).toMatchObject({ green: 0, testing: R(2) });
   });
 
   it('takes at most [merge] batch blocks into one stack', () => {

@@ -11,7 +11,9 @@
  *
  * Invariant, enforced here: trunk only ever moves to a sha whose tree passed setup and the
  * tests in the engine's own checkout of exactly that sha — every land.intent names a top
- * that a candidate.tested found green (for a bisected stack, the green prefix's top).
+ * that a candidate.tested found green (for a bisected stack, the green prefix's top), or
+ * a block's own head that its gate found green and that sits on trunk as it is (then the
+ * candidate test would repeat that very run, and is skipped).
  */
 import type { BodyOf } from '../events.ts';
 import type { Stack } from '../state.ts';
@@ -24,7 +26,10 @@ import { escalate } from './escalate.ts';
 export function stackNext(step: Step): void {
   const s = step.s;
   if (s.lane.stack || s.trunkHalt !== undefined || s.lane.queue.length === 0) return;
-  const blocks = s.lane.queue.slice(0, s.lane.batch).map((id) => ({ block: id, sha: step.block(id).attested! }));
+  const blocks = s.lane.queue.slice(0, s.lane.batch).map((id) => {
+    const b = step.block(id);
+    return { block: id, sha: b.attested!, ...(b.patchId !== undefined ? { patch_id: b.patchId } : {}) };
+  });
   step.emit({ type: 'lane.stacked', stack: s.lane.stacks + 1, trunk_sha: s.trunkSha!, blocks });
 }
 
@@ -54,6 +59,11 @@ export function onRebased(step: Step, e: BodyOf<'rebase.done'>): void {
     close(step, 'no block of the stack replayed cleanly onto trunk');
     return;
   }
+  const top = entries.at(-1)!;
+  if (entries.length === 1 && step.block(top.block).greenAt === top.sha) {
+    land(step, step.s.lane.stack!, 1, 'gate');
+    return;
+  }
   step.emit({ type: 'candidate.requested', stack: stack.id, sha: entries.at(-1)!.sha, blocks: entries.map((x) => x.block) });
 }
 
@@ -70,10 +80,11 @@ function conflicted(step: Step, id: string, files: readonly string[]): void {
 /** A stack's top (or a prefix's) was tested: land it, bisect it, or hand back its culprit. */
 export function onCandidateTested(step: Step, e: BodyOf<'candidate.tested'>): void {
   const stack = step.s.lane.stack;
-  if (stack?.id !== e.stack) return;
+  // A test nobody awaits (the fold left it out) finds the stack busy or landing: nothing to decide.
+  if (stack?.id !== e.stack || stack.pending || stack.landing.length > 0) return;
   const n = stack.entries.length;
   if (stack.green === n) {
-    land(step, stack, n);
+    land(step, stack, n, 'lane');
     return;
   }
   const red = stack.red!.n;
@@ -91,13 +102,13 @@ export function onCandidateTested(step: Step, e: BodyOf<'candidate.tested'>): vo
     return;
   }
   culprit(step, stack, red);
-  if (stack.green > 0) land(step, stack, stack.green);
+  if (stack.green > 0) land(step, stack, stack.green, 'lane');
   else close(step, `${stack.entries[red - 1]!.block} turned the stack red on its own; nothing landed`);
 }
 
-function land(step: Step, stack: Stack, n: number): void {
+function land(step: Step, stack: Stack, n: number, tested: 'lane' | 'gate'): void {
   const blocks = stack.entries.slice(0, n);
-  step.emit({ type: 'land.intent', stack: stack.id, sha: blocks.at(-1)!.sha, from: step.s.trunkSha!, blocks });
+  step.emit({ type: 'land.intent', stack: stack.id, sha: blocks.at(-1)!.sha, from: step.s.trunkSha!, blocks, tested });
 }
 
 /** The first block whose addition turned the stack red goes back to build with the failing output, within its build budget. */

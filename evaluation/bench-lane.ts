@@ -81,6 +81,8 @@ interface LaneRun {
   mergeTurns: number;
   landed: number;
   exit: number | undefined;
+  /** Why the run failed, when it did. */
+  failed?: TronEvent;
 }
 
 /** One `tron start` of `blocks` independent blocks at `maxParallel`, each builder taking `sleep` seconds. */
@@ -135,9 +137,11 @@ async function laneRun(blocks: number, maxParallel: number, sleep: number): Prom
       mergeTurns: events.filter((e) => e.type === 'block.dispatched' && e.kind === 'merge').length,
       landed: events.filter((e) => e.type === 'block.landed').length,
       exit: run.exitCode,
+      ...(run.exitCode !== 0 ? { failed: events.find((e) => e.type === 'run.failed') } : {}),
     };
   } finally {
-    await repo.cleanup();
+    if (process.env.TRON_BENCH_KEEP) console.log(`kept ${repo.dir}`);
+    else await repo.cleanup();
     rmSync(scripts, { recursive: true, force: true });
   }
 }
@@ -147,7 +151,7 @@ const pct = (part: number, whole: number) => `${((100 * part) / whole).toFixed(0
 
 function line(label: string, r: LaneRun): void {
   console.log(
-    `${label.padEnd(40)} ${s(r.wallMs).padStart(8)} ${s(r.wallMs / r.blocks).padStart(10)} ${pct(r.laneBusyMs, r.wallMs).padStart(6)} ${String(r.stacks).padStart(7)} ${String(r.mergeTurns).padStart(12)} ${`${r.landed}/${r.blocks}`.padStart(7)} ${s(r.approvedToLandedMs).padStart(9)}   ${[r.parts.rebase, r.parts.test, r.parts.land].map((x) => Math.round(x / Math.max(1, r.stacks))).join(' / ')}${r.exit === 0 ? '' : `  exit ${r.exit}`}`,
+    `${label.padEnd(40)} ${s(r.wallMs).padStart(8)} ${s(r.wallMs / r.blocks).padStart(10)} ${pct(r.laneBusyMs, r.wallMs).padStart(6)} ${String(r.stacks).padStart(7)} ${String(r.mergeTurns).padStart(12)} ${`${r.landed}/${r.blocks}`.padStart(7)} ${s(r.approvedToLandedMs).padStart(9)}   ${[r.parts.rebase, r.parts.test, r.parts.land].map((x) => Math.round(x / Math.max(1, r.stacks))).join(' / ')}${r.exit === 0 ? '' : `  exit ${r.exit}${r.failed?.type === 'run.failed' ? `: ${r.failed.detail}` : ''}`}`,
   );
 }
 

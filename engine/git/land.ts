@@ -39,7 +39,14 @@ export async function land(repo: string, opts: { trunk: string; expectedOld: str
  */
 export async function landStack(
   repo: string,
-  opts: { trunk: string; expectedOld: string; top: string; blocks: ReadonlyArray<{ id: string; sha: string }> },
+  opts: {
+    trunk: string;
+    expectedOld: string;
+    top: string;
+    blocks: ReadonlyArray<{ id: string; sha: string }>;
+    /** The caller's queue for worktree administration, should finding the user's checkout need the list of worktrees. */
+    serialWorktrees?: Serial;
+  },
 ): Promise<LandResult> {
   const trunkRef = `refs/heads/${opts.trunk}`;
   const ids = opts.blocks.map((b) => b.id).join(', ');
@@ -79,7 +86,7 @@ export async function landStack(
     if (refusal) return refusal;
     throw commandFailed(repo, args, result);
   }
-  return { ok: true, checkout: await syncCheckout(repo, opts.trunk, opts.expectedOld, opts.top) };
+  return { ok: true, checkout: await syncCheckout(repo, opts.trunk, opts.expectedOld, opts.top, opts.serialWorktrees) };
 }
 
 /** Where every `tron/<id>` branch points, in one listing. */
@@ -98,8 +105,8 @@ async function branchHeads(repo: string): Promise<Map<string, Sha>> {
  * any local change to a file the landing did not touch. A conflicting local change
  * makes git refuse without touching anything; that comes back as `failed` with the fix.
  */
-async function syncCheckout(repo: string, trunk: string, old: Sha, now: Sha): Promise<CheckoutSync> {
-  const path = await trunkCheckoutPath(repo, trunk);
+async function syncCheckout(repo: string, trunk: string, old: Sha, now: Sha, serial?: Serial): Promise<CheckoutSync> {
+  const path = await trunkCheckoutPath(repo, trunk, serial);
   if (path === undefined) return { state: 'not-checked-out' };
   // Refresh stat data first, as `git checkout` does, so touched-but-equal files are not "not uptodate".
   await runGit(path, ['update-index', '-q', '--refresh']);
@@ -128,8 +135,8 @@ export interface MainCheckout {
 }
 
 /** Looks at the checkout a landing would move; untracked files do not count as dirty. */
-export async function mainCheckout(repo: string, trunk: string): Promise<MainCheckout> {
-  const onTrunkPath = await trunkCheckoutPath(repo, trunk);
+export async function mainCheckout(repo: string, trunk: string, serial?: Serial): Promise<MainCheckout> {
+  const onTrunkPath = await trunkCheckoutPath(repo, trunk, serial);
   const path = onTrunkPath ?? resolve(repo);
   const status = await statusOf(path, 'no');
   return { onTrunk: onTrunkPath !== undefined, dirty: status !== '', status, path };
@@ -152,9 +159,19 @@ export async function checkMainCheckout(repo: string, trunk: string): Promise<Pr
   };
 }
 
-/** The user's working tree that has trunk checked out, if any (git allows at most one). */
-async function trunkCheckoutPath(repo: string, trunk: string): Promise<string | undefined> {
-  const out = await gitOut(repo, ['worktree', 'list', '--porcelain', '-z']);
+/** Runs `work` in turn with the caller's other worktree administration (the engine's queue). */
+export type Serial = <T>(work: () => Promise<T>) => Promise<T>;
+
+/**
+ * The user's working tree that has trunk checked out, if any (git allows at most one).
+ * Normally that is the repository folder itself, which its HEAD tells at once; otherwise
+ * the list of worktrees is read — under `serial`, since a worktree being made meanwhile
+ * can make that list fail to read.
+ */
+async function trunkCheckoutPath(repo: string, trunk: string, serial: Serial = (work) => work()): Promise<string | undefined> {
+  const head = await runGit(repo, ['symbolic-ref', '-q', 'HEAD']);
+  if (head.exitCode === 0 && head.stdout.trim() === `refs/heads/${trunk}`) return realpath(repo);
+  const out = await serial(() => gitOut(repo, ['worktree', 'list', '--porcelain', '-z']));
   const engineRoot = resolve(await realpath(repo), WORKTREES_DIR) + sep;
   for (const record of out.split('\0\0')) {
     const fields = record.split('\0');

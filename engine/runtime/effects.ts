@@ -26,8 +26,10 @@ export function serialWorktrees<T>(work: () => Promise<T>): Promise<T> {
 
 /**
  * Landings move trunk and the user's checkout of it; reads of that checkout go through
- * the same queue, so a fact never sees the checkout half moved. A landing touches no
- * worktree administration, so it does not wait behind worktrees being made or removed.
+ * the same queue, so a fact never sees the checkout half moved. A landing's ref
+ * transaction touches no worktree administration and does not wait behind worktrees being
+ * made or removed; only the move of the user's checkout (which lists the worktrees) also
+ * takes the worktree queue — always inside this one, never the other way round.
  */
 let mainQueue: Promise<unknown> = Promise.resolve();
 export function serialMain<T>(work: () => Promise<T>): Promise<T> {
@@ -51,7 +53,7 @@ export interface EffectContext {
 
 /** Porcelain status of the main checkout, leaving out the engine's own `.tron/` folders. */
 export async function mainStatus(repo: string, trunk: string): Promise<string> {
-  const state = await git.mainCheckout(repo, trunk);
+  const state = await git.mainCheckout(repo, trunk, serialWorktrees);
   return state.status
     .split('\n')
     .filter((line) => line.trim() !== '' && !line.slice(3).startsWith('.tron/'))

@@ -73,12 +73,14 @@ export async function testCandidate(c: EffectContext, e: EventOf<'candidate.requ
 
 /** The one ref transaction: trunk to the top, each block's landed ref and branch to its own commit. */
 export async function landStack(c: EffectContext, e: EventOf<'land.intent'>): Promise<EventBody[]> {
+  // The ref transaction needs no worktree; moving your checkout lists them, so that part waits for worktrees being made.
   const result = await serialMain(() =>
     git.landStack(c.repo, {
       trunk: c.config.trunk,
       expectedOld: e.from,
       top: e.sha,
       blocks: e.blocks.map((b) => ({ id: b.block, sha: b.sha })),
+      serialWorktrees,
     }),
   );
   const ids = e.blocks.map((b) => b.block);

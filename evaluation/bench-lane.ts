@@ -16,7 +16,7 @@
  *   longer than one, 1/6 when they take six times as long — goal: ≥ 0.8.
  *
  * TRON_BENCH_LANE=0 skips it; TRON_BENCH_LANE_SIZES=10,40 and TRON_BENCH_SLOW_MS=4000
- * change the sizes and the slow builders' time.
+ * change the sizes and the slow builders' time; TRON_BENCH_KEEP=1 keeps the repositories.
  */
 import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';

@@ -25,6 +25,7 @@ const NOT_CODES = {
   TRON_BENCH_LANE: 'benchmark setting (environment)',
   TRON_BENCH_LANE_SIZES: 'benchmark setting (environment)',
   TRON_BENCH_SLOW_MS: 'benchmark setting (environment)',
+  TRON_BENCH_KEEP: 'benchmark setting (environment)',
   TRON_VERSION: 'constant',
   TRON_ROOT: 'constant',
 };

@@ -27,6 +27,8 @@ import { promptVars } from './prompt-vars.ts';
 import { renderReport } from '../render/report.ts';
 import { INBOX_DIR, consumeAnswer, readInbox } from './inbox.ts';
 import { signsOfLife, takeSnapshot, worktreePrint, type LifeSnapshot } from '../workers/liveness-signs.ts';
+import { EngineFiles, digestOfFile } from './engine-files.ts';
+import { CONFIG_FILE } from '../project/config.ts';
 
 export const TRON_VERSION = '0.1.0';
 
@@ -81,12 +83,18 @@ export class Engine {
   private failedAfter: string | undefined;
   private readonly seenAnswers = new Set<string>();
   private inboxWatcher: FSWatcher | undefined;
+  /** The config as the engine read it (its digest), for the gate and the next start. */
+  private readonly configDigest: string | undefined;
+  /** The block files of the register the engine last loaded (at start, or on a change in --watch). */
+  private loaded: readonly Block[];
 
   constructor(private readonly o: EngineOptions) {
     this.clock = new PinnedClock(o.clock);
     this.log = EventLog.open(o.runDir, { clock: this.clock, command: 'tron start' });
     this.ctx = { spine: o.spine, testCommand: o.config.test };
     const byId = new Map(o.blocks.map((b) => [b.id, b]));
+    this.configDigest = digestOfFile(join(o.repo, CONFIG_FILE));
+    this.loaded = o.blocks;
     this.fx = {
       repo: o.repo,
       runDir: o.runDir,
@@ -95,6 +103,7 @@ export class Engine {
       env: o.env,
       print: o.print,
       note: (body) => void this.append(body),
+      engineFiles: new EngineFiles(o.repo, this.configDigest, () => this.loaded),
     };
   }
 
@@ -114,6 +123,7 @@ export class Engine {
       liveness: livenessNumbers(o.spine, o.config),
       watch: o.watch,
       pid: process.pid,
+      ...(this.configDigest ? { config_digest: this.configDigest } : {}),
     });
     this.input({ type: 'register.loaded', blocks: o.blocks.map(infoOf) });
     for (const body of o.boot ?? []) this.input(body);
@@ -215,6 +225,7 @@ export class Engine {
         const now = JSON.stringify(blocks.map((b) => b.digest));
         if (now === last) return;
         last = now;
+        this.loaded = blocks;
         for (const b of blocks) this.fx.blocks().set(b.id, b);
         this.push({ type: 'register.loaded', blocks: blocks.map(infoOf) });
       }, 50);

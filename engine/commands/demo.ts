@@ -5,6 +5,7 @@
  * lie the truth gate catches.
  */
 import { mkdtempSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { repoStateDir } from '../runtime/keys.ts';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { execa } from 'execa';
@@ -132,6 +133,9 @@ export async function demoCommand(opts: { keep: boolean; print: (line: string) =
     );
     return exit;
   } finally {
-    if (!opts.keep) rmSync(repo, { recursive: true, force: true });
+    if (!opts.keep) {
+      rmSync(repoStateDir(repo), { recursive: true, force: true });
+      rmSync(repo, { recursive: true, force: true });
+    }
   }
 }

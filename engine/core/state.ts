@@ -94,6 +94,8 @@ export interface BlockState {
   landedSha?: string;
   reason?: string;
   orphans: string[];
+  /** written_at of the last operator answer acted on: an answer written no later is stale. */
+  answeredAt?: number;
   /** ts of the last phase change, for ages in status. */
   since: number;
 }
@@ -250,6 +252,7 @@ const reducers = {
       reason: e.reason,
       summary: e.summary,
       trouble: e.trouble ? { trouble: e.trouble, detail: e.reason ?? '', handlers: ['operator'] } : undefined,
+      answeredAt: e.answered_at ?? b.answeredAt,
       waiting: e.phase === 'parked' ? { on: 'operator' } : e.phase === 'pending' ? { on: 'slot' } : NOTHING,
       since: e.ts,
     }));
@@ -263,6 +266,10 @@ const reducers = {
   'worker.killed': nothing,
   'lock.cleared': nothing,
   'inbox.consumed': nothing,
+  'inbox.refused': nothing,
+  'log.foreign': nothing,
+  'landed.untrusted': nothing,
+  'worker.spared': nothing,
   'run.stopping': (s, e) => {
     s.stopping = e.signal;
   },
@@ -395,7 +402,11 @@ const reducers = {
   },
   'operator.answered': (s, e) => {
     if (!s.blocks.has(e.block)) return;
-    patch(s, e.block, () => ({ trouble: undefined, ...(e.word === 'RETRY' ? { guidance: String(e.payload.guidance) } : {}) }));
+    patch(s, e.block, (b) => ({
+      trouble: undefined,
+      answeredAt: e.written_at ?? b.answeredAt,
+      ...(e.word === 'RETRY' ? { guidance: String(e.payload.guidance) } : {}),
+    }));
     if (s.trunkHalt?.block === e.block) {
       s.trunkHalt = undefined;
       s.trunkSha = e.trunk_sha;

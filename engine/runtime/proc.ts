@@ -1,8 +1,11 @@
 /**
  * Processes are identified by pid *and* start time, never by name: a pid reused by an
- * unrelated process after a crash must never be killed by recovery.
+ * unrelated process after a crash must never be killed by recovery. Recovery also asks
+ * for the run's marker in the process's environment: a log line naming a stranger's pid
+ * and start time (a forged one) does not make tron kill it.
  */
 import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
+import { MARKER_ENV } from '../workers/env.ts';
 
 /** The process start time (clock ticks since boot, from /proc/<pid>/stat), or undefined if gone. */
 export function processStartTime(pid: number): string | undefined {
@@ -32,6 +35,21 @@ export function processCpuTicks(pid: number): number | undefined {
   } catch {
     return undefined;
   }
+}
+
+/**
+ * Whether process `pid` carries `TRON_RUN_MARKER=<marker>` in its environment (as it was
+ * when it started: /proc/<pid>/environ). False when it does not, or when it cannot be read.
+ */
+export function hasMarker(pid: number, marker: string): boolean {
+  let env: Buffer;
+  try {
+    env = readFileSync(`/proc/${pid}/environ`);
+  } catch {
+    return false;
+  }
+  const entry = Buffer.from(`${MARKER_ENV}=${marker}\0`);
+  return env.subarray(0, entry.length).equals(entry) || env.includes(Buffer.concat([Buffer.from('\0'), entry]));
 }
 
 /**

@@ -4,14 +4,20 @@
  */
 export const BASE_ENV = ['PATH', 'HOME', 'LANG', 'TERM'] as const;
 
-/** The environment for a worker process: the base, the named pass-throughs, then `extra`. */
+/**
+ * The engine's marker of its run (engine/runtime/proc.ts): carried into every worker and
+ * test process, so that recovery kills a recorded process only when it is the run's own.
+ */
+export const MARKER_ENV = 'TRON_RUN_MARKER';
+
+/** The environment for a worker process: the base, the run's marker, the named pass-throughs, then `extra`. */
 export function minimalEnv(
   source: Readonly<Record<string, string | undefined>>,
   passThrough: readonly string[],
   extra: Readonly<Record<string, string>> = {},
 ): Record<string, string> {
   const env: Record<string, string> = {};
-  for (const name of [...BASE_ENV, ...passThrough]) {
+  for (const name of [...BASE_ENV, MARKER_ENV, ...passThrough]) {
     const value = source[name];
     if (value !== undefined) env[name] = value;
   }

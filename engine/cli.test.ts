@@ -1,4 +1,6 @@
 import { describe, expect, it } from 'vitest';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { execa } from 'execa';
 
@@ -28,6 +30,23 @@ describe('the tron command line', () => {
     expect(option.exitCode).toBe(2);
     expect(option.stderr).toContain('TRON_USAGE');
     expect(option.stderr).not.toMatch(/\n\s+at /);
+  });
+
+  it('says an unexpected failure in one coded line with exit 1, and shows the stack only with --debug', async () => {
+    const repo = mkdtempSync(join(tmpdir(), 'tron-cli-'));
+    try {
+      // A run whose log is a folder: reading it fails in a way no check foresaw.
+      mkdirSync(join(repo, '.tron', 'runs', '20260101-000000-001', 'events.jsonl'), { recursive: true });
+      const plain = await tron('status', '--repo', repo);
+      expect(plain.exitCode).toBe(1);
+      expect(plain.stderr.trim().split('\n')).toHaveLength(1);
+      expect(plain.stderr).toMatch(/^tron status: TRON_ENGINE_FAILED: tron status failed: EISDIR/);
+      const debug = await tron('status', '--repo', repo, '--debug');
+      expect(debug.exitCode).toBe(1);
+      expect(debug.stderr).toMatch(/\n\s+at /);
+    } finally {
+      rmSync(repo, { recursive: true, force: true });
+    }
   });
 
   it('lints the real spine clean', async () => {

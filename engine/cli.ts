@@ -9,6 +9,7 @@ import { resolve } from 'node:path';
 import { InputError, formatProblem } from './core/errors.ts';
 import { coded } from './core/problems.ts';
 import { systemClock } from './core/clock.ts';
+import { codedLine } from './runtime/failure.ts';
 
 type Values = Record<string, string | boolean | undefined>;
 
@@ -156,7 +157,9 @@ function commandHelp(name: string, c: CommandSpec): string {
 
 /** Runs the CLI; returns the exit status. */
 export async function main(argv: string[]): Promise<number> {
-  const [name, ...rest] = argv;
+  // --debug, anywhere: stack traces of failures are printed (the engine reads TRON_DEBUG too).
+  if (argv.includes('--debug')) process.env.TRON_DEBUG = '1';
+  const [name, ...rest] = argv.filter((arg) => arg !== '--debug');
   if (name === undefined || name === '--help' || name === '-h' || name === 'help') {
     print(help());
     return 0;
@@ -191,7 +194,9 @@ export async function main(argv: string[]): Promise<number> {
       console.error(coded('TRON_USAGE', `${err.message}; usage: ${command.usage}`));
       return 2;
     }
-    console.error(`tron ${name}: ${(err as Error).stack ?? String(err)}`);
+    // A failure tron did not expect: one coded line; the stack only with --debug.
+    console.error(`tron ${name}: ${codedLine(err as Error, `tron ${name}`)}`);
+    if (process.env.TRON_DEBUG === '1') console.error((err as Error).stack ?? String(err));
     return 1;
   }
 }

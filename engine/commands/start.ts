@@ -92,7 +92,7 @@ export async function startCommand(o: StartOptions): Promise<number> {
     const workers: Partial<Record<WorkerRole, WorkerAdapter>> = { ...o.workers };
     for (const role of ['builder', 'reviewer', 'architect'] as const) {
       const settings = config.workers[role];
-      if (!workers[role] && settings) workers[role] = createWorker(settings, { repo, env });
+      if (!workers[role] && settings) workers[role] = createWorker(settings, { repo, env, replyLimit: config.limits.replyBytes });
     }
     const previousRunDir = previous;
     const recovery = await recover({

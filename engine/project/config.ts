@@ -8,6 +8,7 @@ import path from 'node:path';
 import { z } from 'zod';
 import { schemaProblems, parseToml, type IssueStyle } from './config-problems.ts';
 import { parseDuration } from '../core/duration.ts';
+import { parseSize } from '../core/size.ts';
 import type { Problem } from '../core/errors.ts';
 import { WORKER_ROLES, type WorkerRole } from '../core/roles.ts';
 import type { Liveness } from '../spine/spine.ts';
@@ -40,6 +41,15 @@ const TimeoutsTable = z.strictObject({
   test: duration.default(CONFIG_DEFAULTS.timeouts.test),
 });
 
+const size = z
+  .string()
+  .refine((s) => parseSize(s) !== undefined, { message: 'a size like "4MB", "512KB" or "65536" (bytes)' })
+  .refine((s) => (parseSize(s) ?? 1024) >= 1024, { message: 'must be at least 1KB' });
+
+const LimitsTable = z.strictObject({
+  reply: size.default('4MB'),
+});
+
 const LivenessOverrides = z.strictObject({
   probe_wait: duration.optional(),
   extension: duration.optional(),
@@ -58,6 +68,7 @@ const ConfigTable = z.strictObject({
   max_parallel: z.number().int().min(1).default(CONFIG_DEFAULTS.max_parallel),
   test: z.string().trim().min(1),
   timeouts: TimeoutsTable.prefault({}),
+  limits: LimitsTable.prefault({}),
   workers: WorkersTable,
   page_command: z.array(z.string().min(1)).min(1).optional(),
   liveness: LivenessOverrides.optional(),
@@ -76,6 +87,10 @@ export interface Config {
     turnMs: number;
     /** Budget of one engine test run; past it the run counts as red. */
     testMs: number;
+  };
+  limits: {
+    /** Bytes a worker's reply may hold; past it the turn fails as reply_too_large. */
+    replyBytes: number;
   };
   /** Without an architect, troubles that would consult it go straight to the operator. */
   workers: { builder: WorkerSettings; reviewer: WorkerSettings; architect?: WorkerSettings };
@@ -111,6 +126,7 @@ const CONFIG_STYLE: IssueStyle = {
     if (parts.length === 0) return Object.keys(ConfigTable.shape);
     if (first === 'timeouts') return Object.keys(TimeoutsTable.shape);
     if (first === 'liveness') return Object.keys(LivenessOverrides.shape);
+    if (first === 'limits') return Object.keys(LimitsTable.shape);
     if (first === 'workers' && parts.length === 1) return [...WORKER_ROLES];
     if (first === 'workers') return workerKeys(data, role!);
     return [];
@@ -137,6 +153,7 @@ function toConfig(raw: z.infer<typeof ConfigTable>): Config {
     maxParallel: raw.max_parallel,
     test: raw.test,
     timeouts: { turnMs: ms(raw.timeouts.turn), testMs: ms(raw.timeouts.test) },
+    limits: { replyBytes: parseSize(raw.limits.reply)! },
     workers,
     ...(raw.page_command !== undefined && { pageCommand: raw.page_command }),
     liveness,
@@ -148,7 +165,8 @@ function toConfig(raw: z.infer<typeof ConfigTable>): Config {
  * The config is returned only when there are no problems.
  */
 export function parseConfig(text: string, file: string): { config?: Config; problems: Problem[] } {
-  const toml = parseToml(text, file, 'TRON_CONFIG_TOML');
+  // Editors on Windows save a UTF-8 byte order mark: it is not part of the TOML.
+  const toml = parseToml(text.replace(/^\uFEFF/, ''), file, 'TRON_CONFIG_TOML');
   if (toml.problem) return { problems: [toml.problem] };
   const parsed = ConfigTable.safeParse(toml.data);
   if (!parsed.success) return { problems: schemaProblems(parsed.error, toml.data, file, CONFIG_STYLE) };

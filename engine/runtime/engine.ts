@@ -13,7 +13,8 @@ import type { Clock } from '../core/clock.ts';
 import type { Config } from '../project/config.ts';
 import type { Block } from '../project/register.ts';
 import type { EventBody, EventOf, TronEvent } from '../core/events.ts';
-import { EventLog } from './eventlog.ts';
+import { EventLog, RunDirGoneError } from './eventlog.ts';
+import { codedLine } from './failure.ts';
 import { decide, type DecideContext } from '../core/decide/decide.ts';
 import { initialState, type EngineState } from '../core/state.ts';
 import type { Spine } from '../spine/spine.ts';
@@ -87,6 +88,8 @@ export class Engine {
   private failedAfter: string | undefined;
   private readonly seenAnswers = new Set<string>();
   private inboxWatcher: FSWatcher | undefined;
+  private blocksWatcher: FSWatcher | undefined;
+  private heartbeatTimer: NodeJS.Timeout | undefined;
   /** The config as the engine read it (its digest), for the gate and the next start. */
   private readonly configDigest: string | undefined;
   /** The block files of the register the engine last loaded (at start, or on a change in --watch). */
@@ -111,8 +114,24 @@ export class Engine {
     };
   }
 
-  /** Runs until the run finishes; returns the exit status. */
+  /**
+   * Runs until the run finishes; returns the exit status. Whatever fails inside — an
+   * effect, a write, the step itself — ends the run with exit 1, one coded line and
+   * `run.failed` in the log (when the log can still be written), never a stack trace
+   * (`--debug` prints it) and never a process left hanging.
+   */
   async run(): Promise<number> {
+    let failed = false;
+    try {
+      await this.drive();
+    } catch (err) {
+      failed = true;
+      this.failHard(err as Error);
+    }
+    return this.shutdown(failed);
+  }
+
+  private async drive(): Promise<void> {
     const o = this.o;
     const trunkSha = await git.currentTrunkSha(o.repo, o.config.trunk);
     this.input({
@@ -140,24 +159,63 @@ export class Engine {
     for (const body of waiting) this.input(body);
     this.input({ type: 'recovery.finished', answers: waiting.length });
     this.watchInbox();
-    const heartbeat = o.watch ? setInterval(() => this.heartbeat(), o.heartbeatMs ?? 60_000) : undefined;
-    const blocksWatcher = o.watch ? this.watchBlocks() : undefined;
+    this.heartbeatTimer = o.watch ? setInterval(() => this.guard(() => this.heartbeat()), o.heartbeatMs ?? 60_000) : undefined;
+    this.blocksWatcher = o.watch ? this.watchBlocks() : undefined;
     while (!this.state.finished) {
       const body = await this.next();
       this.input(body);
     }
+  }
+
+  /** A failure the loop could not turn into an ordinary end: said in one coded line, recorded as run.failed if it still can be. */
+  private failHard(err: Error): void {
+    const line = codedLine(err, 'the engine loop');
+    this.o.print(`tron: ${line}`);
+    if (process.env.TRON_DEBUG === '1' && err.stack) this.o.print(err.stack);
+    if (err instanceof RunDirGoneError || this.state.finished) return;
+    try {
+      this.input({ type: 'run.failed', detail: line, after: this.failedAfter ?? 'the engine loop' });
+    } catch {
+      // The log cannot take it either: the coded line above is the record.
+    }
+  }
+
+  /** Stops everything the run started and closes the log; the exit status of the run. */
+  private async shutdown(failed: boolean): Promise<number> {
     this.inboxWatcher?.close();
-    blocksWatcher?.close();
-    clearInterval(heartbeat);
+    this.blocksWatcher?.close();
+    clearInterval(this.heartbeatTimer);
     for (const t of this.turns.values()) {
       clearTimeout(t.timer);
       t.controller.abort();
     }
-    await Promise.allSettled([...this.running]);
-    writeFileSync(join(o.runDir, 'report.md'), renderReport(this.log.events));
-    this.log.close();
-    const finished = this.log.events.findLast((e) => e.type === 'run.finished') as EventOf<'run.finished'>;
-    return finished.exit;
+    const settled = Promise.allSettled([...this.running]);
+    // After a failure, an effect still running (a long test run) is not waited for:
+    // its processes carry the run's marker, and the next start's recovery ends them.
+    if (failed) await Promise.race([settled, new Promise((r) => setTimeout(r, 5000).unref())]);
+    else await settled;
+    try {
+      writeFileSync(join(this.o.runDir, 'report.md'), renderReport(this.log.events));
+    } catch {
+      // No run directory to write it in (removed): the log is gone with it.
+    }
+    try {
+      this.log.close();
+    } catch {
+      // Its lock file went with the run directory.
+    }
+    const finished = this.log.events.findLast((e) => e.type === 'run.finished') as EventOf<'run.finished'> | undefined;
+    return finished && !failed ? finished.exit : 1;
+  }
+
+  /** Runs a callback of a timer or watcher: a failure in it ends the run like an effect's. */
+  private guard(work: () => void): void {
+    try {
+      work();
+    } catch (err) {
+      this.failure = err as Error;
+      this.wake?.();
+    }
   }
 
   /** Appends an input, decides, appends the decisions and starts their effects. */
@@ -251,16 +309,20 @@ export class Engine {
     return watch(dir, () => {
       // Editors write a file in several steps; read the register once they settle.
       clearTimeout(pending);
-      pending = setTimeout(() => {
-        const blocks = this.o.reloadBlocks?.();
-        if (!blocks) return;
-        const now = JSON.stringify(blocks.map((b) => b.digest));
-        if (now === last) return;
-        last = now;
-        this.loaded = blocks;
-        for (const b of blocks) this.fx.blocks().set(b.id, b);
-        this.push({ type: 'register.loaded', blocks: blocks.map(infoOf) });
-      }, 50);
+      pending = setTimeout(
+        () =>
+          this.guard(() => {
+            const blocks = this.o.reloadBlocks?.();
+            if (!blocks) return;
+            const now = JSON.stringify(blocks.map((b) => b.digest));
+            if (now === last) return;
+            last = now;
+            this.loaded = blocks;
+            for (const b of blocks) this.fx.blocks().set(b.id, b);
+            this.push({ type: 'register.loaded', blocks: blocks.map(infoOf) });
+          }),
+        50,
+      );
     });
   }
 
@@ -287,10 +349,14 @@ export class Engine {
     const ready = this.queue.shift();
     if (ready) return Promise.resolve(ready);
     if (this.failure) return Promise.resolve(this.fatal(this.failure));
-    return new Promise((resolve) => {
+    return new Promise((resolve, reject) => {
       this.wake = () => {
         this.wake = undefined;
-        resolve(this.queue.shift() ?? this.fatal(this.failure!));
+        try {
+          resolve(this.queue.shift() ?? this.fatal(this.failure!));
+        } catch (err) {
+          reject(err);
+        }
       };
     });
   }
@@ -303,7 +369,9 @@ export class Engine {
   /** An effect failed: reported as an input, so that decide ends the run and the run replays. */
   private fatal(err: Error): EventBody {
     this.failure = undefined;
-    return { type: 'run.failed', detail: err.message, after: this.failedAfter ?? 'an effect' };
+    // A log that cannot be written is no input: the loop stops on it.
+    if (err instanceof RunDirGoneError) throw err;
+    return { type: 'run.failed', detail: codedLine(err, this.failedAfter ?? 'an effect'), after: this.failedAfter ?? 'an effect' };
   }
 
   /** Starts the effect a decision asks for; its outcome comes back through the queue. */
@@ -315,7 +383,11 @@ export class Engine {
         .catch((err: Error) => {
           this.failure = err;
           this.failedAfter = `${e.type}${'block' in e ? ` for ${e.block}` : ''}`;
-          this.o.print(`tron: an effect failed after ${e.type}${'block' in e ? ` for ${e.block}` : ''}: ${err.message}`);
+          // A log that cannot be written stops the loop, which says so once.
+          if (!(err instanceof RunDirGoneError)) {
+            this.o.print(`tron: ${codedLine(err, `the effect of ${this.failedAfter}`)}`);
+            if (process.env.TRON_DEBUG === '1' && err.stack) this.o.print(err.stack);
+          }
           this.wake?.();
         })
         .finally(() => this.running.delete(p));

@@ -40,7 +40,7 @@ export interface TurnRequest {
   expect?: readonly string[];
 }
 
-export type TurnFailure = 'exit' | 'timeout' | 'crash' | 'aborted' | 'step_cap' | 'api';
+export type TurnFailure = 'exit' | 'timeout' | 'crash' | 'aborted' | 'step_cap' | 'api' | 'reply_too_large';
 
 export type TurnOutcome = { ok: true; reply: string } | { ok: false; failure: TurnFailure; detail: string; output?: string };
 

@@ -28,6 +28,7 @@ import { minimalEnv } from './env.ts';
 import { processStartTime } from '../runtime/proc.ts';
 import { formatDuration } from '../core/duration.ts';
 import { stopGroup } from './process-group.ts';
+import { DEFAULT_REPLY_LIMIT, OutputCap } from './output-cap.ts';
 
 /** What the liveness probe needs to see of a running turn. */
 export interface RunningTurn {
@@ -48,6 +49,8 @@ export interface CommandDeps {
   env: Readonly<Record<string, string | undefined>>;
   /** SIGTERM-to-SIGKILL grace when stopping a turn; 2 s unless given. */
   killGraceMs?: number;
+  /** Bytes of stdout a reply may hold (`[limits] reply`); more fails the turn as reply_too_large. */
+  replyLimit?: number;
 }
 
 const STDERR_KEEP = 16 * 1024;
@@ -65,6 +68,11 @@ export function expandArgv(argv: readonly string[], prompt: string, promptFile: 
 /** Where `{prompt_file}` puts the prompt of one turn. */
 export function promptFilePath(runDir: string, session: string, turn: number): string {
   return join(runDir, 'prompts', `${session.replace(/[^A-Za-z0-9._-]/g, '_')}-turn${turn}.md`);
+}
+
+/** Where output past the reply limit of one turn goes. */
+export function spillPath(runDir: string, session: string, turn: number): string {
+  return join(runDir, 'replies', `${session.replace(/[^A-Za-z0-9._-]/g, '_')}-turn${turn}.overflow`);
 }
 
 /** The whole environment of a worker turn. */
@@ -144,7 +152,7 @@ export function createCommandWorker(settings: CommandSettings, deps: CommandDeps
     live.set(request.session, state);
     observer.spawned({ pid, startTime });
 
-    const stdout: Buffer[] = [];
+    const stdout = new OutputCap(deps.replyLimit ?? DEFAULT_REPLY_LIMIT, spillPath(request.runDir, request.session, request.turn));
     let stderr = Buffer.alloc(0);
     child.stdout.on('data', (chunk: Buffer) => {
       stdout.push(chunk);
@@ -187,7 +195,8 @@ export function createCommandWorker(settings: CommandSettings, deps: CommandDeps
     child.stderr.destroy();
     if (live.get(request.session) === state) live.delete(request.session);
 
-    const output = Buffer.concat(stdout).toString('utf8');
+    const output = stdout.text();
+    stdout.close();
     const err = stderr.toString('utf8');
     const partial = output ? { output } : {};
     if (stopped === 'timeout') {
@@ -198,6 +207,7 @@ export function createCommandWorker(settings: CommandSettings, deps: CommandDeps
       const head = `stopped by the engine; "${shown}" and its processes were stopped`;
       return { ok: false, failure: 'aborted', detail: withStderr(head, err), ...partial };
     }
+    if (stdout.overflowed) return { ok: false, failure: 'reply_too_large', detail: stdout.describe(), ...partial };
     if (exit.signal) {
       return { ok: false, failure: 'crash', detail: withStderr(`"${shown}" was killed by ${exit.signal}`, err), ...partial };
     }

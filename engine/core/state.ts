@@ -354,8 +354,8 @@ const reducers = {
         challenged: e.kind === 'challenge' ? e.sha : b.challenged,
         // A review is of the sha it is pinned to: after the lane's rebase changed the patch, the rebased one.
         ...(e.kind === 'review' && e.sha ? { attested: e.sha, patchId: b.rebased?.sha === e.sha ? b.rebased.patch : b.patchId } : {}),
-        // Each merge turn is a round of the merge phase's budget.
-        rounds: e.kind === 'merge' ? { ...b.rounds, merge: b.rounds.merge + 1 } : b.rounds,
+        // Each merge turn is a round of the merge phase's budget (a re-issue of one is the same round).
+        rounds: e.kind === 'merge' && b.waiting.on !== 'reissue' ? { ...b.rounds, merge: b.rounds.merge + 1 } : b.rounds,
         lastTurn: turn,
         waiting: { on: 'turn', turn },
         architectCalls: b.architectCalls + (e.kind === 'architect' ? 1 : 0),

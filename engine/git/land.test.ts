@@ -2,7 +2,17 @@ import { existsSync } from 'node:fs';
 import { utimes, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { allOnTrunk, checkMainCheckout, clearLandingLocks, createWorktree, land, landedRefs, mainCheckout, revParse } from './index.ts';
+import {
+  allOnTrunk,
+  catchUpCheckout,
+  checkMainCheckout,
+  clearLandingLocks,
+  createWorktree,
+  land,
+  landedRefs,
+  mainCheckout,
+  revParse,
+} from './index.ts';
 import { makeRepo, type TestRepo } from '../testing/repo.ts';
 
 const repos: TestRepo[] = [];
@@ -174,6 +184,29 @@ describe('allOnTrunk', () => {
     await tree.write('extra.txt', 'extra\n');
     const extra = await tree.commitAll('extra');
     expect(await allOnTrunk(r.dir, extra, 'main')).toBe(false);
+  });
+});
+
+describe('catchUpCheckout', () => {
+  it('moves a checkout a killed landing left behind, index.lock and all, and leaves a checkout with your changes alone', async () => {
+    const { r, base, head } = await built();
+    // The ref transaction went through; the engine died while moving the checkout, holding its index.lock.
+    await r.git('update-ref', 'refs/heads/main', head, base);
+    await writeFile(join(r.dir, '.git', 'index.lock'), '');
+    expect(await catchUpCheckout(r.dir, 'main', [base])).toBe(base);
+    expect(await r.read('a.txt')).toBe('a, improved\n');
+    expect(existsSync(join(r.dir, '.git', 'index.lock'))).toBe(false);
+    expect(await r.git('status', '--porcelain')).toBe('');
+  });
+
+  it('takes no lock while it only looks, and touches nothing that is not as a landing left it', async () => {
+    const { r, base, head } = await built();
+    await r.git('update-ref', 'refs/heads/main', head, base);
+    await r.write('keep.txt', 'my edit\n');
+    await writeFile(join(r.dir, '.git', 'index.lock'), '');
+    expect(await catchUpCheckout(r.dir, 'main', [base])).toBeUndefined();
+    expect(existsSync(join(r.dir, '.git', 'index.lock'))).toBe(true);
+    expect(await r.read('a.txt')).toBe('a\n');
   });
 });
 

@@ -194,13 +194,18 @@ export async function catchUpCheckout(repo: string, trunk: string, olds: readonl
   const path = await trunkCheckoutPath(repo, trunk);
   if (path === undefined || olds.length === 0) return undefined;
   const now = await currentTrunkSha(repo, trunk);
-  await runGit(path, ['update-index', '-q', '--refresh']);
+  // Only reads until the move: a boot killed here leaves no lock behind (index.lock included).
+  const sameAs = async (sha: Sha) =>
+    (await runGit(path, ['diff', '--cached', '--quiet', '--no-ext-diff', '--no-textconv', sha, '--'])).exitCode === 0;
   if ((await runGit(path, ['diff', '--quiet', '--no-ext-diff', '--no-textconv'])).exitCode !== 0) return undefined;
-  const index = await gitOut(path, ['write-tree']);
-  if (index === (await gitOut(repo, ['rev-parse', `${now}^{tree}`]))) return undefined;
+  if (await sameAs(now)) return undefined;
   for (const old of olds) {
     if (old === now || !(await isAncestor(repo, old, now))) continue;
-    if (index !== (await gitOut(repo, ['rev-parse', `${old}^{tree}`]))) continue;
+    if (!(await sameAs(old))) continue;
+    // The checkout is exactly as a landing of the engine left it: a lock that no live
+    // process holds is that landing's, killed in the middle of moving it.
+    const gitDir = resolve(path, (await gitOut(path, ['rev-parse', '--git-dir'])).trim());
+    await removeStaleLocks([join(gitDir, 'index.lock')]);
     const synced = await syncCheckout(repo, trunk, old, now);
     return synced.state === 'updated' ? old : undefined;
   }

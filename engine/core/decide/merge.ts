@@ -15,9 +15,8 @@
  * a block's own head that its gate found green and that sits on trunk as it is (then the
  * candidate test would repeat that very run, and is skipped).
  */
-import type { BodyOf } from '../events.ts';
+import type { BodyOf, Fact } from '../events.ts';
 import type { Stack } from '../state.ts';
-import type { Fact } from '../events.ts';
 import { type Step, wrapSummary } from './step.ts';
 import { dispatch } from './turns.ts';
 import { escalate } from './escalate.ts';
@@ -64,7 +63,7 @@ export function onRebased(step: Step, e: BodyOf<'rebase.done'>): void {
     land(step, step.s.lane.stack!, 1, 'gate');
     return;
   }
-  step.emit({ type: 'candidate.requested', stack: stack.id, sha: entries.at(-1)!.sha, blocks: entries.map((x) => x.block) });
+  step.emit({ type: 'candidate.requested', stack: stack.id, sha: top.sha, blocks: entries.map((x) => x.block) });
 }
 
 /** A rebase onto trunk that conflicts: the builder's own session brings the branch up to date, within the merge budget. */

@@ -50,6 +50,7 @@ const testRun = z.strictObject({
   timed_out: z.boolean(),
   log: z.string().describe('path of the saved output, relative to the run directory'),
   tail: z.string().describe('the last lines of the output'),
+  ms: z.number().int().min(0).optional().describe('how long it ran'),
 });
 export type TestRun = z.infer<typeof testRun>;
 

@@ -89,7 +89,8 @@ describe('hermetic tests at the gate', () => {
     const run = await runTron(repo);
     expect(run.exit).toBe(0);
     const observed = ofType(run.events, 'facts.observed')[0]!;
-    expect(observed.setup).toMatchObject({ exit: 0, timed_out: false });
+    expect(observed.setup).toMatchObject({ exit: 0, timed_out: false, ms: expect.any(Number) });
+    expect(observed.tests).toMatchObject({ exit: 0, ms: expect.any(Number) });
     expect(readFileSync(join(run.runDir, observed.setup!.log), 'utf8')).toContain('setup ran');
     expect(ofType(run.events, 'gate.passed')[0]!.facts.find((f) => f.name === 'setup')?.ok).toBe(true);
   });

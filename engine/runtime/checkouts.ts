@@ -65,28 +65,40 @@ export async function runSuite(c: EffectContext, opts: { dir: string; block: str
   const budget = c.config.timeouts.testMs;
   const started = Date.now();
   let setup: TestRun | null = null;
-  if (c.config.setup) {
-    setup = await runTests({
-      command: c.config.setup,
-      cwd: opts.dir,
-      runDir: c.runDir,
-      log: `${opts.log}.setup.log`,
-      timeoutMs: budget,
-      env,
-      ...testProcesses(c, opts.block, `${opts.session}:setup`),
-    });
+  const setupCommand = c.config.setup;
+  if (setupCommand) {
+    setup = await timed(() =>
+      runTests({
+        command: setupCommand,
+        cwd: opts.dir,
+        runDir: c.runDir,
+        log: `${opts.log}.setup.log`,
+        timeoutMs: budget,
+        env,
+        ...testProcesses(c, opts.block, `${opts.session}:setup`),
+      }),
+    );
     if (!passed(setup)) return { setup, tests: null };
   }
-  const tests = await runTests({
-    command: c.config.test,
-    cwd: opts.dir,
-    runDir: c.runDir,
-    log: `${opts.log}.log`,
-    timeoutMs: Math.max(1000, budget - (Date.now() - started)),
-    env,
-    ...testProcesses(c, opts.block, opts.session),
-  });
+  const tests = await timed(() =>
+    runTests({
+      command: c.config.test,
+      cwd: opts.dir,
+      runDir: c.runDir,
+      log: `${opts.log}.log`,
+      timeoutMs: Math.max(1000, budget - (Date.now() - started)),
+      env,
+      ...testProcesses(c, opts.block, opts.session),
+    }),
+  );
   return { setup, tests };
+}
+
+/** A run with how long it took, recorded like its output. */
+async function timed(run: () => Promise<TestRun>): Promise<TestRun> {
+  const started = Date.now();
+  const result = await run();
+  return { ...result, ms: Date.now() - started };
 }
 
 /** Records the engine's own test processes like worker processes, so recovery can kill strays. */

@@ -93,12 +93,24 @@ echo ">>DONE"
 
 /**
  * The test runner of the batch project: in the merge lane, a candidate without b1 (the one
- * of `first` and `second` that had to be rebased onto the other) is slow to test, so
- * b1…b3 queue behind it.
+ * of `first` and `second` that had to be rebased onto the other) waits until b1…b3 are
+ * queued, so they are stacked together whatever the machine's load.
  */
-const BATCH_RUNNER = `const { existsSync, readdirSync } = require('node:fs');
-const { basename } = require('node:path');
-if (basename(process.cwd()) === '_lane' && !existsSync('b1.txt')) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 4000);
+const BATCH_RUNNER = `const { existsSync, readdirSync, readFileSync } = require('node:fs');
+const { basename, join } = require('node:path');
+// The scenario needs b1…b3 stacked together. In the merge lane's checkout (_lane), a
+// candidate without b1 waits until each of them not yet on trunk is queued in the lane
+// (the engine's log says so), at most 30 s.
+if (basename(process.cwd()) === '_lane' && !existsSync('tests/b1.test.js')) {
+  const runs = join(process.cwd(), '..', '..', 'runs');
+  const want = ['b1', 'b2', 'b3'].filter((b) => !existsSync('tests/' + b + '.test.js'));
+  const log = () => {
+    const dirs = existsSync(runs) ? readdirSync(runs).sort() : [];
+    return dirs.length > 0 ? readFileSync(join(runs, dirs[dirs.length - 1], 'events.jsonl'), 'utf8') : '';
+  };
+  const queued = () => want.every((b) => log().includes('"type":"merge.queued","block":"' + b + '"'));
+  for (let i = 0; i < 300 && !queued(); i += 1) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 100);
+}
 for (const f of readdirSync(__dirname + '/tests').filter((f) => f.endsWith('.test.js')).sort()) require('./tests/' + f);
 `;
 

@@ -136,6 +136,12 @@ write = { "widget.js" = "exports.widget = 1;\\n" }
 commit = "Add widget"
 reply = ">>DONE"
 
+[[blocks.widget.builder]]
+kind = "build"
+write = { "widget.js" = "exports.widget = 2;\\n" }
+commit = "Name the export"
+reply = ">>DONE"
+
 [[blocks.widget.reviewer]]
 reply = '>>CHANGES {"notes":"name the export"}'
 `;

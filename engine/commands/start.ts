@@ -23,6 +23,8 @@ import type { BodyOf } from '../core/events.ts';
 import { latestRun } from '../runtime/runs.ts';
 import { readLog } from '../runtime/eventlog.ts';
 import { liveBoard, plainReporter, type Reporter } from '../runtime/reporter.ts';
+import { configChangedInRun } from '../runtime/engine-files.ts';
+import type { TronEvent } from '../core/events.ts';
 
 export interface StartOptions {
   repo: string;
@@ -79,8 +81,11 @@ export async function startCommand(o: StartOptions): Promise<number> {
     command: `tron start${o.watch ? ' --watch' : ''}`,
   });
   try {
-    // A landing the previous run died in the middle of: its git locks first, then the checkout it was moving.
     const previous = latestRun(repo);
+    // A config a worker may have rewritten while the previous run ran is not used unseen.
+    const configChanged = configChangedInRun(repo, previousEvents(previous));
+    if (configChanged) throw new InputError([configChanged]);
+    // A landing the previous run died in the middle of: its git locks first, then the checkout it was moving.
     const cleared = await clearInterruptedLanding(repo, previous);
     const caughtUp = await git.catchUpCheckout(repo, config.trunk, landedFrom(previous));
     if (caughtUp)
@@ -242,6 +247,16 @@ function reporterFor(o: StartOptions, repo: string, runDir: string): Reporter {
 function crashHook(env: Record<string, string | undefined>): { crashAfter?: number } {
   const n = Number(env.TRON_CRASH_AFTER_EVENT);
   return Number.isInteger(n) && n > 0 ? { crashAfter: n } : {};
+}
+
+/** The previous run's events, or none when there is no readable log. */
+function previousEvents(runDir: string | undefined): TronEvent[] {
+  if (!runDir || !existsSync(join(runDir, 'events.jsonl'))) return [];
+  try {
+    return readLog(join(runDir, 'events.jsonl')).events;
+  } catch {
+    return [];
+  }
 }
 
 /** Trunk shas the previous run landed from (and started at): where an interrupted landing may have left the checkout. */

@@ -33,6 +33,9 @@ const fact = z.strictObject({
 });
 export type Fact = z.infer<typeof fact>;
 
+/** Path in the shared git directory → a short digest of what is there (engine/git/admin.ts). */
+const gitFiles = z.record(z.string(), z.string());
+
 const blockInfo = z.strictObject({
   id: z.string(),
   title: z.string(),
@@ -81,6 +84,10 @@ export const EVENT_SCHEMAS = {
         })
         .optional()
         .describe('the [budgets] in force; absent or empty: no limit'),
+      config_digest: z
+        .string()
+        .optional()
+        .describe('sha256 of .tron/config.toml as the run read it: the next start sees whether it changed while this run ran'),
     })
     .describe('input: the engine started a run, holds the log, and observed trunk.'),
   'register.loaded': z
@@ -161,7 +168,14 @@ export const EVENT_SCHEMAS = {
       'decision: give the block a fresh worktree on tron/<id> from the current trunk (preserving earlier unverified work as an orphan branch).',
     ),
   'worktree.ready': z
-    .strictObject({ block, attempt: z.number().int().positive(), base: sha, path: z.string(), orphan: z.string().optional() })
+    .strictObject({
+      block,
+      attempt: z.number().int().positive(),
+      base: sha,
+      path: z.string(),
+      orphan: z.string().optional(),
+      git_files: gitFiles.optional().describe("the shared git directory's config, hooks and info files as the attempt began"),
+    })
     .describe('input: the worktree exists at `base`; `orphan` names the branch earlier work was preserved on.'),
   'block.dispatched': z
     .strictObject({
@@ -253,6 +267,12 @@ export const EVENT_SCHEMAS = {
       tests: testRun.nullable().describe('null when the tests were not run because an earlier fact failed'),
       patch_id: z.string(),
       fast_forward: z.boolean().describe('trunk is an ancestor of head'),
+      git_files: gitFiles.optional().describe("the shared git directory's config, hooks and info files now"),
+      engine_files: z
+        .array(z.string())
+        .optional()
+        .describe('.tron/config.toml and block files in the main checkout that differ from what the engine loaded'),
+      engine_diff: z.array(z.string()).optional().describe("the branch's own changes under .tron/, as `<status> <path>`"),
     })
     .describe('input: what the engine itself observed in git and from the test command.'),
   'gate.passed': z

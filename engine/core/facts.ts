@@ -6,23 +6,37 @@ import type { EventOf, Fact } from './events.ts';
 
 const short = (sha: string | null | undefined): string => (sha ? sha.slice(0, 12) : '(none)');
 
+/** What the gate expects, from the engine's own record (the folded state). */
+export interface Expected {
+  trunkSha: string;
+  mainStatus: string;
+  testCommand?: string;
+  trunkAllowed?: { includes(sha: string): boolean };
+  /** The shared git directory as the attempt began (worktree.ready). */
+  gitFiles?: Record<string, string>;
+  /** The sha the reviewer last asked changes for: a head that brings nothing new fails `commits`. */
+  rejected?: { sha: string; patchId?: string };
+}
+
+/** What differs between two path → digest maps, as `path (new|changed|removed)`, sorted. */
+export function mapChanges(before: Record<string, string>, after: Record<string, string>): string[] {
+  const changes: string[] = [];
+  for (const path of new Set([...Object.keys(before), ...Object.keys(after)])) {
+    const a = before[path];
+    const b = after[path];
+    if (a === b) continue;
+    changes.push(`${path} (${a === undefined ? 'new' : b === undefined ? 'removed' : 'changed'})`);
+  }
+  return changes.sort();
+}
+
 /** Every fact of the gate at the observed head, in a fixed order. */
-export function deriveFacts(
-  o: EventOf<'facts.observed'>,
-  expected: { trunkSha: string; mainStatus: string; testCommand?: string; trunkAllowed?: { includes(sha: string): boolean } },
-): Fact[] {
+export function deriveFacts(o: EventOf<'facts.observed'>, expected: Expected): Fact[] {
   const facts: Fact[] = [];
   // The engine may itself land another block while these facts are observed, so trunk
   // may be at any sha the engine put it at since the facts were requested.
   const trunkOk = o.trunk_sha !== null && (o.trunk_sha === expected.trunkSha || expected.trunkAllowed?.includes(o.trunk_sha) === true);
-  facts.push({
-    name: 'commits',
-    ok: o.commits > 0,
-    evidence:
-      o.commits > 0
-        ? `${o.commits} new commit(s) over base ${short(o.base)}`
-        : `the branch has no commits over its base ${short(o.base)}: commit your work on this branch`,
-  });
+  facts.push(commitsFact(o, expected.rejected));
   facts.push({
     name: 'trunk_untouched',
     ok: trunkOk,
@@ -30,14 +44,30 @@ export function deriveFacts(
       ? `trunk is at ${short(o.trunk_sha)}, where the engine left it`
       : `trunk moved from ${short(expected.trunkSha)} to ${short(o.trunk_sha)} by someone other than the engine: never commit to trunk`,
   });
-  facts.push({
-    name: 'main_checkout_untouched',
-    ok: o.main_status === expected.mainStatus,
-    evidence:
-      o.main_status === expected.mainStatus
-        ? 'the main checkout is as the engine found it'
-        : `the main checkout changed while the block was built: ${o.main_status.trim() || '(clean now)'}; work only in your own worktree`,
-  });
+  facts.push(mainCheckoutFact(o, expected.mainStatus));
+  if (o.git_files && expected.gitFiles) {
+    const changed = mapChanges(expected.gitFiles, o.git_files);
+    facts.push({
+      name: 'git_config_untouched',
+      ok: changed.length === 0,
+      evidence:
+        changed.length === 0
+          ? "the shared git directory's config, hooks and info files are as the attempt began"
+          : `the shared git directory changed while the block was built: ${changed.join(', ')}; ` +
+            'a worker never writes git config, hooks or info files: undo these changes',
+    });
+  }
+  if (o.engine_diff) {
+    const diff = o.engine_diff;
+    facts.push({
+      name: 'engine_files_untouched',
+      ok: diff.length === 0,
+      evidence:
+        diff.length === 0
+          ? 'the branch changes nothing under .tron/'
+          : `the branch changes the engine's own files: ${diff.join(', ')}; only the operator may change .tron/`,
+    });
+  }
   facts.push({
     name: 'clean',
     ok: o.clean,
@@ -72,6 +102,45 @@ export function deriveFacts(
         : `the test command exited ${t.exit} at ${short(o.head)}; last lines:\n${t.tail}`,
   });
   return facts;
+}
+
+/** New commits over the base and, after a review asked for changes, a change unlike the one rejected. */
+function commitsFact(o: EventOf<'facts.observed'>, rejected: Expected['rejected']): Fact {
+  if (o.commits === 0) {
+    return {
+      name: 'commits',
+      ok: false,
+      evidence: `the branch has no commits over its base ${short(o.base)}: commit your work on this branch`,
+    };
+  }
+  if (rejected && o.purpose === 'gate') {
+    const same = o.head === rejected.sha || (rejected.patchId !== undefined && rejected.patchId !== '' && o.patch_id === rejected.patchId);
+    if (same) {
+      return {
+        name: 'commits',
+        ok: false,
+        evidence:
+          o.head === rejected.sha
+            ? `no new commit since the reviewer asked for changes at ${short(rejected.sha)}: make the changes and commit them`
+            : `head ${short(o.head)} holds the same change the reviewer rejected at ${short(rejected.sha)}: make the changes and commit them`,
+      };
+    }
+  }
+  return { name: 'commits', ok: true, evidence: `${o.commits} new commit(s) over base ${short(o.base)}` };
+}
+
+/** The main checkout as the engine found it: status, index flags that hide edits, and the engine's own files. */
+function mainCheckoutFact(o: EventOf<'facts.observed'>, mainStatus: string): Fact {
+  const problems: string[] = [];
+  if (o.main_status !== mainStatus)
+    problems.push(`the main checkout changed while the block was built: ${o.main_status.trim() || '(clean now)'}`);
+  if (o.engine_files && o.engine_files.length > 0) problems.push(`the engine's own files changed: ${o.engine_files.join(', ')}`);
+  return {
+    name: 'main_checkout_untouched',
+    ok: problems.length === 0,
+    evidence:
+      problems.length === 0 ? 'the main checkout is as the engine found it' : `${problems.join('; ')}; work only in your own worktree`,
+  };
 }
 
 /** Why CONFIRMED evidence does not answer every criterion, or undefined when it does. */

@@ -102,6 +102,13 @@ export const PROBLEMS = {
     summary: 'A setting in `.tron/config.toml` has the wrong type or a value that is not allowed.',
     fix: 'Write the kind of value the message asks for.',
   },
+  TRON_CONFIG_CHANGED_IN_RUN: {
+    area: 'config',
+    kind: 'input',
+    summary:
+      '`.tron/config.toml` changed while the previous run was running (without a sandbox, a worker can write it), and has not been touched since.',
+    fix: 'Check the change (`git diff .tron/config.toml`); undo it, or, if it is yours, `touch .tron/config.toml` and start again.',
+  },
   TRON_CONFIG_DURATION: {
     area: 'config',
     kind: 'input',

@@ -111,6 +111,10 @@ export interface BlockState {
   factsTrunk?: string;
   /** The engine's last observation of the branch (facts.observed). */
   observed?: EventOf<'facts.observed'>;
+  /** The shared git directory's config, hooks and info files when the attempt's worktree was made. */
+  gitFiles?: Record<string, string>;
+  /** The sha (and its patch id) the reviewer last asked changes for: a DONE must bring something else. */
+  rejected?: { sha: string; patchId?: string };
   /** Liveness of the current turn chain: extensions granted and re-issues used. */
   live: { extensions: number; reissues: number };
   /** The last turn dispatched, kept after its reply so a restate can continue it. */
@@ -335,6 +339,8 @@ const reducers = {
       challenged: undefined,
       patchId: undefined,
       base: undefined,
+      gitFiles: undefined,
+      rejected: undefined,
       waiting: { on: 'worktree' },
       phase: b.phase === 'pending' || b.phase === 'parked' ? 'build' : b.phase,
       since: e.ts,
@@ -345,6 +351,7 @@ const reducers = {
     patch(s, e.block, (b) => ({
       base: e.base,
       orphans: e.orphan ? [...b.orphans, e.orphan] : b.orphans,
+      gitFiles: e.git_files,
       waiting: NOTHING,
     })),
   'block.dispatched': (s, e) => {
@@ -405,7 +412,12 @@ const reducers = {
   'reply.accepted': (s, e) =>
     patch(s, e.block, (b) => ({
       waiting: NOTHING,
-      ...(e.word === 'CHANGES' ? { feedback: `The reviewer asked for changes:\n${String(e.payload.notes)}` } : {}),
+      ...(e.word === 'CHANGES'
+        ? {
+            feedback: `The reviewer asked for changes:\n${String(e.payload.notes)}`,
+            ...(b.attested ? { rejected: { sha: b.attested, ...(b.patchId !== undefined ? { patchId: b.patchId } : {}) } } : {}),
+          }
+        : {}),
       ...(e.word === 'RETRY' ? { guidance: String(e.payload.guidance), trouble: undefined } : {}),
       ...(e.word === 'DONE' || e.word === 'MERGED'
         ? { summary: typeof e.payload.summary === 'string' ? e.payload.summary : b.summary }

@@ -38,12 +38,14 @@
 export { DIFF_FLAGS, GitFailure, GitStateError, gitEnv, type Sha } from './run.ts';
 export {
   allOnTrunk,
+  changesUnder,
   commitsOver,
   currentBranch,
   currentTrunkSha,
   diffStat,
   firstParentLog,
   headOf,
+  hiddenByIndex,
   isAncestor,
   isClean,
   mergeBase,
@@ -51,6 +53,7 @@ export {
   revParse,
   topLevel,
 } from './query.ts';
+export { adminDigests, type AdminDigests } from './admin.ts';
 export { LANDED_PREFIX, branchesOf, deleteBranch, landedRefs, orphanBranches, preserveOrphan, type Orphan } from './refs.ts';
 export {
   WORKTREES_DIR,

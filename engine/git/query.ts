@@ -133,3 +133,44 @@ export async function currentBranch(dir: string): Promise<string | undefined> {
   const branch = result.stdout.trim();
   return result.exitCode === 0 && branch !== '' ? branch : undefined;
 }
+
+/**
+ * The changes the branch at `head` makes under `dir` since it left `base` (`base...head`,
+ * from their merge base, so trunk's own later changes do not count), as `<status> <path>`.
+ */
+export async function changesUnder(repo: string, base: string, head: string, dir: string): Promise<string[]> {
+  const out = await gitOut(repo, [
+    'diff',
+    '--no-color',
+    '--no-ext-diff',
+    '--no-textconv',
+    '--no-relative',
+    '--no-renames',
+    '--name-status',
+    `${base}...${head}`,
+    '--',
+    `:(literal)${dir}`,
+  ]);
+  return out
+    .split('\n')
+    .filter((line) => line !== '')
+    .map((line) => line.replace('\t', ' '));
+}
+
+/**
+ * Tracked files of working tree `dir` whose index entry tells git not to look at them:
+ * skip-worktree (`S`) or assume-unchanged (a lower-case tag). `git status` does not show
+ * an edit to such a file, so facts about the checkout must look at them by hand.
+ */
+export async function hiddenByIndex(dir: string): Promise<{ flag: 'skip-worktree' | 'assume-unchanged'; path: string }[]> {
+  const out = await gitOut(dir, ['ls-files', '-v', '-z']);
+  const hidden: { flag: 'skip-worktree' | 'assume-unchanged'; path: string }[] = [];
+  for (const entry of out.split('\0')) {
+    const tag = entry[0];
+    if (tag === undefined || entry[1] !== ' ') continue;
+    const path = entry.slice(2);
+    if (tag === 'S' || tag === 's') hidden.push({ flag: 'skip-worktree', path });
+    else if (tag !== tag.toUpperCase()) hidden.push({ flag: 'assume-unchanged', path });
+  }
+  return hidden;
+}

@@ -3,7 +3,8 @@
  * carried out here, and what it found comes back as an input event. Nothing here
  * decides anything; it observes and reports.
  */
-import { appendFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { appendFileSync, lstatSync, readFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { execa } from 'execa';
 import type { BodyOf, EventBody, EventOf } from '../core/events.ts';
@@ -14,6 +15,7 @@ import { runTests } from './testrun.ts';
 import { processStartTime } from './proc.ts';
 import type { Sandbox } from '../workers/sandbox.ts';
 import { answerCommand } from '../render/narrate.ts';
+import type { EngineFiles } from './engine-files.ts';
 
 /**
  * git's worktree administration (add, prune, remove) is not safe to run concurrently in
@@ -39,6 +41,8 @@ export interface EffectContext {
   print: (line: string) => void;
   /** Appends a note event (process bookkeeping) to the run's log. */
   note: (body: EventBody) => void;
+  /** The engine's own files as it loaded them, compared at every gate. */
+  engineFiles?: EngineFiles;
 }
 
 /** How every engine test run is confined and what it sees: the sandbox, `test_env`, the network setting. */
@@ -63,13 +67,30 @@ function testProcesses(c: EffectContext, block: string, session: string) {
   };
 }
 
-/** Porcelain status of the main checkout, leaving out the engine's own `.tron/` folders. */
+/**
+ * Porcelain status of the main checkout, leaving out the engine's own `.tron/` folders
+ * (its files are compared by digest instead), plus every tracked file whose index flag
+ * hides edits from `git status` — skip-worktree, assume-unchanged — with a digest of its
+ * content, so an edit under such a flag shows here too.
+ */
 export async function mainStatus(repo: string, trunk: string): Promise<string> {
   const state = await git.mainCheckout(repo, trunk);
-  return state.status
-    .split('\n')
-    .filter((line) => line.trim() !== '' && !line.slice(3).startsWith('.tron/'))
-    .join('\n');
+  const lines = state.status.split('\n').filter((line) => line.trim() !== '' && !line.slice(3).startsWith('.tron/'));
+  for (const hidden of await git.hiddenByIndex(state.path)) {
+    lines.push(`${hidden.flag} ${hidden.path} (${contentDigest(join(state.path, hidden.path))})`);
+  }
+  return lines.join('\n');
+}
+
+/** A short digest of a regular file (never following a link, never opening anything else). */
+function contentDigest(path: string): string {
+  try {
+    const info = lstatSync(path);
+    if (!info.isFile()) return info.isSymbolicLink() ? 'a link' : 'not a file';
+    return createHash('sha256').update(readFileSync(path)).digest('hex').slice(0, 16);
+  } catch {
+    return 'missing';
+  }
 }
 
 export function prepareWorktree(c: EffectContext, e: EventOf<'worktree.requested'>): Promise<EventBody> {
@@ -90,6 +111,7 @@ async function prepareWorktreeNow(c: EffectContext, e: EventOf<'worktree.request
     base,
     path: relative(c.repo, made.path),
     ...(orphan ? { orphan } : {}),
+    git_files: await git.adminDigests(c.repo),
   };
 }
 
@@ -113,9 +135,10 @@ export async function observeFacts(c: EffectContext, e: EventOf<'facts.requested
   const status = await serialWorktrees(() => mainStatus(c.repo, c.config.trunk));
   const clean = await git.isClean(dir);
   const fastForward = trunkSha ? await git.isAncestor(c.repo, trunkSha, head) : false;
+  const engineDiff = await git.changesUnder(c.repo, e.base, head, '.tron/');
   // Whether trunk is as the engine left it is decided from these facts, not here: the
   // engine may land another block while they are observed.
-  const worthTesting = commits > 0 && clean.clean && (e.purpose === 'gate' || fastForward);
+  const worthTesting = commits > 0 && clean.clean && engineDiff.length === 0 && (e.purpose === 'gate' || fastForward);
   const tests = worthTesting
     ? await runTests({
         command: c.config.test,
@@ -141,6 +164,9 @@ export async function observeFacts(c: EffectContext, e: EventOf<'facts.requested
     tests,
     patch_id: await git.patchId(c.repo, e.base, head),
     fast_forward: fastForward,
+    git_files: await git.adminDigests(c.repo),
+    ...(c.engineFiles ? { engine_files: c.engineFiles.changes() } : {}),
+    engine_diff: engineDiff,
   };
 }
 

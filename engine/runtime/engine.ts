@@ -32,6 +32,8 @@ import { costOf } from '../workers/prices.ts';
 import { boundedTail } from '../workers/output.ts';
 import { NO_SANDBOX, type Sandbox } from '../workers/sandbox.ts';
 import { TurnLog } from './turn-log.ts';
+import { EngineFiles, digestOfFile } from './engine-files.ts';
+import { CONFIG_FILE } from '../project/config.ts';
 
 export { TRON_VERSION };
 
@@ -93,12 +95,18 @@ export class Engine {
   private failedAfter: string | undefined;
   private readonly seenAnswers = new Set<string>();
   private inboxWatcher: FSWatcher | undefined;
+  /** The config as the engine read it (its digest), for the gate and the next start. */
+  private readonly configDigest: string | undefined;
+  /** The block files of the register the engine last loaded (at start, or on a change in --watch). */
+  private loaded: readonly Block[];
 
   constructor(private readonly o: EngineOptions) {
     this.clock = new PinnedClock(o.clock);
     this.log = EventLog.open(o.runDir, { clock: this.clock, command: 'tron start' });
     this.ctx = { spine: o.spine, testCommand: o.config.test };
     const byId = new Map(o.blocks.map((b) => [b.id, b]));
+    this.configDigest = digestOfFile(join(o.repo, CONFIG_FILE));
+    this.loaded = o.blocks;
     this.fx = {
       repo: o.repo,
       runDir: o.runDir,
@@ -108,6 +116,7 @@ export class Engine {
       sandbox: o.sandbox ?? NO_SANDBOX,
       print: o.print,
       note: (body) => void this.append(body),
+      engineFiles: new EngineFiles(o.repo, this.configDigest, () => this.loaded),
     };
   }
 
@@ -132,6 +141,7 @@ export class Engine {
         ...(o.config.budgets.blockTokens !== undefined && { block_tokens: o.config.budgets.blockTokens }),
         ...(o.config.budgets.runUsd !== undefined && { run_usd: o.config.budgets.runUsd }),
       },
+      ...(this.configDigest ? { config_digest: this.configDigest } : {}),
     });
     this.input({ type: 'register.loaded', blocks: o.blocks.map(infoOf) });
     for (const body of o.boot ?? []) this.input(body);
@@ -234,6 +244,7 @@ export class Engine {
         const now = JSON.stringify(blocks.map((b) => b.digest));
         if (now === last) return;
         last = now;
+        this.loaded = blocks;
         for (const b of blocks) this.fx.blocks().set(b.id, b);
         this.push({ type: 'register.loaded', blocks: blocks.map(infoOf) });
       }, 50);

@@ -23,6 +23,7 @@ import { apply, initialState, type BlockState } from '../core/state.ts';
 import type { Clock } from '../core/clock.ts';
 import { killGroup } from './proc.ts';
 import * as git from '../git/index.ts';
+import { blockChangedInRun } from './engine-files.ts';
 
 export interface Recovery {
   previous?: string;
@@ -66,8 +67,10 @@ export async function recover(opts: {
   for (const info of opts.blocks) {
     const b = prev.blocks.get(info.id);
     const sha = landed.get(info.id);
-    if (!b && !sha) continue;
-    const resumed = resumeAt(info.id, b, sha, events);
+    const suspect = blockChangedInRun(repo, info.id, info.digest, events);
+    if (!b && !sha && !suspect) continue;
+    let resumed = resumeAt(info.id, b, sha, events);
+    if (suspect && UNFINISHED.has(resumed.phase)) resumed = parkSuspect(resumed, suspect);
     if (resumed.phase === 'review' || resumed.phase === 'merge') await git.resetWorktree(repo, info.id);
     out.push(resumed);
   }
@@ -175,6 +178,22 @@ function resumeAt(
     ...carried,
     phase: 'pending',
     detail: `unverified work in ${b.phase}: re-dispatched from trunk, its branch preserved if it holds commits`,
+  };
+}
+
+/** Phases a block still has work in: a block file changed under them waits for the operator. */
+const UNFINISHED = new Set(['pending', 'review', 'merge', 'parked']);
+
+/** A block whose file changed while the previous run ran without --watch: parked, and paged, until the operator answers. */
+function parkSuspect(resumed: BodyOf<'block.recovered'>, reason: string): BodyOf<'block.recovered'> {
+  const { sha: _sha, ...rest } = resumed;
+  return {
+    ...rest,
+    phase: 'parked',
+    reason,
+    trouble: 'engine_files',
+    page: true,
+    detail: 'its block file changed while the previous run ran without --watch: parked for the operator',
   };
 }
 

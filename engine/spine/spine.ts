@@ -138,6 +138,11 @@ export const ESCALATION = {
       'the suite failed on trunk at a landed sha that passed at the gate: the tests are not repeatable; the block stays landed, and no later head lands unless its own tests pass',
     handlers: ['operator'],
   },
+  engine_files: {
+    description:
+      "the block's branch changes .tron/ (the engine's config or block files), or its block file changed while a run without --watch ran: only the operator can let that through",
+    handlers: ['operator'],
+  },
   architect_failed: {
     description: "the architect's own reply was uninterpretable, its turn failed, or its per-block budget is spent",
     handlers: ['operator'],

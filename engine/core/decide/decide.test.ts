@@ -270,6 +270,118 @@ describe('the truth gate', () => {
     expect(out.some((x) => x.type === 'block.dispatched' && x.kind === 'challenge')).toBe(false);
   });
 
+  /** One DONE of block `a` and the facts the engine observed for it, with `extra` fields. */
+  function gateOf(extra: Partial<EventBody & { type: 'facts.observed' }>, ready: Record<string, unknown> = {}): EventBody[] {
+    const d = new Driver();
+    d.boot([{ id: 'a' }]);
+    d.feed({ type: 'worktree.ready', block: 'a', attempt: 1, base: sha(1), path: 'a', ...ready });
+    d.feed({ type: 'reply.received', block: 'a', role: 'builder', session: 'a.1.builder', turn: 1, ok: true, reply: '>>DONE' });
+    return d.feed({
+      type: 'facts.observed',
+      block: 'a',
+      purpose: 'gate',
+      base: sha(1),
+      head: sha(2),
+      commits: 1,
+      trunk_sha: sha(1),
+      main_status: '',
+      clean: true,
+      status: '',
+      tests: { exit: 0, timed_out: false, log: 'l', tail: '' },
+      patch_id: 'p',
+      fast_forward: true,
+      ...extra,
+    } as EventBody);
+  }
+  const failedNames = (out: EventBody[]) =>
+    out.flatMap((x) => (x.type === 'gate.failed' ? x.facts.filter((f) => !f.ok).map((f) => f.name) : []));
+
+  it('fails git_config_untouched when the shared git directory differs from the attempt start, naming the file', () => {
+    const out = gateOf({ git_files: { config: '-1', 'hooks/pre-commit': 'x2' } }, { git_files: { config: '-1' } });
+    const failed = out.find((x) => x.type === 'gate.failed');
+    expect(failedNames(out)).toEqual(['git_config_untouched']);
+    expect(JSON.stringify(failed)).toContain('hooks/pre-commit (new)');
+    expect(gateOf({ git_files: { config: '-1' } }, { git_files: { config: '-1' } }).some((x) => x.type === 'gate.failed')).toBe(false);
+  });
+
+  it("fails main_checkout_untouched when the engine's own files changed, even with a clean git status", () => {
+    const out = gateOf({ engine_files: ['.tron/blocks/evil.md (new)'] });
+    expect(failedNames(out)).toEqual(['main_checkout_untouched']);
+    expect(out.some((x) => x.type === 'block.dispatched' && x.kind === 'build')).toBe(true);
+  });
+
+  it('parks a block whose branch changes .tron/ for the operator, with the diff named, instead of sending it back', () => {
+    const out = gateOf({ engine_diff: ['M .tron/config.toml'] });
+    expect(failedNames(out)).toEqual(['engine_files_untouched']);
+    expect(out.find((x) => x.type === 'escalation.raised')).toMatchObject({ trouble: 'engine_files', handler: 'operator' });
+    expect(out.find((x) => x.type === 'block.parked')).toMatchObject({ reason: expect.stringContaining('M .tron/config.toml') });
+    expect(out.some((x) => x.type === 'block.dispatched')).toBe(false);
+  });
+
+  it('fails commits after CHANGES when the new head carries the patch the reviewer rejected', () => {
+    // The review asks for changes; the builder amends its commit without changing anything.
+    const e = new Driver();
+    e.boot([{ id: 'a' }]);
+    e.feed({ type: 'worktree.ready', block: 'a', attempt: 1, base: sha(1), path: 'a' });
+    e.feed({ type: 'reply.received', block: 'a', role: 'builder', session: 'a.1.builder', turn: 1, ok: true, reply: '>>DONE' });
+    const observed = (head: string, patch: string, turn: number) => {
+      e.feed({ type: 'reply.received', block: 'a', role: 'builder', session: 'a.1.builder', turn, ok: true, reply: '>>DONE' });
+      return e.feed({
+        type: 'facts.observed',
+        block: 'a',
+        purpose: 'gate',
+        base: sha(1),
+        head,
+        commits: 1,
+        trunk_sha: sha(1),
+        main_status: '',
+        clean: true,
+        status: '',
+        tests: { exit: 0, timed_out: false, log: 'l', tail: '' },
+        patch_id: patch,
+        fast_forward: true,
+      });
+    };
+    e.feed({
+      type: 'facts.observed',
+      block: 'a',
+      purpose: 'gate',
+      base: sha(1),
+      head: sha(2),
+      commits: 1,
+      trunk_sha: sha(1),
+      main_status: '',
+      clean: true,
+      status: '',
+      tests: { exit: 0, timed_out: false, log: 'l', tail: '' },
+      patch_id: 'p',
+      fast_forward: true,
+    });
+    e.feed({
+      type: 'reply.received',
+      block: 'a',
+      role: 'builder',
+      session: 'a.1.builder',
+      turn: 2,
+      ok: true,
+      reply: '>>CONFIRMED {"evidence":{"c1":"x"}}',
+    });
+    e.feed({
+      type: 'reply.received',
+      block: 'a',
+      role: 'reviewer',
+      session: 'a.1.reviewer',
+      turn: 1,
+      ok: true,
+      reply: '>>CHANGES {"notes":"rename it"}',
+    });
+    expect(e.state.blocks.get('a')!.rejected).toEqual({ sha: sha(2), patchId: 'p' });
+    const amended = observed(sha(3), 'p', 4);
+    expect(failedNames(amended)).toEqual(['commits']);
+    const revised = observed(sha(4), 'q', 6);
+    expect(revised.find((x) => x.type === 'block.dispatched')).toMatchObject({ kind: 'challenge', sha: sha(4) });
+  });
+
   it('accepts trunk at a sha the engine itself landed while the facts were observed', () => {
     const d = new Driver();
     d.boot([{ id: 'a' }, { id: 'b' }]);

@@ -1,27 +1,39 @@
 /** The truth gate: facts the engine derived itself decide, never the worker's claim. */
 import type { BodyOf } from '../events.ts';
-import { deriveFacts } from '../facts.ts';
+import { deriveFacts, type Expected } from '../facts.ts';
+import type { BlockState } from '../state.ts';
 import type { Step } from './step.ts';
 import { dispatch } from './turns.ts';
 import { escalate } from './escalate.ts';
 import { trunkTouched } from './merge.ts';
 
-export function expectations(step: Step, since?: string) {
+/** What the facts of block `b` are measured against: the engine's own record, never the worker's word. */
+export function expectations(step: Step, b: BlockState): Expected {
   return {
     trunkSha: step.s.trunkSha!,
     mainStatus: step.s.mainStatus,
-    trunkAllowed: step.s.trunkHistory.since(since || undefined),
+    trunkAllowed: step.s.trunkHistory.since(b.factsTrunk || undefined),
     ...(step.ctx.testCommand ? { testCommand: step.ctx.testCommand } : {}),
+    ...(b.gitFiles ? { gitFiles: b.gitFiles } : {}),
+    ...(b.rejected ? { rejected: b.rejected } : {}),
   };
 }
 
 export function onFacts(step: Step, e: BodyOf<'facts.observed'>): void {
   const b = step.block(e.block);
-  const facts = deriveFacts(e as never, expectations(step, b.factsTrunk));
+  const facts = deriveFacts(e as never, expectations(step, b));
   const failed = facts.filter((f) => !f.ok);
   if (failed.some((f) => f.name === 'trunk_untouched')) {
     step.emit({ type: 'gate.failed', block: b.id, sha: e.head, purpose: e.purpose, facts });
     trunkTouched(step, b.id, e.trunk_sha, failed.find((f) => f.name === 'trunk_untouched')!.evidence);
+    return;
+  }
+  const engineFiles = failed.find((f) => f.name === 'engine_files_untouched');
+  if (engineFiles) {
+    // A branch that rewrites the engine's config or its blocks never lands on a worker's
+    // word, nor on a second try by the same worker: the operator decides.
+    step.emit({ type: 'gate.failed', block: b.id, sha: e.head, purpose: e.purpose, facts });
+    escalate(step, b.id, 'engine_files', `${short(e.head)}: ${engineFiles.evidence}`);
     return;
   }
   if (failed.length > 0) {
@@ -44,6 +56,8 @@ export function onFacts(step: Step, e: BodyOf<'facts.observed'>): void {
   step.move(b.id, 'patch.changed');
   dispatch(step, b.id, 'review', e.head);
 }
+
+const short = (sha: string) => sha.slice(0, 12);
 
 /** Back to the phase with the failing fact stated, or escalation past the budget. */
 export function afterGateFailure(step: Step, id: string, phase: 'build' | 'merge'): void {

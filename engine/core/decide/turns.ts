@@ -92,7 +92,7 @@ const ACTS: { [W in Word]: Act<W> } = {
       afterGateFailure(step, id, 'build');
       return;
     }
-    const facts = b.observed ? deriveFacts(b.observed, expectations(step, b.factsTrunk)) : [];
+    const facts = b.observed ? deriveFacts(b.observed, expectations(step, b)) : [];
     facts.push({ name: 'evidence', ok: true, evidence: `evidence given for all ${b.info.criteria.length} criteria` });
     step.emit({ type: 'gate.passed', block: id, sha, facts });
     step.move(id, 'CONFIRMED');

@@ -57,7 +57,7 @@ export interface HarnessOptions {
 /** The environment of a start: enough to run git and node, and the commit identity. */
 function baseEnv(): Record<string, string> {
   const env: Record<string, string> = { ...GIT_IDENTITY_ENV };
-  for (const key of ['PATH', 'HOME', 'LANG', 'TMPDIR']) if (process.env[key] !== undefined) env[key] = process.env[key]!;
+  for (const key of ['PATH', 'HOME', 'LANG', 'TMPDIR', 'XDG_STATE_HOME']) if (process.env[key] !== undefined) env[key] = process.env[key]!;
   return env;
 }
 

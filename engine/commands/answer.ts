@@ -8,6 +8,7 @@ import { resolve } from 'node:path';
 import { InputError } from '../core/errors.ts';
 import { loadRegister } from '../project/register.ts';
 import { writeAnswer } from '../runtime/inbox.ts';
+import { repoKey } from '../runtime/keys.ts';
 import { foldRun, latestRun } from '../runtime/runs.ts';
 import type { Clock } from '../core/clock.ts';
 import { readLock } from '../runtime/lockfile.ts';
@@ -47,7 +48,7 @@ export async function answerCommand(opts: {
       },
     ]);
   }
-  const file = writeAnswer(repo, opts.block, opts.line, opts.clock);
+  const file = writeAnswer(repo, opts.block, opts.line, opts.clock, repoKey(repo, { create: true }).key);
   const engine = readLock(join(repo, '.tron', 'engine.lock'));
   opts.print(
     engine

@@ -5,6 +5,7 @@
  * lie the truth gate catches.
  */
 import { mkdtempSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { repoStateDir } from '../runtime/keys.ts';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { execa } from 'execa';
@@ -136,7 +137,11 @@ export async function demoCommand(opts: DemoOptions): Promise<number> {
   };
   const stop = new AbortController();
   let interrupted: number | undefined;
-  const remove = () => rmSync(repo, { recursive: true, force: true });
+  // The repository's signing key (engine/runtime/keys.ts) goes with it.
+  const remove = () => {
+    rmSync(repoStateDir(repo), { recursive: true, force: true });
+    rmSync(repo, { recursive: true, force: true });
+  };
   const onSignal = (signal: NodeJS.Signals) => {
     if (interrupted !== undefined) {
       // A second signal: no waiting for the run to wind down.

@@ -24,7 +24,10 @@ import { latestRun } from '../runtime/runs.ts';
 import { readLog } from '../runtime/eventlog.ts';
 import { liveBoard, plainReporter, type Reporter } from '../runtime/reporter.ts';
 import { configChangedInRun } from '../runtime/engine-files.ts';
-import type { TronEvent } from '../core/events.ts';
+import type { EventBody, TronEvent } from '../core/events.ts';
+import { randomBytes } from 'node:crypto';
+import { repoKey } from '../runtime/keys.ts';
+import { MARKER_ENV } from '../workers/env.ts';
 
 export interface StartOptions {
   repo: string;
@@ -81,6 +84,11 @@ export async function startCommand(o: StartOptions): Promise<number> {
     command: `tron start${o.watch ? ' --watch' : ''}`,
   });
   try {
+    // The key that signs this run's log and checks answers; made on the first start.
+    const { key, created: keyCreated } = repoKey(repo, { create: true });
+    // Every worker and test process of the run carries the marker, so recovery can tell them from strangers.
+    const marker = randomBytes(12).toString('hex');
+    const env = { ...o.env, [MARKER_ENV]: marker };
     const previous = latestRun(repo);
     // A config a worker may have rewritten while the previous run ran is not used unseen.
     const configChanged = configChangedInRun(repo, previousEvents(previous));
@@ -97,7 +105,7 @@ export async function startCommand(o: StartOptions): Promise<number> {
     const workers: Partial<Record<WorkerRole, WorkerAdapter>> = { ...o.workers };
     for (const role of ['builder', 'reviewer', 'architect'] as const) {
       const settings = config.workers[role];
-      if (!workers[role] && settings) workers[role] = createWorker(settings, { repo, env: o.env, sandbox: sandbox.sandbox });
+      if (!workers[role] && settings) workers[role] = createWorker(settings, { repo, env, sandbox: sandbox.sandbox });
     }
     const previousRunDir = previous;
     const recovery = await recover({
@@ -112,11 +120,17 @@ export async function startCommand(o: StartOptions): Promise<number> {
         digest: b.digest,
       })),
       clock: o.clock,
+      trunk: config.trunk,
+      keyCreated,
     });
+    for (const e of recovery.events) {
+      const notice = bootNotice(e);
+      if (notice) o.print(notice);
+    }
     const idle =
       o.watch || cleared.length > 0
         ? undefined
-        : nothingToDo(previous, recovery, blocks.length, readInbox(repo, new Set(recovery.answered)).length);
+        : nothingToDo(previous, recovery, blocks.length, readInbox(repo, key, new Set(recovery.answered)).answers.length);
     if (idle) {
       o.print(`tron: nothing to do — ${idle.summary}; no new run (the latest: ${previous})`);
       for (const r of idle.parked)
@@ -152,7 +166,9 @@ export async function startCommand(o: StartOptions): Promise<number> {
       spineFile: SPINE_FILE,
       workers,
       clock: o.clock,
-      env: o.env,
+      env,
+      key,
+      marker,
       sandbox: sandbox.sandbox,
       print: say,
       onAppend: reporter.event,
@@ -247,6 +263,20 @@ function reporterFor(o: StartOptions, repo: string, runDir: string): Reporter {
 function crashHook(env: Record<string, string | undefined>): { crashAfter?: number } {
   const n = Number(env.TRON_CRASH_AFTER_EVENT);
   return Number.isInteger(n) && n > 0 ? { crashAfter: n } : {};
+}
+
+/** What recovery found that the operator should hear of at once: forged records and spared processes. */
+function bootNotice(e: EventBody): string | undefined {
+  switch (e.type) {
+    case 'log.foreign':
+      return `tron: the log of run ${e.run} holds lines tron did not write; they were set aside, not acted on — ${e.detail}`;
+    case 'landed.untrusted':
+      return `tron: refs/tron/landed/${e.block} was not believed (${e.reason}); kept as ${e.kept}, and ${e.block} is built`;
+    case 'worker.spared':
+      return `tron: process ${e.pid}, recorded as a worker of ${e.block}, was left alone: ${e.reason}`;
+    default:
+      return undefined;
+  }
 }
 
 /** The previous run's events, or none when there is no readable log. */

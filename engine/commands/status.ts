@@ -12,6 +12,7 @@ import { formatDuration } from '../core/duration.ts';
 import { isHolderAlive, readLock } from '../runtime/lockfile.ts';
 import { latestRun } from '../runtime/runs.ts';
 import { INBOX_DIR, readInbox } from '../runtime/inbox.ts';
+import { repoKey } from '../runtime/keys.ts';
 import { readLog } from '../runtime/eventlog.ts';
 import { apply, initialState } from '../core/state.ts';
 import type { TronEvent } from '../core/events.ts';
@@ -73,7 +74,10 @@ function waitingAnswers(repo: string, events: readonly TronEvent[]): Map<string,
   const consumed = new Set<string>();
   for (const e of events) if (e.type === 'operator.answered') consumed.add(e.file);
   const byBlock = new Map<string, PendingAnswer>();
-  for (const a of readInbox(repo, consumed)) {
+  // Only what `tron answer` signed is an answer; without the key nothing in the inbox is.
+  const key = repoKey(repo)?.key;
+  if (!key) return byBlock;
+  for (const a of readInbox(repo, key, consumed).answers) {
     if (!byBlock.has(a.block)) byBlock.set(a.block, { file: join(INBOX_DIR, a.file), word: a.word, line: a.line, writtenAt: a.written_at });
   }
   return byBlock;

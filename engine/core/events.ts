@@ -20,7 +20,7 @@ import { ESCALATION, HANDLERS } from '../spine/spine.ts';
 const trouble = z.enum(Object.keys(ESCALATION) as [keyof typeof ESCALATION, ...(keyof typeof ESCALATION)[]]);
 const handler = z.enum(Object.keys(HANDLERS) as [keyof typeof HANDLERS, ...(keyof typeof HANDLERS)[]]);
 
-export const EVENT_VERSION = 1;
+export const EVENT_VERSION = 2;
 
 const block = z.string().describe('the block id');
 const sha = z.string().regex(/^[0-9a-f]{40}$/);
@@ -88,6 +88,12 @@ export const EVENT_SCHEMAS = {
         .string()
         .optional()
         .describe('sha256 of .tron/config.toml as the run read it: the next start sees whether it changed while this run ran'),
+      marker: z
+        .string()
+        .optional()
+        .describe(
+          'TRON_RUN_MARKER: in the environment of every worker and test process of the run; recovery kills only a process that carries it',
+        ),
     })
     .describe('input: the engine started a run, holds the log, and observed trunk.'),
   'register.loaded': z
@@ -111,6 +117,7 @@ export const EVENT_SCHEMAS = {
       trouble: trouble.optional(),
       page: z.boolean().describe('parked without its page having been sent: send it now'),
       summary: z.string().optional(),
+      answered_at: z.number().int().optional().describe('written_at of the last operator answer acted on: older answers are stale'),
       since: z
         .number()
         .int()
@@ -137,6 +144,30 @@ export const EVENT_SCHEMAS = {
   'inbox.consumed': z
     .strictObject({ file: z.string() })
     .describe('note: an operator answer file was moved out of .tron/inbox/ into the run directory.'),
+  'inbox.refused': z
+    .strictObject({ file: z.string(), block: z.string().optional(), reason: z.string() })
+    .describe(
+      'note: a file in .tron/inbox/ was not acted on — not written by `tron answer` (no valid signature), unreadable, stale, or for a block this run does not have — and was moved to answers/refused/ in the run directory.',
+    ),
+  'log.foreign': z
+    .strictObject({
+      run: z.string().describe('the run whose log it is'),
+      lines: z.array(z.number().int()).describe('line numbers set aside; empty when the whole log was'),
+      detail: z.string(),
+    })
+    .describe(
+      "note: at boot, lines of the previous run's log that tron did not write (they do not follow its signature chain) were set aside and not acted on.",
+    ),
+  'landed.untrusted': z
+    .strictObject({ block, sha, reason: z.string(), kept: z.string().describe('where the ref was moved: refs/tron/untrusted/<id>-<n>') })
+    .describe(
+      'note: at boot, a refs/tron/landed/<id> that is not on trunk, or whose landing no run log records, was not believed: it was moved aside and the block is built.',
+    ),
+  'worker.spared': z
+    .strictObject({ block, session: z.string(), pid: z.number().int(), start_time: z.string(), reason: z.string() })
+    .describe(
+      "note: at boot, a process recorded as a worker matched by pid and start time but did not carry the run's marker: it is not tron's, and was left alone.",
+    ),
   'run.stopping': z
     .strictObject({ signal: z.string() })
     .describe('input: SIGINT or SIGTERM: no new dispatches; running turns are stopped and recorded, then the run finishes.'),
@@ -333,7 +364,14 @@ export const EVENT_SCHEMAS = {
     .strictObject({ block, page: z.string(), reason: z.string(), command: z.string().optional() })
     .describe('input: the operator was paged (console, pages.md, page_command).'),
   'operator.answered': z
-    .strictObject({ block, word: z.string(), payload: z.record(z.string(), z.unknown()), file: z.string(), trunk_sha: sha })
+    .strictObject({
+      block,
+      word: z.string(),
+      payload: z.record(z.string(), z.unknown()),
+      file: z.string(),
+      trunk_sha: sha,
+      written_at: z.number().int().optional().describe('when `tron answer` wrote it (ms since the epoch)'),
+    })
     .describe('input: an operator answer was read from .tron/inbox/.'),
   'block.parked': z
     .strictObject({ block, reason: z.string() })

@@ -19,6 +19,7 @@ const NOT_CODES = {
   TRON_TURN: 'worker environment',
   TRON_PHASE: 'worker environment',
   TRON_RUN_DIR: 'worker environment',
+  TRON_RUN_MARKER: 'worker and test environment (the run marker recovery checks)',
   TRON_MARK: 'worker and test environment (the marker that finds their processes)',
   TRON_CRASH_AFTER_EVENT: 'crash test hook (environment)',
   TRON_PROC: 'process-table source, ps or proc (environment)',

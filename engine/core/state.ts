@@ -135,6 +135,8 @@ export interface BlockState {
   landedSha?: string;
   reason?: string;
   orphans: string[];
+  /** written_at of the last operator answer acted on: an answer written no later is stale. */
+  answeredAt?: number;
   /** ts of the last phase change, for ages in status. */
   since: number;
   /** What its workers spent, over every attempt of this run. */
@@ -315,6 +317,7 @@ const reducers = {
       reason: e.reason,
       summary: e.summary,
       trouble: e.trouble ? { trouble: e.trouble, detail: e.reason ?? '', handlers: ['operator'] } : undefined,
+      answeredAt: e.answered_at ?? b.answeredAt,
       waiting: e.phase === 'parked' ? { on: 'operator' } : e.phase === 'pending' ? { on: 'slot' } : NOTHING,
       since: e.since ?? e.ts,
     }));
@@ -328,6 +331,10 @@ const reducers = {
   'worker.killed': nothing,
   'lock.cleared': nothing,
   'inbox.consumed': nothing,
+  'inbox.refused': nothing,
+  'log.foreign': nothing,
+  'landed.untrusted': nothing,
+  'worker.spared': nothing,
   'run.stopping': (s, e) => {
     s.stopping = e.signal;
   },
@@ -502,6 +509,7 @@ const reducers = {
     patch(s, e.block, (b) => ({
       trouble: undefined,
       budgetFrom: b.spend,
+      answeredAt: e.written_at ?? b.answeredAt,
       ...(e.word === 'RETRY' ? { guidance: String(e.payload.guidance) } : {}),
     }));
     if (s.trunkHalt?.block === e.block) {

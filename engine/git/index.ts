@@ -44,6 +44,7 @@ export {
   currentTrunkSha,
   diffStat,
   firstParentLog,
+  firstParentShas,
   headOf,
   hiddenByIndex,
   isAncestor,
@@ -54,7 +55,16 @@ export {
   topLevel,
 } from './query.ts';
 export { adminDigests, type AdminDigests } from './admin.ts';
-export { LANDED_PREFIX, branchesOf, deleteBranch, landedRefs, orphanBranches, preserveOrphan, type Orphan } from './refs.ts';
+export {
+  LANDED_PREFIX,
+  branchesOf,
+  deleteBranch,
+  landedRefs,
+  orphanBranches,
+  preserveOrphan,
+  setAsideLanded,
+  type Orphan,
+} from './refs.ts';
 export {
   WORKTREES_DIR,
   clearEngineRefLocks,

@@ -174,3 +174,9 @@ export async function hiddenByIndex(dir: string): Promise<{ flag: 'skip-worktree
   }
   return hidden;
 }
+
+/** Every commit on `ref`'s first-parent chain (the commits trunk itself has pointed at, for a trunk tron lands on). */
+export async function firstParentShas(repo: string, ref: string): Promise<Set<Sha>> {
+  const out = await gitOut(repo, ['rev-list', '--first-parent', '--end-of-options', ref]);
+  return new Set(out.split('\n').filter((line) => line !== ''));
+}

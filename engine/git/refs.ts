@@ -70,6 +70,23 @@ export async function preserveOrphan(repo: string, id: string, sha: string): Pro
   }
 }
 
+/**
+ * Moves a `refs/tron/landed/<id>` the engine does not believe out of the way, to
+ * `refs/tron/untrusted/<id>-<n>` (kept for the operator to look at), in one ref
+ * transaction that checks the ref still points at `sha`. Returns the new ref.
+ */
+export async function setAsideLanded(repo: string, id: string, sha: string): Promise<string> {
+  for (let n = 1; ; n++) {
+    const kept = `refs/tron/untrusted/${id}-${n}`;
+    if ((await revParse(repo, kept)) !== undefined) continue;
+    const script = ['start', `create ${kept} ${sha}`, `delete ${LANDED_PREFIX}${id} ${sha}`, 'prepare', 'commit', ''].join('\n');
+    const args = ['update-ref', '-m', `tron: ${LANDED_PREFIX}${id} not believed`, '--stdin'];
+    const result = await runGit(repo, args, script);
+    if (result.exitCode === 0) return kept;
+    if ((await revParse(repo, kept)) === undefined) throw commandFailed(repo, args, result);
+  }
+}
+
 function escapeRegExp(text: string): string {
   return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 }

@@ -25,7 +25,7 @@ import { renderPrompt } from './prompts.ts';
 import { formatDuration } from '../core/duration.ts';
 import { promptVars } from './prompt-vars.ts';
 import { renderReport } from '../render/report.ts';
-import { INBOX_DIR, consumeAnswer, readInbox } from './inbox.ts';
+import { INBOX_DIR, type Answer, consumeAnswer, readInbox, refuseAnswer } from './inbox.ts';
 import { signsOfLife, takeSnapshot, worktreePrint, type LifeSnapshot } from '../workers/liveness-signs.ts';
 import { TRON_VERSION } from '../root.ts';
 import { costOf } from '../workers/prices.ts';
@@ -48,6 +48,10 @@ export interface EngineOptions {
   workers: Partial<Record<WorkerRole, WorkerAdapter>>;
   clock: Clock;
   env: Record<string, string | undefined>;
+  /** The repository's key: signs the log, checks inbox answers (engine/runtime/keys.ts). */
+  key: Buffer;
+  /** TRON_RUN_MARKER of this run: in `env`, and so in every worker and test process. */
+  marker?: string;
   /** Where the engine's test runs are confined; none unless given. */
   sandbox?: Sandbox;
   /** Notices that are not events (a problem with an answer file, a checkout left behind). */
@@ -102,7 +106,7 @@ export class Engine {
 
   constructor(private readonly o: EngineOptions) {
     this.clock = new PinnedClock(o.clock);
-    this.log = EventLog.open(o.runDir, { clock: this.clock, command: 'tron start' });
+    this.log = EventLog.open(o.runDir, { clock: this.clock, command: 'tron start', key: o.key });
     this.ctx = { spine: o.spine, testCommand: o.config.test };
     const byId = new Map(o.blocks.map((b) => [b.id, b]));
     this.configDigest = digestOfFile(join(o.repo, CONFIG_FILE));
@@ -142,6 +146,7 @@ export class Engine {
         ...(o.config.budgets.runUsd !== undefined && { run_usd: o.config.budgets.runUsd }),
       },
       ...(this.configDigest ? { config_digest: this.configDigest } : {}),
+      ...(o.marker ? { marker: o.marker } : {}),
     });
     this.input({ type: 'register.loaded', blocks: o.blocks.map(infoOf) });
     for (const body of o.boot ?? []) this.input(body);
@@ -212,14 +217,41 @@ export class Engine {
     this.stopTurns(() => true);
   }
 
-  /** New answer files in the inbox, as operator.answered inputs (each file once). */
+  /**
+   * New answer files in the inbox, as operator.answered inputs (each file once). A file
+   * that is no answer of `tron answer`, is stale (written no later than the last answer the
+   * block took: a copy of an old one), or names a block this run does not have, is
+   * refused with a note and moved aside: it never becomes an input.
+   */
   private async inboxAnswers(): Promise<EventBody[]> {
-    const answers = readInbox(this.o.repo, this.seenAnswers, this.o.print);
-    if (answers.length === 0) return [];
+    const { answers, refused } = readInbox(this.o.repo, this.o.key, this.seenAnswers);
+    const accepted: Answer[] = [];
+    for (const a of answers) {
+      const b = this.state.blocks.get(a.block);
+      if (!b) refused.push({ file: a.file, block: a.block, reason: `there is no block "${a.block}" in this run` });
+      else if (b.answeredAt !== undefined && a.written_at <= b.answeredAt) {
+        refused.push({ file: a.file, block: a.block, reason: `stale: ${a.block} already took an answer written at ${b.answeredAt}` });
+      } else accepted.push(a);
+    }
+    for (const r of refused) {
+      this.seenAnswers.add(r.file);
+      refuseAnswer(this.o.repo, r.file, this.o.runDir);
+      this.append({ type: 'inbox.refused', file: r.file, ...(r.block !== undefined ? { block: r.block } : {}), reason: r.reason });
+      this.o.print(`tron: ${join(INBOX_DIR, r.file)} refused — ${r.reason}; answer with \`tron answer\``);
+    }
+    if (accepted.length === 0) return [];
     const trunkSha = await git.currentTrunkSha(this.o.repo, this.o.config.trunk);
-    return answers.map((a) => {
+    return accepted.map((a) => {
       this.seenAnswers.add(a.file);
-      return { type: 'operator.answered', block: a.block, word: a.word, payload: a.payload, file: a.file, trunk_sha: trunkSha };
+      return {
+        type: 'operator.answered',
+        block: a.block,
+        word: a.word,
+        payload: a.payload,
+        file: a.file,
+        trunk_sha: trunkSha,
+        written_at: a.written_at,
+      };
     });
   }
 
@@ -256,9 +288,17 @@ export class Engine {
     const dir = join(this.o.repo, INBOX_DIR);
     mkdirSync(dir, { recursive: true });
     this.inboxWatcher = watch(dir, () => {
-      void this.inboxAnswers().then((bodies) => {
-        for (const b of bodies) this.push(b);
-      });
+      if (this.state.finished) return;
+      this.inboxAnswers().then(
+        (bodies) => {
+          for (const b of bodies) this.push(b);
+        },
+        (err: Error) => {
+          this.failure = err;
+          this.failedAfter = 'reading .tron/inbox/';
+          this.wake?.();
+        },
+      );
     });
   }
 

@@ -27,6 +27,12 @@ export const ENVELOPE = z.object({
   seq: z.number().int().positive().describe('1 for the first line, then rising by exactly one'),
   ts: z.number().int().nonnegative().describe("ms since the epoch, from the engine's clock"),
   type: z.string().describe('the dotted event type: one of the types below'),
+  mac: z
+    .string()
+    .optional()
+    .describe(
+      "v2, where the repository has a key: the line's signature, chained to the line before (the last field of the line); a line that does not follow the chain was not written by tron, and is set aside",
+    ),
 });
 
 const strictSchemas = new Map<string, z.ZodObject>();
@@ -50,7 +56,8 @@ export function parseEventLine(text: string, seq: number): LineResult {
     return { ok: false, reason: 'not JSON' };
   }
   if (typeof json !== 'object' || json === null || Array.isArray(json)) return { ok: false, reason: 'not a JSON object' };
-  const { v, seq: s, ts, type, ...fields } = json as Record<string, unknown>;
+  // A signed line's mac is the chain's, checked by the reader that knows the key (eventlog.ts).
+  const { v, seq: s, ts, type, mac: _mac, ...fields } = json as Record<string, unknown>;
   const env = ENVELOPE.safeParse({ v, seq: s, ts, type });
   if (!env.success) return { ok: false, reason: `envelope: ${describeIssues(env.error.issues)}` };
   const head = env.data;

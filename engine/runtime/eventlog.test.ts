@@ -64,11 +64,11 @@ describe('EventLog.append', () => {
     const first = log.append(BODIES[0]!);
     clock.advance(5);
     const second = log.append(BODIES[1]!);
-    expect(first).toEqual({ v: 1, seq: 1, ts: Date.UTC(2026, 0, 1), type: 'merge.queued', block: 'alpha' });
+    expect(first).toEqual({ v: 2, seq: 1, ts: Date.UTC(2026, 0, 1), type: 'merge.queued', block: 'alpha' });
     expect(second).toMatchObject({ seq: 2, ts: Date.UTC(2026, 0, 1) + 5, reason: 'waits for beta' });
     const lines = readFileSync(join(runDir, 'events.jsonl'), 'utf8').split('\n');
     expect(lines).toHaveLength(3);
-    expect(lines[0]).toBe('{"v":1,"seq":1,"ts":1767225600000,"type":"merge.queued","block":"alpha"}');
+    expect(lines[0]).toBe('{"v":2,"seq":1,"ts":1767225600000,"type":"merge.queued","block":"alpha"}');
     expect(lines[2]).toBe('');
     expect(readLog(join(runDir, 'events.jsonl')).events).toEqual([first, second]);
     expect(log.events).toEqual([first, second]);
@@ -236,11 +236,92 @@ describe('readLog', () => {
   });
 
   it('refuses a line from a newer tron, saying to upgrade', () => {
-    expect(corrupt((lines) => (lines[0] = lines[0]!.replace('"v":1', '"v":99'))).message).toContain('upgrade tron');
+    expect(corrupt((lines) => (lines[0] = lines[0]!.replace('"v":2', '"v":99'))).message).toContain('upgrade tron');
   });
 
   it('reports a missing file with the fix', () => {
     expect(() => readLog(join(root, 'nope.jsonl'))).toThrow(/TRON_LOG_MISSING: .*check the run directory/);
+  });
+});
+
+describe('a signed log', () => {
+  const key = Buffer.alloc(32, 7);
+  const signedLog = (dir = runDir) => {
+    const log = EventLog.open(dir, { clock, key });
+    open.push(log);
+    return log;
+  };
+  const file = () => join(runDir, 'events.jsonl');
+  const lines = () => readFileSync(file(), 'utf8').split('\n').slice(0, -1);
+
+  it('ends every line with a mac chained to the line before, and reads back the same events', () => {
+    const log = signedLog();
+    for (const body of BODIES) log.append(body);
+    for (const line of lines()) expect(line).toMatch(/,"mac":"[0-9a-f]{32}"\}$/);
+    const read = readLog(file(), { key });
+    expect(read).toMatchObject({ signed: true, foreign: [] });
+    expect(read.events).toEqual(log.events);
+    expect(read.events[0]).not.toHaveProperty('mac');
+  });
+
+  it('sets aside a line appended after the run finished, even with the right seq, and never refuses the log', () => {
+    const log = signedLog();
+    for (const body of BODIES) log.append(body);
+    log.close();
+    open.splice(0);
+    const forged = JSON.stringify({ v: 2, seq: 5, ts: 1, type: 'block.abandoned', block: 'alpha', reason: 'forged' });
+    writeFileSync(file(), `${readFileSync(file(), 'utf8')}{not json\n${forged}\n`);
+    const read = readLog(file(), { key });
+    expect(read.events.map((e) => e.seq)).toEqual([1, 2, 3, 4]);
+    expect(read.foreign.map((f) => [f.line, f.reason])).toEqual([
+      [5, 'it carries no signature'],
+      [6, 'it carries no signature'],
+    ]);
+  });
+
+  it('sets aside an inserted line — even one with a mac copied from a genuine line — and keeps reading the lines after it', () => {
+    const log = signedLog();
+    for (const body of BODIES) log.append(body);
+    const all = lines();
+    const copied = all[1]!.replace('waits for beta', 'waits for nobody');
+    writeFileSync(file(), `${[all[0], copied, ...all.slice(1)].join('\n')}\n`);
+    const read = readLog(file(), { key });
+    expect(read.events.map((e) => e.type)).toEqual(BODIES.map((b) => b.type));
+    expect(read.foreign).toMatchObject([{ line: 2, reason: 'its signature does not follow the line before it' }]);
+  });
+
+  it("does not believe a line carried over from another run's log", () => {
+    const other = join(root, 'other');
+    const log = signedLog(other);
+    log.append(BODIES[0]!);
+    log.close();
+    open.splice(0);
+    mkdirSync(runDir, { recursive: true });
+    writeFileSync(file(), readFileSync(join(other, 'events.jsonl')));
+    const read = readLog(file(), { key });
+    expect(read.events).toEqual([]);
+    expect(read.foreign).toHaveLength(1);
+  });
+
+  it('keeps its own line whole when someone else left a partial line at the end, and continues the chain after it', () => {
+    const log = signedLog();
+    log.append(BODIES[0]!);
+    writeFileSync(file(), `${readFileSync(file(), 'utf8')}{"v":2,"seq":2`, { flag: 'w' });
+    log.append(BODIES[1]!);
+    log.append(BODIES[2]!);
+    const read = readLog(file(), { key });
+    expect(read.events.map((e) => e.seq)).toEqual([1, 2, 3]);
+    expect(read.foreign.map((f) => f.line)).toEqual([2]);
+  });
+
+  it('continues the chain when the writer opens the log again', () => {
+    const log = signedLog();
+    log.append(BODIES[0]!);
+    log.close();
+    open.splice(0);
+    const again = signedLog();
+    again.append(BODIES[1]!);
+    expect(readLog(file(), { key })).toMatchObject({ foreign: [], events: [{ seq: 1 }, { seq: 2 }] });
   });
 });
 

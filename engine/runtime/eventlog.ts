@@ -5,17 +5,37 @@
  * validated against EVENT_SCHEMAS before it is written and flushed to disk before
  * `append` returns, so no effect runs ahead of the line announcing it; `seq` rises by
  * exactly one from 1. A torn last line — a crash mid-write — is set aside into
- * `events.jsonl.torn`, never fatal and never silently dropped; a bad line anywhere
- * else is corruption and is refused, never skipped.
+ * `events.jsonl.torn`, never fatal and never silently dropped.
+ *
+ * **Signed lines.** With the repository's key (engine/runtime/keys.ts) every line ends in
+ * `"mac"`: an HMAC of the line and of the previous line's mac — a chain that starts from
+ * the run's id. A line anyone else wrote, inserted or appended (a worker without a
+ * sandbox can write the file), does not follow the chain: the reader sets it aside as
+ * *foreign*, reports it, and never acts on it, and it never blocks the next start; the
+ * engine's own lines after it still follow the chain. A log without signatures (written
+ * by an earlier tron, or where no key is kept) is read as before: a bad line other than
+ * the last is corruption, refused, never skipped.
  */
-import { closeSync, existsSync, fsyncSync, ftruncateSync, mkdirSync, openSync, readFileSync, writeSync } from 'node:fs';
-import { join } from 'node:path';
+import {
+  closeSync,
+  existsSync,
+  fstatSync,
+  fsyncSync,
+  ftruncateSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  readSync,
+  writeSync,
+} from 'node:fs';
+import { basename, dirname, join } from 'node:path';
 import type { Clock } from '../core/clock.ts';
 import { EVENT_VERSION, type EventBody, type TronEvent } from '../core/events.ts';
 import { parseEventLine, validateEvent } from './eventlog-line.ts';
 import { acquireLock, fsyncDir, type Lock } from './lockfile.ts';
 import { InputError } from '../core/errors.ts';
 import type { InputCode } from '../core/problems.ts';
+import { keyOfRunDir, sign } from './keys.ts';
 
 export { EventInvalidError } from './eventlog-line.ts';
 
@@ -50,19 +70,56 @@ export class LogCorruptError extends InputError {
   }
 }
 
+/** A line of a signed log that the engine did not write: set aside, never acted on. */
+export interface ForeignLine {
+  /** Its line number in the file (1-based). */
+  line: number;
+  reason: string;
+  /** Its start, for the report. */
+  text: string;
+}
+
+export interface LogRead {
+  events: TronEvent[];
+  torn?: Omit<TornTail, 'file'>;
+  /** Lines of a signed log that do not follow its chain; always empty for an unsigned log. */
+  foreign: ForeignLine[];
+  /** Whether the log's lines are signed (and were checked). */
+  signed: boolean;
+  /** The mac of the last line the engine wrote, where its next line continues the chain. */
+  chain?: string;
+}
+
+/** Whose key a reader uses: given, none (`null`), or the key of the repository the run directory is in. */
+type KeyOption = { key?: Buffer | null };
+
+function keyFor(runDir: string, opts: KeyOption): Buffer | undefined {
+  if (opts.key === null) return undefined;
+  return opts.key ?? keyOfRunDir(runDir);
+}
+
 /**
- * Reads a log without changing it: every good event, and the torn last line if any.
- * Throws LogCorruptError for a bad line that is not the last.
+ * Reads a log without changing it: every good event, the torn last line if any, and the
+ * foreign lines of a signed log. Throws LogCorruptError for a bad line of an unsigned log
+ * that is not the last.
  */
-export function readLog(file: string): { events: TronEvent[]; torn?: Omit<TornTail, 'file'> } {
+export function readLog(file: string, opts: KeyOption = {}): LogRead {
   if (!existsSync(file)) {
     throw new InputError([{ code: 'TRON_LOG_MISSING', path: file, message: 'no event log here; check the run directory' }]);
   }
-  return parseLog(readFileSync(file), file);
+  return parseLog(readFileSync(file), file, keyFor(dirname(file), opts));
 }
 
-/** Splits the bytes into good events and a torn tail. Newline bytes never occur inside a UTF-8 character. */
-function parseLog(buf: Buffer, file: string): { events: TronEvent[]; torn?: Omit<TornTail, 'file'> } {
+/** The signature a signed line ends with. */
+const MAC = /,"mac":"([0-9a-f]{32})"\}$/;
+
+/** Where a run's chain starts: its id, so a line copied from another run's log does not follow. */
+function chainStart(key: Buffer, file: string): string {
+  return sign(key, 'tron events', basename(dirname(file)));
+}
+
+/** Splits the bytes into good events, foreign lines and a torn tail. Newline bytes never occur inside a UTF-8 character. */
+function parseLog(buf: Buffer, file: string, key: Buffer | undefined): LogRead {
   let end = buf.length; // bytes that hold complete lines
   if (end > 0 && buf[end - 1] !== 0x0a) end = buf.lastIndexOf(0x0a) + 1;
   const lines = buf.subarray(0, end).toString('utf8').split('\n').slice(0, -1);
@@ -72,14 +129,40 @@ function parseLog(buf: Buffer, file: string): { events: TronEvent[]; torn?: Omit
     end = end >= 2 ? buf.lastIndexOf(0x0a, end - 2) + 1 : 0;
   }
   const events: TronEvent[] = [];
-  for (const [i, text] of lines.entries()) {
-    const parsed = parseEventLine(text, i + 1);
-    if (!parsed.ok) throw new LogCorruptError(file, i + 1, parsed.reason);
-    events.push(parsed.event);
+  const foreign: ForeignLine[] = [];
+  const signed = key !== undefined && lines.some((line) => MAC.test(line));
+  let chain: string | undefined;
+  if (signed) {
+    chain = chainStart(key, file);
+    for (const [i, text] of lines.entries()) {
+      const m = MAC.exec(text);
+      const preview = text.length > 200 ? `${text.slice(0, 200)}…` : text;
+      if (!m) {
+        foreign.push({ line: i + 1, reason: 'it carries no signature', text: preview });
+        continue;
+      }
+      const body = `${text.slice(0, m.index)}}`;
+      if (sign(key, chain, body) !== m[1]) {
+        foreign.push({ line: i + 1, reason: 'its signature does not follow the line before it', text: preview });
+        continue;
+      }
+      // Signed by this engine and still unreadable: a newer tron wrote it, or a bug.
+      const parsed = parseEventLine(body, events.length + 1);
+      if (!parsed.ok) throw new LogCorruptError(file, i + 1, parsed.reason);
+      events.push(parsed.event);
+      chain = m[1]!;
+    }
+  } else {
+    for (const [i, text] of lines.entries()) {
+      const parsed = parseEventLine(text, i + 1);
+      if (!parsed.ok) throw new LogCorruptError(file, i + 1, parsed.reason);
+      events.push(parsed.event);
+    }
   }
-  if (end === buf.length) return { events };
+  const read: LogRead = { events, foreign, signed, ...(chain !== undefined ? { chain } : {}) };
+  if (end === buf.length) return read;
   const tail = buf.subarray(end);
-  return { events, torn: { offset: end, bytes: tail.length, text: tail.toString('utf8') } };
+  return { ...read, torn: { offset: end, bytes: tail.length, text: tail.toString('utf8') } };
 }
 
 function isJson(text: string): boolean {
@@ -91,10 +174,18 @@ function isJson(text: string): boolean {
   }
 }
 
+/** How the writer signs its lines: the key and the mac its next line follows. */
+interface Signing {
+  key: Buffer;
+  chain: string;
+}
+
 /** The one writer of a run's log. */
 export class EventLog {
   readonly file: string;
   readonly setAside?: TornTail;
+  /** Lines of the file the engine did not write (a signed log only), found when it was opened. */
+  readonly foreign: readonly ForeignLine[];
   private readonly list: TronEvent[];
   private fd: number | undefined;
   private size: number;
@@ -106,21 +197,24 @@ export class EventLog {
     private readonly lock: Lock,
     fd: number,
     size: number,
-    events: TronEvent[],
+    read: LogRead,
     setAside: TornTail | undefined,
+    private readonly signing: Signing | undefined,
   ) {
     this.file = file;
     this.fd = fd;
     this.size = size;
-    this.list = events;
+    this.list = read.events;
+    this.foreign = read.foreign;
     if (setAside) this.setAside = setAside;
   }
 
   /**
    * Takes the run's writer lock, then opens (or creates) `runDir/events.jsonl` and
-   * continues after its last good event, setting a torn tail aside first.
+   * continues after its last good event, setting a torn tail aside first. With a key
+   * (given, or the repository's), a new log is signed, and a signed one continues its chain.
    */
-  static open(runDir: string, opts: { clock: Clock; command?: string }): EventLog {
+  static open(runDir: string, opts: { clock: Clock; command?: string } & KeyOption): EventLog {
     mkdirSync(runDir, { recursive: true });
     const file = join(runDir, 'events.jsonl');
     const lock = acquireLock(join(runDir, 'events.lock'), {
@@ -136,10 +230,16 @@ export class EventLog {
         fsyncDir(runDir);
       }
       const buf = readFileSync(file);
-      const { events, torn } = parseLog(buf, file);
-      const setAside = torn ? setTornAside(file, buf, torn, opts.clock) : undefined;
-      const fd = openSync(file, 'a');
-      return new EventLog(file, opts.clock, lock, fd, torn ? torn.offset : buf.length, events, setAside);
+      const key = keyFor(runDir, opts);
+      const read = parseLog(buf, file, key);
+      const setAside = read.torn ? setTornAside(file, buf, read.torn, opts.clock) : undefined;
+      // An unsigned log from an earlier tron stays unsigned: a signed line after it would make its own lines foreign.
+      const signing =
+        key && (read.signed || read.events.length + read.foreign.length === 0)
+          ? { key, chain: read.chain ?? chainStart(key, file) }
+          : undefined;
+      const fd = openSync(file, 'a+');
+      return new EventLog(file, opts.clock, lock, fd, read.torn ? read.torn.offset : buf.length, read, setAside, signing);
     } catch (err) {
       lock.release();
       throw err;
@@ -160,9 +260,12 @@ export class EventLog {
     if (this.broken) throw new Error(`${this.file}: an earlier write failed (${this.broken}); reopen the log`);
     const { type, ...fields } = body;
     const candidate = { v: EVENT_VERSION, seq: this.list.length + 1, ts: this.clock.now(), type, ...fields };
-    const line = `${JSON.stringify(candidate)}\n`;
-    const event = validateEvent(line.slice(0, -1), candidate.seq);
+    const text = JSON.stringify(candidate);
+    const event = validateEvent(text, candidate.seq);
+    const mac = this.signing ? sign(this.signing.key, this.signing.chain, text) : undefined;
+    const line = mac ? `${text.slice(0, -1)},"mac":"${mac}"}\n` : `${text}\n`;
     const bytes = Buffer.from(line, 'utf8');
+    this.startOnOwnLine(this.fd);
     try {
       for (let done = 0; done < bytes.length; ) done += writeSync(this.fd, bytes, done);
       fsyncSync(this.fd);
@@ -179,7 +282,25 @@ export class EventLog {
     }
     this.size += bytes.length;
     this.list.push(event);
+    if (this.signing && mac) this.signing.chain = mac;
     return event;
+  }
+
+  /**
+   * Someone else wrote to the file since the last append (a worker can, without a
+   * sandbox): what they wrote is theirs to answer for, and is found foreign on reading;
+   * but if it does not end in a newline, the engine's line must not be glued to it.
+   */
+  private startOnOwnLine(fd: number): void {
+    const size = fstatSync(fd).size;
+    if (size === this.size) return;
+    const last = Buffer.alloc(1);
+    if (size > 0 && readSync(fd, last, 0, 1, size - 1) === 1 && last[0] !== 0x0a) {
+      writeSync(fd, '\n');
+      this.size = size + 1;
+    } else {
+      this.size = size;
+    }
   }
 
   /** Closes the file and releases the writer lock. */

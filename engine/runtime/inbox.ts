@@ -3,13 +3,19 @@
  * `.tron/inbox/`; the engine reads them (at boot, and at once when one appears while it
  * runs), records each as `operator.answered`, and moves the file into the run directory.
  * A file is consumed exactly once: its name is recorded in the event.
+ *
+ * Only `tron answer` can answer: it signs each answer with the repository's key
+ * (engine/runtime/keys.ts), which the engine checks. A file in the inbox without a valid
+ * signature — one a worker wrote, say, or a copy of an answer already acted on (older than
+ * the block's last answer) — is refused with an `inbox.refused` note and moved aside.
  */
-import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { z } from 'zod';
 import { InputError } from '../core/errors.ts';
 import { parseReply } from '../gateway/parse.ts';
 import type { Clock } from '../core/clock.ts';
+import { sign } from './keys.ts';
 
 export const INBOX_DIR = join('.tron', 'inbox');
 
@@ -19,8 +25,21 @@ const AnswerFile = z.strictObject({
   payload: z.record(z.string(), z.unknown()),
   line: z.string(),
   written_at: z.number(),
+  sig: z.string().optional(),
 });
 export type Answer = z.infer<typeof AnswerFile> & { file: string };
+
+/** An inbox file the engine does not act on, and why. */
+export interface Refused {
+  file: string;
+  block?: string;
+  reason: string;
+}
+
+/** The signature of an answer: over every field the engine acts on. */
+function answerSignature(key: Buffer, a: { block: string; word: string; payload: unknown; line: string; written_at: number }): string {
+  return sign(key, 'tron answer', JSON.stringify([a.block, a.word, a.payload, a.line, a.written_at]));
+}
 
 /** Validates an operator answer line against the glossary; a bad one is a coded InputError. */
 export function parseAnswer(block: string, line: string): { word: string; payload: Record<string, unknown> } {
@@ -31,8 +50,8 @@ export function parseAnswer(block: string, line: string): { word: string; payloa
   return { word: parsed.word, payload: (parsed.payload ?? {}) as Record<string, unknown> };
 }
 
-/** Writes an answer file atomically (temp file, then rename) so the engine never reads half of one. */
-export function writeAnswer(repo: string, block: string, line: string, clock: Clock): string {
+/** Writes a signed answer file atomically (temp file, then rename) so the engine never reads half of one. */
+export function writeAnswer(repo: string, block: string, line: string, clock: Clock, key: Buffer): string {
   const { word, payload } = parseAnswer(block, line);
   const dir = join(repo, INBOX_DIR);
   mkdirSync(dir, { recursive: true });
@@ -40,27 +59,61 @@ export function writeAnswer(repo: string, block: string, line: string, clock: Cl
   let name = `${at}-${block}.json`;
   for (let n = 2; existsSync(join(dir, name)); n += 1) name = `${at}-${block}-${n}.json`;
   const tmp = join(dir, `.${name}.tmp`);
-  writeFileSync(tmp, `${JSON.stringify({ block, word, payload, line: line.trim(), written_at: at })}\n`);
+  const answer = { block, word, payload, line: line.trim(), written_at: at };
+  writeFileSync(tmp, `${JSON.stringify({ ...answer, sig: answerSignature(key, answer) })}\n`);
   renameSync(tmp, join(dir, name));
   return name;
 }
 
-/** The answers waiting in the inbox, oldest first; unreadable files are reported and left alone. */
-export function readInbox(repo: string, skip: ReadonlySet<string> = new Set(), warn: (line: string) => void = () => {}): Answer[] {
+/** Largest inbox file read: an answer is one line; anything bigger is not one. */
+const MAX_ANSWER_BYTES = 1024 * 1024;
+
+/**
+ * The answers waiting in the inbox, oldest first, each signed by `tron answer` with
+ * `key`; every other file is refused (unreadable, not an answer, unsigned, or signed with
+ * another key). Files named in `skip` were seen already.
+ */
+export function readInbox(repo: string, key: Buffer, skip: ReadonlySet<string> = new Set()): { answers: Answer[]; refused: Refused[] } {
   const dir = join(repo, INBOX_DIR);
-  if (!existsSync(dir)) return [];
-  const answers: Answer[] = [];
+  const out = { answers: [] as Answer[], refused: [] as Refused[] };
+  if (!existsSync(dir)) return out;
   for (const file of readdirSync(dir)
     .filter((f) => f.endsWith('.json') && !f.startsWith('.'))
     .sort()) {
     if (skip.has(file)) continue;
+    let answer: Answer;
     try {
-      answers.push({ ...AnswerFile.parse(JSON.parse(readFileSync(join(dir, file), 'utf8'))), file });
+      const full = join(dir, file);
+      const info = lstatSync(full);
+      if (!info.isFile()) throw new Error('not a regular file');
+      if (info.size > MAX_ANSWER_BYTES) throw new Error(`${info.size} bytes, more than an answer holds`);
+      answer = { ...AnswerFile.parse(JSON.parse(readFileSync(full, 'utf8'))), file };
     } catch (err) {
-      warn(`tron: ${join(INBOX_DIR, file)} is not an answer file (${(err as Error).message.split('\n')[0]}); answer with \`tron answer\``);
+      out.refused.push({ file, reason: `not an answer file (${(err as Error).message.split('\n')[0]})` });
+      continue;
     }
+    if (answer.sig === undefined || answer.sig !== answerSignature(key, answer)) {
+      out.refused.push({
+        file,
+        block: answer.block,
+        reason:
+          answer.sig === undefined
+            ? 'not signed: only `tron answer` can answer'
+            : 'its signature is not this repository’s: only `tron answer` can answer',
+      });
+      continue;
+    }
+    out.answers.push(answer);
   }
-  return answers;
+  return out;
+}
+
+/** Moves a refused inbox file out of the inbox into the run's `answers/refused/`, where the operator can read it. */
+export function refuseAnswer(repo: string, file: string, runDir: string): void {
+  const from = join(repo, INBOX_DIR, file);
+  if (!existsSync(from)) return;
+  mkdirSync(join(runDir, 'answers', 'refused'), { recursive: true });
+  renameSync(from, join(runDir, 'answers', 'refused', file));
 }
 
 /** Moves a consumed answer out of the inbox into the run directory. */

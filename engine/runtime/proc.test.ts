@@ -3,7 +3,7 @@ import { once } from 'node:events';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createInterface } from 'node:readline';
 import { afterEach, describe, expect, it } from 'vitest';
-import { isSameProcess, killGroup, processCpuTicks, processStartTime } from './proc.ts';
+import { hasMarker, isSameProcess, killGroup, processCpuTicks, processStartTime } from './proc.ts';
 
 const children: ChildProcess[] = [];
 afterEach(() => {
@@ -92,5 +92,23 @@ describe('killGroup', () => {
     await exited;
     expect(await gone(grandchild)).toBe(true);
     expect(killGroup(child.pid!, t)).toBe(false);
+  });
+});
+
+describe('hasMarker', () => {
+  it("holds only for a process whose environment carries the run's marker, whatever else it carries", async () => {
+    const child = spawn('sleep', ['30'], { stdio: 'ignore', env: { PATH: process.env.PATH, TRON_RUN_MARKER: 'abc123', OTHER: 'x' } });
+    children.push(child);
+    await once(child, 'spawn');
+    expect(hasMarker(child.pid!, 'abc123')).toBe(true);
+    expect(hasMarker(child.pid!, 'abc12')).toBe(false);
+    expect(hasMarker(process.pid, 'abc123')).toBe(false);
+    const first = spawn('sleep', ['30'], { stdio: 'ignore', env: { TRON_RUN_MARKER: 'abc123' } });
+    children.push(first);
+    await once(first, 'spawn');
+    expect(hasMarker(first.pid!, 'abc123')).toBe(true);
+    child.kill('SIGKILL');
+    await once(child, 'exit');
+    expect(hasMarker(child.pid!, 'abc123')).toBe(false);
   });
 });

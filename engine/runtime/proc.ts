@@ -1,6 +1,8 @@
 /**
  * Processes are identified by pid *and* start time, never by name: a pid reused by an
- * unrelated process after a crash must never be killed by recovery.
+ * unrelated process after a crash must never be killed by recovery. Recovery also asks
+ * for the run's marker in the process's environment: a log line naming a stranger's pid
+ * and start time (a forged one) does not make tron kill it.
  *
  * The one place tron reads the process table, from one of two sources:
  * - `/proc` (Linux): start times in clock ticks since boot, CPU in ticks, open files by
@@ -14,6 +16,7 @@
  */
 import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, readlinkSync } from 'node:fs';
+import { MARKER_ENV } from '../workers/env.ts';
 
 export type ProcSource = 'proc' | 'ps';
 
@@ -172,6 +175,28 @@ export function isSameProcess(pid: number, startTime: string, source: ProcSource
 /** CPU time used so far (hundredths of a second), or undefined if gone: a sign of life. */
 export function processCpuTicks(pid: number, source: ProcSource = procSource()): number | undefined {
   return processInfo(pid, source)?.cpu;
+}
+
+/**
+ * Whether process `pid` carries `TRON_RUN_MARKER=<marker>` in its environment (as it was
+ * when it started: /proc/<pid>/environ). False when it does not, or when it cannot be read.
+ */
+export function hasMarker(pid: number, marker: string, source: ProcSource = procSource()): boolean {
+  const entry = `${MARKER_ENV}=${marker}`;
+  if (source === 'proc') {
+    let env: Buffer;
+    try {
+      env = readFileSync(`/proc/${pid}/environ`);
+    } catch {
+      return false;
+    }
+    const exact = Buffer.from(`${entry}\0`);
+    return env.subarray(0, exact.length).equals(exact) || env.includes(Buffer.concat([Buffer.from('\0'), exact]));
+  }
+  // ps prints a process's environment after its command line with `e` (BSD and procps alike).
+  const out = spawnSync('ps', ['eww', '-o', 'command=', '-p', String(pid)], { encoding: 'utf8' });
+  if (out.status !== 0) return false;
+  return out.stdout.split(/\s+/).includes(entry);
 }
 
 /**

@@ -4,7 +4,9 @@
  * block resumes:
  *
  * - git is the record of what landed: `refs/tron/landed/<id>` means landed, even when the
- *   crash came between the ref transaction and its event (then the block is wrapped);
+ *   crash came between the ref transaction and its event (then the block is wrapped) —
+ *   provided its sha is on trunk's first-parent history and a run's log records the
+ *   landing (or its intent): a ref anyone else made is moved aside, reported, not believed;
  * - abandoned and parked blocks stay so (a parked block whose page was never sent is
  *   paged now; a sent page is not sent again);
  * - verified work (an attested sha) resumes at its phase: review, merge or wrap;
@@ -12,16 +14,19 @@
  *   trunk, is preserved as `orphan/<id>-<n>` when the fresh worktree is made.
  *
  * Before any of that, worker processes the previous run started and never saw end are
- * killed, matched by pid and start time. Booting twice in a row with nothing in between
- * takes no action the second time: there is nothing left to kill and nothing to preserve.
+ * killed, matched by pid, start time and the run's marker in their environment. Only the
+ * lines the engine wrote are read (engine/runtime/eventlog.ts): what else is in the log
+ * is set aside and reported. Booting twice in a row with nothing in between takes no
+ * action the second time: there is nothing left to kill and nothing to preserve.
  */
-import { cpSync, existsSync } from 'node:fs';
-import { join } from 'node:path';
-import type { BlockInfo, BodyOf, EventBody, TronEvent } from '../core/events.ts';
-import { EventLog, readLog } from './eventlog.ts';
-import { apply, initialState, type BlockState } from '../core/state.ts';
+import { cpSync, existsSync, readdirSync } from 'node:fs';
+import { basename, join, resolve } from 'node:path';
+import type { BlockInfo, BodyOf, EventBody, EventOf, TronEvent } from '../core/events.ts';
+import { EventLog, LogCorruptError, readLog, type LogRead } from './eventlog.ts';
+import { apply, initialState, type BlockState, type EngineState } from '../core/state.ts';
 import type { Clock } from '../core/clock.ts';
-import { killGroup } from './proc.ts';
+import { hasMarker, isSameProcess, killGroup } from './proc.ts';
+import { keyOfRunDir } from './keys.ts';
 import * as git from '../git/index.ts';
 import { blockChangedInRun } from './engine-files.ts';
 
@@ -39,19 +44,17 @@ export async function recover(opts: {
   previousRunDir: string | undefined;
   blocks: readonly BlockInfo[];
   clock: Clock;
+  /** The branch blocks land on: a landed ref counts only for a sha on its first-parent history. */
+  trunk?: string;
+  /** The repository's key was made by this start: logs before it are unsigned, and believed. */
+  keyCreated?: boolean;
 }): Promise<Recovery> {
   const { repo, previousRunDir } = opts;
-  const landed = await git.landedRefs(repo);
-  let events: TronEvent[] = [];
-  let torn = false;
-  if (previousRunDir && existsSync(join(previousRunDir, 'events.jsonl'))) {
-    torn = readLog(join(previousRunDir, 'events.jsonl')).torn !== undefined;
-    if (torn) EventLog.open(previousRunDir, { clock: opts.clock, command: 'tron start (recovery)' }).close();
-    events = readLog(join(previousRunDir, 'events.jsonl')).events;
-  }
-  const run = events.find((e) => e.type === 'run.started');
-  const out: EventBody[] = [{ type: 'recovery.started', previous: run && run.type === 'run.started' ? run.run : null, torn }];
-  out.push(...killStrays(events, run && run.type === 'run.started' ? run.run : ''));
+  const previous = readPrevious(previousRunDir, opts);
+  const events = previous.events;
+  const run = events.find((e): e is EventOf<'run.started'> => e.type === 'run.started');
+  const out: EventBody[] = [{ type: 'recovery.started', previous: run ? run.run : null, torn: previous.torn }, ...previous.notes];
+  out.push(...killStrays(events, run));
   for (const file of await git.clearEngineRefLocks(repo)) {
     out.push({
       type: 'lock.cleared',
@@ -64,6 +67,7 @@ export async function recover(opts: {
     });
   }
   const prev = events.reduce(apply, initialState());
+  const landed = await believedLandings(repo, opts, prev, events, out);
   for (const info of opts.blocks) {
     const b = prev.blocks.get(info.id);
     const sha = landed.get(info.id);
@@ -76,7 +80,114 @@ export async function recover(opts: {
   }
   await cleanEngineCheckouts(repo);
   const answered = events.flatMap((e) => (e.type === 'operator.answered' ? [e.file] : []));
-  return { ...(run && run.type === 'run.started' ? { previous: run.run } : {}), events: out, answered };
+  return { ...(run ? { previous: run.run } : {}), events: out, answered };
+}
+
+/**
+ * The previous run's events that tron itself wrote. A torn tail is set aside (as ever);
+ * lines that do not follow the log's signature chain are set aside and reported; a log
+ * that cannot be believed at all — unsigned although the repository already had its key,
+ * or unreadable in the middle — is set aside whole and reported. Never an error: what a
+ * worker did to the log must not stop the next start.
+ */
+function readPrevious(runDir: string | undefined, opts: { clock: Clock; keyCreated?: boolean }) {
+  const none = { events: [] as TronEvent[], torn: false, notes: [] as EventBody[] };
+  if (!runDir || !existsSync(join(runDir, 'events.jsonl'))) return none;
+  const file = join(runDir, 'events.jsonl');
+  const run = basename(runDir);
+  const whole = (detail: string) => ({ ...none, notes: [{ type: 'log.foreign' as const, run, lines: [], detail }] });
+  let read: LogRead;
+  try {
+    read = readLog(file);
+    if (read.torn) {
+      EventLog.open(runDir, { clock: opts.clock, command: 'tron start (recovery)' }).close();
+      read = { ...readLog(file), torn: read.torn };
+    }
+  } catch (err) {
+    if (!(err instanceof LogCorruptError)) throw err;
+    return whole(`the whole log was set aside: ${err.problems[0]?.message.split(';')[0] ?? err.message}`);
+  }
+  if (!read.signed && read.events.length > 0 && keyOfRunDir(runDir) !== undefined && !opts.keyCreated) {
+    return whole('the whole log was set aside: it carries no signatures, though this repository signs its logs');
+  }
+  const notes: EventBody[] = [];
+  if (read.foreign.length > 0) {
+    const shown = read.foreign.slice(0, 3).map((f) => `line ${f.line} (${f.reason}): ${f.text}`);
+    notes.push({
+      type: 'log.foreign',
+      run,
+      lines: read.foreign.map((f) => f.line),
+      detail: `${read.foreign.length} line(s) tron did not write were set aside: ${shown.join('; ')}`,
+    });
+  }
+  return { events: read.events, torn: read.torn !== undefined, notes };
+}
+
+/**
+ * The landed refs recovery believes: a `refs/tron/landed/<id>` counts only when its sha is
+ * on trunk's first-parent history (where every landing puts it) and a run's log records
+ * the landing — the previous run's (a landing, its intent, or a block it recovered as
+ * landed), else any older signed log. Anything else — a ref a worker made, say — is moved
+ * aside to `refs/tron/untrusted/<id>-<n>`, reported, and the block is built.
+ */
+async function believedLandings(
+  repo: string,
+  opts: { blocks: readonly BlockInfo[]; trunk?: string; previousRunDir: string | undefined; keyCreated?: boolean },
+  prev: EngineState,
+  events: readonly TronEvent[],
+  out: EventBody[],
+): Promise<Map<string, string>> {
+  const refs = await git.landedRefs(repo);
+  const believed = new Map<string, string>();
+  const ids = opts.blocks.map((b) => b.id).filter((id) => refs.has(id));
+  if (ids.length === 0) return believed;
+  const trunk = opts.trunk ?? events.find((e): e is EventOf<'run.started'> => e.type === 'run.started')?.trunk;
+  const onTrunk =
+    trunk && (await git.revParse(repo, `refs/heads/${trunk}`)) ? await git.firstParentShas(repo, `refs/heads/${trunk}`) : new Set<string>();
+  let older: TronEvent[][] | undefined;
+  for (const id of ids) {
+    const sha = refs.get(id)!;
+    let reason: string | undefined;
+    if (!onTrunk.has(sha)) reason = `${sha.slice(0, 12)} is not on the first-parent history of ${trunk ?? 'trunk'}`;
+    else if (!recordsLanding(events, id, sha) && prev.blocks.get(id)?.landedSha !== sha) {
+      older ??= olderLogs(repo, opts.previousRunDir, opts.keyCreated);
+      if (!older.some((log) => recordsLanding(log, id, sha))) reason = 'no run log records that tron landed it';
+    }
+    if (reason === undefined) {
+      believed.set(id, sha);
+      continue;
+    }
+    const kept = await git.setAsideLanded(repo, id, sha);
+    out.push({ type: 'landed.untrusted', block: id, sha, reason, kept });
+  }
+  return believed;
+}
+
+/** Whether a log records block `id` landing at `sha`: the landing, its announced intent, or a recovered landing. */
+function recordsLanding(events: readonly TronEvent[], id: string, sha: string): boolean {
+  return events.some(
+    (e) =>
+      ((e.type === 'block.landed' || e.type === 'land.intent') && e.block === id && e.sha === sha) ||
+      (e.type === 'block.recovered' && e.block === id && e.sha === sha && (e.phase === 'landed' || e.phase === 'wrap')),
+  );
+}
+
+/** The logs of every run before the previous one, newest first: signed ones, or any when the key is new. */
+function olderLogs(repo: string, previousRunDir: string | undefined, keyCreated: boolean | undefined): TronEvent[][] {
+  const runs = join(repo, '.tron', 'runs');
+  if (!existsSync(runs)) return [];
+  const logs: TronEvent[][] = [];
+  for (const id of readdirSync(runs).sort().reverse()) {
+    const dir = join(runs, id);
+    if (previousRunDir && resolve(dir) === resolve(previousRunDir)) continue;
+    try {
+      const read = readLog(join(dir, 'events.jsonl'));
+      if (read.signed || keyCreated) logs.push(read.events);
+    } catch {
+      // no log, or one that cannot be read: it records nothing
+    }
+  }
+  return logs;
 }
 
 /**
@@ -102,20 +213,30 @@ export async function clearInterruptedLanding(repo: string, previousRunDir: stri
   }));
 }
 
-/** Worker processes started and never seen to end: killed by pid and start time, never by name. */
-function killStrays(events: readonly TronEvent[], run: string): EventBody[] {
-  const alive = new Map<number, Extract<TronEvent, { type: 'worker.spawned' }>>();
+/**
+ * Worker processes started and never seen to end: killed by pid, start time and the
+ * run's marker in their environment — never by name, and never a process that lacks the
+ * marker (a recorded pid and start time alone could be a stranger's, named by a forged line).
+ */
+function killStrays(events: readonly TronEvent[], started: EventOf<'run.started'> | undefined): EventBody[] {
+  const alive = new Map<number, EventOf<'worker.spawned'>>();
   for (const e of events) {
     if (e.type === 'worker.spawned') alive.set(e.pid, e);
     if (e.type === 'worker.exited') alive.delete(e.pid);
   }
-  const killed: EventBody[] = [];
+  const out: EventBody[] = [];
   for (const w of alive.values()) {
-    if (killGroup(w.pid, w.start_time, 'SIGKILL')) {
-      killed.push({ type: 'worker.killed', block: w.block, session: w.session, pid: w.pid, start_time: w.start_time, run });
+    if (!isSameProcess(w.pid, w.start_time)) continue;
+    const who = { block: w.block, session: w.session, pid: w.pid, start_time: w.start_time };
+    if (!started?.marker) {
+      out.push({ type: 'worker.spared', ...who, reason: 'the run recorded no marker, so the process cannot be told from a stranger' });
+    } else if (!hasMarker(w.pid, started.marker)) {
+      out.push({ type: 'worker.spared', ...who, reason: `its environment does not carry the run's TRON_RUN_MARKER` });
+    } else if (killGroup(w.pid, w.start_time, 'SIGKILL')) {
+      out.push({ type: 'worker.killed', ...who, run: started.run });
     }
   }
-  return killed;
+  return out;
 }
 
 function resumeAt(
@@ -135,6 +256,7 @@ function resumeAt(
     ...(b?.base ? { base: b.base } : {}),
     ...(b?.patchId ? { patch_id: b.patchId } : {}),
     ...(b?.summary ? { summary: b.summary } : {}),
+    ...(b?.answeredAt !== undefined ? { answered_at: b.answeredAt } : {}),
   };
   // A block that resumes in the phase it had keeps the time it entered it.
   const since = b ? { since: b.since } : {};

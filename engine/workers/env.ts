@@ -10,6 +10,12 @@
  */
 export const BASE_ENV = ['PATH', 'HOME', 'LANG', 'TERM'] as const;
 
+/**
+ * The engine's marker of its run (engine/runtime/proc.ts): carried into every worker and
+ * test process, so that recovery kills a recorded process only when it is the run's own.
+ */
+export const MARKER_ENV = 'TRON_RUN_MARKER';
+
 /** What an `env` entry may be: a name, or a name with `*` wildcards and at least one other character. */
 export const ENV_ENTRY = /^(?=.*[A-Za-z0-9_])[A-Za-z_*][A-Za-z0-9_*]*$/;
 
@@ -44,14 +50,14 @@ export function passedNames(source: Readonly<Record<string, string | undefined>>
   return Object.keys(source).filter((name) => source[name] !== undefined && entries.some((entry) => envEntryMatches(entry, name)));
 }
 
-/** The environment for a worker process: the base, the named or matched pass-throughs, then `extra`. */
+/** The environment for a worker process: the base, the run's marker, the named or matched pass-throughs, then `extra`. */
 export function minimalEnv(
   source: Readonly<Record<string, string | undefined>>,
   passThrough: readonly string[],
   extra: Readonly<Record<string, string>> = {},
 ): Record<string, string> {
   const env: Record<string, string> = {};
-  for (const name of BASE_ENV) {
+  for (const name of [...BASE_ENV, MARKER_ENV]) {
     const value = source[name];
     if (value !== undefined) env[name] = value;
   }

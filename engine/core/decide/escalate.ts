@@ -100,8 +100,10 @@ export function dependentsOf(s: EngineState, id: string): string[] {
 }
 
 export function onOperator(step: Step, e: BodyOf<'operator.answered'>): void {
-  const b = step.block(e.block);
-  if (b.phase !== 'parked') return;
+  // The engine refuses answers for blocks it does not have before they become inputs; a
+  // recorded one (an older log) is still never a reason to fail.
+  const b = step.s.blocks.get(e.block);
+  if (b?.phase !== 'parked') return;
   if (e.word === 'RETRY') {
     const waitingOn = b.info.depends_on.filter((d) => step.s.blocks.get(d)?.phase !== 'landed');
     if (waitingOn.length > 0 && b.attempt === 0) {

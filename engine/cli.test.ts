@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { readFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { execa } from 'execa';
 import { COMMANDS } from './cli.ts';
 import { tronPath } from './root.ts';
@@ -83,6 +85,23 @@ describe('the tron command line', () => {
       const result = await tron(name, '--help');
       expect(result.exitCode, name).toBe(0);
       expect(result.stdout, name).toMatch(new RegExp(`^Usage: tron ${name}`));
+    }
+  });
+
+  it('says an unexpected failure in one coded line with exit 1, and shows the stack only with --debug', async () => {
+    const repo = mkdtempSync(join(tmpdir(), 'tron-cli-'));
+    try {
+      // A run whose log is a folder: reading it fails in a way no check foresaw.
+      mkdirSync(join(repo, '.tron', 'runs', '20260101-000000-001', 'events.jsonl'), { recursive: true });
+      const plain = await tron('status', '--repo', repo);
+      expect(plain.exitCode).toBe(1);
+      expect(plain.stderr.trim().split('\n')).toHaveLength(1);
+      expect(plain.stderr).toMatch(/^tron status: TRON_ENGINE_FAILED: tron status failed: EISDIR/);
+      const debug = await tron('status', '--repo', repo, '--debug');
+      expect(debug.exitCode).toBe(1);
+      expect(debug.stderr).toMatch(/\n\s+at /);
+    } finally {
+      rmSync(repo, { recursive: true, force: true });
     }
   });
 

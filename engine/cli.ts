@@ -12,6 +12,7 @@ import { resolve } from 'node:path';
 import { InputError, formatProblem } from './core/errors.ts';
 import { coded } from './core/problems.ts';
 import { systemClock } from './core/clock.ts';
+import { codedLine } from './runtime/failure.ts';
 import { commandHelp, parseCommand, type CommandSpec, type OptionSpec, type Values } from './cli/args.ts';
 import { didYouMean } from './cli/suggest.ts';
 import { TRON_VERSION } from './root.ts';
@@ -296,7 +297,9 @@ export function overview(): string {
 
 /** Runs the CLI; returns the exit status. */
 export async function main(argv: string[]): Promise<number> {
-  const [name, ...rest] = argv;
+  // --debug, anywhere: stack traces of failures are printed (the engine reads TRON_DEBUG too).
+  if (argv.includes('--debug')) process.env.TRON_DEBUG = '1';
+  const [name, ...rest] = argv.filter((arg) => arg !== '--debug');
   try {
     if (name === undefined || name === '--help' || name === '-h') {
       print(overview());
@@ -324,7 +327,9 @@ export async function main(argv: string[]): Promise<number> {
       for (const p of err.problems) console.error(formatProblem(p));
       return 2;
     }
-    console.error(`tron ${name ?? ''}: ${(err as Error).stack ?? String(err)}`);
+    // A failure tron did not expect: one coded line; the stack only with --debug.
+    console.error(`tron ${name ?? ''}: ${codedLine(err as Error, `tron ${name ?? ''}`.trim())}`);
+    if (process.env.TRON_DEBUG === '1') console.error((err as Error).stack ?? String(err));
     return 1;
   }
 }

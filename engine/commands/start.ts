@@ -22,12 +22,12 @@ import { readInbox } from '../runtime/inbox.ts';
 import type { BodyOf } from '../core/events.ts';
 import { latestRun } from '../runtime/runs.ts';
 import { readLog } from '../runtime/eventlog.ts';
-import { liveBoard, plainReporter, type Reporter } from '../runtime/reporter.ts';
 import { configChangedInRun } from '../runtime/engine-files.ts';
 import type { EventBody, TronEvent } from '../core/events.ts';
 import { randomBytes } from 'node:crypto';
 import { repoKey } from '../runtime/keys.ts';
 import { MARKER_ENV } from '../workers/env.ts';
+import { liveBoard, plainReporter, type Reporter } from '../runtime/reporter.ts';
 
 export interface StartOptions {
   repo: string;
@@ -105,7 +105,8 @@ export async function startCommand(o: StartOptions): Promise<number> {
     const workers: Partial<Record<WorkerRole, WorkerAdapter>> = { ...o.workers };
     for (const role of ['builder', 'reviewer', 'architect'] as const) {
       const settings = config.workers[role];
-      if (!workers[role] && settings) workers[role] = createWorker(settings, { repo, env, sandbox: sandbox.sandbox });
+      if (!workers[role] && settings)
+        workers[role] = createWorker(settings, { repo, env, sandbox: sandbox.sandbox, replyLimit: config.limits.replyBytes });
     }
     const previousRunDir = previous;
     const recovery = await recover({

@@ -154,6 +154,12 @@ export const PROBLEMS = {
     summary: 'A block file cannot be read, or is not UTF-8 text.',
     fix: 'Make it a readable file saved as UTF-8 text.',
   },
+  TRON_BLOCK_TOO_LARGE: {
+    area: 'blocks',
+    kind: 'input',
+    summary: 'A block file is larger than 256KB; its brief would go into every prompt of the block.',
+    fix: 'Shorten the brief; put the detail in files of the repository and name them in the brief.',
+  },
   TRON_BLOCK_ID: {
     area: 'blocks',
     kind: 'input',
@@ -296,6 +302,19 @@ export const PROBLEMS = {
     summary:
       'A line of an event log, other than the last, is not a valid event: not JSON, a field its schema does not allow, or a gap in `seq`.',
     fix: 'Something other than tron changed the file: restore it from a backup, or move the run directory aside to start afresh.',
+  },
+  TRON_RUN_DIR_GONE: {
+    area: 'log',
+    kind: 'fault',
+    summary: "The run's directory (`.tron/runs/<run>/`) was removed while the engine ran; the run stopped, its running turns with it.",
+    fix: 'Do not remove a run directory while tron runs. Start again: recovery resumes from git and the run before (what the removed log held is lost).',
+  },
+  TRON_ENGINE_FAILED: {
+    area: 'log',
+    kind: 'fault',
+    summary:
+      'The engine failed during a run — an effect it could not carry out (a file it could not write, a process it could not start), or a fault of tron itself — and ended the run with `run.failed`.',
+    fix: 'The message names what failed: fix that (disk space, permissions) and start again; recovery resumes the run. If it names nothing of yours, report it with the run directory (`--debug` prints the stack trace).',
   },
   TRON_EVENT_INVALID: {
     area: 'log',

@@ -50,6 +50,19 @@ describe('parseConfig', () => {
     expect(config!.pageCommand).toBeUndefined();
   });
 
+  it('accepts a file saved with a UTF-8 byte order mark', () => {
+    const { config, problems } = parseConfig(`\uFEFF${MINIMAL}`, FILE);
+    expect(problems).toEqual([]);
+    expect(config?.test).toBe('npm test');
+  });
+
+  it('keeps 4MB of a reply unless [limits] reply says otherwise, and refuses a size that is not one', () => {
+    expect(parseConfig(MINIMAL, FILE).config?.limits).toEqual({ replyBytes: 4 * 1024 * 1024 });
+    expect(parseConfig(`${MINIMAL}\n[limits]\nreply = "512KB"\n`, FILE).config?.limits).toEqual({ replyBytes: 512 * 1024 });
+    expect(only(`${MINIMAL}\n[limits]\nreply = "lots"\n`)).toMatchObject({ code: 'TRON_CONFIG_INVALID', path: `${FILE}: limits.reply` });
+    expect(only(`${MINIMAL}\n[limits]\nreply = "10"\n`).message).toContain('at least 1KB');
+  });
+
   it('normalises durations to ms and parses each worker by its adapter', () => {
     const text = `
 trunk = "develop"

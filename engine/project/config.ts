@@ -8,6 +8,7 @@ import path from 'node:path';
 import { z } from 'zod';
 import { schemaProblems, parseToml, type IssueStyle } from './config-problems.ts';
 import { parseDuration } from '../core/duration.ts';
+import { parseSize } from '../core/size.ts';
 import type { Problem } from '../core/errors.ts';
 import { WORKER_ROLES, type WorkerRole } from '../core/roles.ts';
 import type { Liveness } from '../spine/spine.ts';
@@ -38,6 +39,15 @@ const branch = z
 const TimeoutsTable = z.strictObject({
   turn: duration.default(CONFIG_DEFAULTS.timeouts.turn),
   test: duration.default(CONFIG_DEFAULTS.timeouts.test),
+});
+
+const size = z
+  .string()
+  .refine((s) => parseSize(s) !== undefined, { message: 'a size like "4MB", "512KB" or "65536" (bytes)' })
+  .refine((s) => (parseSize(s) ?? 1024) >= 1024, { message: 'must be at least 1KB' });
+
+const LimitsTable = z.strictObject({
+  reply: size.default('4MB'),
 });
 
 const LivenessOverrides = z.strictObject({
@@ -84,6 +94,7 @@ const ConfigTable = z.strictObject({
   test_env: z.array(envName).default([]),
   timeouts: TimeoutsTable.prefault({}),
   sandbox: SandboxTable.prefault({}),
+  limits: LimitsTable.prefault({}),
   workers: WorkersTable,
   page_command: z.array(z.string().min(1)).min(1).optional(),
   liveness: LivenessOverrides.optional(),
@@ -112,6 +123,10 @@ export interface Config {
     turnMs: number;
     /** Budget of one engine test run; past it the run counts as red. */
     testMs: number;
+  };
+  limits: {
+    /** Bytes a worker's reply may hold; past it the turn fails as reply_too_large. */
+    replyBytes: number;
   };
   /** Without an architect, troubles that would consult it go straight to the operator. */
   workers: { builder: WorkerSettings; reviewer: WorkerSettings; architect?: WorkerSettings };
@@ -172,6 +187,7 @@ const CONFIG_STYLE: IssueStyle = {
     if (first === 'budgets') return Object.keys(BudgetsTable.shape);
 
     if (first === 'sandbox') return Object.keys(SandboxTable.shape);
+    if (first === 'limits') return Object.keys(LimitsTable.shape);
     if (first === 'workers' && parts.length === 1) return [...WORKER_ROLES];
     if (first === 'workers') return workerKeys(data, role!);
     return [];
@@ -200,6 +216,7 @@ function toConfig(raw: z.infer<typeof ConfigTable>): Config {
     testEnv: raw.test_env,
     sandbox: { mode: raw.sandbox.mode, testNetwork: raw.sandbox.test_network },
     timeouts: { turnMs: ms(raw.timeouts.turn), testMs: ms(raw.timeouts.test) },
+    limits: { replyBytes: parseSize(raw.limits.reply)! },
     workers,
     ...(raw.page_command !== undefined && { pageCommand: raw.page_command }),
     liveness,
@@ -219,7 +236,8 @@ function toConfig(raw: z.infer<typeof ConfigTable>): Config {
  * The config is returned only when there are no problems.
  */
 export function parseConfig(text: string, file: string): { config?: Config; problems: Problem[] } {
-  const toml = parseToml(text, file, 'TRON_CONFIG_TOML');
+  // Editors on Windows save a UTF-8 byte order mark: it is not part of the TOML.
+  const toml = parseToml(text.replace(/^\uFEFF/, ''), file, 'TRON_CONFIG_TOML');
   if (toml.problem) return { problems: [toml.problem] };
   const parsed = ConfigTable.safeParse(toml.data);
   if (!parsed.success) return { problems: schemaProblems(parsed.error, toml.data, file, CONFIG_STYLE) };

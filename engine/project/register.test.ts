@@ -215,6 +215,16 @@ describe('loading a repository', () => {
     expect(blocks[1]!.digest).toBe(createHash('sha256').update(bytes).digest('hex'));
   });
 
+  it('refuses a block file larger than 256KB with a coded problem, and reads one just under it', () => {
+    const big = blockText('title = "Big"\ncriteria = ["c"]', `${'x'.repeat(300 * 1024)}\n`);
+    const fits = blockText('title = "Fits"\ncriteria = ["c"]', `${'x'.repeat(250 * 1024)}\n`);
+    makeRepo({ '.tron/blocks/big.md': big, '.tron/blocks/fits.md': fits });
+    const { blocks, problems } = loadRegister(repo);
+    expect(problems).toEqual([expect.objectContaining({ code: 'TRON_BLOCK_TOO_LARGE', path: '.tron/blocks/big.md' })]);
+    expect(problems[0]!.message).toContain('more than the 256KB');
+    expect(blocks.map((b) => b.id)).toEqual(['fits']);
+  });
+
   it('treats a missing register folder as an empty register', () => {
     makeRepo({ '.tron/config.toml': CONFIG });
     expect(loadRegister(repo)).toEqual({ blocks: [], problems: [] });

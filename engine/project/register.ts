@@ -18,6 +18,9 @@ export { checkRegister, dependencyCycles, selfDependencies, unknownDependencies 
 /** Where block files live, relative to the repository root. */
 export const BLOCKS_DIR = '.tron/blocks';
 
+/** The largest block file: its brief goes into every prompt of the block. */
+export const BLOCK_FILE_LIMIT = 256 * 1024;
+
 /** A block id is its file name without `.md`. */
 export const BLOCK_ID = /^[a-z0-9][a-z0-9-]{0,62}$/;
 
@@ -161,7 +164,17 @@ export function loadRegister(repo: string): { blocks: Block[]; problems: Problem
     const full = path.join(dir, name);
     let text: string;
     try {
-      if (!statSync(full).isFile()) continue;
+      const info = statSync(full);
+      if (!info.isFile()) continue;
+      if (info.size > BLOCK_FILE_LIMIT) {
+        problems.push({
+          code: 'TRON_BLOCK_TOO_LARGE',
+          path: file,
+          message: `is ${info.size} bytes, more than the ${BLOCK_FILE_LIMIT / 1024}KB a block file may hold (its brief goes into every prompt of the block); shorten the brief, and point to files in the repository for the detail`,
+        });
+        broken.push(blockIdOf(file));
+        continue;
+      }
       text = utf8.decode(readFileSync(full));
     } catch (err) {
       const notText = err instanceof TypeError;

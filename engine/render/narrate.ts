@@ -186,7 +186,8 @@ export class Narrator {
       case 'run.stopping':
         return [`tron: ${e.signal} — no new work; stopping the running turns`];
       case 'run.failed':
-        return [`tron: an effect failed after ${e.after}: ${e.detail}`];
+        // A coded detail names what failed and where already (engine/runtime/failure.ts).
+        return [/^TRON_[A-Z_]+: /.test(e.detail) ? `tron: ${e.detail}` : `tron: an effect failed after ${e.after}: ${e.detail}`];
       case 'run.finished':
         return this.finished(e);
       default:

@@ -13,7 +13,8 @@ import type { Clock } from '../core/clock.ts';
 import type { Config } from '../project/config.ts';
 import type { Block } from '../project/register.ts';
 import type { EventBody, EventOf, TronEvent } from '../core/events.ts';
-import { EventLog } from './eventlog.ts';
+import { EventLog, RunDirGoneError } from './eventlog.ts';
+import { codedLine } from './failure.ts';
 import { decide, type DecideContext } from '../core/decide/decide.ts';
 import { initialState, type EngineState } from '../core/state.ts';
 import type { Spine } from '../spine/spine.ts';
@@ -27,13 +28,13 @@ import { promptVars } from './prompt-vars.ts';
 import { renderReport } from '../render/report.ts';
 import { INBOX_DIR, type Answer, consumeAnswer, readInbox, refuseAnswer } from './inbox.ts';
 import { signsOfLife, takeSnapshot, worktreePrint, type LifeSnapshot } from '../workers/liveness-signs.ts';
+import { EngineFiles, digestOfFile } from './engine-files.ts';
+import { CONFIG_FILE } from '../project/config.ts';
 import { TRON_VERSION } from '../root.ts';
 import { costOf } from '../workers/prices.ts';
 import { boundedTail } from '../workers/output.ts';
 import { NO_SANDBOX, type Sandbox } from '../workers/sandbox.ts';
 import { TurnLog } from './turn-log.ts';
-import { EngineFiles, digestOfFile } from './engine-files.ts';
-import { CONFIG_FILE } from '../project/config.ts';
 
 export { TRON_VERSION };
 
@@ -99,6 +100,8 @@ export class Engine {
   private failedAfter: string | undefined;
   private readonly seenAnswers = new Set<string>();
   private inboxWatcher: FSWatcher | undefined;
+  private blocksWatcher: FSWatcher | undefined;
+  private heartbeatTimer: NodeJS.Timeout | undefined;
   /** The config as the engine read it (its digest), for the gate and the next start. */
   private readonly configDigest: string | undefined;
   /** The block files of the register the engine last loaded (at start, or on a change in --watch). */
@@ -124,8 +127,24 @@ export class Engine {
     };
   }
 
-  /** Runs until the run finishes; returns the exit status. */
+  /**
+   * Runs until the run finishes; returns the exit status. Whatever fails inside — an
+   * effect, a write, the step itself — ends the run with exit 1, one coded line and
+   * `run.failed` in the log (when the log can still be written), never a stack trace
+   * (`--debug` prints it) and never a process left hanging.
+   */
   async run(): Promise<number> {
+    let failed = false;
+    try {
+      await this.drive();
+    } catch (err) {
+      failed = true;
+      this.failHard(err as Error);
+    }
+    return this.shutdown(failed);
+  }
+
+  private async drive(): Promise<void> {
     const o = this.o;
     const trunkSha = await git.currentTrunkSha(o.repo, o.config.trunk);
     this.input({
@@ -140,13 +159,13 @@ export class Engine {
       liveness: livenessNumbers(o.spine, o.config),
       watch: o.watch,
       pid: process.pid,
+      ...(this.configDigest ? { config_digest: this.configDigest } : {}),
+      ...(o.marker ? { marker: o.marker } : {}),
       budgets: {
         ...(o.config.budgets.blockUsd !== undefined && { block_usd: o.config.budgets.blockUsd }),
         ...(o.config.budgets.blockTokens !== undefined && { block_tokens: o.config.budgets.blockTokens }),
         ...(o.config.budgets.runUsd !== undefined && { run_usd: o.config.budgets.runUsd }),
       },
-      ...(this.configDigest ? { config_digest: this.configDigest } : {}),
-      ...(o.marker ? { marker: o.marker } : {}),
     });
     this.input({ type: 'register.loaded', blocks: o.blocks.map(infoOf) });
     for (const body of o.boot ?? []) this.input(body);
@@ -158,24 +177,66 @@ export class Engine {
     for (const body of waiting) this.input(body);
     this.input({ type: 'recovery.finished', answers: waiting.length });
     this.watchInbox();
-    const heartbeat = o.watch ? setInterval(() => this.heartbeat(), o.heartbeatMs ?? 60_000) : undefined;
-    const blocksWatcher = o.watch ? this.watchBlocks() : undefined;
+    this.heartbeatTimer = o.watch ? setInterval(() => this.guard(() => this.heartbeat()), o.heartbeatMs ?? 60_000) : undefined;
+    this.blocksWatcher = o.watch ? this.watchBlocks() : undefined;
     while (!this.state.finished) {
       const body = await this.next();
       this.input(body);
     }
+  }
+
+  /** A failure the loop could not turn into an ordinary end: said in one coded line, recorded as run.failed if it still can be. */
+  private failHard(err: Error): void {
+    const line = codedLine(err, 'the engine loop');
+    if (process.env.TRON_DEBUG === '1' && err.stack) this.o.print(err.stack);
+    if (!(err instanceof RunDirGoneError) && !this.state.finished) {
+      try {
+        // Recorded, the reporter says it (run.failed, then run.finished).
+        this.input({ type: 'run.failed', detail: line, after: this.failedAfter ?? 'the engine loop' });
+        return;
+      } catch {
+        // The log cannot take it either: the coded line below is the record.
+      }
+    }
+    this.o.print(`tron: ${line}`);
+  }
+
+  /** Stops everything the run started and closes the log; the exit status of the run. */
+  private async shutdown(failed: boolean): Promise<number> {
     this.inboxWatcher?.close();
-    blocksWatcher?.close();
-    clearInterval(heartbeat);
+    this.blocksWatcher?.close();
+    clearInterval(this.heartbeatTimer);
     for (const t of this.turns.values()) {
       clearTimeout(t.timer);
       t.controller.abort();
     }
-    await Promise.allSettled([...this.running]);
-    writeFileSync(join(o.runDir, 'report.md'), renderReport(this.log.events));
-    this.log.close();
-    const finished = this.log.events.findLast((e) => e.type === 'run.finished') as EventOf<'run.finished'>;
-    return finished.exit;
+    const settled = Promise.allSettled([...this.running]);
+    // After a failure, an effect still running (a long test run) is not waited for:
+    // its processes carry the run's marker, and the next start's recovery ends them.
+    if (failed) await Promise.race([settled, new Promise((r) => setTimeout(r, 5000).unref())]);
+    else await settled;
+    try {
+      writeFileSync(join(this.o.runDir, 'report.md'), renderReport(this.log.events));
+    } catch {
+      // No run directory to write it in (removed): the log is gone with it.
+    }
+    try {
+      this.log.close();
+    } catch {
+      // Its lock file went with the run directory.
+    }
+    const finished = this.log.events.findLast((e) => e.type === 'run.finished') as EventOf<'run.finished'> | undefined;
+    return finished && !failed ? finished.exit : 1;
+  }
+
+  /** Runs a callback of a timer or watcher: a failure in it ends the run like an effect's. */
+  private guard(work: () => void): void {
+    try {
+      work();
+    } catch (err) {
+      this.failure = err as Error;
+      this.wake?.();
+    }
   }
 
   /** Appends an input, decides, appends the decisions and starts their effects. */
@@ -270,16 +331,20 @@ export class Engine {
     return watch(dir, () => {
       // Editors write a file in several steps; read the register once they settle.
       clearTimeout(pending);
-      pending = setTimeout(() => {
-        const blocks = this.o.reloadBlocks?.();
-        if (!blocks) return;
-        const now = JSON.stringify(blocks.map((b) => b.digest));
-        if (now === last) return;
-        last = now;
-        this.loaded = blocks;
-        for (const b of blocks) this.fx.blocks().set(b.id, b);
-        this.push({ type: 'register.loaded', blocks: blocks.map(infoOf) });
-      }, 50);
+      pending = setTimeout(
+        () =>
+          this.guard(() => {
+            const blocks = this.o.reloadBlocks?.();
+            if (!blocks) return;
+            const now = JSON.stringify(blocks.map((b) => b.digest));
+            if (now === last) return;
+            last = now;
+            this.loaded = blocks;
+            for (const b of blocks) this.fx.blocks().set(b.id, b);
+            this.push({ type: 'register.loaded', blocks: blocks.map(infoOf) });
+          }),
+        50,
+      );
     });
   }
 
@@ -306,10 +371,14 @@ export class Engine {
     const ready = this.queue.shift();
     if (ready) return Promise.resolve(ready);
     if (this.failure) return Promise.resolve(this.fatal(this.failure));
-    return new Promise((resolve) => {
+    return new Promise((resolve, reject) => {
       this.wake = () => {
         this.wake = undefined;
-        resolve(this.queue.shift() ?? this.fatal(this.failure!));
+        try {
+          resolve(this.queue.shift() ?? this.fatal(this.failure!));
+        } catch (err) {
+          reject(err);
+        }
       };
     });
   }
@@ -322,7 +391,10 @@ export class Engine {
   /** An effect failed: reported as an input, so that decide ends the run and the run replays. */
   private fatal(err: Error): EventBody {
     this.failure = undefined;
-    return { type: 'run.failed', detail: err.message, after: this.failedAfter ?? 'an effect' };
+    // A log that cannot be written is no input: the loop stops on it.
+    if (err instanceof RunDirGoneError) throw err;
+    const after = this.failedAfter ?? 'an effect';
+    return { type: 'run.failed', detail: codedLine(err, `the effect of ${after}`), after };
   }
 
   /** Starts the effect a decision asks for; its outcome comes back through the queue. */
@@ -334,6 +406,7 @@ export class Engine {
         .catch((err: Error) => {
           this.failure = err;
           this.failedAfter = `${e.type}${'block' in e ? ` for ${e.block}` : ''}`;
+          if (process.env.TRON_DEBUG === '1' && err.stack) this.o.print(err.stack);
           this.wake?.();
         })
         .finally(() => this.running.delete(p));

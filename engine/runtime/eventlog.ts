@@ -34,7 +34,7 @@ import { EVENT_VERSION, type EventBody, type TronEvent } from '../core/events.ts
 import { parseEventLine, validateEvent } from './eventlog-line.ts';
 import { acquireLock, fsyncDir, type Lock } from './lockfile.ts';
 import { InputError } from '../core/errors.ts';
-import type { InputCode } from '../core/problems.ts';
+import { coded, type FaultCode, type InputCode } from '../core/problems.ts';
 import { keyOfRunDir, sign } from './keys.ts';
 
 export { EventInvalidError } from './eventlog-line.ts';
@@ -67,6 +67,15 @@ export class LogCorruptError extends InputError {
       },
     ]);
     this.name = 'LogCorruptError';
+  }
+}
+
+/** The log file was removed (its run directory, say) while the engine wrote it: nothing more can be recorded. */
+export class RunDirGoneError extends Error {
+  readonly code = 'TRON_RUN_DIR_GONE' satisfies FaultCode;
+  constructor(readonly file: string) {
+    super(coded('TRON_RUN_DIR_GONE', `${file} was removed while the engine ran; the run stopped. Start again: recovery resumes it`));
+    this.name = 'RunDirGoneError';
   }
 }
 
@@ -292,7 +301,10 @@ export class EventLog {
    * but if it does not end in a newline, the engine's line must not be glued to it.
    */
   private startOnOwnLine(fd: number): void {
-    const size = fstatSync(fd).size;
+    const stat = fstatSync(fd);
+    // Removed under the engine (the run directory deleted): appending would write nowhere.
+    if (stat.nlink === 0) throw new RunDirGoneError(this.file);
+    const size = stat.size;
     if (size === this.size) return;
     const last = Buffer.alloc(1);
     if (size > 0 && readSync(fd, last, 0, 1, size - 1) === 1 && last[0] !== 0x0a) {

@@ -40,7 +40,7 @@ export interface TurnRequest {
   expect?: readonly string[];
 }
 
-export type TurnFailure = 'exit' | 'timeout' | 'crash' | 'aborted' | 'step_cap' | 'api';
+export type TurnFailure = 'exit' | 'timeout' | 'crash' | 'aborted' | 'step_cap' | 'api' | 'reply_too_large';
 
 export type { FailureCause } from '../core/roles.ts';
 

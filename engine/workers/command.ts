@@ -40,6 +40,7 @@ import { processStartTime } from '../runtime/proc.ts';
 import { formatDuration } from '../core/duration.ts';
 import { MARK_VAR, endRun, newMark } from './process-tree.ts';
 import { NO_SANDBOX, turnConfinement, type Entered, type Sandbox } from './sandbox.ts';
+import { DEFAULT_REPLY_LIMIT, OutputCap } from './output-cap.ts';
 
 /** What the liveness probe needs to see of a running turn. */
 export interface RunningTurn {
@@ -62,6 +63,8 @@ export interface CommandDeps {
   killGraceMs?: number;
   /** Where turns run; none unless given. */
   sandbox?: Sandbox;
+  /** Bytes of stdout a reply may hold (`[limits] reply`); more fails the turn as reply_too_large. */
+  replyLimit?: number;
 }
 
 const STDERR_KEEP = 16 * 1024;
@@ -78,6 +81,11 @@ export function expandArgv(argv: readonly string[], prompt: string, promptFile: 
 /** Where `{prompt_file}` puts the prompt of one turn. */
 export function promptFilePath(runDir: string, session: string, turn: number): string {
   return join(runDir, 'prompts', `${session.replace(/[^A-Za-z0-9._-]/g, '_')}-turn${turn}.md`);
+}
+
+/** Where output past the reply limit of one turn goes. */
+export function spillPath(runDir: string, session: string, turn: number): string {
+  return join(runDir, 'replies', `${session.replace(/[^A-Za-z0-9._-]/g, '_')}-turn${turn}.overflow`);
 }
 
 /** The whole environment of a worker turn; `mark` is the turn's TRON_MARK. */
@@ -171,7 +179,7 @@ export function createCommandWorker(settings: CommandSettings, deps: CommandDeps
     live.set(request.session, state);
     observer.spawned({ pid, startTime });
 
-    const stdout: Buffer[] = [];
+    const stdout = new OutputCap(deps.replyLimit ?? DEFAULT_REPLY_LIMIT, spillPath(request.runDir, request.session, request.turn));
     let stderr = Buffer.alloc(0);
     // The stream the CLI last said something on: its last meaningful line is the reason shown.
     let lastSaid: 'stdout' | 'stderr' = 'stdout';
@@ -223,7 +231,8 @@ export function createCommandWorker(settings: CommandSettings, deps: CommandDeps
     await entered.leave();
     if (live.get(request.session) === state) live.delete(request.session);
 
-    const output = Buffer.concat(stdout).toString('utf8');
+    const output = stdout.text();
+    stdout.close();
     const err = stderr.toString('utf8');
     const read = readOutput(settings.output ?? 'text', output, argv);
     for (const usage of read.usage) observer.usage(usage);
@@ -246,6 +255,7 @@ export function createCommandWorker(settings: CommandSettings, deps: CommandDeps
       return failed('timeout', `no reply within ${formatDuration(request.timeoutMs)}; "${shown}" and its processes were stopped`);
     }
     if (stopped === 'aborted') return failed('aborted', `stopped by the engine; "${shown}" and its processes were stopped`);
+    if (stdout.overflowed) return { ok: false, failure: 'reply_too_large', detail: stdout.describe(), ...(output ? { output } : {}) };
     if (exit.signal) return failed('crash', `"${shown}" was killed by ${exit.signal}`);
     if (exit.code !== 0) return failed('exit', `exited with ${exit.code}`);
     if (read.error !== undefined) return failed('api', `"${shown}" exited 0 but reported an error`);

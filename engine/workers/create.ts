@@ -8,14 +8,14 @@ import type { Sandbox } from './sandbox.ts';
 
 export function createWorker(
   settings: WorkerSettings,
-  deps: { repo: string; env: Record<string, string | undefined>; sandbox?: Sandbox },
+  deps: { repo: string; env: Record<string, string | undefined>; sandbox?: Sandbox; replyLimit?: number },
 ): WorkerAdapter {
   const sandbox = deps.sandbox ? { sandbox: deps.sandbox } : {};
   switch (settings.adapter) {
     case 'openai':
       return createOpenAIWorker(settings, { env: deps.env, ...sandbox });
     case 'command':
-      return createCommandWorker(settings, { env: deps.env, ...sandbox });
+      return createCommandWorker(settings, { env: deps.env, ...sandbox, ...(deps.replyLimit ? { replyLimit: deps.replyLimit } : {}) });
     case 'sim':
       return createSimWorker(settings, { repo: deps.repo, env: deps.env, ...sandbox });
   }

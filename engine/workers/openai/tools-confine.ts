@@ -1,21 +1,21 @@
 /**
- * Path confinement for the built-in agent's tools. A model is not trusted with the
- * filesystem: every path it names must stay inside the turn's worktree, by name and by
- * real path, or the tool refuses with a message the model can read. Nothing outside the
- * worktree is ever read or written because a model asked.
+ * Path confinement for the built-in agent's tools, by name. A model is not trusted with
+ * the filesystem: every path it names must be relative and stay inside the turn's
+ * worktree, or the tool refuses with a message the model can read. What the name leads
+ * to is the business of tools-fs.ts, which opens it without following a single link —
+ * so a name that passes here still cannot reach outside through a link, a swapped
+ * folder or a hard link.
  */
-import { lstat, realpath } from 'node:fs/promises';
 import path from 'node:path';
 
-export type Confined = { ok: true; abs: string; rel: string } | { ok: false; error: string };
+export type Confined = { ok: true; rel: string } | { ok: false; error: string };
 
 /**
- * Resolves `requested` inside `root`. Refuses absolute paths, `..` escapes, symlinks
- * (anywhere along the path) whose real path leaves the worktree, dangling symlinks, and
- * — for writes — anything under `.git`. The check uses the real path of the nearest
- * existing ancestor, so a path that does not exist yet is judged by where it would land.
+ * The worktree-relative path `requested` names. Refuses a path that is not a non-empty
+ * string, holds NUL, is absolute (or `~`), climbs out with `..`, and — for writes —
+ * anything under `.git`.
  */
-export async function confine(root: string, requested: unknown, mode: 'read' | 'write'): Promise<Confined> {
+export function confine(requested: unknown, mode: 'read' | 'write'): Confined {
   if (typeof requested !== 'string' || requested === '') {
     return { ok: false, error: 'a path is required: give it relative to the worktree, e.g. "src/index.ts"' };
   }
@@ -26,63 +26,12 @@ export async function confine(root: string, requested: unknown, mode: 'read' | '
       error: `refused ${requested}: absolute paths are not allowed; give the path relative to the worktree`,
     };
   }
-  const realRoot = await realpath(root);
-  const abs = path.resolve(realRoot, requested);
-  const rel = path.relative(realRoot, abs);
-  if (escapes(rel)) {
+  const rel = path.normalize(requested).replace(/[/\\]+$/, '') || '.';
+  if (rel === '..' || rel.startsWith(`..${path.sep}`)) {
     return { ok: false, error: `refused ${requested}: it leads outside the worktree` };
   }
-  const real = await realOfNearestAncestor(abs);
-  if (real === undefined) {
-    return { ok: false, error: `refused ${requested}: it goes through a dangling symbolic link` };
-  }
-  const realRel = path.relative(realRoot, real);
-  if (escapes(realRel)) {
-    return { ok: false, error: `refused ${requested}: a symbolic link leads outside the worktree` };
-  }
-  if (mode === 'write' && (isGitPath(rel) || isGitPath(realRel))) {
+  if (mode === 'write' && rel.split(path.sep).includes('.git')) {
     return { ok: false, error: `refused ${requested}: .git is managed by the engine; git internals are not writable` };
   }
-  return { ok: true, abs: real, rel: realRel === '' ? '.' : realRel };
-}
-
-function escapes(rel: string): boolean {
-  return rel === '..' || rel.startsWith(`..${path.sep}`) || path.isAbsolute(rel);
-}
-
-function isGitPath(rel: string): boolean {
-  return rel.split(path.sep).includes('.git');
-}
-
-/**
- * The real path `abs` would have: realpath of the deepest existing ancestor plus the
- * missing tail. Undefined when an existing entry on the way is a symlink that points
- * nowhere (writing through it would create its target, wherever that is).
- */
-async function realOfNearestAncestor(abs: string): Promise<string | undefined> {
-  const tail: string[] = [];
-  let current = abs;
-  for (;;) {
-    try {
-      const real = await realpath(current);
-      return path.join(real, ...tail);
-    } catch (error) {
-      if (!isMissing(error)) throw error;
-      try {
-        await lstat(current);
-        return undefined; // it exists, but resolving it fails: a dangling link
-      } catch (inner) {
-        if (!isMissing(inner)) throw inner;
-      }
-    }
-    const parent = path.dirname(current);
-    if (parent === current) return undefined;
-    tail.unshift(path.basename(current));
-    current = parent;
-  }
-}
-
-function isMissing(error: unknown): boolean {
-  const code = (error as NodeJS.ErrnoException).code;
-  return code === 'ENOENT' || code === 'ENOTDIR';
+  return { ok: true, rel };
 }

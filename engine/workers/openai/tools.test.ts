@@ -1,5 +1,6 @@
-import { existsSync } from 'node:fs';
-import { mkdir, mkdtemp, readFile, rm, symlink, writeFile } from 'node:fs/promises';
+import { existsSync, readdirSync } from 'node:fs';
+import { link, mkdir, mkdtemp, readFile, rm, symlink, writeFile } from 'node:fs/promises';
+import { execa } from 'execa';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -98,26 +99,69 @@ describe('path confinement', () => {
     expect(existsSync(path.join(outside, 'new.txt'))).toBe(false);
   });
 
-  it('refuses symlinks whose real path leads outside, for reads and for writes through them', async () => {
+  it('refuses a symlink anywhere on the path, for reads and for writes through it', async () => {
     await symlink(path.join(outside, 'secret.txt'), path.join(root, 'link.txt'));
     await symlink(outside, path.join(root, 'linkdir'));
-    expect(await call('read_file', { path: 'link.txt' })).toMatch(/^error: refused .*symbolic link leads outside/);
-    expect(await call('write_file', { path: 'link.txt', content: 'pwned' })).toMatch(/symbolic link leads outside/);
-    expect(await call('write_file', { path: 'linkdir/new/file.txt', content: 'pwned' })).toMatch(/symbolic link leads outside/);
-    expect(await call('search', { pattern: 'secret', path: 'linkdir' })).toMatch(/symbolic link leads outside/);
+    expect(await call('read_file', { path: 'link.txt' })).toMatch(/^error: refused link.txt: .*symbolic link/);
+    expect(await call('read_file', { path: 'linkdir/secret.txt' })).toMatch(/symbolic link/);
+    expect(await call('write_file', { path: 'link.txt', content: 'pwned' })).toMatch(/symbolic link/);
+    expect(await call('edit_file', { path: 'link.txt', old: 'top', new: 'pwned' })).toMatch(/symbolic link/);
+    expect(await call('write_file', { path: 'linkdir/new/file.txt', content: 'pwned' })).toMatch(/symbolic link/);
+    expect(await call('search', { pattern: 'secret', path: 'linkdir' })).toMatch(/symbolic link/);
+    expect(await call('list_dir', { path: 'linkdir' })).toMatch(/symbolic link/);
     expect(await readFile(path.join(outside, 'secret.txt'), 'utf8')).toBe('top secret');
     expect(existsSync(path.join(outside, 'new'))).toBe(false);
   });
 
   it('refuses writing through a dangling symlink, which would create a file wherever it points', async () => {
     await symlink(path.join(outside, 'planted.txt'), path.join(root, 'dangling.txt'));
-    expect(await call('write_file', { path: 'dangling.txt', content: 'x' })).toMatch(/dangling symbolic link/);
+    expect(await call('write_file', { path: 'dangling.txt', content: 'x' })).toMatch(/symbolic link/);
     expect(existsSync(path.join(outside, 'planted.txt'))).toBe(false);
   });
 
-  it('follows a symlink that stays inside the worktree', async () => {
+  it('does not follow a symlink even when it stays inside the worktree', async () => {
     await symlink('src', path.join(root, 'alias'));
-    expect(await call('read_file', { path: 'alias/a.ts' })).toContain('export const a');
+    expect(await call('read_file', { path: 'alias/a.ts' })).toMatch(/^error: refused alias\/a.ts: .*symbolic link/);
+    expect(await call('read_file', { path: 'src/a.ts' })).toContain('export const a');
+  });
+
+  it('never writes outside while a folder on the path is swapped for a symlink to outside, again and again', async () => {
+    const dir = path.join(root, 'lib');
+    const swapping = { on: true };
+    const swapper = (async () => {
+      while (swapping.on) {
+        // The tool makes the folder (and files in it) as the swapper goes: any step may fail, and the next tries again.
+        const quietly = (p: Promise<unknown>) => p.catch(() => {});
+        await quietly(rm(dir, { recursive: true, force: true }));
+        await quietly(mkdir(dir));
+        await quietly(rm(dir, { recursive: true, force: true }));
+        await quietly(symlink(outside, dir));
+        await new Promise((r) => setImmediate(r));
+      }
+    })();
+    for (let i = 0; i < 200; i++) await call('write_file', { path: `lib/out-${i}.txt`, content: 'x' });
+    swapping.on = false;
+    await swapper;
+    expect(readdirSync(outside)).toEqual(['secret.txt']);
+  });
+
+  it('refuses a FIFO at once, however many times it is asked, and keeps working', async () => {
+    await execa('mkfifo', [path.join(root, 'pipe')]);
+    const results = await Promise.all([1, 2, 3, 4, 5, 6].map(() => call('read_file', { path: 'pipe' })));
+    for (const r of results) expect(r).toMatch(/^error: refused pipe: it is not a regular file/);
+    expect(await call('write_file', { path: 'pipe', content: 'x' })).toMatch(/not a regular file/);
+    expect(await call('edit_file', { path: 'pipe', old: 'a', new: 'b' })).toMatch(/not a regular file/);
+    expect(await call('search', { pattern: 'x', path: 'pipe' })).toMatch(/not a regular file/);
+    expect(await call('search', { pattern: 'export const a' })).toBe('src/a.ts:1: export const a = 1;');
+    expect(await call('read_file', { path: 'src/a.ts' })).toContain('export const a');
+  });
+
+  it('refuses a file with more than one hard link, which may be a file outside', async () => {
+    await link(path.join(outside, 'secret.txt'), path.join(root, 'hard.txt'));
+    expect(await call('read_file', { path: 'hard.txt' })).toMatch(/^error: refused hard.txt: it has 2 hard links/);
+    expect(await call('write_file', { path: 'hard.txt', content: 'pwned' })).toMatch(/hard links/);
+    expect(await call('search', { pattern: 'secret' })).toBe('no matches');
+    expect(await readFile(path.join(outside, 'secret.txt'), 'utf8')).toBe('top secret');
   });
 
   it('lets .git be read but never written', async () => {

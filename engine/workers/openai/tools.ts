@@ -4,11 +4,10 @@
  * that cannot change files; a write tool called by one anyway is refused in its result.
  * A tool never throws out of the loop: every failure is a result text the model reads.
  */
-import { mkdir, readdir, readFile, stat, writeFile } from 'node:fs/promises';
-import path from 'node:path';
 import type { ChatCompletionFunctionTool } from 'openai/resources/chat/completions';
 import type { WorkerRole } from '../../core/roles.ts';
 import { confine } from './tools-confine.ts';
+import { Refused, editText, listEntries, readText, writeText } from './tools-fs.ts';
 import { runCommand } from './tools-run.ts';
 import type { Confinement, Sandbox } from '../sandbox.ts';
 import { searchFiles } from './tools-search.ts';
@@ -136,9 +135,9 @@ export function toolDefinitions(names: readonly ToolName[]): ChatCompletionFunct
 
 const impls: Record<ToolName, Impl> = {
   async read_file(args, ctx) {
-    const where = await confine(ctx.cwd, args.path, 'read');
+    const where = confine(args.path, 'read');
     if (!where.ok) return `error: ${where.error}`;
-    const text = await readFile(where.abs, 'utf8');
+    const text = await readText(ctx.cwd, where.rel);
     const lines = text.split('\n');
     const offset = Math.max(1, toInt(args.offset) ?? 1);
     const limit = Math.max(1, toInt(args.limit) ?? DEFAULT_READ_LINES);
@@ -154,16 +153,16 @@ const impls: Record<ToolName, Impl> = {
   },
 
   async list_dir(args, ctx) {
-    const where = await confine(ctx.cwd, args.path ?? '.', 'read');
+    const where = confine(args.path ?? '.', 'read');
     if (!where.ok) return `error: ${where.error}`;
-    const entries = await readdir(where.abs, { withFileTypes: true });
+    const entries = await listEntries(ctx.cwd, where.rel);
     const names = entries.map((e) => (e.isDirectory() ? `${e.name}/` : e.isSymbolicLink() ? `${e.name}@` : e.name)).sort();
     return names.length === 0 ? `${where.rel} is empty` : names.join('\n');
   },
 
   async search(args, ctx) {
     if (typeof args.pattern !== 'string' || args.pattern === '') return 'error: a non-empty pattern is required';
-    const where = await confine(ctx.cwd, args.path ?? '.', 'read');
+    const where = confine(args.path ?? '.', 'read');
     if (!where.ok) return `error: ${where.error}`;
     let matcher: (line: string) => boolean;
     if (args.regex === true) {
@@ -178,7 +177,7 @@ const impls: Record<ToolName, Impl> = {
       const needle = args.pattern;
       matcher = (line) => line.includes(needle);
     }
-    return searchFiles(ctx.cwd, where.abs, matcher);
+    return searchFiles(ctx.cwd, where.rel, matcher);
   },
 
   async run(args, ctx) {
@@ -204,28 +203,33 @@ const impls: Record<ToolName, Impl> = {
 
   async write_file(args, ctx) {
     if (typeof args.content !== 'string') return 'error: content must be a string';
-    const where = await confine(ctx.cwd, args.path, 'write');
+    const where = confine(args.path, 'write');
     if (!where.ok) return `error: ${where.error}`;
-    await mkdir(path.dirname(where.abs), { recursive: true });
-    await writeFile(where.abs, args.content);
+    await writeText(ctx.cwd, where.rel, args.content);
     return `wrote ${where.rel} (${args.content.length} characters)`;
   },
 
   async edit_file(args, ctx) {
     if (typeof args.old !== 'string' || args.old === '') return 'error: old must be the non-empty text to replace';
     if (typeof args.new !== 'string') return 'error: new must be a string';
-    const where = await confine(ctx.cwd, args.path, 'write');
+    const where = confine(args.path, 'write');
     if (!where.ok) return `error: ${where.error}`;
-    if (!(await stat(where.abs).catch(() => undefined))?.isFile())
-      return `error: ${where.rel} is not an existing file; use write_file to create it`;
-    const text = await readFile(where.abs, 'utf8');
-    const first = text.indexOf(args.old);
-    if (first < 0) return `error: the text to replace was not found in ${where.rel}; read the file and copy it exactly`;
-    const count = text.split(args.old).length - 1;
-    if (count > 1)
-      return `error: the text to replace occurs ${count} times in ${where.rel}; include more surrounding lines so it is unique`;
-    await writeFile(where.abs, text.slice(0, first) + args.new + text.slice(first + args.old.length));
-    return `edited ${where.rel}`;
+    const { old, new: replacement } = args;
+    let problem = '';
+    const edited = await editText(ctx.cwd, where.rel, (text) => {
+      const first = text.indexOf(old);
+      const count = text.split(old).length - 1;
+      if (first < 0) problem = `error: the text to replace was not found in ${where.rel}; read the file and copy it exactly`;
+      else if (count > 1)
+        problem = `error: the text to replace occurs ${count} times in ${where.rel}; include more surrounding lines so it is unique`;
+      else return text.slice(0, first) + replacement + text.slice(first + old.length);
+      return undefined;
+    }).catch((err: NodeJS.ErrnoException) => {
+      if (err.code === 'ENOENT') problem = `error: ${where.rel} is not an existing file; use write_file to create it`;
+      else throw err;
+      return false;
+    });
+    return edited ? `edited ${where.rel}` : problem;
   },
 };
 
@@ -251,6 +255,7 @@ export async function runTool(name: string, rawArgs: string, ctx: ToolContext): 
   try {
     return await impls[tool](args as Args, ctx);
   } catch (error) {
+    if (error instanceof Refused) return `error: ${error.message}`;
     return `error: ${tool} failed: ${describeFsError(error)}`;
   }
 }

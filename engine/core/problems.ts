@@ -53,6 +53,13 @@ export const PROBLEMS = {
     summary: 'The directory tron was pointed at is not the top of a git work tree.',
     fix: 'Run tron at the top of the git repository, or pass `--repo` with that path; `git init` makes a repository.',
   },
+  TRON_STATE_UNWRITABLE: {
+    area: 'setup',
+    kind: 'input',
+    summary:
+      "tron cannot write its per-repository state folder (`$XDG_STATE_HOME/tron/`, or `~/.local/state/tron/`), where it keeps the key that signs the repository's logs and answers.",
+    fix: 'Make that folder writable, or set `XDG_STATE_HOME` to a writable folder outside the repository (the same for `tron start` and `tron answer`).',
+  },
   TRON_INIT_WORKER: {
     area: 'setup',
     kind: 'input',

@@ -14,6 +14,7 @@ import { createHash, createHmac, randomBytes } from 'node:crypto';
 import { linkSync, mkdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { basename, dirname, isAbsolute, join, resolve } from 'node:path';
+import { InputError } from '../core/errors.ts';
 
 /** Where tron keeps per-repository state outside the repository. */
 export function stateHome(env: Readonly<Record<string, string | undefined>> = process.env): string {
@@ -52,9 +53,19 @@ export function repoKey(repo: string, opts: { create?: boolean } = {}): RepoKey 
   const existing = readKey(file);
   if (existing) return { key: existing, created: false };
   if (!opts.create) return undefined;
-  mkdirSync(dirname(file), { recursive: true, mode: 0o700 });
   const tmp = `${file}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
-  writeFileSync(tmp, `${randomBytes(32).toString('hex')}\n`, { mode: 0o600, flag: 'wx' });
+  try {
+    mkdirSync(dirname(file), { recursive: true, mode: 0o700 });
+    writeFileSync(tmp, `${randomBytes(32).toString('hex')}\n`, { mode: 0o600, flag: 'wx' });
+  } catch (err) {
+    throw new InputError([
+      {
+        code: 'TRON_STATE_UNWRITABLE',
+        path: dirname(file),
+        message: `cannot keep the repository's key there (${(err as NodeJS.ErrnoException).code ?? String(err)}); make the folder writable, or set XDG_STATE_HOME to a writable folder outside the repository`,
+      },
+    ]);
+  }
   try {
     // A link fails if another process made the key first: then that one is the key.
     linkSync(tmp, file);

@@ -107,6 +107,9 @@ describe('hasMarker', () => {
     children.push(first);
     await once(first, 'spawn');
     expect(hasMarker(first.pid!, 'abc123')).toBe(true);
+    // Where the process table comes from ps (macOS, the BSDs), the environment does too.
+    expect(hasMarker(child.pid!, 'abc123', 'ps')).toBe(true);
+    expect(hasMarker(child.pid!, 'abc12', 'ps')).toBe(false);
     child.kill('SIGKILL');
     await once(child, 'exit');
     expect(hasMarker(child.pid!, 'abc123')).toBe(false);

@@ -25,7 +25,7 @@ import { readLog } from '../runtime/eventlog.ts';
 import { configChangedInRun } from '../runtime/engine-files.ts';
 import type { EventBody, TronEvent } from '../core/events.ts';
 import { randomBytes } from 'node:crypto';
-import { repoKey } from '../runtime/keys.ts';
+import { repoKey, stateHome } from '../runtime/keys.ts';
 import { MARKER_ENV } from '../workers/env.ts';
 import { liveBoard, plainReporter, type Reporter } from '../runtime/reporter.ts';
 
@@ -75,7 +75,8 @@ export async function startCommand(o: StartOptions): Promise<number> {
     if (problems.length > 0) throw new InputError(problems);
   }
   // Before anything changes: `mode = "bwrap"` where bwrap cannot run is a config error.
-  const sandbox = await chooseSandbox(config.sandbox.mode, o.env);
+  // tron's own state (every repository's key: keys.ts) is hidden from everything the sandbox runs.
+  const sandbox = await chooseSandbox(config.sandbox.mode, o.env, [stateHome()]);
   const trunkSha = await git.currentTrunkSha(repo, config.trunk);
   // One engine per repository: nothing below runs while another engine holds the repository.
   mkdirSync(join(repo, '.tron'), { recursive: true });

@@ -267,6 +267,31 @@ describe.skipIf(BWRAP_SKIP !== undefined)('a sandboxed worker', () => {
     expect(existsSync(join(home, '.bashrc'))).toBe(false);
   });
 
+  it("cannot read or change tron's own state (the repository keys), even with all of HOME writable", async () => {
+    const state = join(home, '.local', 'state', 'tron');
+    mkdirSync(join(state, 'repo1'), { recursive: true });
+    writeFileSync(join(state, 'repo1', 'key'), 'secret\n');
+    const entered = await bwrapSandbox(BWRAP ?? 'bwrap', [state]).enter(
+      [
+        'sh',
+        '-c',
+        `cat "${state}/repo1/key"; echo "read $?"; ls -A "${state}" | wc -l; echo forged > "${state}/repo1/key"; echo "write $?"`,
+      ],
+      { ...builder('a', ['~']) },
+    );
+    const [file, ...args] = entered.argv;
+    const result = await execa(file!, args, { env: { PATH: process.env.PATH ?? '', HOME: home }, extendEnv: false, reject: false });
+    await entered.leave();
+    const out = String(result.stdout);
+    expect(out).toMatch(/^read [1-9]/m);
+    expect(out).not.toContain('secret');
+    expect(out).toMatch(/^0$/m);
+    expect(readFileSync(join(state, 'repo1', 'key'), 'utf8')).toBe('secret\n');
+    // The same turn without the hidden folder reads it: the test sees what hiding changes.
+    const open = await run(builder('a', ['~']), `cat "${state}/repo1/key"`);
+    expect(open.out).toBe('secret');
+  });
+
   it('has a private /tmp', async () => {
     const marker = join(tmpdir(), `tron-private-tmp-${process.pid}`);
     const { out } = await run(builder(), `echo inside > ${marker}; echo "tmp $?"; ls /tmp | grep -c tron-repo- || true`);

@@ -145,11 +145,15 @@ export interface SandboxChoice {
  * Chooses the run's sandbox: `off` never sandboxes; `bwrap` requires it (a coded config
  * error when it cannot run here); `auto` uses it when it works and otherwise says so.
  */
-export async function chooseSandbox(mode: SandboxMode, env: Readonly<Record<string, string | undefined>>): Promise<SandboxChoice> {
+export async function chooseSandbox(
+  mode: SandboxMode,
+  env: Readonly<Record<string, string | undefined>>,
+  hidden: readonly string[] = [],
+): Promise<SandboxChoice> {
   if (mode === 'off') return { sandbox: NO_SANDBOX, mode };
   const program = findProgram('bwrap', env.PATH, '/');
   const why = program ? await probeBwrap(program) : 'bwrap (bubblewrap) is not installed: there is no bwrap on PATH';
-  if (program && why === undefined) return { sandbox: bwrapSandbox(program), mode };
+  if (program && why === undefined) return { sandbox: bwrapSandbox(program, hidden), mode };
   if (mode === 'bwrap') {
     throw new InputError([
       {
@@ -248,17 +252,22 @@ function isFile(path: string): boolean {
   }
 }
 
-/** One bwrap mount: `ro` and `rw` need the source; `*-try` skip a missing one. */
+/** One bwrap mount: `ro` and `rw` need the source; `*-try` skip a missing one; `hide` puts an empty folder over `dest`. */
 interface Mount {
-  kind: 'ro' | 'rw' | 'rw-try';
+  kind: 'ro' | 'rw' | 'rw-try' | 'hide';
   src: string;
   dest: string;
 }
 
-const FLAG: Record<Mount['kind'], string> = { ro: '--ro-bind', rw: '--bind', 'rw-try': '--bind-try' };
+const FLAG: Record<Exclude<Mount['kind'], 'hide'>, string> = { ro: '--ro-bind', rw: '--bind', 'rw-try': '--bind-try' };
 
 function depth(path: string): number {
   return path.split(sep).filter(Boolean).length;
+}
+
+/** Shallow first; a hidden folder last of all, so that nothing writable or shown uncovers it. */
+function rank(m: Mount): number {
+  return m.kind === 'hide' ? Number.MAX_SAFE_INTEGER : depth(m.dest);
 }
 
 /**
@@ -271,13 +280,14 @@ export function bwrapArgs(opts: { cwd: string; network: boolean; mounts: readonl
   const seen = new Set<string>();
   const ordered = opts.mounts
     .map((m, i) => ({ m, i }))
-    .sort((a, b) => depth(a.m.dest) - depth(b.m.dest) || a.i - b.i)
+    .sort((a, b) => rank(a.m) - rank(b.m) || a.i - b.i)
     .map(({ m }) => m);
   for (const m of ordered) {
     const key = `${m.kind}\0${m.dest}`;
     if (seen.has(key)) continue;
     seen.add(key);
-    args.push(FLAG[m.kind], m.src, m.dest);
+    if (m.kind === 'hide') args.push('--tmpfs', m.dest);
+    else args.push(FLAG[m.kind], m.src, m.dest);
   }
   args.push('--chdir', opts.cwd);
   return args;
@@ -414,8 +424,12 @@ function ownBranch(repo: string, block: string, cwd: string): { mounts: Mount[];
   return { mounts, leave };
 }
 
-/** A sandbox by the `bwrap` program at `program` (which must have passed `probeBwrap`). */
-export function bwrapSandbox(program: string): Sandbox {
+/**
+ * A sandbox by the `bwrap` program at `program` (which must have passed `probeBwrap`).
+ * `hidden` folders (tron's own state, where the repository's key is) show empty inside,
+ * whatever else is writable or visible.
+ */
+export function bwrapSandbox(program: string, hidden: readonly string[] = []): Sandbox {
   return {
     kind: 'bwrap',
     async enter(argv, c) {
@@ -439,6 +453,7 @@ export function bwrapSandbox(program: string): Sandbox {
         mounts.push(...own.mounts);
         leave = own.leave;
       }
+      for (const path of hidden) if (isDir(path)) mounts.push({ kind: 'hide', src: path, dest: real(path) });
       const args = bwrapArgs({ cwd, network: c.network, mounts });
       return { argv: [program, ...args, '--', ...argv], leave };
     },

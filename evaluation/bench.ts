@@ -10,6 +10,10 @@
  * 50,000 events) must replay at the same cost per event. The goal: the 50,000-event
  * replay within 1 s, and µs/event at 1,800 blocks within 1.5× of that at 250.
  * TRON_BENCH_SIZES=250,500 and TRON_BENCH_REPEATS=1 change the sizes and repeats.
+ *
+ * Then the merge lane on real git (evaluation/bench-lane.ts): per-block wall at 10 and 40
+ * blocks, the lane's busy share, builder merge turns, and the parallel efficiency of slow
+ * builders.
  */
 import { spawn } from 'node:child_process';
 import { performance } from 'node:perf_hooks';
@@ -27,6 +31,7 @@ import { apply, initialState, type EngineState } from '../engine/core/state.ts';
 import { loadSpine } from '../engine/spine/load.ts';
 import type { EventBody, TronEvent } from '../engine/core/events.ts';
 import { benchStartup } from './startup.ts';
+import { benchLane } from './bench-lane.ts';
 
 function measure(name: string, runs: number, work: () => void): void {
   work();
@@ -106,9 +111,11 @@ function syntheticRun(blocks: number): TronEvent[] {
       reply: '>>CONFIRMED {"evidence":{"c1":"yes"}}',
     });
     feed({ type: 'reply.received', block: id, role: 'reviewer', session: `${id}.1.reviewer`, turn: 1, ok: true, reply: '>>APPROVE' });
-    feed({ type: 'merge.observed', block: id, trunk_sha: base, sha: head, fast_forward: true, patch_id: 'p' });
-    feed({ type: 'block.landed', block: id, sha: head, from: base });
-    feed({ type: 'trunk.tested', block: id, sha: head, ok: true, tests });
+    const stack = i + 1;
+    const results = [{ block: id, outcome: 'fast_forward' as const, onto: base, sha: head, patch_before: 'p', patch_after: 'p' }];
+    feed({ type: 'rebase.done', stack, trunk_sha: base, results });
+    feed({ type: 'candidate.tested', stack, sha: head, blocks: [id], ok: true, tests });
+    feed({ type: 'block.landed', block: id, sha: head, from: base, top: head });
     feed({ type: 'block.wrapped', block: id, summary: id });
     trunk = 1000 + i;
   }
@@ -251,3 +258,4 @@ async function sandboxCost(): Promise<void> {
 }
 
 await sandboxCost();
+await benchLane();

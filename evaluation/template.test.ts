@@ -18,7 +18,13 @@ function run(index: number, exit: number | undefined, bodies: EventBody[]): RunR
   return { index, exit, events, runDir: undefined, output: [], replay: undefined };
 }
 
-const landed = (block: string): EventBody => ({ type: 'block.landed', block, sha: 'a'.repeat(40), from: 'b'.repeat(40) });
+const landed = (block: string): EventBody => ({
+  type: 'block.landed',
+  block,
+  sha: 'a'.repeat(40),
+  from: 'b'.repeat(40),
+  top: 'a'.repeat(40),
+});
 const page = (block: string): EventBody => ({ type: 'page.sent', block, page: `${block}#1`, reason: 'r' });
 
 describe('a SIM template', () => {

@@ -14,7 +14,7 @@
  *   write = { "base.js" = "…" }
  *   commit = "Add base"
  *   [[runs]]                      # optional: several starts (crash, then restart; answers between)
- *   crash_after = { type = "land.intent", block = "base" }
+ *   crash_after = { type = "land.intent", blocks = [{ block = "base" }] }
  *   [expect]                      # exit, phases, landed_before, events, absent, trunk_files
  *   exit = 0
  */

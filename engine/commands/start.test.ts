@@ -199,7 +199,7 @@ describe('tron start and the sandbox', () => {
     const run = await runTron(repo, { env: { OPENAI_API_KEY: 'sk-engine-secret', SHARED_WITH_TESTS: 'yes' } });
     expect(run.exit).toBe(0);
     const logs = readdirSync(join(run.runDir, 'tests')).map((f) => readFileSync(join(run.runDir, 'tests', f), 'utf8'));
-    expect(logs.length).toBeGreaterThanOrEqual(2);
+    expect(logs.length).toBeGreaterThanOrEqual(1);
     for (const log of logs) {
       expect(log).toContain('SHARED_WITH_TESTS=yes');
       expect(log).not.toContain('sk-engine-secret');

@@ -12,9 +12,12 @@ import { byNumber, byString, SortedMap } from './sorted-map.ts';
 export const ACTIVE_PHASES: ReadonlySet<string> = new Set(['build', 'review']);
 export const TERMINAL: ReadonlySet<string> = new Set(['landed', 'abandoned']);
 
-/** Waiting on something the engine started (a turn, git, tests) rather than on a person, a slot or a held worker. */
+/**
+ * Waiting on something the engine started for this block (a turn, git, tests) rather than on
+ * a person, a slot, a held worker or the merge lane (whose effects the lane's own state counts).
+ */
 export function inFlight(b: BlockState): boolean {
-  return !['nothing', 'operator', 'slot', 'lock', 'worker'].includes(b.waiting.on);
+  return !['nothing', 'operator', 'slot', 'lane', 'stack', 'worker'].includes(b.waiting.on);
 }
 
 /** A pending block's place in the dispatch order: by priority, then id. */
@@ -38,9 +41,9 @@ export interface BlockIndex {
   active: number;
   /** Blocks waiting on an effect in flight (see `inFlight`). */
   inFlight: number;
-  /** Blocks that keep the run from settling whatever else holds: not landed, abandoned, parked or pending, nor waiting for the lock. */
+  /** Blocks that keep the run from settling whatever else holds: not landed, abandoned, parked or pending, nor queued for the lane. */
   busy: number;
-  /** Blocks (not pending) waiting for the MERGE lock: the run settles around them only while trunk is halted. */
+  /** Blocks (not pending) queued for the merge lane: the run settles around them only while trunk is halted. */
   queued: number;
   /** Pending blocks whose dependencies have all landed, in dispatch order. */
   ready: SortedMap<ReadyKey, string>;
@@ -56,10 +59,10 @@ const isOrphaned = (blocks: SortedMap<string, BlockState>, b: BlockState): boole
 
 /** Work going on: a turn held for an unavailable worker is not, it waits for the operator. */
 const isBusy = (b: BlockState): boolean =>
-  !TERMINAL.has(b.phase) && b.phase !== 'parked' && b.phase !== 'pending' && b.waiting.on !== 'lock' && b.waiting.on !== 'worker';
+  !TERMINAL.has(b.phase) && b.phase !== 'parked' && b.phase !== 'pending' && b.waiting.on !== 'lane' && b.waiting.on !== 'worker';
 
 const isQueued = (b: BlockState): boolean =>
-  !TERMINAL.has(b.phase) && b.phase !== 'parked' && b.phase !== 'pending' && b.waiting.on === 'lock';
+  !TERMINAL.has(b.phase) && b.phase !== 'parked' && b.phase !== 'pending' && b.waiting.on === 'lane';
 
 /** Which of the index's counters a block adds to, one bit each. */
 const ACTIVE = 1;

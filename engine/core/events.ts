@@ -25,6 +25,8 @@ export const EVENT_VERSION = 2;
 const block = z.string().describe('the block id');
 const sha = z.string().regex(/^[0-9a-f]{40}$/);
 const role = z.enum(['builder', 'reviewer', 'architect', 'operator']);
+const stack = z.number().int().min(0).describe('the stack, numbered from 1 in each run (0: a landing logged before the merge lane)');
+const stackEntry = z.strictObject({ block, sha: sha.describe("the block's own commit in the stack") });
 
 const fact = z.strictObject({
   name: z.string(),
@@ -51,6 +53,7 @@ const testRun = z.strictObject({
   timed_out: z.boolean(),
   log: z.string().describe('path of the saved output, relative to the run directory'),
   tail: z.string().describe('the last lines of the output'),
+  ms: z.number().int().min(0).optional().describe('how long it ran'),
 });
 export type TestRun = z.infer<typeof testRun>;
 
@@ -93,6 +96,12 @@ export const EVENT_SCHEMAS = {
         .optional()
         .describe(
           'TRON_RUN_MARKER: in the environment of every worker and test process of the run; recovery kills only a process that carries it',
+        ),
+      merge: z
+        .strictObject({ batch: z.number().int().positive(), verify_trunk: z.boolean() })
+        .optional()
+        .describe(
+          'the merge lane settings in force, from [merge] of the config (absent in logs of earlier versions: batch 8, no trunk check)',
         ),
     })
     .describe('input: the engine started a run, holds the log, and observed trunk.'),
@@ -295,7 +304,10 @@ export const EVENT_SCHEMAS = {
       main_status: z.string(),
       clean: z.boolean(),
       status: z.string(),
-      tests: testRun.nullable().describe('null when the tests were not run because an earlier fact failed'),
+      setup: testRun
+        .optional()
+        .describe('the configured setup command, run before the tests; absent when none is configured or nothing was tested'),
+      tests: testRun.nullable().describe('null when the tests were not run because an earlier fact (or setup) failed'),
       patch_id: z.string(),
       fast_forward: z.boolean().describe('trunk is an ancestor of head'),
       git_files: gitFiles.optional().describe("the shared git directory's config, hooks and info files now"),
@@ -305,39 +317,135 @@ export const EVENT_SCHEMAS = {
         .describe('.tron/config.toml and block files in the main checkout that differ from what the engine loaded'),
       engine_diff: z.array(z.string()).optional().describe("the branch's own changes under .tron/, as `<status> <path>`"),
     })
-    .describe('input: what the engine itself observed in git and from the test command.'),
+    .describe(
+      'input: what the engine itself observed in git, and from setup and the test command run in its own checkout of exactly `head` (never the worktree).',
+    ),
   'gate.passed': z
     .strictObject({ block, sha, facts: z.array(fact) })
     .describe('decision: every fact of the truth gate held at this sha; it is now the attested sha.'),
   'gate.failed': z
-    .strictObject({ block, sha: sha.optional(), purpose: z.enum(['gate', 'merge', 'evidence']), facts: z.array(fact) })
-    .describe('decision: a fact of the truth gate failed; the block goes back to its phase with the failing fact stated, or escalates.'),
+    .strictObject({ block, sha: sha.optional(), purpose: z.enum(['gate', 'merge', 'evidence', 'lane']), facts: z.array(fact) })
+    .describe(
+      "decision: a fact of the truth gate failed (purpose lane: the block's addition turned the merge lane's stack red); the block goes back to its phase with the failing fact stated, or escalates.",
+    ),
   'block.phase': z
     .strictObject({ block, from: z.string(), to: z.string(), on: z.string() })
     .describe('decision: the block moved along a transition of the spine.'),
 
-  // ---- merge and land ----
-  'merge.queued': z.strictObject({ block }).describe('decision: the block waits for the engine-wide MERGE lock.'),
-  'merge.locked': z
-    .strictObject({ block, sha, base: sha.optional().describe("the block's base, for the patch id of the attested sha") })
-    .describe('decision: the block holds the MERGE lock; the engine checks whether its attested sha fast-forwards trunk.'),
-  'merge.observed': z
-    .strictObject({ block, trunk_sha: sha, sha, fast_forward: z.boolean(), patch_id: z.string() })
-    .describe('input: trunk as found under the lock, and whether the attested sha fast-forwards it.'),
-  'merge.unlocked': z.strictObject({ block }).describe('decision: the MERGE lock was released.'),
+  // ---- the merge lane ----
+  'merge.queued': z
+    .strictObject({ block })
+    .describe("decision: the approved block joins the merge lane's queue, to be stacked on trunk when the lane is free."),
+  'lane.stacked': z
+    .strictObject({
+      stack,
+      trunk_sha: sha.describe('trunk, where the stack starts'),
+      blocks: z
+        .array(
+          z.strictObject({
+            block,
+            sha: sha.describe('its approved head'),
+            patch_id: z.string().optional().describe('the patch id the engine holds for it, which spares the rebase computing it again'),
+          }),
+        )
+        .min(1),
+    })
+    .describe(
+      "decision: the lane takes the first blocks of its queue (at most [merge] batch) as one stack on trunk: in its own checkout the engine replays each block's own commits onto the one before, with no worker (a rebase).",
+    ),
+  'rebase.done': z
+    .strictObject({
+      stack,
+      trunk_sha: sha.describe('trunk as the engine found it (not where the stack starts: someone else moved it; nothing was replayed)'),
+      results: z.array(
+        z.strictObject({
+          block,
+          outcome: z
+            .enum(['fast_forward', 'clean', 'changed', 'conflict'])
+            .describe(
+              'fast_forward: the head already sat on it; clean: replayed, same patch; changed: replayed, the patch changed; conflict: not replayable',
+            ),
+          onto: sha.describe('the commit it was replayed onto: trunk, or the block before it'),
+          sha: sha.optional().describe('its commit after the replay (not for a conflict)'),
+          patch_before: z.string().describe("the patch id of the block's own change as approved"),
+          patch_after: z.string().optional().describe('the patch id after the replay'),
+          files: z.array(z.string()).optional().describe('conflict: the paths that conflicted'),
+        }),
+      ),
+    })
+    .describe(
+      'input: how each block of the stack replayed; fast_forward and clean blocks stay in the stack, each on the one before (a changed or conflicting one is left out, and the next goes on the one before it).',
+    ),
+  'candidate.requested': z
+    .strictObject({ stack, sha: sha.describe('the top of the stack'), blocks: z.array(block).min(1).describe('the stack, bottom first') })
+    .describe(
+      "decision: test the top of the stack — setup and the test command in the engine's `_lane` checkout of exactly that sha. Green lands the whole stack; red is bisected.",
+    ),
+  'bisect.step': z
+    .strictObject({
+      stack,
+      sha: sha.describe('the top of the prefix under test'),
+      blocks: z.array(block).min(1).describe('the prefix, bottom first'),
+      green: z.number().int().min(0).describe('the longest prefix known green (0: trunk)'),
+      red: z.number().int().positive().describe('the shortest prefix known red'),
+    })
+    .describe(
+      'decision: the stack was red: test a prefix halfway between the known green and red ones, to find the first block whose addition turned it red.',
+    ),
+  'candidate.tested': z
+    .strictObject({
+      stack,
+      sha,
+      blocks: z.array(block).min(1),
+      ok: z.boolean(),
+      setup: testRun.optional().describe('the configured setup command, when there is one'),
+      tests: testRun.nullable().describe('null when setup failed'),
+    })
+    .describe("input: setup and the test command at a stack's top (or a prefix's), in a clean checkout of exactly that sha."),
   'land.intent': z
-    .strictObject({ block, sha, from: sha })
-    .describe('decision: fast-forward trunk from `from` to `sha` and create refs/tron/landed/<id>, in one ref transaction.'),
+    .strictObject({
+      stack,
+      sha: sha.describe('the top of what lands'),
+      from: sha.describe('trunk now: the compare-and-swap value'),
+      blocks: z.array(stackEntry).min(1),
+      tested: z
+        .enum(['lane', 'gate'])
+        .describe(
+          'where `sha` passed setup and the tests in a clean checkout of exactly it: a candidate test in the lane, or — a block that sits on trunk as it is — its own gate',
+        ),
+    })
+    .describe(
+      "decision: in ONE ref transaction, fast-forward trunk from `from` to `sha`, create refs/tron/landed/<id> at each block's own commit and move its branch there.",
+    ),
   'block.landed': z
-    .strictObject({ block, sha, from: sha })
-    .describe('input: trunk was fast-forwarded to the block head, with refs/tron/landed/<id>, in one ref transaction.'),
+    .strictObject({ block, sha: sha.describe("the block's own commit"), from: sha, top: sha.describe('trunk after the transaction') })
+    .describe("input: the ref transaction went through: trunk is at `top`, and refs/tron/landed/<id> at the block's own commit."),
   'land.refused': z
-    .strictObject({ block, actual: sha.nullable(), detail: z.string() })
+    .strictObject({ stack, blocks: z.array(block), actual: sha.nullable(), detail: z.string() })
     .describe('input: the ref transaction was refused (trunk was not where the engine left it); nothing changed.'),
-  'test.requested': z.strictObject({ block, sha }).describe('decision: run the test command on trunk at the landed sha, once more.'),
+  'lane.closed': z
+    .strictObject({
+      stack,
+      landed: z.array(block),
+      returned: z.array(block).describe('back to the front of the queue, in order, to be stacked again on the new trunk'),
+      detail: z.string(),
+    })
+    .describe('decision: the stack is over — landed, bisected or given up — and the lane takes the next.'),
+  'test.requested': z
+    .strictObject({ block, sha })
+    .describe(
+      "decision: ([merge] verify_trunk) run setup and the tests once more on trunk at a landed top, in the engine's `_trunk` checkout, off the lane's path: red means the suite is not repeatable.",
+    ),
   'trunk.tested': z
     .strictObject({ block, sha, ok: z.boolean(), tests: testRun })
-    .describe('input: the result of the test command on trunk.'),
+    .describe('input: the result of the check of trunk (the tests, or setup when it failed).'),
+  'merge.locked': z
+    .strictObject({ block, sha, base: sha.optional() })
+    .describe('note: legacy (logs of version 1): the block took the engine-wide MERGE lock, which the merge lane replaced.'),
+  'merge.observed': z
+    .strictObject({ block, trunk_sha: sha, sha, fast_forward: z.boolean(), patch_id: z.string() })
+    .describe('note: legacy (logs of version 1): trunk as found under the MERGE lock.'),
+  'merge.unlocked': z.strictObject({ block }).describe('note: legacy (logs of version 1): the MERGE lock was released.'),
 
   // ---- wrap ----
   'wrap.requested': z
@@ -472,6 +580,16 @@ export const EVENT_SCHEMAS = {
 } as const satisfies Record<string, z.ZodObject>;
 
 export type EventType = keyof typeof EVENT_SCHEMAS;
+
+/**
+ * How a line of an earlier schema version reads today: its fields, upgraded. Version 2
+ * (the merge lane) made landing several blocks at once one intent and one refusal.
+ */
+export const UPGRADES: Partial<Record<EventType, (fields: Record<string, unknown>, v: number) => Record<string, unknown>>> = {
+  'land.intent': (f, v) => (v >= 2 ? f : { stack: 0, sha: f.sha, from: f.from, blocks: [{ block: f.block, sha: f.sha }], tested: 'gate' }),
+  'block.landed': (f, v) => (v >= 2 ? f : { ...f, top: f.sha }),
+  'land.refused': (f, v) => (v >= 2 ? f : { stack: 0, blocks: [f.block], actual: f.actual, detail: f.detail }),
+};
 export type EventKind = 'input' | 'decision' | 'note';
 
 /** The kind of every type, read from the first word of its description. */

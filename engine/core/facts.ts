@@ -84,6 +84,19 @@ export function deriveFacts(o: EventOf<'facts.observed'>, expected: Expected): F
         : `head ${short(o.head)} does not contain trunk ${short(o.trunk_sha)}: rebase onto trunk`,
     });
   }
+  const setup = o.setup;
+  if (setup) {
+    const ok = setup.exit === 0 && !setup.timed_out;
+    facts.push({
+      name: 'setup',
+      ok,
+      evidence: ok
+        ? `setup exited 0 in a clean checkout of ${short(o.head)}`
+        : setup.timed_out
+          ? `setup timed out in a clean checkout of ${short(o.head)} (output: ${setup.log})`
+          : `setup exited ${setup.exit} in a clean checkout of ${short(o.head)}; last lines:\n${setup.tail}`,
+    });
+  }
   const t = o.tests;
   if (t === null) {
     // Tests not run because an earlier fact failed are no fact either way; otherwise the
@@ -99,7 +112,7 @@ export function deriveFacts(o: EventOf<'facts.observed'>, expected: Expected): F
       ? `the test command timed out at ${short(o.head)}, and every process it started was ended (output: ${t.log}); last lines:\n${t.tail}`
       : t.exit === 0
         ? `the test command exited 0 at ${short(o.head)}`
-        : `the test command exited ${t.exit} at ${short(o.head)}; last lines:\n${t.tail}`,
+        : `the test command exited ${t.exit} in a clean checkout of ${short(o.head)} (only committed files count); last lines:\n${t.tail}`,
   });
   return facts;
 }

@@ -26,6 +26,10 @@ const NOT_CODES = {
   TRON_PROC: 'process-table source, ps or proc (environment)',
   TRON_BENCH_SIZES: 'benchmark setting (environment)',
   TRON_BENCH_REPEATS: 'benchmark setting (environment)',
+  TRON_BENCH_LANE: 'benchmark setting (environment)',
+  TRON_BENCH_LANE_SIZES: 'benchmark setting (environment)',
+  TRON_BENCH_SLOW_MS: 'benchmark setting (environment)',
+  TRON_BENCH_KEEP: 'benchmark setting (environment)',
   TRON_VERSION: 'constant',
   TRON_ROOT: 'constant',
 };

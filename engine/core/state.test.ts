@@ -28,8 +28,8 @@ function scanned(s: EngineState) {
   return {
     active: all.filter((b) => ACTIVE_PHASES.has(b.phase)).length,
     inFlight: all.filter(inFlight).length,
-    busy: all.filter((b) => open(b) && b.waiting.on !== 'lock' && b.waiting.on !== 'worker').length,
-    queued: all.filter((b) => open(b) && b.waiting.on === 'lock').length,
+    busy: all.filter((b) => open(b) && b.waiting.on !== 'lane' && b.waiting.on !== 'worker').length,
+    queued: all.filter((b) => open(b) && b.waiting.on === 'lane').length,
     ready: all
       .filter((b) => b.phase === 'pending' && b.info.depends_on.every((d) => phase(d) === 'landed'))
       .sort((a, b) => a.info.priority - b.info.priority || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
@@ -45,11 +45,11 @@ function indexed(s: EngineState) {
 
 /** `settled` as it was before the index: the walk over every block, with no shortcut. */
 function settledByWalk(s: EngineState): boolean {
-  if (s.pagesPending.length > 0) return false;
+  if (s.pagesPending.length > 0 || s.lane.verifying > 0 || s.lane.stack !== undefined) return false;
   return s.order.every((id) => {
     const b = s.blocks.get(id)!;
     if (TERMINAL.has(b.phase) || b.phase === 'parked') return true;
-    if (b.waiting.on === 'lock' && s.trunkHalt !== undefined) return true;
+    if (b.waiting.on === 'lane' && s.trunkHalt !== undefined) return true;
     if (b.waiting.on === 'worker') return true;
     if (b.phase === 'pending') return s.workers.builder?.held !== undefined || stuck(s, b, new Set());
     return false;

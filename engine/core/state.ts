@@ -79,10 +79,8 @@ export type Waiting =
   | { on: 'worktree' }
   | { on: 'turn'; turn: PendingTurn }
   | { on: 'facts'; purpose: 'gate' | 'merge' }
-  | { on: 'lock' }
-  | { on: 'merge-check' }
-  | { on: 'land' }
-  | { on: 'trunk-test' }
+  | { on: 'lane' }
+  | { on: 'stack' }
   | { on: 'wrap' }
   | { on: 'operator' }
   /** A turn for a worker that is unavailable, held until the operator answers (turn.held). */
@@ -105,6 +103,8 @@ export interface BlockState {
   base?: string;
   /** The last sha the truth gate passed. */
   attested?: string;
+  /** The last sha the gate itself found green — setup and tests in a clean checkout of exactly it (not a rebased one sent to review). */
+  greenAt?: string;
   /** The sha whose facts passed, awaiting the builder's evidence. */
   challenged?: string;
   /** Trunk as the engine left it when the last facts were requested. */
@@ -119,10 +119,10 @@ export interface BlockState {
   live: { extensions: number; reissues: number };
   /** The last turn dispatched, kept after its reply so a restate can continue it. */
   lastTurn?: PendingTurn;
-  /** How the current merge is landing: without a worker, or after MERGED. */
-  mergeVia?: 'fast_forward' | 'MERGED';
   /** Patch id of the attested sha over its base, to see whether a rebase changed it. */
   patchId?: string;
+  /** The block's last replay in the merge lane (rebase.done): the paths of a conflict, or the rebased commit and its patch id. */
+  rebased?: { sha?: string; patch?: string; files?: string[] };
   /** What the next build prompt tells the builder: failed facts or review notes. */
   feedback: string;
   /** Guidance from an architect or operator RETRY. */
@@ -161,10 +161,8 @@ export interface EngineState {
   blocks: SortedMap<string, BlockState>;
   /** Block ids in register order. */
   order: readonly string[];
-  /** The block holding the MERGE lock. */
-  mergeLock?: string;
-  /** Blocks waiting for the MERGE lock, in arrival order. */
-  mergeQueue: readonly string[];
+  /** The merge lane: its queue, the stack in flight, the checks of trunk. */
+  lane: Lane;
   /** Set when trunk was moved by someone else: no merges until the operator answers. */
   trunkHalt?: { sha: string; block: string };
   /** Blocks whose operator page was decided and not yet sent. */
@@ -187,6 +185,49 @@ export interface EngineState {
   heldTurns: readonly string[];
 }
 
+/**
+ * The merge lane. Approved blocks queue; when the lane is free the first `batch` of them
+ * become a stack on trunk, which is rebased, tested at its top (bisected when red) and
+ * landed in one ref transaction. One stack at a time.
+ */
+export interface Lane {
+  /** The most blocks in one stack ([merge] batch). */
+  batch: number;
+  /** Check trunk again after each landing, off the lane's path ([merge] verify_trunk). */
+  verifyTrunk: boolean;
+  /** Approved blocks waiting to be stacked, in order. */
+  queue: readonly string[];
+  /** The stack in flight. */
+  stack?: Stack;
+  /** Stacks formed in this run (the last stack's number). */
+  stacks: number;
+  /** Checks of trunk still running. */
+  verifying: number;
+  /** A check of trunk came back red: the run cannot end with exit 0. */
+  trunkRed: boolean;
+}
+
+export interface Stack {
+  id: number;
+  /** Trunk, where it starts. */
+  trunk: string;
+  /** The blocks it was formed from, in order. */
+  asked: readonly string[];
+  /** The blocks that replayed onto it, each at its own commit (the top of its prefix), bottom first. */
+  entries: readonly { block: string; sha: string }[];
+  /** The longest prefix known green (0: trunk itself). */
+  green: number;
+  /** The shortest prefix known red, and its run: what the culprit is told. */
+  red?: { n: number; run: EventOf<'candidate.tested'> };
+  /** An effect of the stack is running: its rebase, a test run, its landing. */
+  pending: boolean;
+  /** The sha whose test run is awaited (candidate.requested or bisect.step). */
+  testing?: string;
+  /** The blocks of its landing, and those whose block.landed came back. */
+  landing: readonly string[];
+  landed: readonly string[];
+}
+
 export function initialState(): EngineState {
   const blocks = SortedMap.empty<string, BlockState>(byString);
   return {
@@ -199,7 +240,7 @@ export function initialState(): EngineState {
     watch: false,
     blocks,
     order: [],
-    mergeQueue: [],
+    lane: { batch: 8, verifyTrunk: false, queue: [], stacks: 0, verifying: 0, trunkRed: false },
     pagesPending: [],
     registered: false,
     finished: false,
@@ -241,6 +282,18 @@ function patch(s: EngineState, id: string, change: (b: BlockState) => Partial<Bl
   s.index = reindex(s.index, s.blocks, was, b);
 }
 
+function testing(s: EngineState, stack: number, sha: string): void {
+  if (s.lane.stack?.id === stack) s.lane = { ...s.lane, stack: { ...s.lane.stack, pending: true, testing: sha } };
+}
+
+function stackPending(s: EngineState, stack: number, pending: boolean): void {
+  if (s.lane.stack?.id === stack) s.lane = { ...s.lane, stack: { ...s.lane.stack, pending } };
+}
+
+function leaveQueue(s: EngineState, id: string): void {
+  if (s.lane.queue.includes(id)) s.lane = { ...s.lane, queue: s.lane.queue.filter((x) => x !== id) };
+}
+
 // ---- the fold ----
 
 /**
@@ -280,6 +333,7 @@ const reducers = {
       ...(b.block_tokens !== undefined && { blockTokens: b.block_tokens }),
       ...(b.run_usd !== undefined && { runUsd: b.run_usd }),
     };
+    s.lane = { ...s.lane, batch: e.merge?.batch ?? 8, verifyTrunk: e.merge?.verify_trunk ?? false };
   },
   'register.loaded': (s, e) => {
     let blocks = s.blocks;
@@ -343,8 +397,10 @@ const reducers = {
       attempt: e.attempt,
       rounds: { build: 0, review: 0, merge: 0 },
       attested: undefined,
+      greenAt: undefined,
       challenged: undefined,
       patchId: undefined,
+      rebased: undefined,
       base: undefined,
       gitFiles: undefined,
       rejected: undefined,
@@ -378,7 +434,10 @@ const reducers = {
         live: { extensions: 0, reissues: b.waiting.on === 'reissue' ? b.live.reissues : 0 },
         turns: { ...b.turns, [e.session]: e.turn },
         challenged: e.kind === 'challenge' ? e.sha : b.challenged,
-        mergeVia: e.kind === 'merge' ? 'MERGED' : b.mergeVia,
+        // A review is of the sha it is pinned to: after the lane's rebase changed the patch, the rebased one.
+        ...(e.kind === 'review' && e.sha ? { attested: e.sha, patchId: b.rebased?.sha === e.sha ? b.rebased.patch : b.patchId } : {}),
+        // Each merge turn is a round of the merge phase's budget (a re-issue of one is the same round).
+        rounds: e.kind === 'merge' && b.waiting.on !== 'reissue' ? { ...b.rounds, merge: b.rounds.merge + 1 } : b.rounds,
         lastTurn: turn,
         waiting: { on: 'turn', turn },
         architectCalls: b.architectCalls + (e.kind === 'architect' ? 1 : 0),
@@ -436,6 +495,7 @@ const reducers = {
   'gate.passed': (s, e) =>
     patch(s, e.block, (b) => ({
       attested: e.sha,
+      greenAt: e.sha,
       patchId: b.observed?.head === e.sha ? b.observed.patch_id : b.patchId,
       challenged: undefined,
       feedback: '',
@@ -447,7 +507,8 @@ const reducers = {
         .filter((f) => !f.ok)
         .map((f) => `- ${f.name}: ${f.evidence}`)
         .join('\n'),
-      rounds: e.purpose === 'merge' ? { ...b.rounds, merge: b.rounds.merge + 1 } : { ...b.rounds, build: b.rounds.build + 1 },
+      // A failed re-check after MERGED is that merge turn's round, counted when it was dispatched.
+      rounds: e.purpose === 'merge' ? b.rounds : { ...b.rounds, build: b.rounds.build + 1 },
     })),
   'block.phase': (s, e) =>
     patch(s, e.block, (b) => ({
@@ -458,27 +519,87 @@ const reducers = {
     })),
   'merge.queued': (s, e) => {
     if (!s.blocks.has(e.block)) return;
-    patch(s, e.block, () => ({ waiting: { on: 'lock' } }));
-    if (!s.mergeQueue.includes(e.block)) s.mergeQueue = [...s.mergeQueue, e.block];
+    patch(s, e.block, () => ({ waiting: { on: 'lane' } }));
+    if (!s.lane.queue.includes(e.block)) s.lane = { ...s.lane, queue: [...s.lane.queue, e.block] };
   },
-  'merge.locked': (s, e) => {
-    s.mergeLock = e.block;
-    s.mergeQueue = s.mergeQueue.filter((id) => id !== e.block);
-    patch(s, e.block, () => ({ waiting: { on: 'merge-check' }, mergeVia: 'fast_forward' }));
+  'lane.stacked': (s, e) => {
+    const ids = e.blocks.map((b) => b.block);
+    s.lane = {
+      ...s.lane,
+      stacks: e.stack,
+      queue: s.lane.queue.filter((id) => !ids.includes(id)),
+      stack: { id: e.stack, trunk: e.trunk_sha, asked: ids, entries: [], green: 0, pending: true, landing: [], landed: [] },
+    };
+    for (const id of ids) patch(s, id, () => ({ waiting: { on: 'stack' } }));
   },
-  'merge.observed': waitFor(NOTHING),
-  'merge.unlocked': (s, e) => {
-    if (s.mergeLock === e.block) s.mergeLock = undefined;
+  'rebase.done': (s, e) => {
+    const stack = s.lane.stack;
+    if (stack?.id !== e.stack) return;
+    const entries = e.results.flatMap((r) =>
+      r.sha && (r.outcome === 'fast_forward' || r.outcome === 'clean') ? [{ block: r.block, sha: r.sha }] : [],
+    );
+    s.lane = { ...s.lane, stack: { ...stack, entries, pending: false } };
+    for (const r of e.results) {
+      patch(s, r.block, () => ({
+        rebased: {
+          ...(r.sha ? { sha: r.sha } : {}),
+          ...(r.patch_after ? { patch: r.patch_after } : {}),
+          ...(r.files ? { files: r.files } : {}),
+        },
+      }));
+    }
   },
-  'land.intent': waitFor({ on: 'land' }),
+  'candidate.requested': (s, e) => testing(s, e.stack, e.sha),
+  'bisect.step': (s, e) => testing(s, e.stack, e.sha),
+  'candidate.tested': (s, e) => {
+    const stack = s.lane.stack;
+    // Only the run the stack awaits counts.
+    if (stack?.id !== e.stack || stack.testing !== e.sha) return;
+    const n = e.blocks.length;
+    const red = !e.ok && (stack.red === undefined || n < stack.red.n) ? { n, run: e } : stack.red;
+    s.lane = {
+      ...s.lane,
+      stack: {
+        ...stack,
+        pending: false,
+        testing: undefined,
+        green: e.ok ? Math.max(stack.green, n) : stack.green,
+        ...(red ? { red } : {}),
+      },
+    };
+  },
+  'land.intent': (s, e) => {
+    const stack = s.lane.stack;
+    if (stack?.id !== e.stack) return;
+    s.lane = { ...s.lane, stack: { ...stack, pending: true, landing: e.blocks.map((b) => b.block) } };
+  },
   'block.landed': (s, e) => {
-    s.trunkSha = e.sha;
-    s.trunkHistory = s.trunkHistory.push(e.sha);
+    if (s.trunkSha !== e.top) {
+      s.trunkSha = e.top;
+      s.trunkHistory = s.trunkHistory.push(e.top);
+    }
     patch(s, e.block, () => ({ landedSha: e.sha, waiting: NOTHING }));
+    const stack = s.lane.stack;
+    if (!stack?.landing.includes(e.block) || stack.landed.includes(e.block)) return;
+    const landed = [...stack.landed, e.block];
+    s.lane = { ...s.lane, stack: { ...stack, landed, pending: landed.length < stack.landing.length } };
   },
-  'land.refused': waitFor(NOTHING),
-  'test.requested': waitFor({ on: 'trunk-test' }),
-  'trunk.tested': waitFor(NOTHING),
+  'land.refused': (s, e) => stackPending(s, e.stack, false),
+  'lane.closed': (s, e) => {
+    if (s.lane.stack?.id !== e.stack) return;
+    s.lane = { ...s.lane, stack: undefined, queue: [...e.returned, ...s.lane.queue.filter((id) => !e.returned.includes(id))] };
+    for (const id of e.returned) patch(s, id, () => ({ waiting: { on: 'lane' } }));
+  },
+  'test.requested': (s) => {
+    s.lane = { ...s.lane, verifying: s.lane.verifying + 1 };
+  },
+  'trunk.tested': (s, e) => {
+    s.lane = { ...s.lane, verifying: Math.max(0, s.lane.verifying - 1), trunkRed: s.lane.trunkRed || !e.ok };
+  },
+  // Legacy lines (logs of version 1): the MERGE lock left nothing the lane needs.
+  'merge.locked': nothing,
+  'merge.observed': nothing,
+  'merge.unlocked': nothing,
   'wrap.requested': waitFor({ on: 'wrap' }),
   'block.wrapped': (s, e) =>
     patch(s, e.block, (b) => ({
@@ -521,12 +642,12 @@ const reducers = {
   'block.parked': (s, e) => {
     if (!s.blocks.has(e.block)) return;
     patch(s, e.block, () => ({ phase: 'parked', reason: e.reason, waiting: { on: 'operator' }, since: e.ts }));
-    s.mergeQueue = s.mergeQueue.filter((id) => id !== e.block);
+    leaveQueue(s, e.block);
   },
   'block.abandoned': (s, e) => {
     if (!s.blocks.has(e.block)) return;
     patch(s, e.block, () => ({ phase: 'abandoned', reason: e.reason, waiting: NOTHING, since: e.ts }));
-    s.mergeQueue = s.mergeQueue.filter((id) => id !== e.block);
+    leaveQueue(s, e.block);
   },
   'timer.fired': nothing,
   'worker.overran': nothing,

@@ -66,7 +66,8 @@ export const GLOSSARY = {
     phases: ['merge'],
     payload: z.strictObject({ summary: text.optional() }),
     payloadOptional: true,
-    meaning: 'The builder brought its branch up to date with trunk. The engine re-checks facts and tests at the new head.',
+    meaning:
+      'The builder brought its branch up to date with trunk (a conflict the engine could not rebase). The engine re-checks facts and tests at the new head; then it enters the merge lane.',
   },
   APPROVE: {
     roles: ['reviewer'],

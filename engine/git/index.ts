@@ -55,6 +55,7 @@ export {
   topLevel,
 } from './query.ts';
 export { adminDigests, type AdminDigests } from './admin.ts';
+export { type Replayed, replayOnto } from './stack.ts';
 export {
   LANDED_PREFIX,
   branchesOf,
@@ -68,7 +69,9 @@ export {
 export {
   WORKTREES_DIR,
   clearEngineRefLocks,
+  checkoutAt,
   clearStaleLocks,
+  engineCheckoutPath,
   pruneWorktrees,
   resetWorktree,
   createReviewCheckout,
@@ -82,6 +85,7 @@ export {
   checkMainCheckout,
   clearLandingLocks,
   land,
+  landStack,
   mainCheckout,
   type CheckoutSync,
   type LandResult,

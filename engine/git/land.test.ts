@@ -2,7 +2,17 @@ import { existsSync } from 'node:fs';
 import { utimes, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { allOnTrunk, checkMainCheckout, clearLandingLocks, createWorktree, land, landedRefs, mainCheckout, revParse } from './index.ts';
+import {
+  allOnTrunk,
+  catchUpCheckout,
+  checkMainCheckout,
+  clearLandingLocks,
+  createWorktree,
+  land,
+  landedRefs,
+  mainCheckout,
+  revParse,
+} from './index.ts';
 import { makeRepo, type TestRepo } from '../testing/repo.ts';
 
 const repos: TestRepo[] = [];
@@ -177,15 +187,38 @@ describe('allOnTrunk', () => {
   });
 });
 
+describe('catchUpCheckout', () => {
+  it('moves a checkout a killed landing left behind, index.lock and all, and leaves a checkout with your changes alone', async () => {
+    const { r, base, head } = await built();
+    // The ref transaction went through; the engine died while moving the checkout, holding its index.lock.
+    await r.git('update-ref', 'refs/heads/main', head, base);
+    await writeFile(join(r.dir, '.git', 'index.lock'), '');
+    expect(await catchUpCheckout(r.dir, 'main', [base])).toBe(base);
+    expect(await r.read('a.txt')).toBe('a, improved\n');
+    expect(existsSync(join(r.dir, '.git', 'index.lock'))).toBe(false);
+    expect(await r.git('status', '--porcelain')).toBe('');
+  });
+
+  it('takes no lock while it only looks, and touches nothing that is not as a landing left it', async () => {
+    const { r, base, head } = await built();
+    await r.git('update-ref', 'refs/heads/main', head, base);
+    await r.write('keep.txt', 'my edit\n');
+    await writeFile(join(r.dir, '.git', 'index.lock'), '');
+    expect(await catchUpCheckout(r.dir, 'main', [base])).toBeUndefined();
+    expect(existsSync(join(r.dir, '.git', 'index.lock'))).toBe(true);
+    expect(await r.read('a.txt')).toBe('a\n');
+  });
+});
+
 describe('clearLandingLocks', () => {
   it('removes the lock files a landing killed midway leaves behind, after which the landing goes through', async () => {
     const { r, base, head } = await built();
     const stale = [join(r.dir, '.git', 'refs', 'heads', 'main.lock'), join(r.dir, '.git', 'index.lock'), join(r.dir, '.git', 'HEAD.lock')];
     for (const file of stale) await writeFile(file, '');
     await expect(land(r.dir, { trunk: 'main', expectedOld: base, sha: head, id: 'login' })).rejects.toThrow(/main\.lock/);
-    expect((await clearLandingLocks(r.dir, 'main', 'login')).sort()).toEqual(stale.sort());
+    expect((await clearLandingLocks(r.dir, 'main', ['login'])).sort()).toEqual(stale.sort());
     for (const file of stale) expect(existsSync(file)).toBe(false);
     expect(await land(r.dir, { trunk: 'main', expectedOld: base, sha: head, id: 'login' })).toMatchObject({ ok: true });
-    expect(await clearLandingLocks(r.dir, 'main', 'login')).toEqual([]);
+    expect(await clearLandingLocks(r.dir, 'main', ['login'])).toEqual([]);
   });
 });

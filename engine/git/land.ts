@@ -1,7 +1,7 @@
 /**
  * Landing: trunk is fast-forwarded to a verified head and `refs/tron/landed/<id>` is
- * created in ONE ref transaction with compare-and-swap, so git itself records what
- * landed and no block lands twice. Afterwards the user's checkout of trunk, if any, is
+ * created (for every block of a stack, each at its own commit) in ONE ref transaction
+ * with compare-and-swap, so git itself records what landed and no block lands twice. Afterwards the user's checkout of trunk, if any, is
  * moved with it (see the consistency rule in index.ts), without running the user's hooks.
  */
 import { realpath } from 'node:fs/promises';
@@ -22,43 +22,82 @@ export type LandResult = { ok: true; checkout: CheckoutSync } | { ok: false; act
 
 /**
  * Fast-forwards trunk from `expectedOld` to `sha` and records `refs/tron/landed/<id>`,
- * atomically: if trunk is not at `expectedOld` or the landed ref already exists,
- * nothing changes and the actual trunk sha comes back. A `sha` that does not descend
- * from `expectedOld` is refused outright: trunk's first-parent history stays linear.
+ * atomically: one block, as `landStack` lands several.
  */
 export async function land(repo: string, opts: { trunk: string; expectedOld: string; sha: string; id: string }): Promise<LandResult> {
+  return landStack(repo, { trunk: opts.trunk, expectedOld: opts.expectedOld, top: opts.sha, blocks: [{ id: opts.id, sha: opts.sha }] });
+}
+
+/**
+ * Lands a stack in ONE ref transaction: trunk from `expectedOld` to `top` (compare-and-swap),
+ * `refs/tron/landed/<id>` created at each block's own commit, and each block's branch
+ * `tron/<id>`, where it exists, moved to that commit (compare-and-swap against the value
+ * read just before), so wrapping finds the branch on trunk. If trunk is not at
+ * `expectedOld` or a landed ref already exists, nothing changes and the actual trunk sha
+ * comes back. A `top` that does not descend from `expectedOld`, or a block commit that
+ * is not in between, is refused outright: trunk's first-parent history stays linear.
+ */
+export async function landStack(
+  repo: string,
+  opts: {
+    trunk: string;
+    expectedOld: string;
+    top: string;
+    blocks: ReadonlyArray<{ id: string; sha: string }>;
+    /** The caller's queue for worktree administration, should finding the user's checkout need the list of worktrees. */
+    serialWorktrees?: Serial;
+  },
+): Promise<LandResult> {
   const trunkRef = `refs/heads/${opts.trunk}`;
-  const landedRef = `${LANDED_PREFIX}${opts.id}`;
+  const ids = opts.blocks.map((b) => b.id).join(', ');
   const refused = async (): Promise<LandResult | undefined> => {
     const actual = await currentTrunkSha(repo, opts.trunk);
     if (actual !== opts.expectedOld) return { ok: false, actual, reason: 'trunk-moved' };
-    if ((await revParse(repo, landedRef)) !== undefined) return { ok: false, actual, reason: 'already-landed' };
+    for (const b of opts.blocks) {
+      if ((await revParse(repo, `${LANDED_PREFIX}${b.id}`)) !== undefined) return { ok: false, actual, reason: 'already-landed' };
+    }
     return undefined;
   };
-  if (!(await isAncestor(repo, opts.expectedOld, opts.sha))) {
+  // One walk answers for every block: each commit must lie on the way from trunk to the top.
+  const onTheWay = (await isAncestor(repo, opts.expectedOld, opts.top))
+    ? new Set((await gitOut(repo, ['rev-list', `${opts.expectedOld}..${opts.top}`])).split('\n').filter(Boolean))
+    : new Set<string>();
+  for (const sha of [opts.top, ...opts.blocks.map((b) => b.sha)]) {
+    if (onTheWay.has(sha)) continue;
     const result = await refused();
     if (result) return result;
     throw new GitFailure(
       'TRON_LAND_NOT_FAST_FORWARD',
-      `refusing to land ${opts.id}: ${opts.sha} does not descend from trunk ${opts.expectedOld}`,
+      `refusing to land ${ids}: ${sha} is not between trunk ${opts.expectedOld} and the top of the stack ${opts.top}`,
     );
   }
-  const script = [
-    'start',
-    `update ${trunkRef} ${opts.sha} ${opts.expectedOld}`,
-    `create ${landedRef} ${opts.sha}`,
-    'prepare',
-    'commit',
-    '',
-  ].join('\n');
-  const args = ['update-ref', '-m', `tron: land ${opts.id}`, '--stdin'];
+  const lines = ['start', `update ${trunkRef} ${opts.top} ${opts.expectedOld}`];
+  for (const b of opts.blocks) lines.push(`create ${LANDED_PREFIX}${b.id} ${b.sha}`);
+  const branches = await branchHeads(repo);
+  for (const b of opts.blocks) {
+    const now = branches.get(`refs/heads/tron/${b.id}`);
+    if (now !== undefined) lines.push(`update refs/heads/tron/${b.id} ${b.sha} ${now}`);
+  }
+  const script = [...lines, 'prepare', 'commit', ''].join('\n');
+  const args = ['update-ref', '-m', `tron: land ${ids}`, '--stdin'];
   const result = await runGit(repo, args, script);
   if (result.exitCode !== 0) {
     const refusal = await refused();
     if (refusal) return refusal;
     throw commandFailed(repo, args, result);
   }
-  return { ok: true, checkout: await syncCheckout(repo, opts.trunk, opts.expectedOld, opts.sha) };
+  return { ok: true, checkout: await syncCheckout(repo, opts.trunk, opts.expectedOld, opts.top, opts.serialWorktrees) };
+}
+
+/** Where every `tron/<id>` branch points, in one listing. */
+async function branchHeads(repo: string): Promise<Map<string, Sha>> {
+  const out = await gitOut(repo, ['for-each-ref', '--format=%(objectname) %(refname)', 'refs/heads/tron/']);
+  return new Map(
+    out
+      .split('\n')
+      .filter(Boolean)
+      .map((line) => [line.slice(line.indexOf(' ') + 1), line.slice(0, line.indexOf(' '))] as const),
+  );
 }
 
 /**
@@ -66,8 +105,8 @@ export async function land(repo: string, opts: { trunk: string; expectedOld: str
  * any local change to a file the landing did not touch. A conflicting local change
  * makes git refuse without touching anything; that comes back as `failed` with the fix.
  */
-async function syncCheckout(repo: string, trunk: string, old: Sha, now: Sha): Promise<CheckoutSync> {
-  const path = await trunkCheckoutPath(repo, trunk);
+async function syncCheckout(repo: string, trunk: string, old: Sha, now: Sha, serial?: Serial): Promise<CheckoutSync> {
+  const path = await trunkCheckoutPath(repo, trunk, serial);
   if (path === undefined) return { state: 'not-checked-out' };
   // Refresh stat data first, as `git checkout` does, so touched-but-equal files are not "not uptodate".
   await runGit(path, ['update-index', '-q', '--refresh']);
@@ -96,8 +135,8 @@ export interface MainCheckout {
 }
 
 /** Looks at the checkout a landing would move; untracked files do not count as dirty. */
-export async function mainCheckout(repo: string, trunk: string): Promise<MainCheckout> {
-  const onTrunkPath = await trunkCheckoutPath(repo, trunk);
+export async function mainCheckout(repo: string, trunk: string, serial?: Serial): Promise<MainCheckout> {
+  const onTrunkPath = await trunkCheckoutPath(repo, trunk, serial);
   const path = onTrunkPath ?? resolve(repo);
   const status = await statusOf(path, 'no');
   return { onTrunk: onTrunkPath !== undefined, dirty: status !== '', status, path };
@@ -120,9 +159,19 @@ export async function checkMainCheckout(repo: string, trunk: string): Promise<Pr
   };
 }
 
-/** The user's working tree that has trunk checked out, if any (git allows at most one). */
-async function trunkCheckoutPath(repo: string, trunk: string): Promise<string | undefined> {
-  const out = await gitOut(repo, ['worktree', 'list', '--porcelain', '-z']);
+/** Runs `work` in turn with the caller's other worktree administration (the engine's queue). */
+export type Serial = <T>(work: () => Promise<T>) => Promise<T>;
+
+/**
+ * The user's working tree that has trunk checked out, if any (git allows at most one).
+ * Normally that is the repository folder itself, which its HEAD tells at once; otherwise
+ * the list of worktrees is read — under `serial`, since a worktree being made meanwhile
+ * can make that list fail to read.
+ */
+async function trunkCheckoutPath(repo: string, trunk: string, serial: Serial = (work) => work()): Promise<string | undefined> {
+  const head = await runGit(repo, ['symbolic-ref', '-q', 'HEAD']);
+  if (head.exitCode === 0 && head.stdout.trim() === `refs/heads/${trunk}`) return realpath(repo);
+  const out = await serial(() => gitOut(repo, ['worktree', 'list', '--porcelain', '-z']));
   const engineRoot = resolve(await realpath(repo), WORKTREES_DIR) + sep;
   for (const record of out.split('\0\0')) {
     const fields = record.split('\0');
@@ -145,13 +194,18 @@ export async function catchUpCheckout(repo: string, trunk: string, olds: readonl
   const path = await trunkCheckoutPath(repo, trunk);
   if (path === undefined || olds.length === 0) return undefined;
   const now = await currentTrunkSha(repo, trunk);
-  await runGit(path, ['update-index', '-q', '--refresh']);
+  // Only reads until the move: a boot killed here leaves no lock behind (index.lock included).
+  const sameAs = async (sha: Sha) =>
+    (await runGit(path, ['diff', '--cached', '--quiet', '--no-ext-diff', '--no-textconv', sha, '--'])).exitCode === 0;
   if ((await runGit(path, ['diff', '--quiet', '--no-ext-diff', '--no-textconv'])).exitCode !== 0) return undefined;
-  const index = await gitOut(path, ['write-tree']);
-  if (index === (await gitOut(repo, ['rev-parse', `${now}^{tree}`]))) return undefined;
+  if (await sameAs(now)) return undefined;
   for (const old of olds) {
     if (old === now || !(await isAncestor(repo, old, now))) continue;
-    if (index !== (await gitOut(repo, ['rev-parse', `${old}^{tree}`]))) continue;
+    if (!(await sameAs(old))) continue;
+    // The checkout is exactly as a landing of the engine left it: a lock that no live
+    // process holds is that landing's, killed in the middle of moving it.
+    const gitDir = resolve(path, (await gitOut(path, ['rev-parse', '--git-dir'])).trim());
+    await removeStaleLocks([join(gitDir, 'index.lock')]);
     const synced = await syncCheckout(repo, trunk, old, now);
     return synced.state === 'updated' ? old : undefined;
   }
@@ -164,12 +218,12 @@ export async function catchUpCheckout(repo: string, trunk: string, olds: readonl
  * middle of one. Only called at boot, for a landing the previous run announced and never
  * saw end; returns the files it removed.
  */
-export async function clearLandingLocks(repo: string, trunk: string, id: string): Promise<string[]> {
+export async function clearLandingLocks(repo: string, trunk: string, ids: readonly string[]): Promise<string[]> {
   const common = await commonDir(repo);
   // Updating trunk's ref also locks HEAD where trunk is checked out (its reflog), and packed-refs.
   const files = [
     join(common, 'refs', 'heads', `${trunk}.lock`),
-    join(common, 'refs', 'tron', 'landed', `${id}.lock`),
+    ...ids.flatMap((id) => [join(common, 'refs', 'tron', 'landed', `${id}.lock`), join(common, 'refs', 'heads', 'tron', `${id}.lock`)]),
     join(common, 'packed-refs.lock'),
     join(common, 'HEAD.lock'),
   ];

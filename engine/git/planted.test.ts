@@ -186,7 +186,7 @@ async function tour(s: Scene): Promise<void> {
   expect(await revParse(r.dir, 'refs/heads/tron/login')).toBeUndefined();
   await pruneWorktrees(r.dir);
   await clearEngineRefLocks(r.dir);
-  await clearLandingLocks(r.dir, 'main', 'login');
+  await clearLandingLocks(r.dir, 'main', ['login']);
   expect(await revParse(r.dir, 'refs/heads/main')).toBe(later);
 }
 

@@ -12,9 +12,12 @@
  * - without global or system config (`GIT_CONFIG_GLOBAL=/dev/null`, `GIT_CONFIG_NOSYSTEM`):
  *   HOME's `~/.gitconfig` and `$XDG_CONFIG_HOME/git/config` are never read, nor HOME's
  *   attributes and ignore files, nor the system's attributes;
- * - with no clean, smudge or process filter: before a command that reads or writes
- *   working-tree files, every filter driver the repository's config defines is switched
- *   off (by `GIT_CONFIG_COUNT`, which, unlike `-c`, takes any driver name);
+ * - with no clean, smudge or process filter and no merge driver: before a command that
+ *   reads or writes working-tree files, every filter driver the repository's config
+ *   defines is switched off, and every merge driver is replaced by `false` (a conflict,
+ *   which the lane hands to the builder) — by `GIT_CONFIG_COUNT`, which, unlike `-c`,
+ *   takes any driver name;
+ * - with no commit signing program, no rerere and no automatic gc (the lane's cherry-picks);
  * - with no external diff or textconv (`--no-ext-diff --no-textconv` on each diff), no
  *   signature program (`log.showSignature=false`), no pager, editor or prompt;
  * - with no lazy fetch and every transport closed (`GIT_NO_LAZY_FETCH`, `GIT_ALLOW_PROTOCOL`
@@ -54,6 +57,10 @@ const SAFE_CONFIG = [
   'core.excludesFile=/dev/null',
   'log.showSignature=false',
   'color.ui=never',
+  // The lane's cherry-picks: no signing program, no replayed resolutions, no background gc.
+  'commit.gpgSign=false',
+  'rerere.enabled=false',
+  'gc.auto=0',
 ] as const;
 
 /** The only variables of the engine's environment a git call sees. */
@@ -104,22 +111,32 @@ const WORKING_TREE_COMMANDS = new Set([
 ]);
 
 /**
- * Variables that switch off every filter driver the config seen from `cwd` defines:
- * clean, smudge and process emptied (git then passes content through), required false.
+ * Variables that switch off every filter and merge driver the config seen from `cwd`
+ * defines: clean, smudge and process emptied (git then passes content through), required
+ * false; a merge driver's command replaced by `false`, so the merge it would have made is
+ * a conflict instead of a program run.
  */
 async function filtersOff(cwd: string, env: Record<string, string>): Promise<Record<string, string>> {
-  const listed = await spawnGit(cwd, ['config', '--name-only', '-z', '--get-regexp', '^filter\\.'], env);
-  const drivers = new Set<string>();
+  const listed = await spawnGit(cwd, ['config', '--name-only', '-z', '--get-regexp', '^(filter|merge)\\.'], env);
+  const filters = new Set<string>();
+  const merges = new Set<string>();
   for (const key of listed.stdout.split('\0')) {
-    const name = /^filter\.(.+)\.[^.]+$/.exec(key)?.[1];
-    if (name !== undefined) drivers.add(name);
+    const filter = /^filter\.(.+)\.[^.]+$/.exec(key)?.[1];
+    if (filter !== undefined) filters.add(filter);
+    const merge = /^merge\.(.+)\.driver$/.exec(key)?.[1];
+    if (merge !== undefined) merges.add(merge);
   }
-  const keys = [...drivers].flatMap((d) => ['clean', 'smudge', 'process', 'required'].map((k) => `filter.${d}.${k}`));
-  if (keys.length === 0) return {};
-  const vars: Record<string, string> = { GIT_CONFIG_COUNT: String(keys.length) };
-  keys.forEach((key, i) => {
+  const pairs: Array<[string, string]> = [
+    ...[...filters].flatMap((d) =>
+      ['clean', 'smudge', 'process', 'required'].map((k): [string, string] => [`filter.${d}.${k}`, k === 'required' ? 'false' : '']),
+    ),
+    ...[...merges].map((d): [string, string] => [`merge.${d}.driver`, 'false']),
+  ];
+  if (pairs.length === 0) return {};
+  const vars: Record<string, string> = { GIT_CONFIG_COUNT: String(pairs.length) };
+  pairs.forEach(([key, value], i) => {
     vars[`GIT_CONFIG_KEY_${i}`] = key;
-    vars[`GIT_CONFIG_VALUE_${i}`] = key.endsWith('.required') ? 'false' : '';
+    vars[`GIT_CONFIG_VALUE_${i}`] = value;
   });
   return vars;
 }

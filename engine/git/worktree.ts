@@ -1,8 +1,10 @@
 /**
  * The worktrees the engine owns, all under `.tron/worktrees/`: `<id>` is a block's
  * build worktree on branch `tron/<id>`; `<id>.review` is a detached checkout pinned to
- * the attested sha, so a reviewer never sees the live worktree. Nothing outside that
- * folder is ever created or removed here.
+ * the attested sha, so a reviewer never sees the live worktree; `_<name>` (block ids
+ * cannot start with `_`) are the engine's own checkouts, where it rebases and runs the
+ * tests (`_lane`, `_check-<n>`, `_trunk`). Nothing outside that folder is ever created
+ * or removed here.
  */
 import { existsSync } from 'node:fs';
 import { mkdir, readdir, readFile, rm } from 'node:fs/promises';
@@ -60,6 +62,38 @@ export async function createReviewCheckout(repo: string, opts: { id: string; sha
   await clearStaleLocks(repo, `${opts.id}.review`);
   await mkdir(join(resolve(repo), WORKTREES_DIR), { recursive: true });
   await gitOut(repo, ['worktree', 'add', '--quiet', '--detach', path, sha]);
+  return path;
+}
+
+/** Where the engine's own checkout `name` lives (`_lane`, `_check-1`, …). */
+export function engineCheckoutPath(repo: string, name: string): string {
+  if (!name.startsWith('_')) throw new GitFailure('TRON_WORKTREE_OUTSIDE', `engine checkout names start with '_': ${name}`);
+  return join(resolve(repo), WORKTREES_DIR, name);
+}
+
+/**
+ * Puts the engine's checkout `name` at exactly `sha`, detached, holding nothing but that
+ * sha's tree: made once (`worktree add`), then reused — `checkout --detach -f` and
+ * `clean -ffdx`, which remove every change and every untracked or ignored file an earlier
+ * run left there (build output, node_modules), so what is tested is the commit and nothing
+ * else. An interrupted cherry-pick there is dropped first. Returns the path.
+ */
+export async function checkoutAt(repo: string, name: string, sha: string): Promise<string> {
+  const path = engineCheckoutPath(repo, name);
+  const commit = await resolveCommit(repo, sha);
+  if (existsSync(join(path, '.git'))) {
+    await runGit(path, ['cherry-pick', '--quit']);
+    const moved = await runGit(path, ['checkout', '--quiet', '--detach', '--force', commit]);
+    if (moved.exitCode === 0) {
+      await gitOut(path, ['clean', '-ffdxq']);
+      return path;
+    }
+    // A checkout git no longer knows (pruned, or half made by a crash): make it again.
+    await removeWorktree(repo, path);
+  }
+  await clearStaleLocks(repo, name);
+  await mkdir(join(resolve(repo), WORKTREES_DIR), { recursive: true });
+  await gitOut(repo, ['worktree', 'add', '--quiet', '--detach', path, commit]);
   return path;
 }
 

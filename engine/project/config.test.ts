@@ -45,7 +45,9 @@ describe('parseConfig', () => {
       liveness: {},
       testEnv: [],
       sandbox: { mode: 'auto', testNetwork: false },
+      merge: { batch: 8, verifyTrunk: false },
     });
+    expect(config!.setup).toBeUndefined();
     expect(config!.workers.architect).toBeUndefined();
     expect(config!.pageCommand).toBeUndefined();
   });
@@ -150,6 +152,22 @@ adapter = "sim"
       ]),
     );
     expect(problems.find((p) => p.path.endsWith('workers.critic'))!.message).toMatch(/builder, reviewer, architect/);
+  });
+
+  it('reads setup, the test environment and the merge lane settings', () => {
+    const text = `test = "npm test"\nsetup = "npm ci"\ntest_env = ["DATABASE_URL"]\n[merge]\nbatch = 1\nverify_trunk = true\n${WORKERS}`;
+    const { config, problems } = parseConfig(text, FILE);
+    expect(problems).toEqual([]);
+    expect(config).toMatchObject({ setup: 'npm ci', testEnv: ['DATABASE_URL'], merge: { batch: 1, verifyTrunk: true } });
+  });
+
+  it('rejects a batch below 1, a test_env entry that is not a variable name, and unknown merge keys', () => {
+    const problems = problemsOf(`test = "t"\ntest_env = ["NOT A NAME"]\n[merge]\nbatch = 0\nparalel = 2\n${WORKERS}`);
+    expect(problems.map((p) => [p.code, p.path]).sort()).toEqual([
+      ['TRON_CONFIG_INVALID', `${FILE}: merge.batch`],
+      ['TRON_CONFIG_INVALID', `${FILE}: test_env[0]`],
+      ['TRON_CONFIG_UNKNOWN_KEY', `${FILE}: merge.paralel`],
+    ]);
   });
 
   it('requires the test command and says how to write it', () => {

@@ -22,6 +22,7 @@ export const CONFIG_DEFAULTS = {
   trunk: 'main',
   max_parallel: 4,
   timeouts: { turn: '20m', test: '10m' },
+  merge: { batch: 8, verify_trunk: false },
 } as const;
 
 const duration = z
@@ -79,7 +80,13 @@ const SandboxTable = z.strictObject({
   test_network: z.boolean().default(false),
 });
 
+/** A variable name a test may be given from the engine's environment. */
 const envName = z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, { message: 'an environment variable name, e.g. "DATABASE_URL"' });
+
+const MergeTable = z.strictObject({
+  batch: z.number().int().min(1).max(64).default(CONFIG_DEFAULTS.merge.batch),
+  verify_trunk: z.boolean().default(CONFIG_DEFAULTS.merge.verify_trunk),
+});
 
 const WorkersTable = z.strictObject({
   builder: workerSettings,
@@ -91,10 +98,12 @@ const ConfigTable = z.strictObject({
   trunk: branch.default(CONFIG_DEFAULTS.trunk),
   max_parallel: z.number().int().min(1).default(CONFIG_DEFAULTS.max_parallel),
   test: z.string().trim().min(1),
+  setup: z.string().trim().min(1).optional(),
   test_env: z.array(envName).default([]),
   timeouts: TimeoutsTable.prefault({}),
   sandbox: SandboxTable.prefault({}),
   limits: LimitsTable.prefault({}),
+  merge: MergeTable.prefault({}),
   workers: WorkersTable,
   page_command: z.array(z.string().min(1)).min(1).optional(),
   liveness: LivenessOverrides.optional(),
@@ -110,6 +119,8 @@ export interface Config {
   maxParallel: number;
   /** The engine's own test command (run by a shell); exit 0 = green. */
   test: string;
+  /** Run by a shell before `test` in every checkout the engine tests in (e.g. "npm ci"). */
+  setup?: string;
   /** Variables of tron's environment a test run sees, beyond PATH, HOME, LANG, TERM (and CI). */
   testEnv: string[];
   /** Where workers and test runs are confined (engine/workers/sandbox.ts). */
@@ -118,10 +129,12 @@ export interface Config {
     /** Whether test runs may use the network (workers always may). */
     testNetwork: boolean;
   };
+  /** The merge lane: the most blocks tested together as one stack, and the optional check of trunk after a landing. */
+  merge: { batch: number; verifyTrunk: boolean };
   timeouts: {
     /** Budget of one worker turn. */
     turnMs: number;
-    /** Budget of one engine test run; past it the run counts as red. */
+    /** Budget of one engine test run (setup and test together); past it the run counts as red. */
     testMs: number;
   };
   limits: {
@@ -188,6 +201,7 @@ const CONFIG_STYLE: IssueStyle = {
 
     if (first === 'sandbox') return Object.keys(SandboxTable.shape);
     if (first === 'limits') return Object.keys(LimitsTable.shape);
+    if (first === 'merge') return Object.keys(MergeTable.shape);
     if (first === 'workers' && parts.length === 1) return [...WORKER_ROLES];
     if (first === 'workers') return workerKeys(data, role!);
     return [];
@@ -215,6 +229,8 @@ function toConfig(raw: z.infer<typeof ConfigTable>): Config {
     test: raw.test,
     testEnv: raw.test_env,
     sandbox: { mode: raw.sandbox.mode, testNetwork: raw.sandbox.test_network },
+    ...(raw.setup !== undefined && { setup: raw.setup }),
+    merge: { batch: raw.merge.batch, verifyTrunk: raw.merge.verify_trunk },
     timeouts: { turnMs: ms(raw.timeouts.turn), testMs: ms(raw.timeouts.test) },
     limits: { replyBytes: parseSize(raw.limits.reply)! },
     workers,

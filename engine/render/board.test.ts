@@ -4,7 +4,7 @@ import { Board, clockDuration, lastLine } from './board.ts';
 import { readLog } from '../runtime/eventlog.ts';
 import type { TronEvent } from '../core/events.ts';
 
-/** A recorded run: left and right build in parallel; left lands first, right brings its branch up to date. */
+/** A recorded run: left and right build in parallel; left lands first, the engine rebases right onto it. */
 const RUN = readLog(join(import.meta.dirname, '..', '..', 'runs', 'parallel-rebase', 'events.jsonl')).events;
 
 function boardAt(seq: number): { board: Board; at: TronEvent } {
@@ -33,11 +33,15 @@ describe('Board', () => {
     expect(board.render(at.ts, 200)).not.toContain('old news');
   });
 
-  it('shows who holds the merge lane and what it is doing there, and who is queued', () => {
-    const { board, at } = boardAt(29); // left holds the lock and is landing
-    expect(board.render(at.ts, 200)).toMatch(/^merge lane: left at [0-9a-f]{12} — landing$/m);
-    const later = boardAt(57).board; // right holds it, checking it fast-forwards trunk
-    expect(later.render(at.ts, 200)).toMatch(/^merge lane: right at [0-9a-f]{12} — (checking it fast-forwards trunk|merge)/m);
+  it("shows the merge lane's stack, its blocks and what the lane is doing with it", () => {
+    const { board, at } = boardAt(27); // left's stack formed, rebasing
+    expect(RUN[26]).toMatchObject({ type: 'lane.stacked', blocks: [{ block: 'left' }] });
+    expect(board.render(at.ts, 200)).toMatch(/^merge lane: stack 1 \(left\) — rebasing$/m);
+    expect(RUN[28]).toMatchObject({ type: 'land.intent' });
+    expect(boardAt(29).board.render(at.ts, 200)).toMatch(/^merge lane: stack 1 \(left\) — landing$/m);
+    expect(RUN[53]).toMatchObject({ type: 'candidate.requested', blocks: ['right'] });
+    expect(boardAt(54).board.render(at.ts, 200)).toMatch(/^merge lane: stack 2 \(right\) — testing [0-9a-f]{12}$/m);
+    expect(boardAt(34).board.render(at.ts, 200)).toMatch(/^merge lane: free$/m);
   });
 
   it('counts landed blocks and shows no rows once the run is over', () => {

@@ -50,14 +50,10 @@ function waitingFor(b: BlockState): string {
       return 'preparing its worktree';
     case 'worker':
       return `held: the ${w.held.role} worker is unavailable`;
-    case 'lock':
+    case 'lane':
       return 'queued for the merge lane';
-    case 'merge-check':
-      return 'checking it fast-forwards trunk';
-    case 'land':
-      return 'landing';
-    case 'trunk-test':
-      return 'testing trunk at the landed sha';
+    case 'stack':
+      return 'in the merge lane';
     case 'wrap':
       return 'wrapping up';
     case 'operator':
@@ -158,10 +154,11 @@ export class Board {
   private lane(): string {
     const s = this.state;
     if (s.trunkHalt) return `merge lane: halted — trunk was moved to ${s.trunkHalt.sha.slice(0, 12)} by someone else`;
-    const queued = s.mergeQueue.length > 0 ? `; queued: ${s.mergeQueue.join(', ')}` : '';
-    const holder = s.mergeLock ? s.blocks.get(s.mergeLock) : undefined;
-    if (!holder) return `merge lane: free${queued}`;
-    const sha = holder.attested ? ` at ${holder.attested.slice(0, 12)}` : '';
-    return `merge lane: ${holder.id}${sha} — ${waitingFor(holder) || holder.phase}${queued}`;
+    const queued = s.lane.queue.length > 0 ? `; queued: ${s.lane.queue.join(', ')}` : '';
+    const stack = s.lane.stack;
+    if (!stack) return `merge lane: free${queued}`;
+    const blocks = stack.entries.length > 0 ? stack.entries.map((e) => e.block) : stack.asked;
+    const doing = stack.landing.length > 0 ? 'landing' : stack.testing ? `testing ${stack.testing.slice(0, 12)}` : 'rebasing';
+    return `merge lane: stack ${stack.id} (${blocks.join(', ')}) — ${doing}${queued}`;
   }
 }

@@ -155,9 +155,9 @@ describe('renderBpmn', () => {
     const p = await parse(await renderBpmn(loadSpine()));
     expect(p.byId.Gateway_merge?.$type).toBe('bpmn:ExclusiveGateway');
     expect(((p.byId.Gateway_merge!.outgoing as ModdleElement[]) ?? []).map((f) => f.name)).toEqual([
-      'fast_forward',
-      'MERGED',
+      'landed',
       'patch.changed',
+      'culprit',
       'gate.failed',
     ]);
     expect(p.byId.Gateway_wrap).toBeUndefined();

@@ -127,7 +127,18 @@ export class Narrator {
       case 'block.landed':
         return [`${e.block}: landed — ${this.trunk || 'trunk'} ${short(e.from)} → ${short(e.sha)}`];
       case 'land.refused':
-        return [`${e.block}: landing refused — ${e.detail}`];
+        return [`${e.blocks.join(', ')}: landing refused — ${e.detail}`];
+      case 'lane.stacked':
+        return [`lane: stack ${e.stack} — ${e.blocks.map((b) => b.block).join(', ')} on ${this.trunk || 'trunk'} at ${short(e.trunk_sha)}`];
+      case 'candidate.tested': {
+        if (e.ok) return [];
+        const run = e.tests ?? e.setup;
+        const what = e.tests ? 'the tests' : 'setup';
+        const head = `lane: stack ${e.stack} is red at ${short(e.sha)} (${e.blocks.join(', ')}): ${what} failed`;
+        return run ? [`${head}; last lines:\n${this.tail(`stack ${e.stack}`, run.tail)}\n    log: ${this.path(run.log)}`] : [head];
+      }
+      case 'lane.closed':
+        return [`lane: stack ${e.stack} closed — ${e.detail}`];
       case 'trunk.tested':
         if (e.ok) return [];
         return [

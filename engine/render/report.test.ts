@@ -73,8 +73,8 @@ const info = (id: string) => ({ id, title: id, depends_on: [], priority: 0, crit
 
 /**
  * Two blocks from t=1000 to t=6000. `a` fails the gate once (no commits), then answers
- * BLOCKED and is parked for the operator. `b` goes straight through, waits 300ms for the
- * MERGE lock and lands.
+ * BLOCKED and is parked for the operator. `b` goes straight through, waits 300ms in the
+ * merge lane's queue, and lands as a stack of one (stacked at 4500, closed at 5200).
  */
 const EVENTS = log(
   [
@@ -134,15 +134,26 @@ const EVENTS = log(
   [4200, accepted('b', 'APPROVE')],
   [4200, { type: 'block.phase', block: 'b', from: 'review', to: 'merge', on: 'APPROVE' }],
   [4200, { type: 'merge.queued', block: 'b' }],
-  [4500, { type: 'merge.locked', block: 'b', sha: S2 }],
-  [4600, { type: 'merge.observed', block: 'b', trunk_sha: S1, sha: S2, fast_forward: true, patch_id: '' }],
-  [4600, { type: 'land.intent', block: 'b', sha: S2, from: S1 }],
-  [4700, { type: 'block.landed', block: 'b', sha: S2, from: S1 }],
-  [4700, { type: 'test.requested', block: 'b', sha: S2 }],
-  [5200, { type: 'trunk.tested', block: 'b', sha: S2, ok: true, tests: { exit: 0, timed_out: false, log: 'l', tail: '' } }],
-  [5200, { type: 'merge.unlocked', block: 'b' }],
-  [5200, { type: 'block.phase', block: 'b', from: 'merge', to: 'wrap', on: 'fast_forward' }],
+  [4500, { type: 'lane.stacked', stack: 1, trunk_sha: S1, blocks: [{ block: 'b', sha: S2 }] }],
+  [
+    4600,
+    {
+      type: 'rebase.done',
+      stack: 1,
+      trunk_sha: S1,
+      results: [{ block: 'b', outcome: 'fast_forward', onto: S1, sha: S2, patch_before: '', patch_after: '' }],
+    },
+  ],
+  [4600, { type: 'candidate.requested', stack: 1, sha: S2, blocks: ['b'] }],
+  [
+    5100,
+    { type: 'candidate.tested', stack: 1, sha: S2, blocks: ['b'], ok: true, tests: { exit: 0, timed_out: false, log: 'l', tail: '' } },
+  ],
+  [5100, { type: 'land.intent', stack: 1, sha: S2, from: S1, blocks: [{ block: 'b', sha: S2 }], tested: 'lane' }],
+  [5200, { type: 'block.landed', block: 'b', sha: S2, from: S1, top: S2 }],
+  [5200, { type: 'block.phase', block: 'b', from: 'merge', to: 'wrap', on: 'landed' }],
   [5200, { type: 'wrap.requested', block: 'b', summary: 'b' }],
+  [5200, { type: 'lane.closed', stack: 1, landed: ['b'], returned: [], detail: 'landed b' }],
   [5300, { type: 'block.wrapped', block: 'b', summary: 'b' }],
   [5300, { type: 'block.phase', block: 'b', from: 'wrap', to: 'landed', on: 'wrapped' }],
   [5600, reply('a', 'builder', 2, '>>BLOCKED {"reason":"r"}')],
@@ -166,13 +177,14 @@ describe('run statistics', () => {
   it('splits wall time between workers, test runs and the engine alone, counting overlaps once', () => {
     // Turns: a 1100–2100, b 1100–2600, a 3100–5600, b 3600–3700, b 3700–4200.
     //   union 1100–2600 (1500) + 3100–5600 (2500) = 4000; summed 1000+1500+2500+100+500 = 5600.
-    // Tests: a 2100–3100, b 2600–3600 (gate facts), b 4700–5200 (trunk): union 1500 + 500 = 2000; summed 2500.
+    // Tests: a 2100–3100, b 2600–3600 (gate facts), b 4600–5100 (the lane): union 1500 + 500 = 2000; summed 2500.
     // Either going: 1100–5600 = 4500 of the 5000 of wall time; the engine alone: 500.
     expect(s.time).toEqual({ workersMs: 4000, testsMs: 2000, engineMs: 500, workersSumMs: 5600, testsSumMs: 2500 });
   });
 
-  it('measures the wait for the MERGE lock from merge.queued to merge.locked', () => {
+  it('measures the wait in the lane from merge.queued to lane.stacked, and the lane busy from lane.stacked to lane.closed', () => {
     expect(s.mergeWaitMs).toBe(300);
+    expect(s.lane).toEqual({ busyMs: 700, stacks: 1 });
   });
 
   it('sums tokens by role over the run', () => {
@@ -251,7 +263,7 @@ describe('run statistics', () => {
     expect(md).toContain('engine alone: 0.5s (10.0% of wall time');
     expect(md).toContain('workers: 4.0s busy (80.0%); 5.6s summed');
     expect(md).toContain('test runs: 2.0s busy (40.0%); 2.5s summed');
-    expect(md).toContain('waiting for the MERGE lock: 0.3s');
+    expect(md).toContain('merge lane: 1 stack(s), busy 0.7s (14.0% of wall time); blocks waited 0.3s in its queue');
     expect(md).toContain('| a | parked | 1 | pending 0.0s, build 4.6s, parked 0.4s | commits 1 | 0 | 0 | blocked→operator |');
     expect(md).toContain('- seq 45, a: blocked → operator — unanswered');
     expect(md).toContain('- spend: $0.0034 (1,875 tokens, 1,025 unpriced); input 1,520, cached 150, output 205');

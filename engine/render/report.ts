@@ -2,11 +2,11 @@
  * Run statistics, from the events alone: `report.md` at the end of every run and
  * `tron report RUN_DIR [--json]`. Nothing here reads git, the clock or the workers, so
  * a report can be recomputed from any recorded log, and two runs compared figure by
- * figure. Where the time went (workers, test runs, the engine itself, the MERGE lock)
+ * figure. Where the time went (workers, test runs, the engine itself, the merge lane)
  * is computed in engine/render/report-time.ts.
  */
 import type { TronEvent } from '../core/events.ts';
-import { mergeWaitIntervals, sumMs, testIntervals, unionMs, workerIntervals, type Interval } from './report-time.ts';
+import { laneIntervals, mergeWaitIntervals, sumMs, testIntervals, unionMs, workerIntervals, type Interval } from './report-time.ts';
 
 /** What workers spent, summed from usage events. */
 export interface SpendStats {
@@ -66,7 +66,7 @@ export interface BlockStats {
   spend: SpendStats;
   /** The same, by role. */
   spendByRole: Record<string, SpendStats>;
-  /** ms waiting for the MERGE lock. */
+  /** ms waiting in the merge lane's queue. */
   mergeWaitMs: number;
   /** ms of worker turns, summed. */
   workerMs: number;
@@ -84,8 +84,10 @@ export interface RunStats {
   abandoned: number;
   /** Blocks landed per hour of wall time. */
   throughputPerHour: number;
-  /** ms waiting for the MERGE lock, summed over blocks. */
+  /** ms waiting in the merge lane's queue, summed over blocks. */
   mergeWaitMs: number;
+  /** ms the merge lane had a stack in flight (rebasing, testing, landing), and the stacks it formed. */
+  lane: { busyMs: number; stacks: number };
   time: {
     /** ms with at least one worker turn going (overlaps counted once). */
     workersMs: number;
@@ -234,6 +236,7 @@ export function runStats(events: readonly TronEvent[]): RunStats {
     abandoned: list.filter((b) => b.phase === 'abandoned').length,
     throughputPerHour: wallMs > 0 ? (landed * 3_600_000) / wallMs : 0,
     mergeWaitMs: sumMs(waits),
+    lane: { busyMs: unionMs(laneIntervals(events)), stacks: laneIntervals(events).length },
     time: {
       workersMs,
       testsMs,
@@ -313,7 +316,7 @@ export function renderReport(events: readonly TronEvent[]): string {
     `- engine alone: ${secs(t.engineMs)} (${pct(t.engineMs, s.wallMs)} of wall time; no worker turn and no test run going)`,
     `- workers: ${secs(t.workersMs)} busy (${pct(t.workersMs, s.wallMs)}); ${secs(t.workersSumMs)} summed over turns`,
     `- test runs: ${secs(t.testsMs)} busy (${pct(t.testsMs, s.wallMs)}); ${secs(t.testsSumMs)} summed`,
-    `- waiting for the MERGE lock: ${secs(s.mergeWaitMs)} summed over blocks`,
+    `- merge lane: ${s.lane.stacks} stack(s), busy ${secs(s.lane.busyMs)} (${pct(s.lane.busyMs, s.wallMs)} of wall time); blocks waited ${secs(s.mergeWaitMs)} in its queue, summed`,
     `- tokens: ${list(s.tokens)}`,
     `- spend: ${spendCell(s.spend)}; input ${count(s.spend.inputTokens)}, cached ${count(s.spend.cachedTokens)}, output ${count(s.spend.outputTokens)}`,
     `- spend by role: ${

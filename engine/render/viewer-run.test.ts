@@ -25,17 +25,18 @@ describe('runOverlay', () => {
       Flow_review_CHANGES_build: '1/2',
       Flow_review_APPROVE_merge: '1/1',
       Flow_merge_gate: '1/1',
-      Flow_merge_fast_forward_wrap: '1/1',
+      Flow_merge_landed_wrap: '1/1',
       Flow_wrap_wrapped_landed: '1/1',
     });
   });
 
-  it('tells two blocks apart where they took different paths (one landed by fast-forward, one after MERGED)', () => {
-    const f = flows('parallel-rebase');
+  it('tells two blocks apart where they took different paths (one landed at once, one re-reviewed after its MERGED changed the patch)', () => {
+    const f = flows('merge-conflict');
     expect(f).toMatchObject({
       Flow_start_build: '2/2',
-      Flow_merge_fast_forward_wrap: '1/1',
-      Flow_merge_MERGED_wrap: '1/1',
+      Flow_review_APPROVE_merge: '2/3',
+      Flow_merge_patch_changed_review: '1/1',
+      Flow_merge_landed_wrap: '2/2',
       Flow_wrap_wrapped_landed: '2/2',
     });
   });

@@ -233,11 +233,11 @@ describe('tron view', () => {
   let repo: string;
 
   beforeAll(async () => {
-    // A repository whose only run is a recorded one: two blocks, one landed by fast-forward, one after MERGED.
+    // A repository whose only run is a recorded one: two blocks, one landed at once, one re-reviewed after its MERGED changed the patch.
     repo = mkdtempSync(join(tmpdir(), 'tron-view-'));
     const runDir = join(repo, '.tron', 'runs', '20260101-120000-001');
     mkdirSync(runDir, { recursive: true });
-    const golden = join(import.meta.dirname, '..', '..', 'runs', 'parallel-rebase');
+    const golden = join(import.meta.dirname, '..', '..', 'runs', 'merge-conflict');
     for (const f of ['events.jsonl', 'workflow.toml']) copyFileSync(join(golden, f), join(runDir, f));
     browser = await chromium.launch({ executablePath: CHROMIUM, args: ARGS });
   });
@@ -261,19 +261,19 @@ describe('tron view', () => {
     await page.waitForSelector('body[data-ready="true"]', { timeout: 10_000 });
     const count = (attr: string, id: string) => page.locator(`.tron-count[${attr}="${id}"]`);
     expect(await count('data-edge-id', 'Flow_start_build').innerText()).toBe('2');
-    expect(await count('data-edge-id', 'Flow_merge_fast_forward_wrap').innerText()).toBe('1');
-    expect(await count('data-edge-id', 'Flow_merge_MERGED_wrap').innerText()).toBe('1');
-    expect(await count('data-edge-id', 'Flow_merge_MERGED_wrap').getAttribute('title')).toBe('took this flow: right');
+    expect(await count('data-edge-id', 'Flow_merge_landed_wrap').innerText()).toBe('2');
+    expect(await count('data-edge-id', 'Flow_merge_patch_changed_review').innerText()).toBe('1');
+    expect(await count('data-edge-id', 'Flow_merge_patch_changed_review').getAttribute('title')).toBe('took this flow: second');
     expect(await count('data-node-id', 'Phase_landed').innerText()).toBe('2');
     expect(await count('data-edge-id', 'Flow_review_CHANGES_build').count()).toBe(0);
     // The flows taken are drawn heavier; the others are not.
-    expect(await page.locator('g.djs-connection.tron-taken[data-element-id="Flow_merge_MERGED_wrap"]').count()).toBe(1);
+    expect(await page.locator('g.djs-connection.tron-taken[data-element-id="Flow_merge_patch_changed_review"]').count()).toBe(1);
     expect(await page.locator('g.djs-connection.tron-taken[data-element-id="Flow_review_CHANGES_build"]').count()).toBe(0);
     // The panel sums the run up: where each block ended.
     const panel = await page.locator('#details').innerText();
     expect(panel).toContain('Run ');
-    expect(panel).toMatch(/left\s+landed/);
-    expect(panel).toMatch(/right\s+landed/);
+    expect(panel).toMatch(/first\s+landed/);
+    expect(panel).toMatch(/second\s+landed/);
     const m = await measure(page);
     expect(m.smallest.px).toBeGreaterThanOrEqual(11);
     await page.screenshot({ path: join(dirname(path), 'view.png') });

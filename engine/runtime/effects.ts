@@ -4,29 +4,41 @@
  * decides anything; it observes and reports.
  */
 import { createHash } from 'node:crypto';
-import { appendFileSync, lstatSync, readFileSync } from 'node:fs';
+import { appendFileSync, existsSync, lstatSync, readdirSync, readFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { execa } from 'execa';
 import type { BodyOf, EventBody, EventOf } from '../core/events.ts';
 import type { Config } from '../project/config.ts';
 import type { Block } from '../project/register.ts';
 import * as git from '../git/index.ts';
-import { runTests } from './testrun.ts';
-import { processStartTime } from './proc.ts';
 import type { Sandbox } from '../workers/sandbox.ts';
 import { answerCommand } from '../render/narrate.ts';
 import type { EngineFiles } from './engine-files.ts';
+import { type CheckoutPool, checkout, runSuite, suiteGreen } from './checkouts.ts';
 
 /**
  * git's worktree administration (add, prune, remove) is not safe to run concurrently in
  * one repository: one `worktree add` can read another's half-made admin folder, and a
- * prune can remove it. Every such call goes through this queue — and so do landings and
- * reads of the main checkout, so a fact never sees the checkout half moved.
+ * prune can remove it. Every such call goes through this queue.
  */
 let worktreeQueue: Promise<unknown> = Promise.resolve();
 export function serialWorktrees<T>(work: () => Promise<T>): Promise<T> {
   const next = worktreeQueue.then(work, work);
   worktreeQueue = next.catch(() => undefined);
+  return next;
+}
+
+/**
+ * Landings move trunk and the user's checkout of it; reads of that checkout go through
+ * the same queue, so a fact never sees the checkout half moved. A landing's ref
+ * transaction touches no worktree administration and does not wait behind worktrees being
+ * made or removed; only the move of the user's checkout (which lists the worktrees) also
+ * takes the worktree queue — always inside this one, never the other way round.
+ */
+let mainQueue: Promise<unknown> = Promise.resolve();
+export function serialMain<T>(work: () => Promise<T>): Promise<T> {
+  const next = mainQueue.then(work, work);
+  mainQueue = next.catch(() => undefined);
   return next;
 }
 
@@ -43,28 +55,8 @@ export interface EffectContext {
   note: (body: EventBody) => void;
   /** The engine's own files as it loaded them, compared at every gate. */
   engineFiles?: EngineFiles;
-}
-
-/** How every engine test run is confined and what it sees: the sandbox, `test_env`, the network setting. */
-function testSetting(c: EffectContext) {
-  return {
-    env: c.env,
-    passEnv: c.config.testEnv,
-    sandbox: c.sandbox,
-    network: c.config.sandbox.testNetwork,
-    visible: [c.repo],
-  };
-}
-
-/** Records the engine's own test processes like worker processes, so recovery can kill strays. */
-function testProcesses(c: EffectContext, block: string, session: string) {
-  return {
-    onSpawn: (pid: number) => {
-      const start = processStartTime(pid);
-      if (start) c.note({ type: 'worker.spawned', block, session, turn: 0, pid, start_time: start });
-    },
-    onExit: (pid: number, code: number | null) => c.note({ type: 'worker.exited', block, session, turn: 0, pid, code, signal: null }),
-  };
+  /** The gate's checkouts for test runs. */
+  checkouts: CheckoutPool;
 }
 
 /**
@@ -74,7 +66,7 @@ function testProcesses(c: EffectContext, block: string, session: string) {
  * content, so an edit under such a flag shows here too.
  */
 export async function mainStatus(repo: string, trunk: string): Promise<string> {
-  const state = await git.mainCheckout(repo, trunk);
+  const state = await git.mainCheckout(repo, trunk, serialWorktrees);
   const lines = state.status.split('\n').filter((line) => line.trim() !== '' && !line.slice(3).startsWith('.tron/'));
   for (const hidden of await git.hiddenByIndex(state.path)) {
     lines.push(`${hidden.flag} ${hidden.path} (${contentDigest(join(state.path, hidden.path))})`);
@@ -132,24 +124,14 @@ export async function observeFacts(c: EffectContext, e: EventOf<'facts.requested
   const commits = (await git.commitsOver(c.repo, e.base, head)).length;
   const trunkSha = (await git.revParse(c.repo, `refs/heads/${c.config.trunk}`)) ?? null;
   // Read the main checkout only between landings, never while one is moving it.
-  const status = await serialWorktrees(() => mainStatus(c.repo, c.config.trunk));
+  const status = await serialMain(() => mainStatus(c.repo, c.config.trunk));
   const clean = await git.isClean(dir);
   const fastForward = trunkSha ? await git.isAncestor(c.repo, trunkSha, head) : false;
   const engineDiff = await git.changesUnder(c.repo, e.base, head, '.tron/');
   // Whether trunk is as the engine left it is decided from these facts, not here: the
   // engine may land another block while they are observed.
   const worthTesting = commits > 0 && clean.clean && engineDiff.length === 0 && (e.purpose === 'gate' || fastForward);
-  const tests = worthTesting
-    ? await runTests({
-        command: c.config.test,
-        cwd: dir,
-        runDir: c.runDir,
-        log: `tests/${e.block}-${e.purpose}-${head.slice(0, 12)}.log`,
-        timeoutMs: c.config.timeouts.testMs,
-        ...testSetting(c),
-        ...testProcesses(c, e.block, `tests:${e.purpose}`),
-      })
-    : null;
+  const suite = worthTesting ? await testHead(c, e.block, e.purpose, head) : { setup: null, tests: null };
   return {
     type: 'facts.observed',
     block: e.block,
@@ -161,7 +143,8 @@ export async function observeFacts(c: EffectContext, e: EventOf<'facts.requested
     main_status: status,
     clean: clean.clean,
     status: clean.status,
-    tests,
+    ...(suite.setup ? { setup: suite.setup } : {}),
+    tests: suite.tests,
     patch_id: await git.patchId(c.repo, e.base, head),
     fast_forward: fastForward,
     git_files: await git.adminDigests(c.repo),
@@ -170,50 +153,35 @@ export async function observeFacts(c: EffectContext, e: EventOf<'facts.requested
   };
 }
 
-export async function observeMerge(c: EffectContext, e: EventOf<'merge.locked'>): Promise<EventBody> {
-  const trunkSha = await git.currentTrunkSha(c.repo, c.config.trunk);
-  return {
-    type: 'merge.observed',
-    block: e.block,
-    trunk_sha: trunkSha,
-    sha: e.sha,
-    fast_forward: await git.isAncestor(c.repo, trunkSha, e.sha),
-    patch_id: e.base ? await git.patchId(c.repo, e.base, e.sha) : '',
-  };
-}
-
-export async function landBlock(c: EffectContext, e: EventOf<'land.intent'>): Promise<EventBody> {
-  const result = await serialWorktrees(() => git.land(c.repo, { trunk: c.config.trunk, expectedOld: e.from, sha: e.sha, id: e.block }));
-  if (result.ok) {
-    if (result.checkout.state === 'failed')
-      c.print(`tron: ${e.block} landed, but your checkout of ${c.config.trunk} was not updated: ${result.checkout.message}`);
-    return { type: 'block.landed', block: e.block, sha: e.sha, from: e.from };
-  }
-  return {
-    type: 'land.refused',
-    block: e.block,
-    actual: result.actual,
-    detail: result.reason === 'trunk-moved' ? `trunk is at ${result.actual}, not ${e.from}` : `refs/tron/landed/${e.block} already exists`,
-  };
-}
-
-/** The suite once more, on trunk at the landed sha, in a detached checkout the engine owns. */
-export async function testTrunk(c: EffectContext, e: EventOf<'test.requested'>): Promise<EventBody> {
-  const dir = await serialWorktrees(() => git.createReviewCheckout(c.repo, { id: `_trunk`, sha: e.sha }));
+/** The suite at `head`, in one of the gate's checkouts: the commit alone, not the worktree it was made in. */
+async function testHead(c: EffectContext, block: string, purpose: string, head: string) {
+  const name = c.checkouts.acquire();
   try {
-    const tests = await runTests({
-      command: c.config.test,
-      cwd: dir,
-      runDir: c.runDir,
-      log: `tests/trunk-${e.sha.slice(0, 12)}.log`,
-      timeoutMs: c.config.timeouts.testMs,
-      ...testSetting(c),
-      ...testProcesses(c, e.block, 'tests:trunk'),
-    });
-    return { type: 'trunk.tested', block: e.block, sha: e.sha, ok: tests.exit === 0 && !tests.timed_out, tests };
+    const dir = await checkout(c, name, head, serialWorktrees);
+    return await runSuite(c, { dir, block, session: `tests:${purpose}`, log: `tests/${block}-${purpose}-${head.slice(0, 12)}` });
   } finally {
-    await serialWorktrees(() => git.removeWorktree(c.repo, dir));
+    c.checkouts.release(name);
   }
+}
+
+/** Checks of trunk share the `_trunk` checkout: one at a time. */
+let trunkChecks: Promise<unknown> = Promise.resolve();
+
+/**
+ * [merge] verify_trunk: the suite once more, on trunk at a landed top, in the engine's
+ * `_trunk` checkout — off the lane's path, one check at a time.
+ */
+export function testTrunk(c: EffectContext, e: EventOf<'test.requested'>): Promise<EventBody> {
+  const next = trunkChecks.then(() => testTrunkNow(c, e));
+  trunkChecks = next.catch(() => undefined);
+  return next;
+}
+
+async function testTrunkNow(c: EffectContext, e: EventOf<'test.requested'>): Promise<EventBody> {
+  const dir = await checkout(c, '_trunk', e.sha, serialWorktrees);
+  const suite = await runSuite(c, { dir, block: e.block, session: 'tests:trunk', log: `tests/trunk-${e.sha.slice(0, 12)}` });
+  const tests = suite.tests ?? suite.setup!;
+  return { type: 'trunk.tested', block: e.block, sha: e.sha, ok: suiteGreen(suite), tests };
 }
 
 export function wrapBlock(c: EffectContext, e: EventOf<'wrap.requested'>): Promise<EventBody> {
@@ -231,6 +199,16 @@ async function wrapBlockNow(c: EffectContext, e: EventOf<'wrap.requested'>): Pro
  * Pages the operator: pages.md, and the page_command with a JSON page on stdin. The
  * console shows the page from its `page.sent` event (engine/render/narrate.ts).
  */
+/** At the end of a run: the engine's own checkouts (`_lane`, `_check-<n>`, `_trunk`) go; the next run makes them again. */
+export function removeEngineCheckouts(c: EffectContext): Promise<void> {
+  return serialWorktrees(async () => {
+    const root = join(c.repo, git.WORKTREES_DIR);
+    if (!existsSync(root)) return;
+    for (const name of readdirSync(root).filter((n) => n.startsWith('_'))) await git.removeWorktree(c.repo, join(root, name));
+  });
+}
+
+/** Pages the operator: the console, pages.md, and the page_command with a JSON page on stdin. */
 export async function page(c: EffectContext, e: EventOf<'escalation.raised'>): Promise<BodyOf<'page.sent'>> {
   const id = `${e.block}#${e.seq}`;
   const answer = answerCommand(c.repo, e.block);

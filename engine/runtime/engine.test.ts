@@ -61,23 +61,23 @@ describe('tron start', () => {
     expect(landed.map((e) => e.block)).toEqual(['base', 'top', 'middle']);
     expect(await landedRefs(repo)).toEqual(['refs/tron/landed/base', 'refs/tron/landed/middle', 'refs/tron/landed/top']);
     for (const e of landed) expect(await testsPassAt(repo, e.sha)).toBe(true);
-    expect(ofType(run.events, 'trunk.tested').every((e) => e.ok)).toBe(true);
+    expect(ofType(run.events, 'candidate.tested').every((e) => e.ok)).toBe(true);
     expect(await repo.git('rev-parse', 'main')).toBe(landed.at(-1)!.sha);
     await expectTidy(repo);
     for (const name of ['events.jsonl', 'transcript.md', 'manifest.json', 'report.md', 'workflow.toml'])
       expect(existsSync(join(run.runDir, name))).toBe(true);
   });
 
-  it('lands parallel blocks that touch different files, the second after bringing its branch up to date', async () => {
+  it('lands parallel blocks that touch different files with no merge turn: the engine rebases the second itself', async () => {
     const repo = await project({ blocks: { left: {}, right: {} }, sim: builds('left') + builds('right') });
     const run = await runTron(repo);
     expect(run.exit).toBe(0);
     expect(ofType(run.events, 'block.landed')).toHaveLength(2);
-    const merges = ofType(run.events, 'block.dispatched').filter((e) => e.kind === 'merge');
-    expect(merges).toHaveLength(1);
-    const second = merges[0]!.block;
-    const phases = ofType(run.events, 'block.phase').filter((e) => e.block === second && e.from === 'merge');
-    expect(phases.map((e) => e.on)).toEqual(['MERGED']);
+    expect(ofType(run.events, 'block.dispatched').filter((e) => e.kind === 'merge')).toEqual([]);
+    for (const id of ['left', 'right']) {
+      const phases = ofType(run.events, 'block.phase').filter((e) => e.block === id && e.from === 'merge');
+      expect(phases.map((e) => e.on)).toEqual(['landed']);
+    }
     expect(readFileSync(join(repo.dir, 'left.js'), 'utf8')).toContain('left');
     expect(readFileSync(join(repo.dir, 'right.js'), 'utf8')).toContain('right');
     for (const e of ofType(run.events, 'block.landed')) expect(await testsPassAt(repo, e.sha)).toBe(true);

@@ -21,6 +21,8 @@ import type { Spine } from '../spine/spine.ts';
 import type { TurnObserver, WorkerAdapter } from '../workers/adapter.ts';
 import type { WorkerRole } from '../core/roles.ts';
 import * as fx from './effects.ts';
+import * as lane from './lane.ts';
+import { CheckoutPool } from './checkouts.ts';
 import * as git from '../git/index.ts';
 import { renderPrompt } from './prompts.ts';
 import { formatDuration } from '../core/duration.ts';
@@ -124,6 +126,7 @@ export class Engine {
       print: o.print,
       note: (body) => void this.append(body),
       engineFiles: new EngineFiles(o.repo, this.configDigest, () => this.loaded),
+      checkouts: new CheckoutPool(),
     };
   }
 
@@ -166,6 +169,7 @@ export class Engine {
         ...(o.config.budgets.blockTokens !== undefined && { block_tokens: o.config.budgets.blockTokens }),
         ...(o.config.budgets.runUsd !== undefined && { run_usd: o.config.budgets.runUsd }),
       },
+      merge: { batch: o.config.merge.batch, verify_trunk: o.config.merge.verifyTrunk },
     });
     this.input({ type: 'register.loaded', blocks: o.blocks.map(infoOf) });
     for (const body of o.boot ?? []) this.input(body);
@@ -215,6 +219,8 @@ export class Engine {
     // its processes carry the run's marker, and the next start's recovery ends them.
     if (failed) await Promise.race([settled, new Promise((r) => setTimeout(r, 5000).unref())]);
     else await settled;
+    // The engine's own checkouts go with the run (a failure may leave one busy: the next start's sweep takes it).
+    if (!failed) await fx.removeEngineCheckouts(this.fx);
     try {
       writeFileSync(join(this.o.runDir, 'report.md'), renderReport(this.log.events));
     } catch {
@@ -400,9 +406,12 @@ export class Engine {
   /** Starts the effect a decision asks for; its outcome comes back through the queue. */
   private perform(e: TronEvent): void {
     const c = this.fx;
-    const start = (work: () => Promise<EventBody | undefined>) => {
+    const start = (work: () => Promise<EventBody | EventBody[] | undefined>) => {
       const p = work()
-        .then((body) => body && this.push(body))
+        .then((out) => {
+          // One effect may report several inputs (a stack's landing: one block.landed each), in order.
+          for (const body of [out ?? []].flat()) this.push(body);
+        })
         .catch((err: Error) => {
           this.failure = err;
           this.failedAfter = `${e.type}${'block' in e ? ` for ${e.block}` : ''}`;
@@ -419,10 +428,13 @@ export class Engine {
         return start(() => this.turn(e));
       case 'facts.requested':
         return start(() => fx.observeFacts(c, e));
-      case 'merge.locked':
-        return start(() => fx.observeMerge(c, e));
+      case 'lane.stacked':
+        return start(() => lane.stackBlocks(c, e));
+      case 'candidate.requested':
+      case 'bisect.step':
+        return start(() => lane.testCandidate(c, e));
       case 'land.intent':
-        return start(() => fx.landBlock(c, e));
+        return start(() => lane.landStack(c, e));
       case 'test.requested':
         return start(() => fx.testTrunk(c, e));
       case 'wrap.requested':

@@ -4,7 +4,7 @@
  * exactly as it was returned.
  */
 import { z } from 'zod';
-import { EVENT_SCHEMAS, EVENT_VERSION, type EventType, type TronEvent } from '../core/events.ts';
+import { EVENT_SCHEMAS, EVENT_VERSION, type EventType, type TronEvent, UPGRADES } from '../core/events.ts';
 import { coded, type FaultCode } from '../core/problems.ts';
 
 /** An event body that does not match its schema: a bug in the engine, not a user mistake. */
@@ -57,7 +57,7 @@ export function parseEventLine(text: string, seq: number): LineResult {
   }
   if (typeof json !== 'object' || json === null || Array.isArray(json)) return { ok: false, reason: 'not a JSON object' };
   // A signed line's mac is the chain's, checked by the reader that knows the key (eventlog.ts).
-  const { v, seq: s, ts, type, mac: _mac, ...fields } = json as Record<string, unknown>;
+  const { v, seq: s, ts, type, mac: _mac, ...read } = json as Record<string, unknown>;
   const env = ENVELOPE.safeParse({ v, seq: s, ts, type });
   if (!env.success) return { ok: false, reason: `envelope: ${describeIssues(env.error.issues)}` };
   const head = env.data;
@@ -70,6 +70,8 @@ export function parseEventLine(text: string, seq: number): LineResult {
     };
   }
   if (head.seq !== seq) return { ok: false, type: head.type, reason: `seq is ${head.seq}, expected ${seq}` };
+  const upgrade = head.v < EVENT_VERSION ? UPGRADES[head.type as EventType] : undefined;
+  const fields = upgrade ? upgrade(read, head.v) : read;
   const body = strictSchema(head.type as EventType).safeParse(fields);
   if (!body.success) return { ok: false, type: head.type, reason: `${head.type}: ${describeIssues(body.error.issues)}` };
   const dropped = droppedPaths(fields, body.data);

@@ -239,6 +239,28 @@ describe('readLog', () => {
     expect(corrupt((lines) => (lines[0] = lines[0]!.replace('"v":2', '"v":99'))).message).toContain('upgrade tron');
   });
 
+  it('reads a landing of a version 1 log as the one-block stack it was', () => {
+    const file = join(root, 'v1.jsonl');
+    const a = 'a'.repeat(40);
+    const b = 'b'.repeat(40);
+    writeFileSync(
+      file,
+      [
+        `{"v":1,"seq":1,"ts":1,"type":"land.intent","block":"alpha","sha":"${a}","from":"${b}"}`,
+        `{"v":1,"seq":2,"ts":2,"type":"merge.unlocked","block":"alpha"}`,
+        `{"v":1,"seq":3,"ts":3,"type":"block.landed","block":"alpha","sha":"${a}","from":"${b}"}`,
+        `{"v":1,"seq":4,"ts":4,"type":"land.refused","block":"beta","actual":null,"detail":"moved"}`,
+        '',
+      ].join('\n'),
+    );
+    expect(readLog(file).events).toEqual([
+      { v: 1, seq: 1, ts: 1, type: 'land.intent', stack: 0, sha: a, from: b, blocks: [{ block: 'alpha', sha: a }], tested: 'gate' },
+      { v: 1, seq: 2, ts: 2, type: 'merge.unlocked', block: 'alpha' },
+      { v: 1, seq: 3, ts: 3, type: 'block.landed', block: 'alpha', sha: a, from: b, top: a },
+      { v: 1, seq: 4, ts: 4, type: 'land.refused', stack: 0, blocks: ['beta'], actual: null, detail: 'moved' },
+    ]);
+  });
+
   it('reports a missing file with the fix', () => {
     expect(() => readLog(join(root, 'nope.jsonl'))).toThrow(/TRON_LOG_MISSING: .*check the run directory/);
   });

@@ -38,7 +38,15 @@ export function promptVars(
     case 'review':
       return { name: 'review', vars: { block: e.block, title, brief, criteria, sha: e.sha ?? b.attested ?? '', diffstat: extra.diffstat } };
     case 'merge':
-      return { name: 'merge', vars: { block: e.block, trunk: s.trunk, trunk_sha: s.trunkSha ?? '' } };
+      return {
+        name: 'merge',
+        vars: {
+          block: e.block,
+          trunk: s.trunk,
+          trunk_sha: s.trunkSha ?? '',
+          conflicts: (b.rebased?.files ?? []).map((f) => `- ${f}`).join('\n') || '- (git named no file)',
+        },
+      };
     case 'probe':
       return { name: 'probe', vars: { block: e.block, elapsed: extra.elapsed ?? '' } };
     case 'restate':
@@ -52,7 +60,7 @@ export function promptVars(
           criteria,
           trouble: b.trouble?.trouble ?? 'unknown',
           detail: b.trouble?.detail ?? '',
-          attempts: `attempt ${b.attempt}; gate failures ${b.rounds.build}; review rounds ${b.rounds.review}; merge re-checks ${b.rounds.merge}; architect consultations ${b.architectCalls}`,
+          attempts: `attempt ${b.attempt}; gate failures ${b.rounds.build}; review rounds ${b.rounds.review}; merge turns ${b.rounds.merge}; architect consultations ${b.architectCalls}`,
           history: historyOf(extra.history, e.block),
         },
       };

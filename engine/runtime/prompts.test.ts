@@ -46,7 +46,7 @@ const CASES: Record<PromptName, { vars: Record<string, string>; ctx: PromptConte
     ctx: { role: 'reviewer', phase: 'review' },
   },
   merge: {
-    vars: { block: 'login', trunk: 'main', trunk_sha: 'fedcba9876543210fedcba9876543210fedcba98' },
+    vars: { block: 'login', trunk: 'main', trunk_sha: 'fedcba9876543210fedcba9876543210fedcba98', conflicts: '- src/login.js' },
     ctx: { role: 'builder', phase: 'merge' },
   },
   probe: { vars: { block: 'login', elapsed: '25m' }, ctx: { role: 'builder', phase: 'build', expect: ['WORKING'] } },

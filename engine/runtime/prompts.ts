@@ -32,7 +32,7 @@ export const PROMPT_VARS = {
   build: ['block', 'title', 'brief', 'criteria', 'trunk', 'guidance', 'feedback'],
   challenge: ['block', 'criteria', 'facts'],
   review: ['block', 'title', 'brief', 'criteria', 'sha', 'diffstat'],
-  merge: ['block', 'trunk', 'trunk_sha'],
+  merge: ['block', 'trunk', 'trunk_sha', 'conflicts'],
   probe: ['block', 'elapsed'],
   restate: ['reason'],
   architect: ['block', 'title', 'criteria', 'trouble', 'detail', 'attempts', 'history'],

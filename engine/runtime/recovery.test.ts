@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { execa } from 'execa';
 import { join } from 'node:path';
-import { allRuns, crashProject, startCli, BIN } from '../testing/crash.ts';
+import { allRuns, batchProject, crashProject, startCli, BIN } from '../testing/crash.ts';
 import { GIT_IDENTITY_ENV, type TestRepo } from '../testing/repo.ts';
 import { isSameProcess } from './proc.ts';
 import { readLock } from './lockfile.ts';
@@ -55,6 +55,34 @@ async function checkFinished(repo: TestRepo): Promise<string> {
   return files.join('\n');
 }
 
+async function freshBatch(): Promise<TestRepo> {
+  const repo = await batchProject();
+  repos.push(repo);
+  return repo;
+}
+
+/**
+ * The checks of a finished batch run: every block landed exactly once (first, second, b1,
+ * b2 one commit each; b3 its two), trunk linear, and every sha trunk ever pointed at green.
+ */
+async function checkBatchFinished(repo: TestRepo): Promise<void> {
+  const landed = (await repo.git('for-each-ref', '--format=%(refname:short)', 'refs/tron/landed/')).split('\n').sort();
+  expect(landed).toEqual(['tron/landed/b1', 'tron/landed/b2', 'tron/landed/b3', 'tron/landed/first', 'tron/landed/second']);
+  const subjects = (await repo.git('log', '--format=%s', 'main')).split('\n');
+  for (const id of ['first', 'second', 'b1', 'b2']) expect(subjects.filter((s) => s === `Build ${id}`)).toHaveLength(1);
+  expect(await repo.git('rev-list', '--min-parents=2', 'main')).toBe('');
+  const pointed = new Set((await repo.git('reflog', 'show', '--format=%H', 'refs/heads/main')).split('\n').filter(Boolean));
+  for (const sha of pointed) {
+    const dir = join(repo.dir, '.tron', `check-${sha.slice(0, 8)}`);
+    await repo.git('worktree', 'add', '-q', '--detach', dir, sha);
+    expect((await execa('node', ['test.js'], { cwd: dir, reject: false })).exitCode, `trunk was at ${sha}`).toBe(0);
+    await repo.git('worktree', 'remove', '--force', dir);
+  }
+  for (const run of allRuns(repo)) {
+    for (const e of run) if (e.type === 'worker.spawned') expect(isSameProcess(e.pid, e.start_time)).toBe(false);
+  }
+}
+
 /** Crash right after event `n`, then restart until the run finishes; checks everything. */
 async function crashAt(n: number, expectedTree: string): Promise<void> {
   const repo = await fresh();
@@ -85,16 +113,54 @@ describe('recovery from a crash at any instant', () => {
     const tree = await checkFinished(clean);
     const total = allRuns(clean)[0]!.length;
     const sweep = process.env.TRON_CRASH_SWEEP === 'full';
-    const landing = allRuns(clean)[0]!
-      .filter((e) => e.type === 'land.intent' || e.type === 'block.landed')
-      .map((e) => e.seq);
+    const events = allRuns(clean)[0]!;
+    const landing = events.filter((e) => e.type === 'land.intent' || e.type === 'block.landed').map((e) => e.seq);
+    // The merge lane's boundaries: a stack formed, rebased, tested, closed (the first of each).
+    const lane = ['lane.stacked', 'rebase.done', 'candidate.tested', 'lane.closed'].map((t) => events.find((e) => e.type === t)!.seq);
     const points = sweep
       ? Array.from({ length: total - 1 }, (_, i) => i + 1)
       : [
-          ...new Set([2, 5, Math.floor(total / 4), Math.floor(total / 2), Math.floor((3 * total) / 4), total - 2, ...landing.slice(0, 2)]),
+          ...new Set([
+            2,
+            5,
+            Math.floor(total / 4),
+            Math.floor(total / 2),
+            Math.floor((3 * total) / 4),
+            total - 2,
+            ...landing.slice(0, 2),
+            ...lane,
+          ]),
         ].sort((a, b) => a - b);
     for (const n of points) await crashAt(n, tree);
   }, 600_000);
+
+  it('recovers a batch bisected to its culprit, whatever lane boundary the engine died at', async () => {
+    const clean = await freshBatch();
+    expect((await startCli(clean)).exitCode).toBe(0);
+    await checkBatchFinished(clean);
+    const events = allRuns(clean)[0]!;
+    const red = events.find((e) => e.type === 'candidate.tested' && !e.ok)!;
+    const stack = red.type === 'candidate.tested' ? red.stack : 0;
+    const inStack = (e: (typeof events)[number]) => 'stack' in e && e.stack === stack;
+    const boundaries = events.filter(
+      (e) =>
+        (inStack(e) && ['candidate.tested', 'bisect.step', 'land.intent', 'lane.closed'].includes(e.type)) ||
+        (e.type === 'gate.failed' && e.purpose === 'lane') ||
+        (e.type === 'block.landed' && e.seq > red.seq),
+    );
+    const chosen =
+      process.env.TRON_CRASH_SWEEP === 'full'
+        ? boundaries
+        : boundaries.filter((e) => e.type === 'bisect.step' || e.type === 'land.intent').slice(0, 2);
+    for (const e of chosen) {
+      const repo = await freshBatch();
+      const crashed = await startCli(repo, { TRON_CRASH_AFTER_EVENT: String(e.seq) });
+      let last = crashed;
+      for (let i = 0; i < 3 && last.exitCode !== 0; i += 1) last = await startCli(repo);
+      expect(last.exitCode, `after a crash at seq ${e.seq} (${e.type}): ${last.stdout}\n${last.stderr}`).toBe(0);
+      await checkBatchFinished(repo);
+    }
+  }, 900_000);
 
   it('survives the whole process group being SIGKILLed at moments chosen by a seeded sequence', async () => {
     const clean = await fresh();

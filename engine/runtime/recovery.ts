@@ -167,7 +167,8 @@ async function believedLandings(
 function recordsLanding(events: readonly TronEvent[], id: string, sha: string): boolean {
   return events.some(
     (e) =>
-      ((e.type === 'block.landed' || e.type === 'land.intent') && e.block === id && e.sha === sha) ||
+      (e.type === 'block.landed' && e.block === id && e.sha === sha) ||
+      (e.type === 'land.intent' && e.blocks.some((b) => b.block === id && b.sha === sha)) ||
       (e.type === 'block.recovered' && e.block === id && e.sha === sha && (e.phase === 'landed' || e.phase === 'wrap')),
   );
 }
@@ -201,13 +202,15 @@ export async function clearInterruptedLanding(repo: string, previousRunDir: stri
   let open: Extract<TronEvent, { type: 'land.intent' }> | undefined;
   for (const e of events) {
     if (e.type === 'land.intent') open = e;
-    if ((e.type === 'block.landed' || e.type === 'land.refused') && open?.block === e.block) open = undefined;
+    if (e.type === 'block.landed' && open?.blocks.some((b) => b.block === e.block)) open = undefined;
+    if (e.type === 'land.refused' && open?.stack === e.stack) open = undefined;
   }
   if (!open || !started || started.type !== 'run.started') return [];
-  const removed = await git.clearLandingLocks(repo, started.trunk, open.block);
+  const ids = open.blocks.map((b) => b.block);
+  const removed = await git.clearLandingLocks(repo, started.trunk, ids);
   return removed.map((file) => ({
     type: 'lock.cleared',
-    block: open!.block,
+    block: ids[0]!,
     file,
     detail: 'left by a landing the previous run died in the middle of',
   }));
@@ -329,11 +332,15 @@ function pageSent(events: readonly TronEvent[], id: string): boolean {
   return !raised;
 }
 
-/** Review and trunk checkouts are recreated on demand; stale worktree records are pruned. */
+/**
+ * The engine's own checkouts (`_lane`, `_check-<n>`, `_trunk`: rebases and test runs)
+ * are made afresh in each run — one a crash interrupted may hold a half-done cherry-pick
+ * or a test's leftovers; stale worktree records are pruned.
+ */
 async function cleanEngineCheckouts(repo: string): Promise<void> {
-  // The engine's checkout for trunk test runs is made afresh for each run.
-  const trunkCheckout = git.reviewPath(repo, '_trunk');
-  if (existsSync(trunkCheckout)) await git.removeWorktree(repo, trunkCheckout);
+  const root = join(repo, git.WORKTREES_DIR);
+  const names = existsSync(root) ? readdirSync(root).filter((n) => n.startsWith('_')) : [];
+  for (const name of names) await git.removeWorktree(repo, join(root, name));
   await git.pruneWorktrees(repo);
 }
 

@@ -53,7 +53,7 @@ gate = "merge"
 attempts = 2
 words.builder = ["MERGED", "BLOCKED"]
 transitions = [
-  { on = "fast_forward", to = "wrap", when = "it fast-forwards trunk" },
+  { on = "landed", to = "wrap", when = "it landed" },
 ]
 
 [phases.wrap]

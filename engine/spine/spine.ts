@@ -13,8 +13,10 @@ import type { Role } from '../core/roles.ts';
 /** Engine-derived outcomes that can drive a transition besides a glossary word. */
 export const SIGNALS = {
   'gate.failed': 'a fact of the gate failed at the head under test',
-  fast_forward: 'the attested sha fast-forwards trunk; the engine landed it without a worker',
-  'patch.changed': 'bringing the branch up to date changed its patch id',
+  landed:
+    'the stack the block was in passed setup and the tests at its top, in a clean checkout of exactly that sha, and trunk was fast-forwarded to it in one ref transaction',
+  'patch.changed': "bringing the branch up to date (the engine's rebase, or the builder's MERGED) changed its patch id",
+  culprit: 'the stack was red, and bisection found that adding this block is what turned it red',
   wrapped: 'the worktree was removed and the branch deleted or preserved',
 } as const;
 export type Signal = keyof typeof SIGNALS;
@@ -122,7 +124,8 @@ export const ESCALATION = {
     handlers: ['architect', 'operator'],
   },
   merge_failed: {
-    description: "re-checks after MERGED failed more times than the merge phase's attempt budget",
+    description:
+      "merge turns (a rebase that conflicts with trunk, a failed re-check after MERGED) ran past the merge phase's attempt budget",
     handlers: ['architect', 'operator'],
   },
   overrun: {
@@ -135,7 +138,7 @@ export const ESCALATION = {
   },
   trunk_red: {
     description:
-      'the suite failed on trunk at a landed sha that passed at the gate: the tests are not repeatable; the block stays landed, and no later head lands unless its own tests pass',
+      'the check of trunk ([merge] verify_trunk) failed at a landed sha that passed in the merge lane: the tests are not repeatable; the block stays landed, and the run cannot exit 0',
     handlers: ['operator'],
   },
   engine_files: {

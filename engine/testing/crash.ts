@@ -55,6 +55,91 @@ export async function crashProject(): Promise<TestRepo> {
   });
 }
 
+/**
+ * A builder for a batch: `first` renames lib.js's greet to hello; `second`, b1 and b2 add
+ * files of their own; b3 (built before first lands) adds a test that still calls greet —
+ * green at its gate, red on the new trunk — and, sent back with the failure, rebases and
+ * calls hello. b1…b3 build slowly, so `first` and `second` are approved first.
+ */
+const BATCH_BUILDER = `#!/bin/sh
+prompt=$(cat)
+if [ "$TRON_PHASE" = merge ]; then
+  git rebase -q main >/dev/null 2>&1 || { git rebase --abort; echo '>>BLOCKED {"reason":"conflict"}'; exit 0; }
+  echo ">>MERGED"; exit 0
+fi
+case "$prompt" in
+  *"# Evidence for block"*) echo '>>CONFIRMED {"evidence":{"c1":"the file and its test"}}'; exit 0 ;;
+esac
+case "$TRON_BLOCK" in
+  first)
+    echo "exports.hello = () => 'hi';" > lib.js
+    echo "require('node:assert').strictEqual(require('../lib.js').hello(), 'hi');" > tests/lib.test.js ;;
+  b3)
+    case "$prompt" in
+      *"What failed last round"*)
+        git rebase -q main >/dev/null 2>&1 || git rebase --abort
+        echo "require('node:assert').strictEqual(require('../lib.js').hello(), 'hi');" > tests/b3.test.js ;;
+      *)
+        sleep 1.5
+        echo "require('node:assert').strictEqual(require('../lib.js').greet(), 'hi');" > tests/b3.test.js ;;
+    esac ;;
+  *)
+    [ "$TRON_BLOCK" = second ] || sleep 1
+    echo "$TRON_BLOCK" > "$TRON_BLOCK.txt"
+    printf "require('node:assert').ok(require('node:fs').existsSync(__dirname + '/../%s.txt'));\\n" "$TRON_BLOCK" > "tests/$TRON_BLOCK.test.js" ;;
+esac
+git add -A && git commit -qm "Build $TRON_BLOCK" >/dev/null 2>&1
+echo ">>DONE"
+`;
+
+/**
+ * The test runner of the batch project: in the merge lane, a candidate without b1 (the one
+ * of `first` and `second` that had to be rebased onto the other) waits until b1…b3 are
+ * queued, so they are stacked together whatever the machine's load.
+ */
+const BATCH_RUNNER = `const { existsSync, readdirSync, readFileSync } = require('node:fs');
+const { basename, join } = require('node:path');
+// The scenario needs b1…b3 stacked together. In the merge lane's checkout (_lane), a
+// candidate without b1 waits until each of them not yet on trunk is queued in the lane
+// (the engine's log says so), at most 30 s.
+if (basename(process.cwd()) === '_lane' && !existsSync('tests/b1.test.js')) {
+  const runs = join(process.cwd(), '..', '..', 'runs');
+  const want = ['b1', 'b2', 'b3'].filter((b) => !existsSync('tests/' + b + '.test.js'));
+  const log = () => {
+    const dirs = existsSync(runs) ? readdirSync(runs).sort() : [];
+    return dirs.length > 0 ? readFileSync(join(runs, dirs[dirs.length - 1], 'events.jsonl'), 'utf8') : '';
+  };
+  const queued = () => want.every((b) => log().includes('"type":"merge.queued","block":"' + b + '"'));
+  for (let i = 0; i < 300 && !queued(); i += 1) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 100);
+}
+for (const f of readdirSync(__dirname + '/tests').filter((f) => f.endsWith('.test.js')).sort()) require('./tests/' + f);
+`;
+
+/**
+ * Five blocks for the merge lane: `first` and `second` land ahead (one of them rebased and
+ * slowly tested); b1, b2, b3 queue behind and are stacked together; the stack is red
+ * because of b3, is bisected, b1 and b2 land and b3 goes back to build, then lands on its own.
+ */
+export async function batchProject(): Promise<TestRepo> {
+  const dir = mkdtempSync(join(tmpdir(), 'tron-batch-workers-'));
+  writeFileSync(join(dir, 'builder.sh'), BATCH_BUILDER);
+  writeFileSync(join(dir, 'reviewer.sh'), REVIEWER);
+  chmodSync(join(dir, 'builder.sh'), 0o755);
+  chmodSync(join(dir, 'reviewer.sh'), 0o755);
+  return makeProject({
+    blocks: { first: { priority: -2 }, second: { priority: -1 }, b1: {}, b2: {}, b3: {} },
+    files: {
+      'test.js': BATCH_RUNNER,
+      'lib.js': "exports.greet = () => 'hi';\n",
+      'tests/lib.test.js': "require('node:assert').strictEqual(require('../lib.js').greet(), 'hi');\n",
+    },
+    config: configFile({
+      maxParallel: 5,
+      workers: `[workers.builder]\nadapter = "command"\ncommand = ["${dir}/builder.sh"]\n\n[workers.reviewer]\nadapter = "command"\ncommand = ["${dir}/reviewer.sh"]\n`,
+    }),
+  });
+}
+
 export interface CliRun {
   exitCode: number | undefined;
   signal: string | undefined;

@@ -1,100 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { decide } from './decide.ts';
-import { initialState, type EngineState } from '../state.ts';
-import { loadSpine } from '../../spine/load.ts';
-import type { EventBody, TronEvent } from '../events.ts';
-
-const ctx = { spine: loadSpine(), testCommand: 'node test.js' };
-const sha = (n: number) => n.toString(16).padStart(40, '0');
-
-/** Feeds inputs through the pure step, collecting every decision. */
-class Driver {
-  state: EngineState = initialState();
-  seq = 0;
-  readonly decisions: EventBody[] = [];
-  feed(body: EventBody): EventBody[] {
-    const e = { ...body, v: 1, seq: ++this.seq, ts: this.seq * 1000 } as TronEvent;
-    const out = decide(this.state, e, ctx);
-    this.state = out.state;
-    this.seq += out.decisions.length;
-    this.decisions.push(...out.decisions);
-    return out.decisions;
-  }
-  boot(
-    blocks: Array<{ id: string; depends_on?: string[]; priority?: number }>,
-    maxParallel = 4,
-    watch = false,
-    budgets: { block_usd?: number; block_tokens?: number; run_usd?: number } = {},
-  ): EventBody[] {
-    const liveness = { probe_wait_ms: 1000, extension_ms: 1000, max_extensions: 1, reissues: 1 };
-    this.feed({
-      type: 'run.started',
-      run: 'r',
-      version: '0',
-      trunk: 'main',
-      trunk_sha: sha(1),
-      main_status: '',
-      max_parallel: maxParallel,
-      architect: false,
-      liveness,
-      watch,
-      pid: 1,
-      budgets,
-    });
-    this.feed({
-      type: 'register.loaded',
-      blocks: blocks.map((b) => ({
-        id: b.id,
-        title: b.id,
-        depends_on: b.depends_on ?? [],
-        priority: b.priority ?? 0,
-        criteria: ['works'],
-        digest: b.id,
-      })),
-    });
-    return this.feed({ type: 'recovery.finished', answers: 0 });
-  }
-  /** Walks one block from worktree to an approved, attested head `head`. */
-  approve(id: string, head: string, base = sha(1)): EventBody[] {
-    const session = `${id}.${this.state.blocks.get(id)!.attempt}.builder`;
-    this.feed({ type: 'worktree.ready', block: id, attempt: this.state.blocks.get(id)!.attempt, base, path: id });
-    this.feed({ type: 'reply.received', block: id, role: 'builder', session, turn: 1, ok: true, reply: '>>DONE' });
-    const tests = { exit: 0, timed_out: false, log: 'l', tail: '' };
-    this.feed({
-      type: 'facts.observed',
-      block: id,
-      purpose: 'gate',
-      base,
-      head,
-      commits: 1,
-      trunk_sha: this.state.trunkSha!,
-      main_status: '',
-      clean: true,
-      status: '',
-      tests,
-      patch_id: 'p',
-      fast_forward: true,
-    });
-    this.feed({
-      type: 'reply.received',
-      block: id,
-      role: 'builder',
-      session,
-      turn: 2,
-      ok: true,
-      reply: '>>CONFIRMED {"evidence":{"c1":"here"}}',
-    });
-    return this.feed({
-      type: 'reply.received',
-      block: id,
-      role: 'reviewer',
-      session: `${id}.1.reviewer`,
-      turn: 1,
-      ok: true,
-      reply: '>>APPROVE',
-    });
-  }
-}
+import type { EventBody } from '../events.ts';
+import { Driver, sha } from '../../testing/driver.ts';
 
 const requested = (ds: EventBody[]) => ds.flatMap((d) => (d.type === 'worktree.requested' ? [d.block] : []));
 
@@ -109,9 +15,7 @@ describe('the decision step', () => {
     const d = new Driver();
     expect(requested(d.boot([{ id: 'base' }, { id: 'top', depends_on: ['base'] }]))).toEqual(['base']);
     d.approve('base', sha(2));
-    d.feed({ type: 'merge.observed', block: 'base', trunk_sha: sha(1), sha: sha(2), fast_forward: true, patch_id: 'p' });
-    d.feed({ type: 'block.landed', block: 'base', sha: sha(2), from: sha(1) });
-    d.feed({ type: 'trunk.tested', block: 'base', sha: sha(2), ok: true, tests: { exit: 0, timed_out: false, log: 'l', tail: '' } });
+    d.landStack({ base: sha(2) });
     expect(requested(d.feed({ type: 'block.wrapped', block: 'base', summary: 's' }))).toEqual(['top']);
   });
 
@@ -128,9 +32,7 @@ describe('the decision step', () => {
       2,
     );
     d.approve('base', sha(2));
-    d.feed({ type: 'merge.observed', block: 'base', trunk_sha: sha(1), sha: sha(2), fast_forward: true, patch_id: 'p' });
-    d.feed({ type: 'block.landed', block: 'base', sha: sha(2), from: sha(1) });
-    d.feed({ type: 'trunk.tested', block: 'base', sha: sha(2), ok: true, tests: { exit: 0, timed_out: false, log: 'l', tail: '' } });
+    d.landStack({ base: sha(2) });
     expect(requested(d.feed({ type: 'block.wrapped', block: 'base', summary: 's' }))).toEqual(['y', 'z']);
   });
 
@@ -165,45 +67,48 @@ describe('the decision step', () => {
     ]);
   });
 
-  it('hands out the MERGE lock to one block at a time, in arrival order', () => {
+  it('stacks the blocks that queued while the lane was busy together, in queue order, on the trunk the last stack left', () => {
     const d = new Driver();
-    d.boot([{ id: 'a' }, { id: 'b' }]);
+    d.boot([{ id: 'a' }, { id: 'b' }, { id: 'c' }]);
     const a = d.approve('a', sha(2));
-    expect(a.filter((x) => x.type === 'merge.locked')).toEqual([{ type: 'merge.locked', block: 'a', sha: sha(2), base: sha(1) }]);
-    const b = d.approve('b', sha(3));
-    expect(b.filter((x) => x.type === 'merge.locked')).toEqual([]);
-    expect(d.state.mergeQueue).toEqual(['b']);
-    d.feed({ type: 'merge.observed', block: 'a', trunk_sha: sha(1), sha: sha(2), fast_forward: true, patch_id: 'p' });
-    d.feed({ type: 'block.landed', block: 'a', sha: sha(2), from: sha(1) });
-    const released = d.feed({
-      type: 'trunk.tested',
-      block: 'a',
-      sha: sha(2),
-      ok: true,
-      tests: { exit: 0, timed_out: false, log: 'l', tail: '' },
+    expect(a.filter((x) => x.type === 'lane.stacked')).toEqual([
+      { type: 'lane.stacked', stack: 1, trunk_sha: sha(1), blocks: [{ block: 'a', sha: sha(2), patch_id: 'p' }] },
+    ]);
+    expect(d.approve('c', sha(4)).some((x) => x.type === 'lane.stacked')).toBe(false);
+    expect(d.approve('b', sha(3)).some((x) => x.type === 'lane.stacked')).toBe(false);
+    expect(d.state.lane.queue).toEqual(['c', 'b']);
+    const landed = d.landStack({ a: sha(2) });
+    expect(landed.map((x) => x.type)).toEqual(['block.phase', 'wrap.requested', 'lane.closed', 'lane.stacked']);
+    expect(landed.at(-1)).toEqual({
+      type: 'lane.stacked',
+      stack: 2,
+      trunk_sha: sha(2),
+      blocks: [
+        { block: 'c', sha: sha(4), patch_id: 'p' },
+        { block: 'b', sha: sha(3), patch_id: 'p' },
+      ],
     });
-    expect(released.map((x) => x.type)).toEqual(['merge.unlocked', 'block.phase', 'wrap.requested', 'merge.locked']);
   });
 
   it('ends a run whose only remaining merge waits behind a trunk touch, with exit 3', () => {
     const d = new Driver();
     d.boot([{ id: 'a' }, { id: 'b' }]);
     d.approve('a', sha(2));
-    d.feed({ type: 'merge.observed', block: 'a', trunk_sha: sha(9), sha: sha(2), fast_forward: false, patch_id: 'p' });
+    d.feed({ type: 'rebase.done', stack: 1, trunk_sha: sha(9), results: [] });
     d.feed({ type: 'page.sent', block: 'a', page: 'a#1', reason: 'r' });
     const b = d.approve('b', sha(3), sha(1));
     expect(b.at(-1)).toMatchObject({ type: 'run.finished', exit: 3, landed: [], parked: ['a', 'b'] });
   });
 
-  it('halts every merge once trunk was touched, until the operator answers (--watch)', () => {
+  it('halts the lane once trunk was touched, until the operator answers (--watch)', () => {
     const d = new Driver();
     d.boot([{ id: 'a' }, { id: 'b' }], 4, true);
     d.approve('a', sha(2));
-    const touched = d.feed({ type: 'merge.observed', block: 'a', trunk_sha: sha(9), sha: sha(2), fast_forward: false, patch_id: 'p' });
+    const touched = d.feed({ type: 'rebase.done', stack: 1, trunk_sha: sha(9), results: [] });
     expect(touched).toContainEqual(expect.objectContaining({ type: 'escalation.raised', trouble: 'trunk_touched', sha: sha(9) }));
-    expect(touched).toContainEqual(expect.objectContaining({ type: 'merge.unlocked', block: 'a' }));
+    expect(touched).toContainEqual(expect.objectContaining({ type: 'lane.closed', stack: 1, returned: [] }));
     const b = d.approve('b', sha(3), sha(1));
-    expect(b.some((x) => x.type === 'merge.locked')).toBe(false);
+    expect(b.some((x) => x.type === 'lane.stacked')).toBe(false);
     d.feed({ type: 'page.sent', block: 'a', page: 'a#1', reason: 'r' });
     const answered = d.feed({
       type: 'operator.answered',
@@ -213,7 +118,12 @@ describe('the decision step', () => {
       file: 'f',
       trunk_sha: sha(9),
     });
-    expect(answered).toContainEqual({ type: 'merge.locked', block: 'b', sha: sha(3), base: sha(1) });
+    expect(answered).toContainEqual({
+      type: 'lane.stacked',
+      stack: 2,
+      trunk_sha: sha(9),
+      blocks: [{ block: 'b', sha: sha(3), patch_id: 'p' }],
+    });
     expect(d.state.trunkSha).toBe(sha(9));
   });
 
@@ -388,8 +298,7 @@ describe('the truth gate', () => {
     d.feed({ type: 'worktree.ready', block: 'b', attempt: 1, base: sha(1), path: 'b' });
     d.feed({ type: 'reply.received', block: 'b', role: 'builder', session: 'b.1.builder', turn: 1, ok: true, reply: '>>DONE' });
     d.approve('a', sha(2));
-    d.feed({ type: 'merge.observed', block: 'a', trunk_sha: sha(1), sha: sha(2), fast_forward: true, patch_id: 'p' });
-    d.feed({ type: 'block.landed', block: 'a', sha: sha(2), from: sha(1) });
+    d.landStack({ a: sha(2) });
     const tests = { exit: 0, timed_out: false, log: 'l', tail: '' };
     const out = d.feed({
       type: 'facts.observed',
@@ -527,7 +436,7 @@ describe('a worker that fails the same way twice', () => {
 
     it('parks a block past block_tokens for the operator with its spend, and a RETRY gives it a fresh budget', () => {
       const d = new Driver();
-      d.boot([{ id: 'a' }], 1, true, { block_tokens: 1000 });
+      d.boot([{ id: 'a' }], 1, true, { budgets: { block_tokens: 1000 } });
       d.feed({ type: 'worktree.ready', block: 'a', attempt: 1, base: sha(1), path: 'a' });
       expect(d.feed(usage('a', 600, 0.01))).toEqual([]);
       const over = d.feed(usage('a', 600, 0.01));
@@ -542,7 +451,7 @@ describe('a worker that fails the same way twice', () => {
 
     it('stops the run past run_usd: nothing new is scheduled and the run ends with exit 3 naming the budget', () => {
       const d = new Driver();
-      d.boot([{ id: 'a' }, { id: 'b' }], 1, false, { run_usd: 0.05 });
+      d.boot([{ id: 'a' }, { id: 'b' }], 1, false, { budgets: { run_usd: 0.05 } });
       d.feed({ type: 'worktree.ready', block: 'a', attempt: 1, base: sha(1), path: 'a' });
       const out = d.feed(usage('a', 10, 0.06));
       expect(out.map((x) => x.type)).toEqual(['budget.exceeded']);

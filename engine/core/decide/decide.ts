@@ -5,8 +5,9 @@
  * recorded inputs back through this function and compares the decisions.
  *
  * Invariants enforced here: a reply is acted on only through the gateway (never
- * guessed); a block reaches review only with an attested sha; only the MERGE lock
- * holder may land; trunk moved by someone else halts merges until the operator answers.
+ * guessed); a block reaches review only with an attested sha; trunk moves only to the
+ * top of a stack the engine tested green (merge.ts); trunk moved by someone else halts
+ * the merge lane until the operator answers.
  */
 import type { EngineState } from '../state.ts';
 import type { BodyOf, EventBody, EventOf, EventType, TronEvent } from '../events.ts';
@@ -14,7 +15,7 @@ import { apply } from '../state.ts';
 import { type DecideContext, finishRun, pendingTurn, Step, wrapSummary } from './step.ts';
 import { dispatch, onReply } from './turns.ts';
 import { onFacts } from './gate.ts';
-import { onMergeObserved, onTrunkTested, trunkTouched } from './merge.ts';
+import { onCandidateTested, onLanded, onLandRefused, onRebased, onTrunkTested } from './merge.ts';
 import { onOperator } from './escalate.ts';
 import { onOverrun, onProbed } from './liveness.ts';
 import { schedule, stopWhenQuiet } from './schedule.ts';
@@ -60,9 +61,10 @@ const REACTIONS = {
   'worktree.ready': (step, e) => dispatch(step, e.block, 'build'),
   'reply.received': onReply,
   'facts.observed': onFacts,
-  'merge.observed': onMergeObserved,
-  'block.landed': (step, e) => step.emit({ type: 'test.requested', block: e.block, sha: e.sha }),
-  'land.refused': (step, e) => trunkTouched(step, e.block, e.actual, `the ref transaction was refused: ${e.detail}`),
+  'rebase.done': onRebased,
+  'candidate.tested': onCandidateTested,
+  'block.landed': onLanded,
+  'land.refused': onLandRefused,
   'trunk.tested': onTrunkTested,
   'block.wrapped': (step, e) => step.move(e.block, 'wrapped'),
   'operator.answered': onOperator,

@@ -2,7 +2,7 @@
 import type { BlockState, EngineState, PendingTurn, TurnKind } from '../state.ts';
 import type { BodyOf } from '../events.ts';
 import { ESCALATION, OUTCOMES, type Trouble } from '../../spine/spine.ts';
-import { EXPECT, issue, releaseMerge, TERMINAL, type Step } from './step.ts';
+import { EXPECT, issue, TERMINAL, type Step } from './step.ts';
 
 /**
  * Move a block along its ESCALATION row: the first handler, or the one after `after`,
@@ -35,7 +35,6 @@ export function escalate(step: Step, id: string, trouble: Trouble, detail: strin
     }
     if (handler === 'architect') {
       if (!step.s.architect || b.architectCalls >= step.ctx.spine.budgets.architect) continue;
-      releaseMerge(step, id);
       step.emit({ type: 'escalation.raised', block: id, trouble, detail, handler });
       issue(step, {
         block: id,
@@ -50,7 +49,6 @@ export function escalate(step: Step, id: string, trouble: Trouble, detail: strin
       return;
     }
     if (handler === 'operator') {
-      releaseMerge(step, id);
       step.emit({ type: 'escalation.raised', block: id, trouble, detail, handler });
       step.emit({ type: 'block.parked', block: id, reason: `${trouble}: ${detail}` });
       return;
@@ -68,13 +66,11 @@ export function lastTurn(b: BlockState): PendingTurn | undefined {
 
 export function retry(step: Step, id: string, on: string): void {
   const b = step.block(id);
-  releaseMerge(step, id);
   if (b.phase !== OUTCOMES.RETRY.to) step.emit({ type: 'block.phase', block: id, from: b.phase, to: OUTCOMES.RETRY.to, on });
   step.emit({ type: 'worktree.requested', block: id, attempt: b.attempt + 1, base: step.s.trunkSha! });
 }
 
 export function abandon(step: Step, id: string, reason: string): void {
-  releaseMerge(step, id);
   step.emit({ type: 'block.abandoned', block: id, reason });
   for (const dependent of dependentsOf(step.s, id)) {
     const d = step.block(dependent);

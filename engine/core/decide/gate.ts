@@ -45,14 +45,13 @@ export function onFacts(step: Step, e: BodyOf<'facts.observed'>): void {
     dispatch(step, b.id, 'challenge', e.head);
     return;
   }
-  // A MERGED head that holds every fact: land it if the patch is what review saw.
+  // A MERGED head that holds every fact enters the lane like any other, if the patch is what review saw.
   const unchanged = e.patch_id === b.patchId;
   step.emit({ type: 'gate.passed', block: b.id, sha: e.head, facts });
   if (unchanged) {
-    step.emit({ type: 'land.intent', block: b.id, sha: e.head, from: step.s.trunkSha! });
+    step.emit({ type: 'merge.queued', block: b.id });
     return;
   }
-  step.emit({ type: 'merge.unlocked', block: b.id });
   step.move(b.id, 'patch.changed');
   dispatch(step, b.id, 'review', e.head);
 }

@@ -1,41 +1,187 @@
-/** The merge lane: only the MERGE lock holder lands; trunk moved by someone else halts merges. */
-import type { BodyOf } from '../events.ts';
-import { releaseMerge, type Step, wrapSummary } from './step.ts';
+/**
+ * The merge lane. Approved blocks queue; when the lane is free, the first `[merge] batch`
+ * of them become one stack on trunk: the engine replays each block's own commits onto the
+ * one before (lane.stacked → rebase.done), tests the top in a clean checkout of exactly
+ * that sha (candidate.requested → candidate.tested), and lands the whole stack in one ref
+ * transaction (land.intent → block.landed). A red stack is bisected over its prefixes
+ * (bisect.step): the green prefix lands, the first block whose addition turned it red goes
+ * back to build with the output, the blocks after it go back to the queue. A rebase that
+ * conflicts with trunk asks the builder (a merge turn); one that changed the patch goes
+ * back to review. Nothing below a stack's top was tested on its own; the top was.
+ *
+ * Invariant, enforced here: trunk only ever moves to a sha whose tree passed setup and the
+ * tests in the engine's own checkout of exactly that sha — every land.intent names a top
+ * that a candidate.tested found green (for a bisected stack, the green prefix's top), or
+ * a block's own head that its gate found green and that sits on trunk as it is (then the
+ * candidate test would repeat that very run, and is skipped).
+ */
+import type { BodyOf, Fact } from '../events.ts';
+import type { Stack } from '../state.ts';
+import { type Step, wrapSummary } from './step.ts';
 import { dispatch } from './turns.ts';
+import { escalate } from './escalate.ts';
 
-export function onMergeObserved(step: Step, e: BodyOf<'merge.observed'>): void {
-  if (e.trunk_sha !== step.s.trunkSha) {
-    trunkTouched(step, e.block, e.trunk_sha, `trunk moved from ${step.s.trunkSha} to ${e.trunk_sha} by someone other than the engine`);
-    return;
-  }
-  if (e.fast_forward) {
-    step.emit({ type: 'land.intent', block: e.block, sha: e.sha, from: e.trunk_sha });
-    return;
-  }
-  dispatch(step, e.block, 'merge');
+/** From schedule, after every input: a free lane takes the first blocks of its queue as one stack. */
+export function stackNext(step: Step): void {
+  const s = step.s;
+  if (s.lane.stack || s.trunkHalt !== undefined || s.lane.queue.length === 0) return;
+  const blocks = s.lane.queue.slice(0, s.lane.batch).map((id) => {
+    const b = step.block(id);
+    return { block: id, sha: b.attested!, ...(b.patchId !== undefined ? { patch_id: b.patchId } : {}) };
+  });
+  step.emit({ type: 'lane.stacked', stack: s.lane.stacks + 1, trunk_sha: s.trunkSha!, blocks });
 }
 
-export function onTrunkTested(step: Step, e: BodyOf<'trunk.tested'>): void {
-  const b = step.block(e.block);
-  step.emit({ type: 'merge.unlocked', block: b.id });
-  step.move(b.id, b.mergeVia ?? 'fast_forward');
-  step.emit({ type: 'wrap.requested', block: b.id, summary: wrapSummary(step.block(b.id)) });
-  if (!e.ok) {
-    // The landed sha passed at the gate; red on trunk means the tests are not repeatable.
-    // It cannot be un-landed without rewriting trunk, which is the user's: page the
-    // operator. Nothing else lands unless its own tests pass at its own head.
-    step.emit({
-      type: 'escalation.raised',
-      block: b.id,
-      trouble: 'trunk_red',
-      handler: 'operator',
-      detail: `the tests failed on trunk at ${e.sha}, though they passed at the same sha at the gate (output: ${e.tests.log})`,
-    });
+export function onRebased(step: Step, e: BodyOf<'rebase.done'>): void {
+  const stack = step.s.lane.stack;
+  if (stack?.id !== e.stack) return;
+  if (e.trunk_sha !== stack.trunk) {
+    const detail = `trunk moved from ${stack.trunk} to ${e.trunk_sha} by someone other than the engine`;
+    trunkTouched(step, stack.asked[0]!, e.trunk_sha, detail);
+    close(step, `${detail}; the stack was given up`);
+    return;
   }
+  for (const r of e.results) {
+    if (r.outcome === 'fast_forward' || r.outcome === 'clean') continue;
+    // Only a block replayed straight onto trunk meets trunk alone; one that clashed with a
+    // block below it in the stack waits for the next stack, where it is at the bottom.
+    if (r.onto !== stack.trunk) continue;
+    if (r.outcome === 'changed') {
+      step.move(r.block, 'patch.changed');
+      dispatch(step, r.block, 'review', r.sha);
+    } else {
+      conflicted(step, r.block, r.files ?? []);
+    }
+  }
+  const entries = step.s.lane.stack!.entries;
+  if (entries.length === 0) {
+    close(step, 'no block of the stack replayed cleanly onto trunk');
+    return;
+  }
+  const top = entries.at(-1)!;
+  if (entries.length === 1 && step.block(top.block).greenAt === top.sha) {
+    land(step, step.s.lane.stack!, 1, 'gate');
+    return;
+  }
+  step.emit({ type: 'candidate.requested', stack: stack.id, sha: top.sha, blocks: entries.map((x) => x.block) });
+}
+
+/** A rebase onto trunk that conflicts: the builder's own session brings the branch up to date, within the merge budget. */
+function conflicted(step: Step, id: string, files: readonly string[]): void {
+  const b = step.block(id);
+  if (b.rounds.merge >= step.budget('merge')) {
+    escalate(step, id, 'merge_failed', `the branch still conflicts with trunk after ${b.rounds.merge} merge turn(s): ${files.join(', ')}`);
+    return;
+  }
+  dispatch(step, id, 'merge');
+}
+
+/** A stack's top (or a prefix's) was tested: land it, bisect it, or hand back its culprit. */
+export function onCandidateTested(step: Step, e: BodyOf<'candidate.tested'>): void {
+  const stack = step.s.lane.stack;
+  // A test nobody awaits (the fold left it out) finds the stack busy or landing: nothing to decide.
+  if (stack?.id !== e.stack || stack.pending || stack.landing.length > 0) return;
+  const n = stack.entries.length;
+  if (stack.green === n) {
+    land(step, stack, n, 'lane');
+    return;
+  }
+  const red = stack.red!.n;
+  if (red - stack.green > 1) {
+    const m = Math.floor((stack.green + red) / 2);
+    const prefix = stack.entries.slice(0, m);
+    step.emit({
+      type: 'bisect.step',
+      stack: stack.id,
+      sha: prefix.at(-1)!.sha,
+      blocks: prefix.map((x) => x.block),
+      green: stack.green,
+      red,
+    });
+    return;
+  }
+  culprit(step, stack, red);
+  if (stack.green > 0) land(step, stack, stack.green, 'lane');
+  else close(step, `${stack.entries[red - 1]!.block} turned the stack red on its own; nothing landed`);
+}
+
+function land(step: Step, stack: Stack, n: number, tested: 'lane' | 'gate'): void {
+  const blocks = stack.entries.slice(0, n);
+  step.emit({ type: 'land.intent', stack: stack.id, sha: blocks.at(-1)!.sha, from: step.s.trunkSha!, blocks, tested });
+}
+
+/** The first block whose addition turned the stack red goes back to build with the failing output, within its build budget. */
+function culprit(step: Step, stack: Stack, red: number): void {
+  const entry = stack.entries[red - 1]!;
+  const run = stack.red!.run;
+  const below =
+    red > 1
+      ? ` on top of ${stack.entries
+          .slice(0, red - 1)
+          .map((x) => x.block)
+          .join(', ')}`
+      : '';
+  const where = `with your change rebased onto trunk ${stack.trunk.slice(0, 12)}${below} (${entry.sha.slice(0, 12)}, a clean checkout)`;
+  const setupFailed = run.setup !== undefined && (run.setup.exit !== 0 || run.setup.timed_out);
+  const out = setupFailed ? run.setup! : run.tests!;
+  const fact: Fact = {
+    name: setupFailed ? 'setup' : 'tests',
+    ok: false,
+    evidence: out.timed_out
+      ? `${setupFailed ? 'setup' : 'the test command'} timed out ${where} (output: ${out.log}); last lines:\n${out.tail}`
+      : `${setupFailed ? 'setup' : 'the test command'} exited ${out.exit} ${where}; last lines:\n${out.tail}`,
+  };
+  step.emit({ type: 'gate.failed', block: entry.block, sha: entry.sha, purpose: 'lane', facts: [fact] });
+  const b = step.block(entry.block);
+  if (b.rounds.build >= step.budget('build')) {
+    escalate(step, b.id, 'gate_budget', `the gate failed ${b.rounds.build} times:\n${b.feedback}`);
+    return;
+  }
+  step.move(b.id, 'culprit');
+  dispatch(step, b.id, 'build');
+}
+
+export function onLanded(step: Step, e: BodyOf<'block.landed'>): void {
+  const b = step.block(e.block);
+  if (b.phase === 'merge') {
+    step.move(b.id, 'landed');
+    step.emit({ type: 'wrap.requested', block: b.id, summary: wrapSummary(step.block(b.id)) });
+  }
+  const stack = step.s.lane.stack;
+  if (!stack?.landing.includes(e.block) || stack.landed.length < stack.landing.length) return;
+  if (step.s.lane.verifyTrunk) step.emit({ type: 'test.requested', block: e.block, sha: e.top });
+  close(step, `landed ${stack.landed.join(', ')} at ${e.top.slice(0, 12)}`);
+}
+
+export function onLandRefused(step: Step, e: BodyOf<'land.refused'>): void {
+  const stack = step.s.lane.stack;
+  if (stack?.id !== e.stack) return;
+  trunkTouched(step, e.blocks[0]!, e.actual, `the ref transaction was refused: ${e.detail}`);
+  close(step, `the ref transaction was refused: ${e.detail}`);
+}
+
+/** Ends the stack: the blocks still waiting on it go back to the front of the queue, in order. */
+function close(step: Step, detail: string): void {
+  const stack = step.s.lane.stack!;
+  const returned = stack.asked.filter((id) => step.block(id).waiting.on === 'stack');
+  step.emit({ type: 'lane.closed', stack: stack.id, landed: [...stack.landed], returned, detail });
+}
+
+/** [merge] verify_trunk: a red check of trunk pages the operator; the run cannot end with exit 0. */
+export function onTrunkTested(step: Step, e: BodyOf<'trunk.tested'>): void {
+  if (e.ok) return;
+  // The top passed in the lane; red on trunk means the tests are not repeatable. It
+  // cannot be un-landed without rewriting trunk, which is the user's: page the operator.
+  step.emit({
+    type: 'escalation.raised',
+    block: e.block,
+    trouble: 'trunk_red',
+    handler: 'operator',
+    detail: `the tests failed on trunk at ${e.sha}, though they passed at the same sha in the merge lane (output: ${e.tests.log})`,
+  });
 }
 
 export function trunkTouched(step: Step, id: string, actual: string | null, detail: string): void {
-  releaseMerge(step, id);
   step.emit({
     type: 'escalation.raised',
     block: id,

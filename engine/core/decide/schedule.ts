@@ -5,8 +5,9 @@
  */
 import type { BlockState, EngineState } from '../state.ts';
 import { finishRun, releaseHeld, TERMINAL, type Step } from './step.ts';
+import { stackNext } from './merge.ts';
 
-/** After every input: fill free slots, hand out the MERGE lock, and end the run when settled. */
+/** After every input: fill free slots, give a free merge lane its next stack, and end the run when settled. */
 export function schedule(step: Step): void {
   const s = step.s;
   if (!s.registered) return;
@@ -26,20 +27,18 @@ export function schedule(step: Step): void {
     const b = step.block(next[1]);
     step.emit({ type: 'worktree.requested', block: b.id, attempt: b.attempt + 1, base: step.s.trunkSha! });
   }
-  if (step.s.mergeLock === undefined && step.s.trunkHalt === undefined && step.s.mergeQueue.length > 0) {
-    const next = step.block(step.s.mergeQueue[0]!);
-    step.emit({ type: 'merge.locked', block: next.id, sha: next.attested!, ...(next.base ? { base: next.base } : {}) });
-  }
+  stackNext(step);
   if (!step.s.watch && settled(step.s)) {
     const landedAll = step.s.order.every((id) => step.s.blocks.get(id)!.phase === 'landed');
-    finishRun(step, 'done', landedAll ? 0 : 3);
+    // A red check of trunk ([merge] verify_trunk) is never a clean run, whatever landed.
+    finishRun(step, 'done', landedAll && !step.s.lane.trunkRed ? 0 : 3);
   }
 }
 
 /** After a stop signal: once every effect in flight has reported back, the run finishes. */
 export function stopWhenQuiet(step: Step): void {
   const s = step.s;
-  if (s.index.inFlight > 0) return;
+  if (s.index.inFlight > 0 || s.lane.stack?.pending || s.lane.verifying > 0) return;
   if (s.stopping === 'budget') {
     const spent = `$${s.spend.usd.toFixed(4)} (${s.spend.tokens.toLocaleString('en-US')} tokens)`;
     finishRun(step, 'budget', 3, `the run budget run_usd = ${s.budgets.runUsd} is spent: ${spent}`);
@@ -50,7 +49,7 @@ export function stopWhenQuiet(step: Step): void {
 
 /** Nothing is running and nothing can start: every block landed, abandoned, parked or stuck behind one. */
 export function settled(s: EngineState): boolean {
-  if (s.pagesPending.length > 0) return false;
+  if (s.pagesPending.length > 0 || s.lane.verifying > 0 || s.lane.stack !== undefined) return false;
   // The index rules out a run with work going on; the walk below then runs only when the
   // run is about to end (or waits on the operator), not after every input.
   if (s.index.busy > 0 || (s.index.queued > 0 && s.trunkHalt === undefined)) return false;
@@ -58,7 +57,7 @@ export function settled(s: EngineState): boolean {
   return s.order.every((id) => {
     const b = s.blocks.get(id)!;
     if (TERMINAL.has(b.phase) || b.phase === 'parked') return true;
-    if (b.waiting.on === 'lock' && s.trunkHalt !== undefined) return true;
+    if (b.waiting.on === 'lane' && s.trunkHalt !== undefined) return true;
     // A turn held for an unavailable worker waits for the operator, as a parked block does.
     if (b.waiting.on === 'worker') return true;
     if (b.phase === 'pending') return s.workers.builder?.held !== undefined || stuck(s, b, new Set());

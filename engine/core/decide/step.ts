@@ -93,11 +93,6 @@ export function finishRun(step: Step, reason: 'done' | 'signal' | 'error' | 'bud
   });
 }
 
-/** Releases the MERGE lock if this block holds it: before it leaves the lane for any reason. */
-export function releaseMerge(step: Step, id: string): void {
-  if (step.s.mergeLock === id) step.emit({ type: 'merge.unlocked', block: id });
-}
-
 /** What a landed block's record keeps: the builder's own summary, or its title and landed sha. */
 export function wrapSummary(b: BlockState): string {
   return b.summary ?? `${b.info.title} (landed at ${b.landedSha?.slice(0, 12) ?? '?'})`;

@@ -1,0 +1,129 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { configFile, makeProject, ofType, runTron } from '../testing/project.ts';
+import { makeRepo, type TestRepo } from '../testing/repo.ts';
+import * as git from '../git/index.ts';
+
+const repos: TestRepo[] = [];
+afterEach(async () => {
+  for (const r of repos.splice(0)) await r.cleanup();
+});
+async function project(spec: Parameters<typeof makeProject>[0]): Promise<TestRepo> {
+  const r = await makeProject(spec);
+  repos.push(r);
+  return r;
+}
+
+/** A sim build turn that writes `files` and commits them. */
+function builds(id: string, files: Record<string, string>, run?: string): string {
+  const write = Object.entries(files)
+    .map(([path, content]) => `${JSON.stringify(path)} = ${JSON.stringify(content)}`)
+    .join(', ');
+  return `[[blocks.${id}.builder]]\nkind = "build"\nwrite = { ${write} }\ncommit = "Build ${id}"\n${run ? `run = ${JSON.stringify(run)}\n` : ''}`;
+}
+
+describe('the engine checkout', () => {
+  it('holds exactly the sha asked for when reused: changes, untracked and ignored files are gone', async () => {
+    const repo = await makeRepo({ '.gitignore': 'build/\n', 'a.txt': 'one\n' });
+    repos.push(repo);
+    const first = await repo.git('rev-parse', 'HEAD');
+    writeFileSync(join(repo.dir, 'a.txt'), 'two\n');
+    await repo.git('commit', '-qam', 'two');
+    const second = await repo.git('rev-parse', 'HEAD');
+    const dir = await git.checkoutAt(repo.dir, '_check-1', second);
+    writeFileSync(join(dir, 'a.txt'), 'changed\n');
+    writeFileSync(join(dir, 'stray.txt'), 'untracked\n');
+    mkdirSync(join(dir, 'build'));
+    writeFileSync(join(dir, 'build', 'out.js'), 'ignored\n');
+    expect(await git.checkoutAt(repo.dir, '_check-1', first)).toBe(dir);
+    expect(readFileSync(join(dir, 'a.txt'), 'utf8')).toBe('one\n');
+    expect(existsSync(join(dir, 'stray.txt'))).toBe(false);
+    expect(existsSync(join(dir, 'build'))).toBe(false);
+    expect(await git.headOf(dir)).toBe(first);
+    expect(await git.currentBranch(dir)).toBeUndefined();
+  });
+
+  it('refuses a name that is not the engine’s own', () => {
+    expect(() => git.engineCheckoutPath('/tmp/x', 'alpha')).toThrow(/start with '_'/);
+  });
+});
+
+describe('hermetic tests at the gate', () => {
+  it('fails a block whose test needs a gitignored file the builder left in its worktree, and never lands it', async () => {
+    const repo = await project({
+      blocks: { careless: {} },
+      sim: builds(
+        'careless',
+        {
+          '.gitignore': 'generated.txt\n',
+          'tests/careless.test.js': "require('node:fs').readFileSync(__dirname + '/../generated.txt');\n",
+        },
+        'echo made-locally > generated.txt',
+      ),
+    });
+    const run = await runTron(repo);
+    expect(run.exit).toBe(3);
+    const failed = ofType(run.events, 'gate.failed');
+    expect(failed.length).toBeGreaterThan(0);
+    expect(failed[0]!.facts.find((f) => f.name === 'clean')?.ok).toBe(true);
+    expect(failed[0]!.facts.find((f) => f.name === 'tests')).toMatchObject({
+      ok: false,
+      evidence: expect.stringContaining('clean checkout'),
+    });
+    expect(ofType(run.events, 'block.landed')).toEqual([]);
+    expect(await repo.git('for-each-ref', 'refs/tron/landed/')).toBe('');
+    expect(existsSync(join(repo.dir, 'generated.txt'))).toBe(false);
+  });
+
+  it('runs setup before the tests in a clean checkout and records its output', async () => {
+    const repo = await project({
+      blocks: { prepared: {} },
+      files: {
+        'setup.js': "require('node:fs').writeFileSync('prepared.txt', 'ready');\nconsole.log('setup ran');\n",
+        '.gitignore': 'prepared.txt\n',
+      },
+      config: configFile().replace('test = "node test.js"', 'test = "node test.js"\nsetup = "node setup.js"'),
+      sim: builds('prepared', { 'tests/prepared.test.js': "require('node:fs').readFileSync(__dirname + '/../prepared.txt');\n" }),
+    });
+    const run = await runTron(repo);
+    expect(run.exit).toBe(0);
+    const observed = ofType(run.events, 'facts.observed')[0]!;
+    expect(observed.setup).toMatchObject({ exit: 0, timed_out: false, ms: expect.any(Number) });
+    expect(observed.tests).toMatchObject({ exit: 0, ms: expect.any(Number) });
+    expect(readFileSync(join(run.runDir, observed.setup!.log), 'utf8')).toContain('setup ran');
+    expect(ofType(run.events, 'gate.passed')[0]!.facts.find((f) => f.name === 'setup')?.ok).toBe(true);
+  });
+
+  it('counts a failing setup as a failed fact and runs no tests after it', async () => {
+    const repo = await project({
+      blocks: { broken: {} },
+      config: configFile().replace('test = "node test.js"', 'test = "node test.js"\nsetup = "echo no registry >&2; exit 7"'),
+      sim: builds('broken', { 'broken.txt': 'x\n' }),
+    });
+    const run = await runTron(repo);
+    expect(run.exit).toBe(3);
+    const observed = ofType(run.events, 'facts.observed')[0]!;
+    expect(observed.setup).toMatchObject({ exit: 7 });
+    expect(observed.tests).toBeNull();
+    const setup = ofType(run.events, 'gate.failed')[0]!.facts.find((f) => f.name === 'setup');
+    expect(setup).toMatchObject({ ok: false, evidence: expect.stringContaining('no registry') });
+    expect(ofType(run.events, 'block.landed')).toEqual([]);
+  });
+
+  it('gives setup and tests PATH, HOME, LANG, TERM and the test_env names, never the engine’s other variables', async () => {
+    const check =
+      "const a = require('node:assert');\n" +
+      'a.strictEqual(process.env.ENGINE_SECRET, undefined);\n' +
+      "a.strictEqual(process.env.DATABASE_URL, 'postgres://test');\n" +
+      'a.ok(process.env.PATH);\n';
+    const repo = await project({
+      blocks: { envy: {} },
+      config: configFile().replace('test = "node test.js"', 'test = "node test.js"\ntest_env = ["DATABASE_URL"]'),
+      sim: builds('envy', { 'tests/envy.test.js': check }),
+    });
+    const run = await runTron(repo, { env: { ENGINE_SECRET: 'sk-do-not-leak', DATABASE_URL: 'postgres://test' } });
+    expect(run.exit).toBe(0);
+    expect(ofType(run.events, 'block.landed').map((e) => e.block)).toEqual(['envy']);
+  });
+});

@@ -1,0 +1,123 @@
+/**
+ * Hermetic test runs. Every test the engine believes — at the gate, in the merge lane,
+ * on trunk — runs in a checkout the engine owns, made from the object store at exactly
+ * the sha under test, never in a worker's worktree: a gitignored file, a local build or
+ * a `node_modules` a builder left there proves nothing about the commit. The configured
+ * `setup` (e.g. `npm ci`) prepares the checkout first; both run in the sandbox with a
+ * minimal environment (PATH, HOME, LANG, TERM and the names in `test_env`), never the
+ * engine's secrets, and without the network unless `[sandbox] test_network` says so.
+ *
+ * Checkouts are reused: a pool of `_check-<n>` for the gate (one per concurrent test
+ * run), `_lane` for the lane, `_trunk` for the optional check of trunk. Reusing one is
+ * a `checkout --detach -f` and a `clean -ffdx` (see engine/git/worktree.ts), which only
+ * writes the files that differ; making one is a whole checkout.
+ */
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import type { TestRun } from '../core/events.ts';
+import * as git from '../git/index.ts';
+import type { EffectContext } from './effects.ts';
+import { processStartTime } from './proc.ts';
+import { runTests } from './testrun.ts';
+
+/** Names of the gate's checkouts: one per test run in flight, handed back when it ends. */
+export class CheckoutPool {
+  private readonly free: string[] = [];
+  private made = 0;
+  acquire(): string {
+    return this.free.pop() ?? `_check-${++this.made}`;
+  }
+  release(name: string): void {
+    this.free.push(name);
+  }
+}
+
+/** What one hermetic run of the suite found: setup (null when none is configured) and tests (null when setup failed). */
+export interface SuiteRun {
+  setup: TestRun | null;
+  tests: TestRun | null;
+}
+
+export const suiteGreen = (r: SuiteRun): boolean => passed(r.setup ?? undefined) && r.tests !== null && passed(r.tests);
+const passed = (t: TestRun | undefined): boolean => t === undefined || (t.exit === 0 && !t.timed_out);
+
+/**
+ * Puts the engine's checkout `name` at `sha` (made once, then reused). Making one adds a
+ * worktree, which git does not allow concurrently: that part goes through `serial`.
+ */
+export async function checkout(
+  c: EffectContext,
+  name: string,
+  sha: string,
+  serial: <T>(work: () => Promise<T>) => Promise<T>,
+): Promise<string> {
+  const path = git.engineCheckoutPath(c.repo, name);
+  return existsSync(join(path, '.git')) ? git.checkoutAt(c.repo, name, sha) : serial(() => git.checkoutAt(c.repo, name, sha));
+}
+
+/**
+ * Runs setup (if configured) and then the test command in checkout `dir`, which holds
+ * exactly the sha under test. `log` names the output file (relative to the run
+ * directory, without `.log`); `[timeouts] test` is the budget of both together.
+ */
+export async function runSuite(c: EffectContext, opts: { dir: string; block: string; session: string; log: string }): Promise<SuiteRun> {
+  const budget = c.config.timeouts.testMs;
+  const started = Date.now();
+  let setup: TestRun | null = null;
+  const setupCommand = c.config.setup;
+  if (setupCommand) {
+    setup = await timed(() =>
+      runTests({
+        command: setupCommand,
+        cwd: opts.dir,
+        runDir: c.runDir,
+        log: `${opts.log}.setup.log`,
+        timeoutMs: budget,
+        ...testSetting(c),
+        ...testProcesses(c, opts.block, `${opts.session}:setup`),
+      }),
+    );
+    if (!passed(setup)) return { setup, tests: null };
+  }
+  const tests = await timed(() =>
+    runTests({
+      command: c.config.test,
+      cwd: opts.dir,
+      runDir: c.runDir,
+      log: `${opts.log}.log`,
+      timeoutMs: Math.max(1000, budget - (Date.now() - started)),
+      ...testSetting(c),
+      ...testProcesses(c, opts.block, opts.session),
+    }),
+  );
+  return { setup, tests };
+}
+
+/** A run with how long it took, recorded like its output. */
+async function timed(run: () => Promise<TestRun>): Promise<TestRun> {
+  const started = Date.now();
+  const result = await run();
+  return { ...result, ms: Date.now() - started };
+}
+
+/** How every engine test run is confined and what it sees: the sandbox, `test_env`, the network setting. */
+function testSetting(c: EffectContext) {
+  return {
+    env: c.env,
+    passEnv: c.config.testEnv,
+    sandbox: c.sandbox,
+    network: c.config.sandbox.testNetwork,
+    visible: [c.repo],
+  };
+}
+
+/** Records the engine's own test processes like worker processes, so recovery can kill strays. */
+function testProcesses(c: EffectContext, block: string, session: string) {
+  return {
+    onSpawn: (pid: number) => {
+      const start = processStartTime(pid);
+      if (start) c.note({ type: 'worker.spawned', block, session, turn: 0, pid, start_time: start });
+    },
+    onExit: (pid: number, code: number | null) => c.note({ type: 'worker.exited', block, session, turn: 0, pid, code, signal: null }),
+  };
+}

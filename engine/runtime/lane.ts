@@ -1,0 +1,95 @@
+/**
+ * The merge lane's effects (see engine/core/decide/merge.ts for what is decided): build a
+ * stack by replaying each block onto the one before, test a stack's top or a prefix, land
+ * a stack in one ref transaction. All of it happens in the engine's `_lane` checkout and
+ * in refs; no worker and no worker's worktree takes part. The lane runs one effect at a
+ * time, so `_lane` is never shared.
+ */
+import type { EventBody, EventOf } from '../core/events.ts';
+import * as git from '../git/index.ts';
+import { checkout, runSuite, suiteGreen } from './checkouts.ts';
+import { type EffectContext, serialMain, serialWorktrees } from './effects.ts';
+
+type RebaseResult = EventOf<'rebase.done'>['results'][number];
+
+/**
+ * Replays each block's own commits onto the one before, starting at trunk. A block that
+ * replays cleanly with its patch unchanged (or already sits there) stays in the stack and
+ * the next goes on top of it; one whose patch changed or that conflicts is left out.
+ * Trunk elsewhere than the decision says: nothing is replayed, and the actual sha reported.
+ */
+export async function stackBlocks(c: EffectContext, e: EventOf<'lane.stacked'>): Promise<EventBody> {
+  const trunk = await git.currentTrunkSha(c.repo, c.config.trunk);
+  if (trunk !== e.trunk_sha) return { type: 'rebase.done', stack: e.stack, trunk_sha: trunk, results: [] };
+  const results: RebaseResult[] = [];
+  let top = e.trunk_sha;
+  // `_lane` is made (or reset) only when a block needs replaying, and then follows the
+  // stack: it holds `at` (a cherry-pick moves it, an abandoned one leaves it where it was).
+  let at: string | undefined;
+  const workdir = async (onto: string): Promise<string> => {
+    const dir = at === undefined ? await checkout(c, '_lane', onto, serialWorktrees) : git.engineCheckoutPath(c.repo, '_lane');
+    if (at !== undefined && at !== onto) await git.checkoutAt(c.repo, '_lane', onto);
+    at = onto;
+    return dir;
+  };
+  for (const b of e.blocks) {
+    const r = await git.replayOnto(c.repo, workdir, {
+      sha: b.sha,
+      onto: top,
+      trunk: e.trunk_sha,
+      ...(b.patch_id !== undefined ? { patch: b.patch_id } : {}),
+    });
+    if (r.outcome === 'conflict') {
+      results.push({ block: b.block, outcome: 'conflict', onto: top, patch_before: r.patchBefore, files: r.files });
+      continue;
+    }
+    const outcome = r.outcome === 'fast_forward' ? 'fast_forward' : r.patchAfter === r.patchBefore ? 'clean' : 'changed';
+    results.push({ block: b.block, outcome, onto: top, sha: r.sha, patch_before: r.patchBefore, patch_after: r.patchAfter });
+    if (r.outcome === 'rebased') at = r.sha;
+    if (outcome !== 'changed') top = r.sha;
+  }
+  return { type: 'rebase.done', stack: e.stack, trunk_sha: trunk, results };
+}
+
+/** Setup and the tests at a stack's top (or a prefix's), in `_lane` holding exactly that sha. */
+export async function testCandidate(c: EffectContext, e: EventOf<'candidate.requested' | 'bisect.step'>): Promise<EventBody> {
+  const dir = await checkout(c, '_lane', e.sha, serialWorktrees);
+  const suite = await runSuite(c, {
+    dir,
+    block: e.blocks.at(-1)!,
+    session: 'tests:lane',
+    log: `tests/lane-${e.stack}-${e.blocks.length}-${e.sha.slice(0, 12)}`,
+  });
+  return {
+    type: 'candidate.tested',
+    stack: e.stack,
+    sha: e.sha,
+    blocks: e.blocks,
+    ok: suiteGreen(suite),
+    ...(suite.setup ? { setup: suite.setup } : {}),
+    tests: suite.tests,
+  };
+}
+
+/** The one ref transaction: trunk to the top, each block's landed ref and branch to its own commit. */
+export async function landStack(c: EffectContext, e: EventOf<'land.intent'>): Promise<EventBody[]> {
+  // The ref transaction needs no worktree; moving your checkout lists them, so that part waits for worktrees being made.
+  const result = await serialMain(() =>
+    git.landStack(c.repo, {
+      trunk: c.config.trunk,
+      expectedOld: e.from,
+      top: e.sha,
+      blocks: e.blocks.map((b) => ({ id: b.block, sha: b.sha })),
+      serialWorktrees,
+    }),
+  );
+  const ids = e.blocks.map((b) => b.block);
+  if (!result.ok) {
+    const detail =
+      result.reason === 'trunk-moved' ? `trunk is at ${result.actual}, not ${e.from}` : `a landed ref of ${ids.join(', ')} already exists`;
+    return [{ type: 'land.refused', stack: e.stack, blocks: ids, actual: result.actual, detail }];
+  }
+  if (result.checkout.state === 'failed')
+    c.print(`tron: ${ids.join(', ')} landed, but your checkout of ${c.config.trunk} was not updated: ${result.checkout.message}`);
+  return e.blocks.map((b) => ({ type: 'block.landed', block: b.block, sha: b.sha, from: e.from, top: e.sha }));
+}

@@ -1,0 +1,189 @@
+/**
+ * The merge lane's benchmark (part of `npm run bench`): whole `tron start` runs on real
+ * git, with `command` workers that build at once (a shell script writes a file, commits,
+ * answers DONE, then CONFIRMED; the reviewer APPROVEs) and a real `node --test` suite
+ * whose cost does not grow with the blocks. It prints, from the runs' events:
+ *
+ * - wall time per block at 10 and 40 independent blocks (max_parallel 4) — goal: at 40
+ *   within 1.1× of at 10 (the lane must not be the bottleneck);
+ * - the share of the run the lane was busy: the union, over the run, of every stack's
+ *   lane.stacked → lane.closed — goal: ≤ 30%;
+ * - builder merge turns — goal: none, since no two blocks touch the same file;
+ * - how long an approved block waits to land (merge.queued → block.landed), and where a
+ *   stack's time goes (rebase, candidate test, landing);
+ * - the parallel efficiency of 6 slow builders (4 s each) at max_parallel 6, defined as
+ *   t(one such block alone) / t(all six at max_parallel 6): 1 when six blocks take no
+ *   longer than one, 1/6 when they take six times as long — goal: ≥ 0.8.
+ *
+ * TRON_BENCH_LANE=0 skips it; TRON_BENCH_LANE_SIZES=10,40 and TRON_BENCH_SLOW_MS=4000
+ * change the sizes and the slow builders' time; TRON_BENCH_KEEP=1 keeps the repositories.
+ */
+import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { execa } from 'execa';
+import type { TronEvent } from '../engine/core/events.ts';
+import { laneIntervals, unionMs } from '../engine/render/report-time.ts';
+import { readLog } from '../engine/runtime/eventlog.ts';
+import { configFile, makeProject } from '../engine/testing/project.ts';
+import { GIT_IDENTITY_ENV } from '../engine/testing/repo.ts';
+import { readdirSync } from 'node:fs';
+
+const BIN = fileURLToPath(new URL('../bin/tron.js', import.meta.url));
+
+/** A builder that writes items/<block>.txt and commits it, after `sleep` seconds. */
+function builder(sleep: number): string {
+  return `#!/bin/sh
+prompt=$(cat)
+if [ "$TRON_PHASE" = merge ]; then
+  git rebase -q main >/dev/null 2>&1 || { git rebase --abort; echo '>>BLOCKED {"reason":"conflict"}'; exit 0; }
+  echo ">>MERGED"; exit 0
+fi
+case "$prompt" in
+  *"# Evidence for block"*) echo '>>CONFIRMED {"evidence":{"c1":"items/'"$TRON_BLOCK"'.txt names itself"}}'; exit 0 ;;
+esac
+${sleep > 0 ? `sleep ${sleep}` : ''}
+mkdir -p items && echo "$TRON_BLOCK" > "items/$TRON_BLOCK.txt"
+git add -A && git commit -qm "Add $TRON_BLOCK" >/dev/null 2>&1
+echo ">>DONE"
+`;
+}
+
+const REVIEWER = '#!/bin/sh\ncat > /dev/null\necho ">>APPROVE"\n';
+
+/** A `node --test` suite that reads every item: its cost stays the same as items land. */
+const SUITE = {
+  'test/items.test.js': `const { test } = require('node:test');
+const assert = require('node:assert');
+const fs = require('node:fs');
+const path = require('node:path');
+test('every item names itself', () => {
+  const dir = path.join(__dirname, '..', 'items');
+  for (const f of fs.existsSync(dir) ? fs.readdirSync(dir) : []) assert.strictEqual(fs.readFileSync(path.join(dir, f), 'utf8').trim(), f.replace(/\\.txt$/, ''));
+});
+`,
+  'test/math.test.js': `const { test } = require('node:test');
+const assert = require('node:assert');
+test('arithmetic still works', () => assert.strictEqual(6 * 7, 42));
+`,
+};
+
+interface LaneRun {
+  /** Where the lane's time went, summed over stacks: replaying, testing, landing (ms). */
+  parts: { rebase: number; test: number; land: number };
+  blocks: number;
+  wallMs: number;
+  /** Mean time from a block's approval (its first merge.queued) to its block.landed. */
+  approvedToLandedMs: number;
+  laneBusyMs: number;
+  stacks: number;
+  mergeTurns: number;
+  landed: number;
+  exit: number | undefined;
+  /** Why the run failed, when it did. */
+  failed?: TronEvent;
+}
+
+/** One `tron start` of `blocks` independent blocks at `maxParallel`, each builder taking `sleep` seconds. */
+async function laneRun(blocks: number, maxParallel: number, sleep: number): Promise<LaneRun> {
+  const scripts = mkdtempSync(join(tmpdir(), 'tron-bench-workers-'));
+  writeFileSync(join(scripts, 'builder.sh'), builder(sleep));
+  writeFileSync(join(scripts, 'reviewer.sh'), REVIEWER);
+  chmodSync(join(scripts, 'builder.sh'), 0o755);
+  chmodSync(join(scripts, 'reviewer.sh'), 0o755);
+  const ids = Array.from({ length: blocks }, (_, i) => `b${String(i + 1).padStart(3, '0')}`);
+  const repo = await makeProject({
+    blocks: Object.fromEntries(ids.map((id) => [id, {}])),
+    files: SUITE,
+    config: configFile({
+      maxParallel,
+      workers: `[workers.builder]\nadapter = "command"\ncommand = ["${scripts}/builder.sh"]\n\n[workers.reviewer]\nadapter = "command"\ncommand = ["${scripts}/reviewer.sh"]\n`,
+    }).replace('test = "node test.js"', 'test = "node --test test/"'),
+  });
+  try {
+    const run = await execa('node', [BIN, 'start', '--repo', repo.dir], {
+      reject: false,
+      stdin: 'ignore',
+      env: { PATH: process.env.PATH, HOME: process.env.HOME, ...GIT_IDENTITY_ENV },
+      extendEnv: false,
+    });
+    const runs = join(repo.dir, '.tron', 'runs');
+    const events: TronEvent[] = readLog(join(runs, readdirSync(runs).sort().at(-1)!, 'events.jsonl')).events;
+    const lane = laneIntervals(events);
+    const parts = { rebase: 0, test: 0, land: 0 };
+    const opened = new Map<string, number>();
+    for (const e of events) {
+      if (e.type === 'lane.stacked') opened.set(`r${e.stack}`, e.ts);
+      if (e.type === 'rebase.done') parts.rebase += e.ts - (opened.get(`r${e.stack}`) ?? e.ts);
+      if (e.type === 'candidate.requested' || e.type === 'bisect.step') opened.set(`t${e.stack}`, e.ts);
+      if (e.type === 'candidate.tested') parts.test += e.ts - (opened.get(`t${e.stack}`) ?? e.ts);
+      if (e.type === 'land.intent') opened.set(`l${e.stack}`, e.ts);
+      if (e.type === 'lane.closed' && opened.has(`l${e.stack}`)) parts.land += e.ts - opened.get(`l${e.stack}`)!;
+    }
+    const approved = new Map<string, number>();
+    const waits: number[] = [];
+    for (const e of events) {
+      if (e.type === 'merge.queued' && !approved.has(e.block)) approved.set(e.block, e.ts);
+      if (e.type === 'block.landed' && approved.has(e.block)) waits.push(e.ts - approved.get(e.block)!);
+    }
+    return {
+      approvedToLandedMs: waits.reduce((a, b) => a + b, 0) / Math.max(1, waits.length),
+      parts,
+      blocks,
+      wallMs: events.at(-1)!.ts - events[0]!.ts,
+      laneBusyMs: unionMs(lane),
+      stacks: lane.length,
+      mergeTurns: events.filter((e) => e.type === 'block.dispatched' && e.kind === 'merge').length,
+      landed: events.filter((e) => e.type === 'block.landed').length,
+      exit: run.exitCode,
+      ...(run.exitCode !== 0 ? { failed: events.find((e) => e.type === 'run.failed') } : {}),
+    };
+  } finally {
+    if (process.env.TRON_BENCH_KEEP) console.log(`kept ${repo.dir}`);
+    else await repo.cleanup();
+    rmSync(scripts, { recursive: true, force: true });
+  }
+}
+
+const s = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
+const pct = (part: number, whole: number) => `${((100 * part) / whole).toFixed(0)}%`;
+
+function line(label: string, r: LaneRun): void {
+  console.log(
+    `${label.padEnd(40)} ${s(r.wallMs).padStart(8)} ${s(r.wallMs / r.blocks).padStart(10)} ${pct(r.laneBusyMs, r.wallMs).padStart(6)} ${String(r.stacks).padStart(7)} ${String(r.mergeTurns).padStart(12)} ${`${r.landed}/${r.blocks}`.padStart(7)} ${s(r.approvedToLandedMs).padStart(9)}   ${[r.parts.rebase, r.parts.test, r.parts.land].map((x) => Math.round(x / Math.max(1, r.stacks))).join(' / ')}${r.exit === 0 ? '' : `  exit ${r.exit}${r.failed?.type === 'run.failed' ? `: ${r.failed.detail}` : ''}`}`,
+  );
+}
+
+/** Runs the lane benchmark and prints its table and verdicts. */
+export async function benchLane(): Promise<void> {
+  if (process.env.TRON_BENCH_LANE === '0') return;
+  const sizes = (process.env.TRON_BENCH_LANE_SIZES ?? '10,40').split(',').map(Number);
+  const slowMs = Number(process.env.TRON_BENCH_SLOW_MS ?? 4000);
+  console.log('\nmerge lane (real git, command workers, node --test; wall from run.started to run.finished)');
+  console.log(
+    `${'run'.padEnd(40)} ${'wall'.padStart(8)} ${'per block'.padStart(10)} ${'lane'.padStart(6)} ${'stacks'.padStart(7)} ${'merge turns'.padStart(12)} ${'landed'.padStart(7)} ${'to land'.padStart(9)}   ms/stack: rebase / test / land`,
+  );
+  const independent: LaneRun[] = [];
+  for (const n of sizes) {
+    const r = await laneRun(n, 4, 0);
+    independent.push(r);
+    line(`${n} independent blocks, max_parallel 4`, r);
+  }
+  const one = await laneRun(1, 1, slowMs / 1000);
+  line(`1 block, ${slowMs / 1000} s builder`, one);
+  const six = await laneRun(6, 6, slowMs / 1000);
+  line(`6 blocks, ${slowMs / 1000} s builders, max_parallel 6`, six);
+  const first = independent[0]!;
+  const last = independent.at(-1)!;
+  const growth = last.wallMs / last.blocks / (first.wallMs / first.blocks);
+  const busiest = Math.max(...independent.map((r) => r.laneBusyMs / r.wallMs));
+  const turns = independent.reduce((n, r) => n + r.mergeTurns, 0) + six.mergeTurns;
+  const efficiency = one.wallMs / six.wallMs;
+  console.log(`per-block wall at ${last.blocks} / at ${first.blocks}: ${growth.toFixed(2)}× (goal ≤ 1.1×)`);
+  console.log(`lane busy, the most of any run: ${pct(busiest, 1)} of the run (goal ≤ 30%)`);
+  console.log(`builder merge turns: ${turns} (goal 0: no two blocks touch the same file)`);
+  console.log(
+    `parallel efficiency, t(1 block) / t(6 blocks at max_parallel 6): ${s(one.wallMs)} / ${s(six.wallMs)} = ${efficiency.toFixed(2)} (goal ≥ 0.8)`,
+  );
+}

@@ -57,7 +57,7 @@ const SAFE_CONFIG = [
   'core.excludesFile=/dev/null',
   'log.showSignature=false',
   'color.ui=never',
-  // The lane's cherry-picks: no signing program, no replayed resolutions, no background gc.
+  // The lane's replays: no signing program, no replayed resolutions, no background gc.
   'commit.gpgSign=false',
   'rerere.enabled=false',
   'gc.auto=0',
@@ -102,6 +102,7 @@ const WORKING_TREE_COMMANDS = new Set([
   'cherry-pick',
   'diff',
   'merge',
+  'merge-tree',
   'read-tree',
   'rebase',
   'reset',
@@ -159,6 +160,16 @@ export interface GitResult {
  */
 export async function runGit(cwd: string, args: readonly string[], input?: string): Promise<GitResult> {
   return spawnGit(cwd, args, await envFor(cwd, WORKING_TREE_COMMANDS.has(args[0] ?? '')), input);
+}
+
+/** runGit with a commit's author (GIT_AUTHOR_NAME, _EMAIL, _DATE) added to the environment: for commit-tree. */
+export async function runGitAs(
+  cwd: string,
+  args: readonly string[],
+  input: string,
+  author: { GIT_AUTHOR_NAME?: string; GIT_AUTHOR_EMAIL?: string; GIT_AUTHOR_DATE?: string },
+): Promise<GitResult> {
+  return spawnGit(cwd, args, { ...(await envFor(cwd, false)), ...author }, input);
 }
 
 async function spawnGit(cwd: string, args: readonly string[], env: Record<string, string>, input?: string): Promise<GitResult> {

@@ -1,12 +1,12 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { checkoutAt, createWorktree, engineCheckoutPath, landStack, landedRefs, replayOnto, revParse } from './index.ts';
+import { checkoutAt, createWorktree, engineCheckoutPath, worktreePath, landStack, landedRefs, replayOnto, revParse } from './index.ts';
 import { makeRepo, type TestRepo } from '../testing/repo.ts';
 
 const repos: TestRepo[] = [];
 
-/** The engine's `_lane` checkout, put at each `onto` it is asked for. */
+/** The engine's `_lane` checkout, put at each `onto` it is asked for (blocks of several commits). */
 const lane = (repo: string) => (onto: string) => checkoutAt(repo, '_lane', onto);
 afterEach(async () => {
   await Promise.all(repos.splice(0).map((r) => r.cleanup()));
@@ -38,7 +38,7 @@ describe('replayOnto', () => {
     expect(out.outcome !== 'conflict' && out.patchAfter).toBe(out.patchBefore);
   });
 
-  it('stacks blocks that touch different files, each on the one before, keeping author and patch', async () => {
+  it('stacks one-commit blocks that touch different files, each on the one before, keeping author and patch, with no checkout', async () => {
     const { r, base, heads } = await blocks({ a: { 'a.txt': 'a\n' }, b: { 'b.txt': 'b\n' } });
     const a = await replayOnto(r.dir, lane(r.dir), { sha: heads.a!, onto: base, trunk: base });
     if (a.outcome === 'conflict') throw new Error('conflict');
@@ -51,6 +51,37 @@ describe('replayOnto', () => {
       'Tron Test <tron-test@example.invalid> / tron <tron@localhost> / Build b',
     );
     expect(await r.git('ls-tree', '--name-only', b.sha)).toContain('a.txt');
+    expect(existsSync(engineCheckoutPath(r.dir, '_lane'))).toBe(false);
+  });
+
+  it('keeps each commit of a block — its message, author and author date — replaying them in order', async () => {
+    const { r, base, heads } = await blocks({ a: { 'a.txt': 'a\n' }, b: { 'b.txt': 'b\n' } });
+    const tree = r.at(worktreePath(r.dir, 'b'));
+    await tree.write('b.txt', 'b\nmore\n');
+    await tree.git('add', 'b.txt');
+    await tree.git(
+      '-c',
+      'user.name=Ada',
+      '-c',
+      'user.email=ada@example.invalid',
+      'commit',
+      '-q',
+      '-m',
+      'More b\n\nwith a body line',
+      '--date=2001-02-03T04:05:06+0100',
+    );
+    const head = await tree.git('rev-parse', 'HEAD');
+    const out = await replayOnto(r.dir, lane(r.dir), { sha: head, onto: heads.a!, trunk: base });
+    if (out.outcome === 'conflict') throw new Error('conflict');
+    const replayed = (await r.git('rev-list', '--reverse', `${heads.a}..${out.sha}`)).split('\n');
+    expect(replayed).toHaveLength(2);
+    const original = [heads.b!, head];
+    for (const [i, sha] of replayed.entries()) {
+      const show = (c: string) => r.git('show', '-s', '--format=%B%x00%an <%ae>%x00%ad', '--date=raw', c);
+      expect(await show(sha)).toBe(await show(original[i]!));
+    }
+    expect(await r.git('show', '-s', '--format=%B', replayed[1]!)).toBe('More b\n\nwith a body line');
+    expect(await r.git('show', `${out.sha}:b.txt`)).toBe('b\nmore');
   });
 
   it('tells a clean rebase whose patch changed (new context) from one that kept it', async () => {
@@ -67,15 +98,15 @@ describe('replayOnto', () => {
     expect(await r.git('show', `${lower.sha}:list.txt`)).toBe('A\nb\nc\nD\ne\nf\ng');
   });
 
-  it('abandons a conflict, names its paths and leaves the checkout clean where it started', async () => {
+  it('abandons a conflict and names its paths, with no checkout made and no ref moved', async () => {
     const { r, base, heads } = await blocks({ first: { 'list.txt': 'first\n' }, second: { 'list.txt': 'second\n' } });
     const first = await replayOnto(r.dir, lane(r.dir), { sha: heads.first!, onto: base, trunk: base });
     if (first.outcome === 'conflict') throw new Error('conflict');
     const second = await replayOnto(r.dir, lane(r.dir), { sha: heads.second!, onto: first.sha, trunk: base });
     expect(second).toMatchObject({ outcome: 'conflict', files: ['list.txt'] });
-    const dir = engineCheckoutPath(r.dir, '_lane');
-    expect(await r.at(dir).git('status', '--porcelain')).toBe('');
-    expect(await r.at(dir).git('rev-parse', 'HEAD')).toBe(first.sha);
+    expect(existsSync(engineCheckoutPath(r.dir, '_lane'))).toBe(false);
+    expect(await r.git('rev-parse', 'main')).toBe(base);
+    expect(await r.git('status', '--porcelain')).toBe('');
   });
 
   it('replays only the block’s own commits onto a new trunk, not what trunk had when it was built', async () => {

@@ -23,15 +23,8 @@ export async function stackBlocks(c: EffectContext, e: EventOf<'lane.stacked'>):
   if (trunk !== e.trunk_sha) return { type: 'rebase.done', stack: e.stack, trunk_sha: trunk, results: [] };
   const results: RebaseResult[] = [];
   let top = e.trunk_sha;
-  // `_lane` is made (or reset) only when a block needs replaying, and then follows the
-  // stack: it holds `at` (a cherry-pick moves it, an abandoned one leaves it where it was).
-  let at: string | undefined;
-  const workdir = async (onto: string): Promise<string> => {
-    const dir = at === undefined ? await checkout(c, '_lane', onto, serialWorktrees) : git.engineCheckoutPath(c.repo, '_lane');
-    if (at !== undefined && at !== onto) await git.checkoutAt(c.repo, '_lane', onto);
-    at = onto;
-    return dir;
-  };
+  // `_lane` is put at `onto` (made the first time) only for a block of several commits, which is cherry-picked there.
+  const workdir = (onto: string): Promise<string> => checkout(c, '_lane', onto, serialWorktrees);
   for (const b of e.blocks) {
     const r = await git.replayOnto(c.repo, workdir, {
       sha: b.sha,
@@ -45,7 +38,6 @@ export async function stackBlocks(c: EffectContext, e: EventOf<'lane.stacked'>):
     }
     const outcome = r.outcome === 'fast_forward' ? 'fast_forward' : r.patchAfter === r.patchBefore ? 'clean' : 'changed';
     results.push({ block: b.block, outcome, onto: top, sha: r.sha, patch_before: r.patchBefore, patch_after: r.patchAfter });
-    if (r.outcome === 'rebased') at = r.sha;
     if (outcome !== 'changed') top = r.sha;
   }
   return { type: 'rebase.done', stack: e.stack, trunk_sha: trunk, results };

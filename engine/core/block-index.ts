@@ -45,6 +45,8 @@ export interface BlockIndex {
   busy: number;
   /** Blocks (not pending) queued for the merge lane: the run settles around them only while trunk is halted. */
   queued: number;
+  /** Blocks past their build and on their way to the lane: their gate or their review is under way (see `approaching`). */
+  approaching: number;
   /** Pending blocks whose dependencies have all landed, in dispatch order. */
   ready: SortedMap<ReadyKey, string>;
   /** Pending blocks with an abandoned dependency, by register position: they are to be parked. */
@@ -61,6 +63,20 @@ const isOrphaned = (blocks: SortedMap<string, BlockState>, b: BlockState): boole
 const isBusy = (b: BlockState): boolean =>
   !TERMINAL.has(b.phase) && b.phase !== 'parked' && b.phase !== 'pending' && b.waiting.on !== 'lane' && b.waiting.on !== 'worker';
 
+/**
+ * On its way to the merge lane: the builder's turn is over and the engine is checking it
+ * (its gate) or it is being challenged or reviewed. What the lane may wait for, as it
+ * will soon be approved (or sent back, which ends the wait as surely).
+ */
+export function approaching(b: BlockState): boolean {
+  if (b.phase !== 'build' && b.phase !== 'review') return false;
+  const w = b.waiting;
+  if (w.on === 'facts') return w.purpose === 'gate';
+  if (w.on !== 'turn') return false;
+  const kind = w.turn.kind === 'restate' ? w.turn.restating : w.turn.kind;
+  return kind === 'challenge' || kind === 'review';
+}
+
 const isQueued = (b: BlockState): boolean =>
   !TERMINAL.has(b.phase) && b.phase !== 'parked' && b.phase !== 'pending' && b.waiting.on === 'lane';
 
@@ -69,8 +85,15 @@ const ACTIVE = 1;
 const IN_FLIGHT = 2;
 const BUSY = 4;
 const QUEUED = 8;
+const APPROACHING = 16;
 function tally(b: BlockState): number {
-  return (ACTIVE_PHASES.has(b.phase) ? ACTIVE : 0) | (inFlight(b) ? IN_FLIGHT : 0) | (isBusy(b) ? BUSY : 0) | (isQueued(b) ? QUEUED : 0);
+  return (
+    (ACTIVE_PHASES.has(b.phase) ? ACTIVE : 0) |
+    (inFlight(b) ? IN_FLIGHT : 0) |
+    (isBusy(b) ? BUSY : 0) |
+    (isQueued(b) ? QUEUED : 0) |
+    (approaching(b) ? APPROACHING : 0)
+  );
 }
 const bit = (mask: number, flag: number): number => (mask & flag ? 1 : 0);
 
@@ -85,6 +108,7 @@ export function indexBlocks(blocks: SortedMap<string, BlockState>, order: readon
     inFlight: 0,
     busy: 0,
     queued: 0,
+    approaching: 0,
     ready: SortedMap.empty(byReadiness),
     orphaned: SortedMap.empty(byNumber),
   };
@@ -101,6 +125,7 @@ export function indexBlocks(blocks: SortedMap<string, BlockState>, order: readon
     index.inFlight += bit(counted, IN_FLIGHT);
     index.busy += bit(counted, BUSY);
     index.queued += bit(counted, QUEUED);
+    index.approaching += bit(counted, APPROACHING);
     if (isReady(blocks, b)) index.ready = index.ready.set({ priority: b.info.priority, id }, id);
     if (isOrphaned(blocks, b)) index.orphaned = index.orphaned.set(i, id);
   });
@@ -131,6 +156,7 @@ export function reindex(index: BlockIndex, blocks: SortedMap<string, BlockState>
       inFlight: index.inFlight + bit(after, IN_FLIGHT) - bit(before, IN_FLIGHT),
       busy: index.busy + bit(after, BUSY) - bit(before, BUSY),
       queued: index.queued + bit(after, QUEUED) - bit(before, QUEUED),
+      approaching: index.approaching + bit(after, APPROACHING) - bit(before, APPROACHING),
     };
   }
   if (was.phase === b.phase && was.info === b.info) return index;

@@ -98,7 +98,16 @@ export const EVENT_SCHEMAS = {
           'TRON_RUN_MARKER: in the environment of every worker and test process of the run; recovery kills only a process that carries it',
         ),
       merge: z
-        .strictObject({ batch: z.number().int().positive(), verify_trunk: z.boolean() })
+        .strictObject({
+          batch: z.number().int().positive(),
+          verify_trunk: z.boolean(),
+          gather: z
+            .boolean()
+            .optional()
+            .describe(
+              'a free lane waits for blocks past their build (being checked or reviewed) while its queue is short of a batch (absent: no)',
+            ),
+        })
         .optional()
         .describe(
           'the merge lane settings in force, from [merge] of the config (absent in logs of earlier versions: batch 8, no trunk check)',

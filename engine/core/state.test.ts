@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { goldenRunDirs, RUNS_DIR } from '../../evaluation/golden.ts';
+import { approaching } from './block-index.ts';
 import { readLog } from '../runtime/eventlog.ts';
 import { parseSpine } from '../spine/parse.ts';
 import { decide } from './decide/decide.ts';
@@ -30,6 +31,7 @@ function scanned(s: EngineState) {
     inFlight: all.filter(inFlight).length,
     busy: all.filter((b) => open(b) && b.waiting.on !== 'lane' && b.waiting.on !== 'worker').length,
     queued: all.filter((b) => open(b) && b.waiting.on === 'lane').length,
+    approaching: all.filter(approaching).length,
     ready: all
       .filter((b) => b.phase === 'pending' && b.info.depends_on.every((d) => phase(d) === 'landed'))
       .sort((a, b) => a.info.priority - b.info.priority || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
@@ -39,8 +41,8 @@ function scanned(s: EngineState) {
 }
 
 function indexed(s: EngineState) {
-  const { active, inFlight, busy, queued } = s.index;
-  return { active, inFlight, busy, queued, ready: [...s.index.ready.values()], orphaned: [...s.index.orphaned.values()] };
+  const { active, inFlight, busy, queued, approaching } = s.index;
+  return { active, inFlight, busy, queued, approaching, ready: [...s.index.ready.values()], orphaned: [...s.index.orphaned.values()] };
 }
 
 /** `settled` as it was before the index: the walk over every block, with no shortcut. */

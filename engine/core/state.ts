@@ -195,6 +195,8 @@ export interface Lane {
   batch: number;
   /** Check trunk again after each landing, off the lane's path ([merge] verify_trunk). */
   verifyTrunk: boolean;
+  /** Wait, while the queue is short of a batch, for blocks past their build ([merge] gather). */
+  gather: boolean;
   /** Approved blocks waiting to be stacked, in order. */
   queue: readonly string[];
   /** The stack in flight. */
@@ -240,7 +242,7 @@ export function initialState(): EngineState {
     watch: false,
     blocks,
     order: [],
-    lane: { batch: 8, verifyTrunk: false, queue: [], stacks: 0, verifying: 0, trunkRed: false },
+    lane: { batch: 8, verifyTrunk: false, gather: false, queue: [], stacks: 0, verifying: 0, trunkRed: false },
     pagesPending: [],
     registered: false,
     finished: false,
@@ -333,7 +335,7 @@ const reducers = {
       ...(b.block_tokens !== undefined && { blockTokens: b.block_tokens }),
       ...(b.run_usd !== undefined && { runUsd: b.run_usd }),
     };
-    s.lane = { ...s.lane, batch: e.merge?.batch ?? 8, verifyTrunk: e.merge?.verify_trunk ?? false };
+    s.lane = { ...s.lane, batch: e.merge?.batch ?? 8, verifyTrunk: e.merge?.verify_trunk ?? false, gather: e.merge?.gather ?? false };
   },
   'register.loaded': (s, e) => {
     let blocks = s.blocks;

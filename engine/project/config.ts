@@ -22,7 +22,7 @@ export const CONFIG_DEFAULTS = {
   trunk: 'main',
   max_parallel: 4,
   timeouts: { turn: '20m', test: '10m' },
-  merge: { batch: 8, verify_trunk: false },
+  merge: { batch: 8, verify_trunk: false, gather: true },
 } as const;
 
 const duration = z
@@ -86,6 +86,7 @@ const envName = z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, { message: 'an envi
 const MergeTable = z.strictObject({
   batch: z.number().int().min(1).max(64).default(CONFIG_DEFAULTS.merge.batch),
   verify_trunk: z.boolean().default(CONFIG_DEFAULTS.merge.verify_trunk),
+  gather: z.boolean().default(CONFIG_DEFAULTS.merge.gather),
 });
 
 const WorkersTable = z.strictObject({
@@ -130,7 +131,7 @@ export interface Config {
     testNetwork: boolean;
   };
   /** The merge lane: the most blocks tested together as one stack, and the optional check of trunk after a landing. */
-  merge: { batch: number; verifyTrunk: boolean };
+  merge: { batch: number; verifyTrunk: boolean; gather: boolean };
   timeouts: {
     /** Budget of one worker turn. */
     turnMs: number;
@@ -230,7 +231,7 @@ function toConfig(raw: z.infer<typeof ConfigTable>): Config {
     testEnv: raw.test_env,
     sandbox: { mode: raw.sandbox.mode, testNetwork: raw.sandbox.test_network },
     ...(raw.setup !== undefined && { setup: raw.setup }),
-    merge: { batch: raw.merge.batch, verifyTrunk: raw.merge.verify_trunk },
+    merge: { batch: raw.merge.batch, verifyTrunk: raw.merge.verify_trunk, gather: raw.merge.gather },
     timeouts: { turnMs: ms(raw.timeouts.turn), testMs: ms(raw.timeouts.test) },
     limits: { replyBytes: parseSize(raw.limits.reply)! },
     workers,

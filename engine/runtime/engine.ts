@@ -169,7 +169,7 @@ export class Engine {
         ...(o.config.budgets.blockTokens !== undefined && { block_tokens: o.config.budgets.blockTokens }),
         ...(o.config.budgets.runUsd !== undefined && { run_usd: o.config.budgets.runUsd }),
       },
-      merge: { batch: o.config.merge.batch, verify_trunk: o.config.merge.verifyTrunk },
+      merge: { batch: o.config.merge.batch, verify_trunk: o.config.merge.verifyTrunk, gather: o.config.merge.gather },
     });
     this.input({ type: 'register.loaded', blocks: o.blocks.map(infoOf) });
     for (const body of o.boot ?? []) this.input(body);

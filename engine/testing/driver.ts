@@ -28,7 +28,7 @@ export class Driver {
     maxParallel = 4,
     watch = false,
     opts: {
-      merge?: { batch: number; verify_trunk: boolean };
+      merge?: { batch: number; verify_trunk: boolean; gather?: boolean };
       budgets?: { block_usd?: number; block_tokens?: number; run_usd?: number };
     } = {},
   ): EventBody[] {

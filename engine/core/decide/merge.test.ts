@@ -12,7 +12,7 @@ const R = (i: number) => sha(100 + i);
  * A driver whose lane holds `ids` as one stack (stack 2) on trunk at X: block `x` was
  * stacked alone first, the others queued behind it, and `x` landed.
  */
-function stacked(ids: string[], merge?: { batch: number; verify_trunk: boolean }): { d: Driver; out: EventBody[] } {
+function stacked(ids: string[], merge?: { batch: number; verify_trunk: boolean; gather?: boolean }): { d: Driver; out: EventBody[] } {
   const d = new Driver();
   d.boot([{ id: 'x' }, ...ids.map((id) => ({ id }))], ids.length + 1, false, { merge });
   d.approve('x', X);
@@ -38,6 +38,38 @@ const only = <T extends EventBody['type']>(out: EventBody[], type: T) =>
   out.filter((e): e is Extract<EventBody, { type: T }> => e.type === type);
 
 describe('the merge lane', () => {
+  /** a approved while b is still being reviewed; then b approved. */
+  function approvedWhileReviewing(merge: { batch: number; verify_trunk: boolean; gather: boolean }) {
+    const d = new Driver();
+    d.boot([{ id: 'a' }, { id: 'b' }], 2, false, { merge });
+    const session = 'b.1.builder';
+    d.feed({ type: 'worktree.ready', block: 'b', attempt: 1, base: sha(1), path: 'b' });
+    d.feed({ type: 'reply.received', block: 'b', role: 'builder', session, turn: 1, ok: true, reply: '>>DONE' });
+    d.observe('b', sha(11));
+    d.answer('b', '>>CONFIRMED {"evidence":{"c1":"here"}}');
+    expect(d.state.blocks.get('b')!.waiting).toMatchObject({ on: 'turn', turn: { role: 'reviewer' } });
+    const first = d.approve('a', sha(10));
+    const second = d.answer('b', '>>APPROVE');
+    return { first: only(first, 'lane.stacked'), second: only(second, 'lane.stacked') };
+  }
+
+  it('with gather, waits for a block under review to join the stack, then tests the two together', () => {
+    const { first, second } = approvedWhileReviewing({ batch: 8, verify_trunk: false, gather: true });
+    expect(first).toEqual([]);
+    expect(second.map((e) => e.blocks.map((b) => b.block))).toEqual([['a', 'b']]);
+  });
+
+  it('with gather, does not wait once the queue holds a whole batch', () => {
+    const { first } = approvedWhileReviewing({ batch: 1, verify_trunk: false, gather: true });
+    expect(first.map((e) => e.blocks.map((b) => b.block))).toEqual([['a']]);
+  });
+
+  it('without gather, stacks the first approved block at once, alone', () => {
+    const { first, second } = approvedWhileReviewing({ batch: 8, verify_trunk: false, gather: false });
+    expect(first.map((e) => e.blocks.map((b) => b.block))).toEqual([['a']]);
+    expect(second).toEqual([]);
+  });
+
   it('stacks the waiting blocks in queue order and tests only the top', () => {
     const { d, out } = stacked(['a', 'b', 'c', 'd']);
     expect(out.at(-1)).toEqual({

@@ -21,10 +21,16 @@ import { type Step, wrapSummary } from './step.ts';
 import { dispatch } from './turns.ts';
 import { escalate } from './escalate.ts';
 
-/** From schedule, after every input: a free lane takes the first blocks of its queue as one stack. */
+/**
+ * From schedule, after every input: a free lane takes the first blocks of its queue as one
+ * stack. With [merge] gather, while the queue is short of a batch it first waits for the
+ * blocks on their way (gate or review under way: `approaching`) — one test for all of
+ * them instead of a stack each; each of those inputs brings the lane back here.
+ */
 export function stackNext(step: Step): void {
   const s = step.s;
   if (s.lane.stack || s.trunkHalt !== undefined || s.lane.queue.length === 0) return;
+  if (s.lane.gather && s.lane.queue.length < s.lane.batch && s.index.approaching > 0) return;
   const blocks = s.lane.queue.slice(0, s.lane.batch).map((id) => {
     const b = step.block(id);
     return { block: id, sha: b.attested!, ...(b.patchId !== undefined ? { patch_id: b.patchId } : {}) };

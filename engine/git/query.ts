@@ -78,7 +78,8 @@ function porcelain(status: StatusResult): string {
  * reviewed change is not the one about to land.
  */
 export async function patchId(repo: string, base: string, head: string): Promise<string> {
-  const diff = await gitOut(repo, ['diff', ...DIFF_FLAGS, base, head, '--']);
+  // Commit to commit, by the plumbing command: no working tree is read, so no filter can run.
+  const diff = await gitOut(repo, ['diff-tree', '-p', ...DIFF_FLAGS, base, head, '--']);
   if (diff === '') return '';
   const out = await gitOut(repo, ['patch-id', '--stable'], `${diff}\n`);
   return out.split(/\s+/)[0] ?? '';

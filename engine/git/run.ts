@@ -159,7 +159,18 @@ export interface GitResult {
  * exit. stdout loses only its final newline.
  */
 export async function runGit(cwd: string, args: readonly string[], input?: string): Promise<GitResult> {
-  return spawnGit(cwd, args, await envFor(cwd, WORKING_TREE_COMMANDS.has(args[0] ?? '')), input);
+  return spawnGit(cwd, args, await envFor(cwd, touchesFiles(args)), input);
+}
+
+/**
+ * Whether `args` may read or write file contents through a filter or merge driver. Of
+ * `worktree`, only `add` checks files out (and `remove` without --force, which looks for
+ * changes); `prune`, `list` and a forced `remove` never read a file's content.
+ */
+function touchesFiles(args: readonly string[]): boolean {
+  if (!WORKING_TREE_COMMANDS.has(args[0] ?? '')) return false;
+  if (args[0] !== 'worktree') return true;
+  return args[1] === 'add' || (args[1] === 'remove' && !args.includes('--force'));
 }
 
 /** runGit with a commit's author (GIT_AUTHOR_NAME, _EMAIL, _DATE) added to the environment: for commit-tree. */

@@ -36,9 +36,11 @@ export type Replayed =
 export async function replayOnto(
   repo: string,
   workdir: (onto: Sha) => Promise<string>,
-  opts: { sha: Sha; onto: Sha; trunk: Sha; patch?: string },
+  opts: { sha: Sha; onto: Sha; trunk: Sha; patch?: string; ontoIsNew?: boolean },
 ): Promise<Replayed> {
+  // A commit the stack has just made (`ontoIsNew`) is in no block's history.
   const fastForward =
+    !opts.ontoIsNew &&
     (await isAncestor(repo, opts.onto, opts.sha)) &&
     (await gitOut(repo, ['rev-list', '--min-parents=2', `${opts.onto}..${opts.sha}`])) === '';
   // A head that already sits on trunk: its own commits start at trunk, and its patch cannot have changed.

@@ -36,7 +36,7 @@ export async function createWorktree(repo: string, opts: { id: string; base: str
   const branch = `tron/${opts.id}`;
   await gitOut(repo, ['worktree', 'prune']);
   await clearStaleLocks(repo, opts.id, branch);
-  const branchSha = await revParse(repo, `refs/heads/${branch}`);
+  const [branchSha, base] = await Promise.all([revParse(repo, `refs/heads/${branch}`), resolveCommit(repo, opts.base)]);
   if (existsSync(path) || branchSha !== undefined) {
     const what = [existsSync(path) ? `folder ${relative(resolve(repo), path)}` : '', branchSha ? `branch ${branch}` : '']
       .filter(Boolean)
@@ -48,7 +48,6 @@ export async function createWorktree(repo: string, opts: { id: string; base: str
         `by itself — to discard it by hand: \`git worktree remove --force ${relative(resolve(repo), path)}; git branch -D ${branch}\``,
     );
   }
-  const base = await resolveCommit(repo, opts.base);
   await mkdir(join(resolve(repo), WORKTREES_DIR), { recursive: true });
   await gitOut(repo, ['worktree', 'add', '--quiet', '--no-track', '-b', branch, path, base]);
   return { path, branch };
@@ -141,8 +140,19 @@ async function adminDir(repo: string, name: string): Promise<string> {
   return join(await commonDir(repo), 'worktrees', name);
 }
 
-export async function commonDir(repo: string): Promise<string> {
-  return resolve(repo, (await gitOut(repo, ['rev-parse', '--git-common-dir'])).trim());
+/** Each folder's common git directory, asked of git once per process: where a repository keeps it does not move. */
+const commonDirs = new Map<string, Promise<string>>();
+
+export function commonDir(repo: string): Promise<string> {
+  const key = resolve(repo);
+  let dir = commonDirs.get(key);
+  if (!dir) {
+    dir = gitOut(repo, ['rev-parse', '--git-common-dir']).then((out) => resolve(repo, out.trim()));
+    // A failure is not remembered: the next call asks again.
+    dir.catch(() => commonDirs.delete(key));
+    commonDirs.set(key, dir);
+  }
+  return dir;
 }
 
 async function resolveCommit(repo: string, ref: string): Promise<Sha> {

@@ -4,6 +4,8 @@ import { join } from 'node:path';
 import { configFile, makeProject, ofType, runTron } from '../testing/project.ts';
 import { makeRepo, type TestRepo } from '../testing/repo.ts';
 import * as git from '../git/index.ts';
+import { CheckoutPool, warmCheckouts } from './checkouts.ts';
+import type { EffectContext } from './effects.ts';
 
 const repos: TestRepo[] = [];
 afterEach(async () => {
@@ -42,6 +44,24 @@ describe('the engine checkout', () => {
     expect(existsSync(join(dir, 'build'))).toBe(false);
     expect(await git.headOf(dir)).toBe(first);
     expect(await git.currentBranch(dir)).toBeUndefined();
+  });
+
+  it('makes the gate’s first checkouts ahead, which the gates then take instead of making their own', async () => {
+    const repo = await makeRepo({ 'a.txt': 'one\n' });
+    repos.push(repo);
+    const sha = await repo.git('rev-parse', 'HEAD');
+    const pool = new CheckoutPool();
+    const c = { repo: repo.dir, checkouts: pool } as unknown as EffectContext;
+    const queued: string[] = [];
+    const serial = <T>(work: () => Promise<T>): Promise<T> => {
+      queued.push('made');
+      return work();
+    };
+    await warmCheckouts(c, 2, sha, serial);
+    expect(queued).toEqual(['made', 'made']);
+    for (const name of ['_check-1', '_check-2']) expect(await git.headOf(git.engineCheckoutPath(repo.dir, name))).toBe(sha);
+    // The gates take the warm ones, first made first; a third makes a new one.
+    expect([pool.acquire(), pool.acquire(), pool.acquire()]).toEqual(['_check-1', '_check-2', '_check-3']);
   });
 
   it('refuses a name that is not the engine’s own', () => {

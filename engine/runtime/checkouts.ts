@@ -30,6 +30,29 @@ export class CheckoutPool {
   release(name: string): void {
     this.free.push(name);
   }
+  /** `n` new names, free at once: checkouts the engine makes ahead of the first gates (see `warmCheckouts`). */
+  warm(n: number): string[] {
+    const names = Array.from({ length: n }, () => `_check-${++this.made}`);
+    this.free.push(...names.slice().reverse());
+    return names;
+  }
+}
+
+/**
+ * Makes the gate's first checkouts at `sha` (trunk) while the first builders work, so that
+ * no gate waits for one to be made (making one is a whole checkout, and waits for every
+ * other worktree being made). Queued behind the worktrees already requested; best effort:
+ * a checkout that could not be made is made by its gate.
+ */
+export function warmCheckouts(c: EffectContext, n: number, sha: string, serial: <T>(work: () => Promise<T>) => Promise<T>): Promise<void> {
+  return Promise.all(
+    c.checkouts.warm(n).map((name) =>
+      checkout(c, name, sha, serial).then(
+        () => undefined,
+        () => undefined,
+      ),
+    ),
+  ).then(() => undefined);
 }
 
 /** What one hermetic run of the suite found: setup (null when none is configured) and tests (null when setup failed). */

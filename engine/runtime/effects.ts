@@ -85,26 +85,28 @@ function contentDigest(path: string): string {
   }
 }
 
-export function prepareWorktree(c: EffectContext, e: EventOf<'worktree.requested'>): Promise<EventBody> {
-  return serialWorktrees(() => prepareWorktreeNow(c, e));
-}
-
-async function prepareWorktreeNow(c: EffectContext, e: EventOf<'worktree.requested'>): Promise<EventBody> {
-  const path = git.worktreePath(c.repo, e.block);
-  const branch = `tron/${e.block}`;
-  const orphan = await retireBranch(c, e.block, branch);
-  await git.removeWorktree(c.repo, path);
-  const base = e.base;
-  const made = await git.createWorktree(c.repo, { id: e.block, base });
+export async function prepareWorktree(c: EffectContext, e: EventOf<'worktree.requested'>): Promise<EventBody> {
+  // Only the worktree commands wait for each other; reading the admin files does not.
+  const { made, orphan } = await serialWorktrees(() => prepareWorktreeNow(c, e));
   return {
     type: 'worktree.ready',
     block: e.block,
     attempt: e.attempt,
-    base,
+    base: e.base,
     path: relative(c.repo, made.path),
     ...(orphan ? { orphan } : {}),
     git_files: await git.adminDigests(c.repo),
   };
+}
+
+async function prepareWorktreeNow(c: EffectContext, e: EventOf<'worktree.requested'>) {
+  const path = git.worktreePath(c.repo, e.block);
+  const branch = `tron/${e.block}`;
+  const orphan = await retireBranch(c, e.block, branch);
+  // createWorktree prunes registrations whose folder is gone; a folder still there goes first.
+  if (existsSync(path)) await git.removeWorktree(c.repo, path);
+  const made = await git.createWorktree(c.repo, { id: e.block, base: e.base });
+  return { made, orphan };
 }
 
 /** Deletes tron/<id>, first preserving it as orphan/<id>-<n> when it holds commits not on trunk. */
@@ -121,17 +123,24 @@ async function retireBranch(c: EffectContext, id: string, branch: string): Promi
 export async function observeFacts(c: EffectContext, e: EventOf<'facts.requested'>): Promise<EventBody> {
   const dir = git.worktreePath(c.repo, e.block);
   const head = await git.headOf(dir);
-  const commits = (await git.commitsOver(c.repo, e.base, head)).length;
-  const trunkSha = (await git.revParse(c.repo, `refs/heads/${c.config.trunk}`)) ?? null;
-  // Read the main checkout only between landings, never while one is moving it.
-  const status = await serialMain(() => mainStatus(c.repo, c.config.trunk));
-  const clean = await git.isClean(dir);
+  // The observations are independent of each other: read at once (several gates at once
+  // otherwise queue on each process in turn).
+  const [commits, trunkSha, status, clean, engineDiff] = await Promise.all([
+    git.commitsOver(c.repo, e.base, head).then((list) => list.length),
+    git.revParse(c.repo, `refs/heads/${c.config.trunk}`).then((sha) => sha ?? null),
+    // Read the main checkout only between landings, never while one is moving it.
+    serialMain(() => mainStatus(c.repo, c.config.trunk)),
+    git.isClean(dir),
+    git.changesUnder(c.repo, e.base, head, '.tron/'),
+  ]);
   const fastForward = trunkSha ? await git.isAncestor(c.repo, trunkSha, head) : false;
-  const engineDiff = await git.changesUnder(c.repo, e.base, head, '.tron/');
   // Whether trunk is as the engine left it is decided from these facts, not here: the
   // engine may land another block while they are observed.
   const worthTesting = commits > 0 && clean.clean && engineDiff.length === 0 && (e.purpose === 'gate' || fastForward);
-  const suite = worthTesting ? await testHead(c, e.block, e.purpose, head) : { setup: null, tests: null };
+  const [suite, patchId] = await Promise.all([
+    worthTesting ? testHead(c, e.block, e.purpose, head) : { setup: null, tests: null },
+    git.patchId(c.repo, e.base, head),
+  ]);
   return {
     type: 'facts.observed',
     block: e.block,
@@ -145,7 +154,7 @@ export async function observeFacts(c: EffectContext, e: EventOf<'facts.requested
     status: clean.status,
     ...(suite.setup ? { setup: suite.setup } : {}),
     tests: suite.tests,
-    patch_id: await git.patchId(c.repo, e.base, head),
+    patch_id: patchId,
     fast_forward: fastForward,
     git_files: await git.adminDigests(c.repo),
     ...(c.engineFiles ? { engine_files: c.engineFiles.changes() } : {}),
@@ -189,9 +198,12 @@ export function wrapBlock(c: EffectContext, e: EventOf<'wrap.requested'>): Promi
 }
 
 async function wrapBlockNow(c: EffectContext, e: EventOf<'wrap.requested'>): Promise<EventBody> {
-  await git.removeWorktree(c.repo, git.reviewPath(c.repo, e.block));
+  const review = git.reviewPath(c.repo, e.block);
+  if (existsSync(review)) await git.removeWorktree(c.repo, review);
+  // retireBranch removes the worktree (and prunes) before it deletes the branch.
   const orphan = await retireBranch(c, e.block, `tron/${e.block}`);
-  await git.removeWorktree(c.repo, git.worktreePath(c.repo, e.block));
+  const path = git.worktreePath(c.repo, e.block);
+  if (existsSync(path)) await git.removeWorktree(c.repo, path);
   return { type: 'block.wrapped', block: e.block, summary: e.summary, ...(orphan ? { orphan } : {}) };
 }
 

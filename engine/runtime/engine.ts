@@ -22,7 +22,7 @@ import type { TurnObserver, WorkerAdapter } from '../workers/adapter.ts';
 import type { WorkerRole } from '../core/roles.ts';
 import * as fx from './effects.ts';
 import * as lane from './lane.ts';
-import { CheckoutPool } from './checkouts.ts';
+import { CheckoutPool, warmCheckouts } from './checkouts.ts';
 import * as git from '../git/index.ts';
 import { renderPrompt } from './prompts.ts';
 import { formatDuration } from '../core/duration.ts';
@@ -180,6 +180,10 @@ export class Engine {
     const waiting = await this.inboxAnswers();
     for (const body of waiting) this.input(body);
     this.input({ type: 'recovery.finished', answers: waiting.length });
+    // The gate's checkouts, made while the builders just dispatched work (after their worktrees).
+    const warming = warmCheckouts(this.fx, Math.min(o.config.maxParallel, this.state.index.active), trunkSha, fx.serialWorktrees);
+    this.running.add(warming);
+    void warming.finally(() => this.running.delete(warming));
     this.watchInbox();
     this.heartbeatTimer = o.watch ? setInterval(() => this.guard(() => this.heartbeat()), o.heartbeatMs ?? 60_000) : undefined;
     this.blocksWatcher = o.watch ? this.watchBlocks() : undefined;

@@ -25,11 +25,13 @@ export async function stackBlocks(c: EffectContext, e: EventOf<'lane.stacked'>):
   let top = e.trunk_sha;
   // `_lane` is put at `onto` (made the first time) only for a block of several commits, which is cherry-picked there.
   const workdir = (onto: string): Promise<string> => checkout(c, '_lane', onto, serialWorktrees);
+  let topIsNew = false;
   for (const b of e.blocks) {
     const r = await git.replayOnto(c.repo, workdir, {
       sha: b.sha,
       onto: top,
       trunk: e.trunk_sha,
+      ontoIsNew: topIsNew,
       ...(b.patch_id !== undefined ? { patch: b.patch_id } : {}),
     });
     if (r.outcome === 'conflict') {
@@ -38,7 +40,10 @@ export async function stackBlocks(c: EffectContext, e: EventOf<'lane.stacked'>):
     }
     const outcome = r.outcome === 'fast_forward' ? 'fast_forward' : r.patchAfter === r.patchBefore ? 'clean' : 'changed';
     results.push({ block: b.block, outcome, onto: top, sha: r.sha, patch_before: r.patchBefore, patch_after: r.patchAfter });
-    if (outcome !== 'changed') top = r.sha;
+    if (outcome !== 'changed') {
+      top = r.sha;
+      topIsNew = r.outcome === 'rebased';
+    }
   }
   return { type: 'rebase.done', stack: e.stack, trunk_sha: trunk, results };
 }

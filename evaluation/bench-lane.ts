@@ -18,7 +18,7 @@
  * TRON_BENCH_LANE=0 skips it; TRON_BENCH_LANE_SIZES=10,40 and TRON_BENCH_SLOW_MS=4000
  * change the sizes and the slow builders' time; TRON_BENCH_KEEP=1 keeps the repositories.
  */
-import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -28,29 +28,18 @@ import { laneIntervals, unionMs } from '../engine/render/report-time.ts';
 import { readLog } from '../engine/runtime/eventlog.ts';
 import { configFile, makeProject } from '../engine/testing/project.ts';
 import { GIT_IDENTITY_ENV } from '../engine/testing/repo.ts';
-import { readdirSync } from 'node:fs';
+import { approvingWorkers, builderPrelude, writeBuilder } from '../engine/testing/workers.ts';
 
 const BIN = fileURLToPath(new URL('../bin/tron.js', import.meta.url));
 
 /** A builder that writes items/<block>.txt and commits it, after `sleep` seconds. */
 function builder(sleep: number): string {
-  return `#!/bin/sh
-prompt=$(cat)
-if [ "$TRON_PHASE" = merge ]; then
-  git rebase -q main >/dev/null 2>&1 || { git rebase --abort; echo '>>BLOCKED {"reason":"conflict"}'; exit 0; }
-  echo ">>MERGED"; exit 0
-fi
-case "$prompt" in
-  *"# Evidence for block"*) echo '>>CONFIRMED {"evidence":{"c1":"items/'"$TRON_BLOCK"'.txt names itself"}}'; exit 0 ;;
-esac
-${sleep > 0 ? `sleep ${sleep}` : ''}
+  return `${builderPrelude('items/<block>.txt names itself')}${sleep > 0 ? `sleep ${sleep}` : ''}
 mkdir -p items && echo "$TRON_BLOCK" > "items/$TRON_BLOCK.txt"
 git add -A && git commit -qm "Add $TRON_BLOCK" >/dev/null 2>&1
 echo ">>DONE"
 `;
 }
-
-const REVIEWER = '#!/bin/sh\ncat > /dev/null\necho ">>APPROVE"\n';
 
 /** A `node --test` suite that reads every item: its cost stays the same as items land. */
 const SUITE = {
@@ -88,17 +77,14 @@ interface LaneRun {
 /** One `tron start` of `blocks` independent blocks at `maxParallel`, each builder taking `sleep` seconds. */
 async function laneRun(blocks: number, maxParallel: number, sleep: number): Promise<LaneRun> {
   const scripts = mkdtempSync(join(tmpdir(), 'tron-bench-workers-'));
-  writeFileSync(join(scripts, 'builder.sh'), builder(sleep));
-  writeFileSync(join(scripts, 'reviewer.sh'), REVIEWER);
-  chmodSync(join(scripts, 'builder.sh'), 0o755);
-  chmodSync(join(scripts, 'reviewer.sh'), 0o755);
+  const builderPath = writeBuilder(scripts, builder(sleep));
   const ids = Array.from({ length: blocks }, (_, i) => `b${String(i + 1).padStart(3, '0')}`);
   const repo = await makeProject({
     blocks: Object.fromEntries(ids.map((id) => [id, {}])),
     files: SUITE,
     config: configFile({
       maxParallel,
-      workers: `[workers.builder]\nadapter = "command"\ncommand = ["${scripts}/builder.sh"]\n\n[workers.reviewer]\nadapter = "command"\ncommand = ["${scripts}/reviewer.sh"]\n`,
+      workers: approvingWorkers(builderPath),
     }).replace('test = "node test.js"', 'test = "node --test test/"'),
   });
   try {

@@ -118,7 +118,7 @@ const CLIENT = `
   var selected = null;
   var container = document.getElementById('canvas');
   /** The canvas takes the whole width and the height the fitted diagram needs; the panel the rest. */
-  function fit(canvas) {
+  function fitToPage(canvas) {
     var inner = canvas.viewbox().inner;
     var room = window.innerHeight - document.querySelector('header').offsetHeight - 120;
     var wanted = Math.ceil(container.clientWidth * (inner.height + 40) / (inner.width + 40));
@@ -179,8 +179,8 @@ const CLIENT = `
   }
   viewer.importXML(xml).then(function () {
     var canvas = viewer.get('canvas');
-    fit(canvas);
-    window.addEventListener('resize', function () { fit(canvas); });
+    fitToPage(canvas);
+    window.addEventListener('resize', function () { fitToPage(canvas); });
     if (run) { overlay(canvas); summary(); }
     viewer.get('eventBus').on('element.click', function (event) {
       var target = event.element.labelTarget || event.element;
@@ -191,7 +191,7 @@ const CLIENT = `
     });
     document.getElementById('zoom-in').onclick = function () { canvas.zoom(canvas.zoom() * 1.25); };
     document.getElementById('zoom-out').onclick = function () { canvas.zoom(canvas.zoom() / 1.25); };
-    document.getElementById('zoom-fit').onclick = function () { fit(canvas); };
+    document.getElementById('zoom-fit').onclick = function () { fitToPage(canvas); };
     document.body.setAttribute('data-ready', 'true');
   }).catch(function (err) {
     panel.textContent = 'The diagram could not be shown: ' + err.message;

@@ -2,11 +2,12 @@
  * Helpers for crash tests: run the real CLI as its own process (so it can die abruptly),
  * with command workers that can be interrupted at any instant and pick up again.
  */
-import { chmodSync, existsSync, mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { execa } from 'execa';
 import { configFile, makeProject } from './project.ts';
+import { approvingWorkers, builderPrelude, writeBuilder } from './workers.ts';
 import { GIT_IDENTITY_ENV, type TestRepo } from './repo.ts';
 import { readLog } from '../runtime/eventlog.ts';
 import type { TronEvent } from '../core/events.ts';
@@ -19,38 +20,21 @@ export const BIN = tronPath('bin', 'tron.js');
  * rebases when asked to merge. Every step is idempotent, so a re-issued or resumed turn
  * does the right thing whatever was done before the crash.
  */
-const BUILDER = `#!/bin/sh
-prompt=$(cat)
-if [ "$TRON_PHASE" = merge ]; then
-  git rebase -q main >/dev/null 2>&1 || { git rebase --abort; echo '>>BLOCKED {"reason":"conflict"}'; exit 0; }
-  echo ">>MERGED"; exit 0
-fi
-case "$prompt" in
-  *"# Evidence for block"*) echo '>>CONFIRMED {"evidence":{"c1":"the file and its test"}}'; exit 0 ;;
-esac
-echo "$TRON_BLOCK" > "$TRON_BLOCK.txt"
+const BUILDER = `${builderPrelude('the file and its test')}echo "$TRON_BLOCK" > "$TRON_BLOCK.txt"
 printf "require('node:assert').ok(require('node:fs').existsSync(__dirname + '/../%s.txt'));\\n" "$TRON_BLOCK" > "tests/$TRON_BLOCK.test.js"
 git add -A && git commit -qm "Build $TRON_BLOCK" >/dev/null 2>&1
 echo ">>DONE"
 `;
 
-const REVIEWER = `#!/bin/sh
-cat > /dev/null
-echo ">>APPROVE"
-`;
-
 /** Three blocks: two in parallel (one will need a rebase), one depending on the first. */
 export async function crashProject(): Promise<TestRepo> {
   const dir = mkdtempSync(join(tmpdir(), 'tron-crash-workers-'));
-  writeFileSync(join(dir, 'builder.sh'), BUILDER);
-  writeFileSync(join(dir, 'reviewer.sh'), REVIEWER);
-  chmodSync(join(dir, 'builder.sh'), 0o755);
-  chmodSync(join(dir, 'reviewer.sh'), 0o755);
+  const builder = writeBuilder(dir, BUILDER);
   return makeProject({
     blocks: { alpha: {}, beta: {}, gamma: { depends_on: ['alpha'] } },
     config: configFile({
       maxParallel: 2,
-      workers: `[workers.builder]\nadapter = "command"\ncommand = ["${dir}/builder.sh"]\n\n[workers.reviewer]\nadapter = "command"\ncommand = ["${dir}/reviewer.sh"]\n`,
+      workers: approvingWorkers(builder),
     }),
   });
 }
@@ -61,16 +45,7 @@ export async function crashProject(): Promise<TestRepo> {
  * green at its gate, red on the new trunk — and, sent back with the failure, rebases and
  * calls hello. b1…b3 build slowly, so `first` and `second` are approved first.
  */
-const BATCH_BUILDER = `#!/bin/sh
-prompt=$(cat)
-if [ "$TRON_PHASE" = merge ]; then
-  git rebase -q main >/dev/null 2>&1 || { git rebase --abort; echo '>>BLOCKED {"reason":"conflict"}'; exit 0; }
-  echo ">>MERGED"; exit 0
-fi
-case "$prompt" in
-  *"# Evidence for block"*) echo '>>CONFIRMED {"evidence":{"c1":"the file and its test"}}'; exit 0 ;;
-esac
-case "$TRON_BLOCK" in
+const BATCH_BUILDER = `${builderPrelude('the file and its test')}case "$TRON_BLOCK" in
   first)
     echo "exports.hello = () => 'hi';" > lib.js
     echo "require('node:assert').strictEqual(require('../lib.js').hello(), 'hi');" > tests/lib.test.js ;;
@@ -122,10 +97,7 @@ for (const f of readdirSync(__dirname + '/tests').filter((f) => f.endsWith('.tes
  */
 export async function batchProject(): Promise<TestRepo> {
   const dir = mkdtempSync(join(tmpdir(), 'tron-batch-workers-'));
-  writeFileSync(join(dir, 'builder.sh'), BATCH_BUILDER);
-  writeFileSync(join(dir, 'reviewer.sh'), REVIEWER);
-  chmodSync(join(dir, 'builder.sh'), 0o755);
-  chmodSync(join(dir, 'reviewer.sh'), 0o755);
+  const builder = writeBuilder(dir, BATCH_BUILDER);
   return makeProject({
     blocks: { first: { priority: -2 }, second: { priority: -1 }, b1: {}, b2: {}, b3: {} },
     files: {
@@ -135,7 +107,7 @@ export async function batchProject(): Promise<TestRepo> {
     },
     config: configFile({
       maxParallel: 5,
-      workers: `[workers.builder]\nadapter = "command"\ncommand = ["${dir}/builder.sh"]\n\n[workers.reviewer]\nadapter = "command"\ncommand = ["${dir}/reviewer.sh"]\n`,
+      workers: approvingWorkers(builder),
     }),
   });
 }

@@ -66,22 +66,7 @@ export class Driver {
     const session = `${id}.${this.state.blocks.get(id)!.attempt}.builder`;
     this.feed({ type: 'worktree.ready', block: id, attempt: this.state.blocks.get(id)!.attempt, base, path: id });
     this.feed({ type: 'reply.received', block: id, role: 'builder', session, turn: 1, ok: true, reply: '>>DONE' });
-    const tests = { exit: 0, timed_out: false, log: 'l', tail: '' };
-    this.feed({
-      type: 'facts.observed',
-      block: id,
-      purpose: 'gate',
-      base,
-      head,
-      commits: 1,
-      trunk_sha: this.state.trunkSha!,
-      main_status: '',
-      clean: true,
-      status: '',
-      tests,
-      patch_id: 'p',
-      fast_forward: true,
-    });
+    this.observe(id, head);
     this.feed({
       type: 'reply.received',
       block: id,

@@ -12,9 +12,8 @@ import { configFile } from './project.ts';
  * commits and replies `>>DONE`. Later turns answer the challenge.
  */
 export function slowBuilder(dir: string, line: string, go: string): string {
-  const path = join(dir, 'builder.sh');
-  writeFileSync(
-    path,
+  return writeBuilder(
+    dir,
     `#!/bin/sh
 cat > /dev/null
 if [ "$TRON_TURN" = 1 ]; then
@@ -27,8 +26,6 @@ else
 fi
 `,
   );
-  chmodSync(path, 0o755);
-  return path;
 }
 
 /**
@@ -37,9 +34,37 @@ fi
  * hides (the sandbox has tests of its own).
  */
 export function commandConfig(builder: string): string {
+  return configFile({ workers: approvingWorkers(builder), extra: '[sandbox]\nmode = "off"\n' });
+}
+
+/** The [workers] table: the command builder at `builder`, and a reviewer that approves whatever it reads. */
+export function approvingWorkers(builder: string): string {
   const reviewer = `["sh", "-c", "cat > /dev/null; echo '>>APPROVE'"]`;
-  return configFile({
-    workers: `[workers.builder]\nadapter = "command"\ncommand = ["${builder}"]\n\n[workers.reviewer]\nadapter = "command"\ncommand = ${reviewer}\n`,
-    extra: '[sandbox]\nmode = "off"\n',
-  });
+  return `[workers.builder]\nadapter = "command"\ncommand = ["${builder}"]\n\n[workers.reviewer]\nadapter = "command"\ncommand = ${reviewer}\n`;
+}
+
+/**
+ * The start of an honest builder's script: it reads the prompt into `$prompt`; a merge
+ * turn rebases onto main (BLOCKED on a conflict); a challenge gives `evidence` for c1.
+ * What follows it builds, commits and answers `>>DONE`.
+ */
+export function builderPrelude(evidence: string): string {
+  return `#!/bin/sh
+prompt=$(cat)
+if [ "$TRON_PHASE" = merge ]; then
+  git rebase -q main >/dev/null 2>&1 || { git rebase --abort; echo '>>BLOCKED {"reason":"conflict"}'; exit 0; }
+  echo ">>MERGED"; exit 0
+fi
+case "$prompt" in
+  *"# Evidence for block"*) echo '>>CONFIRMED {"evidence":{"c1":"${evidence}"}}'; exit 0 ;;
+esac
+`;
+}
+
+/** Writes `script` as `dir/builder.sh`, executable; its path. */
+export function writeBuilder(dir: string, script: string): string {
+  const path = join(dir, 'builder.sh');
+  writeFileSync(path, script);
+  chmodSync(path, 0o755);
+  return path;
 }

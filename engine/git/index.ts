@@ -26,7 +26,8 @@
  *
  * Build and review worktrees live under `.tron/worktrees/`, which the engine owns; it
  * creates and deletes nothing outside it except the refs it names: `tron/<id>`,
- * `orphan/<id>-<n>` and `refs/tron/landed/<id>`.
+ * `orphan/<id>-<n>` and `refs/tron/landed/<id>` (and `refs/tron/lane/replay`, which the
+ * lane's bulk replay creates and deletes within one git process: replay.ts).
  *
  * Every git call runs non-interactively (no prompt, no pager, no editor) in a minimal
  * environment, and runs no program a repository, a worker or HOME configured: no hooks
@@ -56,6 +57,7 @@ export {
 } from './query.ts';
 export { adminDigests, type AdminDigests } from './admin.ts';
 export { type Replayed, replayOnto } from './stack.ts';
+export { replayInStore, type StackBlock, type StoreReplay } from './replay.ts';
 export {
   LANDED_PREFIX,
   branchesOf,

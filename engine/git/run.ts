@@ -183,14 +183,31 @@ export async function runGitAs(
   return spawnGit(cwd, args, { ...(await envFor(cwd, false)), ...author }, input);
 }
 
-async function spawnGit(cwd: string, args: readonly string[], env: Record<string, string>, input?: string): Promise<GitResult> {
+/**
+ * runGit for plumbing that carries raw bytes — paths and commit messages that need not be
+ * UTF-8 (`cat-file --batch`, `diff-tree -z`, `fast-import`): input and output are latin1
+ * strings, one character a byte, so nothing is re-encoded on the way; stdout is kept
+ * whole. Only for commands that read no working-tree file (no filter can run).
+ */
+export async function runGitBytes(cwd: string, args: readonly string[], input: string): Promise<GitResult> {
+  if (touchesFiles(args)) throw new GitFailure('TRON_GIT_FAILED', `git ${args[0]} reads working-tree files: not through runGitBytes`);
+  return spawnGit(cwd, args, await envFor(cwd, false), input, true);
+}
+
+async function spawnGit(
+  cwd: string,
+  args: readonly string[],
+  env: Record<string, string>,
+  input?: string,
+  bytes = false,
+): Promise<GitResult> {
   const result = await execa('git', [...SAFE_CONFIG.flatMap((pair) => ['-c', pair]), ...args], {
     cwd,
     env,
     extendEnv: false,
     reject: false,
-    ...(input === undefined ? { stdin: 'ignore' as const } : { input }),
-    stripFinalNewline: true,
+    ...(input === undefined ? { stdin: 'ignore' as const } : { input: bytes ? Buffer.from(input, 'latin1') : input }),
+    ...(bytes ? { encoding: 'latin1' as const, stripFinalNewline: false } : { stripFinalNewline: true }),
   });
   if (result.failed && result.exitCode === undefined) {
     throw new GitFailure('TRON_GIT_UNAVAILABLE', `could not run git in ${cwd}: ${result.shortMessage}`);

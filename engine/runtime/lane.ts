@@ -13,7 +13,9 @@ import { type EffectContext, serialMain, serialWorktrees } from './effects.ts';
 type RebaseResult = EventOf<'rebase.done'>['results'][number];
 
 /**
- * Replays each block's own commits onto the one before, starting at trunk. A block that
+ * Replays each block's own commits onto the one before, starting at trunk: first as many
+ * as need no merge, all at once in the object store (replay.ts), then the rest one by one
+ * (stack.ts). A block that
  * replays cleanly with its patch unchanged (or already sits there) stays in the stack and
  * the next goes on top of it; one whose patch changed or that conflicts is left out.
  * Trunk elsewhere than the decision says: nothing is replayed, and the actual sha reported.
@@ -26,7 +28,15 @@ export async function stackBlocks(c: EffectContext, e: EventOf<'lane.stacked'>):
   // `_lane` is put at `onto` (made the first time) only for a block of several commits, which is cherry-picked there.
   const workdir = (onto: string): Promise<string> => checkout(c, '_lane', onto, serialWorktrees);
   let topIsNew = false;
-  for (const b of e.blocks) {
+  // Those that need no merge, in bulk; the rest (from the first that does) one by one.
+  const bulk = await git.replayInStore(c.repo, e.trunk_sha, e.blocks);
+  for (const r of bulk) {
+    const outcome = r.outcome === 'fast_forward' ? 'fast_forward' : 'clean';
+    results.push({ block: r.block, outcome, onto: top, sha: r.sha, patch_before: r.patch, patch_after: r.patch });
+    top = r.sha;
+    topIsNew = r.outcome === 'rebased';
+  }
+  for (const b of e.blocks.slice(bulk.length)) {
     const r = await git.replayOnto(c.repo, workdir, {
       sha: b.sha,
       onto: top,

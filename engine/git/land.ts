@@ -7,7 +7,7 @@
 import { realpath } from 'node:fs/promises';
 import { join, resolve, sep } from 'node:path';
 import type { Problem } from '../core/errors.ts';
-import { GitFailure, commandFailed, gitOut, runGit, type Sha } from './run.ts';
+import { GitFailure, commandFailed, gitIn, gitOut, runGit, type Sha } from './run.ts';
 import { currentTrunkSha, isAncestor, revParse, statusOf } from './query.ts';
 import { LANDED_PREFIX } from './refs.ts';
 import { WORKTREES_DIR, commonDir, removeStaleLocks } from './worktree.ts';
@@ -59,9 +59,7 @@ export async function landStack(
     return undefined;
   };
   // One walk answers for every block: each commit must lie on the way from trunk to the top.
-  const onTheWay = (await isAncestor(repo, opts.expectedOld, opts.top))
-    ? new Set((await gitOut(repo, ['rev-list', `${opts.expectedOld}..${opts.top}`])).split('\n').filter(Boolean))
-    : new Set<string>();
+  const onTheWay = await between(repo, opts.expectedOld, opts.top);
   for (const sha of [opts.top, ...opts.blocks.map((b) => b.sha)]) {
     if (onTheWay.has(sha)) continue;
     const result = await refused();
@@ -89,6 +87,22 @@ export async function landStack(
   return { ok: true, checkout: await syncCheckout(repo, opts.trunk, opts.expectedOld, opts.top, opts.serialWorktrees) };
 }
 
+/**
+ * The commits on the way from `old` to `top` (`old..top`), or none when `old` is not an
+ * ancestor of `top`. A stack is a line of commits: following first parents from the top
+ * to `old` shows the ancestry without asking git again; otherwise git is asked.
+ */
+async function between(repo: string, old: Sha, top: Sha): Promise<Set<Sha>> {
+  const parents = new Map<Sha, Sha | undefined>();
+  for (const line of (await gitOut(repo, ['rev-list', '--parents', `${old}..${top}`])).split('\n')) {
+    const [sha, first] = line.split(' ');
+    if (sha) parents.set(sha, first);
+  }
+  let at: Sha | undefined = top;
+  while (at !== undefined && parents.has(at)) at = parents.get(at);
+  return at === old || (await isAncestor(repo, old, top)) ? new Set(parents.keys()) : new Set();
+}
+
 /** Where every `tron/<id>` branch points, in one listing. */
 async function branchHeads(repo: string): Promise<Map<string, Sha>> {
   const out = await gitOut(repo, ['for-each-ref', '--format=%(objectname) %(refname)', 'refs/heads/tron/']);
@@ -108,10 +122,11 @@ async function branchHeads(repo: string): Promise<Map<string, Sha>> {
 async function syncCheckout(repo: string, trunk: string, old: Sha, now: Sha, serial?: Serial): Promise<CheckoutSync> {
   const path = await trunkCheckoutPath(repo, trunk, serial);
   if (path === undefined) return { state: 'not-checked-out' };
+  const git = await gitIn(path);
   // Refresh stat data first, as `git checkout` does, so touched-but-equal files are not "not uptodate".
-  await runGit(path, ['update-index', '-q', '--refresh']);
+  await git(['update-index', '-q', '--refresh']);
   const args = ['read-tree', '-m', '-u', old, now];
-  const result = await runGit(path, args);
+  const result = await git(args);
   if (result.exitCode === 0) return { state: 'updated', path };
   return {
     state: 'failed',

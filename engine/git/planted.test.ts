@@ -303,6 +303,30 @@ describe('programs planted in the repository config', () => {
     expect(await marksLeft(s)).toEqual([]);
   });
 
+  it('a filter planted after the engine last looked does not run: what it knows of the config is asked again when the config changes', async () => {
+    const s = await scene();
+    const { r, base } = s;
+    const wt = await createWorktree(r.dir, { id: 'login', base });
+    // The engine has looked at both, with no filter defined anywhere.
+    expect(await isClean(r.dir)).toMatchObject({ clean: true });
+    expect(await isClean(wt.path)).toMatchObject({ clean: true });
+    await r.git('config', 'filter.evil.clean', await filter(s, 'clean'));
+    await r.git('config', 'core.repositoryformatversion', '1');
+    await r.git('config', 'extensions.worktreeConfig', 'true');
+    await r.at(wt.path).git('config', '--worktree', 'filter.wt.clean', await filter(s, 'worktree-clean'));
+    await r.write('.gitattributes', '*.txt filter=evil\n');
+    await r.at(wt.path).write('.gitattributes', '*.txt filter=wt\n');
+    await plainGit(wt.path, ['add', '--dry-run', 'a.txt']);
+    await touch(join(r.dir, 'a.txt'));
+    await plainGit(r.dir, ['status']);
+    expect(await marksLeft(s)).toEqual(['clean', 'worktree-clean']);
+    for (const dir of [r.dir, wt.path]) {
+      await touch(join(dir, 'a.txt'));
+      expect((await isClean(dir)).status).not.toContain('a.txt');
+    }
+    expect(await marksLeft(s)).toEqual([]);
+  });
+
   it('hooks, fsmonitor and filters pulled in by include.path do not run', async () => {
     const s = await scene();
     const hooks = join(s.r.dir, '.git', 'included-hooks');

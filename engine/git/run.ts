@@ -40,6 +40,8 @@
  * status is the answer or stdin carries input (`update-ref --stdin`, `patch-id`), and
  * simple-git for the listings it parses (status, branches, log).
  */
+import { lstat, readFile } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
 import { execa } from 'execa';
 import { type SimpleGit, simpleGit } from 'simple-git';
 import { InputError } from '../core/errors.ts';
@@ -118,6 +120,52 @@ const WORKING_TREE_COMMANDS = new Set([
  * a conflict instead of a program run.
  */
 async function filtersOff(cwd: string, env: Record<string, string>): Promise<Record<string, string>> {
+  const key = await configKey(cwd);
+  const known = key === undefined ? undefined : driversSeen.get(cwd);
+  if (known !== undefined && known.key === key) return known.vars;
+  const vars = await driversOff(cwd, env);
+  if (key !== undefined) driversSeen.set(cwd, { key, vars });
+  return vars;
+}
+
+/**
+ * What `filtersOff` found for a folder, with the config text it found it in: asked again
+ * only when that text changed. (`git config` is a process; reading two small files is not.)
+ */
+const driversSeen = new Map<string, { key: string; vars: Record<string, string> }>();
+
+/**
+ * Every config file git reads for `cwd` (a repository's or worktree's top folder), as one
+ * string: the common `config` and the worktree's `config.worktree` — system and global
+ * config are off for engine calls, and the environment is the engine's own. Undefined
+ * when that cannot be told for sure — no plain `.git` file or folder there, or a config
+ * that includes another file, which could change unseen — and git must be asked.
+ */
+async function configKey(cwd: string): Promise<string | undefined> {
+  try {
+    const dotGit = join(cwd, '.git');
+    const kind = await lstat(dotGit);
+    let gitDir = dotGit;
+    let common = dotGit;
+    if (kind.isFile()) {
+      const pointer = /^gitdir: (.+)$/m.exec(await readFile(dotGit, 'utf8'))?.[1]?.trim();
+      if (pointer === undefined) return undefined;
+      gitDir = resolve(cwd, pointer);
+      common = resolve(gitDir, (await readFile(join(gitDir, 'commondir'), 'utf8')).trim());
+    } else if (!kind.isDirectory()) return undefined;
+    const texts = await Promise.all(
+      [join(common, 'config'), join(gitDir, 'config.worktree')].map((file) =>
+        readFile(file, 'latin1').catch((error: NodeJS.ErrnoException) => (error.code === 'ENOENT' ? '' : Promise.reject(error))),
+      ),
+    );
+    if (texts.some((text) => /include/i.test(text))) return undefined;
+    return [common, gitDir, ...texts].join('\0');
+  } catch {
+    return undefined;
+  }
+}
+
+async function driversOff(cwd: string, env: Record<string, string>): Promise<Record<string, string>> {
   const listed = await spawnGit(cwd, ['config', '--name-only', '-z', '--get-regexp', '^(filter|merge)\\.'], env);
   const filters = new Set<string>();
   const merges = new Set<string>();
@@ -160,6 +208,16 @@ export interface GitResult {
  */
 export async function runGit(cwd: string, args: readonly string[], input?: string): Promise<GitResult> {
   return spawnGit(cwd, args, await envFor(cwd, touchesFiles(args)), input);
+}
+
+/**
+ * runGit for a few commands in a row in one folder (e.g. refresh the index, then move it):
+ * the filter and merge drivers are read once, before the first, rather than before each.
+ */
+export async function gitIn(cwd: string): Promise<(args: readonly string[], input?: string) => Promise<GitResult>> {
+  const plain = gitEnv(process.env);
+  const off = { ...plain, ...(await filtersOff(cwd, plain)) };
+  return (args, input) => spawnGit(cwd, args, touchesFiles(args) ? off : plain, input);
 }
 
 /**

@@ -79,14 +79,17 @@ export function engineCheckoutPath(repo: string, name: string): string {
  */
 export async function checkoutAt(repo: string, name: string, sha: string): Promise<string> {
   const path = engineCheckoutPath(repo, name);
-  const commit = await resolveCommit(repo, sha);
+  // A full object name is checked by the checkout itself (which refuses anything but a commit).
+  let commit = FULL_SHA.test(sha) ? sha : await resolveCommit(repo, sha);
   if (existsSync(join(path, '.git'))) {
-    await runGit(path, ['cherry-pick', '--quit']);
+    const admin = await adminDir(repo, name);
+    if (existsSync(join(admin, 'CHERRY_PICK_HEAD')) || existsSync(join(admin, 'sequencer'))) await runGit(path, ['cherry-pick', '--quit']);
     const moved = await runGit(path, ['checkout', '--quiet', '--detach', '--force', commit]);
     if (moved.exitCode === 0) {
       await gitOut(path, ['clean', '-ffdxq']);
       return path;
     }
+    commit = await resolveCommit(repo, commit);
     // A checkout git no longer knows (pruned, or half made by a crash): make it again.
     await removeWorktree(repo, path);
   }
@@ -154,6 +157,8 @@ export function commonDir(repo: string): Promise<string> {
   }
   return dir;
 }
+
+const FULL_SHA = /^(?:[0-9a-f]{40}|[0-9a-f]{64})$/;
 
 async function resolveCommit(repo: string, ref: string): Promise<Sha> {
   const sha = await revParse(repo, ref);

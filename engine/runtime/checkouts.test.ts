@@ -46,6 +46,27 @@ describe('the engine checkout', () => {
     expect(await git.currentBranch(dir)).toBeUndefined();
   });
 
+  it('drops a cherry-pick a crash left half done there, and refuses to put it at anything but a commit', async () => {
+    const repo = await makeRepo({ 'a.txt': 'one\n' });
+    repos.push(repo);
+    const first = await repo.git('rev-parse', 'HEAD');
+    writeFileSync(join(repo.dir, 'a.txt'), 'two\n');
+    const second = await repo.commitAll('two');
+    await repo.git('checkout', '-q', '--detach', first);
+    writeFileSync(join(repo.dir, 'a.txt'), 'three\n');
+    const third = await repo.commitAll('three');
+    writeFileSync(join(repo.dir, 'b.txt'), 'b\n');
+    const fourth = await repo.commitAll('four');
+    const dir = await git.checkoutAt(repo.dir, '_lane', second);
+    await expect(repo.at(dir).git('cherry-pick', third, fourth)).rejects.toThrow();
+    await git.checkoutAt(repo.dir, '_lane', first);
+    expect(await git.headOf(dir)).toBe(first);
+    // No cherry-pick is in progress any more: a new one of several commits runs.
+    await repo.at(dir).git('cherry-pick', second, fourth);
+    const tree = await repo.git('rev-parse', `${first}^{tree}`);
+    await expect(git.checkoutAt(repo.dir, '_lane', tree)).rejects.toThrow(/not a commit|expected commit/);
+  });
+
   it('makes the gate’s first checkouts ahead, which the gates then take instead of making their own', async () => {
     const repo = await makeRepo({ 'a.txt': 'one\n' });
     repos.push(repo);

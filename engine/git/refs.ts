@@ -35,10 +35,13 @@ export async function landedRefs(repo: string): Promise<Map<string, Sha>> {
 /**
  * Deletes a local branch, whatever it holds; a branch that is already gone is fine.
  * A branch still checked out in a worktree is refused by git: remove the worktree first.
+ * With `at` (the commit the caller saw there, its worktree already removed): deleted only
+ * if it still points there, else a GitFailure — work added meanwhile is never dropped.
  */
-export async function deleteBranch(repo: string, branch: string): Promise<void> {
-  if ((await revParse(repo, `refs/heads/${branch}`)) === undefined) return;
-  const args = ['branch', '-D', '--', branch];
+export async function deleteBranch(repo: string, branch: string, at?: Sha): Promise<void> {
+  if (at === undefined && (await revParse(repo, `refs/heads/${branch}`)) === undefined) return;
+  // Where the caller knows the branch's commit: deleted only if still there (compare-and-swap).
+  const args = at === undefined ? ['branch', '-D', '--', branch] : ['update-ref', '-d', `refs/heads/${branch}`, at];
   const result = await runGit(repo, args);
   if (result.exitCode !== 0 && (await revParse(repo, `refs/heads/${branch}`)) !== undefined) {
     throw commandFailed(repo, args, result);

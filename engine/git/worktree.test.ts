@@ -68,6 +68,27 @@ describe('createWorktree', () => {
   });
 });
 
+describe('a worktree whose folder was deleted by hand', () => {
+  it('is made again at the same path: git forgets the stale registration first', async () => {
+    const r = await repo();
+    const base = await r.git('rev-parse', 'HEAD');
+    const wt = await createWorktree(r.dir, { id: 'login', base });
+    await rm(wt.path, { recursive: true, force: true });
+    await r.git('update-ref', '-d', 'refs/heads/tron/login');
+    expect((await createWorktree(r.dir, { id: 'login', base })).path).toBe(wt.path);
+    expect(await r.at(wt.path).git('symbolic-ref', 'HEAD')).toBe('refs/heads/tron/login');
+  });
+
+  it('is forgotten by git when the engine removes it', async () => {
+    const r = await repo();
+    const base = await r.git('rev-parse', 'HEAD');
+    const wt = await createWorktree(r.dir, { id: 'login', base });
+    await rm(wt.path, { recursive: true, force: true });
+    await removeWorktree(r.dir, wt.path);
+    expect(await r.git('worktree', 'list', '--porcelain')).not.toContain('login');
+  });
+});
+
 describe('clearStaleLocks', () => {
   it("removes a crashed git's index and branch locks so work in the worktree can go on", async () => {
     const r = await repo();

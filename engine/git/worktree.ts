@@ -34,33 +34,63 @@ export function reviewPath(repo: string, id: string): string {
 export async function createWorktree(repo: string, opts: { id: string; base: string }): Promise<{ path: string; branch: string }> {
   const path = worktreePath(repo, opts.id);
   const branch = `tron/${opts.id}`;
-  await gitOut(repo, ['worktree', 'prune']);
-  await clearStaleLocks(repo, opts.id, branch);
-  const [branchSha, base] = await Promise.all([revParse(repo, `refs/heads/${branch}`), resolveCommit(repo, opts.base)]);
-  if (existsSync(path) || branchSha !== undefined) {
+  const leftOver = async (): Promise<GitStateError | undefined> => {
+    const branchSha = await revParse(repo, `refs/heads/${branch}`);
+    if (!existsSync(path) && branchSha === undefined) return undefined;
     const what = [existsSync(path) ? `folder ${relative(resolve(repo), path)}` : '', branchSha ? `branch ${branch}` : '']
       .filter(Boolean)
       .join(' and ');
-    throw new GitStateError(
+    return new GitStateError(
       'TRON_WORKTREE_EXISTS',
       relative(resolve(repo), path),
       `${what} from an earlier run still exist; tron start preserves unverified work as orphan/${opts.id}-<n> ` +
         `by itself — to discard it by hand: \`git worktree remove --force ${relative(resolve(repo), path)}; git branch -D ${branch}\``,
     );
-  }
+  };
+  await clearStaleLocks(repo, opts.id, branch);
+  if (existsSync(path)) throw await leftOver();
+  // A registration whose folder is gone would make git refuse the path (after making the branch).
+  if (await registered(repo, path)) await gitOut(repo, ['worktree', 'prune']);
+  // A full object name is checked by `worktree add` itself; a branch left over makes it refuse, changing nothing.
+  const base = FULL_SHA.test(opts.base) ? opts.base : await resolveCommit(repo, opts.base);
   await mkdir(join(resolve(repo), WORKTREES_DIR), { recursive: true });
-  await gitOut(repo, ['worktree', 'add', '--quiet', '--no-track', '-b', branch, path, base]);
+  const args = ['worktree', 'add', '--quiet', '--no-track', '-b', branch, path, base];
+  const made = await runGit(repo, args);
+  if (made.exitCode !== 0) {
+    const refused = /already exists/.test(made.stderr) ? await leftOver() : undefined;
+    if (refused) throw refused;
+    await resolveCommit(repo, base);
+    throw commandFailed(repo, args, made);
+  }
   return { path, branch };
+}
+
+/** Whether git has a worktree registered at `path` (its admin folder's `gitdir` names it), read from the files. */
+async function registered(repo: string, path: string): Promise<boolean> {
+  const admin = join(await commonDir(repo), 'worktrees');
+  const names = await readdir(admin).catch(() => [] as string[]);
+  const dotGit = join(resolve(path), '.git');
+  for (const name of names) {
+    const named = await readFile(join(admin, name, 'gitdir'), 'utf8').catch(() => '');
+    if (named.trim() !== '' && resolve(named.trim()) === dotGit) return true;
+  }
+  return false;
 }
 
 /** A fresh detached checkout of exactly `sha` for reviewing block `id`; an old one is replaced. */
 export async function createReviewCheckout(repo: string, opts: { id: string; sha: string }): Promise<string> {
   const path = reviewPath(repo, opts.id);
-  const sha = await resolveCommit(repo, opts.sha);
+  // A full object name is checked by `worktree add` itself (which refuses anything but a commit).
+  const sha = FULL_SHA.test(opts.sha) ? opts.sha : await resolveCommit(repo, opts.sha);
   await removeWorktree(repo, path);
   await clearStaleLocks(repo, `${opts.id}.review`);
   await mkdir(join(resolve(repo), WORKTREES_DIR), { recursive: true });
-  await gitOut(repo, ['worktree', 'add', '--quiet', '--detach', path, sha]);
+  const args = ['worktree', 'add', '--quiet', '--detach', path, sha];
+  const made = await runGit(repo, args);
+  if (made.exitCode !== 0) {
+    await resolveCommit(repo, sha);
+    throw commandFailed(repo, args, made);
+  }
   return path;
 }
 
@@ -113,10 +143,12 @@ export async function removeWorktree(repo: string, path: string): Promise<void> 
   }
   if (existsSync(target)) {
     // Double force also removes a locked worktree; failure is fine when it was never registered.
-    await runGit(repo, ['worktree', 'remove', '--force', '--force', target]);
+    const removed = await runGit(repo, ['worktree', 'remove', '--force', '--force', target]);
     await rm(target, { recursive: true, force: true });
+    if (removed.exitCode === 0) return;
   }
-  await gitOut(repo, ['worktree', 'prune']);
+  // Its folder is gone but git still lists it: forget it.
+  if (await registered(repo, target)) await gitOut(repo, ['worktree', 'prune']);
 }
 
 /**

@@ -114,63 +114,74 @@ async function retireBranch(c: EffectContext, id: string, branch: string): Promi
   const sha = await git.revParse(c.repo, `refs/heads/${branch}`);
   if (!sha) return undefined;
   await git.removeWorktree(c.repo, git.worktreePath(c.repo, id));
+  return dropBranch(c, id, branch, sha);
+}
+
+/** Deletes tron/<id> at `sha` (its worktree already gone), first preserving it as orphan/<id>-<n> when that holds commits not on trunk. */
+async function dropBranch(c: EffectContext, id: string, branch: string, sha: string): Promise<string | undefined> {
   let orphan: string | undefined;
   if (!(await git.allOnTrunk(c.repo, sha, c.config.trunk))) orphan = await git.preserveOrphan(c.repo, id, sha);
-  await git.deleteBranch(c.repo, branch);
+  await git.deleteBranch(c.repo, branch, sha);
   return orphan;
 }
 
 export async function observeFacts(c: EffectContext, e: EventOf<'facts.requested'>): Promise<EventBody> {
   const dir = git.worktreePath(c.repo, e.block);
   const head = await git.headOf(dir);
-  // The observations are independent of each other: read at once (several gates at once
-  // otherwise queue on each process in turn).
-  const [commits, trunkSha, status, clean, engineDiff] = await Promise.all([
-    git.commitsOver(c.repo, e.base, head).then((list) => list.length),
-    git.revParse(c.repo, `refs/heads/${c.config.trunk}`).then((sha) => sha ?? null),
-    // Read the main checkout only between landings, never while one is moving it.
-    serialMain(() => mainStatus(c.repo, c.config.trunk)),
-    git.isClean(dir),
-    git.changesUnder(c.repo, e.base, head, '.tron/'),
-  ]);
-  const fastForward = trunkSha ? await git.isAncestor(c.repo, trunkSha, head) : false;
-  // Whether trunk is as the engine left it is decided from these facts, not here: the
-  // engine may land another block while they are observed.
-  const worthTesting = commits > 0 && clean.clean && engineDiff.length === 0 && (e.purpose === 'gate' || fastForward);
-  const [suite, patchId] = await Promise.all([
-    worthTesting ? testHead(c, e.block, e.purpose, head) : { setup: null, tests: null },
-    git.patchId(c.repo, e.base, head),
-  ]);
-  return {
-    type: 'facts.observed',
-    block: e.block,
-    purpose: e.purpose,
-    base: e.base,
-    head,
-    commits,
-    trunk_sha: trunkSha,
-    main_status: status,
-    clean: clean.clean,
-    status: clean.status,
-    ...(suite.setup ? { setup: suite.setup } : {}),
-    tests: suite.tests,
-    patch_id: patchId,
-    fast_forward: fastForward,
-    git_files: await git.adminDigests(c.repo),
-    ...(c.engineFiles ? { engine_files: c.engineFiles.changes() } : {}),
-    engine_diff: engineDiff,
-  };
+  // The checkout the suite would run in is put at `head` while the facts are read: the
+  // commit's tree is all it holds, whatever the facts then say.
+  const name = c.checkouts.acquire();
+  const checkedOut = checkout(c, name, head, serialWorktrees).then(
+    (path) => ({ path }),
+    (error: unknown) => ({ error }),
+  );
+  try {
+    // The observations are independent of each other: read at once (several gates at once
+    // otherwise queue on each process in turn).
+    const trunkAt = git.revParse(c.repo, `refs/heads/${c.config.trunk}`).then((sha) => sha ?? null);
+    const [commits, trunkSha, fastForward, status, clean, engineDiff, patchId] = await Promise.all([
+      git.commitsOver(c.repo, e.base, head).then((list) => list.length),
+      trunkAt,
+      trunkAt.then((sha) => (sha ? git.isAncestor(c.repo, sha, head) : false)),
+      // Read the main checkout only between landings, never while one is moving it.
+      serialMain(() => mainStatus(c.repo, c.config.trunk)),
+      git.isClean(dir),
+      git.changesUnder(c.repo, e.base, head, '.tron/'),
+      git.patchId(c.repo, e.base, head),
+    ]);
+    // Whether trunk is as the engine left it is decided from these facts, not here: the
+    // engine may land another block while they are observed.
+    const worthTesting = commits > 0 && clean.clean && engineDiff.length === 0 && (e.purpose === 'gate' || fastForward);
+    const suite = worthTesting ? await testIn(c, await checkedOut, e.block, e.purpose, head) : { setup: null, tests: null };
+    return {
+      type: 'facts.observed',
+      block: e.block,
+      purpose: e.purpose,
+      base: e.base,
+      head,
+      commits,
+      trunk_sha: trunkSha,
+      main_status: status,
+      clean: clean.clean,
+      status: clean.status,
+      ...(suite.setup ? { setup: suite.setup } : {}),
+      tests: suite.tests,
+      patch_id: patchId,
+      fast_forward: fastForward,
+      git_files: await git.adminDigests(c.repo),
+      ...(c.engineFiles ? { engine_files: c.engineFiles.changes() } : {}),
+      engine_diff: engineDiff,
+    };
+  } finally {
+    await checkedOut;
+    c.checkouts.release(name);
+  }
 }
 
 /** The suite at `head`, in one of the gate's checkouts: the commit alone, not the worktree it was made in. */
-async function testHead(c: EffectContext, block: string, purpose: string, head: string) {
-  const name = c.checkouts.acquire();
-  try {
-    const dir = await checkout(c, name, head, serialWorktrees);
-    return await runSuite(c, { dir, block, session: `tests:${purpose}`, log: `tests/${block}-${purpose}-${head.slice(0, 12)}` });
-  } finally {
-    c.checkouts.release(name);
-  }
+async function testIn(c: EffectContext, checkedOut: { path: string } | { error: unknown }, block: string, purpose: string, head: string) {
+  if ('error' in checkedOut) throw checkedOut.error;
+  return runSuite(c, { dir: checkedOut.path, block, session: `tests:${purpose}`, log: `tests/${block}-${purpose}-${head.slice(0, 12)}` });
 }
 
 /** Checks of trunk share the `_trunk` checkout: one at a time. */
@@ -193,17 +204,19 @@ async function testTrunkNow(c: EffectContext, e: EventOf<'test.requested'>): Pro
   return { type: 'trunk.tested', block: e.block, sha: e.sha, ok: suiteGreen(suite), tests };
 }
 
-export function wrapBlock(c: EffectContext, e: EventOf<'wrap.requested'>): Promise<EventBody> {
-  return serialWorktrees(() => wrapBlockNow(c, e));
-}
-
-async function wrapBlockNow(c: EffectContext, e: EventOf<'wrap.requested'>): Promise<EventBody> {
-  const review = git.reviewPath(c.repo, e.block);
-  if (existsSync(review)) await git.removeWorktree(c.repo, review);
-  // retireBranch removes the worktree (and prunes) before it deletes the branch.
-  const orphan = await retireBranch(c, e.block, `tron/${e.block}`);
-  const path = git.worktreePath(c.repo, e.block);
-  if (existsSync(path)) await git.removeWorktree(c.repo, path);
+/**
+ * Removes the block's review checkout and worktree (in the worktree queue), then its
+ * branch (outside it: blocks landed together wrap side by side).
+ */
+export async function wrapBlock(c: EffectContext, e: EventOf<'wrap.requested'>): Promise<EventBody> {
+  const branch = `tron/${e.block}`;
+  const sha = await serialWorktrees(async () => {
+    for (const path of [git.reviewPath(c.repo, e.block), git.worktreePath(c.repo, e.block)]) {
+      if (existsSync(path)) await git.removeWorktree(c.repo, path);
+    }
+    return git.revParse(c.repo, `refs/heads/${branch}`);
+  });
+  const orphan = sha === undefined ? undefined : await dropBranch(c, e.block, branch, sha);
   return { type: 'block.wrapped', block: e.block, summary: e.summary, ...(orphan ? { orphan } : {}) };
 }
 

@@ -476,13 +476,15 @@ export class Engine {
     const worker = o.workers[e.role as WorkerRole];
     const base = { type: 'reply.received' as const, block: e.block, role: e.role, session: e.session, turn: e.turn };
     if (!worker) return { ...base, ok: false, failure: 'crash', detail: `no [workers.${e.role}] is configured` };
-    const cwd =
+    // The review checkout and the diffstat are independent: made at once.
+    const [cwd, diffstat] = await Promise.all([
       e.role === 'builder'
         ? git.worktreePath(o.repo, e.block)
         : e.role === 'reviewer'
-          ? await fx.serialWorktrees(() => git.createReviewCheckout(o.repo, { id: e.block, sha: e.sha ?? b.attested! }))
-          : o.repo;
-    const diffstat = e.kind === 'review' && b.base ? await git.diffStat(o.repo, b.base, e.sha ?? b.attested!) : '';
+          ? fx.serialWorktrees(() => git.createReviewCheckout(o.repo, { id: e.block, sha: e.sha ?? b.attested! }))
+          : o.repo,
+      e.kind === 'review' && b.base ? git.diffStat(o.repo, b.base, e.sha ?? b.attested!) : '',
+    ]);
     const { name, vars } = promptVars(s, e, this.fx.blocks().get(e.block), { diffstat, history: this.log.events });
     const prompt = renderPrompt(name, vars, { role: e.role, phase: e.phase, expect: e.expect as never });
     this.transcript(`## ${e.block} · ${e.role} · ${e.session} · turn ${e.turn} · ${e.kind}\n\n### prompt\n\n${fence(prompt)}\n`);

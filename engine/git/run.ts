@@ -36,13 +36,13 @@
  *
  * The engine makes no commits; the reflog entries of the refs it moves are signed `tron`,
  * not whoever HOME names. Each outcome comes back as a value, so callers decide which
- * exit statuses are normal answers. Two spawners share the rule: execa where the exit
- * status is the answer or stdin carries input (`update-ref --stdin`, `patch-id`), and
- * simple-git for the listings it parses (status, branches, log).
+ * exit statuses are normal answers. Two spawners share the rule: node's child_process
+ * where the exit status is the answer or stdin carries input (`update-ref --stdin`,
+ * `patch-id`), and simple-git for the listings it parses (status, branches, log).
  */
 import { lstat, readFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
-import { execa } from 'execa';
+import { spawn } from 'node:child_process';
 import { type SimpleGit, simpleGit } from 'simple-git';
 import { InputError } from '../core/errors.ts';
 import type { FaultCode, InputCode } from '../core/problems.ts';
@@ -252,25 +252,44 @@ export async function runGitBytes(cwd: string, args: readonly string[], input: s
   return spawnGit(cwd, args, await envFor(cwd, false), input, true);
 }
 
-async function spawnGit(
-  cwd: string,
-  args: readonly string[],
-  env: Record<string, string>,
-  input?: string,
-  bytes = false,
-): Promise<GitResult> {
-  const result = await execa('git', [...SAFE_CONFIG.flatMap((pair) => ['-c', pair]), ...args], {
-    cwd,
-    env,
-    extendEnv: false,
-    reject: false,
-    ...(input === undefined ? { stdin: 'ignore' as const } : { input: bytes ? Buffer.from(input, 'latin1') : input }),
-    ...(bytes ? { encoding: 'latin1' as const, stripFinalNewline: false } : { stripFinalNewline: true }),
+/**
+ * Spawns git by node's own child_process: the engine runs thousands of short git
+ * processes, and execa's per-process work in this (single) thread costs twice node's
+ * (2.5 against 1.1 ms a process, measured): time the lane and every gate wait for.
+ */
+function spawnGit(cwd: string, args: readonly string[], env: Record<string, string>, input?: string, bytes = false): Promise<GitResult> {
+  return new Promise((resolvePromise, reject) => {
+    const child = spawn('git', [...SAFE_CONFIG.flatMap((pair) => ['-c', pair]), ...args], {
+      cwd,
+      env,
+      stdio: [input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
+    });
+    const out: Buffer[] = [];
+    const err: Buffer[] = [];
+    child.stdout!.on('data', (chunk: Buffer) => out.push(chunk));
+    child.stderr!.on('data', (chunk: Buffer) => err.push(chunk));
+    child.on('error', (error) => reject(new GitFailure('TRON_GIT_UNAVAILABLE', `could not run git in ${cwd}: ${error.message}`)));
+    child.on('close', (code, signal) => {
+      if (code === null) {
+        reject(new GitFailure('TRON_GIT_UNAVAILABLE', `git ${args[0]} in ${cwd} was killed by ${signal}`));
+        return;
+      }
+      const encoding = bytes ? 'latin1' : 'utf8';
+      const stdout = Buffer.concat(out).toString(encoding);
+      resolvePromise({
+        exitCode: code,
+        stdout: bytes ? stdout : stdout.replace(/\r?\n$/, ''),
+        stderr: Buffer.concat(err)
+          .toString(encoding)
+          .replace(/\r?\n$/, ''),
+      });
+    });
+    if (input !== undefined) {
+      // git may exit before reading all of it (a refusal): that is its answer, not an error here.
+      child.stdin!.on('error', () => undefined);
+      child.stdin!.end(Buffer.from(input, bytes ? 'latin1' : 'utf8'));
+    }
   });
-  if (result.failed && result.exitCode === undefined) {
-    throw new GitFailure('TRON_GIT_UNAVAILABLE', `could not run git in ${cwd}: ${result.shortMessage}`);
-  }
-  return { exitCode: result.exitCode ?? 1, stdout: String(result.stdout), stderr: String(result.stderr) };
 }
 
 /**

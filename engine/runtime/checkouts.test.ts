@@ -67,7 +67,7 @@ describe('the engine checkout', () => {
     await expect(git.checkoutAt(repo.dir, '_lane', tree)).rejects.toThrow(/not a commit|expected commit/);
   });
 
-  it('makes the gate’s first checkouts ahead, which the gates then take instead of making their own', async () => {
+  it('makes the gate’s first checkouts and the lane’s ahead, which the gates then take instead of making their own', async () => {
     const repo = await makeRepo({ 'a.txt': 'one\n' });
     repos.push(repo);
     const sha = await repo.git('rev-parse', 'HEAD');
@@ -79,8 +79,8 @@ describe('the engine checkout', () => {
       return work();
     };
     await warmCheckouts(c, 2, sha, serial);
-    expect(queued).toEqual(['made', 'made']);
-    for (const name of ['_check-1', '_check-2']) expect(await git.headOf(git.engineCheckoutPath(repo.dir, name))).toBe(sha);
+    expect(queued).toEqual(['made', 'made', 'made']);
+    for (const name of ['_check-1', '_check-2', '_lane']) expect(await git.headOf(git.engineCheckoutPath(repo.dir, name))).toBe(sha);
     // The gates take the warm ones, first made first; a third makes a new one.
     expect([pool.acquire(), pool.acquire(), pool.acquire()]).toEqual(['_check-1', '_check-2', '_check-3']);
   });

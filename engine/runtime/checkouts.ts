@@ -39,14 +39,15 @@ export class CheckoutPool {
 }
 
 /**
- * Makes the gate's first checkouts at `sha` (trunk) while the first builders work, so that
- * no gate waits for one to be made (making one is a whole checkout, and waits for every
- * other worktree being made). Queued behind the worktrees already requested; best effort:
- * a checkout that could not be made is made by its gate.
+ * Makes the gate's first checkouts at `sha` (trunk), then the lane's, while the first
+ * builders work, so that no gate and no first stack waits for one to be made (making one
+ * is a whole checkout, and waits for every other worktree being made). Queued behind the
+ * worktrees already requested; best effort: a checkout that could not be made is made by
+ * the first run that needs it.
  */
 export function warmCheckouts(c: EffectContext, n: number, sha: string, serial: <T>(work: () => Promise<T>) => Promise<T>): Promise<void> {
   return Promise.all(
-    c.checkouts.warm(n).map((name) =>
+    [...c.checkouts.warm(n), ...(n > 0 ? ['_lane'] : [])].map((name) =>
       checkout(c, name, sha, serial).then(
         () => undefined,
         () => undefined,
@@ -83,7 +84,12 @@ export async function checkout(
  * exactly the sha under test. `log` names the output file (relative to the run
  * directory, without `.log`); `[timeouts] test` is the budget of both together.
  */
-export async function runSuite(c: EffectContext, opts: { dir: string; block: string; session: string; log: string }): Promise<SuiteRun> {
+export async function runSuite(
+  c: EffectContext,
+  opts: { dir: string; block: string; session: string; log: string; yieldToLane?: boolean },
+): Promise<SuiteRun> {
+  // A run the lane does not wait for gives the CPU to one it does.
+  const niceness = opts.yieldToLane ? YIELDING : 0;
   const budget = c.config.timeouts.testMs;
   const started = Date.now();
   let setup: TestRun | null = null;
@@ -96,6 +102,7 @@ export async function runSuite(c: EffectContext, opts: { dir: string; block: str
         runDir: c.runDir,
         log: `${opts.log}.setup.log`,
         timeoutMs: budget,
+        niceness,
         ...testSetting(c),
         ...testProcesses(c, opts.block, `${opts.session}:setup`),
       }),
@@ -109,12 +116,20 @@ export async function runSuite(c: EffectContext, opts: { dir: string; block: str
       runDir: c.runDir,
       log: `${opts.log}.log`,
       timeoutMs: Math.max(1000, budget - (Date.now() - started)),
+      niceness,
       ...testSetting(c),
       ...testProcesses(c, opts.block, opts.session),
     }),
   );
   return { setup, tests };
 }
+
+/**
+ * The niceness of the runs nothing serial waits for — a gate's, the check of trunk — so
+ * that, sharing the cores, the merge lane's run goes first: every approved block waits
+ * behind it, while gates run side by side.
+ */
+const YIELDING = 10;
 
 /** A run with how long it took, recorded like its output. */
 async function timed(run: () => Promise<TestRun>): Promise<TestRun> {

@@ -181,7 +181,8 @@ export async function observeFacts(c: EffectContext, e: EventOf<'facts.requested
 /** The suite at `head`, in one of the gate's checkouts: the commit alone, not the worktree it was made in. */
 async function testIn(c: EffectContext, checkedOut: { path: string } | { error: unknown }, block: string, purpose: string, head: string) {
   if ('error' in checkedOut) throw checkedOut.error;
-  return runSuite(c, { dir: checkedOut.path, block, session: `tests:${purpose}`, log: `tests/${block}-${purpose}-${head.slice(0, 12)}` });
+  const log = `tests/${block}-${purpose}-${head.slice(0, 12)}`;
+  return runSuite(c, { dir: checkedOut.path, block, session: `tests:${purpose}`, log, yieldToLane: true });
 }
 
 /** Checks of trunk share the `_trunk` checkout: one at a time. */
@@ -199,7 +200,13 @@ export function testTrunk(c: EffectContext, e: EventOf<'test.requested'>): Promi
 
 async function testTrunkNow(c: EffectContext, e: EventOf<'test.requested'>): Promise<EventBody> {
   const dir = await checkout(c, '_trunk', e.sha, serialWorktrees);
-  const suite = await runSuite(c, { dir, block: e.block, session: 'tests:trunk', log: `tests/trunk-${e.sha.slice(0, 12)}` });
+  const suite = await runSuite(c, {
+    dir,
+    block: e.block,
+    session: 'tests:trunk',
+    log: `tests/trunk-${e.sha.slice(0, 12)}`,
+    yieldToLane: true,
+  });
   const tests = suite.tests ?? suite.setup!;
   return { type: 'trunk.tested', block: e.block, sha: e.sha, ok: suiteGreen(suite), tests };
 }

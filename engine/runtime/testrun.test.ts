@@ -7,7 +7,7 @@
 import { createServer, type Server } from 'node:http';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { randomInt } from 'node:crypto';
-import { tmpdir } from 'node:os';
+import { getPriority, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BWRAP, BWRAP_SKIP } from '../testing/bwrap.ts';
@@ -107,6 +107,19 @@ function suite(sandbox: Sandbox) {
     expect(result.tail).toContain('DATABASE_URL=postgres://db');
     expect(result.tail).toContain('CI=true');
     expect(readFileSync(join(root, result.log), 'utf8')).not.toContain('sk-engine-secret');
+  });
+
+  it('runs a yielding run, its children too, at the niceness asked for, and still ends its whole tree at the timeout', async () => {
+    // Relative to the niceness this test runs at, as `nice -n` is.
+    const base = getPriority();
+    const yielding = Math.min(19, base + 10);
+    const green = await run('nice; sh -c nice', { niceness: 10 });
+    expect(green).toMatchObject({ exit: 0, tail: `${yielding}\n${yielding}\n` });
+    expect((await run('nice')).tail).toBe(`${base}\n`);
+    const token = uniqueSleep();
+    const hung = await run(`(setsid sleep ${token} &); sleep ${token}`, { niceness: 10, timeoutMs: 1000 });
+    expect(hung).toMatchObject({ exit: null, timed_out: true });
+    expect(running(token)).toEqual([]);
   });
 
   it('reports a checkout that does not exist as a failed run, not a crash', async () => {

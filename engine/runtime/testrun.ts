@@ -48,6 +48,11 @@ export interface TestRunOptions {
   visible?: readonly string[];
   /** SIGTERM-to-SIGKILL grace when ending the run's processes; 2 s unless given. */
   killGraceMs?: number;
+  /**
+   * Runs the whole tree at this niceness (`nice -n`): a gate's run yields the CPU to the
+   * merge lane's, which every approved block waits behind. 0, the default: as the engine.
+   */
+  niceness?: number;
   /** The test process started / ended: recorded, so recovery can kill one a crash left running. */
   onSpawn?: (pid: number) => void;
   onExit?: (pid: number, code: number | null) => void;
@@ -114,7 +119,9 @@ async function runTree(
   mark: string,
 ): Promise<{ code: number | null; timedOut: boolean; error?: string }> {
   const graceMs = opts.killGraceMs ?? 2000;
-  const child = spawn(argv[0]!, argv.slice(1), { cwd: opts.cwd, env, detached: true, stdio: ['ignore', out, out] });
+  // `nice` execs the command in its own process: the pid, group and tree are the run's.
+  const command = opts.niceness ? ['nice', '-n', String(opts.niceness), ...argv] : argv;
+  const child = spawn(command[0]!, command.slice(1), { cwd: opts.cwd, env, detached: true, stdio: ['ignore', out, out] });
   const pid = child.pid;
   if (pid === undefined) {
     const error = await new Promise<NodeJS.ErrnoException>((resolve) => child.once('error', resolve));

@@ -50,7 +50,7 @@ export function renderEventsDoc(): string {
     'Every decision the engine takes, and every fact it takes from outside (a worker reply, a git or test observation, an operator answer, the clock), is one line of `.tron/runs/<run-id>/events.jsonl`: one JSON object a line. State is the fold of these lines; `tron status`, `tron report` and `tron replay` read nothing else.',
     '',
     '- **Append-only, one writer.** The writer holds `events.lock` (pid and process start time); a second writer on the same run is refused with `TRON_LOCKED`, naming the holder. A lock whose holder has died is taken over at once.',
-    '- **Flushed before the effect.** Each line is validated against its schema (unknown fields are refused: `TRON_EVENT_INVALID`) and written and fsynced before the effect it announces proceeds.',
+    '- **Flushed before the effect.** Each line is validated against its schema (unknown fields are refused: `TRON_EVENT_INVALID`) and written at once (a killed engine loses no line it wrote), then fsynced before the effect it announces proceeds: one fsync for every line written meanwhile (group commit), off the engine\'s main thread.',
     '- **Torn tail.** A crash mid-write can leave only the last line incomplete. A last line without its newline, or that is not JSON, is reported and, when the log is next opened for writing, moved to `events.jsonl.torn` (after a header giving its offset and the time) before the log is cut back to its last good line. It is never fatal and never silently dropped.',
     '- **Corruption is refused.** Any other bad line (not JSON, a field its schema does not allow, a gap in `seq`) stops the reader with `TRON_LOG_CORRUPT`, naming the file and the line; it is never skipped.',
     '',

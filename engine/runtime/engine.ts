@@ -92,6 +92,9 @@ export class Engine {
   private readonly queue: EventBody[] = [];
   private wake: (() => void) | undefined;
   private readonly running = new Set<Promise<void>>();
+  /** Decisions appended, whose effects start once their lines are on disk (performWhenDurable). */
+  private readonly awaitingDisk: TronEvent[] = [];
+  private flushing: Promise<void> | undefined;
   /** Running turns by `session#turn`, with their block, start time and overrun timer. */
   private readonly turns = new Map<string, { block: string; controller: AbortController; startedAt: number; timer?: NodeJS.Timeout }>();
   /** Signs of life per session from workers without a process (model steps, sim progress). */
@@ -112,6 +115,7 @@ export class Engine {
   constructor(private readonly o: EngineOptions) {
     this.clock = new PinnedClock(o.clock);
     this.log = EventLog.open(o.runDir, { clock: this.clock, command: 'tron start', key: o.key });
+    this.log.groupCommit = true;
     this.ctx = { spine: o.spine, testCommand: o.config.test };
     const byId = new Map(o.blocks.map((b) => [b.id, b]));
     this.configDigest = digestOfFile(join(o.repo, CONFIG_FILE));
@@ -218,6 +222,8 @@ export class Engine {
       clearTimeout(t.timer);
       t.controller.abort();
     }
+    // Effects decided last start once their lines are on disk: then every effect is in `running`.
+    while (this.flushing !== undefined) await this.flushing;
     const settled = Promise.allSettled([...this.running]);
     // After a failure, an effect still running (a long test run) is not waited for:
     // its processes carry the run's marker, and the next start's recovery ends them.
@@ -262,10 +268,42 @@ export class Engine {
     }
     this.state = state;
     if (event.type === 'operator.answered') {
+      // The answer file goes only once its event is on disk.
+      this.log.syncNow();
       consumeAnswer(this.o.repo, event.file, this.o.runDir);
       this.append({ type: 'inbox.consumed', file: event.file });
     }
-    for (const d of appended) this.perform(d);
+    this.performWhenDurable(appended);
+  }
+
+  /**
+   * Starts the decisions' effects, in order, once their lines are on disk: one flush for
+   * every line appended meanwhile (group commit), off the main thread — the engine writes
+   * thousands of lines a run, and flushing each alone held everything else up.
+   */
+  private performWhenDurable(decisions: readonly TronEvent[]): void {
+    this.awaitingDisk.push(...decisions);
+    if (this.flushing || this.awaitingDisk.length === 0) return;
+    const flushing = (async () => {
+      while (this.awaitingDisk.length > 0) {
+        const batch = this.awaitingDisk.splice(0);
+        await this.log.sync();
+        for (const d of batch) this.perform(d);
+      }
+    })()
+      .catch((err: Error) => {
+        this.failure = err;
+        this.failedAfter = 'flushing the event log';
+        this.wake?.();
+      })
+      .finally(() => {
+        this.running.delete(flushing);
+        this.flushing = undefined;
+        // Decisions that came in between the last check and now.
+        if (this.awaitingDisk.length > 0) this.performWhenDurable([]);
+      });
+    this.flushing = flushing;
+    this.running.add(flushing);
   }
 
   /** Appends one event; the crash hook dies right after the chosen one, as a power cut would. */

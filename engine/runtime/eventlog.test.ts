@@ -99,6 +99,20 @@ describe('EventLog.append', () => {
   });
 });
 
+describe('group commit (the engine’s)', () => {
+  it('writes each line at once, so a killed process loses none, and flushes them together when asked', async () => {
+    const log = openLog();
+    log.groupCommit = true;
+    for (const body of BODIES.slice(0, 3)) log.append(body);
+    // Another reader (a restart after a kill) sees every line before any flush.
+    expect(readLog(join(runDir, 'events.jsonl')).events.map((e) => e.type)).toEqual(BODIES.slice(0, 3).map((b) => b.type));
+    await log.sync();
+    log.append(BODIES[3]!);
+    log.close();
+    expect(readLog(join(runDir, 'events.jsonl')).events).toHaveLength(4);
+  });
+});
+
 describe('EventLog.open', () => {
   it('creates the log and keeps appended lines across a reopen, continuing seq', () => {
     const log = openLog();

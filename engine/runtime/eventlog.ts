@@ -20,6 +20,7 @@ import {
   closeSync,
   existsSync,
   fstatSync,
+  fsync,
   fsyncSync,
   ftruncateSync,
   mkdirSync,
@@ -277,7 +278,8 @@ export class EventLog {
     this.startOnOwnLine(this.fd);
     try {
       for (let done = 0; done < bytes.length; ) done += writeSync(this.fd, bytes, done);
-      fsyncSync(this.fd);
+      if (this.groupCommit) this.unsynced = true;
+      else fsyncSync(this.fd);
     } catch (err) {
       // Never leave a partial line that a later line would turn into corruption.
       this.broken = (err as Error).message;
@@ -316,8 +318,39 @@ export class EventLog {
   }
 
   /** Closes the file and releases the writer lock. */
+  /**
+   * Group commit (the engine's): `append` writes each line at once — a crash of the
+   * process loses none of it — and the flush to disk, which only a crash of the machine
+   * needs, is done by `sync`, once for every line written since the last: before the
+   * effect any of them announces proceeds (engine.ts).
+   */
+  groupCommit = false;
+  private unsynced = false;
+
+  /** Flushes every line written so far to disk, off the main thread. A failure breaks the log. */
+  sync(): Promise<void> {
+    if (!this.unsynced || this.fd === undefined) return Promise.resolve();
+    this.unsynced = false;
+    const fd = this.fd;
+    return new Promise((resolve, reject) =>
+      fsync(fd, (err) => {
+        if (!err) return resolve();
+        this.broken = err.message;
+        reject(err);
+      }),
+    );
+  }
+
+  /** The same, now and in this thread: for a step that cannot wait (consuming an answer file). */
+  syncNow(): void {
+    if (!this.unsynced || this.fd === undefined) return;
+    fsyncSync(this.fd);
+    this.unsynced = false;
+  }
+
   close(): void {
     if (this.fd === undefined) return;
+    this.syncNow();
     closeSync(this.fd);
     this.fd = undefined;
     this.lock.release();

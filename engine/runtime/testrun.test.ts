@@ -5,7 +5,8 @@
  * in the sandbox it has no network unless configured.
  */
 import { createServer, type Server } from 'node:http';
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { type ChildProcess, spawn } from 'node:child_process';
+import { closeSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { randomInt } from 'node:crypto';
 import { getPriority, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -120,6 +121,22 @@ function suite(sandbox: Sandbox) {
     const hung = await run(`(setsid sleep ${token} &); sleep ${token}`, { niceness: 10, timeoutMs: 1000 });
     expect(hung).toMatchObject({ exit: null, timed_out: true });
     expect(running(token)).toEqual([]);
+  });
+
+  it("leaves the engine's own processes alone, even one holding the run's log (a git between fork and exec does)", async () => {
+    const token = uniqueSleep();
+    let engines: ChildProcess | undefined;
+    const result = await run('sleep 0.3', {
+      log: `tests/held-${sandbox.kind}.log`,
+      onSpawn: () => {
+        const fd = openSync(join(root, 'tests', `held-${sandbox.kind}.log`), 'a');
+        engines = spawn('sleep', [token], { stdio: ['ignore', fd, 'ignore'] });
+        closeSync(fd);
+      },
+    });
+    expect(result.exit).toBe(0);
+    expect(running(token)).toHaveLength(1);
+    engines?.kill();
   });
 
   it('reports a checkout that does not exist as a failed run, not a crash', async () => {

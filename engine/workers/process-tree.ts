@@ -176,7 +176,10 @@ export interface RunProcesses {
 function members(run: RunProcesses): { pids: number[]; group: boolean } {
   const procs = scan();
   const all = new Set(treeOf(run.root, procs).map((p) => p.pid));
-  const younger = procs.filter((p) => p.start >= (run.since ?? 0)).map((p) => p.pid);
+  // The engine's own children are never a run's stragglers (those descend from the root,
+  // or were re-parented away from it); one just forked — a git of the engine's, between
+  // fork and exec — briefly holds every file the engine has open, the run's log included.
+  const younger = procs.filter((p) => p.start >= (run.since ?? 0) && (p.ppid !== process.pid || p.pid === run.root)).map((p) => p.pid);
   if (run.mark) for (const pid of markedWith(run.mark, younger)) all.add(pid);
   if (run.outputs) for (const pid of holdersOf(run.outputs, younger)) all.add(pid);
   all.delete(process.pid);

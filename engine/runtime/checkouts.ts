@@ -13,6 +13,7 @@
  * writes the files that differ; making one is a whole checkout.
  */
 import { existsSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import type { TestRun } from '../core/events.ts';
 import * as git from '../git/index.ts';
@@ -20,8 +21,34 @@ import type { EffectContext } from './effects.ts';
 import { processStartTime } from './proc.ts';
 import { runTests } from './testrun.ts';
 
+/**
+ * At most `n` runs at once; the others wait their turn, first come first served.
+ */
+export class Slots {
+  private readonly waiting: Array<() => void> = [];
+  constructor(private free: number) {}
+  async run<T>(work: () => Promise<T>): Promise<T> {
+    if (this.free > 0) this.free -= 1;
+    else await new Promise<void>((resolve) => this.waiting.push(resolve));
+    try {
+      return await work();
+    } finally {
+      const next = this.waiting.shift();
+      if (next) next();
+      else this.free += 1;
+    }
+  }
+}
+
 /** Names of the gate's checkouts: one per test run in flight, handed back when it ends. */
 export class CheckoutPool {
+  /**
+   * The gates' test runs, at most one a core at once: more only share the cores, so
+   * all of them end late; this way the first end early and their reviews go on while
+   * the others run. (The lane's run does not wait here: every approved block waits
+   * behind it.)
+   */
+  readonly runs = new Slots(Math.max(1, availableParallelism()));
   private readonly free: string[] = [];
   private made = 0;
   acquire(): string {

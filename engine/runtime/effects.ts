@@ -182,7 +182,7 @@ export async function observeFacts(c: EffectContext, e: EventOf<'facts.requested
 async function testIn(c: EffectContext, checkedOut: { path: string } | { error: unknown }, block: string, purpose: string, head: string) {
   if ('error' in checkedOut) throw checkedOut.error;
   const log = `tests/${block}-${purpose}-${head.slice(0, 12)}`;
-  return runSuite(c, { dir: checkedOut.path, block, session: `tests:${purpose}`, log, yieldToLane: true });
+  return c.checkouts.runs.run(() => runSuite(c, { dir: checkedOut.path, block, session: `tests:${purpose}`, log, yieldToLane: true }));
 }
 
 /** Checks of trunk share the `_trunk` checkout: one at a time. */

@@ -37,20 +37,29 @@ export async function land(repo: string, opts: { trunk: string; expectedOld: str
  * comes back. A `top` that does not descend from `expectedOld`, or a block commit that
  * is not in between, is refused outright: trunk's first-parent history stays linear.
  */
-export async function landStack(
-  repo: string,
-  opts: {
-    trunk: string;
-    expectedOld: string;
-    top: string;
-    blocks: ReadonlyArray<{ id: string; sha: string }>;
-    /** The caller's queue for worktree administration, should finding the user's checkout need the list of worktrees. */
-    serialWorktrees?: Serial;
-  },
-): Promise<LandResult> {
+export async function landStack(repo: string, opts: StackLanding): Promise<LandResult> {
+  const moved = await moveRefs(repo, opts);
+  if (!moved.ok) return moved;
+  return { ok: true, checkout: await syncCheckout(repo, opts.trunk, opts.expectedOld, opts.top, opts.serialWorktrees) };
+}
+
+export interface StackLanding {
+  trunk: string;
+  expectedOld: string;
+  top: string;
+  blocks: ReadonlyArray<{ id: string; sha: string }>;
+  /** The caller's queue for worktree administration, should finding the user's checkout need the list of worktrees. */
+  serialWorktrees?: Serial;
+}
+
+/**
+ * `landStack`'s ref transaction alone: the stack has landed when it returns ok. The
+ * caller then moves the user's checkout (`followTrunk`) before anything reads it.
+ */
+export async function moveRefs(repo: string, opts: StackLanding): Promise<{ ok: true } | Extract<LandResult, { ok: false }>> {
   const trunkRef = `refs/heads/${opts.trunk}`;
   const ids = opts.blocks.map((b) => b.id).join(', ');
-  const refused = async (): Promise<LandResult | undefined> => {
+  const refused = async (): Promise<Extract<LandResult, { ok: false }> | undefined> => {
     const actual = await currentTrunkSha(repo, opts.trunk);
     if (actual !== opts.expectedOld) return { ok: false, actual, reason: 'trunk-moved' };
     for (const b of opts.blocks) {
@@ -84,7 +93,12 @@ export async function landStack(
     if (refusal) return refusal;
     throw commandFailed(repo, args, result);
   }
-  return { ok: true, checkout: await syncCheckout(repo, opts.trunk, opts.expectedOld, opts.top, opts.serialWorktrees) };
+  return { ok: true };
+}
+
+/** After `moveRefs`: the user's checkout of trunk, if any, moved from `old` to `now` (see syncCheckout). */
+export function followTrunk(repo: string, trunk: string, old: Sha, now: Sha, serial?: Serial): Promise<CheckoutSync> {
+  return syncCheckout(repo, trunk, old, now, serial);
 }
 
 /**

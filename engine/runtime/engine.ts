@@ -227,8 +227,10 @@ export class Engine {
     const settled = Promise.allSettled([...this.running]);
     // After a failure, an effect still running (a long test run) is not waited for:
     // its processes carry the run's marker, and the next start's recovery ends them.
-    if (failed) await Promise.race([settled, new Promise((r) => setTimeout(r, 5000).unref())]);
-    else await settled;
+    // A landing's move of your checkout goes on after its effect has reported: wait for it too.
+    const quiet = settled.then(() => fx.serialMain(async () => undefined));
+    if (failed) await Promise.race([quiet, new Promise((r) => setTimeout(r, 5000).unref())]);
+    else await quiet;
     // The engine's own checkouts go with the run (a failure may leave one busy: the next start's sweep takes it).
     if (!failed) await fx.removeEngineCheckouts(this.fx);
     try {

@@ -78,25 +78,45 @@ export async function testCandidate(c: EffectContext, e: EventOf<'candidate.requ
   };
 }
 
-/** The one ref transaction: trunk to the top, each block's landed ref and branch to its own commit. */
+/**
+ * The one ref transaction: trunk to the top, each block's landed ref and branch to its
+ * own commit. The stack has landed when it commits, and the lane goes on; moving your
+ * checkout of trunk after it stays in the same turn of the main queue, so nothing reads
+ * that checkout half moved and the next landing waits for it (a crash in between is
+ * caught up at the next start: git.catchUpCheckout).
+ */
 export async function landStack(c: EffectContext, e: EventOf<'land.intent'>): Promise<EventBody[]> {
-  // The ref transaction needs no worktree; moving your checkout lists them, so that part waits for worktrees being made.
-  const result = await serialMain(() =>
-    git.landStack(c.repo, {
-      trunk: c.config.trunk,
-      expectedOld: e.from,
-      top: e.sha,
-      blocks: e.blocks.map((b) => ({ id: b.block, sha: b.sha })),
-      serialWorktrees,
-    }),
-  );
   const ids = e.blocks.map((b) => b.block);
+  const landing = {
+    trunk: c.config.trunk,
+    expectedOld: e.from,
+    top: e.sha,
+    blocks: e.blocks.map((b) => ({ id: b.block, sha: b.sha })),
+    serialWorktrees,
+  };
+  const result = await new Promise<Awaited<ReturnType<typeof git.moveRefs>>>((landed, failed) => {
+    // The ref transaction needs no worktree; moving your checkout lists them, so that part waits for worktrees being made.
+    void serialMain(async () => {
+      let moved: Awaited<ReturnType<typeof git.moveRefs>>;
+      try {
+        moved = await git.moveRefs(c.repo, landing);
+      } catch (error) {
+        failed(error);
+        return;
+      }
+      landed(moved);
+      if (!moved.ok) return;
+      const checkout = await git
+        .followTrunk(c.repo, c.config.trunk, e.from, e.sha, serialWorktrees)
+        .catch((error: Error): git.CheckoutSync => ({ state: 'failed', path: c.repo, message: error.message }));
+      if (checkout.state === 'failed')
+        c.print(`tron: ${ids.join(', ')} landed, but your checkout of ${c.config.trunk} was not updated: ${checkout.message}`);
+    });
+  });
   if (!result.ok) {
     const detail =
       result.reason === 'trunk-moved' ? `trunk is at ${result.actual}, not ${e.from}` : `a landed ref of ${ids.join(', ')} already exists`;
     return [{ type: 'land.refused', stack: e.stack, blocks: ids, actual: result.actual, detail }];
   }
-  if (result.checkout.state === 'failed')
-    c.print(`tron: ${ids.join(', ')} landed, but your checkout of ${c.config.trunk} was not updated: ${result.checkout.message}`);
   return e.blocks.map((b) => ({ type: 'block.landed', block: b.block, sha: b.sha, from: e.from, top: e.sha }));
 }

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { configFile, makeProject, ofType, runTron } from '../testing/project.ts';
 import { makeRepo, type TestRepo } from '../testing/repo.ts';
 import * as git from '../git/index.ts';
-import { CheckoutPool, warmCheckouts } from './checkouts.ts';
+import { CheckoutPool, Slots, warmCheckouts } from './checkouts.ts';
 import type { EffectContext } from './effects.ts';
 
 const repos: TestRepo[] = [];
@@ -83,6 +83,31 @@ describe('the engine checkout', () => {
     for (const name of ['_check-1', '_check-2', '_lane']) expect(await git.headOf(git.engineCheckoutPath(repo.dir, name))).toBe(sha);
     // The gates take the warm ones, first made first; a third makes a new one.
     expect([pool.acquire(), pool.acquire(), pool.acquire()]).toEqual(['_check-1', '_check-2', '_check-3']);
+  });
+
+  it('runs at most as many gate test runs at once as it has slots, the others in the order they came', async () => {
+    const slots = new Slots(2);
+    const log: string[] = [];
+    const ends = new Map<string, () => void>();
+    const run = (name: string) =>
+      slots.run(async () => {
+        log.push(`start ${name}`);
+        await new Promise<void>((end) => ends.set(name, end));
+        log.push(`end ${name}`);
+      });
+    const all = ['a', 'b', 'c', 'd'].map(run);
+    await new Promise((r) => setImmediate(r));
+    expect(log).toEqual(['start a', 'start b']);
+    ends.get('b')!();
+    await new Promise((r) => setImmediate(r));
+    expect(log).toEqual(['start a', 'start b', 'end b', 'start c']);
+    ends.get('a')!();
+    await new Promise((r) => setImmediate(r));
+    ends.get('c')!();
+    await new Promise((r) => setImmediate(r));
+    ends.get('d')!();
+    await Promise.all(all);
+    expect(log.filter((l) => l.startsWith('start'))).toEqual(['start a', 'start b', 'start c', 'start d']);
   });
 
   it('refuses a name that is not the engine’s own', () => {

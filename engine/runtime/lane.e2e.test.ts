@@ -44,6 +44,9 @@ describe('the merge lane on real git', () => {
       expect(await repo.git('merge-base', '--is-ancestor', `refs/tron/landed/${id}`, 'main').then(() => true)).toBe(true);
     }
     expect(await repo.git('show', '--format=', '--name-only', 'refs/tron/landed/b1')).toBe('b1.txt\ntests/b1.test.js');
+    // Your checkout of trunk followed every landing: it holds trunk's tree, nothing staged or changed.
+    expect(await repo.git('status', '--porcelain', '--untracked-files=no')).toBe('');
+    expect(await repo.read('b1.txt')).toBe(await repo.git('show', 'main:b1.txt').then((text) => `${text}\n`));
 
     // Every sha trunk ever pointed at (its reflog) passes the suite in a fresh clone.
     const pointed = (await repo.git('reflog', 'show', '--format=%H', 'refs/heads/main')).split('\n').filter(Boolean);

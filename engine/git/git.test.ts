@@ -7,6 +7,7 @@ import {
   deleteBranch,
   diffStat,
   gitEnv,
+  headAndTrunk,
   headOf,
   isAncestor,
   isClean,
@@ -87,6 +88,19 @@ describe('refs', () => {
     expect(await preserveOrphan(r.dir, 'a', head)).toBe('orphan/a-3');
     expect(await revParse(r.dir, 'refs/heads/orphan/a-3')).toBe(head);
     expect([...(await branchesOf(r.dir, 'orphan/*')).keys()].sort()).toEqual(['orphan/a-1-1', 'orphan/a-2', 'orphan/a-3']);
+  });
+});
+
+describe('headAndTrunk', () => {
+  it('reads the checked-out commit and trunk’s at once, and says when trunk does not exist', async () => {
+    const r = await repo();
+    const trunk = await r.git('rev-parse', 'main');
+    await r.git('checkout', '-q', '-b', 'work');
+    await r.write('c.txt', 'c\n');
+    const head = await r.commitAll('more');
+    expect(head).not.toBe(trunk);
+    expect(await headAndTrunk(r.dir, 'main')).toEqual({ head, trunk });
+    expect(await headAndTrunk(r.dir, 'no-such-trunk')).toEqual({ head, trunk: undefined });
   });
 });
 

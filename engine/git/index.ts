@@ -46,6 +46,7 @@ export {
   diffStat,
   firstParentLog,
   firstParentShas,
+  headAndTrunk,
   headOf,
   hiddenByIndex,
   isAncestor,

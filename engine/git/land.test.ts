@@ -175,6 +175,18 @@ describe('mainCheckout', () => {
   });
 });
 
+describe('your checkout of trunk, told from its HEAD', () => {
+  it('is not a detached checkout at trunk’s commit, and is one whose HEAD git keeps as a link', async () => {
+    const r = await makeRepo({ 'a.txt': 'a\n' });
+    repos.push(r);
+    expect(await mainCheckout(r.dir, 'main')).toMatchObject({ onTrunk: true, path: r.dir });
+    await r.git('checkout', '-q', '--detach', 'main');
+    expect(await mainCheckout(r.dir, 'main')).toMatchObject({ onTrunk: false });
+    await r.git('-c', 'core.preferSymlinkRefs=true', 'symbolic-ref', 'HEAD', 'refs/heads/main');
+    expect(await mainCheckout(r.dir, 'main')).toMatchObject({ onTrunk: true, path: r.dir });
+  });
+});
+
 describe('allOnTrunk', () => {
   it('is true once a branch has landed and false while it has a commit trunk lacks', async () => {
     const { r, base, head, tree } = await built();

@@ -4,7 +4,7 @@
  * with compare-and-swap, so git itself records what landed and no block lands twice. Afterwards the user's checkout of trunk, if any, is
  * moved with it (see the consistency rule in index.ts), without running the user's hooks.
  */
-import { realpath } from 'node:fs/promises';
+import { lstat, readFile, realpath } from 'node:fs/promises';
 import { join, resolve, sep } from 'node:path';
 import type { Problem } from '../core/errors.ts';
 import { GitFailure, commandFailed, gitIn, gitOut, runGit, type Sha } from './run.ts';
@@ -198,8 +198,7 @@ export type Serial = <T>(work: () => Promise<T>) => Promise<T>;
  * can make that list fail to read.
  */
 async function trunkCheckoutPath(repo: string, trunk: string, serial: Serial = (work) => work()): Promise<string | undefined> {
-  const head = await runGit(repo, ['symbolic-ref', '-q', 'HEAD']);
-  if (head.exitCode === 0 && head.stdout.trim() === `refs/heads/${trunk}`) return realpath(repo);
+  if ((await branchOfHead(repo)) === `refs/heads/${trunk}`) return realpath(repo);
   const out = await serial(() => gitOut(repo, ['worktree', 'list', '--porcelain', '-z']));
   const engineRoot = resolve(await realpath(repo), WORKTREES_DIR) + sep;
   for (const record of out.split('\0\0')) {
@@ -210,6 +209,37 @@ async function trunkCheckoutPath(repo: string, trunk: string, serial: Serial = (
     return path;
   }
   return undefined;
+}
+
+/**
+ * The branch `repo`'s own HEAD names (`git symbolic-ref -q HEAD`), read from its HEAD
+ * file when that is the plain `ref: <name>` file git writes — this is asked at every gate
+ * and landing — and from git otherwise (a link, a ref store of another kind).
+ */
+async function branchOfHead(repo: string): Promise<string | undefined> {
+  try {
+    const dotGit = join(repo, '.git');
+    const kind = await lstat(dotGit);
+    let gitDir = dotGit;
+    if (kind.isFile()) {
+      const pointer = /^gitdir: (.+)$/m.exec(await readFile(dotGit, 'utf8'))?.[1]?.trim();
+      if (pointer !== undefined) gitDir = resolve(repo, pointer);
+    }
+    if (kind.isFile() || kind.isDirectory()) {
+      const headFile = join(gitDir, 'HEAD');
+      if ((await lstat(headFile)).isFile()) {
+        const text = await readFile(headFile, 'utf8');
+        const named = /^ref: (refs\/heads\/\S+)\n?$/.exec(text)?.[1];
+        if (named !== undefined && !named.endsWith('/.invalid')) return named;
+        // A detached HEAD names no branch.
+        if (/^(?:[0-9a-f]{40}|[0-9a-f]{64})\n?$/.test(text)) return undefined;
+      }
+    }
+  } catch {
+    // Not plain files: git says.
+  }
+  const head = await runGit(repo, ['symbolic-ref', '-q', 'HEAD']);
+  return head.exitCode === 0 ? head.stdout.trim() : undefined;
 }
 
 /**

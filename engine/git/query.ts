@@ -29,6 +29,19 @@ export async function currentTrunkSha(repo: string, trunk: string): Promise<Sha>
   return sha;
 }
 
+/**
+ * The commit checked out in working tree `dir` and the commit trunk names, by one
+ * process (a gate asks both first); either missing: asked as headOf and revParse do.
+ */
+export async function headAndTrunk(dir: string, trunk: string): Promise<{ head: Sha; trunk: Sha | undefined }> {
+  // Both arguments start with a name, never a dash: no option can hide in them.
+  const both = await runGit(dir, ['rev-parse', 'HEAD^{commit}', `refs/heads/${trunk}^{commit}`]);
+  const [head, at] = both.stdout.split('\n');
+  const full = (sha: string | undefined): sha is Sha => sha !== undefined && /^(?:[0-9a-f]{40}|[0-9a-f]{64})$/.test(sha);
+  if (both.exitCode === 0 && full(head) && full(at)) return { head, trunk: at };
+  return { head: await headOf(dir), trunk: await revParse(dir, `refs/heads/${trunk}`) };
+}
+
 /** The commit checked out in working tree `dir`. */
 export async function headOf(dir: string): Promise<Sha> {
   return (await gitOut(dir, ['rev-parse', '--verify', 'HEAD^{commit}'])).trim();
@@ -101,8 +114,13 @@ export async function mergeBase(repo: string, a: string, b: string): Promise<Sha
 
 /** Every commit of the branch at `branchSha` is reachable from trunk: its work has landed. */
 export async function allOnTrunk(repo: string, branchSha: string, trunk: string): Promise<boolean> {
-  await currentTrunkSha(repo, trunk);
-  return isAncestor(repo, branchSha, `refs/heads/${trunk}`);
+  try {
+    return await isAncestor(repo, branchSha, `refs/heads/${trunk}`);
+  } catch (error) {
+    // No trunk to be on: said as such (TRON_TRUNK_MISSING), else git's own failure.
+    await currentTrunkSha(repo, trunk);
+    throw error;
+  }
 }
 
 /** A human summary of base..head (files and line counts), for prompts and reports. */

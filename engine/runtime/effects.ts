@@ -102,8 +102,17 @@ export async function prepareWorktree(c: EffectContext, e: EventOf<'worktree.req
 async function prepareWorktreeNow(c: EffectContext, e: EventOf<'worktree.requested'>) {
   const path = git.worktreePath(c.repo, e.block);
   const branch = `tron/${e.block}`;
+  // The common case, a block's first worktree, is one `worktree add`; a folder or branch
+  // left from before (an earlier attempt, a crash, or planted) makes it refuse, changing
+  // nothing, and is retired first — its work kept as orphan/<id>-<n> — then made again.
+  if (!existsSync(path)) {
+    try {
+      return { made: await git.createWorktree(c.repo, { id: e.block, base: e.base }), orphan: undefined };
+    } catch (error) {
+      if (!(error instanceof git.GitStateError && error.code === 'TRON_WORKTREE_EXISTS')) throw error;
+    }
+  }
   const orphan = await retireBranch(c, e.block, branch);
-  // createWorktree prunes registrations whose folder is gone; a folder still there goes first.
   if (existsSync(path)) await git.removeWorktree(c.repo, path);
   const made = await git.createWorktree(c.repo, { id: e.block, base: e.base });
   return { made, orphan };
@@ -127,7 +136,7 @@ async function dropBranch(c: EffectContext, id: string, branch: string, sha: str
 
 export async function observeFacts(c: EffectContext, e: EventOf<'facts.requested'>): Promise<EventBody> {
   const dir = git.worktreePath(c.repo, e.block);
-  const head = await git.headOf(dir);
+  const { head, trunk } = await git.headAndTrunk(dir, c.config.trunk);
   // The checkout the suite would run in is put at `head` while the facts are read: the
   // commit's tree is all it holds, whatever the facts then say.
   const name = c.checkouts.acquire();
@@ -138,11 +147,10 @@ export async function observeFacts(c: EffectContext, e: EventOf<'facts.requested
   try {
     // The observations are independent of each other: read at once (several gates at once
     // otherwise queue on each process in turn).
-    const trunkAt = git.revParse(c.repo, `refs/heads/${c.config.trunk}`).then((sha) => sha ?? null);
-    const [commits, trunkSha, fastForward, status, clean, engineDiff, patchId] = await Promise.all([
+    const trunkSha = trunk ?? null;
+    const [commits, fastForward, status, clean, engineDiff, patchId] = await Promise.all([
       git.commitsOver(c.repo, e.base, head).then((list) => list.length),
-      trunkAt,
-      trunkAt.then((sha) => (sha ? git.isAncestor(c.repo, sha, head) : false)),
+      trunkSha ? git.isAncestor(c.repo, trunkSha, head) : false,
       // Read the main checkout only between landings, never while one is moving it.
       serialMain(() => mainStatus(c.repo, c.config.trunk)),
       git.isClean(dir),

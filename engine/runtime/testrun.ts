@@ -16,7 +16,8 @@
  * and every process still holding the log file open. In the sandbox its PID namespace
  * ends them all anyway.
  */
-import { closeSync, fstatSync, mkdirSync, openSync, readSync, writeFileSync, writeSync } from 'node:fs';
+import { closeSync, existsSync, fstatSync, mkdirSync, openSync, readSync, writeFileSync, writeSync } from 'node:fs';
+import { getPriority, setPriority } from 'node:os';
 import { spawn } from 'node:child_process';
 import { dirname, join } from 'node:path';
 import type { TestRun } from '../core/events.ts';
@@ -120,8 +121,10 @@ async function runTree(
 ): Promise<{ code: number | null; timedOut: boolean; error?: string }> {
   const graceMs = opts.killGraceMs ?? 2000;
   // `nice` execs the command in its own process: the pid, group and tree are the run's.
-  const command = opts.niceness ? ['nice', '-n', String(opts.niceness), ...argv] : argv;
+  // Without a `nice` program the priority is set on the process just started instead.
+  const command = opts.niceness && NICE ? [NICE, '-n', String(opts.niceness), ...argv] : argv;
   const child = spawn(command[0]!, command.slice(1), { cwd: opts.cwd, env, detached: true, stdio: ['ignore', out, out] });
+  if (opts.niceness && !NICE && child.pid !== undefined) lower(child.pid, opts.niceness);
   const pid = child.pid;
   if (pid === undefined) {
     const error = await new Promise<NodeJS.ErrnoException>((resolve) => child.once('error', resolve));
@@ -143,6 +146,18 @@ async function runTree(
   // Whatever the shell left behind ends with the run, whether it finished or timed out.
   await endRun(run, graceMs);
   return { code, timedOut };
+}
+
+/** The `nice` program, where it is (coreutils'). */
+const NICE = ['/usr/bin/nice', '/bin/nice'].find((path) => existsSync(path));
+
+/** Lowers process `pid`'s priority by `by` (best effort: it may already have ended). */
+function lower(pid: number, by: number): void {
+  try {
+    setPriority(pid, Math.min(19, getPriority() + by));
+  } catch {
+    // gone already
+  }
 }
 
 /** The text written to `fd` from byte `start` on (its last TAIL_BYTES at most). */

@@ -121,22 +121,27 @@ const WORKING_TREE_COMMANDS = new Set([
  */
 async function filtersOff(cwd: string, env: Record<string, string>): Promise<Record<string, string>> {
   const key = await configKey(cwd);
-  const known = key === undefined ? undefined : driversSeen.get(cwd);
-  if (known !== undefined && known.key === key) return known.vars;
+  const known = key === undefined ? undefined : driversSeen.get(key);
+  if (known !== undefined) return known;
   const vars = await driversOff(cwd, env);
-  if (key !== undefined) driversSeen.set(cwd, { key, vars });
+  if (key !== undefined) {
+    if (driversSeen.size >= 64) driversSeen.clear();
+    driversSeen.set(key, vars);
+  }
   return vars;
 }
 
 /**
- * What `filtersOff` found for a folder, with the config text it found it in: asked again
- * only when that text changed. (`git config` is a process; reading two small files is not.)
+ * What `filtersOff` found, by the config text it found it in: the same text (in any
+ * folder — a repository and its worktrees share the common config) gives the same
+ * drivers, and a changed text is asked again. (`git config` is a process; reading two
+ * small files is not.)
  */
-const driversSeen = new Map<string, { key: string; vars: Record<string, string> }>();
+const driversSeen = new Map<string, Record<string, string>>();
 
 /**
  * Every config file git reads for `cwd` (a repository's or worktree's top folder), as one
- * string: the common `config` and the worktree's `config.worktree` — system and global
+ * string: the text of the common `config` and the worktree's `config.worktree` — system and global
  * config are off for engine calls, and the environment is the engine's own. Undefined
  * when that cannot be told for sure — no plain `.git` file or folder there, or a config
  * that includes another file, which could change unseen — and git must be asked.
@@ -159,7 +164,7 @@ async function configKey(cwd: string): Promise<string | undefined> {
       ),
     );
     if (texts.some((text) => /include/i.test(text))) return undefined;
-    return [common, gitDir, ...texts].join('\0');
+    return texts.join('\0');
   } catch {
     return undefined;
   }

@@ -3,7 +3,7 @@ import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { checkoutAt, engineCheckoutPath, patchId, replayInStore, replayOnto, type Sha } from './index.ts';
-import { makeRepo, type TestRepo } from '../testing/repo.ts';
+import { commitAsAda, makeRepo, type TestRepo } from '../testing/repo.ts';
 
 const repos: TestRepo[] = [];
 afterEach(async () => {
@@ -56,18 +56,7 @@ describe('replayInStore', () => {
     await r.git('checkout', '-q', '--detach', a);
     await r.write('a.txt', 'a\nmore\n');
     await r.git('add', '-A');
-    await r.git(
-      '-c',
-      'user.name=Ada',
-      '-c',
-      'user.email=ada@example.invalid',
-      'commit',
-      '-q',
-      '-m',
-      'More a',
-      '--date=2001-02-03T04:05:06+0100',
-    );
-    const a2 = await r.git('rev-parse', 'HEAD');
+    const a2 = await commitAsAda(r, 'More a');
     const trunk = await commitOn(r, base, { 'list.txt': 'a\nt\n' }, 'Trunk moves');
 
     const out = await replayInStore(r.dir, trunk, [

@@ -30,7 +30,8 @@
  *   a hook or `git rebase --exec`, whose GIT_DIR would point elsewhere).
  *
  * Two gaps remain, both closed by keeping workers out of the git directory (the sandbox):
- * filter drivers are read just before the command, so one planted in between runs; and
+ * filter drivers are read just before the command (or known from the very config text
+ * read then, see `filtersOff`), so one planted in between runs; and
  * drivers defined only in a submodule's own config are not read, so a `status` that
  * recurses into a checked-out submodule could run them.
  *

@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { checkoutAt, createWorktree, engineCheckoutPath, worktreePath, landStack, landedRefs, replayOnto, revParse } from './index.ts';
-import { makeRepo, type TestRepo } from '../testing/repo.ts';
+import { commitAsAda, makeRepo, type TestRepo } from '../testing/repo.ts';
 
 const repos: TestRepo[] = [];
 
@@ -59,18 +59,7 @@ describe('replayOnto', () => {
     const tree = r.at(worktreePath(r.dir, 'b'));
     await tree.write('b.txt', 'b\nmore\n');
     await tree.git('add', 'b.txt');
-    await tree.git(
-      '-c',
-      'user.name=Ada',
-      '-c',
-      'user.email=ada@example.invalid',
-      'commit',
-      '-q',
-      '-m',
-      'More b\n\nwith a body line',
-      '--date=2001-02-03T04:05:06+0100',
-    );
-    const head = await tree.git('rev-parse', 'HEAD');
+    const head = await commitAsAda(tree, 'More b\n\nwith a body line');
     const out = await replayOnto(r.dir, lane(r.dir), { sha: head, onto: heads.a!, trunk: base });
     if (out.outcome === 'conflict') throw new Error('conflict');
     const replayed = (await r.git('rev-list', '--reverse', `${heads.a}..${out.sha}`)).split('\n');

@@ -94,3 +94,19 @@ export async function makeRepo(files: Record<string, string>, opts: { trunk?: st
       Promise.all([rm(dir, { recursive: true, force: true }), rm(repoStateDir(dir), { recursive: true, force: true })]).then(() => {}),
   };
 }
+
+/** Commits what is staged in `tree` as another author (Ada, at a fixed date in +0100): to see a replay keep author and date. */
+export async function commitAsAda(tree: TestTree, message: string): Promise<string> {
+  await tree.git(
+    '-c',
+    'user.name=Ada',
+    '-c',
+    'user.email=ada@example.invalid',
+    'commit',
+    '-q',
+    '-m',
+    message,
+    '--date=2001-02-03T04:05:06+0100',
+  );
+  return tree.git('rev-parse', 'HEAD');
+}

@@ -111,7 +111,7 @@ export async function landStack(c: EffectContext, e: EventOf<'land.intent'>): Pr
         .catch((error: Error): git.CheckoutSync => ({ state: 'failed', path: c.repo, message: error.message }));
       if (checkout.state === 'failed')
         c.print(`tron: ${ids.join(', ')} landed, but your checkout of ${c.config.trunk} was not updated: ${checkout.message}`);
-    });
+    }).catch(() => undefined);
   });
   if (!result.ok) {
     const detail =

@@ -6,7 +6,7 @@
  */
 import { createServer, type Server } from 'node:http';
 import { type ChildProcess, spawn } from 'node:child_process';
-import { closeSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { closeSync, existsSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { randomInt } from 'node:crypto';
 import { getPriority, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -117,6 +117,11 @@ function suite(sandbox: Sandbox) {
     const green = await run('nice; sh -c nice', { niceness: 10 });
     expect(green).toMatchObject({ exit: 0, tail: `${yielding}\n${yielding}\n` });
     expect((await run('nice')).tail).toBe(`${base}\n`);
+    // Linux shares the CPU between sessions first: the run's session (its autogroup) yields too.
+    if (existsSync('/proc/self/autogroup')) {
+      expect((await run('sleep 0.3; cat /proc/self/autogroup', { niceness: 10 })).tail).toMatch(/ nice 10\n$/);
+      expect((await run('cat /proc/self/autogroup')).tail).toMatch(/ nice 0\n$/);
+    }
     const token = uniqueSleep();
     const hung = await run(`(setsid sleep ${token} &); sleep ${token}`, { niceness: 10, timeoutMs: 1000 });
     expect(hung).toMatchObject({ exit: null, timed_out: true });

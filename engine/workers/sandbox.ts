@@ -10,8 +10,10 @@
  * - read-only, whatever the rest allows: the worktree's `.git` file, the admin folder's
  *   `commondir`, `gitdir` and `config.worktree`, and `objects/info/` (alternates), so a
  *   worker cannot point the engine's own git calls at a repository it made;
- * - its own PID namespace, `--die-with-parent` and `--new-session`: when the command
- *   ends, or the engine, every process it started ends too, `setsid` children included;
+ * - its own PID namespace and `--die-with-parent`: when the command ends, or the engine,
+ *   every process it started ends too, `setsid` children included; and a session of its
+ *   own (`--new-session`), away from any terminal — an engine test run, started detached
+ *   with its output to a file, already leads one with no terminal, and keeps it;
  * - no capabilities (`--cap-drop ALL`: tron may run as root, and a root with
  *   CAP_SYS_ADMIN could simply remount `/` read-write);
  * - the network for workers (they call model APIs), none for tests unless configured.
@@ -67,6 +69,12 @@ export interface Confinement {
   network: boolean;
   /** Paths the process must be able to read even where they lie under the private `/tmp`. */
   visible?: readonly string[];
+  /**
+   * The process already leads a session with no controlling terminal (the engine's test
+   * runs: started detached, their output to a file), so bwrap need not make another: the
+   * engine can then set the priority of that session's whole group of processes.
+   */
+  inCallersSession?: boolean;
 }
 
 /** What the process changed of its own branch, once it has ended. */
@@ -274,8 +282,8 @@ function rank(m: Mount): number {
  * bwrap's arguments for a set of mounts: applied shallow first, so a writable folder
  * inside a read-only one, and a read-only file inside a writable folder, both hold.
  */
-export function bwrapArgs(opts: { cwd: string; network: boolean; mounts: readonly Mount[] }): string[] {
-  const args: string[] = [...BASE_ARGS];
+export function bwrapArgs(opts: { cwd: string; network: boolean; mounts: readonly Mount[]; inCallersSession?: boolean }): string[] {
+  const args: string[] = BASE_ARGS.filter((arg) => !(opts.inCallersSession && arg === '--new-session'));
   if (!opts.network) args.push('--unshare-net');
   const seen = new Set<string>();
   const ordered = opts.mounts
@@ -454,7 +462,7 @@ export function bwrapSandbox(program: string, hidden: readonly string[] = []): S
         leave = own.leave;
       }
       for (const path of hidden) if (isDir(path)) mounts.push({ kind: 'hide', src: path, dest: real(path) });
-      const args = bwrapArgs({ cwd, network: c.network, mounts });
+      const args = bwrapArgs({ cwd, network: c.network, mounts, ...(c.inCallersSession ? { inCallersSession: true } : {}) });
       return { argv: [program, ...args, '--', ...argv], leave };
     },
   };

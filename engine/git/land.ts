@@ -7,7 +7,7 @@
 import { lstat, readFile, realpath } from 'node:fs/promises';
 import { join, resolve, sep } from 'node:path';
 import type { Problem } from '../core/errors.ts';
-import { GitFailure, commandFailed, gitIn, gitOut, runGit, type Sha } from './run.ts';
+import { GitFailure, commandFailed, gitDirsOf, gitIn, gitOut, isFullSha, runGit, type Sha } from './run.ts';
 import { currentTrunkSha, isAncestor, revParse, statusOf } from './query.ts';
 import { LANDED_PREFIX } from './refs.ts';
 import { WORKTREES_DIR, commonDir, removeStaleLocks } from './worktree.ts';
@@ -218,22 +218,14 @@ async function trunkCheckoutPath(repo: string, trunk: string, serial: Serial = (
  */
 async function branchOfHead(repo: string): Promise<string | undefined> {
   try {
-    const dotGit = join(repo, '.git');
-    const kind = await lstat(dotGit);
-    let gitDir = dotGit;
-    if (kind.isFile()) {
-      const pointer = /^gitdir: (.+)$/m.exec(await readFile(dotGit, 'utf8'))?.[1]?.trim();
-      if (pointer !== undefined) gitDir = resolve(repo, pointer);
-    }
-    if (kind.isFile() || kind.isDirectory()) {
-      const headFile = join(gitDir, 'HEAD');
-      if ((await lstat(headFile)).isFile()) {
-        const text = await readFile(headFile, 'utf8');
-        const named = /^ref: (refs\/heads\/\S+)\n?$/.exec(text)?.[1];
-        if (named !== undefined && !named.endsWith('/.invalid')) return named;
-        // A detached HEAD names no branch.
-        if (/^(?:[0-9a-f]{40}|[0-9a-f]{64})\n?$/.test(text)) return undefined;
-      }
+    const dirs = await gitDirsOf(repo);
+    const headFile = dirs && join(dirs.gitDir, 'HEAD');
+    if (headFile !== undefined && (await lstat(headFile)).isFile()) {
+      const text = await readFile(headFile, 'utf8');
+      const named = /^ref: (refs\/heads\/\S+)\n?$/.exec(text)?.[1];
+      if (named !== undefined && !named.endsWith('/.invalid')) return named;
+      // A detached HEAD names no branch.
+      if (isFullSha(text.trimEnd())) return undefined;
     }
   } catch {
     // Not plain files: git says.

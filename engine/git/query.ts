@@ -4,7 +4,7 @@
  * rebase changed the patch. Nothing here changes the repository.
  */
 import type { StatusResult } from 'simple-git';
-import { DIFF_FLAGS, GitStateError, commandFailed, gitOut, runGit, type Sha, withSimpleGit } from './run.ts';
+import { DIFF_FLAGS, GitStateError, commandFailed, gitOut, isFullSha, runGit, type Sha, withSimpleGit } from './run.ts';
 
 /** The commit `ref` names, or undefined when there is no such commit. */
 export async function revParse(repo: string, ref: string): Promise<Sha | undefined> {
@@ -37,8 +37,7 @@ export async function headAndTrunk(dir: string, trunk: string): Promise<{ head: 
   // Both arguments start with a name, never a dash: no option can hide in them.
   const both = await runGit(dir, ['rev-parse', 'HEAD^{commit}', `refs/heads/${trunk}^{commit}`]);
   const [head, at] = both.stdout.split('\n');
-  const full = (sha: string | undefined): sha is Sha => sha !== undefined && /^(?:[0-9a-f]{40}|[0-9a-f]{64})$/.test(sha);
-  if (both.exitCode === 0 && full(head) && full(at)) return { head, trunk: at };
+  if (both.exitCode === 0 && isFullSha(head) && isFullSha(at)) return { head, trunk: at };
   return { head: await headOf(dir), trunk: await revParse(dir, `refs/heads/${trunk}`) };
 }
 

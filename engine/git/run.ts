@@ -51,6 +51,11 @@ import type { FaultCode, InputCode } from '../core/problems.ts';
 /** A full object name. */
 export type Sha = string;
 
+/** Whether `text` is a full object name (SHA-1 or SHA-256), nothing around it. */
+export function isFullSha(text: string | undefined): text is Sha {
+  return text !== undefined && /^(?:[0-9a-f]{40}|[0-9a-f]{64})$/.test(text);
+}
+
 /** Config of every engine git call, as `-c` pairs: each switches a program or a HOME file off. */
 const SAFE_CONFIG = [
   'core.hooksPath=/dev/null',
@@ -149,16 +154,9 @@ const driversSeen = new Map<string, Record<string, string>>();
  */
 async function configKey(cwd: string): Promise<string | undefined> {
   try {
-    const dotGit = join(cwd, '.git');
-    const kind = await lstat(dotGit);
-    let gitDir = dotGit;
-    let common = dotGit;
-    if (kind.isFile()) {
-      const pointer = /^gitdir: (.+)$/m.exec(await readFile(dotGit, 'utf8'))?.[1]?.trim();
-      if (pointer === undefined) return undefined;
-      gitDir = resolve(cwd, pointer);
-      common = resolve(gitDir, (await readFile(join(gitDir, 'commondir'), 'utf8')).trim());
-    } else if (!kind.isDirectory()) return undefined;
+    const dirs = await gitDirsOf(cwd);
+    if (dirs === undefined) return undefined;
+    const { gitDir, common } = dirs;
     const texts = await Promise.all(
       [join(common, 'config'), join(gitDir, 'config.worktree')].map((file) =>
         readFile(file, 'latin1').catch((error: NodeJS.ErrnoException) => (error.code === 'ENOENT' ? '' : Promise.reject(error))),
@@ -166,6 +164,30 @@ async function configKey(cwd: string): Promise<string | undefined> {
     );
     if (texts.some((text) => /include/i.test(text))) return undefined;
     return texts.join('\0');
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The git directory and common git directory of `dir`, a repository's or worktree's top
+ * folder, read from its plain `.git` folder or `gitdir:` file (and `commondir`), as git
+ * finds them; undefined for anything else (a link, no `.git`), which git must be asked.
+ */
+export async function gitDirsOf(dir: string): Promise<{ gitDir: string; common: string } | undefined> {
+  try {
+    const dotGit = join(dir, '.git');
+    const kind = await lstat(dotGit);
+    if (kind.isDirectory()) return { gitDir: dotGit, common: dotGit };
+    if (!kind.isFile()) return undefined;
+    const pointer = /^gitdir: (.+)$/m.exec(await readFile(dotGit, 'utf8'))?.[1]?.trim();
+    if (pointer === undefined) return undefined;
+    const gitDir = resolve(dir, pointer);
+    const common = await readFile(join(gitDir, 'commondir'), 'utf8').then(
+      (text) => resolve(gitDir, text.trim()),
+      () => gitDir,
+    );
+    return { gitDir, common };
   } catch {
     return undefined;
   }

@@ -9,7 +9,7 @@
 import { existsSync } from 'node:fs';
 import { mkdir, readdir, readFile, rm } from 'node:fs/promises';
 import { isAbsolute, join, relative, resolve } from 'node:path';
-import { GitFailure, GitStateError, commandFailed, gitOut, runGit, type Sha } from './run.ts';
+import { GitFailure, GitStateError, commandFailed, gitOut, isFullSha, runGit, type Sha } from './run.ts';
 import { heldOpen } from '../runtime/proc.ts';
 import { revParse } from './query.ts';
 
@@ -52,7 +52,7 @@ export async function createWorktree(repo: string, opts: { id: string; base: str
   // A registration whose folder is gone would make git refuse the path (after making the branch).
   if (await registered(repo, path)) await gitOut(repo, ['worktree', 'prune']);
   // A full object name is checked by `worktree add` itself; a branch left over makes it refuse, changing nothing.
-  const base = FULL_SHA.test(opts.base) ? opts.base : await resolveCommit(repo, opts.base);
+  const base = isFullSha(opts.base) ? opts.base : await resolveCommit(repo, opts.base);
   await mkdir(join(resolve(repo), WORKTREES_DIR), { recursive: true });
   const args = ['worktree', 'add', '--quiet', '--no-track', '-b', branch, path, base];
   const made = await runGit(repo, args);
@@ -81,7 +81,7 @@ async function registered(repo: string, path: string): Promise<boolean> {
 export async function createReviewCheckout(repo: string, opts: { id: string; sha: string }): Promise<string> {
   const path = reviewPath(repo, opts.id);
   // A full object name is checked by `worktree add` itself (which refuses anything but a commit).
-  const sha = FULL_SHA.test(opts.sha) ? opts.sha : await resolveCommit(repo, opts.sha);
+  const sha = isFullSha(opts.sha) ? opts.sha : await resolveCommit(repo, opts.sha);
   await removeWorktree(repo, path);
   await clearStaleLocks(repo, `${opts.id}.review`);
   await mkdir(join(resolve(repo), WORKTREES_DIR), { recursive: true });
@@ -110,7 +110,7 @@ export function engineCheckoutPath(repo: string, name: string): string {
 export async function checkoutAt(repo: string, name: string, sha: string): Promise<string> {
   const path = engineCheckoutPath(repo, name);
   // A full object name is checked by the checkout itself (which refuses anything but a commit).
-  let commit = FULL_SHA.test(sha) ? sha : await resolveCommit(repo, sha);
+  let commit = isFullSha(sha) ? sha : await resolveCommit(repo, sha);
   if (existsSync(join(path, '.git'))) {
     const admin = await adminDir(repo, name);
     if (existsSync(join(admin, 'CHERRY_PICK_HEAD')) || existsSync(join(admin, 'sequencer'))) await runGit(path, ['cherry-pick', '--quit']);
@@ -189,8 +189,6 @@ export function commonDir(repo: string): Promise<string> {
   }
   return dir;
 }
-
-const FULL_SHA = /^(?:[0-9a-f]{40}|[0-9a-f]{64})$/;
 
 async function resolveCommit(repo: string, ref: string): Promise<Sha> {
   const sha = await revParse(repo, ref);

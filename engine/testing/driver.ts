@@ -5,7 +5,7 @@
 import { decide } from '../core/decide/decide.ts';
 import { initialState, type EngineState } from '../core/state.ts';
 import { loadSpine } from '../spine/load.ts';
-import type { EventBody, TronEvent } from '../core/events.ts';
+import type { BodyOf, EventBody, TronEvent } from '../core/events.ts';
 
 export const ctx = { spine: loadSpine(), testCommand: 'node test.js' };
 export const sha = (n: number) => n.toString(16).padStart(40, '0');
@@ -92,13 +92,13 @@ export class Driver {
     if (w.on !== 'turn') throw new Error(`${id} waits on ${w.on}, not on a turn`);
     return this.feed({ type: 'reply.received', block: id, role: w.turn.role, session: w.turn.session, turn: w.turn.turn, ok: true, reply });
   }
-  /** What the engine observes after DONE or MERGED: every fact green at `head`, with patch id `patch`. */
-  observe(id: string, head: string, opts: { purpose?: 'gate' | 'merge'; patch?: string } = {}): EventBody[] {
+  /** What the engine observes after DONE or MERGED: every fact green at `head` (patch id 'p'), but for the `facts` given. */
+  observe(id: string, head: string, facts: Partial<BodyOf<'facts.observed'>> = {}): EventBody[] {
     const b = this.state.blocks.get(id)!;
     return this.feed({
       type: 'facts.observed',
       block: id,
-      purpose: opts.purpose ?? 'gate',
+      purpose: 'gate',
       base: b.base ?? sha(1),
       head,
       commits: 1,
@@ -107,8 +107,9 @@ export class Driver {
       clean: true,
       status: '',
       tests: GREEN,
-      patch_id: opts.patch ?? 'p',
+      patch_id: 'p',
       fast_forward: true,
+      ...facts,
     });
   }
   /** Lands the stack in flight, whose blocks all sit on trunk as they are, with a green test at its top. */

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { EventBody } from '../events.ts';
+import type { BodyOf, EventBody } from '../events.ts';
 import { Driver, sha } from '../../testing/driver.ts';
 
 const requested = (ds: EventBody[]) => ds.flatMap((d) => (d.type === 'worktree.requested' ? [d.block] : []));
@@ -160,48 +160,19 @@ describe('the truth gate', () => {
     d.boot([{ id: 'a' }]);
     d.feed({ type: 'worktree.ready', block: 'a', attempt: 1, base: sha(1), path: 'a' });
     d.feed({ type: 'reply.received', block: 'a', role: 'builder', session: 'a.1.builder', turn: 1, ok: true, reply: '>>DONE' });
-    const out = d.feed({
-      type: 'facts.observed',
-      block: 'a',
-      purpose: 'gate',
-      base: sha(1),
-      head: sha(2),
-      commits: 1,
-      trunk_sha: sha(1),
-      main_status: '',
-      clean: true,
-      status: '',
-      tests: null,
-      patch_id: 'p',
-      fast_forward: true,
-    });
+    const out = d.observe('a', sha(2), { tests: null });
     const failed = out.find((x) => x.type === 'gate.failed');
     expect(failed).toMatchObject({ facts: expect.arrayContaining([expect.objectContaining({ name: 'tests', ok: false })]) });
     expect(out.some((x) => x.type === 'block.dispatched' && x.kind === 'challenge')).toBe(false);
   });
 
   /** One DONE of block `a` and the facts the engine observed for it, with `extra` fields. */
-  function gateOf(extra: Partial<EventBody & { type: 'facts.observed' }>, ready: Record<string, unknown> = {}): EventBody[] {
+  function gateOf(extra: Partial<BodyOf<'facts.observed'>>, ready: Record<string, unknown> = {}): EventBody[] {
     const d = new Driver();
     d.boot([{ id: 'a' }]);
     d.feed({ type: 'worktree.ready', block: 'a', attempt: 1, base: sha(1), path: 'a', ...ready });
     d.feed({ type: 'reply.received', block: 'a', role: 'builder', session: 'a.1.builder', turn: 1, ok: true, reply: '>>DONE' });
-    return d.feed({
-      type: 'facts.observed',
-      block: 'a',
-      purpose: 'gate',
-      base: sha(1),
-      head: sha(2),
-      commits: 1,
-      trunk_sha: sha(1),
-      main_status: '',
-      clean: true,
-      status: '',
-      tests: { exit: 0, timed_out: false, log: 'l', tail: '' },
-      patch_id: 'p',
-      fast_forward: true,
-      ...extra,
-    } as EventBody);
+    return d.observe('a', sha(2), extra);
   }
   const failedNames = (out: EventBody[]) =>
     out.flatMap((x) => (x.type === 'gate.failed' ? x.facts.filter((f) => !f.ok).map((f) => f.name) : []));
@@ -236,37 +207,9 @@ describe('the truth gate', () => {
     e.feed({ type: 'reply.received', block: 'a', role: 'builder', session: 'a.1.builder', turn: 1, ok: true, reply: '>>DONE' });
     const observed = (head: string, patch: string, turn: number) => {
       e.feed({ type: 'reply.received', block: 'a', role: 'builder', session: 'a.1.builder', turn, ok: true, reply: '>>DONE' });
-      return e.feed({
-        type: 'facts.observed',
-        block: 'a',
-        purpose: 'gate',
-        base: sha(1),
-        head,
-        commits: 1,
-        trunk_sha: sha(1),
-        main_status: '',
-        clean: true,
-        status: '',
-        tests: { exit: 0, timed_out: false, log: 'l', tail: '' },
-        patch_id: patch,
-        fast_forward: true,
-      });
+      return e.observe('a', head, { patch_id: patch });
     };
-    e.feed({
-      type: 'facts.observed',
-      block: 'a',
-      purpose: 'gate',
-      base: sha(1),
-      head: sha(2),
-      commits: 1,
-      trunk_sha: sha(1),
-      main_status: '',
-      clean: true,
-      status: '',
-      tests: { exit: 0, timed_out: false, log: 'l', tail: '' },
-      patch_id: 'p',
-      fast_forward: true,
-    });
+    e.observe('a', sha(2));
     e.feed({
       type: 'reply.received',
       block: 'a',
@@ -299,22 +242,7 @@ describe('the truth gate', () => {
     d.feed({ type: 'reply.received', block: 'b', role: 'builder', session: 'b.1.builder', turn: 1, ok: true, reply: '>>DONE' });
     d.approve('a', sha(2));
     d.landStack({ a: sha(2) });
-    const tests = { exit: 0, timed_out: false, log: 'l', tail: '' };
-    const out = d.feed({
-      type: 'facts.observed',
-      block: 'b',
-      purpose: 'gate',
-      base: sha(1),
-      head: sha(3),
-      commits: 1,
-      trunk_sha: sha(2),
-      main_status: '',
-      clean: true,
-      status: '',
-      tests,
-      patch_id: 'q',
-      fast_forward: false,
-    });
+    const out = d.observe('b', sha(3), { trunk_sha: sha(2), patch_id: 'q', fast_forward: false });
     expect(out.find((x) => x.type === 'block.dispatched')).toMatchObject({ kind: 'challenge', sha: sha(3) });
   });
 });
@@ -359,21 +287,7 @@ describe('a worker that fails the same way twice', () => {
     d.feed(failed('a', 2, 'auth'));
     // b's build turn was already running and answered; its challenge is for the same builder worker.
     d.feed({ type: 'reply.received', block: 'b', role: 'builder', session: 'b.1.builder', turn: 1, ok: true, reply: '>>DONE' });
-    const facts = d.feed({
-      type: 'facts.observed',
-      block: 'b',
-      purpose: 'gate',
-      base: sha(1),
-      head: sha(3),
-      commits: 1,
-      trunk_sha: sha(1),
-      main_status: '',
-      clean: true,
-      status: '',
-      tests: { exit: 0, timed_out: false, log: 'l', tail: '' },
-      patch_id: 'p',
-      fast_forward: true,
-    });
+    const facts = d.observe('b', sha(3));
     const held = facts.find((x) => x.type === 'turn.held');
     expect(held).toMatchObject({ block: 'b', role: 'builder', kind: 'challenge', sha: sha(3), turn: 2 });
     expect(facts.some((x) => x.type === 'block.dispatched')).toBe(false);

@@ -14,18 +14,16 @@ import * as git from '../git/index.ts';
 import type { Sandbox } from '../workers/sandbox.ts';
 import { answerCommand } from '../render/narrate.ts';
 import type { EngineFiles } from './engine-files.ts';
-import { type CheckoutPool, checkout, runSuite, suiteGreen } from './checkouts.ts';
+import { type CheckoutPool, Slots, checkout, runSuite, suiteGreen } from './checkouts.ts';
 
 /**
  * git's worktree administration (add, prune, remove) is not safe to run concurrently in
  * one repository: one `worktree add` can read another's half-made admin folder, and a
  * prune can remove it. Every such call goes through this queue.
  */
-let worktreeQueue: Promise<unknown> = Promise.resolve();
+const worktreeQueue = new Slots(1);
 export function serialWorktrees<T>(work: () => Promise<T>): Promise<T> {
-  const next = worktreeQueue.then(work, work);
-  worktreeQueue = next.catch(() => undefined);
-  return next;
+  return worktreeQueue.run(work);
 }
 
 /**
@@ -35,11 +33,9 @@ export function serialWorktrees<T>(work: () => Promise<T>): Promise<T> {
  * made or removed; only the move of the user's checkout (which lists the worktrees) also
  * takes the worktree queue — always inside this one, never the other way round.
  */
-let mainQueue: Promise<unknown> = Promise.resolve();
+const mainQueue = new Slots(1);
 export function serialMain<T>(work: () => Promise<T>): Promise<T> {
-  const next = mainQueue.then(work, work);
-  mainQueue = next.catch(() => undefined);
-  return next;
+  return mainQueue.run(work);
 }
 
 export interface EffectContext {
@@ -194,16 +190,14 @@ async function testIn(c: EffectContext, checkedOut: { path: string } | { error: 
 }
 
 /** Checks of trunk share the `_trunk` checkout: one at a time. */
-let trunkChecks: Promise<unknown> = Promise.resolve();
+const trunkChecks = new Slots(1);
 
 /**
  * [merge] verify_trunk: the suite once more, on trunk at a landed top, in the engine's
  * `_trunk` checkout — off the lane's path, one check at a time.
  */
 export function testTrunk(c: EffectContext, e: EventOf<'test.requested'>): Promise<EventBody> {
-  const next = trunkChecks.then(() => testTrunkNow(c, e));
-  trunkChecks = next.catch(() => undefined);
-  return next;
+  return trunkChecks.run(() => testTrunkNow(c, e));
 }
 
 async function testTrunkNow(c: EffectContext, e: EventOf<'test.requested'>): Promise<EventBody> {

@@ -74,9 +74,11 @@ describe('the engine checkout', () => {
     const pool = new CheckoutPool();
     const c = { repo: repo.dir, checkouts: pool } as unknown as EffectContext;
     const queued: string[] = [];
+    // One at a time, as the engine's worktree queue: git cannot make worktrees side by side.
+    const one = new Slots(1);
     const serial = <T>(work: () => Promise<T>): Promise<T> => {
       queued.push('made');
-      return work();
+      return one.run(work);
     };
     await warmCheckouts(c, 2, sha, serial);
     expect(queued).toEqual(['made', 'made', 'made']);

@@ -27,7 +27,7 @@ import { fileURLToPath } from 'node:url';
 import { execa } from 'execa';
 import type { TronEvent } from '../engine/core/events.ts';
 import { laneIntervals, unionMs } from '../engine/render/report-time.ts';
-import { readLog } from '../engine/runtime/eventlog.ts';
+import { readLog } from '../engine/log/eventlog.ts';
 import { configFile, makeProject } from '../engine/testing/project.ts';
 import { GIT_IDENTITY_ENV } from '../engine/testing/repo.ts';
 import { approvingWorkers, builderPrelude, writeBuilder } from '../engine/testing/workers.ts';

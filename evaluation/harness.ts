@@ -15,7 +15,7 @@ import { execa } from 'execa';
 import { startCommand } from '../engine/commands/start.ts';
 import { replayRunDir } from '../engine/commands/replay.ts';
 import { systemClock } from '../engine/core/clock.ts';
-import { readLog } from '../engine/runtime/eventlog.ts';
+import { readLog } from '../engine/log/eventlog.ts';
 import { makeProject } from '../engine/testing/project.ts';
 import { GIT_IDENTITY_ENV } from '../engine/testing/repo.ts';
 import { configToml, type Template } from './template.ts';

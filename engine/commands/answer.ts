@@ -8,10 +8,10 @@ import { resolve } from 'node:path';
 import { InputError } from '../core/errors.ts';
 import { loadRegister } from '../project/register.ts';
 import { writeAnswer } from '../runtime/inbox.ts';
-import { repoKey } from '../runtime/keys.ts';
-import { foldRun, latestRun } from '../runtime/runs.ts';
+import { repoKey } from '../log/keys.ts';
+import { foldRun, latestRun } from '../log/runs.ts';
 import type { Clock } from '../core/clock.ts';
-import { readLock } from '../runtime/lockfile.ts';
+import { readLock } from '../log/lockfile.ts';
 import { join } from 'node:path';
 
 export async function answerCommand(opts: {

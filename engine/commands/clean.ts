@@ -20,8 +20,8 @@ import { join, relative, resolve } from 'node:path';
 import type { Clock } from '../core/clock.ts';
 import { InputError } from '../core/errors.ts';
 import * as git from '../git/index.ts';
-import { LockHeldError, acquireLock, isHolderAlive, readLock } from '../runtime/lockfile.ts';
-import { foldRun, latestRun, runsDir } from '../runtime/runs.ts';
+import { LockHeldError, acquireLock, isHolderAlive, readLock } from '../log/lockfile.ts';
+import { foldRun, latestRun, runsDir } from '../log/runs.ts';
 
 /** Orphan branches younger than this are kept unless `--all`. */
 export const ORPHAN_MAX_AGE_MS = 14 * 24 * 3_600_000;

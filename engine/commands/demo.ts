@@ -5,7 +5,7 @@
  * lie the truth gate catches.
  */
 import { mkdtempSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { repoStateDir } from '../runtime/keys.ts';
+import { repoStateDir } from '../log/keys.ts';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { execa } from 'execa';
@@ -137,7 +137,7 @@ export async function demoCommand(opts: DemoOptions): Promise<number> {
   };
   const stop = new AbortController();
   let interrupted: number | undefined;
-  // The repository's signing key (engine/runtime/keys.ts) goes with it.
+  // The repository's signing key (engine/log/keys.ts) goes with it.
   const remove = () => {
     rmSync(repoStateDir(repo), { recursive: true, force: true });
     rmSync(repo, { recursive: true, force: true });

@@ -17,10 +17,10 @@ import { join, resolve } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import type { EventOf, TronEvent } from '../core/events.ts';
 import { InputError } from '../core/errors.ts';
-import { parseEventLine } from '../runtime/eventlog-line.ts';
-import { isHolderAlive, readLock } from '../runtime/lockfile.ts';
-import { turnLogPath } from '../runtime/turn-log.ts';
-import { runDirs, selectRun } from '../runtime/run-select.ts';
+import { parseEventLine } from '../log/eventlog-line.ts';
+import { isHolderAlive, readLock } from '../log/lockfile.ts';
+import { turnLogPath } from '../log/turn-log.ts';
+import { runDirs, selectRun } from '../log/run-select.ts';
 import { Narrator, clockTime, stampLines } from '../render/narrate.ts';
 
 export interface LogsOptions {

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { execa } from 'execa';
 import { replayCommand, replayable } from './replay.ts';
 import { InputError } from '../core/errors.ts';
-import { readLog } from '../runtime/eventlog.ts';
+import { readLog } from '../log/eventlog.ts';
 import { makeProject, runTron } from '../testing/project.ts';
 
 const GOLDEN = join(import.meta.dirname, '..', '..', 'runs', 'review-changes');

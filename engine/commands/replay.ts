@@ -12,11 +12,11 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { InputError } from '../core/errors.ts';
-import { readLog } from '../runtime/eventlog.ts';
+import { readLog } from '../log/eventlog.ts';
 import { eventKind, type TronEvent } from '../core/events.ts';
 import { replay, type ReplayResult } from '../core/replay.ts';
 import { parseSpine } from '../spine/parse.ts';
-import { resolveRun } from '../runtime/runs.ts';
+import { resolveRun } from '../log/runs.ts';
 
 export interface ReplayOutcome {
   result: ReplayResult;

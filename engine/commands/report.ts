@@ -4,8 +4,8 @@
  * a number of milliseconds, as in every JSON the CLI prints (docs/operating.md).
  */
 import { join } from 'node:path';
-import { readLog } from '../runtime/eventlog.ts';
-import { resolveRun } from '../runtime/runs.ts';
+import { readLog } from '../log/eventlog.ts';
+import { resolveRun } from '../log/runs.ts';
 import { renderReport, runStats } from '../render/report.ts';
 
 export async function reportCommand(opts: {

@@ -10,7 +10,7 @@ import { InputError } from '../core/errors.ts';
 import { loadProject, loadRegister } from '../project/register.ts';
 import { SPINE_FILE, loadSpine } from '../spine/load.ts';
 import * as git from '../git/index.ts';
-import { acquireLock } from '../runtime/lockfile.ts';
+import { acquireLock } from '../log/lockfile.ts';
 import { Engine, writeRunFiles } from '../runtime/engine.ts';
 import { createWorker } from '../workers/create.ts';
 import { preflightWorkers } from '../workers/preflight.ts';
@@ -20,14 +20,14 @@ import type { WorkerRole } from '../core/roles.ts';
 import { carrySessions, clearInterruptedLanding, recover, type Recovery } from '../runtime/recovery.ts';
 import { readInbox } from '../runtime/inbox.ts';
 import type { BodyOf } from '../core/events.ts';
-import { latestRun } from '../runtime/runs.ts';
-import { readLog } from '../runtime/eventlog.ts';
+import { latestRun } from '../log/runs.ts';
+import { readLog } from '../log/eventlog.ts';
 import { configChangedInRun } from '../runtime/engine-files.ts';
 import type { EventBody, TronEvent } from '../core/events.ts';
 import { randomBytes } from 'node:crypto';
-import { repoKey, stateHome } from '../runtime/keys.ts';
+import { repoKey, stateHome } from '../log/keys.ts';
 import { MARKER_ENV } from '../workers/env.ts';
-import { liveBoard, plainReporter, type Reporter } from '../runtime/reporter.ts';
+import { liveBoard, plainReporter, type Reporter } from '../render/reporter.ts';
 
 export interface StartOptions {
   repo: string;

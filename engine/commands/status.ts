@@ -9,15 +9,15 @@ import { join, resolve } from 'node:path';
 import type { EngineState } from '../core/state.ts';
 import type { Clock } from '../core/clock.ts';
 import { formatDuration } from '../core/duration.ts';
-import { isHolderAlive, readLock } from '../runtime/lockfile.ts';
-import { latestRun } from '../runtime/runs.ts';
+import { isHolderAlive, readLock } from '../log/lockfile.ts';
+import { latestRun } from '../log/runs.ts';
 import { INBOX_DIR, readInbox } from '../runtime/inbox.ts';
-import { repoKey } from '../runtime/keys.ts';
-import { readLog } from '../runtime/eventlog.ts';
+import { repoKey } from '../log/keys.ts';
+import { readLog } from '../log/eventlog.ts';
 import { apply, initialState } from '../core/state.ts';
 import type { TronEvent } from '../core/events.ts';
 
-export { foldRun, latestRun } from '../runtime/runs.ts';
+export { foldRun, latestRun } from '../log/runs.ts';
 
 /** An operator answer written by `tron answer` and not yet read by an engine. */
 export interface PendingAnswer {

@@ -8,8 +8,8 @@
 import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
-import { readLog } from '../runtime/eventlog.ts';
-import { selectRun } from '../runtime/run-select.ts';
+import { readLog } from '../log/eventlog.ts';
+import { selectRun } from '../log/run-select.ts';
 import { checkSpineFile, loadSpine } from '../spine/load.ts';
 import type { Spine } from '../spine/spine.ts';
 import { renderRunView } from '../render/viewer.ts';

@@ -4,7 +4,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { goldenRunDirs, RUNS_DIR } from '../../evaluation/golden.ts';
 import { approaching } from './block-index.ts';
-import { readLog } from '../runtime/eventlog.ts';
+import { readLog } from '../log/eventlog.ts';
 import { parseSpine } from '../spine/parse.ts';
 import { decide } from './decide/decide.ts';
 import { dependentsOf } from './decide/escalate.ts';

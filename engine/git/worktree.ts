@@ -10,7 +10,7 @@ import { existsSync } from 'node:fs';
 import { mkdir, readdir, readFile, rm } from 'node:fs/promises';
 import { isAbsolute, join, relative, resolve } from 'node:path';
 import { GitFailure, GitStateError, commandFailed, gitOut, isFullSha, runGit, type Sha } from './run.ts';
-import { heldOpen } from '../runtime/proc.ts';
+import { heldOpen } from '../os/proc.ts';
 import { revParse } from './query.ts';
 
 export const WORKTREES_DIR = join('.tron', 'worktrees');

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { join } from 'node:path';
 import { Board, clockDuration, lastLine } from './board.ts';
-import { readLog } from '../runtime/eventlog.ts';
+import { readLog } from '../log/eventlog.ts';
 import type { TronEvent } from '../core/events.ts';
 
 /** A recorded run: left and right build in parallel; left lands first, the engine rebases right onto it. */

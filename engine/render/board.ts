@@ -4,7 +4,7 @@
  * and the latest line each block's worker printed. One row per block at work — phase,
  * attempt, time in phase, what it is doing now — above them the counts, the run's spend
  * and the merge lane. Pure: the caller feeds events and output, and asks for a frame at
- * a time and a width; engine/runtime/reporter.ts draws it.
+ * a time and a width; engine/render/reporter.ts draws it.
  */
 import { EVENT_SCHEMAS, type TronEvent } from '../core/events.ts';
 import { apply, initialState, type BlockState, type EngineState } from '../core/state.ts';

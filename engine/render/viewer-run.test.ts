@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { runOverlay } from './viewer-run.ts';
 import { buildGraph } from './bpmn-graph.ts';
 import { loadSpine } from '../spine/load.ts';
-import { readLog } from '../runtime/eventlog.ts';
+import { readLog } from '../log/eventlog.ts';
 
 const spine = loadSpine();
 const graph = buildGraph(spine);

@@ -13,10 +13,10 @@ import { configFile, makeProject, ofType, runTron, type RunResult } from '../tes
 import type { TestRepo } from '../testing/repo.ts';
 import { answerCommand } from '../commands/answer.ts';
 import { ManualClock, systemClock } from '../core/clock.ts';
-import { EventLog } from './eventlog.ts';
-import { repoKey } from './keys.ts';
+import { EventLog } from '../log/eventlog.ts';
+import { repoKey } from '../log/keys.ts';
 import { writeAnswer } from './inbox.ts';
-import { isSameProcess, processStartTime } from './proc.ts';
+import { isSameProcess, processStartTime } from '../os/proc.ts';
 
 const repos: TestRepo[] = [];
 const strangers: ChildProcess[] = [];

@@ -18,7 +18,7 @@ import { join } from 'node:path';
 import type { TestRun } from '../core/events.ts';
 import * as git from '../git/index.ts';
 import type { EffectContext } from './effects.ts';
-import { processStartTime } from './proc.ts';
+import { processStartTime } from '../os/proc.ts';
 import { runTests } from './testrun.ts';
 
 /**

@@ -13,7 +13,7 @@ import type { Clock } from '../core/clock.ts';
 import type { Config } from '../project/config.ts';
 import type { Block } from '../project/register.ts';
 import type { EventBody, EventOf, TronEvent } from '../core/events.ts';
-import { EventLog, RunDirGoneError } from './eventlog.ts';
+import { EventLog, RunDirGoneError } from '../log/eventlog.ts';
 import { codedLine } from './failure.ts';
 import { decide, type DecideContext } from '../core/decide/decide.ts';
 import { initialState, type EngineState } from '../core/state.ts';
@@ -21,7 +21,7 @@ import type { Spine } from '../spine/spine.ts';
 import type { TurnObserver, WorkerAdapter } from '../workers/adapter.ts';
 import type { WorkerRole } from '../core/roles.ts';
 import * as fx from './effects.ts';
-import * as lane from './lane.ts';
+import * as lane from './effects/lane.ts';
 import { CheckoutPool, warmCheckouts } from './checkouts.ts';
 import * as git from '../git/index.ts';
 import { renderPrompt } from './prompts.ts';
@@ -36,7 +36,7 @@ import { TRON_VERSION } from '../root.ts';
 import { costOf } from '../workers/prices.ts';
 import { boundedTail } from '../workers/output.ts';
 import { NO_SANDBOX, type Sandbox } from '../workers/sandbox.ts';
-import { TurnLog } from './turn-log.ts';
+import { TurnLog } from '../log/turn-log.ts';
 
 export { TRON_VERSION };
 
@@ -51,7 +51,7 @@ export interface EngineOptions {
   workers: Partial<Record<WorkerRole, WorkerAdapter>>;
   clock: Clock;
   env: Record<string, string | undefined>;
-  /** The repository's key: signs the log, checks inbox answers (engine/runtime/keys.ts). */
+  /** The repository's key: signs the log, checks inbox answers (engine/log/keys.ts). */
   key: Buffer;
   /** TRON_RUN_MARKER of this run: in `env`, and so in every worker and test process. */
   marker?: string;

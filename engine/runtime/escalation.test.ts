@@ -5,7 +5,7 @@ import { dirname, join } from 'node:path';
 import { configFile, makeProject, ofType, readRunFile, runTron } from '../testing/project.ts';
 import { answerCommand } from '../commands/answer.ts';
 import { systemClock } from '../core/clock.ts';
-import { isSameProcess } from './proc.ts';
+import { isSameProcess } from '../os/proc.ts';
 import type { TestRepo } from '../testing/repo.ts';
 
 const cleanups: Array<() => Promise<void> | void> = [];

@@ -5,7 +5,7 @@
  * A file is consumed exactly once: its name is recorded in the event.
  *
  * Only `tron answer` can answer: it signs each answer with the repository's key
- * (engine/runtime/keys.ts), which the engine checks. A file in the inbox without a valid
+ * (engine/log/keys.ts), which the engine checks. A file in the inbox without a valid
  * signature — one a worker wrote, say, or a copy of an answer already acted on (older than
  * the block's last answer) — is refused with an `inbox.refused` note and moved aside.
  */
@@ -15,7 +15,7 @@ import { z } from 'zod';
 import { InputError } from '../core/errors.ts';
 import { parseReply } from '../gateway/parse.ts';
 import type { Clock } from '../core/clock.ts';
-import { sign } from './keys.ts';
+import { sign } from '../log/keys.ts';
 
 export const INBOX_DIR = join('.tron', 'inbox');
 

@@ -15,18 +15,18 @@
  *
  * Before any of that, worker processes the previous run started and never saw end are
  * killed, matched by pid, start time and the run's marker in their environment. Only the
- * lines the engine wrote are read (engine/runtime/eventlog.ts): what else is in the log
+ * lines the engine wrote are read (engine/log/eventlog.ts): what else is in the log
  * is set aside and reported. Booting twice in a row with nothing in between takes no
  * action the second time: there is nothing left to kill and nothing to preserve.
  */
 import { cpSync, existsSync, readdirSync } from 'node:fs';
 import { basename, join, resolve } from 'node:path';
 import type { BlockInfo, BodyOf, EventBody, EventOf, TronEvent } from '../core/events.ts';
-import { EventLog, LogCorruptError, readLog, type LogRead } from './eventlog.ts';
+import { EventLog, LogCorruptError, readLog, type LogRead } from '../log/eventlog.ts';
 import { apply, initialState, type BlockState, type EngineState } from '../core/state.ts';
 import type { Clock } from '../core/clock.ts';
-import { hasMarker, isSameProcess, killGroup } from './proc.ts';
-import { keyOfRunDir } from './keys.ts';
+import { hasMarker, isSameProcess, killGroup } from '../os/proc.ts';
+import { keyOfRunDir } from '../log/keys.ts';
 import * as git from '../git/index.ts';
 import { blockChangedInRun } from './engine-files.ts';
 

@@ -9,7 +9,7 @@ import { execa } from 'execa';
 import { configFile, makeProject } from './project.ts';
 import { approvingWorkers, builderPrelude, writeBuilder } from './workers.ts';
 import { GIT_IDENTITY_ENV, type TestRepo } from './repo.ts';
-import { readLog } from '../runtime/eventlog.ts';
+import { readLog } from '../log/eventlog.ts';
 import type { TronEvent } from '../core/events.ts';
 import { tronPath } from '../root.ts';
 

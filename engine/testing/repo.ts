@@ -7,7 +7,7 @@ import { execa } from 'execa';
 import { appendFile, mkdir, mkdtemp, readFile, realpath, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { repoStateDir } from '../runtime/keys.ts';
+import { repoStateDir } from '../log/keys.ts';
 
 /** The identity of every test commit; pass it to spawned processes that commit (sim workers, hooks). */
 export const GIT_IDENTITY_ENV: Readonly<Record<string, string>> = {
@@ -89,7 +89,7 @@ export async function makeRepo(files: Record<string, string>, opts: { trunk?: st
   return {
     ...main,
     at: (other) => tree(other),
-    // The repository's signing key (engine/runtime/keys.ts) goes with it.
+    // The repository's signing key (engine/log/keys.ts) goes with it.
     cleanup: () =>
       Promise.all([rm(dir, { recursive: true, force: true }), rm(repoStateDir(dir), { recursive: true, force: true })]).then(() => {}),
   };

@@ -1,6 +1,6 @@
 /**
  * Test setup: every test process keeps tron's per-repository state (the signing keys of
- * engine/runtime/keys.ts) in a folder of its own under the OS temp folder, never in the
+ * engine/log/keys.ts) in a folder of its own under the OS temp folder, never in the
  * HOME of the machine running the tests. Child processes (the CLI, workers) inherit it.
  */
 import { mkdtempSync, rmSync } from 'node:fs';

@@ -7,8 +7,8 @@ import { createCommandWorker, type CommandWorker } from './command.ts';
 import type { TurnObserver, TurnOutcome, TurnRequest, Usage } from './adapter.ts';
 import { silentObserver } from './adapter.ts';
 import type { CommandSettings } from './settings.ts';
-import { isSameProcess, processStartTime } from '../runtime/proc.ts';
-import { treeMembers } from './process-tree.ts';
+import { isSameProcess, processStartTime } from '../os/proc.ts';
+import { treeMembers } from '../os/process-tree.ts';
 import { bwrapSandbox } from './sandbox.ts';
 import { BWRAP, BWRAP_SKIP } from '../testing/bwrap.ts';
 

@@ -36,9 +36,9 @@ import type { TurnFailure, TurnObserver, TurnOutcome, TurnRequest, WorkerAdapter
 import type { CommandSettings } from './settings.ts';
 import { minimalEnv } from './env.ts';
 import { failureCause, lastMeaningfulLine, readOutput } from './output.ts';
-import { processStartTime } from '../runtime/proc.ts';
+import { processStartTime } from '../os/proc.ts';
 import { formatDuration } from '../core/duration.ts';
-import { MARK_VAR, endRun, newMark } from './process-tree.ts';
+import { MARK_VAR, endRun, newMark } from '../os/process-tree.ts';
 import { NO_SANDBOX, turnConfinement, type Entered, type Sandbox } from './sandbox.ts';
 import { DEFAULT_REPLY_LIMIT, OutputCap } from './output-cap.ts';
 

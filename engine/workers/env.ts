@@ -11,7 +11,7 @@
 export const BASE_ENV = ['PATH', 'HOME', 'LANG', 'TERM'] as const;
 
 /**
- * The engine's marker of its run (engine/runtime/proc.ts): carried into every worker and
+ * The engine's marker of its run (engine/os/proc.ts): carried into every worker and
  * test process, so that recovery kills a recorded process only when it is the run's own.
  */
 export const MARKER_ENV = 'TRON_RUN_MARKER';

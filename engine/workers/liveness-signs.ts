@@ -9,8 +9,8 @@
  */
 import { lstat, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import { isSameProcess } from '../runtime/proc.ts';
-import { treeCpuTicks } from './process-tree.ts';
+import { isSameProcess } from '../os/proc.ts';
+import { treeCpuTicks } from '../os/process-tree.ts';
 
 /** A cheap summary of a worktree that changes when files are written, added or removed. */
 export interface WorktreePrint {

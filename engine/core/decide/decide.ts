@@ -15,7 +15,7 @@ import { apply } from '../state.ts';
 import { type DecideContext, finishRun, pendingTurn, Step, wrapSummary } from './step.ts';
 import { dispatch, onReply } from './turns.ts';
 import { onFacts } from './gate.ts';
-import { onCandidateTested, onLanded, onLandRefused, onRebased, onTrunkTested } from './merge.ts';
+import { onCandidateTested, onLanded, onLandRefused, onRebased, onTrunkTested } from './lane.ts';
 import { onOperator } from './escalate.ts';
 import { onOverrun, onProbed } from './liveness.ts';
 import { schedule, stopWhenQuiet } from './schedule.ts';

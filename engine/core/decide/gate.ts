@@ -5,7 +5,7 @@ import type { BlockState } from '../state.ts';
 import type { Step } from './step.ts';
 import { dispatch } from './turns.ts';
 import { escalate } from './escalate.ts';
-import { trunkTouched } from './merge.ts';
+import { trunkTouched } from './lane.ts';
 
 /** What the facts of block `b` are measured against: the engine's own record, never the worker's word. */
 export function expectations(step: Step, b: BlockState): Expected {

@@ -5,7 +5,7 @@
  */
 import type { BlockState, EngineState } from '../state.ts';
 import { finishRun, releaseHeld, TERMINAL, type Step } from './step.ts';
-import { stackNext } from './merge.ts';
+import { stackNext } from './lane.ts';
 
 /** After every input: fill free slots, give a free merge lane its next stack, and end the run when settled. */
 export function schedule(step: Step): void {

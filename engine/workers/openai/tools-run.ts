@@ -8,8 +8,8 @@
  */
 import { spawn } from 'node:child_process';
 import { formatDuration } from '../../core/duration.ts';
-import { processStartTime } from '../../runtime/proc.ts';
-import { MARK_VAR, killRun, newMark } from '../process-tree.ts';
+import { processStartTime } from '../../os/proc.ts';
+import { MARK_VAR, killRun, newMark } from '../../os/process-tree.ts';
 import { NO_SANDBOX, type Confinement, type Entered, type Sandbox } from '../sandbox.ts';
 
 /** Longest output (stdout and stderr together) a result carries; the middle is cut beyond it. */

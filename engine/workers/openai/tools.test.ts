@@ -4,7 +4,7 @@ import { execa } from 'execa';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { processStartTime } from '../../runtime/proc.ts';
+import { processStartTime } from '../../os/proc.ts';
 import type { WorkerRole } from '../../core/roles.ts';
 import { minimalEnv } from '../env.ts';
 import { RUN_OUTPUT_LIMIT } from './tools-run.ts';

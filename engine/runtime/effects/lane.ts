@@ -1,14 +1,14 @@
 /**
- * The merge lane's effects (see engine/core/decide/merge.ts for what is decided): build a
+ * The merge lane's effects (see engine/core/decide/lane.ts for what is decided): build a
  * stack by replaying each block onto the one before, test a stack's top or a prefix, land
  * a stack in one ref transaction. All of it happens in the engine's `_lane` checkout and
  * in refs; no worker and no worker's worktree takes part. The lane runs one effect at a
  * time, so `_lane` is never shared.
  */
-import type { EventBody, EventOf } from '../core/events.ts';
-import * as git from '../git/index.ts';
-import { checkout, runSuite, suiteGreen } from './checkouts.ts';
-import { type EffectContext, serialMain, serialWorktrees } from './effects.ts';
+import type { EventBody, EventOf } from '../../core/events.ts';
+import * as git from '../../git/index.ts';
+import { checkout, runSuite, suiteGreen } from '../checkouts.ts';
+import { type EffectContext, serialMain, serialWorktrees } from '../effects.ts';
 
 type RebaseResult = EventOf<'rebase.done'>['results'][number];
 

@@ -26,7 +26,7 @@ import { makeProject } from '../testing/project.ts';
 import { commandConfig, slowBuilder } from '../testing/workers.ts';
 import { BIN } from '../testing/crash.ts';
 import { GIT_IDENTITY_ENV } from '../testing/repo.ts';
-import { readLog } from './eventlog.ts';
+import { readLog } from '../log/eventlog.ts';
 
 const cleanups: Array<() => unknown> = [];
 afterEach(async () => {

@@ -8,7 +8,7 @@ import { fileURLToPath } from 'node:url';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ManualClock } from '../core/clock.ts';
 import { acquireLock, isHolderAlive, LockHeldError, readLock, type LockHolder } from './lockfile.ts';
-import { processStartTime } from './proc.ts';
+import { processStartTime } from '../os/proc.ts';
 
 let dir: string;
 let lockPath: string;

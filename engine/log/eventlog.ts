@@ -7,7 +7,7 @@
  * exactly one from 1. A torn last line — a crash mid-write — is set aside into
  * `events.jsonl.torn`, never fatal and never silently dropped.
  *
- * **Signed lines.** With the repository's key (engine/runtime/keys.ts) every line ends in
+ * **Signed lines.** With the repository's key (engine/log/keys.ts) every line ends in
  * `"mac"`: an HMAC of the line and of the previous line's mac — a chain that starts from
  * the run's id. A line anyone else wrote, inserted or appended (a worker without a
  * sandbox can write the file), does not follow the chain: the reader sets it aside as

@@ -7,7 +7,7 @@
  * state the file can be in is a complete JSON document: it is created by writing a
  * temporary file and hard-linking it into place (exclusive), and taken over from a
  * dead holder by renaming a fresh temporary file over it. Processes are known by pid and
- * start time (engine/runtime/proc.ts: /proc, or `ps` where there is none).
+ * start time (engine/os/proc.ts: /proc, or `ps` where there is none).
  */
 import { closeSync, fsyncSync, linkSync, openSync, readFileSync, renameSync, unlinkSync, writeSync } from 'node:fs';
 import { hostname } from 'node:os';
@@ -17,7 +17,7 @@ import { z } from 'zod';
 import { systemClock, type Clock } from '../core/clock.ts';
 import { InputError } from '../core/errors.ts';
 import type { InputCode } from '../core/problems.ts';
-import { isSameProcess, processStartTime } from './proc.ts';
+import { isSameProcess, processStartTime } from '../os/proc.ts';
 
 const holderSchema = z.object({
   pid: z.number().int().positive(),

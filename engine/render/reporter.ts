@@ -14,8 +14,8 @@
 import { createLogUpdate } from 'log-update';
 import type { Clock } from '../core/clock.ts';
 import type { TronEvent } from '../core/events.ts';
-import { Board } from '../render/board.ts';
-import { Narrator, stampLines, type NarratorOptions } from '../render/narrate.ts';
+import { Board } from './board.ts';
+import { Narrator, stampLines, type NarratorOptions } from './narrate.ts';
 
 /** Where a chunk of live output came from. */
 export interface TurnAt {

@@ -22,7 +22,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { makeRepo } from '../engine/testing/repo.ts';
 import * as git from '../engine/git/index.ts';
-import { runTests } from '../engine/runtime/testrun.ts';
+import { runTests } from '../engine/runtime/effects/testrun.ts';
 import { NO_SANDBOX, chooseSandbox, type Confinement, type Sandbox } from '../engine/workers/sandbox.ts';
 import { parseReply } from '../engine/gateway/parse.ts';
 import { decide } from '../engine/core/decide/decide.ts';

@@ -22,7 +22,7 @@ import { readInbox } from '../runtime/inbox.ts';
 import type { BodyOf } from '../core/events.ts';
 import { latestRun } from '../log/runs.ts';
 import { readLog } from '../log/eventlog.ts';
-import { configChangedInRun } from '../runtime/engine-files.ts';
+import { configChangedInRun } from '../runtime/effects/engine-files.ts';
 import type { EventBody, TronEvent } from '../core/events.ts';
 import { randomBytes } from 'node:crypto';
 import { repoKey, stateHome } from '../log/keys.ts';

@@ -13,8 +13,8 @@ import type { Block } from '../project/register.ts';
 import * as git from '../git/index.ts';
 import type { Sandbox } from '../workers/sandbox.ts';
 import { answerCommand } from '../render/narrate.ts';
-import type { EngineFiles } from './engine-files.ts';
-import { type CheckoutPool, Slots, checkout, runSuite, suiteGreen } from './checkouts.ts';
+import type { EngineFiles } from './effects/engine-files.ts';
+import { type CheckoutPool, Slots, checkout, runSuite, suiteGreen } from './effects/checkouts.ts';
 
 /**
  * git's worktree administration (add, prune, remove) is not safe to run concurrently in

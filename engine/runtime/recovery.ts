@@ -28,7 +28,7 @@ import type { Clock } from '../core/clock.ts';
 import { hasMarker, isSameProcess, killGroup } from '../os/proc.ts';
 import { keyOfRunDir } from '../log/keys.ts';
 import * as git from '../git/index.ts';
-import { blockChangedInRun } from './engine-files.ts';
+import { blockChangedInRun } from './effects/engine-files.ts';
 
 export interface Recovery {
   previous?: string;

@@ -7,7 +7,7 @@
  */
 import type { EventBody, EventOf } from '../../core/events.ts';
 import * as git from '../../git/index.ts';
-import { checkout, runSuite, suiteGreen } from '../checkouts.ts';
+import { checkout, runSuite, suiteGreen } from './checkouts.ts';
 import { type EffectContext, serialMain, serialWorktrees } from '../effects.ts';
 
 type RebaseResult = EventOf<'rebase.done'>['results'][number];

@@ -1,11 +1,11 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { configFile, makeProject, ofType, runTron } from '../testing/project.ts';
-import { makeRepo, type TestRepo } from '../testing/repo.ts';
-import * as git from '../git/index.ts';
+import { configFile, makeProject, ofType, runTron } from '../../testing/project.ts';
+import { makeRepo, type TestRepo } from '../../testing/repo.ts';
+import * as git from '../../git/index.ts';
 import { CheckoutPool, Slots, warmCheckouts } from './checkouts.ts';
-import type { EffectContext } from './effects.ts';
+import type { EffectContext } from '../effects.ts';
 
 const repos: TestRepo[] = [];
 afterEach(async () => {

@@ -2,10 +2,10 @@
  * The variables of each prompt, from the folded state and the dispatch event. The
  * prompt files decide the wording; this decides what facts go in.
  */
-import type { EventOf, TronEvent } from '../core/events.ts';
-import type { EngineState } from '../core/state.ts';
-import type { Block } from '../project/register.ts';
-import { deriveFacts } from '../core/facts.ts';
+import type { EventOf, TronEvent } from '../../core/events.ts';
+import type { EngineState } from '../../core/state.ts';
+import type { Block } from '../../project/register.ts';
+import { deriveFacts } from '../../core/facts.ts';
 import type { PromptName } from './prompts.ts';
 
 export function numbered(criteria: readonly string[]): string {

@@ -18,11 +18,11 @@
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { GLOSSARY, type Word } from '../gateway/glossary.ts';
-import { legalWords, wordForms } from '../gateway/parse.ts';
-import type { Role } from '../core/roles.ts';
-import type { FaultCode } from '../core/problems.ts';
-import { tronPath } from '../root.ts';
+import { GLOSSARY, type Word } from '../../gateway/glossary.ts';
+import { legalWords, wordForms } from '../../gateway/parse.ts';
+import type { Role } from '../../core/roles.ts';
+import type { FaultCode } from '../../core/problems.ts';
+import { tronPath } from '../../root.ts';
 
 export const PROMPTS = ['build', 'challenge', 'review', 'merge', 'probe', 'restate', 'architect'] as const;
 export type PromptName = (typeof PROMPTS)[number];

@@ -10,10 +10,10 @@
 import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { CONFIG_FILE } from '../project/config.ts';
-import { BLOCKS_DIR } from '../project/register.ts';
-import type { EventOf, TronEvent } from '../core/events.ts';
-import type { Problem } from '../core/errors.ts';
+import { CONFIG_FILE } from '../../project/config.ts';
+import { BLOCKS_DIR } from '../../project/register.ts';
+import type { EventOf, TronEvent } from '../../core/events.ts';
+import type { Problem } from '../../core/errors.ts';
 
 /** sha256 hex of a regular file's bytes (links followed, as the loaders do); undefined when there is none. */
 export function digestOfFile(path: string): string | undefined {

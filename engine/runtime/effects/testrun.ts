@@ -20,12 +20,12 @@ import { closeSync, existsSync, fstatSync, mkdirSync, openSync, readSync, writeF
 import { getPriority, setPriority } from 'node:os';
 import { spawn } from 'node:child_process';
 import { dirname, join } from 'node:path';
-import type { TestRun } from '../core/events.ts';
-import { formatDuration } from '../core/duration.ts';
-import { minimalEnv } from '../workers/env.ts';
-import { MARK_VAR, endRun, fdTargets, newMark } from '../os/process-tree.ts';
-import { NO_SANDBOX, environmentPaths, type Entered, type Sandbox } from '../workers/sandbox.ts';
-import { processStartTime } from '../os/proc.ts';
+import type { TestRun } from '../../core/events.ts';
+import { formatDuration } from '../../core/duration.ts';
+import { minimalEnv } from '../../workers/env.ts';
+import { MARK_VAR, endRun, fdTargets, newMark } from '../../os/process-tree.ts';
+import { NO_SANDBOX, environmentPaths, type Entered, type Sandbox } from '../../workers/sandbox.ts';
+import { processStartTime } from '../../os/proc.ts';
 
 const TAIL_LINES = 30;
 /** Bytes read from the end of the log for its tail. */

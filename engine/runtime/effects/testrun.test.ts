@@ -11,8 +11,8 @@ import { randomInt } from 'node:crypto';
 import { getPriority, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BWRAP, BWRAP_SKIP } from '../testing/bwrap.ts';
-import { NO_SANDBOX, bwrapSandbox, type Sandbox } from '../workers/sandbox.ts';
+import { BWRAP, BWRAP_SKIP } from '../../testing/bwrap.ts';
+import { NO_SANDBOX, bwrapSandbox, type Sandbox } from '../../workers/sandbox.ts';
 import { runTests, type TestRunOptions } from './testrun.ts';
 
 let root: string;

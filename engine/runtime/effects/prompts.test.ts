@@ -2,8 +2,8 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync, cpSync }
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { legalWords, wordForms } from '../gateway/parse.ts';
-import { GLOSSARY, WORDS, type Word } from '../gateway/glossary.ts';
+import { legalWords, wordForms } from '../../gateway/parse.ts';
+import { GLOSSARY, WORDS, type Word } from '../../gateway/glossary.ts';
 import {
   PARTS,
   placeholdersOf,

@@ -15,10 +15,10 @@
 import { existsSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
-import type { TestRun } from '../core/events.ts';
-import * as git from '../git/index.ts';
-import type { EffectContext } from './effects.ts';
-import { processStartTime } from '../os/proc.ts';
+import type { TestRun } from '../../core/events.ts';
+import * as git from '../../git/index.ts';
+import type { EffectContext } from '../effects.ts';
+import { processStartTime } from '../../os/proc.ts';
 import { runTests } from './testrun.ts';
 
 /**

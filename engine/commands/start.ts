@@ -28,6 +28,7 @@ import { randomBytes } from 'node:crypto';
 import { repoKey, stateHome } from '../log/keys.ts';
 import { MARKER_ENV } from '../workers/env.ts';
 import { liveBoard, plainReporter, type Reporter } from '../render/reporter.ts';
+import { renderReport } from '../render/report.ts';
 
 export interface StartOptions {
   repo: string;
@@ -174,6 +175,7 @@ export async function startCommand(o: StartOptions): Promise<number> {
       sandbox: sandbox.sandbox,
       print: say,
       onAppend: reporter.event,
+      report: renderReport,
       onOutput: reporter.output,
       watch: Boolean(o.watch),
       boot: [recovery.events[0]!, ...cleared, ...recovery.events.slice(1)],

@@ -599,6 +599,40 @@ export const UPGRADES: Partial<Record<EventType, (fields: Record<string, unknown
   'block.landed': (f, v) => (v >= 2 ? f : { ...f, top: f.sha }),
   'land.refused': (f, v) => (v >= 2 ? f : { stack: 0, blocks: [f.block], actual: f.actual, detail: f.detail }),
 };
+/**
+ * Every decision type, by name: the effects table is keyed on it, so a new decision does
+ * not compile until it says what it does. A test checks it against the descriptions.
+ */
+export const DECISION_TYPES = [
+  'run.finished',
+  'worktree.requested',
+  'block.dispatched',
+  'worker.unavailable',
+  'turn.held',
+  'reply.accepted',
+  'reply.refused',
+  'facts.requested',
+  'gate.passed',
+  'gate.failed',
+  'block.phase',
+  'merge.queued',
+  'lane.stacked',
+  'candidate.requested',
+  'bisect.step',
+  'land.intent',
+  'lane.closed',
+  'test.requested',
+  'wrap.requested',
+  'escalation.raised',
+  'block.parked',
+  'block.abandoned',
+  'worker.overran',
+  'worker.extended',
+  'turn.reissued',
+  'budget.exceeded',
+] as const satisfies readonly EventType[];
+export type DecisionType = (typeof DECISION_TYPES)[number];
+
 export type EventKind = 'input' | 'decision' | 'note';
 
 /** The kind of every type, read from the first word of its description. */

@@ -12,6 +12,9 @@
  * Pure: no clock, no files. Times come from the events; the caller adds them.
  */
 import type { EventOf, TronEvent } from '../core/events.ts';
+import { answerCommand } from '../gateway/answer-command.ts';
+
+export { answerCommand };
 
 /** Lines of a failing test's output shown inline; the whole output is in its log. */
 export const TAIL_SHOWN = 15;
@@ -20,17 +23,6 @@ export const TAIL_SHOWN = 15;
 const NODE_INTERNAL_FRAME = /^\s+at .*\(?node:internal\//;
 
 const short = (sha: string | null | undefined): string => (sha ? sha.slice(0, 12) : '(none)');
-
-/** A shell word: quoted only when it must be. */
-function shellWord(text: string): string {
-  return /^[A-Za-z0-9_./:@%+=,-]+$/.test(text) ? text : `'${text.replace(/'/g, `'\\''`)}'`;
-}
-
-/** The exact command that answers a parked block (RETRY, or ABANDON). */
-export function answerCommand(repo: string, block: string): string {
-  const head = `tron answer --repo ${shellWord(repo)} ${block}`;
-  return `${head} '>>RETRY {"guidance":"…"}'  (or '>>ABANDON {"reason":"…"}')`;
-}
 
 /** `12:04:31`: the local wall-clock time of an event, as progress lines carry it. */
 export function clockTime(ms: number): string {

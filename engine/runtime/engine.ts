@@ -6,7 +6,7 @@
  *
  * One writer: the engine holds `.tron/engine.lock` and the run's `events.lock`.
  */
-import { appendFileSync, copyFileSync, mkdirSync, watch, writeFileSync, type FSWatcher } from 'node:fs';
+import { copyFileSync, mkdirSync, watch, writeFileSync, type FSWatcher } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import type { Clock } from '../core/clock.ts';
@@ -18,25 +18,21 @@ import { codedLine } from './failure.ts';
 import { decide, type DecideContext } from '../core/decide/decide.ts';
 import { initialState, type EngineState } from '../core/state.ts';
 import type { Spine } from '../spine/spine.ts';
-import type { TurnObserver, WorkerAdapter } from '../workers/adapter.ts';
 import type { WorkerRole } from '../core/roles.ts';
-import * as fx from './effects.ts';
-import * as lane from './effects/lane.ts';
+import type { WorkerAdapter } from '../workers/adapter.ts';
+import type { DecisionType } from '../core/events.ts';
+import { type EffectContext, type Moment, type Outcome, Queues } from './effects/context.ts';
+import { EFFECTS } from './effects/table.ts';
+import { mainStatus } from './effects/gate.ts';
+import { TurnTable } from './effects/turn-table.ts';
+import { removeEngineCheckouts } from './effects/wrap.ts';
 import { CheckoutPool, warmCheckouts } from './effects/checkouts.ts';
 import * as git from '../git/index.ts';
-import { renderPrompt } from './effects/prompts.ts';
-import { formatDuration } from '../core/duration.ts';
-import { promptVars } from './effects/prompt-vars.ts';
-import { renderReport } from '../render/report.ts';
 import { INBOX_DIR, type Answer, consumeAnswer, readInbox, refuseAnswer } from './inbox.ts';
-import { signsOfLife, takeSnapshot, worktreePrint, type LifeSnapshot } from '../workers/liveness-signs.ts';
 import { EngineFiles, digestOfFile } from './effects/engine-files.ts';
 import { CONFIG_FILE } from '../project/config.ts';
 import { TRON_VERSION } from '../root.ts';
-import { costOf } from '../workers/prices.ts';
-import { boundedTail } from '../workers/output.ts';
 import { NO_SANDBOX, type Sandbox } from '../workers/sandbox.ts';
-import { TurnLog } from '../log/turn-log.ts';
 
 export { TRON_VERSION };
 
@@ -68,6 +64,8 @@ export interface EngineOptions {
   boot?: EventBody[];
   /** Inbox files an earlier run already consumed (moved now, never answered twice). */
   consumed?: readonly string[];
+  /** Renders report.md from the run's events when the run ends (the caller's renderer: render/ sits above the loop). */
+  report?: (events: readonly TronEvent[]) => string;
   /** Test hook (TRON_CRASH_AFTER_EVENT, read once at start): die abruptly right after appending this seq. */
   crashAfter?: number;
   /** --watch: the interval of run.heartbeat notes. */
@@ -92,15 +90,15 @@ export class Engine {
   private readonly queue: EventBody[] = [];
   private wake: (() => void) | undefined;
   private readonly running = new Set<Promise<void>>();
-  /** Decisions appended, whose effects start once their lines are on disk (performWhenDurable). */
-  private readonly awaitingDisk: TronEvent[] = [];
+  /** Decisions appended with their jobs, whose effects start once their lines are on disk (performWhenDurable). */
+  private readonly awaitingDisk: Job[] = [];
   private flushing: Promise<void> | undefined;
-  /** Running turns by `session#turn`, with their block, start time and overrun timer. */
-  private readonly turns = new Map<string, { block: string; controller: AbortController; startedAt: number; timer?: NodeJS.Timeout }>();
-  /** Signs of life per session from workers without a process (model steps, sim progress). */
-  private readonly progress = new Map<string, number>();
+  /** The turns running now (the turn effects register theirs). */
+  private readonly turns: TurnTable;
+  /** The register as the engine last loaded it: what a turn's prompt says of a block. */
+  private readonly blocks: Map<string, Block>;
   private readonly ctx: DecideContext;
-  private readonly fx: fx.EffectContext;
+  private readonly fx: EffectContext;
   private failure: Error | undefined;
   private failedAfter: string | undefined;
   private readonly seenAnswers = new Set<string>();
@@ -117,20 +115,27 @@ export class Engine {
     this.log = EventLog.open(o.runDir, { clock: this.clock, command: 'tron start', key: o.key });
     this.log.groupCommit = true;
     this.ctx = { spine: o.spine, testCommand: o.config.test };
-    const byId = new Map(o.blocks.map((b) => [b.id, b]));
+    this.blocks = new Map(o.blocks.map((b) => [b.id, b]));
     this.configDigest = digestOfFile(join(o.repo, CONFIG_FILE));
     this.loaded = o.blocks;
+    this.turns = new TurnTable(o.clock, (body) => this.push(body));
     this.fx = {
       repo: o.repo,
       runDir: o.runDir,
       config: o.config,
-      blocks: () => byId,
+      spine: o.spine,
       env: o.env,
       sandbox: o.sandbox ?? NO_SANDBOX,
+      clock: o.clock,
       print: o.print,
       note: (body) => void this.append(body),
+      input: (body) => this.push(body),
       engineFiles: new EngineFiles(o.repo, this.configDigest, () => this.loaded),
       checkouts: new CheckoutPool(),
+      queues: new Queues(),
+      workers: o.workers,
+      turns: this.turns,
+      ...(o.onOutput ? { onOutput: o.onOutput } : {}),
     };
   }
 
@@ -160,7 +165,7 @@ export class Engine {
       version: TRON_VERSION,
       trunk: o.config.trunk,
       trunk_sha: trunkSha,
-      main_status: await fx.mainStatus(o.repo, o.config.trunk),
+      main_status: await mainStatus(o.repo, o.config.trunk, this.fx.queues),
       max_parallel: o.config.maxParallel,
       architect: Boolean(o.workers.architect),
       liveness: livenessNumbers(o.spine, o.config),
@@ -185,7 +190,7 @@ export class Engine {
     for (const body of waiting) this.input(body);
     this.input({ type: 'recovery.finished', answers: waiting.length });
     // The gate's checkouts, made while the builders just dispatched work (after their worktrees).
-    const warming = warmCheckouts(this.fx, Math.min(o.config.maxParallel, this.state.index.active), trunkSha, fx.serialWorktrees);
+    const warming = warmCheckouts(this.fx, Math.min(o.config.maxParallel, this.state.index.active), trunkSha);
     this.running.add(warming);
     void warming.finally(() => this.running.delete(warming));
     this.watchInbox();
@@ -218,23 +223,20 @@ export class Engine {
     this.inboxWatcher?.close();
     this.blocksWatcher?.close();
     clearInterval(this.heartbeatTimer);
-    for (const t of this.turns.values()) {
-      clearTimeout(t.timer);
-      t.controller.abort();
-    }
+    this.turns.stop(() => true);
     // Effects decided last start once their lines are on disk: then every effect is in `running`.
     while (this.flushing !== undefined) await this.flushing;
     const settled = Promise.allSettled([...this.running]);
     // After a failure, an effect still running (a long test run) is not waited for:
     // its processes carry the run's marker, and the next start's recovery ends them.
     // A landing's move of your checkout goes on after its effect has reported: wait for it too.
-    const quiet = settled.then(() => fx.serialMain(async () => undefined));
+    const quiet = settled.then(() => this.fx.queues.main.run(async () => undefined));
     if (failed) await Promise.race([quiet, new Promise((r) => setTimeout(r, 5000).unref())]);
     else await quiet;
     // The engine's own checkouts go with the run (a failure may leave one busy: the next start's sweep takes it).
-    if (!failed) await fx.removeEngineCheckouts(this.fx);
+    if (!failed) await removeEngineCheckouts(this.fx);
     try {
-      writeFileSync(join(this.o.runDir, 'report.md'), renderReport(this.log.events));
+      this.o.report && writeFileSync(join(this.o.runDir, 'report.md'), this.o.report(this.log.events));
     } catch {
       // No run directory to write it in (removed): the log is gone with it.
     }
@@ -269,13 +271,17 @@ export class Engine {
       this.clock.pinned = undefined;
     }
     this.state = state;
+    // Each job's input is made now, from the state as it is when its decision was made, and
+    // is JSON: what runs it needs nothing of the engine's memory.
+    const moment: Moment = { state, history: this.log.events, blocks: this.blocks };
+    const jobs = appended.map((d) => jobOf(d, moment));
     if (event.type === 'operator.answered') {
       // The answer file goes only once its event is on disk.
       this.log.syncNow();
       consumeAnswer(this.o.repo, event.file, this.o.runDir);
       this.append({ type: 'inbox.consumed', file: event.file });
     }
-    this.performWhenDurable(appended);
+    this.performWhenDurable(jobs);
   }
 
   /**
@@ -283,14 +289,14 @@ export class Engine {
    * every line appended meanwhile (group commit), off the main thread — the engine writes
    * thousands of lines a run, and flushing each alone held everything else up.
    */
-  private performWhenDurable(decisions: readonly TronEvent[]): void {
-    this.awaitingDisk.push(...decisions);
+  private performWhenDurable(jobs: readonly Job[]): void {
+    this.awaitingDisk.push(...jobs);
     if (this.flushing || this.awaitingDisk.length === 0) return;
     const flushing = (async () => {
       while (this.awaitingDisk.length > 0) {
         const batch = this.awaitingDisk.splice(0);
         await this.log.sync();
-        for (const d of batch) this.perform(d);
+        for (const job of batch) this.perform(job);
       }
     })()
       .catch((err: Error) => {
@@ -320,12 +326,12 @@ export class Engine {
   stop(signal: string): void {
     if (this.state.finished) return;
     this.push({ type: 'run.stopping', signal });
-    this.stopTurns(() => true);
+    this.turns.stop(() => true);
   }
 
   /** A second signal: kill every worker process group now. */
   abortNow(): void {
-    this.stopTurns(() => true);
+    this.turns.stop(() => true);
   }
 
   /**
@@ -390,7 +396,7 @@ export class Engine {
             if (now === last) return;
             last = now;
             this.loaded = blocks;
-            for (const b of blocks) this.fx.blocks().set(b.id, b);
+            for (const b of blocks) this.blocks.set(b.id, b);
             this.push({ type: 'register.loaded', blocks: blocks.map(infoOf) });
           }),
         50,
@@ -447,242 +453,40 @@ export class Engine {
     return { type: 'run.failed', detail: codedLine(err, `the effect of ${after}`), after };
   }
 
-  /** Starts the effect a decision asks for; its outcome comes back through the queue. */
-  private perform(e: TronEvent): void {
-    const c = this.fx;
-    const start = (work: () => Promise<EventBody | EventBody[] | undefined>) => {
-      const p = work()
-        .then((out) => {
-          // One effect may report several inputs (a stack's landing: one block.landed each), in order.
-          for (const body of [out ?? []].flat()) this.push(body);
-        })
-        .catch((err: Error) => {
-          this.failure = err;
-          this.failedAfter = `${e.type}${'block' in e ? ` for ${e.block}` : ''}`;
-          if (process.env.TRON_DEBUG === '1' && err.stack) this.o.print(err.stack);
-          this.wake?.();
-        })
-        .finally(() => this.running.delete(p));
-      this.running.add(p);
-    };
-    switch (e.type) {
-      case 'worktree.requested':
-        return start(() => fx.prepareWorktree(c, e));
-      case 'block.dispatched':
-        return start(() => this.turn(e));
-      case 'facts.requested':
-        return start(() => fx.observeFacts(c, e));
-      case 'lane.stacked':
-        return start(() => lane.stackBlocks(c, e));
-      case 'candidate.requested':
-      case 'bisect.step':
-        return start(() => lane.testCandidate(c, e));
-      case 'land.intent':
-        return start(() => lane.landStack(c, e));
-      case 'test.requested':
-        return start(() => fx.testTrunk(c, e));
-      case 'wrap.requested':
-        return start(() => fx.wrapBlock(c, e));
-      case 'escalation.raised':
-        if (e.handler === 'operator') return start(() => fx.page(c, e));
-        return;
-      case 'budget.exceeded':
-        // The run's budget is spent: no new turn starts; the ones running stop now, and the
-        // run ends once nothing is in flight. (A block's own: its block.parked stops its turn.)
-        if (e.scope === 'run') this.stopTurns(() => true);
-        return;
-      case 'block.parked':
-      case 'block.abandoned':
-        this.stopTurns((t) => t.block === e.block);
-        return;
-      case 'worker.overran':
-        return start(() => this.probe(e));
-      case 'worker.extended':
-        this.armTimer(e.session, e.turn, e.extension_ms);
-        return;
-      case 'turn.reissued':
-        this.stopTurns((_t, key) => key === `${e.session}#${e.turn}`);
-        return;
-      default:
-        return;
-    }
+  /** Starts the job a decision asks for (a lookup in EFFECTS); its outcome comes back through the queue. */
+  private perform(job: Job): void {
+    const e = job.decision;
+    const effect = EFFECTS[e.type as DecisionType];
+    if (!effect) return;
+    const p = Promise.resolve()
+      .then(() => effect.run(this.fx, job.request) as Outcome | Promise<Outcome>)
+      .then((out) => {
+        // One effect may report several inputs (a stack's landing: one block.landed each), in order.
+        for (const body of [out ?? []].flat()) this.push(body);
+      })
+      .catch((err: Error) => {
+        this.failure = err;
+        this.failedAfter = `${e.type}${'block' in e ? ` for ${e.block}` : ''}`;
+        if (process.env.TRON_DEBUG === '1' && err.stack) this.o.print(err.stack);
+        this.wake?.();
+      })
+      .finally(() => this.running.delete(p));
+    this.running.add(p);
   }
+}
 
-  /** Runs one worker turn and reports its reply (or failure) as `reply.received`. */
-  private async turn(e: EventOf<'block.dispatched'>): Promise<EventBody> {
-    const o = this.o;
-    const s = this.state;
-    const b = s.blocks.get(e.block)!;
-    const worker = o.workers[e.role as WorkerRole];
-    const base = { type: 'reply.received' as const, block: e.block, role: e.role, session: e.session, turn: e.turn };
-    if (!worker) return { ...base, ok: false, failure: 'crash', detail: `no [workers.${e.role}] is configured` };
-    // The review checkout and the diffstat are independent: made at once.
-    const [cwd, diffstat] = await Promise.all([
-      e.role === 'builder'
-        ? git.worktreePath(o.repo, e.block)
-        : e.role === 'reviewer'
-          ? fx.serialWorktrees(() => git.createReviewCheckout(o.repo, { id: e.block, sha: e.sha ?? b.attested! }))
-          : o.repo,
-      e.kind === 'review' && b.base ? git.diffStat(o.repo, b.base, e.sha ?? b.attested!) : '',
-    ]);
-    const { name, vars } = promptVars(s, e, this.fx.blocks().get(e.block), { diffstat, history: this.log.events });
-    const prompt = renderPrompt(name, vars, { role: e.role, phase: e.phase, expect: e.expect as never });
-    this.transcript(`## ${e.block} · ${e.role} · ${e.session} · turn ${e.turn} · ${e.kind}\n\n### prompt\n\n${fence(prompt)}\n`);
-    const phaseTime = o.spine.phases.find((p) => p.name === e.phase)?.timeMs ?? Infinity;
-    const budget = Math.min(o.config.timeouts.turnMs, phaseTime);
-    const live = this.state.liveness;
-    // The adapter's own timeout is only a backstop: liveness decides before it fires.
-    const backstop = budget + live.maxExtensions * live.extensionMs + (live.maxExtensions + 2) * live.probeWaitMs + 60_000;
-    const controller = new AbortController();
-    const key = `${e.session}#${e.turn}`;
-    this.turns.set(key, { block: e.block, controller, startedAt: this.o.clock.now() });
-    this.armTimer(e.session, e.turn, budget);
-    const log = TurnLog.open(o.runDir, e);
-    try {
-      const outcome = await worker.runTurn(
-        {
-          role: e.role as WorkerRole,
-          block: e.block,
-          session: e.session,
-          turn: e.turn,
-          phase: e.phase,
-          kind: e.kind,
-          prompt,
-          cwd,
-          runDir: o.runDir,
-          timeoutMs: backstop,
-          signal: controller.signal,
-          criteria: b.info.criteria,
-          trunk: o.config.trunk,
-          repo: o.repo,
-          expect: e.expect,
-        },
-        this.observer(e, log),
-      );
-      const text = outcome.ok
-        ? outcome.reply
-        : `(turn failed: ${outcome.failure}) ${outcome.detail}${outcome.output ? `\n${outcome.output}` : ''}${outcome.stderr ? `\n(stderr)\n${outcome.stderr}` : ''}`;
-      // A worker without a process printed nothing: its reply ends its log.
-      if (!log.sawOutput) log.note(outcome.ok ? `reply:\n${outcome.reply}` : `turn failed: ${outcome.detail}`);
-      this.transcript(`### reply (${e.block} · ${e.session} · turn ${e.turn})\n\n${fence(text)}\n`);
-      if (outcome.ok) return { ...base, ok: true, reply: outcome.reply };
-      return {
-        ...base,
-        ok: false,
-        failure: outcome.failure,
-        detail: outcome.detail,
-        ...(outcome.cause ? { cause: outcome.cause } : {}),
-        ...(outcome.output ? { stdout_tail: boundedTail(outcome.output) } : {}),
-        ...(outcome.stderr ? { stderr_tail: boundedTail(outcome.stderr) } : {}),
-      };
-    } finally {
-      log.close();
-      clearTimeout(this.turns.get(key)?.timer);
-      this.turns.delete(key);
-    }
-  }
+/** A decision and its job's input. */
+interface Job {
+  decision: TronEvent;
+  request: unknown;
+}
 
-  /** After `ms`, a still-running turn reports itself overrun (an input; decide takes it from there). */
-  private armTimer(session: string, turn: number, ms: number): void {
-    const t = this.turns.get(`${session}#${turn}`);
-    if (!t) return;
-    clearTimeout(t.timer);
-    t.timer = setTimeout(() => {
-      if (!this.turns.has(`${session}#${turn}`)) return;
-      this.push({ type: 'timer.fired', block: t.block, session, turn, timer: 'overrun', elapsed_ms: this.o.clock.now() - t.startedAt });
-    }, ms);
-    t.timer.unref?.();
-  }
-
-  private stopTurns(which: (t: { block: string }, key: string) => boolean): void {
-    for (const [key, t] of this.turns) {
-      if (!which(t, key)) continue;
-      clearTimeout(t.timer);
-      t.controller.abort();
-    }
-  }
-
-  /** Signs of life over the probe wait: process CPU and output, worktree changes, model or sim progress. */
-  private async probe(e: EventOf<'worker.overran'>): Promise<EventBody> {
-    const b = this.state.blocks.get(e.block)!;
-    const role = b.waiting.on === 'turn' ? b.waiting.turn.role : 'builder';
-    const worker = this.o.workers[role];
-    const cwd =
-      role === 'builder'
-        ? git.worktreePath(this.o.repo, e.block)
-        : role === 'reviewer'
-          ? git.reviewPath(this.o.repo, e.block)
-          : this.o.repo;
-    const take = async (): Promise<LifeSnapshot> => {
-      const proc = worker?.running?.(e.session);
-      const progress = this.progress.get(e.session) ?? 0;
-      if (proc) {
-        const snap = await takeSnapshot({ pid: proc.pid, startTime: proc.startTime, outputBytes: proc.outputBytes + progress, cwd });
-        return snap;
-      }
-      return { exists: this.turns.has(`${e.session}#${e.turn}`), cpuTicks: 0, outputBytes: progress, worktree: await worktreePrint(cwd) };
-    };
-    if (worker?.probe && role !== 'architect') {
-      // Talk before you page: a conversational worker is asked, in-session, between its steps.
-      const elapsed = formatDuration(Math.round(e.elapsed_ms / 1000) * 1000);
-      worker.probe(e.session, renderPrompt('probe', { block: e.block, elapsed }, { role, phase: b.phase, expect: ['WORKING'] }));
-    }
-    const before = await take();
-    await new Promise((r) => setTimeout(r, this.state.liveness.probeWaitMs));
-    const after = await take();
-    const { alive, signs } = signsOfLife(before, after);
-    return { type: 'worker.probed', block: e.block, session: e.session, turn: e.turn, alive, signs };
-  }
-
-  /** The turn's observer: process facts and usage become events; output and notes go to its log and the reporter. */
-  private observer(e: EventOf<'block.dispatched'>, log: TurnLog): TurnObserver {
-    const at = { block: e.block, session: e.session };
-    const where = { ...at, turn: e.turn };
-    const tick = () => this.progress.set(e.session, (this.progress.get(e.session) ?? 0) + 1);
-    return {
-      progress: (note) => {
-        tick();
-        log.note(note);
-        this.o.onOutput?.(where, note);
-      },
-      output: (_stream, chunk) => {
-        log.output(chunk);
-        this.o.onOutput?.(where, chunk.toString('utf8'));
-      },
-      spawned: (p) => void this.append({ type: 'worker.spawned', ...at, turn: e.turn, pid: p.pid, start_time: p.startTime }),
-      exited: (p) => void this.append({ type: 'worker.exited', ...at, turn: e.turn, pid: p.pid, code: p.code, signal: p.signal }),
-      usage: (u) => {
-        tick();
-        const cost = costOf(u, this.o.config.prices ?? {});
-        // An input, through the queue: the fold keeps each block's and the run's spend.
-        this.push({
-          type: 'usage.recorded',
-          ...at,
-          role: e.role,
-          turn: e.turn,
-          model: u.model,
-          input_tokens: u.inputTokens,
-          cached_tokens: u.cachedTokens,
-          output_tokens: u.outputTokens,
-          ...(cost ? { cost_usd: cost.costUsd, priced_by: cost.by } : {}),
-        });
-      },
-      retry: (r) =>
-        void this.append({
-          type: 'worker.retry',
-          ...at,
-          role: e.role,
-          attempt: r.attempt,
-          ...(r.status !== undefined ? { status: r.status } : {}),
-          delay_ms: Math.round(r.delayMs),
-          error: r.error,
-        }),
-    };
-  }
-
-  private transcript(text: string): void {
-    appendFileSync(join(this.o.runDir, 'transcript.md'), `${text}\n`);
-  }
+/** The job a decision asks for: its request, built now and made JSON (a decision with no effect has none). */
+export function jobOf(decision: TronEvent, at: Moment): Job {
+  const effect = EFFECTS[decision.type as DecisionType];
+  if (!effect) return { decision, request: undefined };
+  const request = effect.request ? effect.request(decision as never, at) : decision;
+  return { decision, request: JSON.parse(JSON.stringify(request)) };
 }
 
 /** The spine's liveness numbers with the config's overrides: what this run uses. */
@@ -693,13 +497,6 @@ export function livenessNumbers(spine: Spine, config: Config) {
 
 function infoOf(b: Block) {
   return { id: b.id, title: b.title, depends_on: b.dependsOn, priority: b.priority, criteria: b.criteria, digest: b.digest };
-}
-
-/** A Markdown fence longer than any backtick run inside `text`, so the text stays verbatim. */
-function fence(text: string): string {
-  const longest = Math.max(2, ...[...text.matchAll(/`+/g)].map((m) => m[0].length));
-  const f = '`'.repeat(longest + 1);
-  return `${f}text\n${text}\n${f}`;
 }
 
 /** Writes the run directory's fixed files: manifest.json and the spine that drives the run. */

@@ -5,7 +5,7 @@ import { configFile, makeProject, ofType, runTron } from '../../testing/project.
 import { makeRepo, type TestRepo } from '../../testing/repo.ts';
 import * as git from '../../git/index.ts';
 import { CheckoutPool, Slots, warmCheckouts } from './checkouts.ts';
-import type { EffectContext } from '../effects.ts';
+import type { EffectContext } from './context.ts';
 
 const repos: TestRepo[] = [];
 afterEach(async () => {
@@ -72,15 +72,17 @@ describe('the engine checkout', () => {
     repos.push(repo);
     const sha = await repo.git('rev-parse', 'HEAD');
     const pool = new CheckoutPool();
-    const c = { repo: repo.dir, checkouts: pool } as unknown as EffectContext;
     const queued: string[] = [];
     // One at a time, as the engine's worktree queue: git cannot make worktrees side by side.
     const one = new Slots(1);
-    const serial = <T>(work: () => Promise<T>): Promise<T> => {
-      queued.push('made');
-      return one.run(work);
+    const worktrees = {
+      run: <T>(work: () => Promise<T>): Promise<T> => {
+        queued.push('made');
+        return one.run(work);
+      },
     };
-    await warmCheckouts(c, 2, sha, serial);
+    const c = { repo: repo.dir, checkouts: pool, queues: { worktrees } } as unknown as EffectContext;
+    await warmCheckouts(c, 2, sha);
     expect(queued).toEqual(['made', 'made', 'made']);
     for (const name of ['_check-1', '_check-2', '_lane']) expect(await git.headOf(git.engineCheckoutPath(repo.dir, name))).toBe(sha);
     // The gates take the warm ones, first made first; a third makes a new one.

@@ -17,7 +17,7 @@ import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import type { TestRun } from '../../core/events.ts';
 import * as git from '../../git/index.ts';
-import type { EffectContext } from '../effects.ts';
+import type { EffectContext } from './context.ts';
 import { processStartTime } from '../../os/proc.ts';
 import { runTests } from './testrun.ts';
 
@@ -72,10 +72,10 @@ export class CheckoutPool {
  * worktrees already requested; best effort: a checkout that could not be made is made by
  * the first run that needs it.
  */
-export function warmCheckouts(c: EffectContext, n: number, sha: string, serial: <T>(work: () => Promise<T>) => Promise<T>): Promise<void> {
+export function warmCheckouts(c: EffectContext, n: number, sha: string): Promise<void> {
   return Promise.all(
     [...c.checkouts.warm(n), ...(n > 0 ? ['_lane'] : [])].map((name) =>
-      checkout(c, name, sha, serial).then(
+      checkout(c, name, sha).then(
         () => undefined,
         () => undefined,
       ),
@@ -94,16 +94,13 @@ const passed = (t: TestRun | undefined): boolean => t === undefined || (t.exit =
 
 /**
  * Puts the engine's checkout `name` at `sha` (made once, then reused). Making one adds a
- * worktree, which git does not allow concurrently: that part goes through `serial`.
+ * worktree, which git does not allow concurrently: that part goes through the worktree queue.
  */
-export async function checkout(
-  c: EffectContext,
-  name: string,
-  sha: string,
-  serial: <T>(work: () => Promise<T>) => Promise<T>,
-): Promise<string> {
+export async function checkout(c: Pick<EffectContext, 'repo' | 'queues'>, name: string, sha: string): Promise<string> {
   const path = git.engineCheckoutPath(c.repo, name);
-  return existsSync(join(path, '.git')) ? git.checkoutAt(c.repo, name, sha) : serial(() => git.checkoutAt(c.repo, name, sha));
+  return existsSync(join(path, '.git'))
+    ? git.checkoutAt(c.repo, name, sha)
+    : c.queues.worktrees.run(() => git.checkoutAt(c.repo, name, sha));
 }
 
 /**

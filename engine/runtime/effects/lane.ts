@@ -8,7 +8,7 @@
 import type { EventBody, EventOf } from '../../core/events.ts';
 import * as git from '../../git/index.ts';
 import { checkout, runSuite, suiteGreen } from './checkouts.ts';
-import { type EffectContext, serialMain, serialWorktrees } from '../effects.ts';
+import { type EffectContext, effect } from './context.ts';
 
 type RebaseResult = EventOf<'rebase.done'>['results'][number];
 
@@ -20,13 +20,15 @@ type RebaseResult = EventOf<'rebase.done'>['results'][number];
  * the next goes on top of it; one whose patch changed or that conflicts is left out.
  * Trunk elsewhere than the decision says: nothing is replayed, and the actual sha reported.
  */
-export async function stackBlocks(c: EffectContext, e: EventOf<'lane.stacked'>): Promise<EventBody> {
+export const stackBlocks = effect({ run: (c, e: EventOf<'lane.stacked'>) => stack(c, e) });
+
+async function stack(c: EffectContext, e: EventOf<'lane.stacked'>): Promise<EventBody> {
   const trunk = await git.currentTrunkSha(c.repo, c.config.trunk);
   if (trunk !== e.trunk_sha) return { type: 'rebase.done', stack: e.stack, trunk_sha: trunk, results: [] };
   const results: RebaseResult[] = [];
   let top = e.trunk_sha;
   // `_lane` is put at `onto` (made the first time) only for a block of several commits, which is cherry-picked there.
-  const workdir = (onto: string): Promise<string> => checkout(c, '_lane', onto, serialWorktrees);
+  const workdir = (onto: string): Promise<string> => checkout(c, '_lane', onto);
   let topIsNew = false;
   // Those that need no merge, in bulk; the rest (from the first that does) one by one.
   const bulk = await git.replayInStore(c.repo, e.trunk_sha, e.blocks);
@@ -59,8 +61,10 @@ export async function stackBlocks(c: EffectContext, e: EventOf<'lane.stacked'>):
 }
 
 /** Setup and the tests at a stack's top (or a prefix's), in `_lane` holding exactly that sha. */
-export async function testCandidate(c: EffectContext, e: EventOf<'candidate.requested' | 'bisect.step'>): Promise<EventBody> {
-  const dir = await checkout(c, '_lane', e.sha, serialWorktrees);
+export const testCandidate = effect({ run: (c, e: EventOf<'candidate.requested' | 'bisect.step'>) => testAt(c, e) });
+
+async function testAt(c: EffectContext, e: EventOf<'candidate.requested' | 'bisect.step'>): Promise<EventBody> {
+  const dir = await checkout(c, '_lane', e.sha);
   const suite = await runSuite(c, {
     dir,
     block: e.blocks.at(-1)!,
@@ -85,33 +89,37 @@ export async function testCandidate(c: EffectContext, e: EventOf<'candidate.requ
  * that checkout half moved and the next landing waits for it (a crash in between is
  * caught up at the next start: git.catchUpCheckout).
  */
-export async function landStack(c: EffectContext, e: EventOf<'land.intent'>): Promise<EventBody[]> {
+export const landStack = effect({ run: (c, e: EventOf<'land.intent'>) => land(c, e) });
+
+async function land(c: EffectContext, e: EventOf<'land.intent'>): Promise<EventBody[]> {
   const ids = e.blocks.map((b) => b.block);
   const landing = {
     trunk: c.config.trunk,
     expectedOld: e.from,
     top: e.sha,
     blocks: e.blocks.map((b) => ({ id: b.block, sha: b.sha })),
-    serialWorktrees,
+    serialWorktrees: c.queues.serialWorktrees,
   };
   const result = await new Promise<Awaited<ReturnType<typeof git.moveRefs>>>((landed, failed) => {
     // The ref transaction needs no worktree; moving your checkout lists them, so that part waits for worktrees being made.
-    void serialMain(async () => {
-      let moved: Awaited<ReturnType<typeof git.moveRefs>>;
-      try {
-        moved = await git.moveRefs(c.repo, landing);
-      } catch (error) {
-        failed(error);
-        return;
-      }
-      landed(moved);
-      if (!moved.ok) return;
-      const checkout = await git
-        .followTrunk(c.repo, c.config.trunk, e.from, e.sha, serialWorktrees)
-        .catch((error: Error): git.CheckoutSync => ({ state: 'failed', path: c.repo, message: error.message }));
-      if (checkout.state === 'failed')
-        c.print(`tron: ${ids.join(', ')} landed, but your checkout of ${c.config.trunk} was not updated: ${checkout.message}`);
-    }).catch(() => undefined);
+    void c.queues.main
+      .run(async () => {
+        let moved: Awaited<ReturnType<typeof git.moveRefs>>;
+        try {
+          moved = await git.moveRefs(c.repo, landing);
+        } catch (error) {
+          failed(error);
+          return;
+        }
+        landed(moved);
+        if (!moved.ok) return;
+        const checkout = await git
+          .followTrunk(c.repo, c.config.trunk, e.from, e.sha, c.queues.serialWorktrees)
+          .catch((error: Error): git.CheckoutSync => ({ state: 'failed', path: c.repo, message: error.message }));
+        if (checkout.state === 'failed')
+          c.print(`tron: ${ids.join(', ')} landed, but your checkout of ${c.config.trunk} was not updated: ${checkout.message}`);
+      })
+      .catch(() => undefined);
   });
   if (!result.ok) {
     const detail =
@@ -119,4 +127,25 @@ export async function landStack(c: EffectContext, e: EventOf<'land.intent'>): Pr
     return [{ type: 'land.refused', stack: e.stack, blocks: ids, actual: result.actual, detail }];
   }
   return e.blocks.map((b) => ({ type: 'block.landed', block: b.block, sha: b.sha, from: e.from, top: e.sha }));
+}
+
+/**
+ * [merge] verify_trunk: the suite once more, on trunk at a landed top, in the engine's
+ * `_trunk` checkout — off the lane's path, one check at a time.
+ */
+export const testTrunk = effect({
+  run: (c, e: EventOf<'test.requested'>) => c.queues.trunkChecks.run(() => testTrunkNow(c, e)),
+});
+
+async function testTrunkNow(c: EffectContext, e: EventOf<'test.requested'>): Promise<EventBody> {
+  const dir = await checkout(c, '_trunk', e.sha);
+  const suite = await runSuite(c, {
+    dir,
+    block: e.block,
+    session: 'tests:trunk',
+    log: `tests/trunk-${e.sha.slice(0, 12)}`,
+    yieldToLane: true,
+  });
+  const tests = suite.tests ?? suite.setup!;
+  return { type: 'trunk.tested', block: e.block, sha: e.sha, ok: suiteGreen(suite), tests };
 }

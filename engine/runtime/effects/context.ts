@@ -1,0 +1,87 @@
+/**
+ * What every effect is, and what it runs with. An effect is a job: its input is a
+ * request — the decision event plus whatever it needs of the state *as it was when the
+ * decision was made*, nothing but JSON — and it runs against an explicit context (the
+ * repository, the config, the sandbox, the queues). Its outcome is input events. No
+ * effect reads the engine's live state or a module global, so a job can be handed to
+ * another process, or another host, unchanged.
+ */
+import type { Clock } from '../../core/clock.ts';
+import type { DecisionType, EventBody, EventOf, TronEvent } from '../../core/events.ts';
+import type { EngineState } from '../../core/state.ts';
+import type { Config } from '../../project/config.ts';
+import type { Block } from '../../project/register.ts';
+import type { Spine } from '../../spine/spine.ts';
+import type { WorkerAdapter } from '../../workers/adapter.ts';
+import type { WorkerRole } from '../../core/roles.ts';
+import type { Sandbox } from '../../workers/sandbox.ts';
+import type { EngineFiles } from './engine-files.ts';
+import { type CheckoutPool, Slots } from './checkouts.ts';
+import type { TurnTable } from './turn-table.ts';
+
+/**
+ * The queues effects share within one engine. git's worktree administration (add,
+ * prune, remove) is not safe to run concurrently in one repository: every such call
+ * goes through `worktrees`. Landings move trunk and your checkout of it; reads of that
+ * checkout go through `main`, so a fact never sees it half moved (a landing takes
+ * `worktrees` only inside `main`, never the other way round). Checks of trunk share the
+ * `_trunk` checkout: one at a time.
+ */
+export class Queues {
+  readonly worktrees = new Slots(1);
+  readonly main = new Slots(1);
+  readonly trunkChecks = new Slots(1);
+  /** `worktrees.run`, as a function to hand to the git layer. */
+  readonly serialWorktrees = <T>(work: () => Promise<T>): Promise<T> => this.worktrees.run(work);
+}
+
+export interface EffectContext {
+  repo: string;
+  runDir: string;
+  config: Config;
+  spine: Spine;
+  env: Record<string, string | undefined>;
+  /** Where test runs are confined (workers get theirs from their adapter). */
+  sandbox: Sandbox;
+  clock: Clock;
+  print: (line: string) => void;
+  /** Appends a note event (process bookkeeping) to the run's log, now. */
+  note: (body: EventBody) => void;
+  /** Hands the engine an input that a running effect observed (usage, a timer that fired). */
+  input: (body: EventBody) => void;
+  /** The engine's own files as it loaded them, compared at every gate. */
+  engineFiles?: EngineFiles;
+  /** The gate's checkouts for test runs. */
+  checkouts: CheckoutPool;
+  queues: Queues;
+  workers: Partial<Record<WorkerRole, WorkerAdapter>>;
+  /** The turns running now: their controllers, timers and signs of life. */
+  turns: TurnTable;
+  /** Sees a worker's live output (and progress notes) as it arrives, after its turn log has it. */
+  onOutput?: (at: { block: string; session: string; turn: number }, text: string) => void;
+}
+
+/** What the engine knew when it made a decision: the folded state, the log so far, the register. */
+export interface Moment {
+  state: EngineState;
+  history: readonly TronEvent[];
+  blocks: ReadonlyMap<string, Block>;
+}
+
+/** What an effect reports: nothing, one input, or several in order. */
+export type Outcome = EventBody | EventBody[] | undefined | void;
+
+/**
+ * One kind of effect. `request` takes the decision and the moment it was made and
+ * returns the job's whole input (JSON only); without it, the job's input is the decision
+ * itself. `run` carries the job out.
+ */
+export interface Effect<T extends DecisionType, R = EventOf<T>> {
+  request?: (e: EventOf<T>, at: Moment) => R;
+  run: (c: EffectContext, r: R) => Promise<Outcome> | Outcome;
+}
+
+/** Declares an effect, inferring its request type. */
+export function effect<T extends DecisionType, R = EventOf<T>>(def: Effect<T, R>): Effect<T, R> {
+  return def;
+}

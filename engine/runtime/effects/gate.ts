@@ -1,0 +1,101 @@
+/**
+ * The truth gate's observations (see engine/core/decide/gate.ts for what is decided from
+ * them). Nothing here believes the worker: the facts are read from git and the suite is
+ * run by the engine, in one of its own checkouts holding exactly the branch's head.
+ */
+import { createHash } from 'node:crypto';
+import { lstatSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { EventBody, EventOf } from '../../core/events.ts';
+import * as git from '../../git/index.ts';
+import { checkout, runSuite } from './checkouts.ts';
+import { type EffectContext, effect, type Queues } from './context.ts';
+
+export const observeFacts = effect({
+  run: (c, e: EventOf<'facts.requested'>) => observe(c, e),
+});
+
+async function observe(c: EffectContext, e: EventOf<'facts.requested'>): Promise<EventBody> {
+  const dir = git.worktreePath(c.repo, e.block);
+  const { head, trunk } = await git.headAndTrunk(dir, c.config.trunk);
+  // The checkout the suite would run in is put at `head` while the facts are read: the
+  // commit's tree is all it holds, whatever the facts then say.
+  const name = c.checkouts.acquire();
+  const checkedOut = checkout(c, name, head).then(
+    (path) => ({ path }),
+    (error: unknown) => ({ error }),
+  );
+  try {
+    // The observations are independent of each other: read at once (several gates at once
+    // otherwise queue on each process in turn).
+    const trunkSha = trunk ?? null;
+    const [commits, fastForward, status, clean, engineDiff, patchId] = await Promise.all([
+      git.commitsOver(c.repo, e.base, head).then((list) => list.length),
+      trunkSha ? git.isAncestor(c.repo, trunkSha, head) : false,
+      // Read the main checkout only between landings, never while one is moving it.
+      c.queues.main.run(() => mainStatus(c.repo, c.config.trunk, c.queues)),
+      git.isClean(dir),
+      git.changesUnder(c.repo, e.base, head, '.tron/'),
+      git.patchId(c.repo, e.base, head),
+    ]);
+    // Whether trunk is as the engine left it is decided from these facts, not here: the
+    // engine may land another block while they are observed.
+    const worthTesting = commits > 0 && clean.clean && engineDiff.length === 0 && (e.purpose === 'gate' || fastForward);
+    const suite = worthTesting ? await testIn(c, await checkedOut, e.block, e.purpose, head) : { setup: null, tests: null };
+    return {
+      type: 'facts.observed',
+      block: e.block,
+      purpose: e.purpose,
+      base: e.base,
+      head,
+      commits,
+      trunk_sha: trunkSha,
+      main_status: status,
+      clean: clean.clean,
+      status: clean.status,
+      ...(suite.setup ? { setup: suite.setup } : {}),
+      tests: suite.tests,
+      patch_id: patchId,
+      fast_forward: fastForward,
+      git_files: await git.adminDigests(c.repo),
+      ...(c.engineFiles ? { engine_files: c.engineFiles.changes() } : {}),
+      engine_diff: engineDiff,
+    };
+  } finally {
+    await checkedOut;
+    c.checkouts.release(name);
+  }
+}
+
+/** The suite at `head`, in one of the gate's checkouts: the commit alone, not the worktree it was made in. */
+async function testIn(c: EffectContext, checkedOut: { path: string } | { error: unknown }, block: string, purpose: string, head: string) {
+  if ('error' in checkedOut) throw checkedOut.error;
+  const log = `tests/${block}-${purpose}-${head.slice(0, 12)}`;
+  return c.checkouts.runs.run(() => runSuite(c, { dir: checkedOut.path, block, session: `tests:${purpose}`, log, yieldToLane: true }));
+}
+
+/**
+ * Porcelain status of the main checkout, leaving out the engine's own `.tron/` folders
+ * (its files are compared by digest instead), plus every tracked file whose index flag
+ * hides edits from `git status` — skip-worktree, assume-unchanged — with a digest of its
+ * content, so an edit under such a flag shows here too.
+ */
+export async function mainStatus(repo: string, trunk: string, queues: Pick<Queues, 'serialWorktrees'>): Promise<string> {
+  const state = await git.mainCheckout(repo, trunk, queues.serialWorktrees);
+  const lines = state.status.split('\n').filter((line) => line.trim() !== '' && !line.slice(3).startsWith('.tron/'));
+  for (const hidden of await git.hiddenByIndex(state.path)) {
+    lines.push(`${hidden.flag} ${hidden.path} (${contentDigest(join(state.path, hidden.path))})`);
+  }
+  return lines.join('\n');
+}
+
+/** A short digest of a regular file (never following a link, never opening anything else). */
+function contentDigest(path: string): string {
+  try {
+    const info = lstatSync(path);
+    if (!info.isFile()) return info.isSymbolicLink() ? 'a link' : 'not a file';
+    return createHash('sha256').update(readFileSync(path)).digest('hex').slice(0, 16);
+  } catch {
+    return 'missing';
+  }
+}

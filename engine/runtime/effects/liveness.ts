@@ -1,0 +1,64 @@
+/**
+ * Liveness — talk before you page (see engine/core/decide/liveness.ts for what is
+ * decided). An overrun turn is probed: a conversational worker is asked, in-session,
+ * whether it is still working, and signs of life are taken over the probe wait —
+ * process CPU and output, worktree changes, model or sim progress. An extension re-arms
+ * the turn's timer.
+ */
+import type { EventBody, EventOf } from '../../core/events.ts';
+import { formatDuration } from '../../core/duration.ts';
+import type { WorkerRole } from '../../core/roles.ts';
+import * as git from '../../git/index.ts';
+import { type LifeSnapshot, signsOfLife, takeSnapshot, worktreePrint } from '../../workers/liveness-signs.ts';
+import { type EffectContext, effect } from './context.ts';
+import { renderPrompt } from './prompts.ts';
+
+/** A probe's job: the decision, and whose turn it was, in which phase, with which wait. */
+export interface ProbeRequest {
+  decision: EventOf<'worker.overran'>;
+  role: WorkerRole;
+  phase: string;
+  probeWaitMs: number;
+}
+
+export const probe = effect({
+  request: (e: EventOf<'worker.overran'>, at): ProbeRequest => {
+    const b = at.state.blocks.get(e.block)!;
+    return {
+      decision: e,
+      role: b.waiting.on === 'turn' ? (b.waiting.turn.role as WorkerRole) : 'builder',
+      phase: b.phase,
+      probeWaitMs: at.state.liveness.probeWaitMs,
+    };
+  },
+  run: (c, r) => probeTurn(c, r),
+});
+
+/** Signs of life over the probe wait: process CPU and output, worktree changes, model or sim progress. */
+async function probeTurn(c: EffectContext, r: ProbeRequest): Promise<EventBody> {
+  const e = r.decision;
+  const role = r.role;
+  const worker = c.workers[role];
+  const cwd = role === 'builder' ? git.worktreePath(c.repo, e.block) : role === 'reviewer' ? git.reviewPath(c.repo, e.block) : c.repo;
+  const take = async (): Promise<LifeSnapshot> => {
+    const proc = worker?.running?.(e.session);
+    const progress = c.turns.ticks(e.session);
+    if (proc) return takeSnapshot({ pid: proc.pid, startTime: proc.startTime, outputBytes: proc.outputBytes + progress, cwd });
+    return { exists: c.turns.isRunning(e.session, e.turn), cpuTicks: 0, outputBytes: progress, worktree: await worktreePrint(cwd) };
+  };
+  if (worker?.probe && role !== 'architect') {
+    // Talk before you page: a conversational worker is asked, in-session, between its steps.
+    const elapsed = formatDuration(Math.round(e.elapsed_ms / 1000) * 1000);
+    worker.probe(e.session, renderPrompt('probe', { block: e.block, elapsed }, { role, phase: r.phase, expect: ['WORKING'] }));
+  }
+  const before = await take();
+  await new Promise((done) => setTimeout(done, r.probeWaitMs));
+  const after = await take();
+  const { alive, signs } = signsOfLife(before, after);
+  return { type: 'worker.probed', block: e.block, session: e.session, turn: e.turn, alive, signs };
+}
+
+/** A turn that showed signs of life gets more time: its overrun timer is armed again. */
+export const extend = effect({
+  run: (c, e: EventOf<'worker.extended'>) => c.turns.arm(e.session, e.turn, e.extension_ms),
+});

@@ -1,0 +1,86 @@
+/**
+ * The turns running now, by `session#turn`: each with its block, an abort controller,
+ * its start time and its overrun timer, plus signs of life from workers without a
+ * process (model steps, sim progress). The turn effect registers a turn here; the
+ * decisions that stop turns (a parked block, a spent budget, a re-issued turn) and the
+ * liveness effects act through it. The engine owns one per run.
+ */
+import type { Clock } from '../../core/clock.ts';
+import type { EventBody } from '../../core/events.ts';
+
+interface Running {
+  block: string;
+  controller: AbortController;
+  startedAt: number;
+  timer?: NodeJS.Timeout;
+}
+
+export class TurnTable {
+  private readonly running = new Map<string, Running>();
+  private readonly progress = new Map<string, number>();
+
+  constructor(
+    private readonly clock: Clock,
+    /** Where an overrun timer's input goes (the engine's queue). */
+    private readonly input: (body: EventBody) => void,
+  ) {}
+
+  get size(): number {
+    return this.running.size;
+  }
+
+  /** Registers a running turn; its abort signal stops the worker. */
+  start(block: string, session: string, turn: number): AbortSignal {
+    const controller = new AbortController();
+    this.running.set(key(session, turn), { block, controller, startedAt: this.clock.now() });
+    return controller.signal;
+  }
+
+  /** The turn ended: its timer goes with it. */
+  end(session: string, turn: number): void {
+    clearTimeout(this.running.get(key(session, turn))?.timer);
+    this.running.delete(key(session, turn));
+  }
+
+  isRunning(session: string, turn: number): boolean {
+    return this.running.has(key(session, turn));
+  }
+
+  /** After `ms`, a still-running turn reports itself overrun (an input; decide takes it from there). */
+  arm(session: string, turn: number, ms: number): void {
+    const t = this.running.get(key(session, turn));
+    if (!t) return;
+    clearTimeout(t.timer);
+    t.timer = setTimeout(() => {
+      if (!this.running.has(key(session, turn))) return;
+      this.input({ type: 'timer.fired', block: t.block, session, turn, timer: 'overrun', elapsed_ms: this.clock.now() - t.startedAt });
+    }, ms);
+    t.timer.unref?.();
+  }
+
+  /** Aborts every running turn `which` picks. */
+  stop(which: (t: { block: string; session: string; turn: number }) => boolean): void {
+    for (const [k, t] of this.running) {
+      const [session, turn] = splitKey(k);
+      if (!which({ block: t.block, session, turn })) continue;
+      clearTimeout(t.timer);
+      t.controller.abort();
+    }
+  }
+
+  /** A sign of life from a worker without a process (a model step, sim progress). */
+  tick(session: string): void {
+    this.progress.set(session, (this.progress.get(session) ?? 0) + 1);
+  }
+
+  ticks(session: string): number {
+    return this.progress.get(session) ?? 0;
+  }
+}
+
+const key = (session: string, turn: number) => `${session}#${turn}`;
+
+function splitKey(k: string): [string, number] {
+  const at = k.lastIndexOf('#');
+  return [k.slice(0, at), Number(k.slice(at + 1))];
+}

@@ -19,3 +19,12 @@ export class ManualClock implements Clock {
     this.ms += ms;
   }
 }
+
+/** A clock that the engine pins to an input's time while it appends that input's decisions. */
+export class PinnedClock implements Clock {
+  pinned: number | undefined;
+  constructor(private readonly base: Clock) {}
+  now(): number {
+    return this.pinned ?? this.base.now();
+  }
+}

@@ -6,82 +6,34 @@
  *
  * One writer: the engine holds `.tron/engine.lock` and the run's `events.lock`.
  */
-import { copyFileSync, mkdirSync, watch, writeFileSync, type FSWatcher } from 'node:fs';
-import { hostname } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { Clock } from '../core/clock.ts';
-import type { Config } from '../project/config.ts';
 import type { Block } from '../project/register.ts';
 import type { EventBody, EventOf, TronEvent } from '../core/events.ts';
 import { EventLog, RunDirGoneError } from '../log/eventlog.ts';
 import { codedLine } from './failure.ts';
 import { decide, type DecideContext } from '../core/decide/decide.ts';
 import { initialState, type EngineState } from '../core/state.ts';
-import type { Spine } from '../spine/spine.ts';
-import type { WorkerRole } from '../core/roles.ts';
-import type { WorkerAdapter } from '../workers/adapter.ts';
 import type { DecisionType } from '../core/events.ts';
 import { type EffectContext, type Moment, type Outcome, Queues } from './effects/context.ts';
-import { EFFECTS } from './effects/table.ts';
+import { PinnedClock } from '../core/clock.ts';
+import type { EngineOptions } from './options.ts';
+import { EFFECTS, type Job, jobOf } from './effects/table.ts';
 import { mainStatus } from './effects/gate.ts';
 import { TurnTable } from './effects/turn-table.ts';
 import { removeEngineCheckouts } from './effects/wrap.ts';
 import { CheckoutPool, warmCheckouts } from './effects/checkouts.ts';
 import * as git from '../git/index.ts';
-import { INBOX_DIR, type Answer, consumeAnswer, readInbox, refuseAnswer } from './inbox.ts';
+import { InboxReader, consumeAnswer } from './inbox.ts';
+import { infoOf, runStarted } from './run-files.ts';
+import { watchBlocks, watchInbox } from './watchers.ts';
 import { EngineFiles, digestOfFile } from './effects/engine-files.ts';
 import { CONFIG_FILE } from '../project/config.ts';
 import { TRON_VERSION } from '../root.ts';
-import { NO_SANDBOX, type Sandbox } from '../workers/sandbox.ts';
+import { NO_SANDBOX } from '../workers/sandbox.ts';
 
 export { TRON_VERSION };
-
-export interface EngineOptions {
-  repo: string;
-  runDir: string;
-  runId: string;
-  config: Config;
-  blocks: Block[];
-  spine: Spine;
-  spineFile: string;
-  workers: Partial<Record<WorkerRole, WorkerAdapter>>;
-  clock: Clock;
-  env: Record<string, string | undefined>;
-  /** The repository's key: signs the log, checks inbox answers (engine/log/keys.ts). */
-  key: Buffer;
-  /** TRON_RUN_MARKER of this run: in `env`, and so in every worker and test process. */
-  marker?: string;
-  /** Where the engine's test runs are confined; none unless given. */
-  sandbox?: Sandbox;
-  /** Notices that are not events (a problem with an answer file, a checkout left behind). */
-  print: (line: string) => void;
-  /** Sees every event right after it is appended: the console reporter, the live board. */
-  onAppend?: (event: TronEvent) => void;
-  /** Sees a worker's live output (and progress notes) as it arrives, after its turn log has it. */
-  onOutput?: (at: { block: string; session: string; turn: number }, text: string) => void;
-  watch: boolean;
-  /** What boot recovery found (engine/runtime/recovery.ts), fed after the register. */
-  boot?: EventBody[];
-  /** Inbox files an earlier run already consumed (moved now, never answered twice). */
-  consumed?: readonly string[];
-  /** Renders report.md from the run's events when the run ends (the caller's renderer: render/ sits above the loop). */
-  report?: (events: readonly TronEvent[]) => string;
-  /** Test hook (TRON_CRASH_AFTER_EVENT, read once at start): die abruptly right after appending this seq. */
-  crashAfter?: number;
-  /** --watch: the interval of run.heartbeat notes. */
-  heartbeatMs?: number;
-  /** --watch: re-reads the register after a change under .tron/blocks/ (undefined when it has problems). */
-  reloadBlocks?: () => Block[] | undefined;
-}
-
-/** A clock that the engine pins to an input's time while it appends that input's decisions. */
-class PinnedClock implements Clock {
-  pinned: number | undefined;
-  constructor(private readonly base: Clock) {}
-  now(): number {
-    return this.pinned ?? this.base.now();
-  }
-}
+export type { EngineOptions } from './options.ts';
 
 export class Engine {
   state: EngineState = initialState();
@@ -101,10 +53,9 @@ export class Engine {
   private readonly fx: EffectContext;
   private failure: Error | undefined;
   private failedAfter: string | undefined;
-  private readonly seenAnswers = new Set<string>();
-  private inboxWatcher: FSWatcher | undefined;
-  private blocksWatcher: FSWatcher | undefined;
-  private heartbeatTimer: NodeJS.Timeout | undefined;
+  private readonly inbox: InboxReader;
+  /** Watchers and timers, closed at shutdown. */
+  private readonly closers: Array<() => void> = [];
   /** The config as the engine read it (its digest), for the gate and the next start. */
   private readonly configDigest: string | undefined;
   /** The block files of the register the engine last loaded (at start, or on a change in --watch). */
@@ -119,6 +70,7 @@ export class Engine {
     this.configDigest = digestOfFile(join(o.repo, CONFIG_FILE));
     this.loaded = o.blocks;
     this.turns = new TurnTable(o.clock, (body) => this.push(body));
+    this.inbox = new InboxReader({ ...o, trunk: o.config.trunk, note: (body) => void this.append(body) });
     this.fx = {
       repo: o.repo,
       runDir: o.runDir,
@@ -159,43 +111,35 @@ export class Engine {
   private async drive(): Promise<void> {
     const o = this.o;
     const trunkSha = await git.currentTrunkSha(o.repo, o.config.trunk);
-    this.input({
-      type: 'run.started',
-      run: o.runId,
-      version: TRON_VERSION,
-      trunk: o.config.trunk,
-      trunk_sha: trunkSha,
-      main_status: await mainStatus(o.repo, o.config.trunk, this.fx.queues),
-      max_parallel: o.config.maxParallel,
-      architect: Boolean(o.workers.architect),
-      liveness: livenessNumbers(o.spine, o.config),
-      watch: o.watch,
-      pid: process.pid,
-      ...(this.configDigest ? { config_digest: this.configDigest } : {}),
-      ...(o.marker ? { marker: o.marker } : {}),
-      budgets: {
-        ...(o.config.budgets.blockUsd !== undefined && { block_usd: o.config.budgets.blockUsd }),
-        ...(o.config.budgets.blockTokens !== undefined && { block_tokens: o.config.budgets.blockTokens }),
-        ...(o.config.budgets.runUsd !== undefined && { run_usd: o.config.budgets.runUsd }),
-      },
-      merge: { batch: o.config.merge.batch, verify_trunk: o.config.merge.verifyTrunk, gather: o.config.merge.gather },
-    });
+    this.input(runStarted(o, trunkSha, await mainStatus(o.repo, o.config.trunk, this.fx.queues), this.configDigest));
     this.input({ type: 'register.loaded', blocks: o.blocks.map(infoOf) });
     for (const body of o.boot ?? []) this.input(body);
-    for (const file of o.consumed ?? []) {
-      this.seenAnswers.add(file);
-      consumeAnswer(o.repo, file, o.runDir);
-    }
-    const waiting = await this.inboxAnswers();
+    this.inbox.consumedEarlier(o.consumed ?? []);
+    const waiting = await this.inbox.read(this.state);
     for (const body of waiting) this.input(body);
     this.input({ type: 'recovery.finished', answers: waiting.length });
     // The gate's checkouts, made while the builders just dispatched work (after their worktrees).
     const warming = warmCheckouts(this.fx, Math.min(o.config.maxParallel, this.state.index.active), trunkSha);
     this.running.add(warming);
     void warming.finally(() => this.running.delete(warming));
-    this.watchInbox();
-    this.heartbeatTimer = o.watch ? setInterval(() => this.guard(() => this.heartbeat()), o.heartbeatMs ?? 60_000) : undefined;
-    this.blocksWatcher = o.watch ? this.watchBlocks() : undefined;
+    const inbox = watchInbox(o.repo, () => {
+      if (this.state.finished) return;
+      this.inbox.read(this.state).then(
+        (bodies) => {
+          for (const b of bodies) this.push(b);
+        },
+        (err: Error) => this.fail(err, 'reading .tron/inbox/'),
+      );
+    });
+    this.closers.push(() => inbox.close());
+    if (o.watch) {
+      const heartbeat = setInterval(() => this.guard(() => this.heartbeat()), o.heartbeatMs ?? 60_000);
+      const blocks = watchBlocks(o.repo, o.blocks, o.reloadBlocks, (loaded) => this.guard(() => this.reloaded(loaded)));
+      this.closers.push(
+        () => clearInterval(heartbeat),
+        () => blocks.close(),
+      );
+    }
     while (!this.state.finished) {
       const body = await this.next();
       this.input(body);
@@ -220,9 +164,7 @@ export class Engine {
 
   /** Stops everything the run started and closes the log; the exit status of the run. */
   private async shutdown(failed: boolean): Promise<number> {
-    this.inboxWatcher?.close();
-    this.blocksWatcher?.close();
-    clearInterval(this.heartbeatTimer);
+    for (const close of this.closers) close();
     this.turns.stop(() => true);
     // Effects decided last start once their lines are on disk: then every effect is in `running`.
     while (this.flushing !== undefined) await this.flushing;
@@ -247,6 +189,13 @@ export class Engine {
     }
     const finished = this.log.events.findLast((e) => e.type === 'run.finished') as EventOf<'run.finished'> | undefined;
     return finished && !failed ? finished.exit : 1;
+  }
+
+  /** Something the loop started failed: the loop wakes and reports it as run.failed. */
+  private fail(err: Error, after: string): void {
+    this.failure = err;
+    this.failedAfter = after;
+    this.wake?.();
   }
 
   /** Runs a callback of a timer or watcher: a failure in it ends the run like an effect's. */
@@ -299,11 +248,7 @@ export class Engine {
         for (const job of batch) this.perform(job);
       }
     })()
-      .catch((err: Error) => {
-        this.failure = err;
-        this.failedAfter = 'flushing the event log';
-        this.wake?.();
-      })
+      .catch((err: Error) => this.fail(err, 'flushing the event log'))
       .finally(() => {
         this.running.delete(flushing);
         this.flushing = undefined;
@@ -334,93 +279,17 @@ export class Engine {
     this.turns.stop(() => true);
   }
 
-  /**
-   * New answer files in the inbox, as operator.answered inputs (each file once). A file
-   * that is no answer of `tron answer`, is stale (written no later than the last answer the
-   * block took: a copy of an old one), or names a block this run does not have, is
-   * refused with a note and moved aside: it never becomes an input.
-   */
-  private async inboxAnswers(): Promise<EventBody[]> {
-    const { answers, refused } = readInbox(this.o.repo, this.o.key, this.seenAnswers);
-    const accepted: Answer[] = [];
-    for (const a of answers) {
-      const b = this.state.blocks.get(a.block);
-      if (!b) refused.push({ file: a.file, block: a.block, reason: `there is no block "${a.block}" in this run` });
-      else if (b.answeredAt !== undefined && a.written_at <= b.answeredAt) {
-        refused.push({ file: a.file, block: a.block, reason: `stale: ${a.block} already took an answer written at ${b.answeredAt}` });
-      } else accepted.push(a);
-    }
-    for (const r of refused) {
-      this.seenAnswers.add(r.file);
-      refuseAnswer(this.o.repo, r.file, this.o.runDir);
-      this.append({ type: 'inbox.refused', file: r.file, ...(r.block !== undefined ? { block: r.block } : {}), reason: r.reason });
-      this.o.print(`tron: ${join(INBOX_DIR, r.file)} refused — ${r.reason}; answer with \`tron answer\``);
-    }
-    if (accepted.length === 0) return [];
-    const trunkSha = await git.currentTrunkSha(this.o.repo, this.o.config.trunk);
-    return accepted.map((a) => {
-      this.seenAnswers.add(a.file);
-      return {
-        type: 'operator.answered',
-        block: a.block,
-        word: a.word,
-        payload: a.payload,
-        file: a.file,
-        trunk_sha: trunkSha,
-        written_at: a.written_at,
-      };
-    });
+  /** --watch: the register changed. */
+  private reloaded(blocks: Block[]): void {
+    this.loaded = blocks;
+    for (const b of blocks) this.blocks.set(b.id, b);
+    this.push({ type: 'register.loaded', blocks: blocks.map(infoOf) });
   }
 
   private heartbeat(): void {
     if (this.state.finished) return;
     const parked = this.state.order.filter((id) => this.state.blocks.get(id)!.phase === 'parked').length;
     this.append({ type: 'run.heartbeat', running: this.turns.size, parked });
-  }
-
-  /** --watch: a new or changed block file wakes the engine at once (a file-system notification). */
-  private watchBlocks(): FSWatcher {
-    const dir = join(this.o.repo, '.tron', 'blocks');
-    mkdirSync(dir, { recursive: true });
-    let last = JSON.stringify(this.o.blocks.map((b) => b.digest));
-    let pending: NodeJS.Timeout | undefined;
-    return watch(dir, () => {
-      // Editors write a file in several steps; read the register once they settle.
-      clearTimeout(pending);
-      pending = setTimeout(
-        () =>
-          this.guard(() => {
-            const blocks = this.o.reloadBlocks?.();
-            if (!blocks) return;
-            const now = JSON.stringify(blocks.map((b) => b.digest));
-            if (now === last) return;
-            last = now;
-            this.loaded = blocks;
-            for (const b of blocks) this.blocks.set(b.id, b);
-            this.push({ type: 'register.loaded', blocks: blocks.map(infoOf) });
-          }),
-        50,
-      );
-    });
-  }
-
-  /** An answer written while the engine runs wakes it at once (a file-system notification, not a poll). */
-  private watchInbox(): void {
-    const dir = join(this.o.repo, INBOX_DIR);
-    mkdirSync(dir, { recursive: true });
-    this.inboxWatcher = watch(dir, () => {
-      if (this.state.finished) return;
-      this.inboxAnswers().then(
-        (bodies) => {
-          for (const b of bodies) this.push(b);
-        },
-        (err: Error) => {
-          this.failure = err;
-          this.failedAfter = 'reading .tron/inbox/';
-          this.wake?.();
-        },
-      );
-    });
   }
 
   private next(): Promise<EventBody> {
@@ -465,63 +334,10 @@ export class Engine {
         for (const body of [out ?? []].flat()) this.push(body);
       })
       .catch((err: Error) => {
-        this.failure = err;
-        this.failedAfter = `${e.type}${'block' in e ? ` for ${e.block}` : ''}`;
         if (process.env.TRON_DEBUG === '1' && err.stack) this.o.print(err.stack);
-        this.wake?.();
+        this.fail(err, `${e.type}${'block' in e ? ` for ${e.block}` : ''}`);
       })
       .finally(() => this.running.delete(p));
     this.running.add(p);
   }
-}
-
-/** A decision and its job's input. */
-interface Job {
-  decision: TronEvent;
-  request: unknown;
-}
-
-/** The job a decision asks for: its request, built now and made JSON (a decision with no effect has none). */
-export function jobOf(decision: TronEvent, at: Moment): Job {
-  const effect = EFFECTS[decision.type as DecisionType];
-  if (!effect) return { decision, request: undefined };
-  const request = effect.request ? effect.request(decision as never, at) : decision;
-  return { decision, request: JSON.parse(JSON.stringify(request)) };
-}
-
-/** The spine's liveness numbers with the config's overrides: what this run uses. */
-export function livenessNumbers(spine: Spine, config: Config) {
-  const l = { ...spine.liveness, ...config.liveness };
-  return { probe_wait_ms: l.probeWaitMs, extension_ms: l.extensionMs, max_extensions: l.maxExtensions, reissues: l.reissues };
-}
-
-function infoOf(b: Block) {
-  return { id: b.id, title: b.title, depends_on: b.dependsOn, priority: b.priority, criteria: b.criteria, digest: b.digest };
-}
-
-/** Writes the run directory's fixed files: manifest.json and the spine that drives the run. */
-export function writeRunFiles(
-  o: Pick<EngineOptions, 'runDir' | 'runId' | 'config' | 'spineFile'> & {
-    trunkSha: string;
-    startedAt: number;
-    /** Which sandbox the run uses, and why none when `auto` found none. */
-    sandbox?: { kind: Sandbox['kind']; why?: string };
-  },
-): void {
-  mkdirSync(o.runDir, { recursive: true });
-  copyFileSync(o.spineFile, join(o.runDir, 'workflow.toml'));
-  const manifest = {
-    tron: TRON_VERSION,
-    run: o.runId,
-    started_at: new Date(o.startedAt).toISOString(),
-    trunk: o.config.trunk,
-    trunk_sha: o.trunkSha,
-    config: { ...o.config, workers: undefined },
-    workers: o.config.workers,
-    ...(o.sandbox
-      ? { sandbox: { mode: o.config.sandbox.mode, used: o.sandbox.kind, ...(o.sandbox.why ? { why: o.sandbox.why } : {}) } }
-      : {}),
-    host: { hostname: hostname(), platform: process.platform, arch: process.arch, node: process.version },
-  };
-  writeFileSync(join(o.runDir, 'manifest.json'), `${JSON.stringify(manifest, null, 2)}\n`);
 }

@@ -16,6 +16,8 @@ import { InputError } from '../core/errors.ts';
 import { parseReply } from '../gateway/parse.ts';
 import type { Clock } from '../core/clock.ts';
 import { sign } from '../log/keys.ts';
+import type { EventBody } from '../core/events.ts';
+import * as git from '../git/index.ts';
 
 export const INBOX_DIR = join('.tron', 'inbox');
 
@@ -122,4 +124,76 @@ export function consumeAnswer(repo: string, file: string, runDir: string): void 
   if (!existsSync(from)) return;
   mkdirSync(join(runDir, 'answers'), { recursive: true });
   renameSync(from, join(runDir, 'answers', file));
+}
+
+/**
+ * Which answers the engine takes: a file that names a block this run does not have, or
+ * is stale (written no later than the last answer the block took: a copy of an old one),
+ * is refused with its reason and never becomes an input.
+ */
+export function sortAnswers(
+  read: { answers: Answer[]; refused: Refused[] },
+  state: { blocks: ReadonlyMap<string, { answeredAt?: number | undefined }> },
+): { accepted: Answer[]; refused: Refused[] } {
+  const accepted: Answer[] = [];
+  const refused = [...read.refused];
+  for (const a of read.answers) {
+    const b = state.blocks.get(a.block);
+    if (!b) refused.push({ file: a.file, block: a.block, reason: `there is no block "${a.block}" in this run` });
+    else if (b.answeredAt !== undefined && a.written_at <= b.answeredAt) {
+      refused.push({ file: a.file, block: a.block, reason: `stale: ${a.block} already took an answer written at ${b.answeredAt}` });
+    } else accepted.push(a);
+  }
+  return { accepted, refused };
+}
+
+/** An accepted answer as the operator.answered input, with trunk as it is now. */
+export function answered(a: Answer, trunkSha: string) {
+  return {
+    type: 'operator.answered' as const,
+    block: a.block,
+    word: a.word,
+    payload: a.payload,
+    file: a.file,
+    trunk_sha: trunkSha,
+    written_at: a.written_at,
+  };
+}
+
+/** The engine's reader of its inbox: each file read once, the refused ones said and moved aside. */
+export class InboxReader {
+  private readonly seen = new Set<string>();
+  constructor(
+    private readonly o: {
+      repo: string;
+      runDir: string;
+      key: Buffer;
+      trunk: string;
+      print: (line: string) => void;
+      note: (body: EventBody) => void;
+    },
+  ) {}
+
+  /** Answers an earlier run consumed: moved now, never answered twice. */
+  consumedEarlier(files: readonly string[]): void {
+    for (const file of files) {
+      this.seen.add(file);
+      consumeAnswer(this.o.repo, file, this.o.runDir);
+    }
+  }
+
+  /** New answer files, as operator.answered inputs (each file once); the others refused with a note. */
+  async read(state: Parameters<typeof sortAnswers>[1]): Promise<EventBody[]> {
+    const { accepted, refused } = sortAnswers(readInbox(this.o.repo, this.o.key, this.seen), state);
+    for (const r of refused) {
+      this.seen.add(r.file);
+      refuseAnswer(this.o.repo, r.file, this.o.runDir);
+      this.o.note({ type: 'inbox.refused', file: r.file, ...(r.block !== undefined ? { block: r.block } : {}), reason: r.reason });
+      this.o.print(`tron: ${join(INBOX_DIR, r.file)} refused — ${r.reason}; answer with \`tron answer\``);
+    }
+    if (accepted.length === 0) return [];
+    const trunkSha = await git.currentTrunkSha(this.o.repo, this.o.trunk);
+    for (const a of accepted) this.seen.add(a.file);
+    return accepted.map((a) => answered(a, trunkSha));
+  }
 }

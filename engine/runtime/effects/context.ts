@@ -69,7 +69,7 @@ export interface Moment {
 }
 
 /** What an effect reports: nothing, one input, or several in order. */
-export type Outcome = EventBody | EventBody[] | undefined | void;
+export type Outcome = EventBody | EventBody[] | undefined;
 
 /**
  * One kind of effect. `request` takes the decision and the moment it was made and

@@ -60,5 +60,5 @@ async function probeTurn(c: EffectContext, r: ProbeRequest): Promise<EventBody> 
 
 /** A turn that showed signs of life gets more time: its overrun timer is armed again. */
 export const extend = effect({
-  run: (c, e: EventOf<'worker.extended'>) => c.turns.arm(e.session, e.turn, e.extension_ms),
+  run: (c, e: EventOf<'worker.extended'>) => void c.turns.arm(e.session, e.turn, e.extension_ms),
 });

@@ -3,8 +3,8 @@
  * decision only records (a gate's verdict, a phase change). The engine's `perform` is a
  * lookup here; a new decision type does not compile until its row says what it does.
  */
-import type { DecisionType } from '../../core/events.ts';
-import type { Effect } from './context.ts';
+import type { DecisionType, TronEvent } from '../../core/events.ts';
+import type { Effect, Moment } from './context.ts';
 import { observeFacts } from './gate.ts';
 import { landStack, stackBlocks, testCandidate, testTrunk } from './lane.ts';
 import { extend, probe } from './liveness.ts';
@@ -42,3 +42,17 @@ export const EFFECTS: { [T in DecisionType]: Effect<T, any> | null } = {
   'turn.reissued': stopReissued,
   'budget.exceeded': stopForBudget,
 };
+
+/** A decision and its job's input. */
+export interface Job {
+  decision: TronEvent;
+  request: unknown;
+}
+
+/** The job a decision asks for: its request, built now and made JSON (a decision with no effect has none). */
+export function jobOf(decision: TronEvent, at: Moment): Job {
+  const effect = EFFECTS[decision.type as DecisionType];
+  if (!effect) return { decision, request: undefined };
+  const request = effect.request ? effect.request(decision as never, at) : decision;
+  return { decision, request: JSON.parse(JSON.stringify(request)) };
+}

@@ -169,7 +169,7 @@ function observer(c: EffectContext, e: EventOf<'block.dispatched'>, log: TurnLog
 
 /** A parked or abandoned block's turns stop now. */
 export const stopBlockTurns = effect({
-  run: (c, e: EventOf<'block.parked' | 'block.abandoned'>) => c.turns.stop((t) => t.block === e.block),
+  run: (c, e: EventOf<'block.parked' | 'block.abandoned'>) => void c.turns.stop((t) => t.block === e.block),
 });
 
 /** The run's budget is spent: no new turn starts; the ones running stop now, and the run ends once nothing is in flight. */
@@ -177,12 +177,13 @@ export const stopForBudget = effect({
   run: (c, e: EventOf<'budget.exceeded'>) => {
     // A block's own budget: its block.parked stops its turn.
     if (e.scope === 'run') c.turns.stop(() => true);
+    return undefined;
   },
 });
 
 /** A re-issued turn: the old one stops (its late reply is refused by decide). */
 export const stopReissued = effect({
-  run: (c, e: EventOf<'turn.reissued'>) => c.turns.stop((t) => t.session === e.session && t.turn === e.turn),
+  run: (c, e: EventOf<'turn.reissued'>) => void c.turns.stop((t) => t.session === e.session && t.turn === e.turn),
 });
 
 function transcript(c: EffectContext, text: string): void {

@@ -1,0 +1,51 @@
+/**
+ * What the engine loop is given: the repository and its run, the config and spine, the
+ * workers, and every outside thing it must not reach for itself — the clock, the
+ * environment, the key, the sandbox, where notices and events go.
+ */
+import type { Clock } from '../core/clock.ts';
+import type { EventBody, TronEvent } from '../core/events.ts';
+import type { WorkerRole } from '../core/roles.ts';
+import type { Config } from '../project/config.ts';
+import type { Block } from '../project/register.ts';
+import type { Spine } from '../spine/spine.ts';
+import type { WorkerAdapter } from '../workers/adapter.ts';
+import type { Sandbox } from '../workers/sandbox.ts';
+
+export interface EngineOptions {
+  repo: string;
+  runDir: string;
+  runId: string;
+  config: Config;
+  blocks: Block[];
+  spine: Spine;
+  spineFile: string;
+  workers: Partial<Record<WorkerRole, WorkerAdapter>>;
+  clock: Clock;
+  env: Record<string, string | undefined>;
+  /** The repository's key: signs the log, checks inbox answers (engine/log/keys.ts). */
+  key: Buffer;
+  /** TRON_RUN_MARKER of this run: in `env`, and so in every worker and test process. */
+  marker?: string;
+  /** Where the engine's test runs are confined; none unless given. */
+  sandbox?: Sandbox;
+  /** Notices that are not events (a problem with an answer file, a checkout left behind). */
+  print: (line: string) => void;
+  /** Sees every event right after it is appended: the console reporter, the live board. */
+  onAppend?: (event: TronEvent) => void;
+  /** Sees a worker's live output (and progress notes) as it arrives, after its turn log has it. */
+  onOutput?: (at: { block: string; session: string; turn: number }, text: string) => void;
+  watch: boolean;
+  /** What boot recovery found (engine/runtime/recovery.ts), fed after the register. */
+  boot?: EventBody[];
+  /** Inbox files an earlier run already consumed (moved now, never answered twice). */
+  consumed?: readonly string[];
+  /** Renders report.md from the run's events when the run ends (the caller's renderer: render/ sits above the loop). */
+  report?: (events: readonly TronEvent[]) => string;
+  /** Test hook (TRON_CRASH_AFTER_EVENT, read once at start): die abruptly right after appending this seq. */
+  crashAfter?: number;
+  /** --watch: the interval of run.heartbeat notes. */
+  heartbeatMs?: number;
+  /** --watch: re-reads the register after a change under .tron/blocks/ (undefined when it has problems). */
+  reloadBlocks?: () => Block[] | undefined;
+}

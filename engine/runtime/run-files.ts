@@ -1,0 +1,84 @@
+/**
+ * What a run starts from: its fixed files (manifest.json, the spine that drives it) and
+ * the first inputs the loop feeds itself — run.started with the numbers it runs by, and
+ * the register as loaded.
+ */
+import { copyFileSync, mkdirSync, writeFileSync } from 'node:fs';
+import { hostname } from 'node:os';
+import { join } from 'node:path';
+import type { BodyOf } from '../core/events.ts';
+import type { Config } from '../project/config.ts';
+import type { Block } from '../project/register.ts';
+import { TRON_VERSION } from '../root.ts';
+import type { Spine } from '../spine/spine.ts';
+import type { Sandbox } from '../workers/sandbox.ts';
+import type { EngineOptions } from './options.ts';
+
+/** The run.started input: the run's id, trunk, and every number it runs by. */
+export function runStarted(
+  o: Pick<EngineOptions, 'runId' | 'config' | 'spine' | 'workers' | 'watch' | 'marker'>,
+  trunkSha: string,
+  mainStatus: string,
+  configDigest: string | undefined,
+): BodyOf<'run.started'> {
+  const budgets = o.config.budgets;
+  return {
+    type: 'run.started',
+    run: o.runId,
+    version: TRON_VERSION,
+    trunk: o.config.trunk,
+    trunk_sha: trunkSha,
+    main_status: mainStatus,
+    max_parallel: o.config.maxParallel,
+    architect: Boolean(o.workers.architect),
+    liveness: livenessNumbers(o.spine, o.config),
+    watch: o.watch,
+    pid: process.pid,
+    ...(configDigest ? { config_digest: configDigest } : {}),
+    ...(o.marker ? { marker: o.marker } : {}),
+    budgets: {
+      ...(budgets.blockUsd !== undefined && { block_usd: budgets.blockUsd }),
+      ...(budgets.blockTokens !== undefined && { block_tokens: budgets.blockTokens }),
+      ...(budgets.runUsd !== undefined && { run_usd: budgets.runUsd }),
+    },
+    merge: { batch: o.config.merge.batch, verify_trunk: o.config.merge.verifyTrunk, gather: o.config.merge.gather },
+  };
+}
+
+/** The spine's liveness numbers with the config's overrides: what this run uses. */
+export function livenessNumbers(spine: Spine, config: Config) {
+  const l = { ...spine.liveness, ...config.liveness };
+  return { probe_wait_ms: l.probeWaitMs, extension_ms: l.extensionMs, max_extensions: l.maxExtensions, reissues: l.reissues };
+}
+
+/** A block as register.loaded records it. */
+export function infoOf(b: Block) {
+  return { id: b.id, title: b.title, depends_on: b.dependsOn, priority: b.priority, criteria: b.criteria, digest: b.digest };
+}
+
+/** Writes the run directory's fixed files: manifest.json and the spine that drives the run. */
+export function writeRunFiles(
+  o: Pick<EngineOptions, 'runDir' | 'runId' | 'config' | 'spineFile'> & {
+    trunkSha: string;
+    startedAt: number;
+    /** Which sandbox the run uses, and why none when `auto` found none. */
+    sandbox?: { kind: Sandbox['kind']; why?: string };
+  },
+): void {
+  mkdirSync(o.runDir, { recursive: true });
+  copyFileSync(o.spineFile, join(o.runDir, 'workflow.toml'));
+  const manifest = {
+    tron: TRON_VERSION,
+    run: o.runId,
+    started_at: new Date(o.startedAt).toISOString(),
+    trunk: o.config.trunk,
+    trunk_sha: o.trunkSha,
+    config: { ...o.config, workers: undefined },
+    workers: o.config.workers,
+    ...(o.sandbox
+      ? { sandbox: { mode: o.config.sandbox.mode, used: o.sandbox.kind, ...(o.sandbox.why ? { why: o.sandbox.why } : {}) } }
+      : {}),
+    host: { hostname: hostname(), platform: process.platform, arch: process.arch, node: process.version },
+  };
+  writeFileSync(join(o.runDir, 'manifest.json'), `${JSON.stringify(manifest, null, 2)}\n`);
+}

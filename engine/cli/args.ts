@@ -48,7 +48,6 @@ export interface CommandSpec {
   options: Record<string, OptionSpec>;
   /** Example command lines for `--help` and docs/CLI.md. */
   examples?: readonly string[];
-  run: (values: Values, positionals: string[]) => Promise<number>;
 }
 
 /** The metavariable of a string option's value. */

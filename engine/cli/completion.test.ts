@@ -3,7 +3,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { execa } from 'execa';
-import { COMMANDS } from '../cli.ts';
+import { COMMANDS } from './table.ts';
 import { tronPath } from '../root.ts';
 import { completionScript } from './completion.ts';
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { COMMANDS } from '../cli.ts';
+import { COMMANDS } from '../cli/table.ts';
 import { usageLine } from '../cli/args.ts';
 import { CLI_DOC_BANNER, renderCliDoc } from './cli-doc.ts';
 

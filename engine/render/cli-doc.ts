@@ -4,7 +4,8 @@
  * documented commands, arguments and options are exactly the ones the CLI accepts, with
  * the same metavariables. Pure; `tron docs` writes it and `tron docs --check` compares it.
  */
-import { COMMANDS, type CommandSpec } from '../cli.ts';
+import type { CommandSpec } from '../cli/args.ts';
+import { COMMANDS } from '../cli/table.ts';
 import { helpRows, usageLine } from '../cli/args.ts';
 
 export const CLI_DOC_BANNER =

@@ -12,8 +12,8 @@
 import type { EngineState } from '../state.ts';
 import type { BodyOf, EventBody, EventOf, EventType, TronEvent } from '../events.ts';
 import { apply } from '../state.ts';
-import { type DecideContext, finishRun, pendingTurn, Step, wrapSummary } from './step.ts';
-import { dispatch, onReply } from './turns.ts';
+import { type DecideContext, dispatch, finishRun, pendingTurn, Step, wrapSummary } from './step.ts';
+import { onReply } from './turns.ts';
 import { onFacts } from './gate.ts';
 import { onCandidateTested, onLanded, onLandRefused, onRebased, onTrunkTested } from './lane.ts';
 import { onOperator } from './escalate.ts';

@@ -2,8 +2,7 @@
 import type { BodyOf } from '../events.ts';
 import { deriveFacts, type Expected } from '../facts.ts';
 import type { BlockState } from '../state.ts';
-import type { Step } from './step.ts';
-import { dispatch } from './turns.ts';
+import { dispatch, type Step } from './step.ts';
 import { escalate } from './escalate.ts';
 import { trunkTouched } from './lane.ts';
 

@@ -17,8 +17,7 @@
  */
 import type { BodyOf, Fact } from '../events.ts';
 import type { Stack } from '../state.ts';
-import { type Step, wrapSummary } from './step.ts';
-import { dispatch } from './turns.ts';
+import { dispatch, type Step, wrapSummary } from './step.ts';
 import { escalate } from './escalate.ts';
 
 /**

@@ -118,3 +118,21 @@ export function releaseHeld(step: Step): void {
     step.emit({ ...b.waiting.held, type: 'block.dispatched' });
   }
 }
+
+/** Issue a turn of `kind` for the block, in the session its role keeps for this attempt. */
+export function dispatch(step: Step, id: string, kind: Exclude<TurnKind, 'restate' | 'architect'>, sha?: string): void {
+  const b = step.block(id);
+  const role = kind === 'review' ? 'reviewer' : 'builder';
+  const session = sessionOf(b, role);
+  issue(step, {
+    block: id,
+    role,
+    session,
+    turn: (b.turns[session] ?? 0) + 1,
+    kind,
+    phase: b.phase,
+    attempt: b.attempt,
+    expect: EXPECT[kind],
+    ...(sha ? { sha } : {}),
+  });
+}

@@ -1,31 +1,13 @@
 /** Worker turns: dispatching them, and acting on a reply through the gateway (never guessed at). */
-import type { PendingTurn, TurnKind } from '../state.ts';
+import type { PendingTurn } from '../state.ts';
 import type { BodyOf } from '../events.ts';
 import { parseReply, type Reply } from '../../gateway/parse.ts';
 import { deriveFacts, evidenceProblem } from '../facts.ts';
 import type { Trouble } from '../../spine/spine.ts';
 import type { PayloadOf, Word } from '../../gateway/glossary.ts';
-import { EXPECT, issue, sessionOf, type Step } from './step.ts';
+import { dispatch, type Step } from './step.ts';
 import { afterGateFailure, expectations } from './gate.ts';
 import { abandon, escalate, retry } from './escalate.ts';
-
-/** Issue a turn of `kind` for the block, in the session its role keeps for this attempt. */
-export function dispatch(step: Step, id: string, kind: Exclude<TurnKind, 'restate' | 'architect'>, sha?: string): void {
-  const b = step.block(id);
-  const role = kind === 'review' ? 'reviewer' : 'builder';
-  const session = sessionOf(b, role);
-  issue(step, {
-    block: id,
-    role,
-    session,
-    turn: (b.turns[session] ?? 0) + 1,
-    kind,
-    phase: b.phase,
-    attempt: b.attempt,
-    expect: EXPECT[kind],
-    ...(sha ? { sha } : {}),
-  });
-}
 
 export function onReply(step: Step, e: BodyOf<'reply.received'>): void {
   const b = step.block(e.block);

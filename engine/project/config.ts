@@ -12,7 +12,7 @@ import { parseSize } from '../core/size.ts';
 import type { Problem } from '../core/errors.ts';
 import { WORKER_ROLES, type WorkerRole } from '../core/roles.ts';
 import type { Liveness } from '../spine/spine.ts';
-import { SANDBOX_MODES, workerSettings, type SandboxMode, type WorkerSettings } from '../workers/settings.ts';
+import { SANDBOX_MODES, workerSettings, type SandboxMode, type WorkerSettings } from './worker-settings.ts';
 
 /** Where the config lives, relative to the repository root (and how problems name it). */
 export const CONFIG_FILE = '.tron/config.toml';

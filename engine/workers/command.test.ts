@@ -6,7 +6,7 @@ import { setTimeout as delay } from 'node:timers/promises';
 import { createCommandWorker, type CommandWorker } from './command.ts';
 import type { TurnObserver, TurnOutcome, TurnRequest, Usage } from './adapter.ts';
 import { silentObserver } from './adapter.ts';
-import type { CommandSettings } from './settings.ts';
+import type { CommandSettings } from '../project/worker-settings.ts';
 import { isSameProcess, processStartTime } from '../os/proc.ts';
 import { treeMembers } from '../os/process-tree.ts';
 import { bwrapSandbox } from './sandbox.ts';

@@ -33,7 +33,7 @@ import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { spawn } from 'node:child_process';
 import type { TurnFailure, TurnObserver, TurnOutcome, TurnRequest, WorkerAdapter } from './adapter.ts';
-import type { CommandSettings } from './settings.ts';
+import type { CommandSettings } from '../project/worker-settings.ts';
 import { minimalEnv } from './env.ts';
 import { failureCause, lastMeaningfulLine, readOutput } from './output.ts';
 import { processStartTime } from '../os/proc.ts';

@@ -1,6 +1,6 @@
 /** Builds the adapter a `[workers.<role>]` table asks for. */
 import type { WorkerAdapter } from './adapter.ts';
-import type { WorkerSettings } from './settings.ts';
+import type { WorkerSettings } from '../project/worker-settings.ts';
 import { createCommandWorker } from './command.ts';
 import { createOpenAIWorker } from './openai/agent.ts';
 import { createSimWorker } from './sim.ts';

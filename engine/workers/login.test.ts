@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { loginProblem } from './login.ts';
-import type { CommandSettings } from './settings.ts';
+import type { CommandSettings } from '../project/worker-settings.ts';
 
 const homes: string[] = [];
 afterEach(() => {

@@ -17,7 +17,7 @@
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
-import type { CommandSettings } from './settings.ts';
+import type { CommandSettings } from '../project/worker-settings.ts';
 import { minimalEnv } from './env.ts';
 
 export interface CliLogin {

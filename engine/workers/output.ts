@@ -21,7 +21,7 @@
  */
 import type { Usage } from './adapter.ts';
 import type { FailureCause } from '../core/roles.ts';
-import type { OutputFormat } from './settings.ts';
+import type { OutputFormat } from '../project/worker-settings.ts';
 
 export interface ReadOutput {
   /** The reply text (the whole stdout for `text`). */

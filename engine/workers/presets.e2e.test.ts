@@ -24,9 +24,9 @@ import { reportCommand } from '../commands/report.ts';
 import { makeRepo, type TestRepo } from '../testing/repo.ts';
 import { BWRAP_SKIP } from '../testing/bwrap.ts';
 import { WORKER_PRESETS } from './presets.ts';
-import type { CommandSettings } from './settings.ts';
-import { workerSettings } from './settings.ts';
-import { turnOf, usageOf } from './openai/e2e-script.ts';
+import type { CommandSettings } from '../project/worker-settings.ts';
+import { workerSettings } from '../project/worker-settings.ts';
+import { turnOf, usageOf } from '../testing/openai-script.ts';
 
 const cleanups: Array<() => Promise<void> | void> = [];
 afterEach(async () => {

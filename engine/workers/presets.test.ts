@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { WORKER_ROLES } from '../core/roles.ts';
 import { isPresetName, PRESET_NAMES, WORKER_PRESETS } from './presets.ts';
 import { envEntryMatches } from './env.ts';
-import { workerSettings, type CommandSettings, type WorkerSettings } from './settings.ts';
+import { workerSettings, type CommandSettings, type WorkerSettings } from '../project/worker-settings.ts';
 
 function tables(name: (typeof PRESET_NAMES)[number]): Record<string, WorkerSettings> {
   const data = TOML.parse(WORKER_PRESETS[name].toml) as { workers: Record<string, unknown> };

@@ -51,9 +51,9 @@ import { WORKTREES_DIR } from '../git/worktree.ts';
 import { runGit } from '../git/run.ts';
 import type { TurnRequest } from './adapter.ts';
 import { findProgram } from './preflight.ts';
-import type { SandboxMode } from './settings.ts';
+import type { SandboxMode } from '../project/worker-settings.ts';
 
-export { SANDBOX_MODES, type SandboxMode } from './settings.ts';
+export { SANDBOX_MODES, type SandboxMode } from '../project/worker-settings.ts';
 
 /** What one sandboxed process may reach. */
 export interface Confinement {

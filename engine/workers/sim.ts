@@ -39,7 +39,7 @@ import { z } from 'zod';
 import { execa } from 'execa';
 import { TURN_KINDS } from '../core/roles.ts';
 import type { TurnObserver, TurnOutcome, TurnRequest, WorkerAdapter } from './adapter.ts';
-import type { SimSettings } from './settings.ts';
+import type { SimSettings } from '../project/worker-settings.ts';
 import { parseDuration } from '../core/duration.ts';
 import { failureCause, lastMeaningfulLine } from './output.ts';
 import { NO_SANDBOX, turnConfinement, type Sandbox } from './sandbox.ts';

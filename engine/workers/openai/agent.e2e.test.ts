@@ -12,7 +12,7 @@ import { reportCommand } from '../../commands/report.ts';
 import { renderReport } from '../../render/report.ts';
 import { configFile, makeProject, ofType, readRunFile, runTron } from '../../testing/project.ts';
 import type { TestRepo } from '../../testing/repo.ts';
-import { turnOf, usageOf, type TurnView } from './e2e-script.ts';
+import { turnOf, usageOf, type TurnView } from '../../testing/openai-script.ts';
 import { sessionFile } from './session-store.ts';
 
 const KEY_ENV = 'TRON_E2E_MODEL_KEY';

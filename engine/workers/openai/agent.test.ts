@@ -7,7 +7,7 @@ import { startModelServer, toolCall, type ModelServer, type Script } from '../..
 import type { TurnObserver, TurnRequest, Usage } from '../adapter.ts';
 import { createOpenAIWorker } from './agent.ts';
 import { BACKOFF_CAP_MS, RETRY_AFTER_CAP_MS, retryAfterMs, retryDelayMs } from './retry.ts';
-import { openaiSettings, type OpenAISettings } from '../settings.ts';
+import { openaiSettings, type OpenAISettings } from '../../project/worker-settings.ts';
 import { sessionFile } from './session-store.ts';
 
 let base: string;

@@ -17,7 +17,7 @@ import { classifyFailure, retryDelayMs } from './retry.ts';
 import { callWire, type ModelAnswer } from './wire.ts';
 import { systemMessage } from './system.ts';
 import { TurnBudget } from './turn.ts';
-import type { OpenAISettings } from '../settings.ts';
+import type { OpenAISettings } from '../../project/worker-settings.ts';
 import { loadConversation, saveConversation, type Conversation } from './session-store.ts';
 import { describeCall, runTool, toolDefinitions, toolsForRole, type ToolContext } from './tools.ts';
 

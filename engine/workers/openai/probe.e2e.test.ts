@@ -6,7 +6,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { startModelServer, toolCall, type ModelServer, type RecordedRequest, type ScriptStep } from '../../testing/model-server.ts';
 import { configFile, makeProject, ofType, runTron } from '../../testing/project.ts';
-import { messagesOf } from './e2e-script.ts';
+import { messagesOf } from '../../testing/openai-script.ts';
 import type { TestRepo } from '../../testing/repo.ts';
 
 const KEY_ENV = 'TRON_E2E_MODEL_KEY';

@@ -21,7 +21,7 @@ import type {
 } from 'openai/resources/chat/completions';
 import type { FunctionTool, Response, ResponseInputItem } from 'openai/resources/responses/responses';
 import type { Usage } from '../adapter.ts';
-import type { OpenAISettings } from '../settings.ts';
+import type { OpenAISettings } from '../../project/worker-settings.ts';
 import { MalformedResponseError } from './retry.ts';
 
 /** One model answer, whichever wire it came over. */

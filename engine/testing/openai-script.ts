@@ -4,8 +4,8 @@
  * for, which role is asking, and how far into the turn it is. A real model reads the same things from
  * the conversation; the script reads them from the prompts' headings (prompts/*.md).
  */
-import type { RecordedRequest } from '../../testing/model-server.ts';
-import type { TurnKind } from '../adapter.ts';
+import type { RecordedRequest } from './model-server.ts';
+import type { TurnKind } from '../workers/adapter.ts';
 
 export interface TurnView {
   kind: TurnKind | 'unknown';

@@ -4,7 +4,7 @@
  */
 import { z } from 'zod';
 import { parseDuration } from '../core/duration.ts';
-import { ENV_ENTRY } from './env.ts';
+import { ENV_ENTRY } from '../workers/env.ts';
 
 const duration = z.string().refine((s) => parseDuration(s) !== undefined, {
   message: 'a duration like "90s", "20m" or "1h"',

@@ -5,7 +5,7 @@
  * worker turn and test run. Prints one line per measurement; never part of `npm test`
  * (speed is measured here, not asserted there).
  *
- * The replay curve is the shape that matters (STYLE 19): synthetic runs of 250, 1,000
+ * The replay curve is the shape that matters (docs/contributing.md, "Performance has a shape"): synthetic runs of 250, 1,000
  * and 1,800 blocks (about 28 events a block, as real runs have; 1,800 blocks is about
  * 50,000 events) must replay at the same cost per event. The goal: the 50,000-event
  * replay within 1 s, and µs/event at 1,800 blocks within 1.5× of that at 250.
@@ -145,7 +145,7 @@ measure('replay: re-decide the whole run', 5, () => {
   if (!result.ok) throw new Error(`the synthetic run does not replay: ${JSON.stringify(result.divergence)}`);
 });
 
-// The shape of replay: per-event cost must not grow with the run (STYLE 19). Each size
+// The shape of replay: per-event cost must not grow with the run (docs/contributing.md). Each size
 // is replayed a few times and the fastest is kept, so a busy machine blurs it less.
 const sizes = (process.env.TRON_BENCH_SIZES ?? '250,1000,1800').split(',').map(Number);
 const repeats = Number(process.env.TRON_BENCH_REPEATS ?? 3);

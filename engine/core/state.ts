@@ -7,7 +7,7 @@
  * given, which stays valid for whoever holds it (the engine's running effects, replay,
  * tests). One event costs what it touches — a shallow copy of the top level, the block it
  * is about, O(log n) nodes of the maps, and the indices that block's change moves — not a
- * copy of the run (STYLE 19; `npm run bench` shows the curve).
+ * copy of the run (docs/contributing.md, "Performance has a shape"; `npm run bench` shows the curve).
  */
 import type { BlockInfo, EventOf, EventType, TronEvent } from './events.ts';
 import { type BlockIndex, indexBlocks, reindex } from './block-index.ts';

@@ -336,7 +336,7 @@ describe('properties', () => {
 });
 
 describe('describePayload and wordForms', () => {
-  it('derive the shapes of DESIGN.md from the schemas', () => {
+  it("derive the contract's shapes from the schemas", () => {
     expect(describePayload('DONE')).toBe('optional {"summary": str}');
     expect(describePayload('CONFIRMED')).toBe('{"evidence": {"c1": str, "c2": str, …}}');
     expect(describePayload('BLOCKED')).toBe('{"reason": str}');

@@ -1,5 +1,5 @@
 /**
- * The `>>` reply gateway (contract, DESIGN.md "The reply gateway"). A worker reply is read
+ * The `>>` reply gateway (a contract: docs/GLOSSARY.md, "The reply gateway"). A worker reply is read
  * only through exactly one line `>>WORD` or `>>WORD {json}`; everything else in the reply
  * is prose the engine ignores. Invariant enforced here: an uninterpretable reply is never
  * guessed at. Anything short of one legal line with a valid payload is a `Refusal`, whose
@@ -60,7 +60,7 @@ export interface GatewayContext {
   expect?: readonly Word[];
 }
 
-/** The contract's line pattern, as DESIGN.md states it (shown in docs/GLOSSARY.md). */
+/** The contract's line pattern, as the contract states it (shown in docs/GLOSSARY.md). */
 export const LINE_CONTRACT = '^>>([A-Z][A-Z_]*)(?:[ \\t]+(\\{.*\\}))?[ \\t]*$';
 
 /**

@@ -2,8 +2,10 @@
  * The append-only event log of one run: `events.jsonl`, one JSON event a line.
  *
  * Invariants enforced here: one writer at a time (`events.lock`); every line is
- * validated against EVENT_SCHEMAS before it is written and flushed to disk before
- * `append` returns, so no effect runs ahead of the line announcing it; `seq` rises by
+ * validated against EVENT_SCHEMAS and written before `append` returns (a killed engine
+ * loses none of it); with group commit, one flush to disk covers every line written
+ * meanwhile, and the engine starts no effect before the flush that covers the line
+ * announcing it (`sync`); `seq` rises by
  * exactly one from 1. A torn last line — a crash mid-write — is set aside into
  * `events.jsonl.torn`, never fatal and never silently dropped.
  *
@@ -262,7 +264,8 @@ export class EventLog {
   }
 
   /**
-   * Stamps, validates, writes and flushes one event; returns it exactly as a reader
+   * Stamps, validates and writes one event (flushed too, unless `groupCommit`: then `sync`
+   * flushes it with its neighbours); returns it exactly as a reader
    * of the file will see it. An invalid body is a programming error (EventInvalidError).
    */
   append(body: EventBody): TronEvent {

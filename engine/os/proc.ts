@@ -4,7 +4,8 @@
  * for the run's marker in the process's environment: a log line naming a stranger's pid
  * and start time (a forged one) does not make tron kill it.
  *
- * The one place tron reads the process table, from one of two sources:
+ * Where tron reads single processes of the process table (its sibling process-tree.ts
+ * walks whole trees of them from /proc), from one of two sources:
  * - `/proc` (Linux): start times in clock ticks since boot, CPU in ticks, open files by
  *   their descriptors — exact and cheap;
  * - `ps` (and `lsof` for open files), on systems without `/proc` (macOS, the BSDs):
@@ -16,7 +17,7 @@
  */
 import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, readlinkSync } from 'node:fs';
-import { MARKER_ENV } from '../workers/env.ts';
+import { MARKER_ENV } from './marker.ts';
 
 export type ProcSource = 'proc' | 'ps';
 

@@ -4,7 +4,9 @@
  */
 import { z } from 'zod';
 import { parseDuration } from '../core/duration.ts';
-import { ENV_ENTRY } from '../workers/env.ts';
+
+/** What an `env` entry may be: a name, or a name with `*` wildcards and at least one other character. */
+export const ENV_ENTRY = /^(?=.*[A-Za-z0-9_])[A-Za-z_*][A-Za-z0-9_*]*$/;
 
 const duration = z.string().refine((s) => parseDuration(s) !== undefined, {
   message: 'a duration like "90s", "20m" or "1h"',

@@ -1,5 +1,5 @@
 /**
- * What `tron start` shows while it runs. The engine prints nothing itself (STYLE 18): it
+ * What `tron start` shows while it runs. The engine prints nothing itself (docs/architecture.md, "Output is a reporter"): it
  * hands every event it appends, and its workers' live output, to a reporter.
  *
  * - `plainReporter`: time-stamped lines, for pipes, CI and `--plain` — one line per

@@ -1,7 +1,7 @@
 /**
  * A hostile or careless builder, without a sandbox: it does its work and one thing more.
  * Each test plays one such thing on real git, through a whole `tron start`, and shows it
- * caught by a named fact (or refused) — never landed. (DESIGN.md, "The worker is
+ * caught by a named fact (or refused) — never landed. (docs/SECURITY.md, "The worker is
  * untrusted"; docs/SECURITY.md.)
  */
 import { afterEach, describe, expect, it } from 'vitest';

@@ -1,6 +1,6 @@
 /**
- * The `command` worker: any coding-agent CLI as a worker (DESIGN.md, "The `command`
- * worker adapter (contract)"). For each turn the configured argv runs with:
+ * The `command` worker: any coding-agent CLI as a worker (a contract: docs/workers.md,
+ * "Any CLI agent: the `command` adapter"). For each turn the configured argv runs with:
  *
  * - cwd: `request.cwd` (builder worktree, reviewer checkout, or repository root);
  * - stdin: the whole prompt, then closed; stdout: the reply; stderr: kept (its tail) for

@@ -10,14 +10,10 @@
  */
 export const BASE_ENV = ['PATH', 'HOME', 'LANG', 'TERM'] as const;
 
-/**
- * The engine's marker of its run (engine/os/proc.ts): carried into every worker and
- * test process, so that recovery kills a recorded process only when it is the run's own.
- */
-export const MARKER_ENV = 'TRON_RUN_MARKER';
+import { MARKER_ENV } from '../os/marker.ts';
 
-/** What an `env` entry may be: a name, or a name with `*` wildcards and at least one other character. */
-export const ENV_ENTRY = /^(?=.*[A-Za-z0-9_])[A-Za-z_*][A-Za-z0-9_*]*$/;
+export { MARKER_ENV };
+export { ENV_ENTRY } from '../project/worker-settings.ts';
 
 /** The engine's own variables, which no pattern reaches. */
 const ENGINE_PREFIX = 'TRON_';

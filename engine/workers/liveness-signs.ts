@@ -1,6 +1,6 @@
 /**
  * Signs of life of a process worker, for the liveness probe ("talk before you page",
- * DESIGN.md): a worker that overruns its budget is not killed on silence alone. The
+ * docs/operating.md): a worker that overruns its budget is not killed on silence alone. The
  * engine takes one snapshot, waits, takes another and compares: the process is alive
  * and it used CPU, wrote output, or changed its worktree.
  *

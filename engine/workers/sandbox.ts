@@ -1,6 +1,6 @@
 /**
- * The sandbox every worker turn and every engine test run happens in (DESIGN.md, "The
- * worker is untrusted"; docs/SECURITY.md). With bubblewrap (`bwrap`), one process and
+ * The sandbox every worker turn and every engine test run happens in (docs/SECURITY.md:
+ * the worker is untrusted). With bubblewrap (`bwrap`), one process and
  * everything it starts see:
  *
  * - the whole file system read-only, a fresh `/dev` and `/proc`, a private `/tmp`;

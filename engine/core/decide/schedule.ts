@@ -1,6 +1,6 @@
 /**
- * Scheduling after every input: free slots take ready blocks, the MERGE lock is handed
- * out, a settled run ends. It reads the fold's index (`EngineState.index`), never a scan
+ * Scheduling after every input: free slots take ready blocks, the merge lane takes its
+ * next stack, a settled run ends. It reads the fold's index (`EngineState.index`), never a scan
  * of the register, so its cost does not grow with the run.
  */
 import type { BlockState, EngineState } from '../state.ts';

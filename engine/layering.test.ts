@@ -1,0 +1,132 @@
+/**
+ * The folder is the architecture: engine/ is built in layers, from the pure core up to
+ * the command line, and a folder imports only from the layers below it (or its own).
+ * This test reads every import of every source file and fails on one that reaches up,
+ * and on two folders that import each other. docs/architecture.md explains the layers.
+ */
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join, relative, resolve, sep } from 'node:path';
+import ts from 'typescript';
+import { describe, expect, it } from 'vitest';
+
+/**
+ * The layers, from the ground up. A folder is named by its path under engine/
+ * (`runtime/effects` is a layer of its own, below `runtime`); a file at the top of
+ * engine/ by its name. `testing/` serves tests only and is no layer: no source imports it.
+ */
+export const LAYERS: readonly (readonly string[])[] = [
+  // The core's vocabulary — errors and their codes, roles, durations — which the tables use.
+  ['core/errors.ts', 'core/problems.ts', 'core/roles.ts', 'core/duration.ts', 'root.ts'],
+  // The tables the core decides by: the spine and escalation, the glossary and its parser.
+  ['spine', 'gateway'],
+  // The pure core: events, the fold, decide, facts, replay.
+  ['core'],
+  // The user's files, git, the operating system (a leaf), and the command line's table and parser.
+  ['project', 'git', 'os', 'cli'],
+  ['workers', 'log'],
+  ['runtime/effects'],
+  ['runtime'],
+  ['render'],
+  ['serve'],
+  ['commands'],
+  ['cli.ts'],
+];
+
+/** The unit a file belongs to: the longest layer name that is a prefix of its path. */
+function unitOf(path: string, layers: readonly (readonly string[])[]): string | undefined {
+  const names = layers.flat().sort((a, b) => b.length - a.length);
+  return names.find((n) => path === n || path.startsWith(`${n}/`));
+}
+
+/** Every non-test .ts file under `dir`, relative to it, with `/` separators. */
+function sources(dir: string): string[] {
+  return readdirSync(dir, { recursive: true, encoding: 'utf8' })
+    .filter((f) => f.endsWith('.ts') && !f.endsWith('.test.ts') && !f.endsWith('.d.ts'))
+    .map((f) => f.split(sep).join('/'))
+    .sort();
+}
+
+/** Imports that break the layering under `root`: upward, into testing/, from no layer, and folders importing each other. */
+export function layeringProblems(root: string, layers: readonly (readonly string[])[] = LAYERS): string[] {
+  const level = new Map(layers.flatMap((names, i) => names.map((n) => [n, i] as const)));
+  const problems: string[] = [];
+  const edges = new Set<string>();
+  for (const file of sources(root)) {
+    const from = unitOf(file, layers);
+    if (file.startsWith('testing/')) continue;
+    if (from === undefined) {
+      problems.push(`${file} is in no layer: add its folder to LAYERS in engine/layering.test.ts`);
+      continue;
+    }
+    const info = ts.preProcessFile(readFileSync(join(root, file), 'utf8'), true, true);
+    for (const { fileName: spec } of info.importedFiles) {
+      if (!spec.startsWith('.')) continue;
+      const target = relative(root, resolve(dirname(join(root, file)), spec))
+        .split(sep)
+        .join('/');
+      if (target.startsWith('testing/')) {
+        problems.push(`${file} imports ${target}: testing/ is for tests`);
+        continue;
+      }
+      const to = unitOf(target, layers);
+      if (to === undefined || to === from) continue;
+      edges.add(`${from}→${to}`);
+      if (level.get(to)! > level.get(from)!) problems.push(`${file} (${from}) imports ${target} (${to}), a layer above it`);
+    }
+  }
+  for (const edge of edges) {
+    const [a, b] = edge.split('→') as [string, string];
+    if (a < b && edges.has(`${b}→${a}`)) problems.push(`${a} and ${b} import each other`);
+  }
+  return problems;
+}
+
+const ENGINE = resolve(import.meta.dirname);
+
+describe('the layers of engine/', () => {
+  it('import only from layers below their own, and no two folders import each other', () => {
+    expect(sources(ENGINE).length).toBeGreaterThan(100);
+    expect(layeringProblems(ENGINE)).toEqual([]);
+  });
+
+  it('would catch a planted upward import, two folders importing each other, and a source importing testing/', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'tron-layering-'));
+    try {
+      const write = (path: string, text: string) => {
+        mkdirSync(dirname(join(dir, path)), { recursive: true });
+        writeFileSync(join(dir, path), text);
+      };
+      write('core/state.ts', "import { Engine } from '../runtime/engine.ts';\nexport const s = Engine;\n");
+      write('runtime/engine.ts', "import { s } from '../core/state.ts';\nexport const Engine = s;\n");
+      write('git/run.ts', "import { repo } from '../testing/repo.ts';\nexport const r = repo;\n");
+      write('testing/repo.ts', 'export const repo = 1;\n');
+      expect(layeringProblems(dir)).toEqual([
+        'core/state.ts (core) imports runtime/engine.ts (runtime), a layer above it',
+        'git/run.ts imports testing/repo.ts: testing/ is for tests',
+        'core and runtime import each other',
+      ]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('keeps the decision concerns apart: no two files of core/decide import each other', () => {
+    const dir = join(ENGINE, 'core', 'decide');
+    const imports = new Map<string, Set<string>>();
+    for (const file of sources(dir)) {
+      const info = ts.preProcessFile(readFileSync(join(dir, file), 'utf8'), true, true);
+      imports.set(
+        file,
+        new Set(
+          info.importedFiles
+            .map((i) => i.fileName)
+            .filter((s) => s.startsWith('./'))
+            .map((s) => s.slice(2)),
+        ),
+      );
+    }
+    const mutual = [...imports].flatMap(([a, to]) => [...to].filter((b) => a < b && imports.get(b)?.has(a)).map((b) => `${a} ↔ ${b}`));
+    expect(mutual).toEqual([]);
+  });
+});

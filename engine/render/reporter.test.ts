@@ -3,7 +3,7 @@ import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { execa } from 'execa';
-import { makeProject, runTron } from '../testing/project.ts';
+import { project as tronProject, runTron } from '../testing/project.ts';
 import { commandConfig, slowBuilder } from '../testing/workers.ts';
 import { BIN } from '../testing/crash.ts';
 import { GIT_IDENTITY_ENV, type TestRepo } from '../testing/repo.ts';
@@ -19,11 +19,7 @@ function tempDir(prefix: string): string {
   return dir;
 }
 
-async function project(builder: string): Promise<TestRepo> {
-  const repo = await makeProject({ blocks: { widget: {} }, config: commandConfig(builder) });
-  cleanups.push(() => repo.cleanup());
-  return repo;
-}
+const project = (builder: string): Promise<TestRepo> => tronProject({ blocks: { widget: {} }, config: commandConfig(builder) });
 
 /** Runs `tron start` as a user would, its output collected as it comes; `onOutput` sees the text so far. */
 async function start(command: string[], onOutput: (text: string) => void) {
@@ -104,8 +100,7 @@ reply = ">>DONE"
 kind = "build"
 reply = ">>DONE"
 `;
-    const repo = await makeProject({ blocks: { widget: {} }, sim });
-    cleanups.push(() => repo.cleanup());
+    const repo = await tronProject({ blocks: { widget: {} }, sim });
     const run = await runTron(repo, { env: {} });
     const out = run.output.join('\n');
     expect(out).toMatch(/widget: gate failed — tests/);

@@ -4,27 +4,20 @@
  * caught by a named fact (or refused) — never landed. (docs/SECURITY.md, "The worker is
  * untrusted"; docs/SECURITY.md.)
  */
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { utimesSync } from 'node:fs';
 import { join } from 'node:path';
-import { blockFile, configFile, makeProject, ofType, runTron, type ProjectSpec } from '../testing/project.ts';
+import { blockFile, configFile, project as tronProject, ofType, runTron, type ProjectSpec } from '../testing/project.ts';
 import type { TestRepo } from '../testing/repo.ts';
 import type { Fact } from '../core/events.ts';
 import { InputError } from '../core/errors.ts';
 
-const repos: TestRepo[] = [];
-afterEach(async () => {
-  for (const r of repos.splice(0)) await r.cleanup();
-});
 
 /** Without a sandbox: the worker can write wherever the user can, and the facts are the only line. */
 const SANDBOX_OFF = '[sandbox]\nmode = "off"\n';
 
-async function project(spec: ProjectSpec): Promise<TestRepo> {
-  const repo = await makeProject({ ...spec, config: spec.config ?? configFile({ extra: SANDBOX_OFF }) });
-  repos.push(repo);
-  return repo;
-}
+/** A project with the sandbox off: the facts alone must catch what a worker does. */
+const project = (spec: ProjectSpec): Promise<TestRepo> => tronProject({ ...spec, config: spec.config ?? configFile({ extra: SANDBOX_OFF }) });
 
 /** The failed facts of every gate.failed, by name. */
 function failedFacts(events: Parameters<typeof ofType>[0]): Fact[] {

@@ -1,22 +1,13 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { chmodSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { execa } from 'execa';
-import { configFile, makeProject, ofType, readRunFile, runTron } from '../testing/project.ts';
+import { configFile, project, ofType, readRunFile, runTron } from '../testing/project.ts';
 import type { TestRepo } from '../testing/repo.ts';
 import { replay } from '../core/replay.ts';
 import { loadSpine } from '../spine/load.ts';
 
-const repos: TestRepo[] = [];
-afterEach(async () => {
-  for (const r of repos.splice(0)) await r.cleanup();
-});
-async function project(spec: Parameters<typeof makeProject>[0]): Promise<TestRepo> {
-  const r = await makeProject(spec);
-  repos.push(r);
-  return r;
-}
 
 /** A sim turn that adds a module and its passing test, then claims DONE. */
 function builds(id: string, file = `${id}.js`): string {

@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { configFile, makeProject, ofType, readRunFile, runTron } from '../testing/project.ts';
+import { configFile, project as tronProject, ofType, readRunFile, runTron, type ProjectSpec } from '../testing/project.ts';
 import { answerCommand } from '../commands/answer.ts';
 import { systemClock } from '../core/clock.ts';
 import { isSameProcess } from '../os/proc.ts';
@@ -35,11 +35,7 @@ function workers(paths: Record<string, string>): string {
     .join('\n');
 }
 
-async function project(blocks: Parameters<typeof makeProject>[0]['blocks'], config: string): Promise<TestRepo> {
-  const repo = await makeProject({ blocks, config });
-  cleanups.push(() => repo.cleanup());
-  return repo;
-}
+const project = (blocks: ProjectSpec['blocks'], config: string): Promise<TestRepo> => tronProject({ blocks, config });
 
 const APPROVE = 'cat > /dev/null; echo ">>APPROVE"';
 /** A builder that does honest work in any session but the first attempt's. */

@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { execa, type ResultPromise } from 'execa';
-import { blockFile, makeProject } from '../testing/project.ts';
+import { blockFile, project } from '../testing/project.ts';
 import { allRuns, BIN } from '../testing/crash.ts';
 import { GIT_IDENTITY_ENV, type TestRepo } from '../testing/repo.ts';
 import type { TronEvent } from '../core/events.ts';
@@ -39,11 +39,6 @@ async function until(repo: TestRepo, done: (events: TronEvent[]) => boolean, wha
 
 const landed = (id: string) => (events: TronEvent[]) => events.some((e) => e.type === 'block.phase' && e.block === id && e.to === 'landed');
 
-async function project(spec: Parameters<typeof makeProject>[0]): Promise<TestRepo> {
-  const repo = await makeProject(spec);
-  cleanups.push(() => repo.cleanup());
-  return repo;
-}
 
 describe('tron start --watch', () => {
   it('dispatches a block file created while it runs, and stops cleanly on SIGTERM', async () => {

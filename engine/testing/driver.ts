@@ -5,10 +5,18 @@
 import { decide } from '../core/decide/decide.ts';
 import { initialState, type EngineState } from '../core/state.ts';
 import { loadSpine } from '../spine/load.ts';
-import type { BodyOf, EventBody, TronEvent } from '../core/events.ts';
+import { type BodyOf, EVENT_VERSION, type EventBody, type TronEvent } from '../core/events.ts';
 
 export const ctx = { spine: loadSpine(), testCommand: 'node test.js' };
 export const sha = (n: number) => n.toString(16).padStart(40, '0');
+
+/** How a Driver's run starts: slots, --watch, [merge] and [budgets] as run.started records them. */
+export interface BootOptions {
+  maxParallel?: number;
+  watch?: boolean;
+  merge?: { batch: number; verify_trunk: boolean; gather?: boolean };
+  budgets?: { block_usd?: number; block_tokens?: number; run_usd?: number };
+}
 
 /** Feeds inputs through the pure step, collecting every decision. */
 export class Driver {
@@ -16,22 +24,16 @@ export class Driver {
   seq = 0;
   readonly decisions: EventBody[] = [];
   feed(body: EventBody): EventBody[] {
-    const e = { ...body, v: 1, seq: ++this.seq, ts: this.seq * 1000 } as TronEvent;
+    const e = { ...body, v: EVENT_VERSION, seq: ++this.seq, ts: this.seq * 1000 } as TronEvent;
     const out = decide(this.state, e, ctx);
     this.state = out.state;
     this.seq += out.decisions.length;
     this.decisions.push(...out.decisions);
     return out.decisions;
   }
-  boot(
-    blocks: Array<{ id: string; depends_on?: string[]; priority?: number }>,
-    maxParallel = 4,
-    watch = false,
-    opts: {
-      merge?: { batch: number; verify_trunk: boolean; gather?: boolean };
-      budgets?: { block_usd?: number; block_tokens?: number; run_usd?: number };
-    } = {},
-  ): EventBody[] {
+  /** Starts a run with these blocks: run.started, register.loaded, recovery.finished. */
+  boot(blocks: Array<{ id: string; depends_on?: string[]; priority?: number }>, opts: BootOptions = {}): EventBody[] {
+    const { maxParallel = 4, watch = false } = opts;
     const liveness = { probe_wait_ms: 1000, extension_ms: 1000, max_extensions: 1, reissues: 1 };
     this.feed({
       type: 'run.started',

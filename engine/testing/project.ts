@@ -4,6 +4,7 @@
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { onTestFinished } from 'vitest';
 import { makeRepo, GIT_IDENTITY_ENV, type TestRepo } from './repo.ts';
 import { startCommand } from '../commands/start.ts';
 import { systemClock } from '../core/clock.ts';
@@ -68,6 +69,13 @@ export async function makeProject(spec: ProjectSpec): Promise<TestRepo> {
   };
   for (const [id, b] of Object.entries(spec.blocks)) files[`.tron/blocks/${id}.md`] = blockFile(id, b);
   return makeRepo(files);
+}
+
+/** A project for the current test, removed (with everything tron made in it) when the test ends. */
+export async function project(spec: ProjectSpec): Promise<TestRepo> {
+  const repo = await makeProject(spec);
+  onTestFinished(() => repo.cleanup());
+  return repo;
 }
 
 export interface RunResult {

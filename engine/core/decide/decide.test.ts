@@ -7,7 +7,7 @@ const requested = (ds: EventBody[]) => ds.flatMap((d) => (d.type === 'worktree.r
 describe('the decision step', () => {
   it('fills at most max_parallel slots with ready blocks, by priority then id', () => {
     const d = new Driver();
-    const first = d.boot([{ id: 'c' }, { id: 'b', priority: -1 }, { id: 'a' }, { id: 'z', depends_on: ['a'] }], 2);
+    const first = d.boot([{ id: 'c' }, { id: 'b', priority: -1 }, { id: 'a' }, { id: 'z', depends_on: ['a'] }], { maxParallel: 2 });
     expect(requested(first)).toEqual(['b', 'a']);
   });
 
@@ -29,7 +29,7 @@ describe('the decision step', () => {
         { id: 'y', depends_on: ['base'] },
         { id: 'x', depends_on: ['y'] },
       ],
-      2,
+      { maxParallel: 2 },
     );
     d.approve('base', sha(2));
     d.landStack({ base: sha(2) });
@@ -38,7 +38,7 @@ describe('the decision step', () => {
 
   it('parks a block registered after its dependency was abandoned, naming the dependency (--watch)', () => {
     const d = new Driver();
-    d.boot([{ id: 'a' }], 1, true);
+    d.boot([{ id: 'a' }], { maxParallel: 1, watch: true });
     d.feed({ type: 'worktree.ready', block: 'a', attempt: 1, base: sha(1), path: 'a' });
     d.feed({
       type: 'reply.received',
@@ -102,7 +102,7 @@ describe('the decision step', () => {
 
   it('halts the lane once trunk was touched, until the operator answers (--watch)', () => {
     const d = new Driver();
-    d.boot([{ id: 'a' }, { id: 'b' }], 4, true);
+    d.boot([{ id: 'a' }, { id: 'b' }], { maxParallel: 4, watch: true });
     d.approve('a', sha(2));
     const touched = d.feed({ type: 'rebase.done', stack: 1, trunk_sha: sha(9), results: [] });
     expect(touched).toContainEqual(expect.objectContaining({ type: 'escalation.raised', trouble: 'trunk_touched', sha: sha(9) }));
@@ -264,7 +264,7 @@ describe('a worker that fails the same way twice', () => {
 
   it('pages the operator at once with the reason, without the architect, and starts no other block', () => {
     const d = new Driver();
-    d.boot([{ id: 'a' }, { id: 'b' }], 1);
+    d.boot([{ id: 'a' }, { id: 'b' }], { maxParallel: 1 });
     d.feed({ type: 'worktree.ready', block: 'a', attempt: 1, base: sha(1), path: 'a' });
     expect(types(d.feed(failed('a', 1, 'auth')))).toEqual(['reply.refused', 'escalation.raised turn_failed→restate', 'block.dispatched']);
     const second = d.feed(failed('a', 2, 'auth'));
@@ -280,7 +280,7 @@ describe('a worker that fails the same way twice', () => {
 
   it('holds a turn of the unavailable worker and issues it unchanged once the operator answers', () => {
     const d = new Driver();
-    d.boot([{ id: 'a' }, { id: 'b' }], 2, true);
+    d.boot([{ id: 'a' }, { id: 'b' }], { maxParallel: 2, watch: true });
     d.feed({ type: 'worktree.ready', block: 'a', attempt: 1, base: sha(1), path: 'a' });
     d.feed({ type: 'worktree.ready', block: 'b', attempt: 1, base: sha(1), path: 'b' });
     d.feed(failed('a', 1, 'auth'));
@@ -309,13 +309,13 @@ describe('a worker that fails the same way twice', () => {
 
   it('climbs the usual row when the causes differ or none is named', () => {
     const d = new Driver();
-    d.boot([{ id: 'a' }], 1);
+    d.boot([{ id: 'a' }], { maxParallel: 1 });
     d.feed({ type: 'worktree.ready', block: 'a', attempt: 1, base: sha(1), path: 'a' });
     d.feed(failed('a', 1, 'auth'));
     expect(types(d.feed(failed('a', 2, 'network')))).toEqual(['reply.refused', 'escalation.raised turn_failed→operator', 'block.parked']);
     expect(d.state.workers.builder).toEqual({ cause: 'network', streak: 1 });
     const e = new Driver();
-    e.boot([{ id: 'a' }], 1);
+    e.boot([{ id: 'a' }], { maxParallel: 1 });
     e.feed({ type: 'worktree.ready', block: 'a', attempt: 1, base: sha(1), path: 'a' });
     e.feed(failed('a', 1));
     expect(types(e.feed(failed('a', 2)))).not.toContain('worker.unavailable');
@@ -323,7 +323,7 @@ describe('a worker that fails the same way twice', () => {
 
   it("counts turns across blocks: another block's failure with the same cause is the second", () => {
     const d = new Driver();
-    d.boot([{ id: 'a' }, { id: 'b' }], 2);
+    d.boot([{ id: 'a' }, { id: 'b' }], { maxParallel: 2 });
     d.feed({ type: 'worktree.ready', block: 'a', attempt: 1, base: sha(1), path: 'a' });
     d.feed({ type: 'worktree.ready', block: 'b', attempt: 1, base: sha(1), path: 'b' });
     d.feed(failed('a', 1, 'network'));
@@ -350,7 +350,7 @@ describe('a worker that fails the same way twice', () => {
 
     it('parks a block past block_tokens for the operator with its spend, and a RETRY gives it a fresh budget', () => {
       const d = new Driver();
-      d.boot([{ id: 'a' }], 1, true, { budgets: { block_tokens: 1000 } });
+      d.boot([{ id: 'a' }], { maxParallel: 1, watch: true, budgets: { block_tokens: 1000 } });
       d.feed({ type: 'worktree.ready', block: 'a', attempt: 1, base: sha(1), path: 'a' });
       expect(d.feed(usage('a', 600, 0.01))).toEqual([]);
       const over = d.feed(usage('a', 600, 0.01));
@@ -365,7 +365,7 @@ describe('a worker that fails the same way twice', () => {
 
     it('stops the run past run_usd: nothing new is scheduled and the run ends with exit 3 naming the budget', () => {
       const d = new Driver();
-      d.boot([{ id: 'a' }, { id: 'b' }], 1, false, { budgets: { run_usd: 0.05 } });
+      d.boot([{ id: 'a' }, { id: 'b' }], { maxParallel: 1, watch: false, budgets: { run_usd: 0.05 } });
       d.feed({ type: 'worktree.ready', block: 'a', attempt: 1, base: sha(1), path: 'a' });
       const out = d.feed(usage('a', 10, 0.06));
       expect(out.map((x) => x.type)).toEqual(['budget.exceeded']);

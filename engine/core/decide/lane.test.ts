@@ -14,7 +14,7 @@ const R = (i: number) => sha(100 + i);
  */
 function stacked(ids: string[], merge?: { batch: number; verify_trunk: boolean; gather?: boolean }): { d: Driver; out: EventBody[] } {
   const d = new Driver();
-  d.boot([{ id: 'x' }, ...ids.map((id) => ({ id }))], ids.length + 1, false, { merge });
+  d.boot([{ id: 'x' }, ...ids.map((id) => ({ id }))], { maxParallel: ids.length + 1, merge });
   d.approve('x', X);
   for (const [i, id] of ids.entries()) d.approve(id, sha(10 + i));
   const out = d.landStack({ x: X });
@@ -41,7 +41,7 @@ describe('the merge lane', () => {
   /** a approved while b is still being reviewed; then b approved. */
   function approvedWhileReviewing(merge: { batch: number; verify_trunk: boolean; gather: boolean }) {
     const d = new Driver();
-    d.boot([{ id: 'a' }, { id: 'b' }], 2, false, { merge });
+    d.boot([{ id: 'a' }, { id: 'b' }], { maxParallel: 2, merge });
     const session = 'b.1.builder';
     d.feed({ type: 'worktree.ready', block: 'b', attempt: 1, base: sha(1), path: 'b' });
     d.feed({ type: 'reply.received', block: 'b', role: 'builder', session, turn: 1, ok: true, reply: '>>DONE' });
@@ -278,7 +278,7 @@ describe('the merge lane', () => {
 
   it('checks trunk after a landing when verify_trunk is on, and never exits 0 after a red check', () => {
     const d = new Driver();
-    d.boot([{ id: 'a' }], 1, false, { merge: { batch: 8, verify_trunk: true } });
+    d.boot([{ id: 'a' }], { maxParallel: 1, merge: { batch: 8, verify_trunk: true } });
     d.approve('a', X);
     const landed = d.landStack({ a: X });
     expect(only(landed, 'test.requested')).toEqual([{ type: 'test.requested', block: 'a', sha: X }]);

@@ -1,21 +1,11 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it, onTestFinished } from 'vitest';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { configFile, makeProject, ofType, runTron } from '../../testing/project.ts';
-import { makeRepo, type TestRepo } from '../../testing/repo.ts';
+import { configFile, project, ofType, runTron } from '../../testing/project.ts';
+import { makeRepo } from '../../testing/repo.ts';
 import * as git from '../../git/index.ts';
 import { CheckoutPool, Slots, warmCheckouts } from './checkouts.ts';
 import type { EffectContext } from './context.ts';
-
-const repos: TestRepo[] = [];
-afterEach(async () => {
-  for (const r of repos.splice(0)) await r.cleanup();
-});
-async function project(spec: Parameters<typeof makeProject>[0]): Promise<TestRepo> {
-  const r = await makeProject(spec);
-  repos.push(r);
-  return r;
-}
 
 /** A sim build turn that writes `files` and commits them. */
 function builds(id: string, files: Record<string, string>, run?: string): string {
@@ -28,7 +18,7 @@ function builds(id: string, files: Record<string, string>, run?: string): string
 describe('the engine checkout', () => {
   it('holds exactly the sha asked for when reused: changes, untracked and ignored files are gone', async () => {
     const repo = await makeRepo({ '.gitignore': 'build/\n', 'a.txt': 'one\n' });
-    repos.push(repo);
+    onTestFinished(() => repo.cleanup());
     const first = await repo.git('rev-parse', 'HEAD');
     writeFileSync(join(repo.dir, 'a.txt'), 'two\n');
     await repo.git('commit', '-qam', 'two');
@@ -48,7 +38,7 @@ describe('the engine checkout', () => {
 
   it('drops a cherry-pick a crash left half done there, and refuses to put it at anything but a commit', async () => {
     const repo = await makeRepo({ 'a.txt': 'one\n' });
-    repos.push(repo);
+    onTestFinished(() => repo.cleanup());
     const first = await repo.git('rev-parse', 'HEAD');
     writeFileSync(join(repo.dir, 'a.txt'), 'two\n');
     const second = await repo.commitAll('two');
@@ -69,7 +59,7 @@ describe('the engine checkout', () => {
 
   it('makes the gate’s first checkouts and the lane’s ahead, which the gates then take instead of making their own', async () => {
     const repo = await makeRepo({ 'a.txt': 'one\n' });
-    repos.push(repo);
+    onTestFinished(() => repo.cleanup());
     const sha = await repo.git('rev-parse', 'HEAD');
     const pool = new CheckoutPool();
     const queued: string[] = [];

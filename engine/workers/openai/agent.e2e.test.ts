@@ -10,7 +10,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { startModelServer, toolCall, type ModelServer, type ReplyStep, type ScriptStep } from '../../testing/model-server.ts';
 import { reportCommand } from '../../commands/report.ts';
 import { renderReport } from '../../render/report.ts';
-import { configFile, makeProject, ofType, readRunFile, runTron } from '../../testing/project.ts';
+import { configFile, project as tronProject, ofType, readRunFile, runTron } from '../../testing/project.ts';
 import type { TestRepo } from '../../testing/repo.ts';
 import { turnOf, usageOf, type TurnView } from '../../testing/openai-script.ts';
 import { sessionFile } from './session-store.ts';
@@ -21,11 +21,9 @@ const CRITERION = 'greet(name) returns "Hello, <name>!"';
 const MODULE = 'exports.greet = (name) => `Hello, ${name}!`;\n';
 const TEST = "const assert = require('node:assert');\nassert.strictEqual(require('../greet.js').greet('Ada'), 'Hello, Ada!');\n";
 
-const repos: TestRepo[] = [];
 const servers: ModelServer[] = [];
 afterEach(async () => {
   for (const s of servers.splice(0)) await s.close();
-  for (const r of repos.splice(0)) await r.cleanup();
 });
 
 /** The builder's model: every call costs 100 tokens. */
@@ -91,13 +89,8 @@ function openaiTable(role: string, server: ModelServer, extra = ''): string {
   return `[workers.${role}]\nadapter = "openai"\nmodel = "${role}-model"\nbase_url = "${server.url}"\napi_key_env = "${KEY_ENV}"\n${extra}`;
 }
 
-async function project(workers: string, extra = ''): Promise<TestRepo> {
-  const repo = await makeProject({
-    blocks: { greet: { title: 'A greeting', criteria: [CRITERION] } },
-    config: configFile({ workers, extra }),
-  });
-  repos.push(repo);
-  return repo;
+function project(workers: string, extra = ''): Promise<TestRepo> {
+  return tronProject({ blocks: { greet: { title: 'A greeting', criteria: [CRITERION] } }, config: configFile({ workers, extra }) });
 }
 
 const requestsOf = (server: ModelServer, model: string) => server.requests.filter((r) => r.body.model === model);

@@ -325,6 +325,12 @@ export const EVENT_SCHEMAS = {
         .optional()
         .describe('.tron/config.toml and block files in the main checkout that differ from what the engine loaded'),
       engine_diff: z.array(z.string()).optional().describe("the branch's own changes under .tron/, as `<status> <path>`"),
+      worktree: z
+        .string()
+        .optional()
+        .describe(
+          "what is wrong with the block's worktree when it could not be read, or its HEAD is not on its branch (the git error): the gate fails on it, and nothing else of the worktree was observed",
+        ),
     })
     .describe(
       'input: what the engine itself observed in git, and from setup and the test command run in its own checkout of exactly `head` (never the worktree).',
@@ -464,7 +470,17 @@ export const EVENT_SCHEMAS = {
     })
     .describe('decision: remove the worktree and the branch (or preserve it), record the summary.'),
   'block.wrapped': z
-    .strictObject({ block, orphan: z.string().optional(), summary: z.string() })
+    .strictObject({
+      block,
+      orphan: z.string().optional(),
+      summary: z.string(),
+      leftover: z
+        .string()
+        .optional()
+        .describe(
+          'what of the worktree or branch could not be removed, and why (the block landed all the same; `tron clean` removes it later)',
+        ),
+    })
     .describe('input: the worktree is gone; the branch was deleted, or preserved as `orphan` when it held commits not on trunk.'),
 
   // ---- exception spine ----

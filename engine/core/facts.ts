@@ -33,6 +33,10 @@ export function mapChanges(before: Record<string, string>, after: Record<string,
 /** Every fact of the gate at the observed head, in a fixed order. */
 export function deriveFacts(o: EventOf<'facts.observed'>, expected: Expected): Fact[] {
   const facts: Fact[] = [];
+  if (o.worktree !== undefined) {
+    // The worktree could not be read, or its HEAD left its branch: nothing else of it was observed.
+    return [{ name: 'worktree', ok: false, evidence: o.worktree }];
+  }
   // The engine may itself land another block while these facts are observed, so trunk
   // may be at any sha the engine put it at since the facts were requested.
   const trunkOk = o.trunk_sha !== null && (o.trunk_sha === expected.trunkSha || expected.trunkAllowed?.includes(o.trunk_sha) === true);

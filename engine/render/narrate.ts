@@ -160,6 +160,8 @@ export class Narrator {
       }
       case 'operator.answered':
         return [`${e.block}: the operator answered >>${e.word}`];
+      case 'block.wrapped':
+        return e.leftover ? [`${e.block}: landed; what its worktree left could not be removed (\`tron clean\` will): ${e.leftover}`] : [];
       case 'block.abandoned':
         this.reasons.set(e.block, e.reason);
         return [`${e.block}: abandoned — ${this.once(e.block, e.reason)}`];

@@ -12,12 +12,12 @@ import type { TestRepo } from '../testing/repo.ts';
 import type { Fact } from '../core/events.ts';
 import { InputError } from '../core/errors.ts';
 
-
 /** Without a sandbox: the worker can write wherever the user can, and the facts are the only line. */
 const SANDBOX_OFF = '[sandbox]\nmode = "off"\n';
 
 /** A project with the sandbox off: the facts alone must catch what a worker does. */
-const project = (spec: ProjectSpec): Promise<TestRepo> => tronProject({ ...spec, config: spec.config ?? configFile({ extra: SANDBOX_OFF }) });
+const project = (spec: ProjectSpec): Promise<TestRepo> =>
+  tronProject({ ...spec, config: spec.config ?? configFile({ extra: SANDBOX_OFF }) });
 
 /** The failed facts of every gate.failed, by name. */
 function failedFacts(events: Parameters<typeof ofType>[0]): Fact[] {

@@ -8,7 +8,6 @@ import type { TestRepo } from '../testing/repo.ts';
 import { replay } from '../core/replay.ts';
 import { loadSpine } from '../spine/load.ts';
 
-
 /** A sim turn that adds a module and its passing test, then claims DONE. */
 function builds(id: string, file = `${id}.js`): string {
   return `[[blocks.${id}.builder]]

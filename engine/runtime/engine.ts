@@ -15,7 +15,7 @@ import { codedLine } from './failure.ts';
 import { decide, type DecideContext } from '../core/decide/decide.ts';
 import { initialState, type EngineState } from '../core/state.ts';
 import type { DecisionType } from '../core/events.ts';
-import { type EffectContext, type Moment, type Outcome, Queues } from './effects/context.ts';
+import { type EffectContext, engineFault, type Moment, type Outcome, Queues } from './effects/context.ts';
 import { PinnedClock } from '../core/clock.ts';
 import type { EngineOptions } from './options.ts';
 import { EFFECTS, type Job, jobOf } from './effects/table.ts';
@@ -335,7 +335,10 @@ export class Engine {
       })
       .catch((err: Error) => {
         if (process.env.TRON_DEBUG === '1' && err.stack) this.o.print(err.stack);
-        this.fail(err, `${e.type}${'block' in e ? ` for ${e.block}` : ''}`);
+        // A job that reaches a worker's state reports its failure as an input about its block.
+        const reported = engineFault(err, this.o.runDir) ? undefined : effect.onFailure?.(job.request, err);
+        if (reported) for (const body of [reported].flat()) this.push(body);
+        else this.fail(err, `${e.type}${'block' in e ? ` for ${e.block}` : ''}`);
       })
       .finally(() => this.running.delete(p));
     this.running.add(p);

@@ -75,7 +75,17 @@ export async function recover(opts: {
     if (!b && !sha && !suspect) continue;
     let resumed = resumeAt(info.id, b, sha, events);
     if (suspect && UNFINISHED.has(resumed.phase)) resumed = parkSuspect(resumed, suspect);
-    if (resumed.phase === 'review' || resumed.phase === 'merge') await git.resetWorktree(repo, info.id);
+    if (resumed.phase === 'review' || resumed.phase === 'merge') {
+      try {
+        await git.resetWorktree(repo, info.id);
+      } catch (error) {
+        // A worktree git cannot read is the block's, not the start's: the block is dispatched
+        // again from trunk, and its branch kept as an orphan when it is made anew.
+        const why = (error instanceof Error ? error.message : String(error)).trim().split('\n')[0];
+        resumed = { ...resumed, phase: 'pending', detail: `its worktree could not be restored (${why}): dispatched again from trunk` };
+        delete resumed.sha;
+      }
+    }
     out.push(resumed);
   }
   await cleanEngineCheckouts(repo);

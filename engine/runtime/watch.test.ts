@@ -39,7 +39,6 @@ async function until(repo: TestRepo, done: (events: TronEvent[]) => boolean, wha
 
 const landed = (id: string) => (events: TronEvent[]) => events.some((e) => e.type === 'block.phase' && e.block === id && e.to === 'landed');
 
-
 describe('tron start --watch', () => {
   it('dispatches a block file created while it runs, and stops cleanly on SIGTERM', async () => {
     const builds = (id: string) => `[[blocks.${id}.builder]]\nwrite = { "${id}.txt" = "${id}\\n" }\ncommit = "${id}"\nreply = ">>DONE"\n\n`;

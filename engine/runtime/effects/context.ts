@@ -75,10 +75,40 @@ export type Outcome = EventBody | EventBody[] | undefined;
  * One kind of effect. `request` takes the decision and the moment it was made and
  * returns the job's whole input (JSON only); without it, the job's input is the decision
  * itself. `run` carries the job out.
+ *
+ * Which way a job can fail is part of its type. A job that reaches what a worker can
+ * reach — its worktree and git dir, its branch, its folder, its process — has
+ * `onFailure`: whatever goes wrong there is an input about that block (a failed fact, a
+ * failed turn), decided like any other, and never ends the run. A job without it touches
+ * only what the engine alone owns — its log, the repository's refs and object store, its
+ * own checkouts, the disk — and its failure ends the run (`run.failed`); so does a failure
+ * of those met inside a job that has `onFailure` (`engineFault`).
  */
 export interface Effect<T extends DecisionType, R = EventOf<T>> {
   request?: (e: EventOf<T>, at: Moment) => R;
   run: (c: EffectContext, r: R) => Promise<Outcome> | Outcome;
+  onFailure?: (r: R, error: Error) => Outcome;
+}
+
+/** Errors of the machine itself: a full or failing disk, no file handles left. */
+const MACHINE_FAULTS = new Set(['ENOSPC', 'EIO', 'EROFS', 'EDQUOT', 'EMFILE', 'ENFILE']);
+
+/**
+ * Whether an error is a failure of what the engine alone owns, whichever job met it: the
+ * run directory (its log, transcript, turn logs), a damaged object store, the disk. Such a
+ * failure ends the run even inside a job that reaches a worker's state.
+ */
+export function engineFault(error: unknown, runDir: string): boolean {
+  const e = error as { code?: unknown; path?: unknown; message?: unknown; name?: unknown } | undefined;
+  if (typeof e?.code === 'string' && MACHINE_FAULTS.has(e.code)) return true;
+  if (typeof e?.path === 'string' && (e.path === runDir || e.path.startsWith(`${runDir}/`))) return true;
+  if (e?.name === 'RunDirGoneError') return true;
+  return typeof e?.message === 'string' && e.message.includes('TRON_STORE_DAMAGED');
+}
+
+/** One line of an error, for an event: git's own words, without a stack. */
+export function errorLine(error: unknown): string {
+  return (error instanceof Error ? error.message : String(error)).trim().split('\n').slice(0, 6).join(' ');
 }
 
 /** Declares an effect, inferring its request type. */

@@ -9,15 +9,35 @@ import { join } from 'node:path';
 import type { EventBody, EventOf } from '../../core/events.ts';
 import * as git from '../../git/index.ts';
 import { checkout, runSuite } from './checkouts.ts';
-import { type EffectContext, effect, type Queues } from './context.ts';
+import { type EffectContext, effect, errorLine, type Queues } from './context.ts';
 
 export const observeFacts = effect({
   run: (c, e: EventOf<'facts.requested'>) => observe(c, e),
+  // The facts are read from the block's worktree and branch: what fails there fails the gate.
+  onFailure: (e, error): EventBody => ({
+    type: 'facts.observed',
+    block: e.block,
+    purpose: e.purpose,
+    base: e.base,
+    head: e.base,
+    commits: 0,
+    trunk_sha: null,
+    main_status: '',
+    clean: false,
+    status: '',
+    tests: null,
+    patch_id: '',
+    fast_forward: false,
+    worktree: `the facts could not be read: ${errorLine(error)}`,
+  }),
 });
 
 async function observe(c: EffectContext, e: EventOf<'facts.requested'>): Promise<EventBody> {
   const dir = git.worktreePath(c.repo, e.block);
-  const { head, trunk } = await git.headAndTrunk(dir, c.config.trunk);
+  // The worktree is the worker's: what is wrong with it is a fact about this block, never the run's end.
+  const read = await readWorktree(dir, `tron/${e.block}`, c.config.trunk);
+  if ('problem' in read) return worktreeProblem(c, e, read.problem);
+  const { head, trunk } = read;
   // The checkout the suite would run in is put at `head` while the facts are read: the
   // commit's tree is all it holds, whatever the facts then say.
   const name = c.checkouts.acquire();
@@ -26,15 +46,16 @@ async function observe(c: EffectContext, e: EventOf<'facts.requested'>): Promise
     (error: unknown) => ({ error }),
   );
   try {
+    const clean = await git.isClean(dir).catch((error: unknown) => ({ problem: errorLine(error) }));
+    if ('problem' in clean) return await worktreeProblem(c, e, `git status fails in the worktree: ${clean.problem}`);
     // The observations are independent of each other: read at once (several gates at once
     // otherwise queue on each process in turn).
     const trunkSha = trunk ?? null;
-    const [commits, fastForward, status, clean, engineDiff, patchId] = await Promise.all([
+    const [commits, fastForward, status, engineDiff, patchId] = await Promise.all([
       git.commitsOver(c.repo, e.base, head).then((list) => list.length),
       trunkSha ? git.isAncestor(c.repo, trunkSha, head) : false,
       // Read the main checkout only between landings, never while one is moving it.
       c.queues.main.run(() => mainStatus(c.repo, c.config.trunk, c.queues)),
-      git.isClean(dir),
       git.changesUnder(c.repo, e.base, head, '.tron/'),
       git.patchId(c.repo, e.base, head),
     ]);
@@ -65,6 +86,57 @@ async function observe(c: EffectContext, e: EventOf<'facts.requested'>): Promise
     await checkedOut;
     c.checkouts.release(name);
   }
+}
+
+/**
+ * The worktree's head, read as git reads it, and whether its HEAD is still on the block's
+ * branch: a worker that points HEAD elsewhere — at a ref that does not exist, at another
+ * block's branch — or leaves a worktree git cannot read gets a problem, not a crash.
+ */
+async function readWorktree(
+  dir: string,
+  branch: string,
+  trunk: string,
+): Promise<{ head: string; trunk: string | undefined } | { problem: string }> {
+  try {
+    const on = await git.currentBranch(dir);
+    if (on !== branch) {
+      return {
+        problem: on
+          ? `the worktree's HEAD is on ${on}, not on the block's branch ${branch}: check out ${branch} again (\`git checkout ${branch}\`) and commit there`
+          : `the worktree's HEAD is not on the block's branch ${branch} (detached, or unreadable): check out ${branch} again and commit there`,
+      };
+    }
+    return await git.headAndTrunk(dir, trunk);
+  } catch (error) {
+    return { problem: `git cannot read the worktree: ${errorLine(error)}` };
+  }
+}
+
+/** The facts when the worktree could not be observed: the problem, and what the engine alone reads. */
+async function worktreeProblem(c: EffectContext, e: EventOf<'facts.requested'>, problem: string): Promise<EventBody> {
+  const [branchSha, trunkSha, status] = await Promise.all([
+    git.revParse(c.repo, `refs/heads/tron/${e.block}`),
+    git.revParse(c.repo, `refs/heads/${c.config.trunk}`),
+    c.queues.main.run(() => mainStatus(c.repo, c.config.trunk, c.queues)),
+  ]);
+  return {
+    type: 'facts.observed',
+    block: e.block,
+    purpose: e.purpose,
+    base: e.base,
+    head: branchSha ?? e.base,
+    commits: 0,
+    trunk_sha: trunkSha ?? null,
+    main_status: status,
+    clean: false,
+    status: '',
+    tests: null,
+    patch_id: '',
+    fast_forward: false,
+    git_files: await git.adminDigests(c.repo),
+    worktree: problem,
+  };
 }
 
 /** The suite at `head`, in one of the gate's checkouts: the commit alone, not the worktree it was made in. */

@@ -10,7 +10,7 @@ import { formatDuration } from '../../core/duration.ts';
 import type { WorkerRole } from '../../core/roles.ts';
 import * as git from '../../git/index.ts';
 import { type LifeSnapshot, signsOfLife, takeSnapshot, worktreePrint } from '../../workers/liveness-signs.ts';
-import { type EffectContext, effect } from './context.ts';
+import { type EffectContext, effect, errorLine } from './context.ts';
 import { renderPrompt } from './prompts.ts';
 
 /** A probe's job: the decision, and whose turn it was, in which phase, with which wait. */
@@ -32,6 +32,12 @@ export const probe = effect({
     };
   },
   run: (c, r) => probeTurn(c, r),
+  // The worker's process and folder are its own: signs that cannot be read are no signs of life.
+  onFailure: (r, error): EventBody => {
+    const e = r.decision;
+    const sign = `signs of life could not be read: ${errorLine(error)}`;
+    return { type: 'worker.probed', block: e.block, session: e.session, turn: e.turn, alive: false, signs: [sign] };
+  },
 });
 
 /** Signs of life over the probe wait: process CPU and output, worktree changes, model or sim progress. */

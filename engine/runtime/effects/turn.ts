@@ -18,7 +18,7 @@ import { TurnLog } from '../../log/turn-log.ts';
 import type { TurnObserver } from '../../workers/adapter.ts';
 import { boundedTail } from '../../workers/output.ts';
 import { costOf } from '../../workers/prices.ts';
-import { type EffectContext, effect } from './context.ts';
+import { type EffectContext, effect, errorLine } from './context.ts';
 import { promptVars } from './prompt-vars.ts';
 import { type PromptName, renderPrompt } from './prompts.ts';
 
@@ -52,6 +52,12 @@ export const turn = effect({
     };
   },
   run: (c, r) => runTurn(c, r),
+  // The turn ran in the worker's folder, with the worker's process: its failure is the turn's.
+  onFailure: (r, error) => {
+    const e = r.decision;
+    const detail = `the turn could not be carried out: ${errorLine(error)}`;
+    return { type: 'reply.received', block: e.block, role: e.role, session: e.session, turn: e.turn, ok: false, failure: 'crash', detail };
+  },
 });
 
 async function runTurn(c: EffectContext, r: TurnRequest): Promise<EventBody> {
@@ -59,15 +65,24 @@ async function runTurn(c: EffectContext, r: TurnRequest): Promise<EventBody> {
   const worker = c.workers[e.role as WorkerRole];
   const base = { type: 'reply.received' as const, block: e.block, role: e.role, session: e.session, turn: e.turn };
   if (!worker) return { ...base, ok: false, failure: 'crash', detail: `no [workers.${e.role}] is configured` };
-  // The review checkout and the diffstat are independent: made at once.
-  const [cwd, diffstat] = await Promise.all([
-    e.role === 'builder'
-      ? git.worktreePath(c.repo, e.block)
-      : e.role === 'reviewer'
-        ? c.queues.worktrees.run(() => git.createReviewCheckout(c.repo, { id: e.block, sha: r.sha! }))
-        : c.repo,
-    e.kind === 'review' && r.base && r.sha ? git.diffStat(c.repo, r.base, r.sha) : '',
-  ]);
+  // The review checkout and the diffstat are independent: made at once. The review
+  // checkout is the reviewer's to write: one that cannot be made again is this turn's
+  // failure, decided like any failed turn — never the run's end.
+  let cwd: string;
+  let diffstat: string;
+  try {
+    [cwd, diffstat] = await Promise.all([
+      e.role === 'builder'
+        ? git.worktreePath(c.repo, e.block)
+        : e.role === 'reviewer'
+          ? c.queues.worktrees.run(() => git.createReviewCheckout(c.repo, { id: e.block, sha: r.sha! }))
+          : c.repo,
+      e.kind === 'review' && r.base && r.sha ? git.diffStat(c.repo, r.base, r.sha) : '',
+    ]);
+  } catch (error) {
+    const detail = `the ${e.role}'s working folder could not be prepared: ${errorLine(error)}`;
+    return { ...base, ok: false, failure: 'crash', detail };
+  }
   const vars = e.kind === 'review' ? { ...r.prompt.vars, diffstat } : r.prompt.vars;
   const prompt = renderPrompt(r.prompt.name, vars, { role: e.role, phase: e.phase, expect: e.expect as never });
   transcript(c, `## ${e.block} · ${e.role} · ${e.session} · turn ${e.turn} · ${e.kind}\n\n### prompt\n\n${fence(prompt)}\n`);

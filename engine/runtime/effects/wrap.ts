@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { readdirSync } from 'node:fs';
 import type { EventBody, EventOf } from '../../core/events.ts';
 import * as git from '../../git/index.ts';
-import { type EffectContext, effect } from './context.ts';
+import { type EffectContext, effect, errorLine } from './context.ts';
 import { dropBranch } from './worktree.ts';
 
 export const wrapBlock = effect({
@@ -23,6 +23,8 @@ export const wrapBlock = effect({
     const orphan = sha === undefined ? undefined : await dropBranch(c, e.block, branch, sha);
     return { type: 'block.wrapped', block: e.block, summary: e.summary, ...(orphan ? { orphan } : {}) };
   },
+  // The block has landed; what its worker left that git will not remove stays for `tron clean`.
+  onFailure: (e, error): EventBody => ({ type: 'block.wrapped', block: e.block, summary: e.summary, leftover: errorLine(error) }),
 });
 
 /** At the end of a run: the engine's own checkouts (`_lane`, `_check-<n>`, `_trunk`) go; the next run makes them again. */

@@ -429,8 +429,18 @@ export async function gitOut(cwd: string, args: readonly string[], input?: strin
 
 export function commandFailed(cwd: string, args: readonly string[], result: GitResult): GitFailure {
   const detail = result.stderr.trim() || result.stdout.trim() || `exit ${result.exitCode}`;
+  if (DAMAGE.test(detail)) {
+    return new GitFailure(
+      'TRON_STORE_DAMAGED',
+      `git ${args.join(' ')} (in ${cwd}) failed: ${detail}. The repository's object store is damaged; tron stops and reports nothing done over it. \`git fsck\` lists what is missing; \`git fetch\` from a remote, or a backup of .git/objects, brings it back`,
+    );
+  }
   return new GitFailure('TRON_GIT_FAILED', `git ${args.join(' ')} (in ${cwd}) failed: ${detail}`);
 }
+
+/** What git says when an object it needs is gone or unreadable: damage to the store (store.ts), not a failed command. */
+const DAMAGE =
+  /\b(bad object [0-9a-f]{40}|missing (blob|tree|commit|tag) object|unable to read (tree )?\(?[0-9a-f]{40}|loose object [0-9a-f]{40,64} .*is corrupt|invalid sha1 pointer|packfile \S+ cannot be accessed|object file \S+ is empty)/;
 
 /**
  * A git operation that failed for a reason that is not the user's to fix (exit 1):

@@ -62,6 +62,9 @@ echo '>>DONE'
   return repo;
 }
 
+/** amend.txt after `n` amends. */
+const amended = (n: number) => `${['amend', ...Array.from({ length: n }, (_, i) => String(i + 1))].join('\n')}\n`;
+
 /** The name git gives a blob of `text` (SHA-1 repositories). */
 function blobSha(text: string): string {
   const body = Buffer.from(text);
@@ -89,18 +92,14 @@ describe.skipIf(BWRAP_SKIP !== undefined)('hostile workers, sandboxed', () => {
         .map((e) => e.block)
         .sort(),
     ).toEqual(['amend', 'gc', 'wipe']);
-    expect(await repo.git('show', 'main:amend.txt')).toBe(['amend', ...Array.from({ length: 15 }, (_, i) => String(i + 1))].join('\n'));
+    expect(`${await repo.git('show', 'main:amend.txt')}\n`).toBe(amended(15));
     expect(await fsck(repo.dir)).toEqual({ code: 0, said: '' });
     // Only the branch's final text came in: no blob of the fifteen drafts before it.
-    const drafts = Array.from({ length: 15 }, (_, n) =>
-      blobSha(['amend', ...Array.from({ length: n }, (_, i) => String(i + 1))].join('\n') + '\n'),
-    );
+    const drafts = Array.from({ length: 15 }, (_, n) => blobSha(amended(n)));
     const asked = await execa('git', ['cat-file', '--batch-check'], { cwd: repo.dir, input: `${drafts.join('\n')}\n` });
     expect(String(asked.stdout).split('\n')).toEqual(drafts.map((sha) => `${sha} missing`));
     // The final text did: the test would see a draft were one there.
-    expect(
-      await repo.git('cat-file', '-t', blobSha(`${['amend', ...Array.from({ length: 15 }, (_, i) => String(i + 1))].join('\n')}\n`)),
-    ).toBe('blob');
+    expect(await repo.git('cat-file', '-t', blobSha(amended(15)))).toBe('blob');
   });
 });
 

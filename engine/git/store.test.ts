@@ -1,7 +1,7 @@
 import { renameSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { checkLanding, checkStore, createWorktree, land, revParse } from './index.ts';
+import { GitFailure, checkLanding, checkStore, createWorktree, explainFailure, land, revParse } from './index.ts';
 import { makeRepo, type TestRepo } from '../testing/repo.ts';
 
 const repos: TestRepo[] = [];
@@ -63,5 +63,16 @@ describe('the object store check', () => {
     });
     expect(await revParse(r.dir, 'refs/heads/main')).toBe(trunk);
     expect(await revParse(r.dir, 'refs/tron/landed/c')).toBeUndefined();
+  });
+
+  it('explains a failed git command by the damage under it, and leaves any other failure as it was', async () => {
+    const { r, trunk } = await repository();
+    const failed = new GitFailure('TRON_GIT_FAILED', 'git rev-parse --verify HEAD^{commit} failed: fatal: Needed a single revision');
+    expect(await explainFailure(r.dir, 'main', failed)).toBe(failed);
+    lose(r, trunk);
+    const explained = await explainFailure(r.dir, 'main', failed);
+    expect(explained).toMatchObject({ code: 'TRON_STORE_DAMAGED', message: expect.stringContaining('Needed a single revision') });
+    const other = new Error('a worker crashed');
+    expect(await explainFailure(r.dir, 'main', other)).toBe(other);
   });
 });

@@ -62,6 +62,23 @@ export async function checkLanding(repo: string, trunk: string, from: Sha, top: 
   throw await damaged(repo, trunk, `landing ${from.slice(0, 12)}..${top.slice(0, 12)} found: ${said}`);
 }
 
+/**
+ * `err`, or, when it is a failed git command and the store turns out damaged, the
+ * TRON_STORE_DAMAGED that explains it: a commit gone from under a worktree makes git say
+ * "Needed a single revision", which is no help. Costs the check only on a failure.
+ */
+export async function explainFailure(repo: string, trunk: string, err: Error): Promise<Error> {
+  if (!(err instanceof GitFailure) || err.code !== 'TRON_GIT_FAILED') return err;
+  try {
+    await checkStore(repo, trunk);
+    return err;
+  } catch (damage) {
+    if (!(damage instanceof GitFailure) || damage.code !== 'TRON_STORE_DAMAGED') return err;
+    const said = damage.message.replace(/^TRON_STORE_DAMAGED: /, '');
+    return new GitFailure('TRON_STORE_DAMAGED', `${said} (found when ${err.message.replace(/^TRON_GIT_FAILED: /, '')})`);
+  }
+}
+
 /** The coded failure, with the way back: the remote's copy where there is a remote, else a backup. */
 async function damaged(repo: string, trunk: string, what: string): Promise<GitFailure> {
   const remotes = (await runGit(repo, ['remote'])).stdout.split('\n').filter(Boolean);

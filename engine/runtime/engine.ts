@@ -333,9 +333,10 @@ export class Engine {
         // One effect may report several inputs (a stack's landing: one block.landed each), in order.
         for (const body of [out ?? []].flat()) this.push(body);
       })
-      .catch((err: Error) => {
+      .catch(async (err: Error) => {
         if (process.env.TRON_DEBUG === '1' && err.stack) this.o.print(err.stack);
-        this.fail(err, `${e.type}${'block' in e ? ` for ${e.block}` : ''}`);
+        // A git failure over a damaged store is reported as the damage (TRON_STORE_DAMAGED).
+        this.fail(await git.explainFailure(this.o.repo, this.o.config.trunk, err), `${e.type}${'block' in e ? ` for ${e.block}` : ''}`);
       })
       .finally(() => this.running.delete(p));
     this.running.add(p);

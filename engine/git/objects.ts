@@ -61,7 +61,7 @@ export interface ObjectImport {
   shared: string;
   /** The worker's worktree, whose index is read (`index`). */
   worktree: string;
-  /** Commits whose history must be in the repository afterwards (the branch, a detached HEAD). */
+  /** Commits whose history must be in the repository afterwards: the branch first, then a detached HEAD and the like. */
   tips: readonly Sha[];
   /** Commits already in the repository: the walk stops there (the branch before the turn). */
   known: readonly Sha[];
@@ -74,8 +74,8 @@ export type ImportResult = { ok: true } | { ok: false; problem: string };
 /**
  * Copies what `tips` (and the index) reach from the private store into the repository
  * at `repo`, checked as described above. Nothing to do — an empty private store — costs
- * no process. Should the index name an object the worker removed, the tips alone are
- * tried: the branch is what the engine needs.
+ * no process. Should the index or a later tip name an object the worker removed, the
+ * first tip alone is tried: the branch is what the engine needs.
  */
 export async function importObjects(repo: string, o: ObjectImport): Promise<ImportResult> {
   const count = countObjects(o.store);
@@ -85,18 +85,19 @@ export async function importObjects(repo: string, o: ObjectImport): Promise<Impo
   for (const file of ['alternates', 'http-alternates']) rmSync(join(o.store, 'info', file), { force: true });
   const receive =
     count.packs === 0 && count.loose <= UNPACK_LIMIT ? ['unpack-objects', '-q', '--strict'] : ['index-pack', '--stdin', '--strict'];
-  const attempt = (index: boolean) =>
+  const attempt = (tips: readonly Sha[], index: boolean) =>
     pipeGit(
       {
         cwd: o.worktree,
         args: [...DISTRUST, 'pack-objects', '--revs', '--local', '--stdout', '-q', ...(index ? ['--indexed-objects'] : [])],
         env: { GIT_OBJECT_DIRECTORY: o.store, GIT_ALTERNATE_OBJECT_DIRECTORIES: o.shared },
-        input: [...o.tips, '--not', ...o.known].map((line) => `${line}\n`).join(''),
+        input: [...tips, '--not', ...o.known].map((line) => `${line}\n`).join(''),
       },
       { cwd: repo, args: receive },
     );
-  let piped = await attempt(o.index);
-  if (o.index && o.tips.length > 0 && (piped.from.exitCode !== 0 || piped.to.exitCode !== 0)) piped = await attempt(false);
+  let piped = await attempt(o.tips, o.index);
+  const narrower = (o.index || o.tips.length > 1) && o.tips.length > 0;
+  if (narrower && (piped.from.exitCode !== 0 || piped.to.exitCode !== 0)) piped = await attempt(o.tips.slice(0, 1), false);
   const failed = [piped.from, piped.to].find((r) => r.exitCode !== 0);
   if (failed) {
     const detail = (failed.stderr.trim() || `exit ${failed.exitCode}`).split('\n').slice(-3).join('; ');

@@ -190,6 +190,13 @@ describe.skipIf(BWRAP_SKIP !== undefined)('the object store, against a sandboxed
     expect(await fsck(repo.dir)).toEqual({ code: 0, said: '' });
   });
 
+  it('still moves its branch when its index names an object that is nowhere', async () => {
+    const ghost = 'f'.repeat(40);
+    const { left } = await builderTurn('ghost', `${commit('ghost')} && git update-index --add --cacheinfo 100644,${ghost},ghost.txt`);
+    expect(left.moved?.to).toBe(await repo.at(wt('ghost')).git('rev-parse', 'HEAD'));
+    expect(await repo.git('show', `${left.moved?.to}:ghost.txt`)).toBe('ghost0');
+  });
+
   it('cannot slip in an object under a name that is not its own: the branch does not move', async () => {
     // The worker commits, then swaps its new tree's file for another object's bytes.
     const {

@@ -387,15 +387,24 @@ function smallSha(file: string): string | undefined {
   }
 }
 
-/** The commit ids of a worktree's own refs (`refs/bisect/*`, `refs/worktree/*`), a bounded look. */
-function worktreeRefs(dir: string, depthLeft = 4): string[] {
-  if (depthLeft === 0 || !isDir(dir)) return [];
-  return safeReaddir(dir)
-    .slice(0, 256)
-    .flatMap((name) => {
-      const path = join(dir, name);
-      return isDir(path) ? worktreeRefs(path, depthLeft - 1) : [smallSha(path)].filter((sha): sha is string => sha !== undefined);
-    });
+/** The commit ids of a worktree's own refs (`refs/bisect/*`, `refs/worktree/*`): a bounded look, at most 64 files. */
+function worktreeRefs(dir: string): string[] {
+  const found: string[] = [];
+  let budget = 64;
+  const look = (at: string, depthLeft: number): void => {
+    for (const name of safeReaddir(at)) {
+      if (budget-- <= 0) return;
+      const path = join(at, name);
+      if (isDir(path)) {
+        if (depthLeft > 0) look(path, depthLeft - 1);
+      } else {
+        const sha = smallSha(path);
+        if (sha !== undefined) found.push(sha);
+      }
+    }
+  };
+  if (isDir(dir)) look(dir, 4);
+  return found;
 }
 
 /**

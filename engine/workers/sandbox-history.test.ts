@@ -190,6 +190,17 @@ describe.skipIf(BWRAP_SKIP !== undefined)('the object store, against a sandboxed
     expect(await fsck(repo.dir)).toEqual({ code: 0, said: '' });
   });
 
+  it('rebases its branch onto a trunk that moved, and the rebased commits come in', async () => {
+    await builderTurn('rebase', commit('rebase', 2));
+    await repo.write('src/trunk.txt', 'moved\n');
+    const trunk = await repo.commitAll('trunk moved');
+    const { out, left } = await builderTurn('rebase', 'git rebase -q main; echo "rebase $?"');
+    expect(out).toMatch(/^rebase 0$/m);
+    expect(await repo.git('rev-parse', `${left.moved?.to}~2`)).toBe(trunk);
+    expect(await repo.git('log', '--format=%s', '-2', 'tron/rebase')).toBe('rebase 1\nrebase 0');
+    await landsWhole('rebase');
+  });
+
   it('still moves its branch when its index names an object that is nowhere', async () => {
     const ghost = 'f'.repeat(40);
     const { left } = await builderTurn('ghost', `${commit('ghost')} && git update-index --add --cacheinfo 100644,${ghost},ghost.txt`);

@@ -1,8 +1,9 @@
 /**
  * `npm run bench`: how fast tron's own logic is, apart from git, tests and workers —
  * the gateway parser, the decision step, replay of a long log — and how fast the CLI
- * starts next to a bare Node (evaluation/startup.ts), and what the sandbox adds to every
- * worker turn and test run. Prints one line per measurement; never part of `npm test`
+ * starts next to a bare Node (evaluation/startup.ts), and what the sandbox — with a
+ * builder's private object store — adds to every worker turn and test run
+ * (evaluation/bench-sandbox.ts). Prints one line per measurement; never part of `npm test`
  * (speed is measured here, not asserted there).
  *
  * The replay curve is the shape that matters (docs/contributing.md, "Performance has a shape"): synthetic runs of 250, 1,000
@@ -15,15 +16,7 @@
  * blocks, the lane's busy share, builder merge turns, and the parallel efficiency of slow
  * builders.
  */
-import { spawn } from 'node:child_process';
 import { performance } from 'node:perf_hooks';
-import { tmpdir } from 'node:os';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { join } from 'node:path';
-import { makeRepo } from '../engine/testing/repo.ts';
-import * as git from '../engine/git/index.ts';
-import { runTests } from '../engine/runtime/effects/testrun.ts';
-import { NO_SANDBOX, chooseSandbox, type Confinement, type Sandbox } from '../engine/workers/sandbox.ts';
 import { parseReply } from '../engine/gateway/parse.ts';
 import { decide } from '../engine/core/decide/decide.ts';
 import { replay } from '../engine/core/replay.ts';
@@ -32,6 +25,7 @@ import { loadSpine } from '../engine/spine/load.ts';
 import type { EventBody, TronEvent } from '../engine/core/events.ts';
 import { benchStartup } from './startup.ts';
 import { benchLane } from './bench-lane.ts';
+import { benchSandbox } from './bench-sandbox.ts';
 
 function measure(name: string, runs: number, work: () => void): void {
   work();
@@ -174,88 +168,5 @@ if (perEvent.length > 1) {
 
 benchStartup();
 
-/** The median of `runs` timings of `work`, in ms, after one warm-up. */
-async function median(runs: number, work: () => Promise<void>): Promise<number> {
-  await work();
-  const times: number[] = [];
-  for (let i = 0; i < runs; i += 1) {
-    const start = performance.now();
-    await work();
-    times.push(performance.now() - start);
-  }
-  times.sort((a, b) => a - b);
-  return times[Math.floor(times.length / 2)]!;
-}
-
-/** One process as a worker turn runs it: entered, spawned, waited for, left. */
-async function oneProcess(sandbox: Sandbox, argv: string[], confinement: Confinement): Promise<void> {
-  const entered = await sandbox.enter(argv, confinement);
-  const [file, ...args] = entered.argv;
-  await new Promise<void>((resolve, reject) => {
-    const child = spawn(file!, args, { cwd: confinement.cwd, stdio: 'ignore', detached: true });
-    child.once('error', reject);
-    child.once('exit', () => resolve());
-  });
-  await entered.leave();
-}
-
-/** The sandbox's added cost: `true` as a builder turn and as a test run, with and without bwrap. */
-async function sandboxCost(): Promise<void> {
-  const choice = await chooseSandbox('auto', process.env);
-  if (choice.sandbox.kind !== 'bwrap') {
-    console.log(`sandbox: not measured — ${choice.notice ?? 'bwrap is not available'}`);
-    return;
-  }
-  const bwrap = choice.sandbox;
-  const repo = await makeRepo({ 'test.js': '' });
-  const runDir = mkdtempSync(join(tmpdir(), 'tron-bench-run-'));
-  try {
-    const { path: worktree } = await git.createWorktree(repo.dir, { id: 'bench', base: await repo.git('rev-parse', 'HEAD') });
-    const runs = 30;
-    const row = (name: string, ms: number, note = '') =>
-      console.log(`${name.padEnd(44)} ${ms.toFixed(2).padStart(10)} ms (median of ${runs})${note}`);
-    const readOnly: Confinement = { cwd: repo.dir, network: true, visible: [repo.dir] };
-    const builder: Confinement = {
-      cwd: worktree,
-      writableCwd: true,
-      ownBranch: { repo: repo.dir, block: 'bench' },
-      network: true,
-      visible: [repo.dir],
-    };
-    const plain = await median(runs, () => oneProcess(NO_SANDBOX, ['true'], builder));
-    const reader = await median(runs, () => oneProcess(bwrap, ['true'], readOnly));
-    const build = await median(runs, () => oneProcess(bwrap, ['true'], builder));
-    row('turn: `true`, no sandbox', plain);
-    row('turn: `true` in bwrap, read-only (reviewer)', reader, `  (+${(reader - plain).toFixed(2)} ms)`);
-    const added = build - plain;
-    row(
-      'turn: `true` in bwrap, builder with its branch',
-      build,
-      `  (+${added.toFixed(2)} ms; goal ≤ 30 ms: ${added <= 30 ? 'met' : 'MISSED'})`,
-    );
-    let n = 0;
-    const test = (sandbox: Sandbox) => async () => {
-      n += 1;
-      await runTests({
-        command: 'true',
-        cwd: worktree,
-        runDir,
-        log: `t${n}.log`,
-        timeoutMs: 60_000,
-        env: process.env,
-        sandbox,
-        visible: [repo.dir],
-      });
-    };
-    const testPlain = await median(runs, test(NO_SANDBOX));
-    const testBwrap = await median(runs, test(bwrap));
-    row('test run: `true`, no sandbox', testPlain);
-    row('test run: `true` in bwrap, no network', testBwrap, `  (+${(testBwrap - testPlain).toFixed(2)} ms)`);
-  } finally {
-    await repo.cleanup();
-    rmSync(runDir, { recursive: true, force: true });
-  }
-}
-
-await sandboxCost();
+await benchSandbox();
 await benchLane();

@@ -8,6 +8,7 @@ import { answerCommand } from './answer.ts';
 import { ManualClock } from '../core/clock.ts';
 import { BWRAP_SKIP } from '../testing/bwrap.ts';
 import { snapshot } from '../testing/snapshot.ts';
+import { fsck } from '../testing/store.ts';
 import type { TestRepo } from '../testing/repo.ts';
 
 const BIN = join(import.meta.dirname, '..', '..', 'bin', 'tron.js');
@@ -248,6 +249,7 @@ echo '>>DONE'
       expect(readdirSync(join(repo.dir, '.tron', 'blocks'))).toEqual(['a.md']);
       expect(readFileSync(join(repo.dir, 'README.md'), 'utf8')).toBe('# app\n');
       expect(readdirSync('/proc').filter((p) => /^\d+$/.test(p) && readCmdline(p).includes(token))).toEqual([]);
+      expect(await fsck(repo.dir)).toEqual({ code: 0, said: '' });
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

@@ -79,6 +79,8 @@ export async function startCommand(o: StartOptions): Promise<number> {
   // Before anything changes: `mode = "bwrap"` where bwrap cannot run is a config error.
   // tron's own state (every repository's key: keys.ts) is hidden from everything the sandbox runs.
   const sandbox = await chooseSandbox(config.sandbox.mode, o.env, [stateHome()]);
+  // A history that is not there is noticed before anything is built on it (exit 1, TRON_STORE_DAMAGED).
+  await git.checkStore(repo, config.trunk);
   const trunkSha = await git.currentTrunkSha(repo, config.trunk);
   // One engine per repository: nothing below runs while another engine holds the repository.
   mkdirSync(join(repo, '.tron'), { recursive: true });

@@ -259,6 +259,13 @@ export const PROBLEMS = {
     summary: 'A git command tron ran failed.',
     fix: "The message names the command and quotes git's output; fix what git complains of (a lock file, a corrupt object, a full disk) and run again.",
   },
+  TRON_STORE_DAMAGED: {
+    area: 'git',
+    kind: 'fault',
+    summary:
+      "The repository's object store is damaged: trunk, a `refs/tron/landed/*` ref, or what a landing would put on trunk names an object that is not there (removed without a sandbox, by a disk fault, or by a `git gc` gone wrong). tron stops before it builds or lands anything, and reports nothing as done.",
+    fix: "The message names what is missing and the way back: `git fetch` from the remote when there is one (and point trunk back at the remote's commit if its own is gone), else restore `.git/objects` from a backup; `git fsck` shows what is still missing. Then run tron again.",
+  },
   TRON_LAND_NOT_FAST_FORWARD: {
     area: 'git',
     kind: 'fault',

@@ -57,6 +57,7 @@ export {
   topLevel,
 } from './query.ts';
 export { adminDigests, type AdminDigests } from './admin.ts';
+export { checkLanding, checkStore, explainFailure } from './store.ts';
 export { type Replayed, replayOnto } from './stack.ts';
 export { replayInStore, type StackBlock, type StoreReplay } from './replay.ts';
 export {

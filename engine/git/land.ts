@@ -10,6 +10,7 @@ import type { Problem } from '../core/errors.ts';
 import { GitFailure, commandFailed, gitDirsOf, gitIn, gitOut, isFullSha, runGit, type Sha } from './run.ts';
 import { currentTrunkSha, isAncestor, revParse, statusOf } from './query.ts';
 import { LANDED_PREFIX } from './refs.ts';
+import { checkLanding } from './store.ts';
 import { WORKTREES_DIR, commonDir, removeStaleLocks } from './worktree.ts';
 
 /** What happened to the user's checkout of trunk after a landing. */
@@ -68,7 +69,14 @@ export async function moveRefs(repo: string, opts: StackLanding): Promise<{ ok: 
     return undefined;
   };
   // One walk answers for every block: each commit must lie on the way from trunk to the top.
-  const onTheWay = await between(repo, opts.expectedOld, opts.top);
+  // Beside it, what the landing puts on trunk must all be there (store.ts): damage stops the run.
+  const [walked, checked] = await Promise.allSettled([
+    between(repo, opts.expectedOld, opts.top),
+    checkLanding(repo, opts.trunk, opts.expectedOld, opts.top),
+  ]);
+  if (checked.status === 'rejected') throw checked.reason;
+  if (walked.status === 'rejected') throw walked.reason;
+  const onTheWay = walked.value;
   for (const sha of [opts.top, ...opts.blocks.map((b) => b.sha)]) {
     if (onTheWay.has(sha)) continue;
     const result = await refused();

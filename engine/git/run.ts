@@ -320,6 +320,68 @@ function spawnGit(cwd: string, args: readonly string[], env: Record<string, stri
   });
 }
 
+/** One end of `pipeGit`: a git command, where it runs, and what it adds to the engine's environment. */
+export interface PipeEnd {
+  cwd: string;
+  args: readonly string[];
+  /** Added to the minimal environment (e.g. which object store to read). */
+  env?: Readonly<Record<string, string>>;
+}
+
+/**
+ * `git from | git to`, both under the rule above, the first fed `input`: for moving a
+ * pack from one object store into another without holding it in memory. Only for
+ * commands that read no working-tree file. Resolves once both have ended.
+ */
+export function pipeGit(from: PipeEnd & { input: string }, to: PipeEnd): Promise<{ from: GitResult; to: GitResult }> {
+  for (const end of [from, to]) {
+    if (touchesFiles(end.args)) throw new GitFailure('TRON_GIT_FAILED', `git ${end.args[0]} reads working-tree files: not through pipeGit`);
+  }
+  const start = (end: PipeEnd, stdin: 'pipe') => {
+    const child = spawn('git', [...SAFE_CONFIG.flatMap((pair) => ['-c', pair]), ...end.args], {
+      cwd: end.cwd,
+      env: { ...gitEnv(process.env), ...end.env },
+      stdio: [stdin, 'pipe', 'pipe'],
+    });
+    const err: Buffer[] = [];
+    child.stderr!.on('data', (chunk: Buffer) => err.push(chunk));
+    return { child, err };
+  };
+  const a = start(from, 'pipe');
+  const b = start(to, 'pipe');
+  // Either may end first (a refusal): a broken pipe is its answer, not an error here.
+  a.child.stdin!.on('error', () => undefined);
+  b.child.stdin!.on('error', () => undefined);
+  a.child.stdout!.on('error', () => undefined);
+  a.child.stdout!.pipe(b.child.stdin!);
+  a.child.stdin!.end(from.input);
+  const out: Buffer[] = [];
+  b.child.stdout!.on('data', (chunk: Buffer) => out.push(chunk));
+  const ended = (end: PipeEnd, p: { child: ReturnType<typeof spawn>; err: Buffer[] }, stdout: () => string) =>
+    new Promise<GitResult>((resolvePromise, reject) => {
+      p.child.on('error', (error) => reject(new GitFailure('TRON_GIT_UNAVAILABLE', `could not run git in ${end.cwd}: ${error.message}`)));
+      p.child.on('close', (code, signal) => {
+        if (code === null) reject(new GitFailure('TRON_GIT_UNAVAILABLE', `git ${end.args[0]} in ${end.cwd} was killed by ${signal}`));
+        else
+          resolvePromise({
+            exitCode: code,
+            stdout: stdout(),
+            stderr: Buffer.concat(p.err)
+              .toString('utf8')
+              .replace(/\r?\n$/, ''),
+          });
+      });
+    });
+  return Promise.all([
+    ended(from, a, () => ''),
+    ended(to, b, () =>
+      Buffer.concat(out)
+        .toString('utf8')
+        .replace(/\r?\n$/, ''),
+    ),
+  ]).then(([f, t]) => ({ from: f, to: t }));
+}
+
 /**
  * Runs `work` with a simple-git for `cwd` under the same rule (`touchesFiles`: the command
  * reads working-tree files, so filters go off); any failure is a GitFailure naming `what`.
@@ -367,8 +429,18 @@ export async function gitOut(cwd: string, args: readonly string[], input?: strin
 
 export function commandFailed(cwd: string, args: readonly string[], result: GitResult): GitFailure {
   const detail = result.stderr.trim() || result.stdout.trim() || `exit ${result.exitCode}`;
+  if (DAMAGE.test(detail)) {
+    return new GitFailure(
+      'TRON_STORE_DAMAGED',
+      `git ${args.join(' ')} (in ${cwd}) failed: ${detail}. The repository's object store is damaged; tron stops and reports nothing done over it. \`git fsck\` lists what is missing; \`git fetch\` from a remote, or a backup of .git/objects, brings it back`,
+    );
+  }
   return new GitFailure('TRON_GIT_FAILED', `git ${args.join(' ')} (in ${cwd}) failed: ${detail}`);
 }
+
+/** What git says when an object it needs is gone or unreadable: damage to the store (store.ts), not a failed command. */
+const DAMAGE =
+  /\b(bad object [0-9a-f]{40}|missing (blob|tree|commit|tag) object|unable to read (tree )?\(?[0-9a-f]{40}|loose object [0-9a-f]{40,64} .*is corrupt|invalid sha1 pointer|packfile \S+ cannot be accessed|object file \S+ is empty)/;
 
 /**
  * A git operation that failed for a reason that is not the user's to fix (exit 1):

@@ -333,12 +333,14 @@ export class Engine {
         // One effect may report several inputs (a stack's landing: one block.landed each), in order.
         for (const body of [out ?? []].flat()) this.push(body);
       })
-      .catch((err: Error) => {
+      .catch(async (err: Error) => {
         if (process.env.TRON_DEBUG === '1' && err.stack) this.o.print(err.stack);
-        // A job that reaches a worker's state reports its failure as an input about its block.
-        const reported = engineFault(err, this.o.runDir) ? undefined : effect.onFailure?.(job.request, err);
+        // A git failure over a damaged store is reported as the damage (TRON_STORE_DAMAGED), which ends the run;
+        // otherwise a job that reaches a worker's state reports its failure as an input about its block.
+        const explained = await git.explainFailure(this.o.repo, this.o.config.trunk, err);
+        const reported = engineFault(explained, this.o.runDir) ? undefined : effect.onFailure?.(job.request, explained);
         if (reported) for (const body of [reported].flat()) this.push(body);
-        else this.fail(err, `${e.type}${'block' in e ? ` for ${e.block}` : ''}`);
+        else this.fail(explained, `${e.type}${'block' in e ? ` for ${e.block}` : ''}`);
       })
       .finally(() => this.running.delete(p));
     this.running.add(p);

@@ -11,6 +11,7 @@ import { execa } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BWRAP, BWRAP_SKIP } from '../testing/bwrap.ts';
 import { makeRepo, type TestRepo } from '../testing/repo.ts';
+import { fsck } from '../testing/store.ts';
 import * as git from '../git/index.ts';
 import type { TurnRequest } from './adapter.ts';
 import { bwrapArgs, bwrapSandbox, chooseSandbox, expandWritable, turnConfinement, type Confinement, type LeaveReport } from './sandbox.ts';
@@ -348,5 +349,9 @@ describe.skipIf(BWRAP_SKIP !== undefined)('a sandboxed worker', () => {
     it('is not there when the confinement says so (test runs, unless configured)', async () => {
       expect((await run({ ...builder(), network: false }, fetchScript())).out).toMatch(/^unreachable/m);
     });
+  });
+
+  it("leaves the user's repository whole after every worker above: git fsck is clean", async () => {
+    expect(await fsck(repo.dir)).toEqual({ code: 0, said: '' });
   });
 });

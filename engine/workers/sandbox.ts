@@ -6,9 +6,11 @@
  * - the whole file system read-only, a fresh `/dev` and `/proc`, a private `/tmp`;
  * - writable: the cwd when it is a builder's worktree (or a test checkout), the paths the
  *   worker's `writable` list names, and — for a builder — its worktree's own git metadata
- *   (`worktrees/<name>/`), the object store, and its own branch `tron/<id>` with its reflog;
+ *   (`worktrees/<name>/`), a private object store of its own (private-store.ts: the
+ *   repository's objects stay read-only, and what the branch needs is brought in
+ *   afterwards), and its own branch `tron/<id>` with its reflog;
  * - read-only, whatever the rest allows: the worktree's `.git` file, the admin folder's
- *   `commondir`, `gitdir` and `config.worktree`, and `objects/info/` (alternates), so a
+ *   `commondir`, `gitdir` and `config.worktree`, and `objects/info/alternates`, so a
  *   worker cannot point the engine's own git calls at a repository it made;
  * - its own PID namespace and `--die-with-parent`: when the command ends, or the engine,
  *   every process it started ends too, `setsid` children included; and a session of its
@@ -22,8 +24,9 @@
  * binding one ref file writable does not work, and binding `refs/heads/tron/` would expose
  * every other block's branch. Instead the builder gets a private folder mounted over
  * `refs/heads/tron/` (and one over its reflog folder) holding only its own branch; when
- * the process has ended, `leave()` moves the real `refs/heads/tron/<id>` to what the
- * worker committed, by compare-and-swap, and only to a commit. Every other ref — trunk,
+ * the process has ended, `leave()` brings the commits' objects in from the private store
+ * (engine/git/objects.ts) and moves the real `refs/heads/tron/<id>` to what the worker
+ * committed, by compare-and-swap, and only to a commit. Every other ref — trunk,
  * other blocks, `refs/tron/landed/*`, tags — is read-only inside.
  *
  * Without bwrap (`mode = "off"`, or `auto` where it cannot run) `enter` returns the argv
@@ -48,10 +51,12 @@ import { basename, isAbsolute, join, relative, resolve, sep } from 'node:path';
 import { execa } from 'execa';
 import { InputError } from '../core/errors.ts';
 import { WORKTREES_DIR } from '../git/worktree.ts';
+import { importObjects } from '../git/objects.ts';
 import { runGit } from '../git/run.ts';
 import type { TurnRequest } from './adapter.ts';
 import { findProgram } from './preflight.ts';
 import type { SandboxMode } from '../project/worker-settings.ts';
+import { privateStore } from './private-store.ts';
 
 export { SANDBOX_MODES, type SandboxMode } from '../project/worker-settings.ts';
 
@@ -261,7 +266,7 @@ function isFile(path: string): boolean {
 }
 
 /** One bwrap mount: `ro` and `rw` need the source; `*-try` skip a missing one; `hide` puts an empty folder over `dest`. */
-interface Mount {
+export interface Mount {
   kind: 'ro' | 'rw' | 'rw-try' | 'hide';
   src: string;
   dest: string;
@@ -373,6 +378,35 @@ export function readRef(common: string, ref: string): string | undefined {
   return undefined;
 }
 
+/** The commit id a small regular file holds (a ref or HEAD the worker wrote), else undefined. */
+function smallSha(file: string): string | undefined {
+  try {
+    return isFile(file) && lstatSync(file).size <= 80 ? SHA.exec(readFileSync(file, 'utf8'))?.[1] : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The commit ids of a worktree's own refs (`refs/bisect/*`, `refs/worktree/*`): a bounded look, at most 64 files. */
+function worktreeRefs(dir: string): string[] {
+  const found: string[] = [];
+  let budget = 64;
+  const look = (at: string, depthLeft: number): void => {
+    for (const name of safeReaddir(at)) {
+      if (budget-- <= 0) return;
+      const path = join(at, name);
+      if (isDir(path)) {
+        if (depthLeft > 0) look(path, depthLeft - 1);
+      } else {
+        const sha = smallSha(path);
+        if (sha !== undefined) found.push(sha);
+      }
+    }
+  };
+  if (isDir(dir)) look(dir, 4);
+  return found;
+}
+
 /**
  * The mounts that let a builder commit on its own branch and nowhere else, and the step
  * that carries its commits to the real branch afterwards. Everything is derived from what
@@ -386,9 +420,8 @@ function ownBranch(repo: string, block: string, cwd: string): { mounts: Mount[];
   const ref = `refs/heads/tron/${block}`;
   const refsDir = join(common, 'refs', 'heads', 'tron');
   const logsDir = join(common, 'logs', 'refs', 'heads', 'tron');
-  const objects = join(common, 'objects');
   // Mount points must exist: bwrap cannot create them inside the read-only tree.
-  for (const dir of [refsDir, logsDir, join(objects, 'info')]) mkdirSync(dir, { recursive: true });
+  for (const dir of [refsDir, logsDir]) mkdirSync(dir, { recursive: true });
   const worktreeConfig = join(admin, 'config.worktree');
   if (!existsSync(worktreeConfig)) writeFileSync(worktreeConfig, '');
 
@@ -400,13 +433,21 @@ function ownBranch(repo: string, block: string, cwd: string): { mounts: Mount[];
   mkdirSync(logs);
   if (isFile(join(refsDir, block))) copyFileSync(join(refsDir, block), join(refs, block));
   if (isFile(join(logsDir, block))) copyFileSync(join(logsDir, block), join(logs, block));
+  // HEAD's reflog, private too: what it records of the turn (amended commits, a rebase's steps)
+  // stays in the private store, and a reflog naming missing objects is damage to `git fsck`.
+  const headLogs = join(scratch, 'head-logs');
+  mkdirSync(headLogs);
+  mkdirSync(join(admin, 'logs'), { recursive: true });
+  if (isFile(join(admin, 'logs', 'HEAD'))) copyFileSync(join(admin, 'logs', 'HEAD'), join(headLogs, 'HEAD'));
 
+  // The repository's objects read-only; the builder writes its own store (private-store.ts).
+  const store = privateStore(common);
   const mounts: Mount[] = [
     { kind: 'rw', src: admin, dest: admin },
-    { kind: 'rw', src: objects, dest: objects },
-    { kind: 'ro', src: join(objects, 'info'), dest: join(objects, 'info') },
+    ...store.mounts,
     { kind: 'rw', src: refs, dest: refsDir },
     { kind: 'rw', src: logs, dest: logsDir },
+    { kind: 'rw', src: headLogs, dest: join(admin, 'logs') },
     { kind: 'ro', src: worktreeConfig, dest: worktreeConfig },
   ];
   for (const file of ['commondir', 'gitdir']) {
@@ -416,17 +457,32 @@ function ownBranch(repo: string, block: string, cwd: string): { mounts: Mount[];
   const leave = async (): Promise<LeaveReport> => {
     try {
       const file = join(refs, block);
-      if (!existsSync(file) && !isSymlink(file)) return {}; // never written: the branch did not move
-      // The worker made this file: read a regular file of a ref's size, nothing else (never follow a link, never block on a FIFO).
-      const text = isFile(file) && lstatSync(file).size <= 80 ? readFileSync(file, 'utf8') : '';
-      const after = SHA.exec(text)?.[1];
+      const written = existsSync(file) || isSymlink(file); // not written: the branch did not move
+      // The worker made these files: read regular files of a ref's size, nothing else (never follow a link, never block on a FIFO).
+      const after = written ? smallSha(file) : before;
+      // What the branch, a detached HEAD, the worktree's own refs (refs/bisect/…) and the index
+      // reach comes in from the private store; the rest goes with it.
+      const tips = [after, smallSha(join(admin, 'HEAD')), ...worktreeRefs(join(admin, 'refs'))].filter(
+        (sha, i, all): sha is string => sha !== undefined && sha !== before && all.indexOf(sha) === i,
+      );
+      const imported = await importObjects(repo, {
+        store: store.dir,
+        shared: store.shared,
+        worktree: cwd,
+        tips,
+        known: before ? [before] : [],
+        index: true,
+      });
+      if (!written) return {};
       if (!after) return { problem: `the worker left ${ref} as something other than a commit id; the branch was not moved` };
       if (after === before) return {};
+      if (!imported.ok) return { problem: `${imported.problem}; ${ref} was not moved` };
       const moved = await runGit(repo, ['update-ref', '-m', 'tron: commits of the sandboxed builder', ref, after, before ?? '']);
       if (moved.exitCode !== 0) return { problem: `could not move ${ref} to ${after}: ${moved.stderr.trim()}` };
       return { moved: { ...(before ? { from: before } : {}), to: after } };
     } finally {
       rmSync(scratch, { recursive: true, force: true });
+      store.remove();
     }
   };
   return { mounts, leave };

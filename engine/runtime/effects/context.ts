@@ -102,7 +102,7 @@ export function engineFault(error: unknown, runDir: string): boolean {
   const e = error as { code?: unknown; path?: unknown; message?: unknown; name?: unknown } | undefined;
   if (typeof e?.code === 'string' && MACHINE_FAULTS.has(e.code)) return true;
   if (typeof e?.path === 'string' && (e.path === runDir || e.path.startsWith(`${runDir}/`))) return true;
-  if (e?.name === 'RunDirGoneError') return true;
+  if (e?.name === 'RunDirGoneError' || e?.code === 'TRON_STORE_DAMAGED') return true;
   return typeof e?.message === 'string' && e.message.includes('TRON_STORE_DAMAGED');
 }
 

@@ -139,7 +139,7 @@ export const PROBLEMS = {
     area: 'workers',
     kind: 'input',
     summary: "A command worker's program is not on `PATH`.",
-    fix: "Install the agent's program, or put its full path first in `command`.",
+    fix: "Install the agent's program (Claude Code: `npm install -g @anthropic-ai/claude-code`; Codex: `npm install -g @openai/codex`), or put its full path first in `command`.",
   },
   TRON_WORKER_AUTH: {
     area: 'workers',

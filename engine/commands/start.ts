@@ -7,14 +7,14 @@ import { existsSync, mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { Clock } from '../core/clock.ts';
 import { InputError } from '../core/errors.ts';
-import { loadProject, loadRegister } from '../project/register.ts';
+import { loadRegister } from '../project/register.ts';
+import { checkProject } from './project-check.ts';
 import { SPINE_FILE, loadSpine } from '../spine/load.ts';
 import * as git from '../git/index.ts';
 import { acquireLock } from '../log/lockfile.ts';
 import { Engine } from '../runtime/engine.ts';
 import { writeRunFiles } from '../runtime/run-files.ts';
 import { createWorker } from '../workers/create.ts';
-import { preflightWorkers } from '../workers/preflight.ts';
 import { chooseSandbox } from '../workers/sandbox.ts';
 import type { WorkerAdapter } from '../workers/adapter.ts';
 import type { WorkerRole } from '../core/roles.ts';
@@ -70,12 +70,9 @@ export async function startCommand(o: StartOptions): Promise<number> {
       { code: 'TRON_NOT_A_REPO', path: repo, message: 'is not a git repository; run tron in the repository whose blocks it should land' },
     ]);
   }
-  const { config, blocks } = loadProject(repo);
+  // Config, trunk, register and (unless the caller brings its own) workers: every problem at once.
+  const { config, blocks } = await checkProject(repo, o.workers ? undefined : o.env);
   const spine = loadSpine();
-  if (!o.workers) {
-    const problems = preflightWorkers(config, o.env, repo);
-    if (problems.length > 0) throw new InputError(problems);
-  }
   // Before anything changes: `mode = "bwrap"` where bwrap cannot run is a config error.
   // tron's own state (every repository's key: keys.ts) is hidden from everything the sandbox runs.
   const sandbox = await chooseSandbox(config.sandbox.mode, o.env, [stateHome()]);

@@ -4,12 +4,22 @@
  * configured workers can start. The problems of all of them are reported together, so a
  * wrong `trunk` is not held back until a typo elsewhere in the file is fixed.
  */
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
 import { InputError, type Problem } from '../core/errors.ts';
 import * as git from '../git/index.ts';
 import type { Config } from '../project/config.ts';
 import { loadConfig } from '../project/config.ts';
 import { loadRegister, type Block } from '../project/register.ts';
 import { preflightWorkers } from '../workers/preflight.ts';
+
+/** TRON_NOT_A_REPO unless `repo` is a git repository's top (`tron start` and `tron status` both ask). */
+export function requireRepo(repo: string): void {
+  if (existsSync(join(repo, '.git'))) return;
+  throw new InputError([
+    { code: 'TRON_NOT_A_REPO', path: repo, message: 'is not a git repository; run tron in the repository whose blocks it should land' },
+  ]);
+}
 
 /** TRON_TRUNK_MISSING when `trunk` names no branch of `repo`. */
 async function trunkProblem(repo: string, trunk: string): Promise<Problem | undefined> {

@@ -8,7 +8,8 @@ import { join, resolve } from 'node:path';
 import type { Clock } from '../core/clock.ts';
 import { InputError } from '../core/errors.ts';
 import { loadRegister } from '../project/register.ts';
-import { checkProject } from './project-check.ts';
+import { checkProject, requireRepo } from './project-check.ts';
+import { blockerWords } from '../core/blocked.ts';
 import { SPINE_FILE, loadSpine } from '../spine/load.ts';
 import * as git from '../git/index.ts';
 import { acquireLock } from '../log/lockfile.ts';
@@ -65,11 +66,7 @@ export function runIdAt(ms: number, taken: (id: string) => boolean): string {
 
 export async function startCommand(o: StartOptions): Promise<number> {
   const repo = resolve(o.repo);
-  if (!existsSync(join(repo, '.git'))) {
-    throw new InputError([
-      { code: 'TRON_NOT_A_REPO', path: repo, message: 'is not a git repository; run tron in the repository whose blocks it should land' },
-    ]);
-  }
+  requireRepo(repo);
   // Config, trunk, register and (unless the caller brings its own) workers: every problem at once.
   const { config, blocks } = await checkProject(repo, o.workers ? undefined : o.env);
   const spine = loadSpine();
@@ -134,10 +131,19 @@ export async function startCommand(o: StartOptions): Promise<number> {
         : nothingToDo(previous, recovery, blocks.length, readInbox(repo, key, new Set(recovery.answered)).answers.length);
     if (idle) {
       o.print(`tron: nothing to do — ${idle.summary}; no new run (the latest: ${previous})`);
-      for (const r of idle.parked)
+      const phaseOf = new Map(idle.parked.map((r) => [r.block, r.phase]));
+      for (const r of idle.parked) {
+        // A block parked because its dependency was abandoned waits on that: no answer is offered for it.
+        const gone = blocks.find((b) => b.id === r.block)?.dependsOn.find((d) => idle.abandoned.includes(d) || phaseOf.has(d));
+        if (gone) {
+          const is = idle.abandoned.includes(gone) ? 'abandoned' : 'parked';
+          o.print(`tron: ${r.block} is blocked: it ${blockerWords({ dependency: gone, is })}`);
+          continue;
+        }
         o.print(
           `tron: ${r.block} is parked: ${r.reason ?? ''}\n  answer: tron answer --repo ${o.repo} ${r.block} '>>RETRY {"guidance":"…"}'`,
         );
+      }
       return idle.exit;
     }
     const runsDir = join(repo, '.tron', 'runs');
@@ -231,7 +237,7 @@ function nothingToDo(
   recovery: Recovery,
   registered: number,
   answersWaiting: number,
-): { exit: number; summary: string; parked: BodyOf<'block.recovered'>[] } | undefined {
+): { exit: number; summary: string; parked: BodyOf<'block.recovered'>[]; abandoned: string[] } | undefined {
   if (!previous || answersWaiting > 0) return undefined;
   if (!readLog(join(previous, 'events.jsonl')).events.some((e) => e.type === 'run.finished')) return undefined;
   const resumed: BodyOf<'block.recovered'>[] = [];
@@ -249,6 +255,7 @@ function nothingToDo(
     exit: landed === registered ? 0 : 3,
     summary: `${landed} landed, ${count('parked')} parked, ${count('abandoned')} abandoned`,
     parked: resumed.filter((r) => r.phase === 'parked'),
+    abandoned: resumed.filter((r) => r.phase === 'abandoned').map((r) => r.block),
   };
 }
 

@@ -256,9 +256,10 @@ describe.skipIf(NO_BROWSER)('tron view', () => {
 
   it("writes a page into the run directory that draws the run's counts on the flows and phases its blocks took", async () => {
     const lines: string[] = [];
-    expect(await viewCommand({ repo, print: (l) => lines.push(l) })).toBe(0);
+    expect(await viewCommand({ repo, print: (l) => lines.push(l), env: {} })).toBe(0);
     const path = join(repo, '.tron', 'runs', '20260101-120000-001', 'view', 'index.html');
-    expect(lines).toEqual([path]);
+    // The path on a line of its own, then how to open it.
+    expect(lines).toEqual([path, `open it in a browser: ${pathToFileURL(path).href}`]);
     expect(existsSync(join(dirname(path), 'vendor', 'bpmn-navigated-viewer.production.min.js'))).toBe(true);
 
     const page = await browser.newPage({ viewport: { width: 1440, height: 900 } });
@@ -286,6 +287,17 @@ describe.skipIf(NO_BROWSER)('tron view', () => {
     await page.screenshot({ path: join(dirname(path), 'view.png') });
     expect(errors).toEqual([]);
     await page.close();
+  });
+
+  it('says how to open the page: --open where there is a display, and where there is none that it cannot open one', async () => {
+    const withDisplay: string[] = [];
+    await viewCommand({ repo, print: (l) => withDisplay.push(l), env: { DISPLAY: ':0' } });
+    expect(withDisplay[1]).toMatch(/^open it in a browser: file:\/\/.*\/view\/index\.html; tron view --open opens it for you$/);
+    const headless: string[] = [];
+    expect(await viewCommand({ repo, open: true, print: (l) => headless.push(l), env: {} })).toBe(0);
+    expect(headless[1]).toMatch(
+      /^tron view: no display here to open a browser on \(DISPLAY and WAYLAND_DISPLAY are unset\); open file:\/\/.*index\.html in a browser/,
+    );
   });
 
   it('refuses a run the repository does not have (exit 2 from the CLI)', async () => {

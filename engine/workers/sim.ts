@@ -186,6 +186,8 @@ export function createSimWorker(
       }
       if (!turn) {
         if (request.kind === 'merge') await rebase(request, {});
+        if (request.kind === 'build' && request.role === 'builder' && turns.length === 0)
+          observer.progress?.(`sim: no script for block ${request.block} in ${where}; this builder commits nothing`);
         // The usual reason an architect is asked about a sim block: its builder, having no
         // script, committed nothing. Say what is missing and where it goes.
         if (request.kind === 'architect' && scriptFor(script, request.block, 'builder').length === 0) {

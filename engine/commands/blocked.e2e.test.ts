@@ -12,6 +12,9 @@ import { makeProject, ofType, runTron } from '../testing/project.ts';
 import type { TestRepo } from '../testing/repo.ts';
 import { answerCommand } from './answer.ts';
 import { statusCommand } from './status.ts';
+import { startCommand } from './start.ts';
+import { systemClock } from '../core/clock.ts';
+import { GIT_IDENTITY_ENV } from '../testing/repo.ts';
 
 const repos: TestRepo[] = [];
 afterEach(async () => {
@@ -106,5 +109,19 @@ describe('a block waiting on a dependency that did not land', () => {
     const row = lines.findIndex((l) => l.startsWith('app'));
     expect(lines[row]).toMatch(/^app\s+blocked\s/);
     expect(lines[row + 1]).toMatch(/why: blocked: waits on core, which was abandoned/);
+
+    // Started again with nothing to do: it says so, and still offers app no answer.
+    const output: string[] = [];
+    const exit = await startCommand({
+      repo: repo.dir,
+      clock: systemClock,
+      env: { PATH: process.env.PATH, HOME: process.env.HOME, ...GIT_IDENTITY_ENV },
+      print: (l) => output.push(l),
+    });
+    expect(exit).toBe(3);
+    const again = output.join('\n');
+    expect(again).toMatch(/^tron: nothing to do — 0 landed, 0 parked, 1 blocked, 1 abandoned; no new run/m);
+    expect(again).toContain('tron: app is blocked: it waits on core, which was abandoned');
+    expect(again).not.toContain('answer:');
   });
 });

@@ -7,9 +7,9 @@ import { existsSync, mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { Clock } from '../core/clock.ts';
 import { InputError } from '../core/errors.ts';
-import { loadRegister } from '../project/register.ts';
+import { loadRegister, type Block } from '../project/register.ts';
 import { checkProject, requireRepo } from './project-check.ts';
-import { blockerWords } from '../core/blocked.ts';
+import { blockerWords, type Blocker } from '../core/blocked.ts';
 import { SPINE_FILE, loadSpine } from '../spine/load.ts';
 import * as git from '../git/index.ts';
 import { acquireLock } from '../log/lockfile.ts';
@@ -128,22 +128,15 @@ export async function startCommand(o: StartOptions): Promise<number> {
     const idle =
       o.watch || cleared.length > 0
         ? undefined
-        : nothingToDo(previous, recovery, blocks.length, readInbox(repo, key, new Set(recovery.answered)).answers.length);
+        : nothingToDo(previous, recovery, blocks, readInbox(repo, key, new Set(recovery.answered)).answers.length);
     if (idle) {
       o.print(`tron: nothing to do — ${idle.summary}; no new run (the latest: ${previous})`);
-      const phaseOf = new Map(idle.parked.map((r) => [r.block, r.phase]));
-      for (const r of idle.parked) {
-        // A block parked because its dependency was abandoned waits on that: no answer is offered for it.
-        const gone = blocks.find((b) => b.id === r.block)?.dependsOn.find((d) => idle.abandoned.includes(d) || phaseOf.has(d));
-        if (gone) {
-          const is = idle.abandoned.includes(gone) ? 'abandoned' : 'parked';
-          o.print(`tron: ${r.block} is blocked: it ${blockerWords({ dependency: gone, is })}`);
-          continue;
-        }
+      // A block parked because its dependency was abandoned waits on that: no answer is offered for it.
+      for (const { block, blocker } of idle.blocked) o.print(`tron: ${block} is blocked: it ${blockerWords(blocker)}`);
+      for (const r of idle.parked)
         o.print(
           `tron: ${r.block} is parked: ${r.reason ?? ''}\n  answer: tron answer --repo ${o.repo} ${r.block} '>>RETRY {"guidance":"…"}'`,
         );
-      }
       return idle.exit;
     }
     const runsDir = join(repo, '.tron', 'runs');
@@ -235,9 +228,9 @@ export async function startCommand(o: StartOptions): Promise<number> {
 function nothingToDo(
   previous: string | undefined,
   recovery: Recovery,
-  registered: number,
+  register: readonly Block[],
   answersWaiting: number,
-): { exit: number; summary: string; parked: BodyOf<'block.recovered'>[]; abandoned: string[] } | undefined {
+): { exit: number; summary: string; parked: BodyOf<'block.recovered'>[]; blocked: { block: string; blocker: Blocker }[] } | undefined {
   if (!previous || answersWaiting > 0) return undefined;
   if (!readLog(join(previous, 'events.jsonl')).events.some((e) => e.type === 'run.finished')) return undefined;
   const resumed: BodyOf<'block.recovered'>[] = [];
@@ -246,16 +239,27 @@ function nothingToDo(
     if (e.type !== 'block.recovered') return undefined;
     resumed.push(e);
   }
+  const registered = register.length;
   if (resumed.length !== registered) return undefined;
   const settled = (r: BodyOf<'block.recovered'>) => r.phase === 'landed' || r.phase === 'abandoned' || (r.phase === 'parked' && !r.page);
   if (!resumed.every(settled)) return undefined;
   const count = (phase: string) => resumed.filter((r) => r.phase === phase).length;
   const landed = count('landed');
+  // A parked block with a dependency that did not land was parked because of it (it never ran): blocked.
+  const phaseOf = new Map(resumed.map((r) => [r.block, r.phase]));
+  const blocked = resumed.flatMap((r) => {
+    if (r.phase !== 'parked') return [];
+    const dependency = register.find((b) => b.id === r.block)?.dependsOn.find((d) => phaseOf.get(d) !== 'landed');
+    if (dependency === undefined) return [];
+    const is: Blocker['is'] = phaseOf.get(dependency) === 'abandoned' ? 'abandoned' : 'parked';
+    return [{ block: r.block, blocker: { dependency, is } }];
+  });
+  const parked = resumed.filter((r) => r.phase === 'parked' && !blocked.some((b) => b.block === r.block));
   return {
     exit: landed === registered ? 0 : 3,
-    summary: `${landed} landed, ${count('parked')} parked, ${count('abandoned')} abandoned`,
-    parked: resumed.filter((r) => r.phase === 'parked'),
-    abandoned: resumed.filter((r) => r.phase === 'abandoned').map((r) => r.block),
+    summary: `${landed} landed, ${parked.length} parked, ${blocked.length > 0 ? `${blocked.length} blocked, ` : ''}${count('abandoned')} abandoned`,
+    parked,
+    blocked,
   };
 }
 

@@ -91,6 +91,7 @@ describe('the tron command line', () => {
   it('says an unexpected failure in one coded line with exit 1, and shows the stack only with --debug', async () => {
     const repo = mkdtempSync(join(tmpdir(), 'tron-cli-'));
     try {
+      await execa('git', ['init', '-q', repo], { stdin: 'ignore' });
       // A run whose log is a folder: reading it fails in a way no check foresaw.
       mkdirSync(join(repo, '.tron', 'runs', '20260101-000000-001', 'events.jsonl'), { recursive: true });
       const plain = await tron('status', '--repo', repo);

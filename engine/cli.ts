@@ -14,7 +14,7 @@ import { systemClock } from './core/clock.ts';
 import { codedLine } from './runtime/failure.ts';
 import { commandHelp, parseCommand, type CommandSpec, type Values } from './cli/args.ts';
 import { COMMANDS, type CommandName } from './cli/table.ts';
-import { didYouMean } from './cli/suggest.ts';
+import { didYouMean } from './core/suggest.ts';
 import { TRON_VERSION } from './root.ts';
 
 export type { CommandSpec } from './cli/args.ts';

@@ -10,7 +10,7 @@
  */
 import { parseArgs } from 'node:util';
 import type { Problem } from '../core/errors.ts';
-import { didYouMean } from './suggest.ts';
+import { didYouMean } from '../core/suggest.ts';
 
 /** What the shell can offer for a value: directories, files, a block id, a run id, a command name. */
 export type Completion = 'dir' | 'file' | 'block' | 'run' | 'command' | 'template';

@@ -4,6 +4,7 @@
  * refused (exit 2) and nothing is written. A good one lands in `.tron/inbox/`, where a
  * running engine reads it at once, or the next `tron start` does.
  */
+import { blockedBy, blockerWords } from '../core/blocked.ts';
 import { resolve } from 'node:path';
 import { InputError } from '../core/errors.ts';
 import { loadRegister } from '../project/register.ts';
@@ -38,15 +39,15 @@ export async function answerCommand(opts: {
     ]);
   }
   const run = latestRun(repo);
-  const phase = run ? foldRun(run).blocks.get(opts.block)?.phase : undefined;
-  if (phase !== 'parked') {
-    throw new InputError([
-      {
-        code: 'TRON_ANSWER_NOT_PARKED',
-        path: opts.block,
-        message: `${opts.block} is ${phase ?? 'not started'}, not parked; only a parked block takes an operator answer (see tron status)`,
-      },
-    ]);
+  const state = run ? foldRun(run) : undefined;
+  const phase = state?.blocks.get(opts.block)?.phase;
+  const blocker = state ? blockedBy(state, opts.block) : undefined;
+  if (phase !== 'parked' || blocker?.is === 'parked') {
+    // A block waiting on a parked dependency moves when that dependency does: say which one to answer.
+    const message = blocker
+      ? `${opts.block} is blocked: it ${blockerWords(blocker)}${blocker.is === 'parked' ? `; answer ${blocker.dependency} instead` : ''} (see tron status)`
+      : `${opts.block} is ${phase ?? 'not started'}, not parked; only a parked block takes an operator answer (see tron status)`;
+    throw new InputError([{ code: 'TRON_ANSWER_NOT_PARKED', path: opts.block, message }]);
   }
   const file = writeAnswer(repo, opts.block, opts.line, opts.clock, repoKey(repo, { create: true }).key);
   const engine = readLock(join(repo, '.tron', 'engine.lock'));

@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -8,6 +8,7 @@ import { makeRepo, type TestRepo } from '../testing/repo.ts';
 import { PRESET_NAMES } from '../workers/presets.ts';
 import { DEFAULT_PRESET, guessTestCommand, initCommand } from './init.ts';
 import { snapshot } from '../testing/snapshot.ts';
+import { loadSimScript, scriptFor } from '../workers/sim.ts';
 
 describe('tron init', () => {
   let repo: TestRepo | undefined;
@@ -40,7 +41,7 @@ describe('tron init', () => {
   });
 
   it('defaults to the openai preset and comments every field', async () => {
-    repo = await makeRepo({});
+    repo = await makeRepo({ 'package.json': '{}\n' });
     expect((await init()).code).toBe(0);
     expect(DEFAULT_PRESET).toBe('openai');
     expect(loadConfig(repo.dir).config!.workers.builder.adapter).toBe('openai');
@@ -95,10 +96,62 @@ describe('tron init', () => {
     expect(loadConfig(repo.dir).config).toMatchObject({ trunk: 'develop', test: 'cargo test' });
   });
 
-  it('guesses npm test for a Node project and when nothing gives it away', () => {
+  it('guesses the test command from package.json, Cargo.toml, go.mod, pyproject.toml or a Makefile, and nothing from other files', () => {
     expect(guessTestCommand(['package.json', 'Makefile'])).toBe('npm test');
     expect(guessTestCommand(['go.mod'])).toBe('go test ./...');
-    expect(guessTestCommand(['README.md'])).toBe('npm test');
+    expect(guessTestCommand(['pyproject.toml'])).toBe('python -m pytest');
+    expect(guessTestCommand(['Makefile'])).toBe('make test');
+    expect(guessTestCommand(['README.md'])).toBeUndefined();
+  });
+
+  it('writes a commented placeholder for the test command when no project file gives it away, which tron start refuses by name', async () => {
+    repo = await makeRepo({ 'README.md': '# notes\n' });
+    const { code, lines } = await init('sim');
+    expect(code).toBe(0);
+    const text = await repo.read('.tron/config.toml');
+    expect(text.slice(0, text.indexOf('[timeouts]'))).not.toMatch(/^test = /m);
+    expect(text).toMatch(/^# test = "…" +# REQUIRED: tron init found none of package\.json, .*Makefile/m);
+    expect(lines.join('\n')).toContain('no test command: set test');
+    expect(lines).toContain(
+      'warning: no package.json, Cargo.toml, go.mod, pyproject.toml, setup.py, Makefile here to tell the test command; set test in .tron/config.toml before tron start',
+    );
+    const { problems } = loadConfig(repo.dir);
+    expect(problems).toEqual([expect.objectContaining({ code: 'TRON_CONFIG_REQUIRED', path: '.tron/config.toml: test' })]);
+    expect(problems[0]!.message).toMatch(/e\.g\. test = "npm test"/);
+    expect(await repo.read('.tron/blocks/example.md')).toContain('"that section gives the exact command that runs the suite"');
+  });
+
+  it.each(['claude', 'codex'] as const)('warns, with the install command, when %s is not on PATH', async (preset) => {
+    repo = await makeRepo({ 'package.json': '{}\n' });
+    const lines: string[] = [];
+    const code = await initCommand({ repo: repo.dir, worker: preset, print: (l) => lines.push(l), env: { PATH: '/nonexistent' } });
+    expect(code).toBe(0);
+    const pkg = preset === 'claude' ? '@anthropic-ai/claude-code' : '@openai/codex';
+    expect(lines).toContain(
+      `warning: "${preset}" is not on PATH; tron start will refuse to run until it is: npm install -g ${pkg}, then log in`,
+    );
+    const quiet: string[] = [];
+    await repo.cleanup();
+    repo = await makeRepo({ 'package.json': '{}\n', 'bin/claude': '', 'bin/codex': '' });
+    for (const p of ['claude', 'codex']) chmodSync(path.join(repo.dir, 'bin', p), 0o755);
+    await initCommand({ repo: repo.dir, worker: preset, print: (l) => quiet.push(l), env: { PATH: path.join(repo.dir, 'bin') } });
+    expect(quiet.join('\n')).not.toContain('warning');
+  });
+
+  it('writes a sim script with the example block and a default that every other block plays', async () => {
+    repo = await makeRepo({ 'package.json': '{}\n' });
+    const { lines } = await init('sim');
+    expect(lines.join('\n')).toContain('created .tron/sim.toml');
+    const script = loadSimScript(path.join(repo.dir, '.tron/sim.toml'));
+    expect(Object.keys(script.blocks).sort()).toEqual(['*', 'example']);
+    expect(scriptFor(script, 'login', 'builder')).toEqual([
+      expect.objectContaining({
+        write: { 'sim-work/login.md': expect.stringContaining('# login\n') },
+        commit: "login: the sim builder's stand-in work",
+      }),
+    ]);
+    expect(scriptFor(script, 'example', 'builder')[0]!.append!['README.md']).toContain('## Running the tests');
+    expect(loadConfig(repo.dir).config!.workers.reviewer).toMatchObject({ adapter: 'sim', script: '.tron/sim.toml' });
   });
 
   it.each(['.tron/config.toml', '.tron/blocks/keep.md'])('refuses and changes nothing when %s exists', async (file) => {
@@ -152,7 +205,7 @@ describe('tron init', () => {
     mkdirSync(path.join(repo.dir, '.tron'));
     writeFileSync(path.join(repo.dir, '.tron/notes'), 'kept\n');
     expect((await init('sim')).code).toBe(0);
-    expect(readdirSync(path.join(repo.dir, '.tron')).sort()).toEqual(['.gitignore', 'blocks', 'config.toml', 'notes']);
+    expect(readdirSync(path.join(repo.dir, '.tron')).sort()).toEqual(['.gitignore', 'blocks', 'config.toml', 'notes', 'sim.toml']);
     expect(readdirSync(path.join(repo.dir, '.tron/blocks'))).toEqual(['example.md']);
   });
 });

@@ -10,9 +10,10 @@ import { formatDuration } from '../core/duration.ts';
 import { formatProblem, type Problem } from '../core/errors.ts';
 import { currentBranch, topLevel } from '../git/index.ts';
 import { BLOCKS_DIR } from '../project/register.ts';
-import { type Liveness } from '../spine/spine.ts';
+import type { Liveness } from '../spine/spine.ts';
 import { loadSpine } from '../spine/load.ts';
 import { isPresetName, PRESET_NAMES, WORKER_PRESETS, type PresetName } from '../workers/presets.ts';
+import { findProgram, INSTALL_HINTS } from '../workers/preflight.ts';
 
 /** The preset `tron init` writes without `--worker`: a real agent, on any OpenAI-compatible API. */
 export const DEFAULT_PRESET: PresetName = 'openai';
@@ -24,7 +25,12 @@ export interface InitOptions {
   repo: string;
   worker?: PresetName;
   print: (line: string) => void;
+  /** Where the claude and codex presets' programs are looked for (default: this process's). */
+  env?: Readonly<Record<string, string | undefined>>;
 }
+
+/** The sim script `tron init --worker sim` writes, relative to the repository. */
+export const SIM_SCRIPT = '.tron/sim.toml';
 
 /** Project files that give away the usual test command, first match wins. */
 const TEST_COMMANDS: ReadonlyArray<readonly [string, string]> = [
@@ -36,24 +42,36 @@ const TEST_COMMANDS: ReadonlyArray<readonly [string, string]> = [
   ['Makefile', 'make test'],
 ];
 
-/** The likely test command for a repository whose top level holds `files`. */
-export function guessTestCommand(files: readonly string[]): string {
-  return TEST_COMMANDS.find(([file]) => files.includes(file))?.[1] ?? 'npm test';
+/**
+ * The likely test command for a repository whose top level holds `files`; undefined when
+ * nothing gives it away — then the config gets a commented placeholder, and `tron start`
+ * says the test command is missing (TRON_CONFIG_REQUIRED) rather than run a guess.
+ */
+export function guessTestCommand(files: readonly string[]): string | undefined {
+  return TEST_COMMANDS.find(([file]) => files.includes(file))?.[1];
 }
+
+/** The names `guessTestCommand` looks for, for the placeholder's comment. */
+const LOOKED_FOR = TEST_COMMANDS.map(([file]) => file).join(', ');
 
 const q = (s: string) => JSON.stringify(s);
 /** `key = value` with its comment, comments aligned where the value is short. */
 const row = (setting: string, comment: string) => `${setting.padEnd(24)} # ${comment}`;
 
 /** The generated `.tron/config.toml`: every field, each with a comment saying what it does. */
-export function renderConfig(opts: { trunk: string; test: string; preset: PresetName; liveness: Liveness }): string {
+export function renderConfig(opts: { trunk: string; test: string | undefined; preset: PresetName; liveness: Liveness }): string {
   const live = opts.liveness;
   return `# tron settings for this repository (checked in). Unknown keys are errors, so a typo
 # is reported, never ignored. Durations are written "90s", "20m", "1h" or "1h30m".
 
 ${row(`trunk = ${q(opts.trunk)}`, 'the branch blocks land on; only tron should move it while it runs')}
 ${row(`max_parallel = ${CONFIG_DEFAULTS.max_parallel}`, 'build/review slots at once')}
-${row(`test = ${q(opts.test)}`, "the engine's own test command, run by a shell at each head; exit 0 = green")}
+${
+  opts.test === undefined
+    ? `# test = "…"   # REQUIRED: tron init found none of ${LOOKED_FOR}; write the command that runs
+#                 your tests (exit 0 = green), e.g. test = "make check"; tron start refuses to run without it`
+    : row(`test = ${q(opts.test)}`, "the engine's own test command, run by a shell at each head; exit 0 = green")
+}
 ${row('# test_env = ["DATABASE_URL"]', 'variables of your environment the tests see, beyond PATH, HOME, LANG, TERM')}
 
 [timeouts]
@@ -107,7 +125,8 @@ ${row(`# reissues = ${live.reissues}`, 'times a silent turn is issued again befo
 }
 
 /** The generated `.tron/blocks/example.md`: a valid block that shows every field. */
-export function renderExampleBlock(test: string): string {
+export function renderExampleBlock(test: string | undefined): string {
+  const command = test === undefined ? '' : `: ${test.replace(/["\\]/g, '\\$&')}`;
   return `+++
 # One block per file; the id is the file name (lower-case letters, digits, dashes).
 # Edit this into your first real block, or delete it.
@@ -116,7 +135,7 @@ title = "Document how to run the tests"
 # priority = 0                    # lower runs first; ties break by id
 criteria = [                      # what the builder must give evidence for, one by one
   "README.md has a section named \\"Running the tests\\"",
-  "that section gives the exact command that runs the suite: ${test.replace(/["\\]/g, '\\$&')}",
+  "that section gives the exact command that runs the suite${command}",
 ]
 +++
 The brief for the builder, in Markdown: what to do and why, and anything it should
@@ -125,6 +144,44 @@ runs the test command itself before anything is reviewed or lands.
 
 Add a short "Running the tests" section to README.md (create the file if there is
 none) that tells a new contributor how to run the test suite.
+`;
+}
+
+/**
+ * The generated `.tron/sim.toml` (the sim preset): a script for the example block that
+ * does what it asks, and a `"*"` default that every other block plays, so the blocks a
+ * newcomer adds land too — each with a note file as its stand-in for real work.
+ */
+export function renderSimScript(test: string | undefined): string {
+  const section = `\n## Running the tests\n\n${test === undefined ? 'See the test command in .tron/config.toml.' : `Run the suite with \`${test}\`.`}\n`;
+  const note = [
+    '# {block}',
+    '',
+    "The sim builder's stand-in for the work of block {block}: a scripted worker writes no code.",
+    'Give the block a script of its own in .tron/sim.toml, or run a real worker',
+    '(tron init --worker openai|claude|codex in a scratch repository shows their settings).',
+    '',
+  ].join('\n');
+  return `# The sim workers' script: per block and role, what each turn does, in order — write
+# files, append to them, commit, run a shell line, reply. Where an entry says nothing, the
+# worker answers like an honest one (>>DONE, evidence for every criterion, >>APPROVE).
+# The whole format: docs/workers.md in the tron checkout.
+
+# The example block: append the section it asks for to README.md, and commit.
+[[blocks.example.builder]]
+append = { "README.md" = ${q(section)} }
+commit = "README: how to run the tests"
+
+# To script a block of your own, add its entries by id, e.g. for .tron/blocks/login.md:
+# [[blocks.login.builder]]
+# write = { "src/login.js" = "export const login = () => 'token';\\n" }
+# commit = "Add login"
+
+# Every block without a script of its own plays this one; {block} stands for its id.
+# Its builder commits a note file, so the block gets past the truth gate and lands.
+[[blocks."*".builder]]
+write = { "sim-work/{block}.md" = ${q(note)} }
+commit = "{block}: the sim builder's stand-in work"
 `;
 }
 
@@ -148,6 +205,12 @@ async function gitFacts(repo: string): Promise<{ top: string; branch?: string } 
   }
   const branch = await currentBranch(repo);
   return branch === undefined ? { top: root } : { top: root, branch };
+}
+
+/** The agent CLI a command preset runs, when it is not on PATH. */
+function missingProgram(preset: PresetName, env: Readonly<Record<string, string | undefined>>, repo: string): string | undefined {
+  if (preset !== 'claude' && preset !== 'codex') return undefined;
+  return findProgram(preset, env.PATH, repo) ? undefined : preset;
 }
 
 function fail(problems: Problem[], print: (line: string) => void): number {
@@ -191,13 +254,27 @@ export async function initCommand(opts: InitOptions): Promise<number> {
   mkdirSync(path.join(repo, BLOCKS_DIR), { recursive: true });
   writeFileSync(path.join(repo, CONFIG_FILE), config, { flag: 'wx' });
   writeFileSync(path.join(repo, BLOCKS_DIR, 'example.md'), renderExampleBlock(test), { flag: 'wx' });
+  const script = preset === 'sim' && !existsSync(path.join(repo, SIM_SCRIPT));
+  if (script) writeFileSync(path.join(repo, SIM_SCRIPT), renderSimScript(test), { flag: 'wx' });
   if (kept === undefined) writeFileSync(gitignore, `${GITIGNORE_LINES.join('\n')}\n`, { flag: 'wx' });
   else if (missing.length > 0) writeFileSync(gitignore, `${kept}${kept.endsWith('\n') || kept === '' ? '' : '\n'}${missing.join('\n')}\n`);
 
-  opts.print(`created ${CONFIG_FILE} (trunk ${trunk}, test "${test}", workers: ${preset} — ${WORKER_PRESETS[preset].describe})`);
+  const tested = test === undefined ? 'no test command: set test' : `test "${test}"`;
+  opts.print(`created ${CONFIG_FILE} (trunk ${trunk}, ${tested}, workers: ${preset} — ${WORKER_PRESETS[preset].describe})`);
   opts.print(`created ${BLOCKS_DIR}/example.md (an example block: edit it or replace it)`);
+  if (script)
+    opts.print(`created ${SIM_SCRIPT} (what the sim workers do: a script for the example block, and a default every other block plays)`);
   if (kept === undefined) opts.print(`created .tron/.gitignore (${GITIGNORE_LINES.join(', ')})`);
   else if (missing.length > 0) opts.print(`added ${missing.join(', ')} to .tron/.gitignore`);
+  const program = missingProgram(preset, opts.env ?? process.env, repo);
+  if (program) {
+    opts.print('');
+    opts.print(`warning: "${program}" is not on PATH; tron start will refuse to run until it is: ${INSTALL_HINTS[program]}, then log in`);
+  }
+  if (test === undefined) {
+    opts.print('');
+    opts.print(`warning: no ${LOOKED_FOR} here to tell the test command; set test in ${CONFIG_FILE} before tron start`);
+  }
   opts.print('');
   opts.print(`next: check trunk and test in ${CONFIG_FILE}, write your blocks in ${BLOCKS_DIR}/, then run`);
   opts.print(`  tron start --repo ${repo}`);

@@ -7,14 +7,15 @@ import { existsSync, mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { Clock } from '../core/clock.ts';
 import { InputError } from '../core/errors.ts';
-import { loadProject, loadRegister } from '../project/register.ts';
+import { loadRegister, type Block } from '../project/register.ts';
+import { checkProject, requireRepo } from './project-check.ts';
+import { blockerWords, type Blocker } from '../core/blocked.ts';
 import { SPINE_FILE, loadSpine } from '../spine/load.ts';
 import * as git from '../git/index.ts';
 import { acquireLock } from '../log/lockfile.ts';
 import { Engine } from '../runtime/engine.ts';
 import { writeRunFiles } from '../runtime/run-files.ts';
 import { createWorker } from '../workers/create.ts';
-import { preflightWorkers } from '../workers/preflight.ts';
 import { chooseSandbox } from '../workers/sandbox.ts';
 import type { WorkerAdapter } from '../workers/adapter.ts';
 import type { WorkerRole } from '../core/roles.ts';
@@ -65,17 +66,10 @@ export function runIdAt(ms: number, taken: (id: string) => boolean): string {
 
 export async function startCommand(o: StartOptions): Promise<number> {
   const repo = resolve(o.repo);
-  if (!existsSync(join(repo, '.git'))) {
-    throw new InputError([
-      { code: 'TRON_NOT_A_REPO', path: repo, message: 'is not a git repository; run tron in the repository whose blocks it should land' },
-    ]);
-  }
-  const { config, blocks } = loadProject(repo);
+  requireRepo(repo);
+  // Config, trunk, register and (unless the caller brings its own) workers: every problem at once.
+  const { config, blocks } = await checkProject(repo, o.workers ? undefined : o.env);
   const spine = loadSpine();
-  if (!o.workers) {
-    const problems = preflightWorkers(config, o.env, repo);
-    if (problems.length > 0) throw new InputError(problems);
-  }
   // Before anything changes: `mode = "bwrap"` where bwrap cannot run is a config error.
   // tron's own state (every repository's key: keys.ts) is hidden from everything the sandbox runs.
   const sandbox = await chooseSandbox(config.sandbox.mode, o.env, [stateHome()]);
@@ -136,9 +130,11 @@ export async function startCommand(o: StartOptions): Promise<number> {
     const idle =
       o.watch || cleared.length > 0
         ? undefined
-        : nothingToDo(previous, recovery, blocks.length, readInbox(repo, key, new Set(recovery.answered)).answers.length);
+        : nothingToDo(previous, recovery, blocks, readInbox(repo, key, new Set(recovery.answered)).answers.length);
     if (idle) {
       o.print(`tron: nothing to do — ${idle.summary}; no new run (the latest: ${previous})`);
+      // A block parked because its dependency was abandoned waits on that: no answer is offered for it.
+      for (const { block, blocker } of idle.blocked) o.print(`tron: ${block} is blocked: it ${blockerWords(blocker)}`);
       for (const r of idle.parked)
         o.print(
           `tron: ${r.block} is parked: ${r.reason ?? ''}\n  answer: tron answer --repo ${o.repo} ${r.block} '>>RETRY {"guidance":"…"}'`,
@@ -234,9 +230,9 @@ export async function startCommand(o: StartOptions): Promise<number> {
 function nothingToDo(
   previous: string | undefined,
   recovery: Recovery,
-  registered: number,
+  register: readonly Block[],
   answersWaiting: number,
-): { exit: number; summary: string; parked: BodyOf<'block.recovered'>[] } | undefined {
+): { exit: number; summary: string; parked: BodyOf<'block.recovered'>[]; blocked: { block: string; blocker: Blocker }[] } | undefined {
   if (!previous || answersWaiting > 0) return undefined;
   if (!readLog(join(previous, 'events.jsonl')).events.some((e) => e.type === 'run.finished')) return undefined;
   const resumed: BodyOf<'block.recovered'>[] = [];
@@ -245,15 +241,27 @@ function nothingToDo(
     if (e.type !== 'block.recovered') return undefined;
     resumed.push(e);
   }
+  const registered = register.length;
   if (resumed.length !== registered) return undefined;
   const settled = (r: BodyOf<'block.recovered'>) => r.phase === 'landed' || r.phase === 'abandoned' || (r.phase === 'parked' && !r.page);
   if (!resumed.every(settled)) return undefined;
   const count = (phase: string) => resumed.filter((r) => r.phase === phase).length;
   const landed = count('landed');
+  // A parked block with a dependency that did not land was parked because of it (it never ran): blocked.
+  const phaseOf = new Map(resumed.map((r) => [r.block, r.phase]));
+  const blocked = resumed.flatMap((r) => {
+    if (r.phase !== 'parked') return [];
+    const dependency = register.find((b) => b.id === r.block)?.dependsOn.find((d) => phaseOf.get(d) !== 'landed');
+    if (dependency === undefined) return [];
+    const is: Blocker['is'] = phaseOf.get(dependency) === 'abandoned' ? 'abandoned' : 'parked';
+    return [{ block: r.block, blocker: { dependency, is } }];
+  });
+  const parked = resumed.filter((r) => r.phase === 'parked' && !blocked.some((b) => b.block === r.block));
   return {
     exit: landed === registered ? 0 : 3,
-    summary: `${landed} landed, ${count('parked')} parked, ${count('abandoned')} abandoned`,
-    parked: resumed.filter((r) => r.phase === 'parked'),
+    summary: `${landed} landed, ${parked.length} parked, ${blocked.length > 0 ? `${blocked.length} blocked, ` : ''}${count('abandoned')} abandoned`,
+    parked,
+    blocked,
   };
 }
 

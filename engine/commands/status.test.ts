@@ -1,3 +1,7 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { InputError } from '../core/errors.ts';
 import { afterEach, describe, expect, it } from 'vitest';
 import { blockFile, makeProject, runTron } from '../testing/project.ts';
 import { answerCommand } from './answer.ts';
@@ -13,6 +17,17 @@ afterEach(async () => {
 });
 
 describe('tron status', () => {
+  it('refuses a folder that is not a git repository with TRON_NOT_A_REPO, as tron start does', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'tron-status-'));
+    try {
+      const error = await statusCommand({ repo: dir, json: false, clock: new ManualClock(), print: () => {} }).catch((err: unknown) => err);
+      expect(error).toBeInstanceOf(InputError);
+      expect((error as InputError).problems).toEqual([expect.objectContaining({ code: 'TRON_NOT_A_REPO', path: dir })]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it('says there is no run yet before the first start', async () => {
     repo = await makeProject({ blocks: { a: {} } });
     const lines: string[] = [];

@@ -15,6 +15,8 @@ import { INBOX_DIR, readInbox } from '../runtime/inbox.ts';
 import { repoKey } from '../log/keys.ts';
 import { readLog } from '../log/eventlog.ts';
 import { apply, initialState } from '../core/state.ts';
+import { blockedBy, blockerWords } from '../core/blocked.ts';
+import { requireRepo } from './project-check.ts';
 import type { TronEvent } from '../core/events.ts';
 
 export { foldRun, latestRun } from '../log/runs.ts';
@@ -33,8 +35,10 @@ export interface StatusRow {
   title: string;
   phase: string;
   attempt: number;
-  /** What the block waits on: slot, turn, facts, lock, operator, nothing… */
+  /** What the block waits on: slot, turn, facts, lock, operator, dependency, nothing… */
   waiting: string;
+  /** The dependency a blocked block waits on — one that is parked, abandoned or blocked in turn: no answer of the operator's moves this block itself. */
+  blockedBy?: string;
   /** ms since the epoch when the block entered its phase. */
   enteredAt: number;
   /** ms in its phase, at the time of asking. */
@@ -52,15 +56,20 @@ export function statusRows(s: EngineState, now: number, answers: ReadonlyMap<str
   return s.order.map((id) => {
     const b = s.blocks.get(id)!;
     const answer = answers.get(id);
+    const blocker = blockedBy(s, id);
+    // A pending block whose dependencies have not all landed waits on them, not on a slot.
+    const onDependency = b.phase === 'pending' && b.info.depends_on.some((d) => s.blocks.get(d)?.phase !== 'landed');
+    const reason = blocker ? `blocked: ${blockerWords(blocker)}` : b.reason;
     return {
       block: id,
       title: b.info.title,
       phase: b.phase,
       attempt: b.attempt,
-      waiting: b.waiting.on,
+      waiting: blocker || onDependency ? 'dependency' : b.waiting.on,
+      ...(blocker ? { blockedBy: blocker.dependency } : {}),
       enteredAt: b.since,
       ageMs: Math.max(0, now - b.since),
-      ...(b.reason ? { reason: b.reason } : {}),
+      ...(reason ? { reason } : {}),
       ...(b.base ? { baseSha: b.base } : {}),
       ...(b.attested ? { attestedSha: b.attested } : {}),
       ...(b.landedSha ? { landedSha: b.landedSha } : {}),
@@ -85,6 +94,7 @@ function waitingAnswers(repo: string, events: readonly TronEvent[]): Map<string,
 
 export async function statusCommand(opts: { repo: string; json: boolean; clock: Clock; print: (line: string) => void }): Promise<number> {
   const repo = resolve(opts.repo);
+  requireRepo(repo);
   const run = latestRun(repo);
   if (!run) {
     opts.print(
@@ -117,8 +127,10 @@ export async function statusCommand(opts: { repo: string; json: boolean; clock: 
   opts.print(`${'block'.padEnd(width)}  ${'phase'.padEnd(9)}  attempt  ${'waiting'.padEnd(11)}  ${'age'.padEnd(8)}  title`);
   for (const r of rows) {
     const age = formatDuration(Math.floor(r.ageMs / 1000) * 1000);
+    // A blocked block shows as blocked, whatever its phase in the fold (pending, or parked when its dependency was abandoned).
+    const phase = r.blockedBy ? 'blocked' : r.phase;
     opts.print(
-      `${r.block.padEnd(width)}  ${r.phase.padEnd(9)}  ${String(r.attempt).padEnd(7)}  ${r.waiting.padEnd(11)}  ${age.padEnd(8)}  ${r.title}`,
+      `${r.block.padEnd(width)}  ${phase.padEnd(9)}  ${String(r.attempt).padEnd(7)}  ${r.waiting.padEnd(11)}  ${age.padEnd(8)}  ${r.title}`,
     );
     const indent = ' '.repeat(width + 2);
     if (r.reason) opts.print(`${indent}why: ${r.reason}`);

@@ -8,6 +8,7 @@
 import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { readLog } from '../log/eventlog.ts';
 import { selectRun } from '../log/run-select.ts';
 import { checkSpineFile, loadSpine } from '../spine/load.ts';
@@ -21,6 +22,13 @@ export interface ViewOptions {
   /** Open the page in the desktop's browser. */
   open?: boolean;
   print: (line: string) => void;
+  /** Where DISPLAY and WAYLAND_DISPLAY are read (default: this process's environment). */
+  env?: Readonly<Record<string, string | undefined>>;
+}
+
+/** Whether a browser can be opened here: macOS always, elsewhere only with an X11 or Wayland display. */
+export function hasDisplay(env: Readonly<Record<string, string | undefined>>, platform: NodeJS.Platform = process.platform): boolean {
+  return platform === 'darwin' || platform === 'win32' || Boolean(env.DISPLAY || env.WAYLAND_DISPLAY);
 }
 
 /** The spine that drove the run, or (when it is gone or no longer reads) this tron's own, saying so. */
@@ -47,12 +55,23 @@ export async function writeRunView(runDir: string, print: (line: string) => void
 export async function viewCommand(o: ViewOptions): Promise<number> {
   const runDir = selectRun(resolve(o.repo), o.run, 'RUN');
   const page = await writeRunView(runDir, o.print);
+  const env = o.env ?? process.env;
+  // The path alone on its own line (scripts read it), then how to open it.
   o.print(page);
-  if (o.open) {
-    const opener = process.platform === 'darwin' ? 'open' : process.platform === 'win32' ? 'explorer' : 'xdg-open';
-    const child = spawn(opener, [page], { detached: true, stdio: 'ignore' });
-    child.on('error', () => o.print(`tron view: could not run ${opener}; open the page above in a browser`));
-    child.unref();
+  if (!o.open) {
+    const hint = hasDisplay(env) ? '; tron view --open opens it for you' : '';
+    o.print(`open it in a browser: ${pathToFileURL(page).href}${hint}`);
+    return 0;
   }
+  if (!hasDisplay(env)) {
+    o.print(
+      `tron view: no display here to open a browser on (DISPLAY and WAYLAND_DISPLAY are unset); open ${pathToFileURL(page).href} in a browser where the file is`,
+    );
+    return 0;
+  }
+  const opener = process.platform === 'darwin' ? 'open' : process.platform === 'win32' ? 'explorer' : 'xdg-open';
+  const child = spawn(opener, [page], { detached: true, stdio: 'ignore' });
+  child.on('error', () => o.print(`tron view: could not run ${opener}; open the page above in a browser`));
+  child.unref();
   return 0;
 }

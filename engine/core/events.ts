@@ -200,8 +200,12 @@ export const EVENT_SCHEMAS = {
       reason: z.enum(['done', 'signal', 'error', 'budget']),
       exit: z.number().int(),
       landed: z.array(z.string()),
-      parked: z.array(z.string()),
+      parked: z.array(z.string()).describe('left for the operator (or, after a stop, still under way); not the blocked ones'),
       abandoned: z.array(z.string()),
+      blocked: z
+        .array(z.strictObject({ block, by: block.describe('the dependency it waits on, which is parked, abandoned or blocked in turn') }))
+        .optional()
+        .describe('blocks waiting on a dependency that did not land: nothing for the operator to answer for them (absent when none)'),
       detail: z.string().optional(),
     })
     .describe('decision: the run ended; the log is closed.'),

@@ -95,7 +95,7 @@ export const PROBLEMS = {
     area: 'config',
     kind: 'input',
     summary: '`.tron/config.toml` has a key tron does not know, often a misspelling.',
-    fix: 'Fix its spelling or remove it; the message lists the keys allowed in that table.',
+    fix: 'Fix its spelling or remove it; the message names the nearest legal key ("did you mean `max_parallel`?") and lists the keys allowed in that table.',
   },
   TRON_CONFIG_REQUIRED: {
     area: 'config',
@@ -139,7 +139,7 @@ export const PROBLEMS = {
     area: 'workers',
     kind: 'input',
     summary: "A command worker's program is not on `PATH`.",
-    fix: "Install the agent's program, or put its full path first in `command`.",
+    fix: "Install the agent's program (Claude Code: `npm install -g @anthropic-ai/claude-code`; Codex: `npm install -g @openai/codex`), or put its full path first in `command`.",
   },
   TRON_WORKER_AUTH: {
     area: 'workers',
@@ -176,8 +176,8 @@ export const PROBLEMS = {
   TRON_BLOCK_FRONTMATTER: {
     area: 'blocks',
     kind: 'input',
-    summary: 'A block file does not start with front matter between `+++` lines.',
-    fix: 'Start the file with a line `+++`, the TOML settings (title, criteria, …), then another `+++` line.',
+    summary: 'A block file does not start with front matter between `+++` lines, or opens it and never closes it.',
+    fix: 'Start the file with a line `+++`, the TOML settings (title, criteria, …), then another `+++` line before the brief.',
   },
   TRON_BLOCK_TOML: {
     area: 'blocks',
@@ -214,7 +214,7 @@ export const PROBLEMS = {
     area: 'blocks',
     kind: 'input',
     summary: "A block's `depends_on` names a block that does not exist.",
-    fix: 'Fix the id, or add the block it names.',
+    fix: 'Fix the id (the message names the nearest block id), or add the block it names.',
   },
   TRON_DEPENDS_SELF: {
     area: 'blocks',

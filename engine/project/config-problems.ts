@@ -9,6 +9,7 @@ import { parseDuration } from '../core/duration.ts';
 import type { Problem } from '../core/errors.ts';
 import type { InputCode } from '../core/problems.ts';
 import { keyPath } from '../spine/parse.ts';
+import { suggest } from '../core/suggest.ts';
 
 /**
  * Parses TOML; a syntax error becomes one problem at `file:line:col`. `lineOffset` is
@@ -53,6 +54,11 @@ export interface IssueStyle {
   knownKeysAt(parts: readonly PropertyKey[], data: unknown): string[];
   /** What a missing key is for and how to write it; shown after "missing". */
   missingHint?(parts: readonly PropertyKey[]): string | undefined;
+  /**
+   * Every key some variant of the table at `parts` accepts (a table whose shape depends
+   * on a discriminator, such as `[workers.*]` on `adapter`); default: `knownKeysAt`.
+   */
+  anyKeysAt?(parts: readonly PropertyKey[]): string[];
   /** A more specific code for issues at `parts`, e.g. TRON_BLOCK_TITLE. */
   codeAt?(parts: readonly PropertyKey[]): InputCode | undefined;
 }
@@ -103,6 +109,56 @@ function tooSmall(issue: z.core.$ZodIssueTooSmall, value: unknown): string {
   return `must be at least ${min}, not ${JSON.stringify(value)}; raise it`;
 }
 
+/** `; did you mean "max_parallel"?`, or nothing: the nearest legal name to a mistyped one. */
+export function nearest(typed: string, known: readonly string[]): string {
+  const names = suggest(
+    typed,
+    known.filter((k) => !k.startsWith('(')),
+  ).slice(0, 3);
+  if (names.length === 0) return '';
+  const quoted = names.map((n) => `"${n}"`);
+  return `; did you mean ${quoted.length === 1 ? quoted[0] : `${quoted.slice(0, -1).join(', ')} or ${quoted.at(-1)}`}?`;
+}
+
+/** The problem of one key the table at `parts` does not accept, with the nearest legal key. */
+function unknownKey(parts: readonly PropertyKey[], key: string, known: readonly string[], code: InputCode, file: string): Problem {
+  const hint = nearest(key, known);
+  const fix = hint ? `${hint} Fix its spelling or remove it` : '; fix its spelling or remove it';
+  return {
+    code,
+    path: `${file}: ${keyPath([...parts, key])}`,
+    message: `unknown key "${key}"${fix} (keys allowed here: ${known.join(', ')})`,
+  };
+}
+
+/**
+ * A discriminated table without its discriminator: the keys no variant accepts are named
+ * (with the nearest legal key), and "missing" is said only when none of them is a
+ * misspelling of the discriminator itself (`adaptor = "sim"` is one problem, not three).
+ */
+function missingDiscriminator(
+  issue: z.core.$ZodIssue,
+  discriminator: string,
+  choices: string,
+  data: unknown,
+  file: string,
+  style: IssueStyle,
+  codeFor: (parts: readonly PropertyKey[], kind: IssueKind) => InputCode,
+): Problem[] {
+  const parts = issue.path.at(-1) === discriminator ? issue.path.slice(0, -1) : issue.path;
+  const table = valueAt(data, parts);
+  const keys = table !== null && typeof table === 'object' && !Array.isArray(table) ? Object.keys(table) : [];
+  const known = style.anyKeysAt?.(parts) ?? style.knownKeysAt(parts, data);
+  const strangers = keys.filter((k) => !known.includes(k));
+  const problems = strangers.map((k) => unknownKey(parts, k, known, codeFor([...parts, k], 'unknownKey'), file));
+  if (strangers.some((k) => suggest(k, [discriminator]).length > 0)) return problems;
+  const at = `${file}: ${keyPath([...parts, discriminator])}`;
+  return [
+    { code: codeFor([...parts, discriminator], 'required'), path: at, message: `missing; add ${discriminator} = one of ${choices}` },
+    ...problems,
+  ];
+}
+
 /** One zod issue → problems (one per unknown key), named by `style`. */
 export function issueProblems(issue: z.core.$ZodIssue, data: unknown, file: string, style: IssueStyle): Problem[] {
   const at = (parts: readonly PropertyKey[]) => `${file}: ${keyPath(parts) || '(top level)'}`;
@@ -111,22 +167,17 @@ export function issueProblems(issue: z.core.$ZodIssue, data: unknown, file: stri
   const value = valueAt(data, issue.path);
   switch (issue.code) {
     case 'unrecognized_keys': {
-      const known = style.knownKeysAt(issue.path, data).join(', ');
-      return issue.keys.map((key) => ({
-        code: codeFor([...issue.path, key], 'unknownKey'),
-        path: at([...issue.path, key]),
-        message: `unknown key "${key}"; fix its spelling or remove it (keys allowed here: ${known})`,
-      }));
+      const known = style.knownKeysAt(issue.path, data);
+      return issue.keys.map((key) => unknownKey(issue.path, key, known, codeFor([...issue.path, key], 'unknownKey'), file));
     }
     case 'invalid_union': {
       const { discriminator, options } = issue as unknown as { discriminator?: string; options?: unknown[] };
       if (discriminator !== undefined && options !== undefined) {
         const choices = options.map((o) => JSON.stringify(o)).join(', ');
-        const message =
-          value === undefined
-            ? `missing; add ${discriminator} = one of ${choices}`
-            : `${describe(value)} is not one of ${choices}; use one of them`;
-        return [{ code: codeFor(issue.path, value === undefined ? 'required' : 'invalid'), path: at(issue.path), message }];
+        if (value === undefined) return missingDiscriminator(issue, discriminator, choices, data, file, style, codeFor);
+        const hint = typeof value === 'string' ? nearest(value, options.map(String)) : '';
+        const message = `${describe(value)} is not one of ${choices}${hint ? `${hint} Use one of them` : '; use one of them'}`;
+        return [{ code: codeFor(issue.path, 'invalid'), path: at(issue.path), message }];
       }
       return [{ code: codeFor(issue.path, 'invalid'), path: at(issue.path), message: issue.message }];
     }

@@ -34,6 +34,41 @@ function only(text: string): Problem {
 }
 
 describe('parseConfig', () => {
+  it('names an unknown key with the nearest legal one', () => {
+    const p = only(`max_paralel = 2\n${MINIMAL}`);
+    expect(p).toMatchObject({ code: 'TRON_CONFIG_UNKNOWN_KEY', path: `${FILE}: max_paralel` });
+    expect(p.message).toMatch(
+      /^unknown key "max_paralel"; did you mean "max_parallel"\? Fix its spelling or remove it \(keys allowed here: trunk, max_parallel, /,
+    );
+  });
+
+  it('names a misspelled adapter as the unknown key it is, once per table, instead of a missing adapter', () => {
+    const problems = problemsOf(
+      'test = "npm test"\n[workers.builder]\nadaptor = "sim"\n[workers.reviewer]\nadaptor = "sim"\nscript = ".tron/sim.toml"\n',
+    );
+    expect(problems.map((p) => [p.code, p.path])).toEqual([
+      ['TRON_CONFIG_UNKNOWN_KEY', `${FILE}: workers.builder.adaptor`],
+      ['TRON_CONFIG_UNKNOWN_KEY', `${FILE}: workers.reviewer.adaptor`],
+    ]);
+    expect(problems[0]!.message).toMatch(/^unknown key "adaptor"; did you mean "adapter"\? Fix its spelling or remove it/);
+    expect(problems.some((p) => p.path.endsWith('.adapter'))).toBe(false);
+  });
+
+  it('still says adapter is missing when no key of the table is a misspelling of it, and names the strangers', () => {
+    const problems = problemsOf(`test = "npm test"\n[workers.builder]\nmodle = "x"\n[workers.reviewer]\nadapter = "sim"\n`);
+    expect(problems.map((p) => [p.code, p.path])).toEqual([
+      ['TRON_CONFIG_REQUIRED', `${FILE}: workers.builder.adapter`],
+      ['TRON_CONFIG_UNKNOWN_KEY', `${FILE}: workers.builder.modle`],
+    ]);
+    expect(problems[1]!.message).toMatch(/did you mean "model"\?/);
+  });
+
+  it('suggests the nearest adapter for a misspelled one', () => {
+    const p = only(`test = "npm test"\n[workers.builder]\nadapter = "comand"\ncommand = ["x"]\n[workers.reviewer]\nadapter = "sim"\n`);
+    expect(p).toMatchObject({ code: 'TRON_CONFIG_INVALID', path: `${FILE}: workers.builder.adapter` });
+    expect(p.message).toMatch(/^string "comand" is not one of "openai", "command", "sim"; did you mean "command"\? Use one of them$/);
+  });
+
   it('fills in the defaults for every optional field', () => {
     const { config, problems } = parseConfig(MINIMAL, FILE);
     expect(problems).toEqual([]);

@@ -178,6 +178,9 @@ function workerKeys(data: unknown, role: PropertyKey): string[] {
   return option ? Object.keys(option.shape) : ['adapter', '(the rest depends on the adapter: openai, command or sim)'];
 }
 
+/** Every key some adapter's `[workers.*]` table accepts. */
+const ANY_WORKER_KEY = [...new Set(workerSettings.options.flatMap((o) => Object.keys(o.shape)))];
+
 const MISSING_HINTS: Record<string, string> = {
   test: 'add the command the engine runs to test a head (exit 0 = green), e.g. test = "npm test"',
   workers: 'add [workers.builder] and [workers.reviewer] tables; `tron init` in a scratch repository writes a full example',
@@ -207,6 +210,7 @@ const CONFIG_STYLE: IssueStyle = {
     if (first === 'workers') return workerKeys(data, role!);
     return [];
   },
+  anyKeysAt: (parts) => (parts[0] === 'workers' && parts.length === 2 ? ANY_WORKER_KEY : CONFIG_STYLE.knownKeysAt(parts, undefined)),
   missingHint: (parts) => MISSING_HINTS[parts.join('.')],
 };
 
@@ -252,17 +256,28 @@ function toConfig(raw: z.infer<typeof ConfigTable>): Config {
  * Parses config TOML. `file` is how problems name it (normally `.tron/config.toml`).
  * The config is returned only when there are no problems.
  */
-export function parseConfig(text: string, file: string): { config?: Config; problems: Problem[] } {
+export function parseConfig(text: string, file: string): ParsedConfig {
   // Editors on Windows save a UTF-8 byte order mark: it is not part of the TOML.
   const toml = parseToml(text.replace(/^\uFEFF/, ''), file, 'TRON_CONFIG_TOML');
   if (toml.problem) return { problems: [toml.problem] };
   const parsed = ConfigTable.safeParse(toml.data);
-  if (!parsed.success) return { problems: schemaProblems(parsed.error, toml.data, file, CONFIG_STYLE) };
-  return { config: toConfig(parsed.data), problems: [] };
+  if (!parsed.success) {
+    // The trunk is checked against the repository in the same pass as the other problems.
+    const trunk = ConfigTable.shape.trunk.safeParse(toml.data.trunk);
+    return { problems: schemaProblems(parsed.error, toml.data, file, CONFIG_STYLE), ...(trunk.success && { trunk: trunk.data }) };
+  }
+  return { config: toConfig(parsed.data), problems: [], trunk: parsed.data.trunk };
+}
+
+/** A parsed config, or its problems; `trunk` whenever the file names a valid branch (or none: the default). */
+export interface ParsedConfig {
+  config?: Config;
+  problems: Problem[];
+  trunk?: string;
 }
 
 /** Reads and parses `<repo>/.tron/config.toml`. Only reads. */
-export function loadConfig(repo: string): { config?: Config; problems: Problem[] } {
+export function loadConfig(repo: string): ParsedConfig {
   let text: string;
   try {
     text = readFileSync(path.join(repo, CONFIG_FILE), 'utf8');

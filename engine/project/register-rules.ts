@@ -6,6 +6,7 @@
 import path from 'node:path';
 import type { Problem } from '../core/errors.ts';
 import type { Block } from './register.ts';
+import { suggest } from '../core/suggest.ts';
 
 /** The file a block id lives in, next to the block that names it. */
 function siblingFile(of: Block, id: string): string {
@@ -22,14 +23,22 @@ function fileOf(blocks: readonly Block[], id: string): string {
  */
 export function unknownDependencies(blocks: readonly Block[], broken: readonly string[] = []): Problem[] {
   const ids = new Set([...blocks.map((b) => b.id), ...broken]);
+  const known = [...ids].sort();
   return blocks.flatMap((b) =>
     b.dependsOn
       .filter((d) => d !== b.id && !ids.has(d))
-      .map((d) => ({
-        code: 'TRON_DEPENDS_UNKNOWN',
-        path: `${b.file}: depends_on`,
-        message: `"${d}" names no block (no ${siblingFile(b, d)}); fix the id or add that block`,
-      })),
+      .map((d) => {
+        const near = suggest(
+          d,
+          known.filter((id) => id !== b.id),
+        ).slice(0, 3);
+        const meant = near.length > 0 ? `; did you mean ${near.map((n) => `"${n}"`).join(' or ')}? Fix` : '; fix';
+        return {
+          code: 'TRON_DEPENDS_UNKNOWN',
+          path: `${b.file}: depends_on`,
+          message: `"${d}" names no block (no ${siblingFile(b, d)})${meant} the id or add that block`,
+        };
+      }),
   );
 }
 

@@ -75,8 +75,24 @@ describe('parseBlockFile', () => {
   });
 
   it('reports a file without front matter', () => {
-    expect(only('# Just markdown\n')).toMatchObject({ code: 'TRON_BLOCK_FRONTMATTER', path: '.tron/blocks/a.md:1' });
-    expect(only('+++\ntitle = "never closed"\n')).toMatchObject({ code: 'TRON_BLOCK_FRONTMATTER' });
+    const p = only('# Just markdown\n');
+    expect(p).toMatchObject({ code: 'TRON_BLOCK_FRONTMATTER', path: '.tron/blocks/a.md:1' });
+    expect(p.message).toMatch(/^no front matter; start the file with a line "\+\+\+"/);
+  });
+
+  it('says a front matter opened with +++ and never closed is not closed, instead of asking for a +++ at the start', () => {
+    const p = only('+++\ntitle = "never closed"\ncriteria = ["c"]\nThe brief.\n');
+    expect(p).toMatchObject({ code: 'TRON_BLOCK_FRONTMATTER', path: '.tron/blocks/a.md:1' });
+    expect(p.message).toMatch(
+      /^the front matter opened with "\+\+\+" on line 1 is never closed; add a line "\+\+\+" after the TOML settings/,
+    );
+    expect(p.message).not.toMatch(/start the file/);
+  });
+
+  it('suggests the nearest legal key for a misspelled one', () => {
+    const p = only(blockText('title = "T"\ncriteria = ["c"]\ndepend_on = ["b"]'));
+    expect(p).toMatchObject({ code: 'TRON_BLOCK_UNKNOWN_KEY', path: '.tron/blocks/a.md: depend_on' });
+    expect(p.message).toMatch(/^unknown key "depend_on"; did you mean "depends_on"\? Fix its spelling or remove it/);
   });
 
   it('names a TOML error by its line in the whole file', () => {
@@ -138,7 +154,16 @@ describe('checkRegister', () => {
     const [p, ...rest] = checkRegister([block('a', ['ghost'])]);
     expect(rest).toEqual([]);
     expect(p).toMatchObject({ code: 'TRON_DEPENDS_UNKNOWN', path: '.tron/blocks/a.md: depends_on' });
-    expect(p!.message).toMatch(/"ghost" names no block/);
+    expect(p!.message).toBe('"ghost" names no block (no .tron/blocks/ghost.md); fix the id or add that block');
+  });
+
+  it('suggests the nearest block id for a misspelled dependency', () => {
+    const [p, ...rest] = checkRegister([block('add'), block('subtract'), block('multiply', ['substract'])]);
+    expect(rest).toEqual([]);
+    expect(p).toMatchObject({ code: 'TRON_DEPENDS_UNKNOWN', path: '.tron/blocks/multiply.md: depends_on' });
+    expect(p!.message).toBe(
+      '"substract" names no block (no .tron/blocks/substract.md); did you mean "subtract"? Fix the id or add that block',
+    );
   });
 
   it('reports a block that depends on itself', () => {

@@ -66,12 +66,12 @@ const BLOCK_STYLE: IssueStyle = {
 
 const FENCE = /^\+\+\+[ \t]*\r?$/;
 
-/** Splits `+++` front matter from the brief; `undefined` when there is none. */
-function splitFrontMatter(text: string): { toml: string; brief: string } | undefined {
+/** Splits `+++` front matter from the brief: `absent` when the file does not open with `+++`, `unclosed` when it never closes it. */
+function splitFrontMatter(text: string): { toml: string; brief: string } | 'absent' | 'unclosed' {
   const lines = text.replace(/^\uFEFF/, '').split('\n');
-  if (!FENCE.test(lines[0] ?? '')) return undefined;
+  if (!FENCE.test(lines[0] ?? '')) return 'absent';
   const close = lines.findIndex((line, i) => i > 0 && FENCE.test(line));
-  if (close < 0) return undefined;
+  if (close < 0) return 'unclosed';
   return { toml: lines.slice(1, close).join('\n'), brief: lines.slice(close + 1).join('\n') };
 }
 
@@ -99,11 +99,20 @@ export function parseBlockFile(text: string, file: string): { block?: Block; pro
     });
   }
   const parts = splitFrontMatter(text);
-  if (!parts) {
+  if (parts === 'absent') {
     problems.push({
       code: 'TRON_BLOCK_FRONTMATTER',
       path: `${file}:1`,
       message: 'no front matter; start the file with a line "+++", the TOML settings (title, criteria, …), then another "+++" line',
+    });
+    return { problems };
+  }
+  if (parts === 'unclosed') {
+    problems.push({
+      code: 'TRON_BLOCK_FRONTMATTER',
+      path: `${file}:1`,
+      message:
+        'the front matter opened with "+++" on line 1 is never closed; add a line "+++" after the TOML settings (title, criteria, …), before the brief',
     });
     return { problems };
   }

@@ -51,6 +51,15 @@ describe('Board', () => {
     expect(frame).toHaveLength(2);
   });
 
+  it('counts a block blocked by its parked dependency apart from the parked and the pending', () => {
+    // A recorded run: flaky is parked for the operator; app, which depends on it, waits.
+    const run = readLog(join(import.meta.dirname, '..', '..', 'runs', 'operator-abandon', 'run-1', 'events.jsonl')).events;
+    const board = new Board();
+    for (const e of run) board.event(e);
+    const head = board.render(run.at(-1)!.ts, 200).split('\n')[0]!;
+    expect(head).toMatch(/0 at work · 0 landed · 1 parked · 0 pending · 1 blocked · finished$/);
+  });
+
   it("adds up the run's spend from worker.usage and usage.recorded events, with a cost when one is known", () => {
     const { board, at } = boardAt(13);
     const usage = (fields: Record<string, unknown>) => ({ v: 1, seq: 999, ts: at.ts, block: 'left', session: 'left.1.builder', ...fields });

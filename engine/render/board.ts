@@ -6,6 +6,7 @@
  * and the merge lane. Pure: the caller feeds events and output, and asks for a frame at
  * a time and a width; engine/render/reporter.ts draws it.
  */
+import { blockedBy } from '../core/blocked.ts';
 import { EVENT_SCHEMAS, type TronEvent } from '../core/events.ts';
 import { apply, initialState, type BlockState, type EngineState } from '../core/state.ts';
 
@@ -121,7 +122,9 @@ export class Board {
   render(now: number, width: number): string {
     const s = this.state;
     const blocks = s.order.map((id) => s.blocks.get(id)!);
-    const count = (phase: string) => blocks.filter((b) => b.phase === phase).length;
+    // Blocked (waiting on a dependency that did not land) is counted apart from parked and pending.
+    const blocked = new Set(blocks.filter((b) => blockedBy(s, b.id)).map((b) => b.id));
+    const count = (phase: string) => blocks.filter((b) => b.phase === phase && !blocked.has(b.id)).length;
     const active = blocks.filter((b) => !HIDDEN.has(b.phase));
     const head = [
       `tron ${s.run ?? ''}`.trim(),
@@ -130,6 +133,7 @@ export class Board {
       `${count('landed')} landed`,
       `${count('parked')} parked`,
       `${count('pending')} pending`,
+      blocked.size > 0 ? `${blocked.size} blocked` : undefined,
       count('abandoned') > 0 ? `${count('abandoned')} abandoned` : undefined,
       this.tokens > 0 || this.costUsd !== undefined
         ? `spent ${tokens(this.tokens)} tokens${this.costUsd !== undefined ? `, $${this.costUsd.toFixed(2)}` : ''}`

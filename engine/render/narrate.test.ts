@@ -107,3 +107,32 @@ describe('Narrator', () => {
     expect(stampLines(at, 'a\n  b')).toBe('09:05:07 a\n09:05:07   b');
   });
 });
+
+describe('the landing of a stack', () => {
+  it('says once that the blocks of one stack landed together, from trunk to the top', () => {
+    const text = tell([
+      {
+        type: 'land.intent',
+        stack: 2,
+        sha: SHA('c'),
+        from: SHA('a'),
+        tested: 'lane',
+        blocks: [
+          { block: 'b1', sha: SHA('b') },
+          { block: 'b2', sha: SHA('c') },
+        ],
+      },
+      { type: 'block.landed', block: 'b1', sha: SHA('b'), from: SHA('a'), top: SHA('c') },
+      { type: 'block.landed', block: 'b2', sha: SHA('c'), from: SHA('a'), top: SHA('c') },
+    ]);
+    expect(text).toBe(`lane: stack 2 landed — trunk ${SHA('a').slice(0, 12)} → ${SHA('c').slice(0, 12)} (b1, b2)`);
+  });
+
+  it('says a lone block landed by its own name', () => {
+    const text = tell([
+      { type: 'land.intent', stack: 1, sha: SHA('b'), from: SHA('a'), tested: 'gate', blocks: [{ block: 'b1', sha: SHA('b') }] },
+      { type: 'block.landed', block: 'b1', sha: SHA('b'), from: SHA('a'), top: SHA('b') },
+    ]);
+    expect(text).toBe(`b1: landed — trunk ${SHA('a').slice(0, 12)} → ${SHA('b').slice(0, 12)}`);
+  });
+});

@@ -13,6 +13,7 @@
  */
 import type { EventOf, TronEvent } from '../core/events.ts';
 import { answerCommand } from '../gateway/answer-command.ts';
+import { blockerWords, type Blocker } from '../core/blocked.ts';
 
 export { answerCommand };
 
@@ -73,6 +74,11 @@ export class Narrator {
   /** Per block: the multi-line texts already shown, so none is shown twice. */
   private readonly shown = new Map<string, string[]>();
   private readonly reasons = new Map<string, string>();
+  /** Each block's dependencies (from the register), and the blocks abandoned so far. */
+  private readonly dependsOn = new Map<string, readonly string[]>();
+  private readonly abandoned = new Set<string>();
+  /** The stack being landed: its blocks, and those of them whose landing was reported. */
+  private landing: { stack: number; blocks: string[]; landed: number } | undefined;
 
   constructor(private readonly o: NarratorOptions) {}
 
@@ -86,6 +92,7 @@ export class Narrator {
         this.maxExtensions = e.liveness.max_extensions;
         return [];
       case 'register.loaded': {
+        for (const b of e.blocks) this.dependsOn.set(b.id, b.depends_on);
         const first = !this.registered;
         this.registered = true;
         return first
@@ -116,8 +123,21 @@ export class Narrator {
         if (!notes) return [head];
         return notes.includes('\n') ? [`${head}, the reviewer's notes:\n${indent(notes)}`] : [`${head}: ${notes}`];
       }
-      case 'block.landed':
-        return [`${e.block}: landed — ${this.trunk || 'trunk'} ${short(e.from)} → ${short(e.sha)}`];
+      case 'land.intent':
+        this.landing = { stack: e.stack, blocks: e.blocks.map((b) => b.block), landed: 0 };
+        return [];
+      case 'block.landed': {
+        // The blocks of one stack land in one ref transaction: said once, when the last is reported.
+        const stack = this.landing?.blocks.includes(e.block) ? this.landing : undefined;
+        if (!stack || stack.blocks.length === 1)
+          return [`${e.block}: landed — ${this.trunk || 'trunk'} ${short(e.from)} → ${short(e.sha)}`];
+        stack.landed += 1;
+        if (stack.landed < stack.blocks.length) return [];
+        this.landing = undefined;
+        return [
+          `lane: stack ${stack.stack} landed — ${this.trunk || 'trunk'} ${short(e.from)} → ${short(e.top)} (${stack.blocks.join(', ')})`,
+        ];
+      }
       case 'land.refused':
         return [`${e.blocks.join(', ')}: landing refused — ${e.detail}`];
       case 'lane.stacked':
@@ -146,10 +166,14 @@ export class Narrator {
         return [
           `${e.block}: ${e.trouble} → ${e.handler}${e.trouble === 'gate_budget' ? '' : ` — ${firstLine(this.once(e.block, e.detail))}`}`,
         ];
-      case 'block.parked':
+      case 'block.parked': {
         this.reasons.set(e.block, e.reason);
         if (this.paging.has(e.block)) return [`${e.block}: parked, for the operator`];
+        // Parked because a dependency was abandoned: it waits on that, not on the operator.
+        const gone = (this.dependsOn.get(e.block) ?? []).find((d) => this.abandoned.has(d));
+        if (gone) return [`${e.block}: blocked — ${this.once(e.block, e.reason)}`];
         return [`${e.block}: parked — ${this.once(e.block, e.reason)}`];
+      }
       case 'page.sent': {
         const trouble = this.paging.get(e.block);
         this.paging.delete(e.block);
@@ -163,6 +187,7 @@ export class Narrator {
       case 'block.wrapped':
         return e.leftover ? [`${e.block}: landed; what its worktree left could not be removed (\`tron clean\` will): ${e.leftover}`] : [];
       case 'block.abandoned':
+        this.abandoned.add(e.block);
         this.reasons.set(e.block, e.reason);
         return [`${e.block}: abandoned — ${this.once(e.block, e.reason)}`];
       case 'worker.overran':
@@ -223,11 +248,17 @@ export class Narrator {
       const why = this.paged.has(id) || !reason ? '' : `: ${this.once(id, reason)}`;
       out.push(`tron: ${id} is parked${why}\n  answer: ${answerCommand(this.o.repo, id)}`);
     }
+    // Blocked blocks are the operator's only through their dependency: no answer is offered for them.
+    const blocked = e.blocked ?? [];
+    for (const { block, by } of blocked) {
+      const is: Blocker['is'] = e.abandoned.includes(by) ? 'abandoned' : blocked.some((b) => b.block === by) ? 'blocked' : 'parked';
+      out.push(`tron: ${block} is blocked: it ${blockerWords({ dependency: by, is })}`);
+    }
     for (const id of e.abandoned) {
       const reason = this.reasons.get(id);
       out.push(`tron: ${id} was abandoned${reason ? `: ${firstLine(reason)}` : ''}`);
     }
-    const counts = `${e.landed.length} landed, ${e.parked.length} parked, ${e.abandoned.length} abandoned`;
+    const counts = `${e.landed.length} landed, ${e.parked.length} parked, ${blocked.length > 0 ? `${blocked.length} blocked, ` : ''}${e.abandoned.length} abandoned`;
     const where = this.o.runDir ? `; run directory: ${this.o.runDir}` : '';
     out.push(`tron: run ${this.run} finished (exit ${e.exit}) — ${counts}${e.detail ? ` (${e.detail})` : ''}${where}`);
     return out;

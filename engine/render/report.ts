@@ -5,7 +5,9 @@
  * figure. Where the time went (workers, test runs, the engine itself, the merge lane)
  * is computed in engine/render/report-time.ts.
  */
-import type { TronEvent } from '../core/events.ts';
+import { EVENT_SCHEMAS, type TronEvent } from '../core/events.ts';
+import { blockedBy } from '../core/blocked.ts';
+import { apply, initialState } from '../core/state.ts';
 import { laneIntervals, mergeWaitIntervals, sumMs, testIntervals, unionMs, workerIntervals, type Interval } from './report-time.ts';
 
 /** What workers spent, summed from usage events. */
@@ -49,6 +51,8 @@ export interface BlockStats {
   id: string;
   /** The phase the block ended the run in. */
   phase: string;
+  /** The dependency it waits on, when it is blocked (its dependency did not land). */
+  blockedBy?: string;
   /** Attempts started (a RETRY starts a new one). */
   attempts: number;
   /** ms spent in each phase, including `pending` before the first dispatch. */
@@ -80,7 +84,10 @@ export interface RunStats {
   events: number;
   wallMs: number;
   landed: number;
+  /** Left for the operator (or still under way when the run stopped); not the blocked ones. */
   parked: number;
+  /** Waiting on a dependency that did not land (parked, abandoned, or blocked in turn). */
+  blocked: number;
   abandoned: number;
   /** Blocks landed per hour of wall time. */
   throughputPerHour: number;
@@ -222,6 +229,13 @@ export function runStats(events: readonly TronEvent[]): RunStats {
   });
   const wallMs = last - first;
   const landed = list.filter((b) => b.phase === 'landed').length;
+  // Blocked is read off the engine's own fold (a type this build does not know changes nothing).
+  const state = events.reduce((st, e) => (Object.hasOwn(EVENT_SCHEMAS, e.type) ? apply(st, e) : st), initialState());
+  for (const b of list) {
+    const by = blockedBy(state, b.id);
+    if (by) b.blockedBy = by.dependency;
+  }
+  const blocked = list.filter((b) => b.blockedBy !== undefined).length;
   const tokens: Record<string, number> = {};
   for (const b of list) for (const [role, n] of Object.entries(b.tokens)) tokens[role] = (tokens[role] ?? 0) + n;
   const workersMs = unionMs(workers);
@@ -232,7 +246,8 @@ export function runStats(events: readonly TronEvent[]): RunStats {
     events: events.length,
     wallMs,
     landed,
-    parked: list.filter((b) => !['landed', 'abandoned'].includes(b.phase)).length,
+    parked: list.filter((b) => !['landed', 'abandoned'].includes(b.phase)).length - blocked,
+    blocked,
     abandoned: list.filter((b) => b.phase === 'abandoned').length,
     throughputPerHour: wallMs > 0 ? (landed * 3_600_000) / wallMs : 0,
     mergeWaitMs: sumMs(waits),
@@ -310,7 +325,7 @@ export function renderReport(events: readonly TronEvent[]): string {
   const lines = [
     `# tron run ${s.run}`,
     '',
-    `${s.landed} landed, ${s.parked} parked, ${s.abandoned} abandoned; ${s.events} events; wall time ${secs(s.wallMs)}; exit ${s.exit ?? '(running)'}.`,
+    `${s.landed} landed, ${s.parked} parked, ${s.blocked > 0 ? `${s.blocked} blocked (waiting on a dependency that did not land), ` : ''}${s.abandoned} abandoned; ${s.events} events; wall time ${secs(s.wallMs)}; exit ${s.exit ?? '(running)'}.`,
     '',
     `- throughput: ${s.throughputPerHour.toFixed(1)} blocks landed per hour of wall time`,
     `- engine alone: ${secs(t.engineMs)} (${pct(t.engineMs, s.wallMs)} of wall time; no worker turn and no test run going)`,
@@ -332,7 +347,7 @@ export function renderReport(events: readonly TronEvent[]): string {
     const time = list(Object.fromEntries(Object.entries(b.phaseMs).filter(([k]) => k !== 'landed' && k !== 'abandoned')), secs);
     const escalations = b.escalations.map((x) => `${x.trouble}→${x.handler}`).join(', ') || '—';
     lines.push(
-      `| ${b.id} | ${b.phase} | ${b.attempts} | ${time} | ${list(b.gateFailures)} | ${b.reviewRounds} | ${b.changesRequested} | ${escalations} | ${secs(b.mergeWaitMs)} | ${secs(b.workerMs)} | ${secs(b.testMs)} | ${list(b.tokens)} | ${spendCell(b.spend)} |`,
+      `| ${b.id} | ${b.blockedBy ? `blocked by ${b.blockedBy}` : b.phase} | ${b.attempts} | ${time} | ${list(b.gateFailures)} | ${b.reviewRounds} | ${b.changesRequested} | ${escalations} | ${secs(b.mergeWaitMs)} | ${secs(b.workerMs)} | ${secs(b.testMs)} | ${list(b.tokens)} | ${spendCell(b.spend)} |`,
     );
   }
   const all = s.blocks.flatMap((b) => b.escalations.map((x) => ({ block: b.id, ...x })));

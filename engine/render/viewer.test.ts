@@ -9,8 +9,8 @@ import { renderBpmn } from './bpmn.ts';
 import { renderWorkflowDir } from './viewer.ts';
 import { loadSpine } from '../spine/load.ts';
 import { viewCommand } from '../commands/view.ts';
+import { needProgram, requireAll, skipWithout } from '../testing/needs.ts';
 
-/** Where CI installs Chromium (`apt-get install -y chromium`); CHROMIUM_PATH overrides. */
 /** Label heights the layout planned, from the DI of the BPMN file. */
 async function plannedLabelHeights(): Promise<Map<string, number>> {
   const { rootElement } = await new BpmnModdle().fromXML(await renderBpmn(loadSpine()));
@@ -23,7 +23,17 @@ async function plannedLabelHeights(): Promise<Map<string, number>> {
   return out;
 }
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+/** Chromium as CI installs it (`apt-get install -y chromium`); CHROMIUM_PATH overrides. */
+const CHROMIUM = needProgram('Chromium', 'apt-get install -y chromium (or set CHROMIUM_PATH)', {
+  names: ['chromium', 'chromium-browser'],
+  ...(process.env.CHROMIUM_PATH ? { at: process.env.CHROMIUM_PATH } : {}),
+});
+/** Without Chromium the page's tests skip here (one line says so), and fail under CI. */
+const NO_BROWSER = skipWithout('the workflow page tests in a real browser', CHROMIUM);
+const launch = () => {
+  requireAll(CHROMIUM);
+  return chromium.launch({ executablePath: CHROMIUM.path!, args: ARGS });
+};
 const ARGS = [
   '--no-sandbox',
   '--headless',
@@ -77,20 +87,17 @@ describe('renderWorkflowDir', () => {
   });
 });
 
-describe('the workflow page in a real browser', () => {
+describe.skipIf(NO_BROWSER)('the workflow page in a real browser', () => {
   let browser: Browser;
   let dir: string;
 
   beforeAll(async () => {
-    if (!existsSync(CHROMIUM)) {
-      throw new Error(`no Chromium at ${CHROMIUM}: run \`apt-get install -y chromium\` or set CHROMIUM_PATH`);
-    }
     dir = mkdtempSync(join(tmpdir(), 'tron-viewer-'));
     for (const [path, text] of await renderWorkflowDir(loadSpine())) {
       mkdirSync(dirname(join(dir, path)), { recursive: true });
       writeFileSync(join(dir, path), text);
     }
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: ARGS });
+    browser = await launch();
   });
 
   afterAll(async () => {
@@ -181,7 +188,7 @@ async function measure(page: Page) {
   });
 }
 
-describe('the workflow page fits the screen', () => {
+describe.skipIf(NO_BROWSER)('the workflow page fits the screen', () => {
   let browser: Browser;
   let dir: string;
 
@@ -191,7 +198,7 @@ describe('the workflow page fits the screen', () => {
       mkdirSync(dirname(join(dir, path)), { recursive: true });
       writeFileSync(join(dir, path), text);
     }
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: ARGS });
+    browser = await launch();
   });
 
   afterAll(async () => {
@@ -228,7 +235,7 @@ describe('the workflow page fits the screen', () => {
   }
 });
 
-describe('tron view', () => {
+describe.skipIf(NO_BROWSER)('tron view', () => {
   let browser: Browser;
   let repo: string;
 
@@ -239,7 +246,7 @@ describe('tron view', () => {
     mkdirSync(runDir, { recursive: true });
     const golden = join(import.meta.dirname, '..', '..', 'runs', 'merge-conflict');
     for (const f of ['events.jsonl', 'workflow.toml']) copyFileSync(join(golden, f), join(runDir, f));
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: ARGS });
+    browser = await launch();
   });
 
   afterAll(async () => {
@@ -249,9 +256,10 @@ describe('tron view', () => {
 
   it("writes a page into the run directory that draws the run's counts on the flows and phases its blocks took", async () => {
     const lines: string[] = [];
-    expect(await viewCommand({ repo, print: (l) => lines.push(l) })).toBe(0);
+    expect(await viewCommand({ repo, print: (l) => lines.push(l), env: {} })).toBe(0);
     const path = join(repo, '.tron', 'runs', '20260101-120000-001', 'view', 'index.html');
-    expect(lines).toEqual([path]);
+    // The path on a line of its own, then how to open it.
+    expect(lines).toEqual([path, `open it in a browser: ${pathToFileURL(path).href}`]);
     expect(existsSync(join(dirname(path), 'vendor', 'bpmn-navigated-viewer.production.min.js'))).toBe(true);
 
     const page = await browser.newPage({ viewport: { width: 1440, height: 900 } });
@@ -279,6 +287,17 @@ describe('tron view', () => {
     await page.screenshot({ path: join(dirname(path), 'view.png') });
     expect(errors).toEqual([]);
     await page.close();
+  });
+
+  it('says how to open the page: --open where there is a display, and where there is none that it cannot open one', async () => {
+    const withDisplay: string[] = [];
+    await viewCommand({ repo, print: (l) => withDisplay.push(l), env: { DISPLAY: ':0' } });
+    expect(withDisplay[1]).toMatch(/^open it in a browser: file:\/\/.*\/view\/index\.html; tron view --open opens it for you$/);
+    const headless: string[] = [];
+    expect(await viewCommand({ repo, open: true, print: (l) => headless.push(l), env: {} })).toBe(0);
+    expect(headless[1]).toMatch(
+      /^tron view: no display here to open a browser on \(DISPLAY and WAYLAND_DISPLAY are unset\); open file:\/\/.*index\.html in a browser/,
+    );
   });
 
   it('refuses a run the repository does not have (exit 2 from the CLI)', async () => {

@@ -12,6 +12,19 @@ import type { Config } from '../project/config.ts';
 import { WORKER_ROLES } from '../core/roles.ts';
 import { loginProblem } from './login.ts';
 
+/** How to install the agent CLIs the presets name, for the message that says one is missing. */
+export const INSTALL_HINTS: Readonly<Record<string, string>> = {
+  claude: 'npm install -g @anthropic-ai/claude-code',
+  codex: 'npm install -g @openai/codex',
+};
+
+/** "cannot find X on PATH; …", with the install command when tron knows the program. */
+export function notFoundMessage(program: string): string {
+  const hint = INSTALL_HINTS[program];
+  const install = hint ? `install it (${hint}) and log in` : 'install it';
+  return `cannot find "${program}" on PATH; ${install}, or put the full path of the agent's program in command`;
+}
+
 function executable(file: string): boolean {
   try {
     accessSync(file, constants.X_OK);
@@ -55,7 +68,7 @@ export function preflightWorkers(
       problems.push({
         code: 'TRON_WORKER_NOT_FOUND',
         path: `${path}.command`,
-        message: `cannot find "${w.command[0]}" on PATH; install it, or put the full path of the agent's program in command`,
+        message: notFoundMessage(w.command[0]!),
       });
     } else if (w.adapter === 'command') {
       const login = loginProblem(w, env, platform);

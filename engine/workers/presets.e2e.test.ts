@@ -475,7 +475,9 @@ describe('tron init presets under tron start', () => {
           {
             code: 'TRON_WORKER_NOT_FOUND',
             path: '.tron/config.toml: workers.builder.command',
-            message: expect.stringContaining(`cannot find "${preset}" on PATH`),
+            message: expect.stringContaining(
+              `cannot find "${preset}" on PATH; install it (npm install -g ${preset === 'claude' ? '@anthropic-ai/claude-code' : '@openai/codex'}) and log in`,
+            ),
           },
           { code: 'TRON_WORKER_NOT_FOUND', path: '.tron/config.toml: workers.reviewer.command' },
           { code: 'TRON_WORKER_NOT_FOUND', path: '.tron/config.toml: workers.architect.command' },

@@ -142,19 +142,23 @@ ${CODEX_ENV}
 writable = ["~/.codex", "$CODEX_HOME"]
 `;
 
-const sim = `# Scripted workers, for trying tron without a model. A script lists, per block and
-# role, what each turn does (write files, commit, reply); without one, every worker
-# replies like an honest worker but changes nothing, so no block gets past the truth
-# gate. See engine/workers/sim.ts in the tron checkout for the script format.
+const sim = `# Scripted workers, for trying tron without a model. The script (.tron/sim.toml, which
+# tron init writes) lists, per block and role, what each turn does: write files, commit,
+# reply. A block without its own script plays the "*" block's: the builder writes and
+# commits sim-work/<id>.md, so every block you add lands. Without any script a worker
+# replies like an honest one but changes nothing, and no block gets past the truth gate.
+# The format: docs/workers.md in the tron checkout.
 [workers.builder]
 adapter = "sim"
-# script = ".tron/sim.toml"   # relative to the repository; give every role the same one
+script = ".tron/sim.toml"   # relative to the repository; give every role the same one
 
 [workers.reviewer]
 adapter = "sim"
+script = ".tron/sim.toml"
 
 [workers.architect]
 adapter = "sim"
+script = ".tron/sim.toml"
 `;
 
 /** The worker tables `tron init` can write, by name. */

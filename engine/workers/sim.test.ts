@@ -110,6 +110,34 @@ describe('the sim worker', () => {
     expect(idle).toMatchObject({ ok: true, reply: expect.stringMatching(/^>>WORKING/) });
   });
 
+  it('plays the "*" script for a block without its own, with {block} standing for its id', async () => {
+    const repo = repoWith(
+      `[[blocks."*".builder]]\nreply = '>>BLOCKED {"reason":"no {block} here"}'\n\n[[blocks.b.builder]]\nreply = "own"\n`,
+    );
+    expect(await reply(repo, 'build', 1)).toBe('own');
+    expect(await reply(repo, 'build', 1, { block: 'login', session: 'login.1.builder' })).toBe('>>BLOCKED {"reason":"no login here"}');
+  });
+
+  it('has its architect page with what is missing and where, when a block has no builder script', async () => {
+    const repo = repoWith(`[[blocks.other.builder]]\nreply = ">>DONE"\n`);
+    const notes: string[] = [];
+    const observer: TurnObserver = { ...silentObserver, progress: (n) => notes.push(n) };
+    const worker = createSimWorker({ adapter: 'sim', script: 'sim.toml' }, { repo });
+    await worker.runTurn(request(repo, 'build', 1, { block: 'subtract' }), observer);
+    expect(notes).toEqual(['sim: no script for block subtract in sim.toml; this builder commits nothing']);
+    const page = await worker.runTurn(
+      request(repo, 'architect', 1, { role: 'architect', block: 'subtract', session: 's.architect' }),
+      observer,
+    );
+    expect(page).toEqual({
+      ok: true,
+      reply: `>>PAGE ${JSON.stringify({
+        reason:
+          'the sim builder has no script for block subtract, so it commits nothing: add [[blocks.subtract.builder]] entries (or a [[blocks."*".builder]] default for every block) to sim.toml; the format is in docs/workers.md',
+      })}`,
+    });
+  });
+
   it('refuses a script with an unknown action', () => {
     const repo = repoWith(`[[blocks.b.builder]]\nexplode = true\n`);
     expect(() => createSimWorker({ adapter: 'sim', script: 'sim.toml' }, { repo })).toThrow(/explode/);

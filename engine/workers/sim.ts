@@ -1,7 +1,7 @@
 /**
  * The `sim` adapter: scripted workers for the SIM harness, the demo and tests. A script
  * lists, per block and role, the turns in the order they will be asked; each turn may
- * act on the checkout (write files, commit, bring the branch up to date, commit to trunk,
+ * act on the checkout (write files, append to them, commit, bring the branch up to date, commit to trunk,
  * hang, fail) and then replies. When a block's script runs out, the worker behaves like
  * an honest, capable worker: it answers what the turn asks for.
  *
@@ -16,6 +16,14 @@
  *   kind = "merge"              # only for a merge turn: bring the branch up to date
  *   rebase = true
  *   resolve = { "src/login.js" = "…" }
+ *
+ * A block without a script of its own for a role plays the `"*"` block's script for that
+ * role, with `{block}` standing for the block's id — `tron init --worker sim` writes one,
+ * so a newcomer's own blocks make a real commit each:
+ *
+ *   [[blocks."*".builder]]
+ *   write = { "sim-work/{block}.md" = "The sim builder's work for {block}.\n" }
+ *   commit = "{block}: the sim builder's work"
  *
  * Which entry answers a turn: the first unused entry whose `kind` is the turn's kind,
  * else the first unused entry without a `kind`, else the honest default. So a script
@@ -32,7 +40,7 @@
  * repository, so an engine restarted after a crash continues the script where the
  * previous run left it, and a turn issued again with the same identity gets the same entry.
  */
-import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import TOML from '@iarna/toml';
 import { z } from 'zod';
@@ -49,6 +57,8 @@ const SimTurn = z.strictObject({
   kind: z.enum(TURN_KINDS).optional(),
   /** Files to write (path → content), relative to the checkout. */
   write: z.record(z.string(), z.string()).optional(),
+  /** Text to add at the end of files (path → text), each created when absent. */
+  append: z.record(z.string(), z.string()).optional(),
   /** Files to delete. */
   remove: z.array(z.string()).optional(),
   /** Commit everything with this message. */
@@ -96,6 +106,20 @@ export type SimScript = z.infer<typeof SimScript>;
 /** How often a sleeping (busy) sim worker reports progress. */
 const PROGRESS_MS = 200;
 
+/** The script key whose entries play for every block without a script of its own. */
+export const ANY_BLOCK = '*';
+
+/**
+ * The entries that play for `block` in `role`: its own, else the `"*"` block's with
+ * `{block}` replaced by its id (ids are `[a-z0-9-]`, so they are safe in JSON and a shell line).
+ */
+export function scriptFor(script: SimScript, block: string, role: keyof z.infer<typeof RoleScripts>): SimTurn[] {
+  const own = script.blocks[block]?.[role];
+  if (own) return own;
+  const any = script.blocks[ANY_BLOCK]?.[role] ?? [];
+  return any.map((turn) => JSON.parse(JSON.stringify(turn).replaceAll('{block}', block)) as SimTurn);
+}
+
 /** Where a repository's sim workers remember which script entry each turn took. */
 export const SIM_STATE_DIR = join('.tron', 'sim-state');
 
@@ -135,7 +159,7 @@ export function defaultReply(request: TurnRequest): string {
     case 'probe':
       return '>>WORKING {"progress":"still at it"}';
     case 'architect':
-      return '>>PAGE {"reason":"the sim architect has no script for this block"}';
+      return `>>PAGE ${JSON.stringify({ reason: `the sim architect has no script for ${request.block}` })}`;
     case 'restate':
       return '>>DONE';
   }
@@ -147,12 +171,13 @@ export function createSimWorker(
 ): WorkerAdapter {
   const run: SimDeps = { env: deps.env ?? process.env, sandbox: deps.sandbox ?? NO_SANDBOX };
   const script = loadSimScript(settings.script ? join(deps.repo, settings.script) : undefined);
+  const where = settings.script ?? 'a script file (script = ".tron/sim.toml" in each [workers.*] table)';
   /** The scripted turn each session is running now, so a probe can answer like it. */
   const inflight = new Map<string, SimTurn>();
   return {
     kind: 'sim',
     async runTurn(request, observer): Promise<TurnOutcome> {
-      const turns = script.blocks[request.block]?.[request.role] ?? [];
+      const turns = scriptFor(script, request.block, request.role);
       const index = pickEntry(join(deps.repo, SIM_STATE_DIR), request, turns);
       const turn = index >= 0 ? turns[index] : undefined;
       if (request.kind === 'probe' && !turn) {
@@ -161,6 +186,14 @@ export function createSimWorker(
       }
       if (!turn) {
         if (request.kind === 'merge') await rebase(request, {});
+        if (request.kind === 'build' && request.role === 'builder' && turns.length === 0)
+          observer.progress?.(`sim: no script for block ${request.block} in ${where}; this builder commits nothing`);
+        // The usual reason an architect is asked about a sim block: its builder, having no
+        // script, committed nothing. Say what is missing and where it goes.
+        if (request.kind === 'architect' && scriptFor(script, request.block, 'builder').length === 0) {
+          const reason = `the sim builder has no script for block ${request.block}, so it commits nothing: add [[blocks.${request.block}.builder]] entries (or a [[blocks."*".builder]] default for every block) to ${where}; the format is in docs/workers.md`;
+          return { ok: true, reply: `>>PAGE ${JSON.stringify({ reason })}` };
+        }
         return { ok: true, reply: request.kind === 'restate' ? restateDefault(request) : defaultReply(request) };
       }
       if (request.kind !== 'probe') inflight.set(request.session, turn);
@@ -205,10 +238,14 @@ async function perform(turn: SimTurn, request: TurnRequest, observer: TurnObserv
     mkdirSync(dirname(join(cwd, path)), { recursive: true });
     writeFileSync(join(cwd, path), content);
   }
+  for (const [path, text] of Object.entries(turn.append ?? {})) {
+    mkdirSync(dirname(join(cwd, path)), { recursive: true });
+    appendFileSync(join(cwd, path), text);
+  }
   for (const path of turn.remove ?? []) rmSync(join(cwd, path), { force: true });
   // What it did, as a coding agent's progress would read: for the board and the turn's log.
   const did = (note: string) => observer.progress?.(`sim: ${note}`);
-  const touched = [...Object.keys(turn.write ?? {}), ...(turn.remove ?? []).map((p) => `-${p}`)];
+  const touched = [...Object.keys(turn.write ?? {}), ...Object.keys(turn.append ?? {}), ...(turn.remove ?? []).map((p) => `-${p}`)];
   if (touched.length > 0) did(`wrote ${touched.join(', ')}`);
   if (turn.commit) {
     await git(cwd, ['add', '-A']);

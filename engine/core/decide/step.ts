@@ -3,6 +3,7 @@
  * accumulates decisions (applying each to the state as it is made), and small helpers
  * every concern shares. Pure, like everything under engine/core/.
  */
+import { blockedBy } from '../blocked.ts';
 import { apply, type BlockState, type EngineState, type PendingTurn, TERMINAL, type TurnKind } from '../state.ts';
 import type { BodyOf, EventBody, TronEvent } from '../events.ts';
 import type { Spine } from '../../spine/spine.ts';
@@ -82,13 +83,20 @@ export function pendingTurn(step: Step, e: { block: string; session: string; tur
 export function finishRun(step: Step, reason: 'done' | 'signal' | 'error' | 'budget', exit: number, detail?: string): void {
   const s = step.s;
   const inPhase = (phase: string) => s.order.filter((id) => s.blocks.get(id)!.phase === phase);
+  const open = s.order.filter((id) => !TERMINAL.has(s.blocks.get(id)!.phase));
+  // A block waiting on a dependency that did not land is not the operator's: counted apart.
+  const blocked = open.flatMap((id) => {
+    const by = blockedBy(s, id);
+    return by ? [{ block: id, by: by.dependency }] : [];
+  });
   step.emit({
     type: 'run.finished',
     reason,
     exit,
     landed: inPhase('landed'),
-    parked: s.order.filter((id) => !TERMINAL.has(s.blocks.get(id)!.phase)),
+    parked: open.filter((id) => !blocked.some((b) => b.block === id)),
     abandoned: inPhase('abandoned'),
+    ...(blocked.length > 0 ? { blocked } : {}),
     ...(detail !== undefined ? { detail } : {}),
   });
 }

@@ -26,6 +26,7 @@ import { reportCommand } from '../commands/report.ts';
 import { makeRepo, type TestRepo } from '../testing/repo.ts';
 import { BWRAP_SKIP } from '../testing/bwrap.ts';
 import { WORKER_PRESETS } from './presets.ts';
+import { findProgram } from './preflight.ts';
 import type { CommandSettings } from '../project/worker-settings.ts';
 import { workerSettings } from '../project/worker-settings.ts';
 import { turnOf, usageOf } from '../testing/openai-script.ts';
@@ -542,11 +543,12 @@ describe('tron init presets under tron start', () => {
  * with no network: a provider of one's own at 127.0.0.1 needs none.
  */
 function realCodex(): string | undefined {
-  const candidates = [process.env.TRON_TEST_CODEX, 'codex'].filter((c): c is string => Boolean(c));
+  const onPath = findProgram('codex', process.env.PATH, process.cwd());
+  const candidates = [process.env.TRON_TEST_CODEX, onPath].filter((c): c is string => Boolean(c));
   for (const program of candidates) {
     try {
       if (/^codex-cli /.test(execFileSync(program, ['--version'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] })))
-        return program.includes('/') ? program : undefined;
+        return program;
     } catch {}
   }
   return undefined;

@@ -52,7 +52,11 @@ const testRun = z.strictObject({
   exit: z.number().int().nullable(),
   timed_out: z.boolean(),
   log: z.string().describe('path of the saved output, relative to the run directory'),
-  tail: z.string().describe('the last lines of the output'),
+  tail: z
+    .string()
+    .describe(
+      "a failed run's failing tests (their own lines, then the runner's summary) where tron recognises the runner's output, else the last lines of the output",
+    ),
   ms: z.number().int().min(0).optional().describe('how long it ran'),
 });
 export type TestRun = z.infer<typeof testRun>;

@@ -5,7 +5,8 @@
  * figure. Where the time went (workers, test runs, the engine itself, the merge lane)
  * is computed in engine/render/report-time.ts.
  */
-import type { TronEvent } from '../core/events.ts';
+import type { TestRun, TronEvent } from '../core/events.ts';
+import { failureExcerpt, tailLabel } from '../core/test-output.ts';
 import { laneIntervals, mergeWaitIntervals, sumMs, testIntervals, unionMs, workerIntervals, type Interval } from './report-time.ts';
 
 /** What workers spent, summed from usage events. */
@@ -303,6 +304,35 @@ const list = (r: Record<string, number>, fmt: (n: number) => string = String) =>
     .map(([k, v]) => `${k} ${fmt(v)}`)
     .join(', ') || '—';
 
+/** Lines of a failed test run's excerpt in the report; the whole output is in its log. */
+export const REPORT_FAILURE_LINES = 30;
+
+/**
+ * Every failed test run of the run — at a gate, in the merge lane, on trunk after a
+ * landing — with what failed: the failing tests' own lines and the runner's summary
+ * (engine/core/test-output.ts), or the output's last lines, and the log's path.
+ */
+function failedTestRuns(events: readonly TronEvent[]): string[] {
+  const out: string[] = [];
+  for (const e of events) {
+    let run: TestRun | null | undefined;
+    let who: string;
+    let at: string;
+    if (e.type === 'facts.observed') [run, who, at] = [e.tests, e.block, e.head];
+    else if (e.type === 'candidate.tested') [run, who, at] = [e.tests, `lane stack ${e.stack} (${e.blocks.join(', ')})`, e.sha];
+    else if (e.type === 'trunk.tested') [run, who, at] = [e.tests, `${e.block}, trunk after landing`, e.sha];
+    else continue;
+    if (!run || (run.exit === 0 && !run.timed_out)) continue;
+    const what = run.timed_out ? 'timed out' : `exited ${run.exit}`;
+    const shown = failureExcerpt(run.tail, REPORT_FAILURE_LINES) ?? run.tail.trimEnd();
+    out.push(`- seq ${e.seq}, ${who} at ${at.slice(0, 12)}: the tests ${what}; ${tailLabel(run.tail)} (log: ${run.log}):`, '', '  ```');
+    for (const line of shown.split('\n')) out.push(`  ${line}`.trimEnd());
+    out.push('  ```', '');
+  }
+  if (out.at(-1) === '') out.pop();
+  return out;
+}
+
 /** report.md: the statistics as Markdown. */
 export function renderReport(events: readonly TronEvent[]): string {
   const s = runStats(events);
@@ -335,6 +365,8 @@ export function renderReport(events: readonly TronEvent[]): string {
       `| ${b.id} | ${b.phase} | ${b.attempts} | ${time} | ${list(b.gateFailures)} | ${b.reviewRounds} | ${b.changesRequested} | ${escalations} | ${secs(b.mergeWaitMs)} | ${secs(b.workerMs)} | ${secs(b.testMs)} | ${list(b.tokens)} | ${spendCell(b.spend)} |`,
     );
   }
+  const red = failedTestRuns(events);
+  if (red.length > 0) lines.push('', '## Failed test runs', '', ...red);
   const all = s.blocks.flatMap((b) => b.escalations.map((x) => ({ block: b.id, ...x })));
   if (all.length > 0) {
     lines.push('', '## Escalations', '');

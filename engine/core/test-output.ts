@@ -2,7 +2,7 @@
  * What a failed test run says about its failures, read from its output: the failing tests'
  * own lines — the assertion, the expected and actual values, the place — and then the
  * runner's summary, instead of the last lines (which, for most runners, are only the
- * summary). Pure: text in, text out; the test run (engine/runtime/testrun.ts) applies it
+ * summary). Pure: text in, text out; the test run (engine/runtime/effects/testrun.ts) applies it
  * to the whole output and records the excerpt as the run's `tail`, and everything that
  * tells of a failed gate (the console, `tron logs`, the report, the builder's next prompt)
  * shows it, cut to its own room by the same function.

@@ -52,10 +52,12 @@ const testRun = z.strictObject({
   exit: z.number().int().nullable(),
   timed_out: z.boolean(),
   log: z.string().describe('path of the saved output, relative to the run directory'),
-  tail: z
+  tail: z.string().describe('the last lines of the output'),
+  failures: z
     .string()
+    .optional()
     .describe(
-      "a failed run's failing tests (their own lines, then the runner's summary) where tron recognises the runner's output, else the last lines of the output",
+      "a failed run's failing tests, each by the runner's own lines, then the runner's summary; absent when tron does not recognise the runner's output",
     ),
   ms: z.number().int().min(0).optional().describe('how long it ran'),
 });

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { findProgram } from '../workers/preflight.ts';
-import { failureExcerpt, lastLines, readTestFailures, tailLabel, type TestRunner } from './test-output.ts';
+import { failureExcerpt, lastLines, readTestFailures, runOutput, type TestRunner } from './test-output.ts';
 
 const dirs: string[] = [];
 afterEach(() => {
@@ -51,7 +51,6 @@ function expectTheFailures(out: string, runner: TestRunner, summary: RegExp): st
   expect(excerpt).not.toContain('\u001b[');
   // Read again it gives itself back: the console and the report cut the recorded excerpt to their size.
   expect(failureExcerpt(excerpt)).toBe(excerpt);
-  expect(tailLabel(excerpt)).toBe('the failing tests');
   return excerpt;
 }
 
@@ -222,7 +221,6 @@ describe('the excerpt', () => {
   it('says nothing of output no runner it knows printed, or of a passing run: the caller shows the last lines', () => {
     const thrown = 'node:assert:90\n  throw new AssertionError(obj);\n  ^\n\nAssertionError [ERR_ASSERTION]: 1 !== 2\n\nNode.js v20.20.2\n';
     expect(failureExcerpt(thrown)).toBeUndefined();
-    expect(tailLabel(thrown)).toBe('last lines');
     expect(failureExcerpt('TAP version 13\nok 1 - adds\n1..1\n# tests 1\n# pass 1\n# fail 0\n')).toBeUndefined();
     expect(failureExcerpt('test result: ok. 3 passed; 0 failed; 0 ignored\n')).toBeUndefined();
     expect(lastLines('a\nb\nc', 2)).toBe('b\nc');
@@ -231,5 +229,12 @@ describe('the excerpt', () => {
   it('leaves out a TAP test marked TODO or SKIP', () => {
     const tap = 'not ok 1 - later # TODO not yet\nnot ok 2 - real\n  ---\n  error: broke\n  ...\n# fail 1\n';
     expect(failureExcerpt(tap)).toBe('not ok 2 - real\n  ---\n  error: broke\n  ...\n# fail 1');
+  });
+
+  it('is told as the failing tests when the run recorded them, and as the last lines by a run that did not (as every run before)', () => {
+    expect(runOutput({ tail: '# pass 1\n# fail 1', failures: 'not ok 1 - x\n# fail 1' })).toBe(
+      'the failing tests:\nnot ok 1 - x\n# fail 1',
+    );
+    expect(runOutput({ tail: 'not ok 1 - x\n# fail 1' })).toBe('last lines:\nnot ok 1 - x\n# fail 1');
   });
 });

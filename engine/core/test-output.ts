@@ -2,8 +2,8 @@
  * What a failed test run says about its failures, read from its output: the failing tests'
  * own lines — the assertion, the expected and actual values, the place — and then the
  * runner's summary, instead of the last lines (which, for most runners, are only the
- * summary). Pure: text in, text out; the test run (engine/runtime/effects/testrun.ts) applies it
- * to the whole output and records the excerpt as the run's `tail`, and everything that
+ * summary). Pure: text in, text out; the test run (engine/runtime/effects/testrun.ts) applies
+ * it to the whole output and records the excerpt as the run's `failures`, and everything that
  * tells of a failed gate (the console, `tron logs`, the report, the builder's next prompt)
  * shows it, cut to its own room by the same function.
  *
@@ -255,9 +255,13 @@ export function failureExcerpt(output: string, maxLines = 40): string | undefine
   return [...out, ...summary].join('\n');
 }
 
-/** What a test run's recorded tail holds, for the words before it: its failing tests, or its last lines. */
-export function tailLabel(tail: string): string {
-  return failureExcerpt(tail) === undefined ? 'last lines' : 'the failing tests';
+/**
+ * What a failed test run showed, with the words that say what it is: its failing tests
+ * when the run recorded them, else its last lines (a run recorded before tron read
+ * runners' output says it the same way it always did, so its replay decides the same).
+ */
+export function runOutput(run: { tail: string; failures?: string | undefined }): string {
+  return run.failures !== undefined ? `the failing tests:\n${run.failures}` : `last lines:\n${run.tail}`;
 }
 
 /** The last `n` lines of `output`, as a failed run's tail was shown before any runner was read. */

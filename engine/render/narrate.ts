@@ -14,7 +14,7 @@
  */
 import type { EventOf, TronEvent } from '../core/events.ts';
 import { answerCommand } from '../gateway/answer-command.ts';
-import { failureExcerpt, tailLabel } from '../core/test-output.ts';
+import { failureExcerpt } from '../core/test-output.ts';
 
 export { answerCommand };
 
@@ -25,6 +25,9 @@ export const FAILURES_SHOWN = 25;
 
 /** Stack frames inside Node itself say nothing about the test that failed. */
 const NODE_INTERNAL_FRAME = /^\s+at .*\(?node:internal\//;
+
+/** What a failed run's shown output is: its failing tests, or its last lines. */
+const told = (run: { failures?: string | undefined }) => (run.failures !== undefined ? 'the failing tests' : 'last lines');
 
 const short = (sha: string | null | undefined): string => (sha ? sha.slice(0, 12) : '(none)');
 
@@ -132,7 +135,7 @@ export class Narrator {
         const what = e.tests ? 'the tests' : 'setup';
         const head = `lane: stack ${e.stack} is red at ${short(e.sha)} (${e.blocks.join(', ')}): ${what} failed`;
         return run
-          ? [`${head}; ${tailLabel(run.tail)}:\n${this.tail(`stack ${e.stack}`, run.tail)}\n    log: ${this.path(run.log)}`]
+          ? [`${head}; ${told(run)}:\n${this.tail(`stack ${e.stack}`, run.failures ?? run.tail)}\n    log: ${this.path(run.log)}`]
           : [head];
       }
       case 'lane.closed':
@@ -140,7 +143,7 @@ export class Narrator {
       case 'trunk.tested':
         if (e.ok) return [];
         return [
-          `${e.block}: trunk is red at ${short(e.sha)} after landing; ${tailLabel(e.tests.tail)}:\n${this.tail(e.block, e.tests.tail)}\n    log: ${this.path(e.tests.log)}`,
+          `${e.block}: trunk is red at ${short(e.sha)} after landing; ${told(e.tests)}:\n${this.tail(e.block, e.tests.failures ?? e.tests.tail)}\n    log: ${this.path(e.tests.log)}`,
         ];
       case 'escalation.raised':
         if (e.handler === 'operator') {

@@ -6,7 +6,7 @@
  * is computed in engine/render/report-time.ts.
  */
 import type { TestRun, TronEvent } from '../core/events.ts';
-import { failureExcerpt, tailLabel } from '../core/test-output.ts';
+import { failureExcerpt } from '../core/test-output.ts';
 import { laneIntervals, mergeWaitIntervals, sumMs, testIntervals, unionMs, workerIntervals, type Interval } from './report-time.ts';
 
 /** What workers spent, summed from usage events. */
@@ -324,8 +324,9 @@ function failedTestRuns(events: readonly TronEvent[]): string[] {
     else continue;
     if (!run || (run.exit === 0 && !run.timed_out)) continue;
     const what = run.timed_out ? 'timed out' : `exited ${run.exit}`;
-    const shown = failureExcerpt(run.tail, REPORT_FAILURE_LINES) ?? run.tail.trimEnd();
-    out.push(`- seq ${e.seq}, ${who} at ${at.slice(0, 12)}: the tests ${what}; ${tailLabel(run.tail)} (log: ${run.log}):`, '', '  ```');
+    const shown = run.failures !== undefined ? (failureExcerpt(run.failures, REPORT_FAILURE_LINES) ?? run.failures) : run.tail.trimEnd();
+    const label = run.failures !== undefined ? 'the failing tests' : 'last lines';
+    out.push(`- seq ${e.seq}, ${who} at ${at.slice(0, 12)}: the tests ${what}; ${label} (log: ${run.log}):`, '', '  ```');
     for (const line of shown.split('\n')) out.push(`  ${line}`.trimEnd());
     out.push('  ```', '');
   }

@@ -106,15 +106,14 @@ export async function runTests(opts: TestRunOptions): Promise<TestRun> {
       : `# exit: ${ended.code ?? 'none'}${ended.timedOut ? ` (timed out after ${formatDuration(opts.timeoutMs)}; every process it started was ended)` : ''}\n`;
     const output = readFrom(out, start);
     writeSync(out, `${output.endsWith('\n') || output === '' ? '' : '\n'}${note}`);
-    const failed = ended.error === undefined && (ended.code !== 0 || ended.timedOut);
+    // A failed run: its failing tests' own lines and the summary, where the runner is known.
+    const failures = ended.error === undefined && (ended.code !== 0 || ended.timedOut) ? failureExcerpt(output, EXCERPT_LINES) : undefined;
     return {
       exit: ended.timedOut ? null : ended.code,
       timed_out: ended.timedOut,
       log: opts.log,
-      // A failed run: its failing tests' own lines and the summary where the runner is known.
-      tail: ended.error
-        ? `could not start the test command: ${ended.error}`
-        : ((failed ? failureExcerpt(output, EXCERPT_LINES) : undefined) ?? lastLines(output, TAIL_LINES)),
+      tail: lastLines(ended.error ? `could not start the test command: ${ended.error}` : output, TAIL_LINES),
+      ...(failures !== undefined ? { failures } : {}),
     };
   } finally {
     closeSync(out);

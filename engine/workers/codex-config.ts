@@ -5,7 +5,7 @@
  * - `$CODEX_HOME/config.toml` (default `~/.codex/config.toml`): `model_provider` names the
  *   provider, default `openai`; `[model_providers.<id>]` defines one of your own, with
  *   `base_url`, `env_key` (the variable holding its key), `experimental_bearer_token`,
- *   an `auth` command, `env_http_headers` (headers whose values come from variables);
+ *   an `auth` command;
  * - `-p`/`--profile NAME` in the argv layers `$CODEX_HOME/NAME.config.toml` on top;
  * - `-c`/`--config key=value` in the argv overrides one dotted key, the value read as TOML
  *   (a bare word when it is not TOML): `-c model_provider=fake`;
@@ -37,10 +37,9 @@ export type CodexProvider =
   | { kind: 'local'; id: string; from: string }
   /**
    * A provider of your own. `envKey`: the variable its key is read from (none: it sends
-   * no key, or `token` says it has one of its own); `headerVars`: variables its headers
-   * read, which the CLI needs too.
+   * no key, or `token` says it has one of its own).
    */
-  | { kind: 'custom'; id: string; from: string; envKey?: string; token: boolean; headerVars: string[] };
+  | { kind: 'custom'; id: string; from: string; envKey?: string; token: boolean };
 
 /** Where Codex keeps its config and login, in the worker's environment. */
 export function codexHome(env: Env): string {
@@ -160,9 +159,7 @@ export function codexProvider(argv: readonly string[], env: Env): CodexProvider 
   if (!isTable(table)) return undefined;
   const envKey = typeof table.env_key === 'string' && table.env_key ? table.env_key : undefined;
   const token = (typeof table.experimental_bearer_token === 'string' && table.experimental_bearer_token !== '') || isTable(table.auth);
-  const headers = isTable(table.env_http_headers) ? table.env_http_headers : {};
-  const headerVars = Object.values(headers).filter((v): v is string => typeof v === 'string' && v !== '');
-  return { kind: 'custom', id, from, ...(envKey ? { envKey } : {}), token, headerVars };
+  return { kind: 'custom', id, from, ...(envKey ? { envKey } : {}), token };
 }
 
 /** The variables in `$CODEX_HOME/.env`, which Codex loads beside its environment. */
@@ -183,10 +180,4 @@ export function codexDotEnv(env: Env): Record<string, string> {
     vars[m[1]!] = quoted ? quoted[2]! : raw.replace(/\s+#.*$/, '');
   }
   return vars;
-}
-
-/** The variables the provider's table names, which the worker must be given beside its env list. */
-export function codexProviderVars(provider: CodexProvider | undefined): string[] {
-  if (provider?.kind !== 'custom') return [];
-  return [...(provider.envKey ? [provider.envKey] : []), ...provider.headerVars];
 }

@@ -1,11 +1,7 @@
-/**
- * Builds the adapter a `[workers.<role>]` table asks for. A CLI tron knows also gets the
- * variables its own configuration names (a Codex provider's env_key): it cannot run without.
- */
+/** Builds the adapter a `[workers.<role>]` table asks for. */
 import type { WorkerAdapter } from './adapter.ts';
 import type { WorkerSettings } from '../project/worker-settings.ts';
 import { createCommandWorker } from './command.ts';
-import { withCliNeeds } from './login.ts';
 import { createOpenAIWorker } from './openai/agent.ts';
 import { createSimWorker } from './sim.ts';
 import type { Sandbox } from './sandbox.ts';
@@ -19,11 +15,7 @@ export function createWorker(
     case 'openai':
       return createOpenAIWorker(settings, { env: deps.env, ...sandbox });
     case 'command':
-      return createCommandWorker(withCliNeeds(settings, deps.env), {
-        env: deps.env,
-        ...sandbox,
-        ...(deps.replyLimit ? { replyLimit: deps.replyLimit } : {}),
-      });
+      return createCommandWorker(settings, { env: deps.env, ...sandbox, ...(deps.replyLimit ? { replyLimit: deps.replyLimit } : {}) });
     case 'sim':
       return createSimWorker(settings, { repo: deps.repo, env: deps.env, ...sandbox });
   }

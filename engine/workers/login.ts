@@ -13,7 +13,10 @@
  * - Codex: `$CODEX_HOME/auth.json`, default `~/.codex/auth.json`, written by `codex login`,
  *   for OpenAI itself; a model provider of its own (`model_provider` in its config.toml,
  *   or `-c` in the argv) needs only what that provider's table names
- *   (engine/workers/codex-config.ts) — its `env_key` variable, which tron then passes on.
+ *   (engine/workers/codex-config.ts): its `env_key` variable, which the worker's env list
+ *   must pass. tron never passes a variable because a file the worker can write names it:
+ *   Codex's config lives in ~/.codex, which the sandbox lets the worker write, and a
+ *   hostile turn could name any secret of tron's environment there for the next run.
  *
  * What counts is what the worker will see: a variable set in tron's environment but not
  * passed by the worker's `env` list does not reach the CLI.
@@ -23,7 +26,7 @@ import { basename, join } from 'node:path';
 import type { CommandSettings } from '../project/worker-settings.ts';
 import { minimalEnv } from './env.ts';
 import { claudeConfiguredLogin, claudeDir } from './claude-config.ts';
-import { codexDotEnv, codexHome, codexProvider, codexProviderVars } from './codex-config.ts';
+import { codexDotEnv, codexHome, codexProvider } from './codex-config.ts';
 
 type Env = Readonly<Record<string, string | undefined>>;
 
@@ -58,8 +61,6 @@ export interface CliLogin {
   files(env: Readonly<Record<string, string>>): string[];
   /** What the CLI's own configuration says, read before the keys and files. */
   configured?(ctx: LoginContext): Configured;
-  /** Variables the CLI's configuration names as needed, passed on beside the worker's env list. */
-  needs?(settings: CommandSettings, env: Env): string[];
   /** How to log in. */
   login: string;
   /** Platforms where the login lives outside any file tron can read. */
@@ -98,19 +99,21 @@ export const CLI_LOGINS: Record<string, CliLogin> = {
       if (provider.kind === 'local') return { ok: true };
       // OpenAI itself: the key variables (also from $CODEX_HOME/.env) or `codex login`.
       if (provider.kind === 'openai') return CODEX_KEYS.some((k) => dotEnv[k]) ? { ok: true } : undefined;
-      if (!provider.envKey) return { ok: true };
-      // Set in tron's environment, it reaches Codex: tron passes it on (withCliNeeds).
-      if (ctx.env[provider.envKey]?.trim() || dotEnv[provider.envKey]?.trim()) return { ok: true };
-      const where = tilde(provider.from, home(ctx.seen));
+      const key = provider.envKey;
+      if (!key) return { ok: true };
+      if (ctx.seen[key]?.trim() || dotEnv[key]?.trim()) return { ok: true };
+      const head = `Codex ("${ctx.settings.command[0]}") uses the model provider "${provider.id}" (${tilde(provider.from, home(ctx.seen))}), whose env_key is ${key}`;
+      const fail = 'every turn would fail with "Missing environment variable"';
+      if (ctx.env[key]?.trim()) {
+        return { problem: `${head}: ${key} is set, but the worker's env list does not pass it on, so ${fail}. Add "${key}" to env` };
+      }
       const dotEnvFile = tilde(join(codexHome(ctx.seen), '.env'), home(ctx.seen));
       return {
         problem:
-          `Codex ("${ctx.settings.command[0]}") uses the model provider "${provider.id}" (${where}), whose env_key is ${provider.envKey}, ` +
-          `and ${provider.envKey} is set neither in tron's environment nor in ${dotEnvFile}: every turn would fail with "Missing environment variable". ` +
-          `Export ${provider.envKey} (tron passes it on to Codex), or remove env_key from [model_providers.${provider.id}] if the server needs no key`,
+          `${head}, and ${key} is set neither in tron's environment nor in ${dotEnvFile}: ${fail}. ` +
+          `Export ${key} and add "${key}" to env, or remove env_key from [model_providers.${provider.id}] if the server needs no key`,
       };
     },
-    needs: (settings, env) => codexProviderVars(codexProvider(settings.command, minimalEnv(env, settings.env))),
     login: 'run `codex login` once (or `printenv OPENAI_API_KEY | codex login --with-api-key`)',
   },
 };
@@ -118,17 +121,6 @@ export const CLI_LOGINS: Record<string, CliLogin> = {
 /** The CLI a command worker runs, if it is one tron knows. */
 export function cliOf(settings: CommandSettings): CliLogin | undefined {
   return CLI_LOGINS[basename(settings.command[0] ?? '')];
-}
-
-/**
- * The worker's settings with the variables its CLI's configuration needs added to its env
- * list: a Codex provider's `env_key` and header variables, read from Codex's config when
- * the worker is made. Other workers come back as they are.
- */
-export function withCliNeeds(settings: CommandSettings, env: Env): CommandSettings {
-  const needs = cliOf(settings)?.needs?.(settings, env) ?? [];
-  const extra = needs.filter((name) => !settings.env.includes(name));
-  return extra.length > 0 ? { ...settings, env: [...settings.env, ...extra] } : settings;
 }
 
 /**

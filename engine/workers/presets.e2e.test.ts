@@ -599,30 +599,46 @@ function codexScript(request: RecordedRequest): ScriptStep {
   return { status: 400, message: 'no script for this prompt' };
 }
 
+/** The codex preset with the provider's key variable added to every worker's env list, as docs/workers.md says. */
+async function passingTheKey(repo: TestRepo): Promise<void> {
+  const file = join(repo.dir, '.tron/config.toml');
+  writeFileSync(file, readFileSync(file, 'utf8').replaceAll('"CODEX_API_KEY", ', '"CODEX_API_KEY", "FAKE_MODEL_KEY", '));
+  await repo.commitAll('Pass the model server key to Codex');
+}
+
 describe('Codex with a model provider of its own', () => {
-  it('tron start refuses it before any turn when its env_key is not set, naming the variable and the provider, not the OpenAI login', async () => {
+  it('tron start refuses it before any turn when its env_key is not set or not passed, naming the variable and the provider, not the OpenAI login', async () => {
     const repo = await initialised('codex');
     const home = homeWith({ '.codex/config.toml': providerToml('http://127.0.0.1:9/v1') });
-    await expect(runTron(repo, { env: { PATH: `${fakeBin('codex')}${delimiter}${process.env.PATH}`, HOME: home } })).rejects.toMatchObject({
+    const PATH = `${fakeBin('codex')}${delimiter}${process.env.PATH}`;
+    const refused = (says: string) => ({
       problems: [
         {
           code: 'TRON_WORKER_AUTH',
           path: '.tron/config.toml: workers.builder.env',
-          message: expect.stringContaining('uses the model provider "fake" (~/.codex/config.toml), whose env_key is FAKE_MODEL_KEY'),
+          message: expect.stringContaining(`uses the model provider "fake" (~/.codex/config.toml), whose env_key is FAKE_MODEL_KEY${says}`),
         },
         { code: 'TRON_WORKER_AUTH' },
         { code: 'TRON_WORKER_AUTH' },
       ],
     });
+    await expect(runTron(repo, { env: { PATH, HOME: home, OPENAI_API_KEY: 'k' } })).rejects.toMatchObject(
+      refused(", and FAKE_MODEL_KEY is set neither in tron's environment nor in ~/.codex/.env"),
+    );
+    // Set, but the preset's env list does not pass it: tron does not pass a variable a file under ~/.codex names.
+    await expect(runTron(repo, { env: { PATH, HOME: home, FAKE_MODEL_KEY: 'k' } })).rejects.toMatchObject(
+      refused(": FAKE_MODEL_KEY is set, but the worker's env list does not pass it on"),
+    );
     expect(existsSync(join(repo.dir, '.tron', 'runs'))).toBe(false);
   });
 
   it.skipIf(REAL_CODEX === undefined)(
-    'the real Codex CLI, configured for a scripted model server as its docs say, lands the example block with the preset unchanged',
+    'the real Codex CLI, configured for a scripted model server as its docs say, lands the example block with its key passed by the env list',
     async () => {
       const server = await startModelServer(codexScript);
       cleanups.push(() => server.close());
       const repo = await initialised('codex');
+      await passingTheKey(repo);
       const presetBefore = readFileSync(join(repo.dir, '.tron/config.toml'), 'utf8');
       const home = homeWith({ '.codex/config.toml': providerToml(server.url) });
       const run = await runTron(repo, {
@@ -633,7 +649,7 @@ describe('Codex with a model provider of its own', () => {
       expect(ofType(run.events, 'block.landed').map((e) => e.block)).toEqual(['example']);
       expect(await repo.git('show', 'main:README.md')).toBe(README.trimEnd());
       expect(readFileSync(join(repo.dir, '.tron/config.toml'), 'utf8')).toBe(presetBefore);
-      // Codex reached the server with the key tron passed on to it, on every call of every turn.
+      // Codex reached the server with the key the env list passed on to it, on every call of every turn.
       const calls = server.requests.filter((r) => r.path.startsWith('/v1/responses'));
       expect(calls.length).toBe(4);
       expect(calls.every((r) => r.authorization === 'Bearer local-key' && r.body.model === 'scripted-model')).toBe(true);
@@ -647,10 +663,11 @@ describe('Codex with a model provider of its own', () => {
     },
   );
 
-  it('a Codex that reads its config.toml as the real one does gets the provider key from tron, talks to base_url, and lands the block', async () => {
+  it('a Codex that reads its config.toml as the real one does gets the provider key by the env list, talks to base_url, and lands the block', async () => {
     const server = await startModelServer(codexScript);
     cleanups.push(() => server.close());
     const repo = await initialised('codex');
+    await passingTheKey(repo);
     const home = homeWith({ '.codex/config.toml': providerToml(server.url) });
     const bin = mkdtempSync(join(tmpdir(), 'tron-fake-bin-'));
     cleanups.push(() => rmSync(bin, { recursive: true, force: true }));

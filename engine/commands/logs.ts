@@ -3,8 +3,10 @@
  *
  * With BLOCK: every turn of that block in the run, in order — a header naming the turn,
  * then its output as the worker wrote it (`<runDir>/turns/<block>/…`, written as it
- * arrives, so a running turn shows what it has said so far). `-f` keeps following: the
- * running turn's file as it grows, then each next turn, until the run finishes.
+ * arrives, so a running turn shows what it has said so far), and between the turns each
+ * failed gate of the block, as the console told it (the failing tests' own lines, the
+ * log's path). `-f` keeps following: the running turn's file as it grows, then each next
+ * turn, until the run finishes.
  *
  * Without BLOCK: the run's events told as readable lines — the same lines `tron start`
  * prints (engine/render/narrate.ts) — and with `-f`, as they are appended.
@@ -135,8 +137,12 @@ export async function logsCommand(o: LogsOptions): Promise<number> {
 
   const block = o.block;
   let known = false;
-  const turns: EventOf<'block.dispatched'>[] = [];
+  // The block's turns and failed gates, in the order they happened.
+  const shown: Array<EventOf<'block.dispatched'> | { gate: string[]; ts: number }> = [];
+  // The console's telling of a failed gate: the failing tests and the log's path.
+  const narrator = new Narrator({ repo, runDir });
   let current: { file: string; offset: number } | undefined;
+  let turnsSeen = 0;
   const drain = () => {
     if (!current) return;
     const text = readFrom(current.file, current.offset, (n) => (current!.offset += n));
@@ -145,26 +151,35 @@ export async function logsCommand(o: LogsOptions): Promise<number> {
   for (;;) {
     for (const e of tail.read()) {
       if (e.type === 'register.loaded' && e.blocks.some((b) => b.id === block)) known = true;
-      if (e.type === 'block.dispatched' && e.block === block) turns.push(e);
+      if (e.type === 'block.dispatched' && e.block === block) shown.push(e);
+      const told = narrator.lines(e);
+      if (e.type === 'gate.failed' && e.block === block) shown.push({ gate: told, ts: e.ts });
       if (e.type === 'run.finished') finished = true;
     }
     // Show every turn in order; all but the newest are over.
-    while (turns.length > 0) {
+    while (shown.length > 0) {
       drain();
-      const t = turns.shift()!;
+      const t = shown.shift()!;
+      if ('gate' in t) {
+        o.print(`── ${block} · gate failed · ${clockTime(t.ts)} ──`);
+        for (const line of t.gate) o.print(line);
+        current = undefined;
+        continue;
+      }
       o.print(`── ${block} · ${t.role} · ${t.kind} · ${t.session} turn ${t.turn} · ${clockTime(t.ts)} ──`);
       current = { file: turnLogPath(runDir, block, t.session, t.turn), offset: 0 };
+      turnsSeen += 1;
     }
     drain();
     if (!o.follow || finished || stopped() || last) break;
     if (!writerAlive(runDir)) last = true;
     await delay(pollMs);
   }
-  if (!known && !current) {
+  if (!known && turnsSeen === 0) {
     throw new InputError([
       { code: 'TRON_USAGE', path: block, message: `no block "${block}" in run ${runDir}; \`tron status\` lists the blocks` },
     ]);
   }
-  if (!current) o.print(`${block}: no turn yet in run ${runDir}`);
+  if (turnsSeen === 0) o.print(`${block}: no turn yet in run ${runDir}`);
   return 0;
 }

@@ -53,6 +53,12 @@ const testRun = z.strictObject({
   timed_out: z.boolean(),
   log: z.string().describe('path of the saved output, relative to the run directory'),
   tail: z.string().describe('the last lines of the output'),
+  failures: z
+    .string()
+    .optional()
+    .describe(
+      "a failed run's failing tests, each by the runner's own lines, then the runner's summary; absent when tron does not recognise the runner's output",
+    ),
   ms: z.number().int().min(0).optional().describe('how long it ran'),
 });
 export type TestRun = z.infer<typeof testRun>;

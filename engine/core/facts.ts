@@ -2,6 +2,7 @@
  * The truth gate's facts, derived from what the engine itself observed (`facts.observed`).
  * Pure: the same observation always yields the same facts, so replay agrees with the run.
  */
+import { runOutput } from './test-output.ts';
 import type { EventOf, Fact } from './events.ts';
 
 const short = (sha: string | null | undefined): string => (sha ? sha.slice(0, 12) : '(none)');
@@ -113,10 +114,10 @@ export function deriveFacts(o: EventOf<'facts.observed'>, expected: Expected): F
     name: 'tests',
     ok: t.exit === 0 && !t.timed_out,
     evidence: t.timed_out
-      ? `the test command timed out at ${short(o.head)}, and every process it started was ended (output: ${t.log}); last lines:\n${t.tail}`
+      ? `the test command timed out at ${short(o.head)}, and every process it started was ended (output: ${t.log}); ${runOutput(t)}`
       : t.exit === 0
         ? `the test command exited 0 at ${short(o.head)}`
-        : `the test command exited ${t.exit} in a clean checkout of ${short(o.head)} (only committed files count); last lines:\n${t.tail}`,
+        : `the test command exited ${t.exit} in a clean checkout of ${short(o.head)} (only committed files count); ${runOutput(t)}`,
   });
   return facts;
 }

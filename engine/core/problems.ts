@@ -145,8 +145,8 @@ export const PROBLEMS = {
     area: 'workers',
     kind: 'input',
     summary:
-      'A CLI agent tron knows (Claude Code, Codex) cannot authenticate: no key variable reaches it and its own login file is missing.',
-    fix: "Log in with the CLI once (`claude` then /login, or `codex login`), or export its key variable and make sure the worker's `env` list passes it.",
+      "A CLI agent tron knows (Claude Code, Codex) cannot authenticate: no key variable reaches it, its own login file is missing and its settings name no key; or Codex's model provider reads its key from a variable (`env_key`) that is not set.",
+    fix: "Log in with the CLI once (`claude` then /login, or `codex login`), or export its key variable and make sure the worker's `env` list passes it; for a Codex model provider, export the variable its `env_key` names and add it to the worker's `env` list.",
   },
 
   TRON_REGISTER_READ: {

@@ -4,8 +4,9 @@
  * run. One formatter, so a run reads the same live and afterwards.
  *
  * Reasons are said inline and once: a failed gate names each failing fact with its
- * evidence — for the tests, the failing output's last lines and the path of the whole
- * log; a review's CHANGES carries the reviewer's notes; a page carries the exact
+ * evidence — for the tests, the failing tests' own lines and the runner's summary
+ * (engine/core/test-output.ts; the output's last lines when the runner is not one tron
+ * reads) and the path of the whole log; a review's CHANGES carries the reviewer's notes; a page carries the exact
  * `tron answer` command. Output already shown for a block is not shown again (a page
  * after three red gates says "as above" instead of a fourth copy).
  *
@@ -14,14 +15,20 @@
 import type { EventOf, TronEvent } from '../core/events.ts';
 import { answerCommand } from '../gateway/answer-command.ts';
 import { blockerWords, type Blocker } from '../core/blocked.ts';
+import { failureExcerpt } from '../core/test-output.ts';
 
 export { answerCommand };
 
 /** Lines of a failing test's output shown inline; the whole output is in its log. */
 export const TAIL_SHOWN = 15;
+/** Lines of the failing tests' excerpt shown inline: their assertions, then the summary. */
+export const FAILURES_SHOWN = 25;
 
 /** Stack frames inside Node itself say nothing about the test that failed. */
 const NODE_INTERNAL_FRAME = /^\s+at .*\(?node:internal\//;
+
+/** What a failed run's shown output is: its failing tests, or its last lines. */
+const told = (run: { failures?: string | undefined }) => (run.failures !== undefined ? 'the failing tests' : 'last lines');
 
 const short = (sha: string | null | undefined): string => (sha ? sha.slice(0, 12) : '(none)');
 
@@ -147,14 +154,16 @@ export class Narrator {
         const run = e.tests ?? e.setup;
         const what = e.tests ? 'the tests' : 'setup';
         const head = `lane: stack ${e.stack} is red at ${short(e.sha)} (${e.blocks.join(', ')}): ${what} failed`;
-        return run ? [`${head}; last lines:\n${this.tail(`stack ${e.stack}`, run.tail)}\n    log: ${this.path(run.log)}`] : [head];
+        return run
+          ? [`${head}; ${told(run)}:\n${this.tail(`stack ${e.stack}`, run.failures ?? run.tail)}\n    log: ${this.path(run.log)}`]
+          : [head];
       }
       case 'lane.closed':
         return [`lane: stack ${e.stack} closed — ${e.detail}`];
       case 'trunk.tested':
         if (e.ok) return [];
         return [
-          `${e.block}: trunk is red at ${short(e.sha)} after landing; last lines:\n${this.tail(e.block, e.tests.tail)}\n    log: ${this.path(e.tests.log)}`,
+          `${e.block}: trunk is red at ${short(e.sha)} after landing; ${told(e.tests)}:\n${this.tail(e.block, e.tests.failures ?? e.tests.tail)}\n    log: ${this.path(e.tests.log)}`,
         ];
       case 'escalation.raised':
         if (e.handler === 'operator') {
@@ -264,17 +273,22 @@ export class Narrator {
     return out;
   }
 
-  /** The last lines of a failing output, indented; "as above" when this block already showed it. */
+  /**
+   * A failing output, indented: the failing tests and the summary where the runner is
+   * known, else the last lines; "as above" when this block already showed it.
+   */
   private tail(block: string, text: string): string {
     const whole = text.trimEnd();
-    const lines = whole.split('\n').filter((l) => !NODE_INTERNAL_FRAME.test(l));
-    const kept = lines.slice(-TAIL_SHOWN).join('\n');
     const seen = this.shown.get(block) ?? [];
     if (seen.includes(whole)) return '    (the same output as above)';
     // The whole text is remembered, so a reason quoting it is shortened whole.
     seen.push(whole);
     seen.sort((a, b) => b.length - a.length);
     this.shown.set(block, seen);
+    const failures = failureExcerpt(whole, FAILURES_SHOWN);
+    if (failures !== undefined) return indent(failures);
+    const lines = whole.split('\n').filter((l) => !NODE_INTERNAL_FRAME.test(l));
+    const kept = lines.slice(-TAIL_SHOWN).join('\n');
     return indent(lines.length > TAIL_SHOWN ? `…\n${kept}` : kept);
   }
 

@@ -5,9 +5,10 @@
  * figure. Where the time went (workers, test runs, the engine itself, the merge lane)
  * is computed in engine/render/report-time.ts.
  */
-import { EVENT_SCHEMAS, type TronEvent } from '../core/events.ts';
+import { EVENT_SCHEMAS, type TestRun, type TronEvent } from '../core/events.ts';
 import { blockedBy } from '../core/blocked.ts';
 import { apply, initialState } from '../core/state.ts';
+import { failureExcerpt } from '../core/test-output.ts';
 import { laneIntervals, mergeWaitIntervals, sumMs, testIntervals, unionMs, workerIntervals, type Interval } from './report-time.ts';
 
 /** What workers spent, summed from usage events. */
@@ -318,6 +319,36 @@ const list = (r: Record<string, number>, fmt: (n: number) => string = String) =>
     .map(([k, v]) => `${k} ${fmt(v)}`)
     .join(', ') || '—';
 
+/** Lines of a failed test run's excerpt in the report; the whole output is in its log. */
+export const REPORT_FAILURE_LINES = 30;
+
+/**
+ * Every failed test run of the run — at a gate, in the merge lane, on trunk after a
+ * landing — with what failed: the failing tests' own lines and the runner's summary
+ * (engine/core/test-output.ts), or the output's last lines, and the log's path.
+ */
+function failedTestRuns(events: readonly TronEvent[]): string[] {
+  const out: string[] = [];
+  for (const e of events) {
+    let run: TestRun | null | undefined;
+    let who: string;
+    let at: string;
+    if (e.type === 'facts.observed') [run, who, at] = [e.tests, e.block, e.head];
+    else if (e.type === 'candidate.tested') [run, who, at] = [e.tests, `lane stack ${e.stack} (${e.blocks.join(', ')})`, e.sha];
+    else if (e.type === 'trunk.tested') [run, who, at] = [e.tests, `${e.block}, trunk after landing`, e.sha];
+    else continue;
+    if (!run || (run.exit === 0 && !run.timed_out)) continue;
+    const what = run.timed_out ? 'timed out' : `exited ${run.exit}`;
+    const shown = run.failures !== undefined ? (failureExcerpt(run.failures, REPORT_FAILURE_LINES) ?? run.failures) : run.tail.trimEnd();
+    const label = run.failures !== undefined ? 'the failing tests' : 'last lines';
+    out.push(`- seq ${e.seq}, ${who} at ${at.slice(0, 12)}: the tests ${what}; ${label} (log: ${run.log}):`, '', '  ```');
+    for (const line of shown.split('\n')) out.push(`  ${line}`.trimEnd());
+    out.push('  ```', '');
+  }
+  if (out.at(-1) === '') out.pop();
+  return out;
+}
+
 /** report.md: the statistics as Markdown. */
 export function renderReport(events: readonly TronEvent[]): string {
   const s = runStats(events);
@@ -350,6 +381,8 @@ export function renderReport(events: readonly TronEvent[]): string {
       `| ${b.id} | ${b.blockedBy ? `blocked by ${b.blockedBy}` : b.phase} | ${b.attempts} | ${time} | ${list(b.gateFailures)} | ${b.reviewRounds} | ${b.changesRequested} | ${escalations} | ${secs(b.mergeWaitMs)} | ${secs(b.workerMs)} | ${secs(b.testMs)} | ${list(b.tokens)} | ${spendCell(b.spend)} |`,
     );
   }
+  const red = failedTestRuns(events);
+  if (red.length > 0) lines.push('', '## Failed test runs', '', ...red);
   const all = s.blocks.flatMap((b) => b.escalations.map((x) => ({ block: b.id, ...x })));
   if (all.length > 0) {
     lines.push('', '## Escalations', '');

@@ -110,6 +110,36 @@ describe('the scripted model server', () => {
     expect(String(error)).toMatch(/JSON|parse/i);
   });
 
+  it('streams a Responses API answer as events the client reassembles into messages, function calls and usage', async () => {
+    const client = await clientFor([
+      { content: 'streamed answer', tool_calls: [toolCall('exec_command', { cmd: 'ls' }, 'call_x')], usage },
+    ]);
+    const events: string[] = [];
+    const stream = client.responses.stream({ model: 'm', input: 'hi' });
+    stream.on('event', (e) => events.push(e.type));
+    const response = await stream.finalResponse();
+    expect(response.output_text).toBe('streamed answer');
+    expect(response.output.find((item) => item.type === 'function_call')).toMatchObject({
+      name: 'exec_command',
+      call_id: 'call_x',
+      arguments: '{"cmd":"ls"}',
+    });
+    expect(response.usage).toMatchObject({ input_tokens: 11, output_tokens: 7, total_tokens: 18 });
+    expect(events[0]).toBe('response.created');
+    expect(events).toContain('response.output_text.delta');
+    expect(events.at(-1)).toBe('response.completed');
+    expect(server!.requests[0]!.body.stream).toBe(true);
+  });
+
+  it('sends a malformed event when malformed while streaming a Responses API answer', async () => {
+    const client = await clientFor([{ malformed: true }]);
+    const error = await client.responses
+      .stream({ model: 'm', input: 'hi' })
+      .finalResponse()
+      .catch((e) => e);
+    expect(String(error)).toMatch(/JSON|parse/i);
+  });
+
   it('delays a slow response long enough for a client timeout to fire, and still answers a patient client', async () => {
     const client = await clientFor(
       [

@@ -2,7 +2,7 @@
  * A scripted model server: a real HTTP server on 127.0.0.1 that speaks the Chat
  * Completions wire format (POST /v1/chat/completions) and the Responses API (POST
  * /v1/responses: input items in, output items out — messages and function calls — with
- * usage), so the `openai` worker is tested through the real `openai` client and real
+ * usage; as JSON, or as server-sent events when the request asks to stream), so the `openai` worker is tested through the real `openai` client and real
  * sockets instead of a mocked SDK. The same script steps answer on either route. It plays scripted steps in order —
  * assistant messages (with tool calls and usage) or faults (429, 5xx, 401, a dropped
  * socket, a malformed body, a slow answer) — and records every request it receives.
@@ -208,9 +208,10 @@ function playResponse(step: ScriptStep, index: number, body: any, res: ServerRes
     if (step.retryAfter !== undefined) headers['retry-after'] = step.retryAfter;
     return sendError(res, step.status, step.message ?? `scripted ${step.status}`, headers);
   }
-  if ('malformed' in step || body?.stream === true) {
-    res.writeHead(200, { 'content-type': 'application/json' });
-    res.end('{"id": "resp-broken", this is not json');
+  const streaming = body?.stream === true;
+  if ('malformed' in step) {
+    res.writeHead(200, { 'content-type': streaming ? 'text/event-stream' : 'application/json' });
+    res.end(streaming ? 'event: response.created\ndata: {this is not json\n\n' : '{"id": "resp-broken", this is not json');
     return;
   }
   const id = `resp_${index + 1}`;
@@ -236,7 +237,7 @@ function playResponse(step: ScriptStep, index: number, body: any, res: ServerRes
     });
   });
   const u = step.usage;
-  sendJson(res, 200, {
+  const response = {
     id,
     object: 'response',
     created_at: 1_700_000_000 + index,
@@ -255,7 +256,41 @@ function playResponse(step: ScriptStep, index: number, body: any, res: ServerRes
           total_tokens: u.total_tokens,
         }
       : null,
+  };
+  if (streaming) return streamResponse(res, response, output);
+  sendJson(res, 200, response);
+}
+
+/**
+ * A Responses API answer as server-sent events, as the real API streams it (and as the
+ * Codex CLI, which always streams, reads it): created, each output item added (a
+ * message's text as a delta) and done, then completed with the whole response.
+ */
+function streamResponse(res: ServerResponse, response: Record<string, unknown>, output: unknown[]): void {
+  res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+  let sequence = 0;
+  const send = (type: string, data: Record<string, unknown>) =>
+    res.write(`event: ${type}\ndata: ${JSON.stringify({ type, sequence_number: sequence++, ...data })}\n\n`);
+  send('response.created', { response: { ...response, status: 'in_progress', output: [], usage: null } });
+  output.forEach((item, index) => {
+    const it = item as { type: string; id: string; content?: Array<{ text: string }> };
+    if (it.type === 'message') {
+      send('response.output_item.added', { output_index: index, item: { ...it, status: 'in_progress', content: [] } });
+      const text = it.content?.[0]?.text ?? '';
+      send('response.content_part.added', {
+        output_index: index,
+        item_id: it.id,
+        content_index: 0,
+        part: { type: 'output_text', text: '', annotations: [] },
+      });
+      send('response.output_text.delta', { output_index: index, item_id: it.id, content_index: 0, delta: text, logprobs: [] });
+      send('response.output_text.done', { output_index: index, item_id: it.id, content_index: 0, text, logprobs: [] });
+      send('response.content_part.done', { output_index: index, item_id: it.id, content_index: 0, part: it.content?.[0] });
+    } else send('response.output_item.added', { output_index: index, item });
+    send('response.output_item.done', { output_index: index, item });
   });
+  send('response.completed', { response });
+  res.end();
 }
 
 interface StreamParts {

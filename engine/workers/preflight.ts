@@ -1,7 +1,8 @@
 /**
  * Before anything runs, the configured workers must be startable: an openai worker's key
  * variable set, a command worker's program found, and a CLI tron knows (Claude Code,
- * Codex) able to authenticate — its key variable passed on, or its own login on disk
+ * Codex) able to authenticate — its key variable passed on, its own login on disk, or
+ * what its own configuration names, such as a Codex model provider's key variable
  * (engine/workers/login.ts). A missing one is a configuration mistake — exit 2 with the
  * setting to fix — not three failed turns and a page.
  */
@@ -71,7 +72,7 @@ export function preflightWorkers(
         message: notFoundMessage(w.command[0]!),
       });
     } else if (w.adapter === 'command') {
-      const login = loginProblem(w, env, platform);
+      const login = loginProblem(w, env, platform, repo);
       if (login) problems.push({ code: 'TRON_WORKER_AUTH', path: `${path}.env`, message: login });
     }
   }

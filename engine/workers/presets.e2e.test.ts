@@ -12,10 +12,12 @@ import { accessSync, existsSync, chmodSync, constants, mkdirSync, mkdtempSync, r
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
+import { execFileSync } from 'node:child_process';
+import { createRequire } from 'node:module';
 import { delimiter, dirname, join } from 'node:path';
 import TOML from '@iarna/toml';
 import { afterEach, describe, expect, it } from 'vitest';
-import { startModelServer, toolCall, type ModelServer, type ScriptStep } from '../testing/model-server.ts';
+import { startModelServer, toolCall, type ModelServer, type RecordedRequest, type ScriptStep } from '../testing/model-server.ts';
 import { initCommand } from '../commands/init.ts';
 import { loadConfig } from '../project/config.ts';
 import { NODE_RUNNER, ofType, readRunFile, runTron } from '../testing/project.ts';
@@ -24,6 +26,7 @@ import { reportCommand } from '../commands/report.ts';
 import { makeRepo, type TestRepo } from '../testing/repo.ts';
 import { BWRAP_SKIP } from '../testing/bwrap.ts';
 import { WORKER_PRESETS } from './presets.ts';
+import { findProgram } from './preflight.ts';
 import type { CommandSettings } from '../project/worker-settings.ts';
 import { workerSettings } from '../project/worker-settings.ts';
 import { turnOf, usageOf } from '../testing/openai-script.ts';
@@ -534,6 +537,217 @@ describe('tron init presets under tron start', () => {
     expect(tokens).toEqual([...Array(4).fill('builder 50'), 'reviewer 50']);
   });
 });
+
+/**
+ * The real Codex CLI, when this machine has it: TRON_TEST_CODEX names its program, or a
+ * `codex` on PATH that says it is codex-cli. (`npm i --prefix DIR @openai/codex` and
+ * TRON_TEST_CODEX=DIR/node_modules/.bin/codex.) It runs against the scripted model server
+ * with no network: a provider of one's own at 127.0.0.1 needs none.
+ */
+function realCodex(): string | undefined {
+  const onPath = findProgram('codex', process.env.PATH, process.cwd());
+  const candidates = [process.env.TRON_TEST_CODEX, onPath].filter((c): c is string => Boolean(c));
+  for (const program of candidates) {
+    try {
+      if (/^codex-cli /.test(execFileSync(program, ['--version'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] })))
+        return program;
+    } catch {}
+  }
+  return undefined;
+}
+const REAL_CODEX = realCodex();
+
+/** A Codex config.toml for a model provider of one's own, as Codex's docs show it, at `url`. */
+const providerToml = (url: string) => `model = "scripted-model"
+model_provider = "fake"
+
+[model_providers.fake]
+name = "A scripted model server"
+base_url = "${url}"
+env_key = "FAKE_MODEL_KEY"
+wire_api = "responses"
+`;
+
+/** The tron prompt in a Codex request: the text of its user messages. */
+function codexPrompt(request: RecordedRequest): string {
+  const items: Array<{ role?: string; content?: unknown }> = Array.isArray(request.body?.input) ? request.body.input : [];
+  return items
+    .filter((item) => item.role === 'user')
+    .map((item) =>
+      Array.isArray(item.content) ? item.content.map((c: { text?: string }) => c.text ?? '').join('') : String(item.content ?? ''),
+    )
+    .join('\n');
+}
+
+/**
+ * The script of a builder and a reviewer on the Responses API, as Codex calls it: the build
+ * runs one shell command (Codex's exec_command tool) that writes README.md and commits it,
+ * then says >>DONE; the evidence and the review answer at once.
+ */
+function codexScript(request: RecordedRequest): ScriptStep {
+  const prompt = codexPrompt(request);
+  const ran = (request.body?.input ?? []).filter((i: { type?: string }) => i.type === 'function_call_output').length;
+  const usage = usageOf(60);
+  if (/^# Build block/m.test(prompt)) {
+    if (ran === 0) {
+      const b64 = Buffer.from(README).toString('base64');
+      const cmd = `echo ${b64} | base64 -d > README.md && git add README.md && git commit -q -m "Document the tests"`;
+      return { tool_calls: [toolCall('exec_command', { cmd })], usage };
+    }
+    return { content: 'Added a Running the tests section to README.md.\n>>DONE', usage };
+  }
+  if (/^# Evidence for block/m.test(prompt)) return { content: `>>CONFIRMED ${EVIDENCE}`, usage };
+  if (/^# Review block/m.test(prompt)) return { content: 'The section is there and names the command.\n>>APPROVE', usage };
+  return { status: 400, message: 'no script for this prompt' };
+}
+
+/** The codex preset with the provider's key variable added to every worker's env list, as docs/workers.md says. */
+async function passingTheKey(repo: TestRepo): Promise<void> {
+  const file = join(repo.dir, '.tron/config.toml');
+  writeFileSync(file, readFileSync(file, 'utf8').replaceAll('"CODEX_API_KEY", ', '"CODEX_API_KEY", "FAKE_MODEL_KEY", '));
+  await repo.commitAll('Pass the model server key to Codex');
+}
+
+describe('Codex with a model provider of its own', () => {
+  it('tron start refuses it before any turn when its env_key is not set or not passed, naming the variable and the provider, not the OpenAI login', async () => {
+    const repo = await initialised('codex');
+    const home = homeWith({ '.codex/config.toml': providerToml('http://127.0.0.1:9/v1') });
+    const PATH = `${fakeBin('codex')}${delimiter}${process.env.PATH}`;
+    const refused = (says: string) => ({
+      problems: [
+        {
+          code: 'TRON_WORKER_AUTH',
+          path: '.tron/config.toml: workers.builder.env',
+          message: expect.stringContaining(`uses the model provider "fake" (~/.codex/config.toml), whose env_key is FAKE_MODEL_KEY${says}`),
+        },
+        { code: 'TRON_WORKER_AUTH' },
+        { code: 'TRON_WORKER_AUTH' },
+      ],
+    });
+    await expect(runTron(repo, { env: { PATH, HOME: home, OPENAI_API_KEY: 'k' } })).rejects.toMatchObject(
+      refused(", and FAKE_MODEL_KEY is set neither in tron's environment nor in ~/.codex/.env"),
+    );
+    // Set, but the preset's env list does not pass it: tron does not pass a variable a file under ~/.codex names.
+    await expect(runTron(repo, { env: { PATH, HOME: home, FAKE_MODEL_KEY: 'k' } })).rejects.toMatchObject(
+      refused(": FAKE_MODEL_KEY is set, but the worker's env list does not pass it on"),
+    );
+    expect(existsSync(join(repo.dir, '.tron', 'runs'))).toBe(false);
+  });
+
+  it.skipIf(REAL_CODEX === undefined)(
+    'the real Codex CLI, configured for a scripted model server as its docs say, lands the example block with its key passed by the env list',
+    async () => {
+      const server = await startModelServer(codexScript);
+      cleanups.push(() => server.close());
+      const repo = await initialised('codex');
+      await passingTheKey(repo);
+      const presetBefore = readFileSync(join(repo.dir, '.tron/config.toml'), 'utf8');
+      const home = homeWith({ '.codex/config.toml': providerToml(server.url) });
+      const run = await runTron(repo, {
+        env: { PATH: `${dirname(REAL_CODEX!)}${delimiter}${process.env.PATH}`, HOME: home, FAKE_MODEL_KEY: 'local-key' },
+      });
+
+      expect(run.exit).toBe(0);
+      expect(ofType(run.events, 'block.landed').map((e) => e.block)).toEqual(['example']);
+      expect(await repo.git('show', 'main:README.md')).toBe(README.trimEnd());
+      expect(readFileSync(join(repo.dir, '.tron/config.toml'), 'utf8')).toBe(presetBefore);
+      // Codex reached the server with the key the env list passed on to it, on every call of every turn.
+      const calls = server.requests.filter((r) => r.path.startsWith('/v1/responses'));
+      expect(calls.length).toBe(4);
+      expect(calls.every((r) => r.authorization === 'Bearer local-key' && r.body.model === 'scripted-model')).toBe(true);
+      expect(ofType(run.events, 'reply.received').map((e) => e.reply)).toEqual([
+        'Added a Running the tests section to README.md.\n>>DONE',
+        `>>CONFIRMED ${EVIDENCE}`,
+        'The section is there and names the command.\n>>APPROVE',
+      ]);
+      // Its usage came out of its --json events: two calls of 60 tokens in the build.
+      expect(ofType(run.events, 'usage.recorded').map((e) => e.input_tokens + e.cached_tokens + e.output_tokens)).toEqual([120, 60, 60]);
+    },
+  );
+
+  it('a Codex that reads its config.toml as the real one does gets the provider key by the env list, talks to base_url, and lands the block', async () => {
+    const server = await startModelServer(codexScript);
+    cleanups.push(() => server.close());
+    const repo = await initialised('codex');
+    await passingTheKey(repo);
+    const home = homeWith({ '.codex/config.toml': providerToml(server.url) });
+    const bin = mkdtempSync(join(tmpdir(), 'tron-fake-bin-'));
+    cleanups.push(() => rmSync(bin, { recursive: true, force: true }));
+    writeFileSync(join(bin, 'codex'), providerCodexSource());
+    chmodSync(join(bin, 'codex'), 0o755);
+    const run = await runTron(repo, {
+      env: { PATH: `${bin}${delimiter}${process.env.PATH}`, HOME: home, FAKE_MODEL_KEY: 'local-key', OPENAI_API_KEY: '' },
+    });
+
+    expect(run.exit).toBe(0);
+    expect(await repo.git('show', 'main:README.md')).toBe(README.trimEnd());
+    expect(envOf(run.runDir, 'builder', 1)).toMatchObject({ FAKE_MODEL_KEY: 'local-key' });
+    expect(server.requests.length).toBe(4);
+    expect(server.requests.every((r) => r.authorization === 'Bearer local-key')).toBe(true);
+  });
+});
+
+/**
+ * A fake `codex` for a provider of one's own, doing what Codex 0.171 does with one: it reads
+ * `$CODEX_HOME/config.toml` (default ~/.codex), takes `model_provider` and its
+ * `[model_providers.<id>]` table, fails with "Missing environment variable" when the table's
+ * env_key is not set, and otherwise runs the turn against base_url on the Responses API
+ * with that key: each function call the model makes is run as a shell command and its
+ * output sent back, until the model answers with a message, printed as `codex exec --json`
+ * prints it.
+ */
+function providerCodexSource(): string {
+  const toml = createRequire(import.meta.url).resolve('@iarna/toml');
+  return `#!${process.execPath}
+const fs = require('node:fs');
+const path = require('node:path');
+const { execSync } = require('node:child_process');
+const TOML = require(${JSON.stringify(toml)});
+const env = process.env;
+fs.writeFileSync(env.TRON_RUN_DIR + '/fake-' + env.TRON_ROLE + '-' + env.TRON_TURN + '.env', Object.entries(env).map(([k, v]) => k + '=' + v).join('\\n') + '\\n');
+const say = (e) => console.log(JSON.stringify(e));
+const home = env.CODEX_HOME || path.join(env.HOME || '', '.codex');
+const config = TOML.parse(fs.readFileSync(path.join(home, 'config.toml'), 'utf8'));
+const provider = config.model_providers[config.model_provider];
+const prompt = fs.readFileSync(0, 'utf8');
+say({ type: 'thread.started', thread_id: 't' });
+say({ type: 'turn.started' });
+const key = provider.env_key ? env[provider.env_key] : undefined;
+if (provider.env_key && !key) {
+  say({ type: 'turn.failed', error: { message: 'Missing environment variable: \`' + provider.env_key + '\`.' } });
+  process.exit(1);
+}
+(async () => {
+  const input = [{ type: 'message', role: 'user', content: [{ type: 'input_text', text: prompt }] }];
+  const usage = { input_tokens: 0, cached_input_tokens: 0, output_tokens: 0 };
+  for (;;) {
+    const res = await fetch(provider.base_url + '/responses', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...(key ? { authorization: 'Bearer ' + key } : {}) },
+      body: JSON.stringify({ model: config.model, input, stream: false }),
+    });
+    const body = await res.json();
+    if (!res.ok) {
+      say({ type: 'turn.failed', error: { message: 'unexpected status ' + res.status + ': ' + body.error.message } });
+      process.exit(1);
+    }
+    usage.input_tokens += body.usage.input_tokens;
+    usage.output_tokens += body.usage.output_tokens;
+    const calls = body.output.filter((item) => item.type === 'function_call');
+    if (calls.length === 0) {
+      const text = body.output.find((item) => item.type === 'message').content[0].text;
+      say({ type: 'item.completed', item: { id: 'item_0', type: 'agent_message', text } });
+      say({ type: 'turn.completed', usage });
+      process.exit(0);
+    }
+    for (const call of calls) {
+      const output = execSync(JSON.parse(call.arguments).cmd, { encoding: 'utf8', shell: '/bin/sh' });
+      input.push(call, { type: 'function_call_output', call_id: call.call_id, output });
+    }
+  }
+})();
+`;
+}
 
 describe('docs/workers.md', () => {
   const page = readFileSync(new URL('../../docs/workers.md', import.meta.url), 'utf8');

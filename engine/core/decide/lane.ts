@@ -19,6 +19,7 @@ import type { BodyOf, Fact } from '../events.ts';
 import type { Stack } from '../state.ts';
 import { dispatch, type Step, wrapSummary } from './step.ts';
 import { escalate } from './escalate.ts';
+import { runOutput } from '../test-output.ts';
 
 /**
  * From schedule, after every input: a free lane takes the first blocks of its queue as one
@@ -133,8 +134,8 @@ function culprit(step: Step, stack: Stack, red: number): void {
     name: setupFailed ? 'setup' : 'tests',
     ok: false,
     evidence: out.timed_out
-      ? `${setupFailed ? 'setup' : 'the test command'} timed out ${where} (output: ${out.log}); last lines:\n${out.tail}`
-      : `${setupFailed ? 'setup' : 'the test command'} exited ${out.exit} ${where}; last lines:\n${out.tail}`,
+      ? `${setupFailed ? 'setup' : 'the test command'} timed out ${where} (output: ${out.log}); ${runOutput(out)}`
+      : `${setupFailed ? 'setup' : 'the test command'} exited ${out.exit} ${where}; ${runOutput(out)}`,
   };
   step.emit({ type: 'gate.failed', block: entry.block, sha: entry.sha, purpose: 'lane', facts: [fact] });
   const b = step.block(entry.block);

@@ -66,6 +66,20 @@ function suite(sandbox: Sandbox) {
     expect(readFileSync(join(root, result.log), 'utf8')).toBe(`$ echo one; echo two >&2; exit 0\n# cwd: ${root}\none\ntwo\n# exit: 0\n`);
   });
 
+  it("records a failed run's failing tests beside the last lines of its output, and nothing of the kind for a green run", async () => {
+    // A TAP run whose failure sits above forty passing lines: the last lines miss it.
+    const tap = ['not ok 1 - the port comes from the config', '  ---', "  error: 'port is 80, not 8080'", '  ...'];
+    const oks = Array.from({ length: 40 }, (_, i) => `ok ${i + 2} - check ${i + 2}`);
+    const script = [...tap, ...oks, '# tests 41', '# pass 40', '# fail 1'].map((l) => `echo "${l}"`).join('; ');
+    const red = await run(`${script}; exit 1`);
+    expect(red.exit).toBe(1);
+    expect(red.failures).toBe(`${tap.join('\n')}\n# tests 41\n# pass 40\n# fail 1`);
+    expect(red.tail).not.toContain('not ok');
+    expect(red.tail.split('\n')).toHaveLength(30);
+    const green = await run(`${script}; exit 0`);
+    expect(green.failures).toBeUndefined();
+  });
+
   it('ends a run that never finishes (`… && sleep`) at its timeout: a failed run with timed_out and the tail of its output', async () => {
     const token = uniqueSleep();
     const result = await run(`echo "tests passed" && sleep ${token}`, { timeoutMs: 1000 });

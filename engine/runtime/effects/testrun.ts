@@ -22,14 +22,18 @@ import { spawn } from 'node:child_process';
 import { dirname, join } from 'node:path';
 import type { TestRun } from '../../core/events.ts';
 import { formatDuration } from '../../core/duration.ts';
+import { failureExcerpt, lastLines } from '../../core/test-output.ts';
 import { minimalEnv } from '../../workers/env.ts';
 import { MARK_VAR, endRun, fdTargets, newMark } from '../../os/process-tree.ts';
 import { NO_SANDBOX, environmentPaths, type Entered, type Sandbox } from '../../workers/sandbox.ts';
 import { processStartTime } from '../../os/proc.ts';
 
+/** Lines of the output recorded when no runner's failures are recognised in it. */
 const TAIL_LINES = 30;
-/** Bytes read from the end of the log for its tail. */
-const TAIL_BYTES = 64 * 1024;
+/** Lines of the failing tests' excerpt recorded (engine/core/test-output.ts). */
+const EXCERPT_LINES = 40;
+/** Bytes read from the end of the log: the failing tests and the tail are found in them. */
+const TAIL_BYTES = 1024 * 1024;
 
 export interface TestRunOptions {
   command: string;
@@ -102,11 +106,14 @@ export async function runTests(opts: TestRunOptions): Promise<TestRun> {
       : `# exit: ${ended.code ?? 'none'}${ended.timedOut ? ` (timed out after ${formatDuration(opts.timeoutMs)}; every process it started was ended)` : ''}\n`;
     const output = readFrom(out, start);
     writeSync(out, `${output.endsWith('\n') || output === '' ? '' : '\n'}${note}`);
+    // A failed run: its failing tests' own lines and the summary, where the runner is known.
+    const failures = ended.error === undefined && (ended.code !== 0 || ended.timedOut) ? failureExcerpt(output, EXCERPT_LINES) : undefined;
     return {
       exit: ended.timedOut ? null : ended.code,
       timed_out: ended.timedOut,
       log: opts.log,
-      tail: (ended.error ? `could not start the test command: ${ended.error}` : output).split('\n').slice(-TAIL_LINES).join('\n'),
+      tail: lastLines(ended.error ? `could not start the test command: ${ended.error}` : output, TAIL_LINES),
+      ...(failures !== undefined ? { failures } : {}),
     };
   } finally {
     closeSync(out);

@@ -38,14 +38,15 @@ const STYLE = `
   .card.landed .id::after { content: " ✓"; color: var(--ok); }
   .card .why { font-size: 12px; margin-top: 4px; }
   .card form { margin-top: 6px; display: flex; flex-direction: column; gap: 4px; }
-  .card form textarea { font: inherit; min-height: 36px; resize: vertical; }
+  .card form textarea { font: inherit; min-height: 36px; resize: vertical; width: 100%; }
+  .card form .row select { flex: 1; min-width: 0; }
   .card form .row { display: flex; gap: 4px; }
   .card form select, .card form button { font: inherit; }
   .card form .said { font-size: 12px; color: var(--muted); }
   main { display: grid; grid-template-columns: minmax(0, 1fr) minmax(0, 1fr); gap: 12px; padding: 0 16px 16px; }
   section { border: 1px solid var(--line); border-radius: 6px; min-height: 200px; display: flex; flex-direction: column; }
   section h2 { font-size: 13px; margin: 0; padding: 6px 10px; border-bottom: 1px solid var(--line); background: var(--bg); }
-  #canvas { height: 320px; position: relative; }
+  #canvas { height: 340px; position: relative; }
   #detail { padding: 8px 10px; overflow: auto; max-height: 520px; }
   #detail .hint { color: var(--muted); }
   #detail table { border-collapse: collapse; width: 100%; font-size: 12px; }

@@ -158,7 +158,8 @@ export async function serve(o: ServeOptions): Promise<Serving> {
     state: async ({ res }) => {
       const f = hub.current;
       const spine = f ? (await workflowOf(f.runDir)).spine : loadSpine();
-      const phases = ['pending', ...spine.phases.map((p) => p.name).filter((p) => p !== 'landed'), 'landed', 'parked', 'abandoned'];
+      const ends = ['landed', 'parked', 'abandoned'];
+      const phases = ['pending', ...spine.phases.map((p) => p.name).filter((p) => !ends.includes(p) && p !== 'pending'), ...ends];
       if (!f) {
         send(res, 200, {
           run: null,

@@ -14,6 +14,9 @@
  * Then the merge lane on real git (evaluation/bench-lane.ts): per-block wall at 10 and 40
  * blocks, the lane's busy share, builder merge turns, and the parallel efficiency of slow
  * builders.
+ *
+ * Then `tron serve` under load (evaluation/bench-serve.ts): the engine's WAKE latency with
+ * and without 50 SSE clients following a run that appends an event every millisecond.
  */
 import { spawn } from 'node:child_process';
 import { performance } from 'node:perf_hooks';
@@ -32,6 +35,7 @@ import { loadSpine } from '../engine/spine/load.ts';
 import type { EventBody, TronEvent } from '../engine/core/events.ts';
 import { benchStartup } from './startup.ts';
 import { benchLane } from './bench-lane.ts';
+import { benchServe } from './bench-serve.ts';
 
 function measure(name: string, runs: number, work: () => void): void {
   work();
@@ -259,3 +263,4 @@ async function sandboxCost(): Promise<void> {
 
 await sandboxCost();
 await benchLane();
+await benchServe();

@@ -26,6 +26,9 @@ const MAC = /,"mac":"([0-9a-f]{32})"\}$/;
 /** Frames kept in memory for clients that keep up; one that falls further behind reads the file. */
 export const WINDOW = 4096;
 
+/** How long a notification waits for the lines after it (ms). */
+const GATHER_MS = 10;
+
 /** One SSE frame for an event: its seq as the id, the event (without its signature) as data. */
 export function sseFrame(e: TronEvent): string {
   return `id: ${e.seq}\ndata: ${JSON.stringify(e)}\n\n`;
@@ -53,6 +56,7 @@ export class RunFollower {
   private signed: boolean | undefined;
   private watcher: FSWatcher | undefined;
   private timer: NodeJS.Timeout | undefined;
+  private soon: NodeJS.Timeout | undefined;
   private readonly listeners = new Set<() => void>();
 
   constructor(
@@ -66,7 +70,13 @@ export class RunFollower {
     this.read();
     if (opts.live === false) return;
     try {
-      this.watcher = watch(this.file, () => this.poke());
+      // The engine writes a line at a time: gather what a few ms bring into one read and one write per client.
+      this.watcher = watch(this.file, () => {
+        this.soon ??= setTimeout(() => {
+          this.soon = undefined;
+          this.poke();
+        }, GATHER_MS);
+      });
       this.watcher.on('error', () => undefined);
     } catch {
       // No notifications here: the slow look below still follows it.
@@ -84,6 +94,7 @@ export class RunFollower {
   close(): void {
     this.watcher?.close();
     clearInterval(this.timer);
+    clearTimeout(this.soon);
     this.listeners.clear();
   }
 

@@ -6,7 +6,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { systemClock } from '../core/clock.ts';
 import { startCommand } from '../commands/start.ts';
 import { TRON_ROOT } from '../root.ts';
-import { readLog } from '../runtime/eventlog.ts';
+import { readLog } from '../log/eventlog.ts';
 import { makeProject } from '../testing/project.ts';
 import { GIT_IDENTITY_ENV, type TestRepo } from '../testing/repo.ts';
 import { serve, type Serving } from './server.ts';

@@ -1,4 +1,4 @@
-import { existsSync, readdirSync } from 'node:fs';
+import { appendFileSync, existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ManualClock, systemClock } from '../core/clock.ts';
@@ -14,6 +14,7 @@ import { EventLog } from '../log/eventlog.ts';
 import { ROUTES, type Route } from './routes.ts';
 import { serve, type Serving } from './server.ts';
 import { issueToken } from './tokens.ts';
+import { isLoopback, serveCommand } from '../commands/serve.ts';
 import { renderOpenApi } from './openapi.ts';
 
 let repo: TestRepo | undefined;
@@ -160,6 +161,43 @@ describe('tron serve: the API', () => {
   });
 });
 
+describe('tron serve: what it believes', () => {
+  it('never serves a line of the log that tron did not write (one that breaks the signature chain)', async () => {
+    repo = await makeProject({ blocks: { a: {} } });
+    const key = repoKey(repo.dir, { create: true }).key;
+    const runDir = join(repo.dir, '.tron', 'runs', '20260101-000000-001');
+    const log = EventLog.open(runDir, { clock: new ManualClock(1000), key });
+    log.append({ type: 'run.heartbeat', running: 1, parked: 0 });
+    // A worker without a sandbox can write the file: a forged, well-formed line with the next seq.
+    appendFileSync(
+      join(runDir, 'events.jsonl'),
+      `${JSON.stringify({ v: 2, seq: 2, ts: 1000, type: 'run.heartbeat', running: 666, parked: 0, mac: '0'.repeat(32) })}\n`,
+    );
+    log.append({ type: 'run.heartbeat', running: 3, parked: 0 });
+    log.close();
+    const token = issueToken(repo.dir, 'test', Date.now());
+    serving = await serve({ repo: repo.dir, host: '127.0.0.1', port: 0, clock: systemClock });
+    const { messages } = await readSse(`${serving.url}api/v1/events`, { token, until: (m) => m.id === '2' });
+    expect(messages.map((m) => JSON.parse(m.data).running)).toEqual([1, 3]);
+    const page = await (
+      await fetch(`${serving.url}api/v1/runs/20260101-000000-001/events`, { headers: { authorization: `Bearer ${token}` } })
+    ).json();
+    expect(page.events.map((e: { running: number }) => e.running)).toEqual([1, 3]);
+  });
+
+  it('refuses to bind an address other machines reach when no TRON_SERVE_TOKEN was chosen, before it writes anything', async () => {
+    repo = await makeProject({ blocks: { a: {} } });
+    const opts = { repo: repo.dir, host: '0.0.0.0', port: 0, clock: systemClock, print: () => {} };
+    await expect(serveCommand({ ...opts, env: {} })).rejects.toMatchObject({
+      problems: [expect.objectContaining({ code: 'TRON_SERVE_EXPOSED' })],
+    });
+    // Nothing was written either: no token was issued for a server that did not start.
+    expect(existsSync(join(repo.dir, '.tron', 'serve'))).toBe(false);
+    expect(isLoopback('127.0.0.1') && isLoopback('::1') && isLoopback('localhost')).toBe(true);
+    expect(isLoopback('192.168.1.4') || isLoopback('::')).toBe(false);
+  });
+});
+
 describe('tron serve: the live stream', () => {
   it('streams a live run’s events with id = seq, and a cut connection resumes by Last-Event-ID with no gap and no duplicate', async () => {
     repo = await makeProject({ blocks: { a: {}, b: {}, c: {} }, sim: landingSim(['a', 'b', 'c']) });
@@ -192,6 +230,40 @@ describe('tron serve: the live stream', () => {
     expect(finished).toBeGreaterThan(cutAt + 10);
     const data = [...first.messages, ...rest.messages].map((m) => JSON.parse(m.data) as TronEvent);
     expect(data).toEqual(log.slice(0, finished));
+  });
+
+  it('streams a running turn’s output as the worker writes it, and ends the response when the turn ends', async () => {
+    const sim = `[[blocks.a.builder]]\nwrite = { "a.txt" = "a\\n" }\ncommit = "a"\nsleep = "2500ms"\nreply = ">>DONE"\n`;
+    repo = await makeProject({ blocks: { a: {} }, sim });
+    const token = issueToken(repo.dir, 'test', Date.now());
+    const auth = { authorization: `Bearer ${token}` };
+    serving = await serve({ repo: repo.dir, host: '127.0.0.1', port: 0, clock: systemClock, pollMs: 50 });
+    const started = startCommand({
+      repo: repo.dir,
+      clock: systemClock,
+      env: { PATH: process.env.PATH, HOME: process.env.HOME, ...GIT_IDENTITY_ENV },
+      print: () => {},
+    });
+    const turn = async () => {
+      const res = await fetch(`${serving!.url}api/v1/blocks/a`, { headers: auth });
+      return res.ok ? ((await res.json()).turns[0] as { session: string; ended: boolean } | undefined) : undefined;
+    };
+    let first = await turn();
+    while (!first) {
+      await new Promise((r) => setTimeout(r, 20));
+      first = await turn();
+    }
+    const res = await fetch(`${serving.url}api/v1/blocks/a/logs?session=${first.session}&turn=1`, { headers: auth });
+    const reader = res.body!.getReader();
+    const decoder = new TextDecoder();
+    let text = decoder.decode((await reader.read()).value, { stream: true });
+    // The first output came while the turn was still running.
+    expect((await turn())!.ended).toBe(false);
+    for (let r = await reader.read(); !r.done; r = await reader.read()) text += decoder.decode(r.value, { stream: true });
+    expect(text).toContain('» sim: committed "a"');
+    expect(text).toContain('» sim: working on a');
+    expect(text).toContain('>>DONE');
+    expect(await started).toBe(0);
   });
 
   it('tells a client that is behind the memory window (event: gap) and re-syncs it from the log, losing nothing', async () => {

@@ -9,7 +9,7 @@
  * It reads the run's files only; its one write is an operator answer, which goes into
  * `.tron/inbox/` signed exactly as `tron answer` signs it, naming the token that made it.
  */
-import { existsSync, readFileSync, statSync } from 'node:fs';
+import { closeSync, existsSync, openSync, readFileSync, readSync, statSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
@@ -406,12 +406,22 @@ async function streamFile(file: string, res: ServerResponse, req: IncomingMessag
     open = false;
   });
   const drain = () => {
-    if (!existsSync(file)) return;
-    const size = statSync(file).size;
+    let size: number;
+    try {
+      size = statSync(file).size;
+    } catch {
+      return;
+    }
     if (size <= offset) return;
-    const fd = readFileSync(file).subarray(offset, size);
-    offset = size;
-    res.write(fd);
+    const buf = Buffer.alloc(size - offset);
+    const fd = openSync(file, 'r');
+    try {
+      const n = readSync(fd, buf, 0, buf.length, offset);
+      offset += n;
+      res.write(buf.subarray(0, n));
+    } finally {
+      closeSync(fd);
+    }
   };
   for (;;) {
     const last = done();

@@ -1,4 +1,4 @@
-import { appendFileSync, existsSync, readdirSync } from 'node:fs';
+import { appendFileSync, existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ManualClock, systemClock } from '../core/clock.ts';
@@ -13,7 +13,7 @@ import { readSse } from '../testing/sse.ts';
 import { EventLog } from '../log/eventlog.ts';
 import { ROUTES, type Route } from './routes.ts';
 import { serve, type Serving } from './server.ts';
-import { issueToken } from './tokens.ts';
+import { issueToken, sha256, TOKENS_FILE } from './tokens.ts';
 import { isLoopback, serveCommand } from '../commands/serve.ts';
 import { renderOpenApi } from './openapi.ts';
 
@@ -285,5 +285,24 @@ describe('tron serve: the live stream', () => {
     expect(messages[0]!.event).toBe('gap');
     const seqs = messages.filter((m) => m.event === 'message').map((m) => Number(m.id));
     expect(seqs).toEqual(Array.from({ length: 390 }, (_, i) => i + 11));
+  });
+});
+
+describe('tron serve: tokens', () => {
+  it('keeps only a signed sha256 of each token, and a row anyone else adds to the file lets nobody in', async () => {
+    repo = await makeProject({ blocks: { a: {} } });
+    const token = issueToken(repo.dir, 'mine', 1000);
+    const file = join(repo.dir, TOKENS_FILE);
+    expect(readFileSync(file, 'utf8')).not.toContain(token);
+    expect(readFileSync(join(repo.dir, '.tron', 'serve', '.gitignore'), 'utf8')).toBe('*\n');
+    const rows = JSON.parse(readFileSync(file, 'utf8')).tokens;
+    expect(rows).toEqual([{ name: 'mine', sha256: sha256(token), created: 1000, mac: expect.stringMatching(/^[0-9a-f]{32}$/) }]);
+    // A forged row: the hash of a token of its own, with a made-up signature.
+    rows.push({ name: 'forged', sha256: sha256('forged-token'), created: 1001, mac: '0'.repeat(32) });
+    writeFileSync(file, JSON.stringify({ tokens: rows }));
+    serving = await serve({ repo: repo.dir, host: '127.0.0.1', port: 0, clock: systemClock });
+    const as = (t: string) => fetch(`${serving!.url}api/v1/state`, { headers: { authorization: `Bearer ${t}` } }).then((r) => r.status);
+    expect(await as('forged-token')).toBe(401);
+    expect(await as(token)).toBe(200);
   });
 });

@@ -20,7 +20,7 @@ import { apply, initialState, type EngineState } from '../core/state.ts';
 import { parseEventLine } from '../log/eventlog-line.ts';
 import { keyOfRunDir, sign } from '../log/keys.ts';
 
-/** The signature a signed line ends with (as engine/runtime/eventlog.ts writes it). */
+/** The signature a signed line ends with (as engine/log/eventlog.ts writes it). */
 const MAC = /,"mac":"([0-9a-f]{32})"\}$/;
 
 /** Frames kept in memory for clients that keep up; one that falls further behind reads the file. */

@@ -1,7 +1,7 @@
 /**
  * `[notify]`: tell someone when a block is paged, when one lands and when the run ends —
  * a webhook (Slack-compatible JSON `{"text": …}`) and/or a command (the notification as
- * JSON on stdin). It is a reporter (STYLE 18): it sees each event the engine appended and
+ * JSON on stdin). It is a reporter, as the console and the live board are: it sees each event the engine appended and
  * does its work later, on its own promises, so a slow or dead receiver never holds up a
  * step, and nothing it meets is thrown into the engine.
  *

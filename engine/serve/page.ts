@@ -203,8 +203,8 @@ const CLIENT = `
       case 'block.phase': return e.from + ' → ' + e.to + ' (' + e.on + ')';
       case 'block.dispatched': return e.role + ' ' + e.kind + ' turn ' + e.turn;
       case 'reply.accepted': return e.word;
-      case 'facts.observed': return (e.facts || []).map(function (f) { return (f.ok ? '✓ ' : '✗ ') + f.name; }).join(', ');
-      case 'gate.failed': case 'gate.passed': return (e.sha || '').slice(0, 10) + ' ' + (e.detail || '');
+      case 'facts.observed': return e.commits + ' commit(s) at ' + e.head.slice(0, 10) + (e.tests ? ', tests exit ' + e.tests.exit : '');
+      case 'gate.failed': case 'gate.passed': return (e.sha || '').slice(0, 10) + ' ' + (e.facts || []).map(function (f) { return (f.ok ? '✓ ' : '✗ ') + f.name; }).join(' ');
       case 'usage.recorded': return e.model + ': ' + (e.input_tokens + e.cached_tokens + e.output_tokens) + ' tokens' + (e.cost_usd !== undefined ? ', ' + money(e.cost_usd) : '');
       case 'block.parked': case 'block.abandoned': return e.reason;
       case 'operator.answered': return e.word + (e.by ? ' by ' + e.by : '');

@@ -1,4 +1,5 @@
 import { appendFileSync, existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ManualClock, systemClock } from '../core/clock.ts';
@@ -14,6 +15,7 @@ import { EventLog } from '../log/eventlog.ts';
 import { ROUTES, type Route } from './routes.ts';
 import { serve, type Serving } from './server.ts';
 import { issueToken, sha256, TOKENS_FILE } from './tokens.ts';
+import { TRON_ROOT } from '../root.ts';
 import { isLoopback, serveCommand } from '../commands/serve.ts';
 import { renderOpenApi } from './openapi.ts';
 
@@ -304,5 +306,44 @@ describe('tron serve: tokens', () => {
     const as = (t: string) => fetch(`${serving!.url}api/v1/state`, { headers: { authorization: `Bearer ${t}` } }).then((r) => r.status);
     expect(await as('forged-token')).toBe(401);
     expect(await as(token)).toBe(200);
+  });
+});
+
+describe('tron serve: the command', () => {
+  it('prints the dashboard URL with a fresh token that the API takes, and ends any stream with event: run when a newer run starts', async () => {
+    repo = await makeProject({ blocks: { a: {} } });
+    const log = EventLog.open(join(repo.dir, '.tron', 'runs', '20260101-000000-001'), { clock: new ManualClock(1000), key: null });
+    log.append({ type: 'run.heartbeat', running: 0, parked: 0 });
+    log.close();
+    const child = spawn(process.execPath, [join(TRON_ROOT, 'bin', 'tron.js'), 'serve', '--repo', repo.dir, '--port', '0'], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    try {
+      let out = '';
+      child.stdout.on('data', (c: Buffer) => {
+        out += c.toString();
+      });
+      while (!/#token=\S+/.test(out)) await new Promise((r) => setTimeout(r, 20));
+      const [, url, token] = /dashboard\s+(http:\/\/127\.0\.0\.1:\d+\/)#token=(\S+)/.exec(out)!;
+      const state = await (await fetch(`${url}api/v1/state`, { headers: { authorization: `Bearer ${token}` } })).json();
+      expect(state).toMatchObject({ run: '20260101-000000-001', seq: 1 });
+      const html = await (await fetch(url!)).text();
+      expect(html).toContain('<div id="board">');
+      expect(html).not.toMatch(/(src|href)="(https?:)?\/\//);
+      let connected: () => void = () => {};
+      const first = new Promise<void>((r) => {
+        connected = r;
+      });
+      const stream = readSse(`${url}api/v1/events`, { token: token!, until: (m) => m.event === 'run', onMessage: () => connected() });
+      await first;
+      const next = EventLog.open(join(repo.dir, '.tron', 'runs', '20260101-000000-002'), { clock: new ManualClock(2000), key: null });
+      next.append({ type: 'run.heartbeat', running: 0, parked: 0 });
+      next.close();
+      const { messages } = await stream;
+      expect(messages.map((m) => m.event)).toEqual(['message', 'run']);
+      expect(JSON.parse(messages[1]!.data)).toEqual({ run: '20260101-000000-002' });
+    } finally {
+      child.kill();
+    }
   });
 });

@@ -103,7 +103,11 @@ describe('[notify]', () => {
     });
     const run = await runTron(repo);
     expect(run.exit).toBe(0);
-    expect(ofType(run.events, 'block.landed').map((e) => e.block)).toEqual(['a', 'b']);
+    expect(
+      ofType(run.events, 'block.landed')
+        .map((e) => e.block)
+        .sort(),
+    ).toEqual(['a', 'b']);
     // The first landing's notification was hanging at the receiver while the run went on.
     const firstLanded = ofType(run.events, 'block.landed')[0]!;
     const after = run.events.filter((e) => e.seq > firstLanded.seq && e.type !== 'notify.failed');

@@ -102,6 +102,21 @@ const HANDLERS: { [K in CommandName]: Handler } = {
       signal: stop.signal,
     });
   },
+  serve: async (v) => {
+    const { serveCommand, parsePort } = await import('./commands/serve.ts');
+    const stop = new AbortController();
+    process.once('SIGINT', () => stop.abort());
+    process.once('SIGTERM', () => stop.abort());
+    return serveCommand({
+      repo: repoOf(v),
+      ...(typeof v.host === 'string' ? { host: v.host } : {}),
+      ...(typeof v.port === 'string' ? { port: parsePort(v.port) } : {}),
+      clock: systemClock,
+      env: process.env,
+      print,
+      signal: stop.signal,
+    });
+  },
   view: async (v, args) => {
     const { viewCommand } = await import('./commands/view.ts');
     return viewCommand({ repo: repoOf(v), ...(args[0] ? { run: args[0] } : {}), open: Boolean(v.open), print });

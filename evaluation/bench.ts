@@ -15,6 +15,9 @@
  * Then the merge lane on real git (evaluation/bench-lane.ts): per-block wall at 10 and 40
  * blocks, the lane's busy share, builder merge turns, and the parallel efficiency of slow
  * builders.
+ *
+ * Then `tron serve` under load (evaluation/bench-serve.ts): the engine's WAKE latency with
+ * and without 50 SSE clients following a run that appends an event every millisecond.
  */
 import { performance } from 'node:perf_hooks';
 import { parseReply } from '../engine/gateway/parse.ts';
@@ -26,6 +29,7 @@ import type { EventBody, TronEvent } from '../engine/core/events.ts';
 import { benchStartup } from './startup.ts';
 import { benchLane } from './bench-lane.ts';
 import { benchSandbox } from './bench-sandbox.ts';
+import { benchServe } from './bench-serve.ts';
 
 function measure(name: string, runs: number, work: () => void): void {
   work();
@@ -170,3 +174,4 @@ benchStartup();
 
 await benchSandbox();
 await benchLane();
+await benchServe();

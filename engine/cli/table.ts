@@ -117,6 +117,17 @@ const TABLE = {
     },
     examples: ['tron logs --repo ../myapp -f login', 'tron logs --repo ../myapp'],
   },
+  serve: {
+    summary: 'the HTTP API, the live event stream and the dashboard in a browser (docs/serve.md)',
+    audience: 'user',
+    args: [],
+    options: {
+      ...repoOption,
+      host: { type: 'string', value: 'HOST', description: 'the address to bind (default 127.0.0.1; another needs TRON_SERVE_TOKEN)' },
+      port: { type: 'string', value: 'PORT', description: 'the port (default 4680; 0: any free port)' },
+    },
+    examples: ['tron serve --repo ../myapp', 'TRON_SERVE_TOKEN=… tron serve --repo ../myapp --host 0.0.0.0 --port 8080'],
+  },
   view: {
     summary: "the workflow diagram with a run's counts per flow and phase, as a page in the run directory",
     audience: 'user',

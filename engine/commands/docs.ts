@@ -11,6 +11,7 @@ import { renderEventsDoc } from '../render/events-doc.ts';
 import { renderErrorsDoc } from '../render/errors-doc.ts';
 import { renderWorkflowDoc } from '../render/workflow-doc.ts';
 import { renderWorkflowDir } from '../render/viewer.ts';
+import { renderOpenApi } from '../serve/openapi.ts';
 import { type Spine } from '../spine/spine.ts';
 import { loadSpine } from '../spine/load.ts';
 import { TRON_ROOT } from '../root.ts';
@@ -26,6 +27,7 @@ export async function renderAll(spine: Spine = loadSpine()): Promise<Map<string,
     ['docs/ERRORS.md', renderErrorsDoc()],
     ['docs/WORKFLOW.md', renderWorkflowDoc(spine)],
     ['docs/CLI.md', renderCliDoc()],
+    ['docs/openapi.json', renderOpenApi()],
   ]);
   for (const [path, text] of await renderWorkflowDir(spine)) files.set(join('workflow', path), text);
   return files;

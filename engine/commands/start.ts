@@ -31,6 +31,7 @@ import { repoKey, stateHome } from '../log/keys.ts';
 import { MARKER_ENV } from '../workers/env.ts';
 import { liveBoard, plainReporter, type Reporter } from '../render/reporter.ts';
 import { renderReport } from '../render/report.ts';
+import { Notifier } from '../serve/notify.ts';
 
 export interface StartOptions {
   repo: string;
@@ -158,7 +159,11 @@ export async function startCommand(o: StartOptions): Promise<number> {
     const reporter = reporterFor(o, repo, runDir);
     const say = reporter.print;
     if (sandbox.notice) say(sandbox.notice);
-    const engine = new Engine({
+    // [notify]: a reporter too, delivering off the engine's path; its outcomes are notes in the log.
+    const notifier: Notifier | undefined = config.notify
+      ? new Notifier({ config: config.notify, repo, runDir, record: (body): boolean => engine.record(body), print: say })
+      : undefined;
+    const engine: Engine = new Engine({
       repo,
       runDir,
       runId,
@@ -173,7 +178,12 @@ export async function startCommand(o: StartOptions): Promise<number> {
       marker,
       sandbox: sandbox.sandbox,
       print: say,
-      onAppend: reporter.event,
+      onAppend: notifier
+        ? (e) => {
+            reporter.event(e);
+            notifier.event(e);
+          }
+        : reporter.event,
       report: renderReport,
       onOutput: reporter.output,
       watch: Boolean(o.watch),
@@ -214,6 +224,7 @@ export async function startCommand(o: StartOptions): Promise<number> {
       process.off('SIGINT', onSignal);
       process.off('SIGTERM', onSignal);
       reporter.close();
+      return notifier?.close();
     });
   } finally {
     lock.release();

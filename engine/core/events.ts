@@ -514,6 +514,10 @@ export const EVENT_SCHEMAS = {
       file: z.string(),
       trunk_sha: sha,
       written_at: z.number().int().optional().describe('when `tron answer` wrote it (ms since the epoch)'),
+      by: z
+        .string()
+        .optional()
+        .describe('who answered, when not `tron answer` at the console: "serve:<token name>" for an answer made through `tron serve`'),
     })
     .describe('input: an operator answer was read from .tron/inbox/.'),
   'block.parked': z
@@ -540,6 +544,25 @@ export const EVENT_SCHEMAS = {
   'run.heartbeat': z
     .strictObject({ running: z.number().int().describe('turns in flight'), parked: z.number().int() })
     .describe('note: the engine is alive (--watch), at a modest interval.'),
+  'notify.delivered': z
+    .strictObject({
+      channel: z.enum(['webhook', 'command']),
+      on: z.enum(['page', 'landed', 'run']).describe('what it told of'),
+      about: z.number().int().describe('the seq of the event it told of'),
+      block: z.string().optional(),
+      attempts: z.number().int().positive(),
+    })
+    .describe("note: a [notify] notification was delivered (engine/serve/notify.ts), off the engine's path, after this many attempts."),
+  'notify.failed': z
+    .strictObject({
+      channel: z.enum(['webhook', 'command']),
+      on: z.enum(['page', 'landed', 'run']),
+      about: z.number().int(),
+      block: z.string().optional(),
+      attempts: z.number().int().positive(),
+      error: z.string().describe('what the last attempt met'),
+    })
+    .describe('note: a [notify] notification was given up after its last attempt; the run goes on regardless.'),
 
   // ---- notes ----
   'worker.spawned': z

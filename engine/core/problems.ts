@@ -15,6 +15,7 @@ export const PROBLEM_AREAS = {
   git: 'Git and the repository',
   log: 'Runs and the event log',
   answer: 'Operator answers: `tron answer`',
+  serve: 'The API and dashboard: `tron serve`',
   replay: 'Replay: `tron replay`',
   prompts: "tron's prompts: `prompts/*.md`",
   spine: 'The workflow: `engine/workflow.toml` and the escalation table',
@@ -348,6 +349,24 @@ export const PROBLEMS = {
     kind: 'input',
     summary: 'The block answered is not parked, and only a parked block takes an operator answer.',
     fix: 'See `tron status` for the phase of each block, and answer a parked one.',
+  },
+  TRON_SERVE_EXPOSED: {
+    area: 'serve',
+    kind: 'input',
+    summary: '`tron serve --host` names an address other machines can reach, and no token was chosen for it.',
+    fix: 'Bind 127.0.0.1 (the default), or set TRON_SERVE_TOKEN to a long random secret you hand out on purpose, and put TLS in front.',
+  },
+  TRON_SERVE_UNAUTHORIZED: {
+    area: 'serve',
+    kind: 'input',
+    summary: 'An API request carried no valid `Authorization: Bearer TOKEN`; nothing was read or changed (HTTP 401).',
+    fix: 'Send the token `tron serve` printed (the URL fragment after #token=), or the value of TRON_SERVE_TOKEN.',
+  },
+  TRON_SERVE_FAILED: {
+    area: 'serve',
+    kind: 'fault',
+    summary: 'The server failed to answer a request (HTTP 500).',
+    fix: 'A bug in tron, or a run directory that changed under it: report it with the message.',
   },
   TRON_ANSWER_INVALID: {
     area: 'answer',

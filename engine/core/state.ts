@@ -657,6 +657,8 @@ const reducers = {
   'worker.extended': (s, e) => patch(s, e.block, (b) => ({ live: { ...b.live, extensions: e.count } })),
   'turn.reissued': (s, e) => patch(s, e.block, (b) => ({ live: { ...b.live, reissues: b.live.reissues + 1 }, waiting: { on: 'reissue' } })),
   'run.heartbeat': nothing,
+  'notify.delivered': nothing,
+  'notify.failed': nothing,
   'worker.spawned': nothing,
   'worker.exited': nothing,
   'worker.usage': nothing,

@@ -89,6 +89,27 @@ const MergeTable = z.strictObject({
   gather: z.boolean().default(CONFIG_DEFAULTS.merge.gather),
 });
 
+/** What `[notify]` can tell of: a page to the operator, a block landed, the run's end. */
+export const NOTIFY_ON = ['page', 'landed', 'run'] as const;
+export type NotifyOn = (typeof NOTIFY_ON)[number];
+
+/** `[notify]`: notifications off the engine's path (engine/serve/notify.ts). */
+const NotifyTable = z
+  .strictObject({
+    webhook: z
+      .string()
+      .regex(/^https?:\/\/\S+$/, { message: 'an http(s) URL, e.g. "https://hooks.slack.com/services/…"' })
+      .optional(),
+    command: z.array(z.string().min(1)).min(1).optional(),
+    on: z.array(z.enum(NOTIFY_ON)).min(1).default(['page', 'run']),
+    attempts: z.number().int().min(1).max(20).default(5),
+    backoff: duration.default('1s'),
+    timeout: duration.default('10s'),
+  })
+  .refine((t) => t.webhook !== undefined || t.command !== undefined, {
+    message: 'say where notifications go: webhook = "https://…" and/or command = ["…"]',
+  });
+
 const WorkersTable = z.strictObject({
   builder: workerSettings,
   reviewer: workerSettings,
@@ -110,6 +131,7 @@ const ConfigTable = z.strictObject({
   liveness: LivenessOverrides.optional(),
   prices: PricesTable.optional(),
   budgets: BudgetsTable.optional(),
+  notify: NotifyTable.optional(),
 });
 
 /** The settings of one repository, normalised: durations in ms, workers parsed per adapter. */
@@ -152,6 +174,21 @@ export interface Config {
   prices: Prices;
   /** Spend limits; an absent one is no limit. */
   budgets: Budgets;
+  /** `[notify]`: where page, landing and run-end notifications go; absent: none. */
+  notify?: NotifyConfig;
+}
+
+export interface NotifyConfig {
+  /** POSTed `{"text": …}` (Slack-compatible JSON). */
+  webhook?: string;
+  /** argv run with the notification as JSON on stdin. */
+  command?: string[];
+  on: NotifyOn[];
+  /** Tries per notification and channel; the wait doubles after each failure, from `backoffMs`. */
+  attempts: number;
+  backoffMs: number;
+  /** One attempt's budget. */
+  timeoutMs: number;
 }
 
 export interface Budgets {
@@ -202,6 +239,7 @@ const CONFIG_STYLE: IssueStyle = {
     if (first === 'liveness') return Object.keys(LivenessOverrides.shape);
     if (first === 'prices' && parts.length === 2) return Object.keys(PriceRow.shape);
     if (first === 'budgets') return Object.keys(BudgetsTable.shape);
+    if (first === 'notify') return ['webhook', 'command', 'on', 'attempts', 'backoff', 'timeout'];
 
     if (first === 'sandbox') return Object.keys(SandboxTable.shape);
     if (first === 'limits') return Object.keys(LimitsTable.shape);
@@ -249,6 +287,16 @@ function toConfig(raw: z.infer<typeof ConfigTable>): Config {
       ...(raw.budgets?.block_tokens !== undefined && { blockTokens: raw.budgets.block_tokens }),
       ...(raw.budgets?.run_usd !== undefined && { runUsd: raw.budgets.run_usd }),
     },
+    ...(raw.notify !== undefined && {
+      notify: {
+        ...(raw.notify.webhook !== undefined && { webhook: raw.notify.webhook }),
+        ...(raw.notify.command !== undefined && { command: raw.notify.command }),
+        on: [...new Set(raw.notify.on)],
+        attempts: raw.notify.attempts,
+        backoffMs: ms(raw.notify.backoff),
+        timeoutMs: ms(raw.notify.timeout),
+      },
+    }),
   };
 }
 

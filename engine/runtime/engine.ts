@@ -52,6 +52,8 @@ export class Engine {
   private readonly ctx: DecideContext;
   private readonly fx: EffectContext;
   private failure: Error | undefined;
+  /** The log is closed (shutdown): nothing more is recorded. */
+  private closed = false;
   private failedAfter: string | undefined;
   private readonly inbox: InboxReader;
   /** Watchers and timers, closed at shutdown. */
@@ -182,6 +184,7 @@ export class Engine {
     } catch {
       // No run directory to write it in (removed): the log is gone with it.
     }
+    this.closed = true;
     try {
       this.log.close();
     } catch {
@@ -265,6 +268,20 @@ export class Engine {
     if (event.seq === this.o.crashAfter) process.kill(process.pid, 'SIGKILL');
     this.o.onAppend?.(event);
     return event;
+  }
+
+  /**
+   * A note from beside the engine (a notification's delivery, engine/serve/notify.ts):
+   * appended like the engine's own, outside any step; false once the log is closed.
+   */
+  record(body: EventBody): boolean {
+    if (this.closed) return false;
+    try {
+      this.append(body);
+      return true;
+    } catch {
+      return false;
+    }
   }
 
   /** A stop signal: nothing new starts, running turns are stopped, the run finishes when quiet. */

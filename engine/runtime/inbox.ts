@@ -27,6 +27,8 @@ const AnswerFile = z.strictObject({
   payload: z.record(z.string(), z.unknown()),
   line: z.string(),
   written_at: z.number(),
+  /** Who answered, when not `tron answer` at the console (`serve:<token name>`); signed with the rest. */
+  by: z.string().optional(),
   sig: z.string().optional(),
 });
 export type Answer = z.infer<typeof AnswerFile> & { file: string };
@@ -39,8 +41,12 @@ export interface Refused {
 }
 
 /** The signature of an answer: over every field the engine acts on. */
-function answerSignature(key: Buffer, a: { block: string; word: string; payload: unknown; line: string; written_at: number }): string {
-  return sign(key, 'tron answer', JSON.stringify([a.block, a.word, a.payload, a.line, a.written_at]));
+function answerSignature(
+  key: Buffer,
+  a: { block: string; word: string; payload: unknown; line: string; written_at: number; by?: string | undefined },
+): string {
+  const fields = [a.block, a.word, a.payload, a.line, a.written_at];
+  return sign(key, 'tron answer', JSON.stringify(a.by === undefined ? fields : [...fields, a.by]));
 }
 
 /** Validates an operator answer line against the glossary; a bad one is a coded InputError. */
@@ -52,8 +58,11 @@ export function parseAnswer(block: string, line: string): { word: string; payloa
   return { word: parsed.word, payload: (parsed.payload ?? {}) as Record<string, unknown> };
 }
 
-/** Writes a signed answer file atomically (temp file, then rename) so the engine never reads half of one. */
-export function writeAnswer(repo: string, block: string, line: string, clock: Clock, key: Buffer): string {
+/**
+ * Writes a signed answer file atomically (temp file, then rename) so the engine never reads
+ * half of one. `by` names who answered when it is not the console (`tron serve`).
+ */
+export function writeAnswer(repo: string, block: string, line: string, clock: Clock, key: Buffer, by?: string): string {
   const { word, payload } = parseAnswer(block, line);
   const dir = join(repo, INBOX_DIR);
   mkdirSync(dir, { recursive: true });
@@ -61,7 +70,7 @@ export function writeAnswer(repo: string, block: string, line: string, clock: Cl
   let name = `${at}-${block}.json`;
   for (let n = 2; existsSync(join(dir, name)); n += 1) name = `${at}-${block}-${n}.json`;
   const tmp = join(dir, `.${name}.tmp`);
-  const answer = { block, word, payload, line: line.trim(), written_at: at };
+  const answer = { block, word, payload, line: line.trim(), written_at: at, ...(by === undefined ? {} : { by }) };
   writeFileSync(tmp, `${JSON.stringify({ ...answer, sig: answerSignature(key, answer) })}\n`);
   renameSync(tmp, join(dir, name));
   return name;
@@ -157,6 +166,7 @@ export function answered(a: Answer, trunkSha: string) {
     file: a.file,
     trunk_sha: trunkSha,
     written_at: a.written_at,
+    ...(a.by === undefined ? {} : { by: a.by }),
   };
 }
 

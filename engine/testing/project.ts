@@ -50,6 +50,11 @@ export function configFile(opts: { maxParallel?: number; extra?: string; workers
   ].join('\n');
 }
 
+/** A sim script in which each block's builder writes a file, commits it and answers DONE. */
+export function landingSim(ids: string[]): string {
+  return ids.map((id) => `[[blocks.${id}.builder]]\nwrite = { "${id}.txt" = "${id}\\n" }\ncommit = "${id}"\nreply = ">>DONE"\n`).join('\n');
+}
+
 export interface ProjectSpec {
   blocks: Record<string, BlockSpec>;
   sim?: string;

@@ -1,0 +1,77 @@
+/**
+ * `tron serve`: the HTTP API, the live stream and the dashboard of a repository's runs
+ * (engine/serve/). It binds 127.0.0.1 unless told otherwise; any other address is
+ * refused unless `TRON_SERVE_TOKEN` is set — a token the operator chose and handed out
+ * on purpose — since the API lets whoever holds a token answer parked blocks. At every
+ * start it issues a fresh token, stores its hash under `.tron/serve/`, and prints the
+ * dashboard's URL with the token in its fragment.
+ */
+import { existsSync } from 'node:fs';
+import { isIP } from 'node:net';
+import { join, resolve } from 'node:path';
+import type { Clock } from '../core/clock.ts';
+import { InputError } from '../core/errors.ts';
+import { serve, type Serving } from '../serve/server.ts';
+import { issueToken } from '../serve/tokens.ts';
+
+export interface ServeCommandOptions {
+  repo: string;
+  host?: string;
+  port?: number;
+  clock: Clock;
+  env: Record<string, string | undefined>;
+  print: (line: string) => void;
+  /** Stops the server (Ctrl-C; tests). */
+  signal?: AbortSignal;
+  /** Called once it listens (tests). */
+  onListening?: (s: Serving, token: string) => void;
+}
+
+export const DEFAULT_PORT = 4680;
+
+/** Whether a host names this machine only. */
+export function isLoopback(host: string): boolean {
+  if (host === 'localhost') return true;
+  if (isIP(host) === 4) return host.startsWith('127.');
+  return host === '::1' || host === '[::1]';
+}
+
+export function parsePort(text: string): number {
+  const n = Number(text);
+  if (!/^\d+$/.test(text) || n > 65535) {
+    throw new InputError([
+      { code: 'TRON_USAGE', path: '--port', message: `"${text}" is not a port; give a number from 0 to 65535 (0: any free port)` },
+    ]);
+  }
+  return n;
+}
+
+export async function serveCommand(o: ServeCommandOptions): Promise<number> {
+  const repo = resolve(o.repo);
+  if (!existsSync(join(repo, '.tron'))) {
+    throw new InputError([{ code: 'TRON_CONFIG_MISSING', path: repo, message: `${repo} has no .tron/; run tron init --repo ${repo}` }]);
+  }
+  const host = o.host ?? '127.0.0.1';
+  const envToken = o.env.TRON_SERVE_TOKEN || undefined;
+  if (!isLoopback(host) && !envToken) {
+    throw new InputError([
+      {
+        code: 'TRON_SERVE_EXPOSED',
+        path: '--host',
+        message: `${host} is reachable from other machines, and whoever holds a token can answer parked blocks; set TRON_SERVE_TOKEN to a long random secret you hand out on purpose (and put TLS in front), or bind 127.0.0.1`,
+      },
+    ]);
+  }
+  const token = issueToken(repo, `url-${new Date(o.clock.now()).toISOString()}`, o.clock.now());
+  const serving = await serve({ repo, host, port: o.port ?? DEFAULT_PORT, clock: o.clock, ...(envToken ? { envToken } : {}) });
+  o.print(`tron serve: ${repo}`);
+  o.print(`  dashboard  ${serving.url}#token=${token}`);
+  o.print(`  API        ${serving.url}api/v1/ (Authorization: Bearer TOKEN; ${serving.url}api/v1/openapi.json)`);
+  o.onListening?.(serving, token);
+  await new Promise<void>((done) => {
+    if (o.signal?.aborted) return done();
+    o.signal?.addEventListener('abort', () => done(), { once: true });
+  });
+  await serving.close();
+  return 0;
+}

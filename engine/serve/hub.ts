@@ -1,0 +1,76 @@
+/**
+ * Which run `tron serve` shows: always the latest of the repository. The hub keeps one
+ * RunFollower for it and swaps it when a newer run directory appears (noticed by a
+ * file-system notification on `.tron/runs/`, and a slow look); streams of the old run
+ * are then told (`event: run`) and ended.
+ */
+import { existsSync, mkdirSync, watch, type FSWatcher } from 'node:fs';
+import { join } from 'node:path';
+import { latestRun } from '../log/runs.ts';
+import { RunFollower } from './follow.ts';
+
+export interface HubOptions {
+  /** How often a follower looks at its file besides notifications (ms). */
+  pollMs?: number;
+  /** Frames kept in memory (follow.ts WINDOW). */
+  window?: number;
+}
+
+export class Hub {
+  private follower: RunFollower | undefined;
+  private readonly switched = new Set<(run: string) => void>();
+  private watcher: FSWatcher | undefined;
+  private timer: NodeJS.Timeout;
+
+  constructor(
+    readonly repo: string,
+    private readonly o: HubOptions = {},
+  ) {
+    this.refresh();
+    const runs = join(repo, '.tron', 'runs');
+    try {
+      mkdirSync(runs, { recursive: true });
+      this.watcher = watch(runs, () => this.refresh());
+      this.watcher.on('error', () => undefined);
+    } catch {
+      // Without notifications the slow look below finds a new run.
+    }
+    this.timer = setInterval(() => this.refresh(), 1000);
+    this.timer.unref();
+  }
+
+  /** The latest run's follower, or undefined before the first run. */
+  get current(): RunFollower | undefined {
+    this.refresh();
+    return this.follower;
+  }
+
+  /** Told when a newer run replaces the one followed. */
+  onSwitch(listener: (run: string) => void): () => void {
+    this.switched.add(listener);
+    return () => this.switched.delete(listener);
+  }
+
+  close(): void {
+    this.watcher?.close();
+    clearInterval(this.timer);
+    this.follower?.close();
+  }
+
+  private refresh(): void {
+    const dir = latestRun(this.repo);
+    if (!dir || dir === this.follower?.runDir || !existsSync(join(dir, 'events.jsonl'))) {
+      this.follower?.poke();
+      return;
+    }
+    const old = this.follower;
+    this.follower = new RunFollower(dir, {
+      ...(this.o.pollMs !== undefined ? { pollMs: this.o.pollMs } : {}),
+      ...(this.o.window !== undefined ? { window: this.o.window } : {}),
+    });
+    if (old) {
+      old.close();
+      for (const l of [...this.switched]) l(this.follower.run);
+    }
+  }
+}

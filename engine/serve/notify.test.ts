@@ -1,0 +1,130 @@
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { EventOf } from '../core/events.ts';
+import { parseConfig } from '../project/config.ts';
+import { configFile, landingSim, makeProject, ofType, runTron } from '../testing/project.ts';
+import type { TestRepo } from '../testing/repo.ts';
+
+let repo: TestRepo | undefined;
+let receiver: Server | undefined;
+let scratch: string | undefined;
+afterEach(async () => {
+  receiver?.closeAllConnections();
+  await new Promise((r) => (receiver ? receiver.close(r) : r(undefined)));
+  receiver = undefined;
+  await repo?.cleanup();
+  repo = undefined;
+  if (scratch) rmSync(scratch, { recursive: true, force: true });
+  scratch = undefined;
+});
+
+/** A webhook receiver on 127.0.0.1 that answers each request as `answer` says. */
+async function listen(answer: (n: number, body: string, res: ServerResponse) => void): Promise<{ url: string; bodies: string[] }> {
+  const bodies: string[] = [];
+  receiver = createServer((req: IncomingMessage, res) => {
+    let body = '';
+    req.on('data', (c: Buffer) => {
+      body += c.toString();
+    });
+    req.on('end', () => {
+      bodies.push(body);
+      answer(bodies.length, body, res);
+    });
+  });
+  await new Promise<void>((r) => receiver!.listen(0, '127.0.0.1', r));
+  return { url: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`, bodies };
+}
+
+type Delivery = Omit<EventOf<'notify.delivered'> | EventOf<'notify.failed'>, 'v' | 'seq' | 'ts'>;
+
+/** Every recorded delivery: notes in the log, and the lines written after the log was closed. */
+function deliveries(run: { runDir: string; events: readonly { type: string }[] }): Delivery[] {
+  const logged = run.events.filter((e) => e.type === 'notify.delivered' || e.type === 'notify.failed') as Delivery[];
+  const file = join(run.runDir, 'notify.jsonl');
+  const late = existsSync(file)
+    ? readFileSync(file, 'utf8')
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l) as Delivery)
+    : [];
+  return [...logged, ...late];
+}
+
+const config = (notify: string) => configFile({ extra: `\n[notify]\n${notify}\n` });
+
+describe('[notify]', () => {
+  it('tries a webhook that fails twice again, with backoff, and delivers it exactly once; the command channel too', async () => {
+    const hook = await listen((n, _body, res) => {
+      res.writeHead(n <= 2 ? 500 : 200).end(n <= 2 ? 'down' : 'ok');
+    });
+    scratch = mkdtempSync(join(tmpdir(), 'tron-notify-'));
+    const notes = join(scratch, 'notes.jsonl');
+    repo = await makeProject({
+      blocks: { a: {} },
+      sim: landingSim(['a']),
+      config: config(
+        `webhook = "${hook.url}"\ncommand = ["sh", "-c", "cat >> ${notes}; echo >> ${notes}"]\non = ["landed"]\nbackoff = "20ms"\nattempts = 4`,
+      ),
+    });
+    const run = await runTron(repo);
+    expect(run.exit).toBe(0);
+    expect(hook.bodies).toHaveLength(3);
+    for (const body of hook.bodies) expect(JSON.parse(body)).toEqual({ text: expect.stringMatching(/^tron: a landed \([0-9a-f]{12}\)/) });
+    const landed = ofType(run.events, 'block.landed')[0]!;
+    expect(deliveries(run)).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ type: 'notify.delivered', channel: 'webhook', on: 'landed', block: 'a', about: landed.seq, attempts: 3 }),
+        expect.objectContaining({ type: 'notify.delivered', channel: 'command', on: 'landed', block: 'a', attempts: 1 }),
+      ]),
+    );
+    expect(deliveries(run)).toHaveLength(2);
+    const told = readFileSync(notes, 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
+    expect(told).toEqual([
+      expect.objectContaining({ on: 'landed', block: 'a', seq: landed.seq, text: expect.stringContaining('a landed') }),
+    ]);
+  });
+
+  it('never stalls a run on a dead webhook: the run lands every block while the hook hangs, and the failure is recorded', async () => {
+    const hung: ServerResponse[] = [];
+    const hook = await listen((_n, _body, res) => {
+      hung.push(res); // never answered
+    });
+    repo = await makeProject({
+      blocks: { a: {}, b: {} },
+      sim: landingSim(['a', 'b']),
+      config: config(`webhook = "${hook.url}"\non = ["landed", "run"]\ntimeout = "300ms"\nattempts = 2\nbackoff = "20ms"`),
+    });
+    const run = await runTron(repo);
+    expect(run.exit).toBe(0);
+    expect(
+      ofType(run.events, 'block.landed')
+        .map((e) => e.block)
+        .sort(),
+    ).toEqual(['a', 'b']);
+    // The first landing's notification was hanging at the receiver while the run went on.
+    const firstLanded = ofType(run.events, 'block.landed')[0]!;
+    const after = run.events.filter((e) => e.seq > firstLanded.seq && e.type !== 'notify.failed');
+    expect(after.map((e) => e.type)).toContain('run.finished');
+    expect(hook.bodies.length).toBeGreaterThanOrEqual(2);
+    const failed = deliveries(run).filter((d) => d.type === 'notify.failed');
+    expect(failed.map((d) => d.on).sort()).toEqual(['landed', 'landed', 'run']);
+    for (const d of failed) expect(d).toMatchObject({ channel: 'webhook', attempts: 2, error: expect.stringMatching(/timeout|aborted/i) });
+  });
+
+  it('is a checked table: an unknown key is an error, and it needs somewhere to deliver', () => {
+    const base = configFile();
+    const typo = parseConfig(`${base}\n[notify]\nwebhok = "https://example.invalid/x"\n`, '.tron/config.toml');
+    expect(typo.problems.map((p) => p.code)).toContain('TRON_CONFIG_UNKNOWN_KEY');
+    const nowhere = parseConfig(`${base}\n[notify]\non = ["page"]\n`, '.tron/config.toml');
+    expect(nowhere.problems[0]).toMatchObject({ code: 'TRON_CONFIG_INVALID', message: expect.stringContaining('webhook') });
+    const ok = parseConfig(`${base}\n[notify]\ncommand = ["notify-send"]\n`, '.tron/config.toml');
+    expect(ok.config?.notify).toEqual({ command: ['notify-send'], on: ['page', 'run'], attempts: 5, backoffMs: 1000, timeoutMs: 10000 });
+  });
+});

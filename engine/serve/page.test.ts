@@ -1,0 +1,139 @@
+import { mkdtempSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { chromium, type Browser } from 'playwright-core';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { systemClock } from '../core/clock.ts';
+import { startCommand } from '../commands/start.ts';
+import { TRON_ROOT } from '../root.ts';
+import { readLog } from '../log/eventlog.ts';
+import { makeProject } from '../testing/project.ts';
+import { GIT_IDENTITY_ENV, type TestRepo } from '../testing/repo.ts';
+import { serve, type Serving } from './server.ts';
+import { issueToken } from './tokens.ts';
+
+const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+const ARGS = [
+  '--no-sandbox',
+  '--headless',
+  '--disable-gpu',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+];
+
+let browser: Browser;
+let repo: TestRepo | undefined;
+let serving: Serving | undefined;
+let shots: string | undefined;
+beforeAll(async () => {
+  browser = await chromium.launch({ executablePath: CHROMIUM, args: ARGS });
+});
+afterAll(async () => {
+  await browser?.close();
+});
+afterEach(async () => {
+  await serving?.close();
+  serving = undefined;
+  await repo?.cleanup();
+  repo = undefined;
+  if (shots) rmSync(shots, { recursive: true, force: true });
+  shots = undefined;
+});
+
+/**
+ * `a` builds for a while (so the board shows it building however fast the rest goes, on a
+ * busy machine too), then lands; `b` asks the operator first (BLOCKED, parked), and lands
+ * once told to retry.
+ */
+const SIM = `[[blocks.a.builder]]
+write = { "a.txt" = "a\\n" }
+commit = "Add a"
+sleep = "2s"
+reply = ">>DONE"
+
+[[blocks.b.builder]]
+reply = '>>BLOCKED {"reason":"which API key should it use?"}'
+
+[[blocks.b.builder]]
+write = { "b.txt" = "b\\n" }
+commit = "Add b"
+reply = ">>DONE"
+`;
+
+describe('the dashboard in a real browser', () => {
+  it('moves the board as a run progresses, answers a parked block from the page, and the block lands', async () => {
+    repo = await makeProject({ blocks: { a: { title: 'Log in' }, b: { title: 'Charge a card' } }, sim: SIM });
+    const token = issueToken(repo.dir, 'browser', Date.now());
+    serving = await serve({ repo: repo.dir, host: '127.0.0.1', port: 0, clock: systemClock, pollMs: 100 });
+    const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+    const errors: string[] = [];
+    page.on('pageerror', (err) => errors.push(err.message));
+    await page.goto(`${serving.url}#token=${token}`);
+    // The token leaves the address bar at once.
+    await page.waitForFunction(() => !location.hash.includes('token'));
+    // Every column a card of `a` is drawn in, in order.
+    await page.evaluate(() => {
+      const seen: string[] = [];
+      (window as unknown as { phasesOfA: string[] }).phasesOfA = seen;
+      new MutationObserver(() => {
+        const phase = document.querySelector('[data-block="a"]')?.closest('[data-phase]')?.getAttribute('data-phase');
+        if (phase && seen.at(-1) !== phase) seen.push(phase);
+      }).observe(document.getElementById('board')!, { childList: true, subtree: true });
+    });
+
+    const stop = new AbortController();
+    const run = startCommand({
+      repo: repo.dir,
+      watch: true,
+      stop: stop.signal,
+      clock: systemClock,
+      env: { PATH: process.env.PATH, HOME: process.env.HOME, ...GIT_IDENTITY_ENV },
+      print: () => {},
+    });
+    try {
+      await page.waitForSelector('[data-phase="landed"] [data-block="a"]', { timeout: 30_000 });
+      await page.waitForSelector('[data-phase="parked"] [data-block="b"] form[data-answer="b"]', { timeout: 30_000 });
+      const phasesOfA = await page.evaluate(() => (window as unknown as { phasesOfA: string[] }).phasesOfA);
+      expect(phasesOfA.at(-1)).toBe('landed');
+      expect(phasesOfA.length).toBeGreaterThan(1);
+      expect(await page.textContent('[data-block="b"] .why')).toContain('which API key');
+
+      // The board: one column per phase, each block in its own.
+      const columns = await page.$$eval('[data-phase]', (cols) => cols.map((c) => c.getAttribute('data-phase')));
+      expect(columns.slice(0, 2)).toEqual(['pending', 'build']);
+      expect(new Set(columns).size).toBe(columns.length);
+      expect(columns.slice(-3)).toEqual(['landed', 'parked', 'abandoned']);
+      expect(columns).toEqual(expect.arrayContaining(['review', 'merge', 'landed', 'parked', 'abandoned']));
+      await page.click('[data-block="a"]');
+      await page.waitForSelector('#detail table tr');
+      await page.waitForSelector('[data-edge-id]', { timeout: 15_000 });
+      await page.fill('form[data-answer="b"] textarea', 'use the staging key');
+      const saveTo =
+        process.env.TRON_SAVE_SCREENSHOTS === '1' ? join(TRON_ROOT, 'docs') : (shots = mkdtempSync(join(tmpdir(), 'tron-shot-')));
+      const shot = join(saveTo, 'serve-dashboard.png');
+      await page.screenshot({ path: shot });
+      expect(statSync(shot).size).toBeGreaterThan(20_000);
+
+      // Answered from the page: the engine reads it, and b goes round again and lands.
+      await page.selectOption('form[data-answer="b"] select', 'RETRY');
+      await page.click('form[data-answer="b"] button');
+      await page.waitForSelector('[data-phase="landed"] [data-block="b"]', { timeout: 30_000 });
+      const seqs = await page.evaluate(() => (window as unknown as { tron: { seqs: number[]; gaps: number } }).tron);
+      expect(seqs.gaps).toBe(0);
+      expect(seqs.seqs).toEqual(Array.from({ length: seqs.seqs.length }, (_, i) => i + 1));
+    } finally {
+      stop.abort();
+      await run;
+    }
+    const events = readLog(join(serving.hub.current!.runDir, 'events.jsonl')).events;
+    expect(events.find((e) => e.type === 'operator.answered')).toMatchObject({
+      block: 'b',
+      word: 'RETRY',
+      payload: { guidance: 'use the staging key' },
+      by: 'serve:browser',
+    });
+    expect(errors).toEqual([]);
+  });
+});

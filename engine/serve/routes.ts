@@ -1,0 +1,221 @@
+/**
+ * The API of `tron serve`, as one table: method, path, what it does, its parameters and
+ * the shape of what it returns. The server dispatches on it (engine/serve/server.ts maps
+ * every name to a handler, and a name without one does not compile) and the OpenAPI
+ * description is rendered from it (engine/serve/openapi.ts → docs/openapi.json), so the
+ * documented API is the one served.
+ */
+import { z } from 'zod';
+
+const Spend = z.object({
+  usd: z.number().describe('USD of the usage whose cost is known'),
+  tokens: z.number().int().describe('every token: input, cached and output'),
+  unpricedTokens: z.number().int().describe('tokens of usage with no known cost'),
+});
+
+const BlockRow = z.object({
+  block: z.string(),
+  title: z.string(),
+  phase: z.string().describe('a phase of the spine, or pending, parked, abandoned'),
+  attempt: z.number().int(),
+  waiting: z.string().describe('what it waits on: slot, turn, facts, lane, operator, nothing…'),
+  enteredAt: z.number().int().describe('ms since the epoch when it entered its phase'),
+  age: z.number().int().describe('ms in its phase, at the time of asking'),
+  cost: Spend,
+  reason: z.string().optional().describe('why it is parked or abandoned'),
+  baseSha: z.string().optional(),
+  attestedSha: z.string().optional(),
+  landedSha: z.string().optional(),
+  answer: z
+    .object({ file: z.string(), word: z.string(), line: z.string(), writtenAt: z.number() })
+    .optional()
+    .describe('an operator answer waiting in .tron/inbox/'),
+});
+
+const State = z.object({
+  run: z.string().nullable().describe('the latest run id; null before the first run'),
+  seq: z.number().int().describe('the last event folded: GET /api/v1/events with Last-Event-ID = seq continues from here'),
+  engine: z.enum(['running', 'finished', 'interrupted']).nullable(),
+  now: z.number().int(),
+  phases: z.array(z.string()).describe('the columns of a board, in order: pending, the spine, landed, parked, abandoned'),
+  spend: Spend,
+  budgets: z.object({ blockUsd: z.number().optional(), blockTokens: z.number().optional(), runUsd: z.number().optional() }),
+  blocks: z.array(BlockRow),
+});
+
+const Event = z
+  .looseObject({ v: z.number().int(), seq: z.number().int(), ts: z.number().int(), type: z.string() })
+  .describe('one line of events.jsonl without its signature; docs/EVENTS.md lists the types and their fields');
+
+const Turn = z.object({
+  session: z.string(),
+  turn: z.number().int(),
+  role: z.string(),
+  kind: z.string(),
+  ts: z.number().int(),
+  ended: z.boolean().describe('its reply (or failure) is in'),
+});
+
+const BlockDetail = z.object({
+  run: z.string(),
+  block: BlockRow,
+  turns: z.array(Turn),
+  timeline: z.array(Event).describe('the events about the block, oldest first (the latest 1,000)'),
+});
+
+const Events = z.object({ run: z.string(), events: z.array(Event), next: z.number().int().describe('after= for the next page') });
+
+const Answer = z.object({ reply: z.string().describe('one operator line: >>RETRY {"guidance":"…"} or >>ABANDON {"reason":"…"}') });
+const Accepted = z.object({ block: z.string(), file: z.string().describe('the answer file in .tron/inbox/'), by: z.string() });
+
+const Problem = z.object({ error: z.object({ code: z.string(), path: z.string(), message: z.string() }) });
+
+const Count = z.object({ blocks: z.array(z.string()), times: z.number().int() });
+const Flows = z.object({
+  run: z.string(),
+  seq: z.number().int(),
+  edges: z.record(z.string(), Count),
+  nodes: z.record(z.string(), Count),
+  ended: z.record(z.string(), z.string()),
+});
+const Workflow = z.object({
+  xml: z.string().describe('the BPMN 2.0 diagram of the run’s spine'),
+  details: z.record(z.string(), z.unknown()),
+});
+
+export interface RouteParam {
+  name: string;
+  in: 'path' | 'query' | 'header';
+  description: string;
+  type: 'string' | 'integer';
+  required?: boolean;
+}
+
+export interface Route {
+  method: 'GET' | 'POST';
+  path: string;
+  summary: string;
+  description: string;
+  params: RouteParam[];
+  body?: z.ZodType;
+  /** Status → [description, JSON schema (absent: not JSON)]; 401 is added to every route. */
+  responses: Record<number, [string, z.ZodType?]>;
+  /** What the response is, when not JSON. */
+  produces?: 'text/event-stream' | 'text/plain';
+  /** Whether it changes anything (every write is recorded with the token's name). */
+  write: boolean;
+}
+
+const blockParam: RouteParam = { name: 'id', in: 'path', type: 'string', required: true, description: 'the block id' };
+const problem = (what: string): [string, z.ZodType] => [what, Problem];
+
+export const ROUTES = {
+  state: {
+    method: 'GET',
+    path: '/api/v1/state',
+    summary: 'every block of the latest run',
+    description:
+      'The latest run folded as `tron status` folds it: each block with its phase, attempt, what it waits on, its age in the phase and its cost; the run’s spend and budgets.',
+    params: [],
+    responses: { 200: ['the state', State] },
+    write: false,
+  },
+  block: {
+    method: 'GET',
+    path: '/api/v1/blocks/{id}',
+    summary: 'one block: its row, turns and timeline',
+    description: 'The block’s status row, its worker turns (each one’s output at `/api/v1/blocks/{id}/logs`), and every event about it.',
+    params: [blockParam],
+    responses: { 200: ['the block', BlockDetail], 404: problem('no such block in the latest run') },
+    write: false,
+  },
+  logs: {
+    method: 'GET',
+    path: '/api/v1/blocks/{id}/logs',
+    summary: 'a turn’s output, live',
+    description:
+      'The output of one worker turn as the worker writes it (the turn log of `tron logs BLOCK`). With `follow=1` (the default) the response stays open and streams what is written until the turn ends.',
+    params: [
+      blockParam,
+      { name: 'session', in: 'query', type: 'string', description: 'the turn’s session (default: the latest turn’s)' },
+      { name: 'turn', in: 'query', type: 'integer', description: 'the turn number in its session (default: the latest)' },
+      { name: 'follow', in: 'query', type: 'integer', description: '1 (default): stream until the turn ends; 0: what is there now' },
+    ],
+    responses: { 200: ['the output, as text'], 404: problem('no such block, or no turn yet') },
+    produces: 'text/plain',
+    write: false,
+  },
+  runEvents: {
+    method: 'GET',
+    path: '/api/v1/runs/{run}/events',
+    summary: 'a run’s events, a page at a time',
+    description: 'The events of a run (any run under .tron/runs/) after a seq, in order.',
+    params: [
+      { name: 'run', in: 'path', type: 'string', required: true, description: 'the run id' },
+      { name: 'after', in: 'query', type: 'integer', description: 'the last seq already seen (default 0)' },
+      { name: 'limit', in: 'query', type: 'integer', description: 'at most this many (default and most: 1000)' },
+    ],
+    responses: { 200: ['the events', Events], 404: problem('no such run') },
+    write: false,
+  },
+  events: {
+    method: 'GET',
+    path: '/api/v1/events',
+    summary: 'the latest run’s events, live (Server-Sent Events)',
+    description:
+      'Every event of the latest run, each as one SSE message whose `id:` is its seq and whose data is the event; after `Last-Event-ID` (or `?after=`), else from the first; then live, as the engine appends them — no gap, no duplicate. A client that falls behind by more than the server keeps in memory gets `event: gap` (data `{from, to}`) and then the missed events, read from the log: it is told, and loses nothing. When a new run starts, `event: run` (data `{run}`) ends the stream: connect again without Last-Event-ID.',
+    params: [
+      { name: 'Last-Event-ID', in: 'header', type: 'integer', description: 'the last seq received' },
+      { name: 'after', in: 'query', type: 'integer', description: 'the same, for clients that cannot set the header' },
+    ],
+    responses: { 200: ['the stream'] },
+    produces: 'text/event-stream',
+    write: false,
+  },
+  answer: {
+    method: 'POST',
+    path: '/api/v1/blocks/{id}/answer',
+    summary: 'answer a parked block (as `tron answer`)',
+    description:
+      'Checks the answer as `tron answer` does (the block is parked; one legal operator line), signs it with the repository’s key and writes it to .tron/inbox/, where the running engine reads it at once (or the next `tron start` does). The engine records `operator.answered` with `by: "serve:<token name>"`.',
+    params: [blockParam],
+    body: Answer,
+    responses: {
+      202: ['written to the inbox', Accepted],
+      400: problem('not a legal operator answer, or not JSON'),
+      404: problem('no such block'),
+      409: problem('the block is not parked'),
+    },
+    write: true,
+  },
+  flows: {
+    method: 'GET',
+    path: '/api/v1/flows',
+    summary: 'the latest run’s counts per flow of the diagram',
+    description:
+      'How many blocks of the latest run took each flow and reached each node of the workflow diagram (as `tron view` draws them).',
+    params: [],
+    responses: { 200: ['the counts', Flows] },
+    write: false,
+  },
+  workflow: {
+    method: 'GET',
+    path: '/api/v1/workflow',
+    summary: 'the workflow diagram',
+    description: 'The BPMN diagram of the spine that drives the latest run, and the details of each of its elements.',
+    params: [],
+    responses: { 200: ['the diagram', Workflow] },
+    write: false,
+  },
+  openapi: {
+    method: 'GET',
+    path: '/api/v1/openapi.json',
+    summary: 'this description',
+    description: 'The OpenAPI 3.1 description of the API, rendered from the route table (docs/openapi.json is the same file).',
+    params: [],
+    responses: { 200: ['the description'] },
+    write: false,
+  },
+} as const satisfies Record<string, Route>;
+
+export type RouteName = keyof typeof ROUTES;

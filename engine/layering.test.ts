@@ -15,7 +15,7 @@ import { describe, expect, it } from 'vitest';
  * (`runtime/effects` is a layer of its own, below `runtime`); a file at the top of
  * engine/ by its name. `testing/` serves tests only and is no layer: no source imports it.
  */
-export const LAYERS: readonly (readonly string[])[] = [
+const LAYERS: readonly (readonly string[])[] = [
   // The core's vocabulary — errors and their codes, roles, durations — which the tables use.
   ['core/errors.ts', 'core/problems.ts', 'core/roles.ts', 'core/duration.ts', 'root.ts'],
   // The tables the core decides by: the spine and escalation, the glossary and its parser.
@@ -48,7 +48,7 @@ function sources(dir: string): string[] {
 }
 
 /** Imports that break the layering under `root`: upward, into testing/, from no layer, and folders importing each other. */
-export function layeringProblems(root: string, layers: readonly (readonly string[])[] = LAYERS): string[] {
+function layeringProblems(root: string, layers: readonly (readonly string[])[] = LAYERS): string[] {
   const level = new Map(layers.flatMap((names, i) => names.map((n) => [n, i] as const)));
   const problems: string[] = [];
   const edges = new Set<string>();

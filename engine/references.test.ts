@@ -33,7 +33,7 @@ function checkedFiles(root: string): string[] {
 }
 
 /** Every reference in the checked files that points at nothing, as `file: reference`. */
-export function brokenReferences(root: string): string[] {
+function brokenReferences(root: string): string[] {
   const broken: string[] = [];
   for (const file of checkedFiles(root)) {
     const text = readFileSync(join(root, file), 'utf8');

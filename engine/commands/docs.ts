@@ -12,7 +12,7 @@ import { renderErrorsDoc } from '../render/errors-doc.ts';
 import { renderWorkflowDoc } from '../render/workflow-doc.ts';
 import { renderWorkflowDir } from '../render/viewer.ts';
 import { renderOpenApi } from '../serve/openapi.ts';
-import { type Spine } from '../spine/spine.ts';
+import type { Spine } from '../spine/spine.ts';
 import { loadSpine } from '../spine/load.ts';
 import { TRON_ROOT } from '../root.ts';
 

@@ -73,7 +73,7 @@ esac`,
     expect(ofType(first.events, 'page.sent')).toHaveLength(1);
     expect(readRunFile(first.runDir, 'pages.md').match(/^## /gm)).toHaveLength(1);
     const console = first.output.join('\n');
-    expect(console).toMatch(/twice is parked[\s\S]*  answer: tron answer --repo \S+ twice '>>RETRY/);
+    expect(console).toMatch(/twice is parked[\s\S]* {2}answer: tron answer --repo \S+ twice '>>RETRY/);
     // The page is said once, with its reason, on the console: not again when the block parks or the run ends.
     expect(console.match(/PAGE twice/g)).toHaveLength(1);
     expect(console.match(/the builder cannot follow the gateway/g)).toHaveLength(1);

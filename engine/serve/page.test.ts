@@ -110,8 +110,8 @@ describe('the dashboard in a real browser', () => {
       await page.waitForSelector('#detail table tr');
       await page.waitForSelector('[data-edge-id]', { timeout: 15_000 });
       await page.fill('form[data-answer="b"] textarea', 'use the staging key');
-      const saveTo =
-        process.env.TRON_SAVE_SCREENSHOTS === '1' ? join(TRON_ROOT, 'docs') : (shots = mkdtempSync(join(tmpdir(), 'tron-shot-')));
+      if (process.env.TRON_SAVE_SCREENSHOTS !== '1') shots = mkdtempSync(join(tmpdir(), 'tron-shot-'));
+      const saveTo = shots ?? join(TRON_ROOT, 'docs');
       const shot = join(saveTo, 'serve-dashboard.png');
       await page.screenshot({ path: shot });
       expect(statSync(shot).size).toBeGreaterThan(20_000);

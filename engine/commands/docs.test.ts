@@ -1,5 +1,5 @@
-import { describe, expect, it } from 'vitest';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { describe, expect, it, onTestFinished } from 'vitest';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { docsCommand, renderAll, TRON_ROOT } from './docs.ts';
@@ -15,6 +15,7 @@ describe('tron docs', () => {
 
   it('names a stale file and writes nothing under --check', async () => {
     const root = mkdtempSync(join(tmpdir(), 'tron-docs-'));
+    onTestFinished(() => rmSync(root, { recursive: true, force: true }));
     await docsCommand({ check: false, root, print: () => {} });
     writeFileSync(join(root, 'docs/GLOSSARY.md'), 'edited by hand\n');
     const lines: string[] = [];
@@ -25,6 +26,7 @@ describe('tron docs', () => {
 
   it('changes both WORKFLOW.md and the BPMN diagram when the spine changes', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'tron-spine-'));
+    onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
     const file = join(dir, 'workflow.toml');
     const text = readFileSync(SPINE_FILE, 'utf8')
       .replace('attempts = 3            # CHANGES rounds', 'attempts = 7            # CHANGES rounds')

@@ -4,11 +4,11 @@
  * Time, git and test results enter the decision path only as recorded events; this
  * test is how that stays true (as Temporal's bundler rejects node modules in workflows).
  */
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, relative, resolve } from 'node:path';
 import ts from 'typescript';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, onTestFinished } from 'vitest';
 
 /** Packages the pure core may use: schemas only. */
 const ALLOWED_PACKAGES = new Set(['zod']);
@@ -57,6 +57,7 @@ describe('the pure core', () => {
 
   it('would be caught importing node:fs through a helper it imports', () => {
     const dir = mkdtempSync(join(tmpdir(), 'tron-purity-'));
+    onTestFinished(() => rmSync(dir, { recursive: true, force: true }));
     mkdirSync(join(dir, 'core'));
     mkdirSync(join(dir, 'spine'));
     writeFileSync(

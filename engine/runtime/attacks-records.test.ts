@@ -81,9 +81,10 @@ describe('a forged operator answer', () => {
     expect(first.exit).toBe(3);
     await answerCommand({ repo: repo.dir, block: 'x', line: '>>RETRY {"guidance":"try again"}', clock: systemClock, print: () => {} });
     const second = await runTron(repo);
-    // Read while the first run ran, or at the next start: refused either way, never acted on.
+    // Read while the first run ran, or at the next start: refused either way, never acted on
+    // (read while the worker was still writing it, it is not even an answer file yet).
     const refused = [...ofType(first.events, 'inbox.refused'), ...ofType(second.events, 'inbox.refused')];
-    expect(refused).toMatchObject([{ file: '1-x.json', block: 'x', reason: expect.stringMatching(/not signed/) }]);
+    expect(refused).toMatchObject([{ file: '1-x.json', reason: expect.stringMatching(/not signed|not an answer file/) }]);
     expect(ofType(first.events, 'operator.answered')).toEqual([]);
     expect([...first.events, ...second.events].filter((e) => e.type === 'block.abandoned')).toEqual([]);
     expect(ofType(second.events, 'operator.answered')).toMatchObject([{ block: 'x', word: 'RETRY' }]);

@@ -108,7 +108,8 @@ describe('tron start', () => {
       const token = `${1000 + Math.floor(Math.random() * 900)}.${process.pid}`;
       const config = configFile({ extra: `[sandbox]\nmode = "${mode}"\n` })
         .replace('test = "node test.js"', `test = "node test.js && echo suite passed && (setsid sleep ${token} &) && sleep ${token}"`)
-        .replace('test = "1m"', 'test = "1s"');
+        // Long enough for `node test.js` to print on a busy machine; the sleep outlasts any budget.
+        .replace('test = "1m"', 'test = "4s"');
       const repo = await project({ blocks: { a: {} }, sim: builds('a'), config });
       const run = await runTron(repo);
       expect(run.exit).toBe(3);

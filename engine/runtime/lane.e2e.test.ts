@@ -21,13 +21,16 @@ describe('the merge lane on real git', () => {
     const run = await runTron(repo);
     expect(run.exit, run.output.join('\n')).toBe(0);
 
-    // The stack of b1, b2, b3 was red; bisection sent exactly b3 back, and b1, b2 landed together.
-    const stack = ofType(run.events, 'lane.stacked').find((e) => e.blocks.length === 3)!;
-    expect(stack.blocks.map((b) => b.block).sort()).toEqual(['b1', 'b2', 'b3']);
-    expect(ofType(run.events, 'candidate.tested').filter((e) => e.stack === stack.stack && !e.ok).length).toBeGreaterThan(0);
+    // However the machine's load grouped the blocks into stacks, the stack that held b3 was
+    // red; bisection sent exactly b3 back, and the blocks stacked below it landed together.
+    const red = new Set(ofType(run.events, 'candidate.tested').flatMap((e) => (e.ok ? [] : [e.stack])));
+    const stack = ofType(run.events, 'lane.stacked').find((e) => red.has(e.stack) && e.blocks.some((b) => b.block === 'b3'));
+    expect(stack, 'a red stack holding b3').toBeDefined();
     expect(ofType(run.events, 'gate.failed').map((e) => [e.block, e.purpose])).toEqual([['b3', 'lane']]);
-    const prefix = ofType(run.events, 'land.intent').find((e) => e.stack === stack.stack)!;
-    expect(prefix.blocks.map((b) => b.block).sort()).toEqual(['b1', 'b2']);
+    const order = stack!.blocks.map((b) => b.block);
+    const below = order.slice(0, order.indexOf('b3'));
+    const prefix = ofType(run.events, 'land.intent').find((e) => e.stack === stack!.stack);
+    expect(prefix?.blocks.map((b) => b.block) ?? []).toEqual(below);
     expect(
       ofType(run.events, 'block.landed')
         .map((e) => e.block)

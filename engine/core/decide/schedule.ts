@@ -72,6 +72,9 @@ export function stuck(s: EngineState, b: BlockState, seen: Set<string>): boolean
     const dep = s.blocks.get(d);
     if (!dep) return true;
     if (dep.phase === 'abandoned' || dep.phase === 'parked') return true;
+    // A dependency that itself waits on the operator (queued in a lane trunk halted, or
+    // holding a turn for an unavailable worker) lands no sooner than that answer.
+    if ((dep.waiting.on === 'lane' && s.trunkHalt !== undefined) || dep.waiting.on === 'worker') return true;
     return dep.phase === 'pending' && stuck(s, dep, seen);
   });
 }

@@ -104,7 +104,7 @@ export const POINTS = {
   ],
   merge: [
     ['merged', 700],
-    ['merged-without-rebase', 80],
+    ['merged-without-rebase', 250],
     ['blocked', 40],
     ['garbage', 40],
     ['fails', 40],
@@ -122,7 +122,6 @@ export const POINTS = {
     ['garbage-again', 120],
     ['fails', 80],
   ],
-  probe: [['as-turn', 1]],
   // effects
   test: [
     ['as-tree', 940],
@@ -132,7 +131,7 @@ export const POINTS = {
   rebase: [
     ['clean', 850],
     ['changed', 50],
-    ['conflict', 60],
+    ['conflict', 100],
     ['red-in-stack', 40],
   ],
   operator: [

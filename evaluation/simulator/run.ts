@@ -49,6 +49,8 @@ export interface RunResult {
   reason?: string;
   landed: string[];
   abandoned: string[];
+  /** Every block's phase at the end of the last start. */
+  phases: Record<string, string>;
   /** Every log the run wrote, one per start. */
   logs: TronEvent[][];
   config: RunConfig;
@@ -190,6 +192,7 @@ class Sim {
       ...(finished ? { reason: finished.reason } : {}),
       landed: [...this.git.landed.keys()].sort(),
       abandoned: this.state.order.filter((id) => this.state.blocks.get(id)!.phase === 'abandoned'),
+      phases: Object.fromEntries(this.state.order.map((id) => [id, this.state.blocks.get(id)!.phase])),
       logs: this.logs,
       config: this.cfg,
     };
@@ -370,6 +373,15 @@ class Sim {
 
   private turnNominal(): void {
     this.c.nominal = true;
+    // Turns under way go on nominally too: what they were going to answer was never seen
+    // by the engine, and a crash would have killed them (the convergence pair must share only what was seen).
+    for (const x of this.items) {
+      if (x.kind !== 'effect' || x.d.type !== 'block.dispatched' || x.stage === 0) continue;
+      const kind = x.d.kind === 'restate' ? x.d.restating! : x.d.kind;
+      (x as { outcome?: string }).outcome = nominalOf(kind);
+      x.hang = 0;
+      x.silent = false;
+    }
     for (const block of this.unanswered) this.items.push({ kind: 'answer', block, word: 'RETRY', after: 0 });
     this.unanswered.clear();
   }

@@ -66,6 +66,10 @@ export function rerun(c: Case, engine: Engine = REAL): Checked {
 
 export interface SearchOptions {
   from: number;
+  /** Every `stride`-th seed from `from` (workers share a range this way); 1 by default. */
+  stride?: number;
+  /** Where to count what the runs reached (a fresh one by default). */
+  coverage?: Coverage;
   /** Seeds to run (from, from+1, …); or until `ms` of wall time have passed, whichever comes first. */
   runs?: number;
   ms?: number;
@@ -86,12 +90,12 @@ export interface SearchResult {
 /** Runs seeds from `from` on, within the run count or the time budget. */
 export function search(o: SearchOptions): SearchResult {
   const now = o.now ?? (() => performance.now());
-  const coverage = new Coverage();
+  const coverage = o.coverage ?? new Coverage();
   const started = now();
   const failures: Checked[] = [];
   let steps = 0;
   let seeds = 0;
-  for (let seed = o.from; ; seed += 1) {
+  for (let seed = o.from; ; seed += o.stride ?? 1) {
     if (o.runs !== undefined && seeds >= o.runs) break;
     if (o.ms !== undefined && (seeds & 15) === 0 && now() - started >= o.ms) break;
     const checked = checkSeed(seed, o.engine ?? REAL, coverage);

@@ -32,8 +32,9 @@ export function renderTemplate(s: Shrunk, o: { mutation?: string } = {}): string
       if (d.type !== 'block.dispatched' || d.role === 'operator') continue;
       const turn = scripted(d, log);
       if (!turn) continue;
-      const roles = (script[d.block] ??= {});
-      (roles[d.role] ??= []).push(turn);
+      const roles = script[d.block] ?? {};
+      script[d.block] = roles;
+      roles[d.role] = [...(roles[d.role] ?? []), turn];
     }
     const last = i < r.logs.length - 1;
     runs.push(last ? { crash_after_event: log.length } : {});

@@ -335,7 +335,7 @@ class Sim {
         continue;
       }
       if (external === 'effect-fails') {
-        this.input({ type: 'run.failed', detail: 'TRON_GIT: git failed (simulated)', after: 'an effect' });
+        this.input({ type: 'run.failed', detail: 'an effect failed (simulated)', after: 'an effect' });
         continue;
       }
       const ready = this.items.filter((x) => !(x.kind === 'effect' && x.paused) && !(x.kind === 'answer' && x.after > this.step));

@@ -60,7 +60,7 @@ export function planRecovery(events: readonly TronEvent[], blocks: readonly Bloc
     const sha = landed.get(info.id);
     const suspect = world.suspect?.(info.id, info.digest);
     if (!b && !sha && !suspect) continue;
-    let resumed = resumeAt(info.id, b, sha, events);
+    let resumed = resumeAt(info.id, b, sha, events, prev.trunkHalt?.block);
     if (suspect && UNFINISHED.has(resumed.phase)) resumed = parkSuspect(resumed, suspect);
     recovered.push(resumed);
   }
@@ -83,6 +83,7 @@ function resumeAt(
   b: BlockState | undefined,
   landedSha: string | undefined,
   events: readonly TronEvent[],
+  halting: string | undefined,
 ): BodyOf<'block.recovered'> {
   const carried = {
     type: 'block.recovered' as const,
@@ -120,6 +121,8 @@ function resumeAt(
       phase: 'parked',
       reason: b.reason ?? '',
       ...(b.trouble ? { trouble: b.trouble.trouble } : {}),
+      // A trunk touch halts the lane again only if its halt was still in force.
+      ...(b.trouble?.trouble === 'trunk_touched' ? { halts: halting === id } : {}),
       page: !pageSent(events, id),
       detail: 'parked in an earlier run, waiting for the operator',
     };

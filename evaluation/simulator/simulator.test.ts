@@ -5,7 +5,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { parseTemplate } from '../template.ts';
 import { MUTATIONS } from './mutations.ts';
 import { REAL, simulate } from './run.ts';
-import { rerun, search } from './search.ts';
+import { checkSeed, rerun, search } from './search.ts';
 import { reproduce } from './main.ts';
 
 /** The seeds CI checks in npm test (npm run simulate checks more: CI_SEEDS in main.ts). */
@@ -31,6 +31,13 @@ describe('the simulator', () => {
     expect(r.coverage.missing()).toMatchObject({ decisions: [], escalations: [] });
     expect(r.steps).toBeGreaterThan(100_000);
   }, 120_000);
+
+  it.each([
+    [1527, 'a run without --watch ended instead of hanging behind a lane trunk halted'],
+    [113365, 'a trunk touch answered before a crash did not halt the lane again after it'],
+  ])('keeps seed %i, an engine bug it found, fixed (%s)', (seed) => {
+    expect(checkSeed(seed).violation).toBeUndefined();
+  });
 
   for (const m of MUTATIONS) {
     it(`catches the planted mutation ${m.name} by ${m.caughtBy} within the CI range, shrunk and written as a template`, () => {

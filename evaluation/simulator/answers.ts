@@ -173,8 +173,8 @@ export function reply(sim: Sim, d: EventOf<'block.dispatched'>, kind: string, ou
   const ok = (reply: string): EventBody => ({ ...base, ok: true, reply: `Working on it.\n${reply}\n` });
   const git = sim.git;
   const head = git.branches.get(d.block) ?? git.trunk;
-  const work = (bad: boolean, engine: boolean) => {
-    const sha = git.commit({ parent: head, patch: `patch-${d.block}-${sim.step}`, bad, engine });
+  const work = (red: boolean, engine: boolean) => {
+    const sha = git.commit({ parent: head, patch: `patch-${d.block}-${sim.step}`, red, engine });
     git.branches.set(d.block, sha);
   };
   if (kind === 'build') git.worktrees.set(d.block, { dirty: false });
@@ -221,7 +221,7 @@ export function reply(sim: Sim, d: EventOf<'block.dispatched'>, kind: string, ou
       return ok('>>ABANDON {"reason":"cannot be done"}');
     default:
       if (kind === 'merge') {
-        const sha = git.commit({ parent: git.trunk, patch: git.commits.get(head)?.patch ?? 'merged', bad: false, engine: false });
+        const sha = git.commit({ parent: git.trunk, patch: git.commits.get(head)?.patch ?? 'merged', red: false, engine: false });
         git.branches.set(d.block, sha);
       }
       return ok(nominalReply(kind));
@@ -280,7 +280,8 @@ export function rebase(sim: Sim, d: EventOf<'lane.stacked'>): EventBody {
     const sha = git.commit({
       parent: top,
       patch,
-      bad: !git.greenTree(b.sha) || how === 'red-in-stack',
+      // Red when its own tree was, when the block below it is (the stack holds both), or in a clash only the stack shows.
+      red: !git.greenTree(b.sha) || !git.greenTree(top) || how === 'red-in-stack',
       engine: git.touchesEngine(b.sha),
     });
     results.push({

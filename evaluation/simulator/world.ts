@@ -5,13 +5,13 @@
  * git is the record of what landed, not the engine's log.
  */
 
-/** One commit. A tree's tests are red when any commit between it and trunk breaks them. */
+/** One commit, and whether the tests pass on the tree it makes. */
 export interface Commit {
   parent?: string;
   /** The patch id of the change it carries over its base (kept by a clean replay). */
   patch: string;
-  /** Its own change turns the tests red (a builder's red work, or a clash in a stack). */
-  bad: boolean;
+  /** The tests fail on its tree: a builder's red work (a later honest commit fixes it), or a clash in a stack. */
+  red: boolean;
   /** It changes .tron/ (a worker writing the engine's files). */
   engine: boolean;
 }
@@ -29,7 +29,7 @@ export class Git {
   private n = 0;
 
   constructor() {
-    this.trunk = this.commit({ patch: 'root', bad: false, engine: false });
+    this.trunk = this.commit({ patch: 'root', red: false, engine: false });
     this.onTrunk.add(this.trunk);
   }
 
@@ -46,12 +46,9 @@ export class Git {
     return false;
   }
 
-  /** The tree at `sha` passes the tests: no commit off trunk below it breaks them. */
+  /** The tree at `sha` passes the tests. */
   greenTree(sha: string): boolean {
-    for (let at: string | undefined = sha; at !== undefined && !this.onTrunk.has(at); at = this.commits.get(at)?.parent) {
-      if (this.commits.get(at)!.bad) return false;
-    }
-    return true;
+    return !this.commits.get(sha)!.red;
   }
 
   /** Whether a commit between trunk and `sha` changes .tron/. */

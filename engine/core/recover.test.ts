@@ -28,7 +28,7 @@ function restart(blocks: BlockInfo[], recovered: readonly EventBody[]) {
 describe('the recovery plan', () => {
   it('does not halt the lane again for a trunk touch the operator answered before the crash (simulator seed 113365)', () => {
     const { d, log } = recording();
-    d.boot([{ id: 'a' }, { id: 'b' }], 2);
+    d.boot([{ id: 'a' }, { id: 'b' }], { maxParallel: 2 });
     d.approve('a', sha(10));
     // Someone pushed to trunk: a's stack is given up, a parked, the lane halted on a.
     d.feed({ type: 'rebase.done', stack: 1, trunk_sha: sha(9), results: [] });
@@ -52,7 +52,7 @@ describe('the recovery plan', () => {
 
   it('keeps the lane halted after a crash while the touch it halted for is unanswered', () => {
     const { d, log } = recording();
-    d.boot([{ id: 'a' }, { id: 'b' }], 2);
+    d.boot([{ id: 'a' }, { id: 'b' }], { maxParallel: 2 });
     d.approve('a', sha(10));
     d.feed({ type: 'rebase.done', stack: 1, trunk_sha: sha(9), results: [] });
     const blocks = ['a', 'b'].map((id) => d.state.blocks.get(id)!.info);

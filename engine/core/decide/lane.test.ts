@@ -269,7 +269,7 @@ describe('the merge lane', () => {
 
   it('ends the run, exit 3, when a block waits behind one queued in a lane trunk halted (simulator seed 1527)', () => {
     const d = new Driver();
-    d.boot([{ id: 'a' }, { id: 'b' }, { id: 'c', depends_on: ['b'] }], 4);
+    d.boot([{ id: 'a' }, { id: 'b' }, { id: 'c', depends_on: ['b'] }], { maxParallel: 4 });
     d.approve('a', sha(10));
     d.feed({ type: 'rebase.done', stack: 1, trunk_sha: sha(9), results: [] });
     d.feed({ type: 'page.sent', block: 'a', page: 'a#1', reason: 'trunk moved' });

@@ -104,7 +104,7 @@ export const POINTS = {
   ],
   merge: [
     ['merged', 700],
-    ['merged-without-rebase', 250],
+    ['merged-without-rebase', 350],
     ['blocked', 40],
     ['garbage', 40],
     ['fails', 40],
@@ -131,7 +131,7 @@ export const POINTS = {
   rebase: [
     ['clean', 850],
     ['changed', 50],
-    ['conflict', 100],
+    ['conflict', 140],
     ['red-in-stack', 40],
   ],
   operator: [

@@ -1,15 +1,18 @@
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { parseTemplate } from '../template.ts';
 import { MUTATIONS } from './mutations.ts';
 import { REAL, simulate } from './run.ts';
-import { checkSeed, rerun, search } from './search.ts';
+import { rerun, search } from './search.ts';
 import { reproduce } from './main.ts';
 
 /** The seeds CI checks in npm test (npm run simulate checks more: CI_SEEDS in main.ts). */
 const CI_TEST_SEEDS = 1500;
+
+/** Failing schedules of engine bugs found and fixed. */
+const CASES = join(import.meta.dirname, 'cases');
 
 const out = mkdtempSync(join(tmpdir(), 'tron-simulator-'));
 afterAll(() => rmSync(out, { recursive: true, force: true }));
@@ -32,11 +35,12 @@ describe('the simulator', () => {
     expect(r.steps).toBeGreaterThan(100_000);
   }, 120_000);
 
-  it.each([
-    [1527, 'a run without --watch ended instead of hanging behind a lane trunk halted'],
-    [113365, 'a trunk touch answered before a crash did not halt the lane again after it'],
-  ])('keeps seed %i, an engine bug it found, fixed (%s)', (seed) => {
-    expect(checkSeed(seed).violation).toBeUndefined();
+  // Each engine bug the simulator found keeps its failing schedule (a case written by --out,
+  // from the code before the fix): with the fix it holds; without, it breaks the invariant named.
+  const cases = readdirSync(CASES).filter((f) => f.endsWith('.json'));
+  it.each(cases)('keeps the engine bug of %s fixed', (file) => {
+    const c = JSON.parse(readFileSync(join(CASES, file), 'utf8'));
+    expect(rerun(c, REAL).violation).toBeUndefined();
   });
 
   for (const m of MUTATIONS) {

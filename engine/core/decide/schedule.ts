@@ -60,7 +60,9 @@ export function settled(s: EngineState): boolean {
     if (b.waiting.on === 'lane' && s.trunkHalt !== undefined) return true;
     // A turn held for an unavailable worker waits for the operator, as a parked block does.
     if (b.waiting.on === 'worker') return true;
-    if (b.phase === 'pending') return s.workers.builder?.held !== undefined || stuck(s, b, new Set());
+    // A pending block waits for a slot it cannot get: nothing is busy here, so the blocks
+    // in the slots hold turns for an unavailable worker, which only the operator releases.
+    if (b.phase === 'pending') return s.workers.builder?.held !== undefined || s.index.active >= s.maxParallel || stuck(s, b, new Set());
     return false;
   });
 }

@@ -12,7 +12,8 @@
  * replay within 1 s, and µs/event at 1,800 blocks within 1.5× of that at 250.
  * TRON_BENCH_SIZES=250,500 and TRON_BENCH_REPEATS=1 change the sizes and repeats.
  *
- * Then the merge lane on real git (evaluation/bench-lane.ts): per-block wall at 10 and 40
+ * Then the simulator's steps per second (evaluation/bench-simulator.ts), and the merge lane
+ * on real git (evaluation/bench-lane.ts): per-block wall at 10 and 40
  * blocks, the lane's busy share, builder merge turns, and the parallel efficiency of slow
  * builders.
  *
@@ -30,6 +31,7 @@ import { benchStartup } from './startup.ts';
 import { benchLane } from './bench-lane.ts';
 import { benchSandbox } from './bench-sandbox.ts';
 import { benchServe } from './bench-serve.ts';
+import { benchSimulator } from './bench-simulator.ts';
 
 function measure(name: string, runs: number, work: () => void): void {
   work();
@@ -172,6 +174,7 @@ if (perEvent.length > 1) {
 
 benchStartup();
 
+benchSimulator();
 await benchSandbox();
 await benchLane();
 await benchServe();

@@ -142,6 +142,12 @@ export const EVENT_SCHEMAS = {
       page: z.boolean().describe('parked without its page having been sent: send it now'),
       summary: z.string().optional(),
       answered_at: z.number().int().optional().describe('written_at of the last operator answer acted on: older answers are stale'),
+      halts: z
+        .boolean()
+        .optional()
+        .describe(
+          'parked for a trunk touch: whether it still halts the merge lane — only the touch whose halt was in force when the previous run ended does (absent: it does)',
+        ),
       since: z
         .number()
         .int()

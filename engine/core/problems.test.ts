@@ -34,6 +34,7 @@ const NOT_CODES = {
   TRON_BENCH_SERVE_ANSWERS: 'benchmark setting (environment)',
   TRON_BENCH_SERVE_CLIENTS: 'benchmark setting (environment)',
   TRON_SERVE_TOKEN: 'the API token of `tron serve`, for scripts (environment)',
+  TRON_BENCH_SIM_SEEDS: 'benchmark setting (environment)',
   TRON_VERSION: 'constant',
   TRON_ROOT: 'constant',
 };

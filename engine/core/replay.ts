@@ -55,8 +55,12 @@ function alike(a: unknown, b: unknown): boolean {
   return true;
 }
 
-/** Re-decides every recorded input and compares with the recorded decisions. */
-export function replay(events: readonly TronEvent[], ctx: DecideContext): ReplayResult {
+/**
+ * Re-decides every recorded input and compares with the recorded decisions. `step` is the
+ * decision step to check the log against: `decide`, or (the simulator's planted mutations)
+ * a variant of it.
+ */
+export function replay(events: readonly TronEvent[], ctx: DecideContext, step: typeof decide = decide): ReplayResult {
   let state = initialState();
   let inputs = 0;
   let decisions = 0;
@@ -73,7 +77,7 @@ export function replay(events: readonly TronEvent[], ctx: DecideContext): Replay
       continue;
     }
     inputs += 1;
-    const derived = state.finished ? [] : decide(state, e, ctx).decisions;
+    const derived = state.finished ? [] : step(state, e, ctx).decisions;
     state = apply(state, e);
     i += 1;
     for (let k = 0; ; k += 1) {

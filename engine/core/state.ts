@@ -378,7 +378,10 @@ const reducers = {
       since: e.since ?? e.ts,
     }));
     // A trunk touched in an earlier run still halts merges until the operator answers.
-    if (e.phase === 'parked' && e.trouble === 'trunk_touched' && s.trunkHalt === undefined) s.trunkHalt = { sha: '', block: e.block };
+    // (Not one the operator already answered: that halt was lifted, and other blocks parked for the same touch never held it.)
+    if (e.phase === 'parked' && e.trouble === 'trunk_touched' && e.halts !== false && s.trunkHalt === undefined) {
+      s.trunkHalt = { sha: '', block: e.block };
+    }
   },
   'recovery.started': nothing,
   'recovery.finished': (s) => {

@@ -21,9 +21,9 @@
  */
 import { cpSync, existsSync, readdirSync } from 'node:fs';
 import { basename, join, resolve } from 'node:path';
-import type { BlockInfo, BodyOf, EventBody, EventOf, TronEvent } from '../core/events.ts';
+import type { BlockInfo, EventBody, EventOf, TronEvent } from '../core/events.ts';
 import { EventLog, LogCorruptError, readLog, type LogRead } from '../log/eventlog.ts';
-import { apply, initialState, type BlockState, type EngineState } from '../core/state.ts';
+import { planRecovery, recordsLanding, type RecoveryWorld } from '../core/recover.ts';
 import type { Clock } from '../core/clock.ts';
 import { hasMarker, isSameProcess, killGroup } from '../os/proc.ts';
 import { keyOfRunDir } from '../log/keys.ts';
@@ -66,18 +66,15 @@ export async function recover(opts: {
       detail: 'a ref lock left by a git process killed with the previous run',
     });
   }
-  const prev = events.reduce(apply, initialState());
-  const landed = await believedLandings(repo, opts, prev, events, out);
-  for (const info of opts.blocks) {
-    const b = prev.blocks.get(info.id);
-    const sha = landed.get(info.id);
-    const suspect = blockChangedInRun(repo, info.id, info.digest, events);
-    if (!b && !sha && !suspect) continue;
-    let resumed = resumeAt(info.id, b, sha, events);
-    if (suspect && UNFINISHED.has(resumed.phase)) resumed = parkSuspect(resumed, suspect);
+  const plan = planRecovery(events, opts.blocks, await recoveryWorld(repo, opts, events));
+  for (const u of plan.untrusted) {
+    const kept = await git.setAsideLanded(repo, u.block, u.sha);
+    out.push({ type: 'landed.untrusted', ...u, kept });
+  }
+  for (let resumed of plan.recovered) {
     if (resumed.phase === 'review' || resumed.phase === 'merge') {
       try {
-        await git.resetWorktree(repo, info.id);
+        await git.resetWorktree(repo, resumed.block);
       } catch (error) {
         // A worktree git cannot read is the block's, not the start's: the block is dispatched
         // again from trunk, and its branch kept as an orphan when it is made anew.
@@ -89,8 +86,7 @@ export async function recover(opts: {
     out.push(resumed);
   }
   await cleanEngineCheckouts(repo);
-  const answered = events.flatMap((e) => (e.type === 'operator.answered' ? [e.file] : []));
-  return { ...(run ? { previous: run.run } : {}), events: out, answered };
+  return { ...(run ? { previous: run.run } : {}), events: out, answered: plan.answered };
 }
 
 /**
@@ -134,53 +130,34 @@ function readPrevious(runDir: string | undefined, opts: { clock: Clock; keyCreat
 }
 
 /**
- * The landed refs recovery believes: a `refs/tron/landed/<id>` counts only when its sha is
- * on trunk's first-parent history (where every landing puts it) and a run's log records
- * the landing — the previous run's (a landing, its intent, or a block it recovered as
- * landed), else any older signed log. Anything else — a ref a worker made, say — is moved
- * aside to `refs/tron/untrusted/<id>-<n>`, reported, and the block is built.
+ * What the recovery plan needs of git and the older logs: the landed refs, trunk's
+ * first-parent history (read only when some block has a landed ref), whether an older
+ * signed log records a landing (read only when the previous one does not), and which
+ * block files changed while the previous run ran without --watch.
  */
-async function believedLandings(
+async function recoveryWorld(
   repo: string,
   opts: { blocks: readonly BlockInfo[]; trunk?: string; previousRunDir: string | undefined; keyCreated?: boolean },
-  prev: EngineState,
   events: readonly TronEvent[],
-  out: EventBody[],
-): Promise<Map<string, string>> {
-  const refs = await git.landedRefs(repo);
-  const believed = new Map<string, string>();
-  const ids = opts.blocks.map((b) => b.id).filter((id) => refs.has(id));
-  if (ids.length === 0) return believed;
+): Promise<RecoveryWorld> {
+  const landedRefs = await git.landedRefs(repo);
   const trunk = opts.trunk ?? events.find((e): e is EventOf<'run.started'> => e.type === 'run.started')?.trunk;
+  const any = opts.blocks.some((b) => landedRefs.has(b.id));
   const onTrunk =
-    trunk && (await git.revParse(repo, `refs/heads/${trunk}`)) ? await git.firstParentShas(repo, `refs/heads/${trunk}`) : new Set<string>();
+    any && trunk && (await git.revParse(repo, `refs/heads/${trunk}`))
+      ? await git.firstParentShas(repo, `refs/heads/${trunk}`)
+      : new Set<string>();
   let older: TronEvent[][] | undefined;
-  for (const id of ids) {
-    const sha = refs.get(id)!;
-    let reason: string | undefined;
-    if (!onTrunk.has(sha)) reason = `${sha.slice(0, 12)} is not on the first-parent history of ${trunk ?? 'trunk'}`;
-    else if (!recordsLanding(events, id, sha) && prev.blocks.get(id)?.landedSha !== sha) {
+  return {
+    landedRefs,
+    onTrunk,
+    ...(trunk ? { trunk } : {}),
+    olderRecords: (id, sha) => {
       older ??= olderLogs(repo, opts.previousRunDir, opts.keyCreated);
-      if (!older.some((log) => recordsLanding(log, id, sha))) reason = 'no run log records that tron landed it';
-    }
-    if (reason === undefined) {
-      believed.set(id, sha);
-      continue;
-    }
-    const kept = await git.setAsideLanded(repo, id, sha);
-    out.push({ type: 'landed.untrusted', block: id, sha, reason, kept });
-  }
-  return believed;
-}
-
-/** Whether a log records block `id` landing at `sha`: the landing, its announced intent, or a recovered landing. */
-function recordsLanding(events: readonly TronEvent[], id: string, sha: string): boolean {
-  return events.some(
-    (e) =>
-      (e.type === 'block.landed' && e.block === id && e.sha === sha) ||
-      (e.type === 'land.intent' && e.blocks.some((b) => b.block === id && b.sha === sha)) ||
-      (e.type === 'block.recovered' && e.block === id && e.sha === sha && (e.phase === 'landed' || e.phase === 'wrap')),
-  );
+      return older.some((log) => recordsLanding(log, id, sha));
+    },
+    suspect: (id, digest) => blockChangedInRun(repo, id, digest, events),
+  };
 }
 
 /** The logs of every run before the previous one, newest first: signed ones, or any when the key is new. */
@@ -250,96 +227,6 @@ function killStrays(events: readonly TronEvent[], started: EventOf<'run.started'
     }
   }
   return out;
-}
-
-function resumeAt(
-  id: string,
-  b: BlockState | undefined,
-  landedSha: string | undefined,
-  events: readonly TronEvent[],
-): BodyOf<'block.recovered'> {
-  const carried = {
-    type: 'block.recovered' as const,
-    block: id,
-    attempt: b?.attempt ?? 0,
-    turns: b?.turns ?? {},
-    architect_calls: b?.architectCalls ?? 0,
-    rounds: b?.rounds ?? { build: 0, review: 0, merge: 0 },
-    page: false,
-    ...(b?.base ? { base: b.base } : {}),
-    ...(b?.patchId ? { patch_id: b.patchId } : {}),
-    ...(b?.summary ? { summary: b.summary } : {}),
-    ...(b?.answeredAt !== undefined ? { answered_at: b.answeredAt } : {}),
-  };
-  // A block that resumes in the phase it had keeps the time it entered it.
-  const since = b ? { since: b.since } : {};
-  if (landedSha) {
-    if (b?.phase === 'landed') return { ...carried, ...since, phase: 'landed', sha: landedSha, detail: `refs/tron/landed/${id} exists` };
-    return {
-      ...carried,
-      phase: 'wrap',
-      sha: landedSha,
-      detail: `refs/tron/landed/${id} exists but the run ended before the block was wrapped: the landing is recognised, not repeated`,
-    };
-  }
-  if (!b || b.phase === 'pending') return { ...carried, phase: 'pending', detail: 'not started yet' };
-  if (b.phase === 'landed')
-    return { ...carried, phase: 'pending', detail: `the log says landed but refs/tron/landed/${id} is gone: built again` };
-  if (b.phase === 'abandoned')
-    return { ...carried, ...since, phase: 'abandoned', reason: b.reason ?? '', detail: 'abandoned in an earlier run' };
-  if (b.phase === 'parked') {
-    return {
-      ...carried,
-      ...since,
-      phase: 'parked',
-      reason: b.reason ?? '',
-      ...(b.trouble ? { trouble: b.trouble.trouble } : {}),
-      page: !pageSent(events, id),
-      detail: 'parked in an earlier run, waiting for the operator',
-    };
-  }
-  if (b.attested && (b.phase === 'review' || b.phase === 'merge')) {
-    return {
-      ...carried,
-      ...since,
-      phase: b.phase,
-      sha: b.attested,
-      detail: `verified work (attested ${b.attested.slice(0, 12)}) resumes at ${b.phase}`,
-    };
-  }
-  if (b.phase === 'wrap' && b.landedSha)
-    return { ...carried, ...since, phase: 'wrap', sha: b.landedSha, detail: 'landed; wrapping resumes' };
-  return {
-    ...carried,
-    phase: 'pending',
-    detail: `unverified work in ${b.phase}: re-dispatched from trunk, its branch preserved if it holds commits`,
-  };
-}
-
-/** Phases a block still has work in: a block file changed under them waits for the operator. */
-const UNFINISHED = new Set(['pending', 'review', 'merge', 'parked']);
-
-/** A block whose file changed while the previous run ran without --watch: parked, and paged, until the operator answers. */
-function parkSuspect(resumed: BodyOf<'block.recovered'>, reason: string): BodyOf<'block.recovered'> {
-  const { sha: _sha, ...rest } = resumed;
-  return {
-    ...rest,
-    phase: 'parked',
-    reason,
-    trouble: 'engine_files',
-    page: true,
-    detail: 'its block file changed while the previous run ran without --watch: parked for the operator',
-  };
-}
-
-/** Whether the block's last escalation to the operator was followed by a sent page. */
-function pageSent(events: readonly TronEvent[], id: string): boolean {
-  let raised = false;
-  for (const e of events) {
-    if (e.type === 'escalation.raised' && e.block === id && e.handler === 'operator') raised = true;
-    if (e.type === 'page.sent' && e.block === id) raised = false;
-  }
-  return !raised;
 }
 
 /**

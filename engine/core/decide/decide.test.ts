@@ -307,6 +307,27 @@ describe('a worker that fails the same way twice', () => {
     expect(d.state.workers.builder?.held).toBeUndefined();
   });
 
+  it('ends the run, exit 3, when turns held for the worker fill every slot and a block waits for one (simulator seed 354157)', () => {
+    const d = new Driver();
+    d.boot([{ id: 'a' }, { id: 'b' }, { id: 'c' }, { id: 'd' }], { maxParallel: 2 });
+    const toReview = (id: string, head: string) => {
+      d.feed({ type: 'worktree.ready', block: id, attempt: 1, base: sha(1), path: id });
+      d.answer(id, '>>DONE');
+      d.observe(id, head);
+      return d.answer(id, '>>CONFIRMED {"evidence":{"c1":"here"}}');
+    };
+    toReview('a', sha(10));
+    d.feed(failed('a', 1, 'auth', 'reviewer'));
+    d.feed(failed('a', 2, 'auth', 'reviewer'));
+    d.feed({ type: 'page.sent', block: 'a', page: 'a#1', reason: 'r' });
+    // b and c reach review with the reviewer unavailable: their turns are held, in the two slots; d waits for one.
+    toReview('b', sha(11));
+    const last = toReview('c', sha(12));
+    expect(['b', 'c'].map((id) => d.state.blocks.get(id)!.waiting.on)).toEqual(['worker', 'worker']);
+    expect(d.state.blocks.get('d')!.phase).toBe('pending');
+    expect(last).toContainEqual(expect.objectContaining({ type: 'run.finished', exit: 3, parked: ['a', 'b', 'c', 'd'] }));
+  });
+
   it('climbs the usual row when the causes differ or none is named', () => {
     const d = new Driver();
     d.boot([{ id: 'a' }], { maxParallel: 1 });

@@ -267,6 +267,18 @@ describe('the merge lane', () => {
     expect(d.state.lane.stack).toBeUndefined();
   });
 
+  it('ends the run, exit 3, when a block waits behind one queued in a lane trunk halted (simulator seed 1527)', () => {
+    const d = new Driver();
+    d.boot([{ id: 'a' }, { id: 'b' }, { id: 'c', depends_on: ['b'] }], { maxParallel: 4 });
+    d.approve('a', sha(10));
+    d.feed({ type: 'rebase.done', stack: 1, trunk_sha: sha(9), results: [] });
+    d.feed({ type: 'page.sent', block: 'a', page: 'a#1', reason: 'trunk moved' });
+    // b is approved while the lane is halted: it waits in the queue, and c waits for b.
+    const out = d.approve('b', sha(11));
+    expect(d.state.blocks.get('b')!.waiting).toEqual({ on: 'lane' });
+    expect(out).toContainEqual(expect.objectContaining({ type: 'run.finished', exit: 3, parked: ['a', 'b', 'c'] }));
+  });
+
   it('treats a refused ref transaction as a trunk touch', () => {
     const { d } = stacked(['a', 'b']);
     rebased(d, ['a', 'b']);

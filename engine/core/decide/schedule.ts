@@ -60,7 +60,9 @@ export function settled(s: EngineState): boolean {
     if (b.waiting.on === 'lane' && s.trunkHalt !== undefined) return true;
     // A turn held for an unavailable worker waits for the operator, as a parked block does.
     if (b.waiting.on === 'worker') return true;
-    if (b.phase === 'pending') return s.workers.builder?.held !== undefined || stuck(s, b, new Set());
+    // A pending block waits for a slot it cannot get: nothing is busy here, so the blocks
+    // in the slots hold turns for an unavailable worker, which only the operator releases.
+    if (b.phase === 'pending') return s.workers.builder?.held !== undefined || s.index.active >= s.maxParallel || stuck(s, b, new Set());
     return false;
   });
 }
@@ -72,6 +74,9 @@ export function stuck(s: EngineState, b: BlockState, seen: Set<string>): boolean
     const dep = s.blocks.get(d);
     if (!dep) return true;
     if (dep.phase === 'abandoned' || dep.phase === 'parked') return true;
+    // A dependency that itself waits on the operator (queued in a lane trunk halted, or
+    // holding a turn for an unavailable worker) lands no sooner than that answer.
+    if ((dep.waiting.on === 'lane' && s.trunkHalt !== undefined) || dep.waiting.on === 'worker') return true;
     return dep.phase === 'pending' && stuck(s, dep, seen);
   });
 }

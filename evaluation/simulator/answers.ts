@@ -1,0 +1,364 @@
+/**
+ * How the simulated world answers each effect a decision asks for — a worker turn, the
+ * facts, the lane's rebase, a test run, a landing, a page — the way the real effects
+ * could, chosen at the named points of choices.ts. Each answer is the input event the
+ * real effect would report, and changes the world's git as the real one would.
+ */
+import type { EventBody, EventOf } from '../../engine/core/events.ts';
+import { Failure, linear } from './invariants.ts';
+import type { Item, Sim } from './run.ts';
+
+/** What one worker turn costs, when budgets are on. */
+const TURN_USD = 0.05;
+
+export function execute(sim: Sim, item: Item): EventBody[] {
+  if (item.kind === 'answer') {
+    return [
+      {
+        type: 'operator.answered',
+        block: item.block,
+        word: item.word,
+        payload: item.word === 'RETRY' ? { guidance: 'try again' } : { reason: 'not worth it' },
+        file: `answer-${sim.step}.json`,
+        trunk_sha: sim.git.trunk,
+        written_at: sim.ts,
+      },
+    ];
+  }
+  if (item.kind === 'aborted') {
+    const d = item.d;
+    return [
+      {
+        type: 'reply.received',
+        block: d.block,
+        role: d.role,
+        session: d.session,
+        turn: d.turn,
+        ok: false,
+        failure: 'aborted',
+        detail: 'stopped',
+      },
+    ];
+  }
+  // no-effect-without-intent: the decision that asked for this effect is in the log.
+  const logged = item.run === sim.runNo ? sim.log[item.seq - 1] : undefined;
+  if (logged !== item.d) {
+    throw new Failure('intent-before-effect', `an effect of ${item.d.type} (seq ${item.seq}) started with no intent in the current log`);
+  }
+  const d = item.d;
+  switch (d.type) {
+    case 'worktree.requested':
+      return [worktree(sim, d)];
+    case 'block.dispatched':
+      return turn(sim, item, d);
+    case 'facts.requested':
+      return [facts(sim, d)];
+    case 'lane.stacked':
+      return [rebase(sim, d)];
+    case 'candidate.requested':
+    case 'bisect.step':
+      return [testCandidate(sim, d)];
+    case 'land.intent':
+      return land(sim, d);
+    case 'test.requested': {
+      const run = testRun(sim, d.sha);
+      return [{ type: 'trunk.tested', block: d.block, sha: d.sha, ok: run.exit === 0, tests: run }];
+    }
+    case 'wrap.requested':
+      sim.git.worktrees.delete(d.block);
+      sim.git.branches.delete(d.block);
+      return [{ type: 'block.wrapped', block: d.block, summary: d.summary }];
+    case 'escalation.raised': {
+      const how = sim.pick('operator');
+      const word = sim.pick('answer');
+      if (how === 'never') sim.unanswered.add(d.block);
+      else
+        sim.items.push({
+          kind: 'answer',
+          block: d.block,
+          word,
+          after: how === 'late' ? sim.step + 20 + sim.c.amount('delay', 200) : 0,
+        });
+      return [{ type: 'page.sent', block: d.block, page: `page-${sim.step}`, reason: d.detail }];
+    }
+    case 'worker.overran': {
+      const t = sim.turnItem(d.session, d.turn);
+      const alive = t !== undefined && !t.silent;
+      return [{ type: 'worker.probed', block: d.block, session: d.session, turn: d.turn, alive, signs: alive ? ['output'] : [] }];
+    }
+    default:
+      throw new Error(`no effect for ${d.type}`);
+  }
+}
+
+export function worktree(sim: Sim, d: EventOf<'worktree.requested'>): EventBody {
+  const old = sim.git.branches.get(d.block);
+  const orphan = old !== undefined && !sim.git.onTrunk.has(old) ? `orphan/${d.block}-${d.attempt}` : undefined;
+  sim.git.branches.set(d.block, d.base);
+  sim.git.worktrees.set(d.block, { dirty: false });
+  return {
+    type: 'worktree.ready',
+    block: d.block,
+    attempt: d.attempt,
+    base: d.base,
+    path: `.tron/worktrees/${d.block}`,
+    ...(orphan ? { orphan } : {}),
+  };
+}
+
+export function turn(sim: Sim, item: Extract<Item, { kind: 'effect' }>, d: EventOf<'block.dispatched'>): EventBody[] {
+  const kind = d.kind === 'restate' ? d.restating! : d.kind;
+  if (item.stage === 0) {
+    item.stage = 1;
+    // How this turn will go is chosen when it first runs.
+    const restated = d.kind === 'restate' ? sim.pick('restate') : undefined;
+    const outcome =
+      restated === undefined
+        ? outcomeOf(sim, kind)
+        : restated === 'restated'
+          ? nominalOf(kind)
+          : restated === 'fails'
+            ? 'fails'
+            : 'garbage';
+    (item as { outcome?: string }).outcome = outcome;
+    if (outcome === 'hangs') item.hang = 1 + sim.c.amount('hang-length', sim.state.liveness.maxExtensions + 1);
+    if (outcome === 'silent') item.silent = true;
+    const spends = sim.cfg.budgets.block_usd !== undefined || sim.cfg.budgets.run_usd !== undefined;
+    if (spends) {
+      sim.items.push(item);
+      const usd = outcome === 'overspends' ? 5 : TURN_USD;
+      return [
+        {
+          type: 'usage.recorded',
+          block: d.block,
+          role: d.role,
+          session: d.session,
+          turn: d.turn,
+          model: 'sim',
+          input_tokens: 1000,
+          cached_tokens: 0,
+          output_tokens: 100,
+          cost_usd: usd,
+        },
+      ];
+    }
+  }
+  if (item.hang > 0 || item.silent) {
+    item.paused = true;
+    sim.items.push(item);
+    return [{ type: 'timer.fired', block: d.block, session: d.session, turn: d.turn, timer: 'overrun', elapsed_ms: 3_600_000 }];
+  }
+  return [reply(sim, d, kind, (item as { outcome?: string }).outcome!)];
+}
+
+export function outcomeOf(sim: Sim, kind: string): string {
+  switch (kind) {
+    case 'build':
+      return sim.pick('build');
+    case 'challenge':
+      return sim.pick('challenge');
+    case 'review':
+      return sim.pick('review');
+    case 'merge':
+      return sim.pick('merge');
+    case 'architect':
+      return sim.pick('architect');
+    default:
+      return nominalOf(kind);
+  }
+}
+
+export function reply(sim: Sim, d: EventOf<'block.dispatched'>, kind: string, outcome: string): EventBody {
+  const base = { type: 'reply.received' as const, block: d.block, role: d.role, session: d.session, turn: d.turn };
+  const ok = (reply: string): EventBody => ({ ...base, ok: true, reply: `Working on it.\n${reply}\n` });
+  const git = sim.git;
+  const head = git.branches.get(d.block) ?? git.trunk;
+  const work = (red: boolean, engine: boolean) => {
+    const sha = git.commit({ parent: head, patch: `patch-${d.block}-${sim.step}`, red, engine });
+    git.branches.set(d.block, sha);
+  };
+  if (kind === 'build') git.worktrees.set(d.block, { dirty: false });
+  if (outcome === 'overspends' || outcome === 'hangs' || outcome === 'silent') outcome = nominalOf(kind);
+  switch (outcome) {
+    case 'done':
+      if (kind === 'build') {
+        work(false, false);
+        return ok('>>DONE {"summary":"did it"}');
+      }
+      return ok(nominalReply(kind));
+    case 'done-red-tests':
+      work(true, false);
+      return ok('>>DONE {"summary":"did it"}');
+    case 'done-no-commits':
+      return ok('>>DONE');
+    case 'done-uncommitted':
+      git.worktrees.set(d.block, { dirty: true });
+      return ok('>>DONE');
+    case 'done-engine-files':
+      work(false, true);
+      return ok('>>DONE');
+    case 'blocked':
+      return ok('>>BLOCKED {"reason":"the API key is missing"}');
+    case 'garbage':
+      return ok('I believe this is finished now.');
+    case 'two-lines':
+      return ok('>>DONE\n>>BLOCKED {"reason":"or not"}');
+    case 'illegal-word':
+      return ok('>>APPROVE');
+    case 'fails':
+      return { ...base, ok: false, failure: 'exit', detail: 'exited 1: Segmentation fault' };
+    case 'fails-auth':
+      return { ...base, ok: false, failure: 'exit', detail: 'Not logged in · Please run /login', cause: 'auth' };
+    case 'no-evidence':
+      return ok('>>CONFIRMED {"evidence":{"c1":"see the test"}}');
+    case 'changes':
+      return ok('>>CHANGES {"notes":"name things better"}');
+    case 'merged-without-rebase':
+      return ok('>>MERGED');
+    case 'page':
+      return ok('>>PAGE {"reason":"a person should look"}');
+    case 'abandon':
+      return ok('>>ABANDON {"reason":"cannot be done"}');
+    default:
+      if (kind === 'merge') {
+        const sha = git.commit({ parent: git.trunk, patch: git.commits.get(head)?.patch ?? 'merged', red: false, engine: false });
+        git.branches.set(d.block, sha);
+      }
+      return ok(nominalReply(kind));
+  }
+}
+
+export function testRun(sim: Sim, sha: string): EventOf<'trunk.tested'>['tests'] {
+  const how = sim.pick('test');
+  const green = sim.git.greenTree(sha) && how === 'as-tree';
+  if (green) sim.git.green.add(sha);
+  if (how === 'timeout') return { exit: null, timed_out: true, log: 'tests.log', tail: 'killed after 10m' };
+  return { exit: green ? 0 : 1, timed_out: false, log: 'tests.log', tail: green ? 'ok' : 'not ok 1 - it works' };
+}
+
+export function facts(sim: Sim, d: EventOf<'facts.requested'>): EventBody {
+  const git = sim.git;
+  const head = git.branches.get(d.block) ?? d.base;
+  const wt = git.worktrees.get(d.block);
+  const tests = testRun(sim, head);
+  return {
+    type: 'facts.observed',
+    block: d.block,
+    purpose: d.purpose,
+    base: d.base,
+    head,
+    commits: git.commitsOver(d.base, head),
+    trunk_sha: git.trunk,
+    main_status: '',
+    clean: !wt?.dirty,
+    status: wt?.dirty ? ' M src/half-done.js' : '',
+    tests,
+    patch_id: head === d.base ? '' : git.commits.get(head)!.patch,
+    fast_forward: git.isAncestor(git.trunk, head),
+    engine_diff: git.touchesEngine(head) ? ['M .tron/config.toml'] : [],
+  };
+}
+
+export function rebase(sim: Sim, d: EventOf<'lane.stacked'>): EventBody {
+  const git = sim.git;
+  if (git.trunk !== d.trunk_sha) return { type: 'rebase.done', stack: d.stack, trunk_sha: git.trunk, results: [] };
+  let top = d.trunk_sha;
+  const results: EventOf<'rebase.done'>['results'] = [];
+  for (const b of d.blocks) {
+    const own = git.commits.get(b.sha)!;
+    if (git.isAncestor(top, b.sha)) {
+      results.push({ block: b.block, outcome: 'fast_forward', onto: top, sha: b.sha, patch_before: own.patch, patch_after: own.patch });
+      top = b.sha;
+      continue;
+    }
+    const how = sim.pick('rebase');
+    if (how === 'conflict') {
+      results.push({ block: b.block, outcome: 'conflict', onto: top, patch_before: own.patch, files: ['src/shared.js'] });
+      continue;
+    }
+    const patch = how === 'changed' ? `${own.patch}'` : own.patch;
+    const sha = git.commit({
+      parent: top,
+      patch,
+      // Red when its own tree was, when the block below it is (the stack holds both), or in a clash only the stack shows.
+      red: !git.greenTree(b.sha) || !git.greenTree(top) || how === 'red-in-stack',
+      engine: git.touchesEngine(b.sha),
+    });
+    results.push({
+      block: b.block,
+      outcome: how === 'changed' ? 'changed' : 'clean',
+      onto: top,
+      sha,
+      patch_before: own.patch,
+      patch_after: patch,
+    });
+    if (how !== 'changed') top = sha;
+  }
+  return { type: 'rebase.done', stack: d.stack, trunk_sha: git.trunk, results };
+}
+
+export function testCandidate(sim: Sim, d: EventOf<'candidate.requested' | 'bisect.step'>): EventBody {
+  const tests = testRun(sim, d.sha);
+  return { type: 'candidate.tested', stack: d.stack, sha: d.sha, blocks: d.blocks, ok: tests.exit === 0, tests };
+}
+
+/** The one ref transaction, compare-and-swap on trunk; git refuses a landed ref that exists. */
+export function land(sim: Sim, d: EventOf<'land.intent'>): EventBody[] {
+  const git = sim.git;
+  const ids = d.blocks.map((b) => b.block);
+  if (git.trunk !== d.from)
+    return [{ type: 'land.refused', stack: d.stack, blocks: ids, actual: git.trunk, detail: `trunk is at ${git.trunk}, not ${d.from}` }];
+  if (ids.some((id) => git.landed.has(id))) {
+    return [
+      {
+        type: 'land.refused',
+        stack: d.stack,
+        blocks: ids,
+        actual: git.trunk,
+        detail: `a landed ref of ${ids.join(', ')} already exists`,
+      },
+    ];
+  }
+  // trunk-tested-green, trunk-linear, no-landing-past-dependency: checked as trunk moves.
+  if (!git.green.has(d.sha)) {
+    throw new Failure(
+      'trunk-tested-green',
+      `trunk moved to ${d.sha.slice(-8)} (${ids.join(', ')}, tested: ${d.tested}), which no test run found green`,
+    );
+  }
+  linear(sim, d.sha, 'the engine');
+  for (const [i, id] of ids.entries()) {
+    const info = sim.cfg.blocks.find((b) => b.id === id)!;
+    for (const dep of info.depends_on) {
+      if (git.landed.has(dep) || ids.slice(0, i).includes(dep)) continue;
+      const phase = sim.state.blocks.get(dep)?.phase ?? '?';
+      throw new Failure('no-landing-past-dependency', `${id} landed while its dependency ${dep} had not (it is ${phase})`);
+    }
+  }
+  git.moveTrunk(d.sha);
+  for (const b of d.blocks) {
+    git.landed.set(b.block, b.sha);
+    git.branches.set(b.block, b.sha);
+    sim.landings.push(b.block);
+  }
+  return d.blocks.map((b) => ({ type: 'block.landed', block: b.block, sha: b.sha, from: d.from, top: d.sha }));
+}
+
+export function nominalOf(kind: string): string {
+  return kind === 'build' ? 'done' : 'nominal';
+}
+
+export function nominalReply(kind: string): string {
+  switch (kind) {
+    case 'challenge':
+      return '>>CONFIRMED {"evidence":{"c1":"test/works.test.js passes","c2":"test/works.test.js covers it"}}';
+    case 'review':
+      return '>>APPROVE';
+    case 'merge':
+      return '>>MERGED';
+    case 'architect':
+      return '>>RETRY {"guidance":"start again from trunk"}';
+    default:
+      return '>>DONE {"summary":"did it"}';
+  }
+}

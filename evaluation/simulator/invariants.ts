@@ -1,0 +1,103 @@
+/**
+ * The named invariants, checked as a simulated run goes (see docs/evaluation.md): over
+ * each decision (lands-once, spend-within-budget), over the world's git as trunk moves
+ * (trunk-linear; trunk-tested-green and no-landing-past-dependency in answers.ts, where
+ * the landing happens), and after every step (no-silent-stall). The rest — replays,
+ * terminates, intent-before-effect, crash-converges — are checked by the run and search.
+ */
+import type { EventBody, EventOf, TronEvent } from '../../engine/core/events.ts';
+import { TERMINAL } from '../../engine/core/state.ts';
+import type { Sim } from './run.ts';
+
+/** A broken invariant: its name, and what happened. */
+export class Failure extends Error {
+  constructor(
+    readonly invariant: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+export function linear(sim: Sim, to: string, by: string): void {
+  if (!sim.git.isAncestor(sim.git.trunk, to)) {
+    throw new Failure(
+      'trunk-linear',
+      `${by} moved trunk from ${sim.git.trunk.slice(-8)} to ${to.slice(-8)}, which does not descend from it`,
+    );
+  }
+}
+
+export function check(sim: Sim, e: TronEvent): void {
+  switch (e.type) {
+    case 'land.intent':
+      for (const b of e.blocks) {
+        if (sim.git.landed.has(b.block) || sim.landings.includes(b.block)) {
+          throw new Failure('lands-once', `land.intent (seq ${e.seq}) lands ${b.block} again: git already has refs/tron/landed/${b.block}`);
+        }
+      }
+      return;
+    case 'block.dispatched': {
+      const { block_usd, run_usd } = sim.cfg.budgets;
+      const spent = sim.spend.blocks.get(e.block) ?? 0;
+      if (block_usd !== undefined && spent > block_usd + 1e-9) {
+        throw new Failure(
+          'spend-within-budget',
+          `${e.block} was given a new turn with $${spent.toFixed(2)} spent, past block_usd = ${block_usd}`,
+        );
+      }
+      if (run_usd !== undefined && sim.spend.run > run_usd + 1e-9) {
+        throw new Failure(
+          'spend-within-budget',
+          `a new turn started with $${sim.spend.run.toFixed(2)} spent by the run, past run_usd = ${run_usd}`,
+        );
+      }
+      return;
+    }
+    default:
+      return;
+  }
+}
+
+/** Folds what the budget invariant needs from an input. */
+export function account(sim: Sim, e: EventBody): void {
+  if (e.type === 'usage.recorded') {
+    sim.spend.run += e.cost_usd ?? 0;
+    sim.spend.blocks.set(e.block, (sim.spend.blocks.get(e.block) ?? 0) + (e.cost_usd ?? 0));
+  } else if (e.type === 'operator.answered') sim.spend.blocks.set(e.block, 0);
+}
+
+/** Every block is landed, parked or abandoned, or something in the world will move it. */
+export function checkStall(sim: Sim): void {
+  const s = sim.state;
+  if (s.finished) {
+    const f = sim.log.findLast((e): e is EventOf<'run.finished'> => e.type === 'run.finished')!;
+    if (f.reason !== 'done') return;
+    for (const id of s.order) {
+      const b = s.blocks.get(id)!;
+      if (TERMINAL.has(b.phase) || b.phase === 'parked' || b.phase === 'pending' || b.waiting.on === 'worker' || b.waiting.on === 'lane')
+        continue;
+      throw new Failure('no-silent-stall', `the run finished with ${id} in ${b.phase}, waiting on ${b.waiting.on}`);
+    }
+    return;
+  }
+  if (!s.registered) return;
+  for (const id of s.order) {
+    const b = s.blocks.get(id)!;
+    const w = b.waiting;
+    const has = (type: string) => sim.items.some((x) => x.kind === 'effect' && x.d.type === type && 'block' in x.d && x.d.block === id);
+    const missing =
+      (w.on === 'turn' && !sim.turnItem(w.turn.session, w.turn.turn) && !sim.items.some((x) => x.kind === 'aborted' && x.d.block === id)) ||
+      (w.on === 'worktree' && !has('worktree.requested')) ||
+      (w.on === 'facts' && !has('facts.requested')) ||
+      (w.on === 'wrap' && !has('wrap.requested'));
+    if (missing) throw new Failure('no-silent-stall', `${id} waits on ${w.on} and nothing in the world will answer it\n${describe(sim)}`);
+  }
+}
+
+export function describe(sim: Sim): string {
+  const s = sim.state;
+  const blocks = s.order.map((id) => `${id}: ${s.blocks.get(id)!.phase}/${s.blocks.get(id)!.waiting.on}`).join(', ');
+  const items = sim.items.map((x) => (x.kind === 'effect' ? `${x.d.type}${x.paused ? '(paused)' : ''}` : x.kind)).join(', ');
+  return `  blocks: ${blocks}\n  lane: queue [${s.lane.queue.join(', ')}], stack ${s.lane.stack ? s.lane.stack.id : 'none'}\n  pending: ${items || 'nothing'}`;
+}

@@ -1,0 +1,86 @@
+/**
+ * Planted bugs, to show the simulator finds what it claims to: each is a variant of the
+ * pure core handed to the simulator through its seam (`Engine`: the decision step and the
+ * recovery planning it drives), never an edit of the engine's files. Each names the
+ * invariant that must catch it.
+ */
+import { decide } from '../../engine/core/decide/decide.ts';
+import type { EventBody, TronEvent } from '../../engine/core/events.ts';
+import { planRecovery } from '../../engine/core/recover.ts';
+import { apply, type EngineState } from '../../engine/core/state.ts';
+import type { Engine } from './run.ts';
+
+export interface Mutation {
+  name: string;
+  about: string;
+  /** The invariant that must catch it. */
+  caughtBy: string;
+  engine: Engine;
+}
+
+/** A decision step whose decisions `change` rewrites; the state follows the rewritten decisions. */
+function rewriting(change: (after: EngineState, decisions: EventBody[]) => EventBody[] | undefined): typeof decide {
+  return (state, input, ctx) => {
+    const out = decide(state, input, ctx);
+    const changed = change(out.state, out.decisions);
+    if (!changed) return out;
+    let s = apply(state, input);
+    for (const d of changed) s = apply(s, { ...d, v: input.v, seq: input.seq, ts: input.ts } as TronEvent);
+    return { state: s, decisions: changed };
+  };
+}
+
+export const MUTATIONS: readonly Mutation[] = [
+  {
+    name: 'land-without-candidate-test',
+    about: 'the merge lane lands a stack as soon as it is rebased, without testing its top',
+    caughtBy: 'trunk-tested-green',
+    engine: {
+      planRecovery,
+      decide: rewriting((after, decisions) => {
+        if (!decisions.some((d) => d.type === 'candidate.requested')) return undefined;
+        return decisions.map((d) => {
+          if (d.type !== 'candidate.requested') return d;
+          const stack = after.lane.stack!;
+          return { type: 'land.intent', stack: d.stack, sha: d.sha, from: after.trunkSha!, blocks: [...stack.entries], tested: 'lane' };
+        });
+      }),
+    },
+  },
+  {
+    name: 'forget-landed-on-recovery',
+    about: 'recovery does not read refs/tron/landed/: a block the log does not show wrapped is built and landed again',
+    caughtBy: 'lands-once',
+    engine: {
+      decide,
+      planRecovery: (events, blocks, world) => planRecovery(events, blocks, { ...world, landedRefs: new Map() }),
+    },
+  },
+  {
+    name: 'parked-dependency-through',
+    about: 'a block whose dependency is parked (not landed) is dispatched as if the dependency had landed',
+    caughtBy: 'no-landing-past-dependency',
+    engine: {
+      planRecovery,
+      decide: rewriting((after, decisions) => {
+        if (!after.registered || after.finished || after.stopping !== undefined || after.index.active >= after.maxParallel)
+          return undefined;
+        for (const id of after.order) {
+          const b = after.blocks.get(id)!;
+          if (b.phase !== 'pending') continue;
+          const deps = b.info.depends_on.map((d) => after.blocks.get(d)?.phase);
+          if (deps.some((p) => p === 'parked') && deps.every((p) => p === 'parked' || p === 'landed')) {
+            return [...decisions, { type: 'worktree.requested', block: id, attempt: b.attempt + 1, base: after.trunkSha! }];
+          }
+        }
+        return undefined;
+      }),
+    },
+  },
+];
+
+export function mutation(name: string): Mutation {
+  const m = MUTATIONS.find((x) => x.name === name);
+  if (!m) throw new Error(`no mutation ${name}: ${MUTATIONS.map((x) => x.name).join(', ')}`);
+  return m;
+}

@@ -1,0 +1,475 @@
+/**
+ * One simulated run: the pure decision step (engine/core/decide/) driven by a simulated
+ * world that answers every decision the way the real effects could — chosen by the
+ * schedule (choices.ts) — with crashes: the engine stopped between any two events (or in
+ * the middle of writing a step's decisions) and started again from its log through the
+ * real recovery planning (engine/core/recover.ts), fed the world's git. No I/O: a run is
+ * a few thousand steps of plain computation.
+ *
+ * Every step is checked against the named invariants (invariants.ts); the first
+ * violation ends the run and is returned with the step and the schedule that led to it.
+ */
+import { decide as realDecide, type DecideContext } from '../../engine/core/decide/decide.ts';
+import { EVENT_VERSION, type BlockInfo, type EventBody, type EventOf, type TronEvent } from '../../engine/core/events.ts';
+import { planRecovery as realPlan, recordsLanding } from '../../engine/core/recover.ts';
+import { replay } from '../../engine/core/replay.ts';
+import { type EngineState, initialState } from '../../engine/core/state.ts';
+import { loadSpine } from '../../engine/spine/load.ts';
+import { Chooser, type Point } from './choices.ts';
+import { Rng } from './prng.ts';
+import { Git } from './world.ts';
+import type { Coverage } from './coverage.ts';
+import { execute, nominalOf } from './answers.ts';
+import { account, check, checkStall, describe, Failure, linear } from './invariants.ts';
+
+export const CTX: DecideContext = { spine: loadSpine(), testCommand: 'npm test' };
+const LIVE = CTX.spine.liveness;
+
+/** The parts of the engine a run drives: the real ones, or planted mutations of them (mutations.ts). */
+export interface Engine {
+  decide: typeof realDecide;
+  planRecovery: typeof realPlan;
+}
+export const REAL: Engine = { decide: realDecide, planRecovery: realPlan };
+
+export interface Violation {
+  invariant: string;
+  message: string;
+  /** The step (input fed) it was found at, counted over the whole run. */
+  step: number;
+}
+
+export interface RunResult {
+  seed: number;
+  steps: number;
+  crashes: number;
+  violation?: Violation;
+  /** The schedule drawn: replay it with `script` to reproduce the run. */
+  choices: number[];
+  points: string[];
+  /** How the run ended: its last run.finished, the blocks git says landed, those abandoned. */
+  reason?: string;
+  landed: string[];
+  abandoned: string[];
+  /** Every block's phase at the end of the last start. */
+  phases: Record<string, string>;
+  /** Every log the run wrote, one per start. */
+  logs: TronEvent[][];
+  config: RunConfig;
+}
+
+export interface RunConfig {
+  blocks: BlockInfo[];
+  maxParallel: number;
+  batch: number;
+  verifyTrunk: boolean;
+  gather: boolean;
+  architect: boolean;
+  budgets: { block_usd?: number; run_usd?: number };
+  teammates: boolean;
+}
+
+export interface RunOptions {
+  seed: number;
+  /** A recorded schedule to follow instead of drawing one (a reproduction, or a shrink candidate). */
+  script?: readonly number[];
+  engine?: Engine;
+  coverage?: Coverage;
+  /** Crash at the start of this step, then continue nominally (the crash-convergence check). */
+  crashAt?: number;
+  /** From this step on, every choice is nominal and every page is answered. */
+  nominalFrom?: number;
+  /** No crash choices at all. */
+  noCrashes?: boolean;
+  maxSteps?: number;
+}
+
+const MAX_CRASHES = 2;
+/** Starts after a run that ended waiting on the operator. */
+const MAX_RESTARTS = 4;
+
+export type Item =
+  | { kind: 'effect'; seq: number; run: number; d: TronEvent; stage: number; paused: boolean; hang: number; silent: boolean }
+  | { kind: 'answer'; block: string; word: 'RETRY' | 'ABANDON'; after: number }
+  | { kind: 'aborted'; d: EventOf<'block.dispatched'> };
+
+/** Runs one simulated run to its end, or to its first violated invariant. */
+export function simulate(o: RunOptions): RunResult {
+  return new Sim(o).run();
+}
+
+export class Sim {
+  readonly c: Chooser;
+  readonly engine: Engine;
+  readonly git = new Git();
+  readonly cfg: RunConfig;
+  readonly cov: Coverage | undefined;
+  state: EngineState = initialState();
+  log: TronEvent[] = [];
+  logs: TronEvent[][] = [];
+  /** Where the current log's torn batch starts (its decisions were only partly written). */
+  tornAt: number | undefined;
+  items: Item[] = [];
+  step = 0;
+  crashes = 0;
+  runNo = 0;
+  ts = 1_000_000;
+  /** Spend the engine's fold counts (per start), for the budget invariant. */
+  spend = { run: 0, blocks: new Map<string, number>() };
+  /** Blocks whose page the operator never answers (answered all the same once the world turns nominal). */
+  unanswered = new Set<string>();
+  /** Blocks the world has landed, in landing order. */
+  landings: string[] = [];
+  cap: number;
+  /** The crash-convergence check's crash happened. */
+  forced = false;
+  restarts = 0;
+
+  constructor(readonly o: RunOptions) {
+    this.c = new Chooser(o.script ? undefined : new Rng(o.seed), o.script);
+    this.engine = o.engine ?? REAL;
+    this.cov = o.coverage;
+    this.cap = o.maxSteps ?? 20_000;
+    this.cfg = this.configure();
+  }
+
+  pick<P extends Point>(p: P) {
+    return this.c.pick(p);
+  }
+
+  private configure(): RunConfig {
+    const n = Number(this.pick('blocks'));
+    const blocks: BlockInfo[] = [];
+    for (let i = 0; i < n; i += 1) {
+      const dep = i === 0 ? 'none' : this.pick('dep');
+      const depends_on = dep === 'previous' ? [`b${i - 1}`] : dep === 'earlier' ? [`b${this.c.amount('dep-on', i)}`] : [];
+      blocks.push({ id: `b${i}`, title: `block ${i}`, depends_on, priority: 0, criteria: ['it works', 'it is tested'], digest: `d${i}` });
+    }
+    const budgets = this.pick('budgets');
+    return {
+      blocks,
+      maxParallel: Number(this.pick('parallel')),
+      batch: Number(this.pick('batch')),
+      verifyTrunk: this.pick('verify') === 'yes',
+      gather: this.pick('gather') === 'yes',
+      architect: this.pick('has-architect') === 'yes',
+      budgets: {
+        ...(budgets === 'block' || budgets === 'both' ? { block_usd: 1 } : {}),
+        ...(budgets === 'run' || budgets === 'both' ? { run_usd: 3 } : {}),
+      },
+      teammates: this.pick('teammates') === 'yes',
+    };
+  }
+
+  run(): RunResult {
+    let violation: Violation | undefined;
+    try {
+      this.start(undefined);
+      this.loop();
+      this.endOfLog();
+    } catch (err) {
+      if (!(err instanceof Failure)) throw err;
+      violation = { invariant: err.invariant, message: err.message, step: this.step };
+    }
+    if (!this.logs.includes(this.log)) this.logs.push(this.log);
+    this.cov?.merge(this.c.faults);
+    const finished = this.log.findLast((e): e is EventOf<'run.finished'> => e.type === 'run.finished');
+    return {
+      seed: this.o.seed,
+      steps: this.step,
+      crashes: this.crashes,
+      ...(violation ? { violation } : {}),
+      choices: this.c.values,
+      points: this.c.points,
+      ...(finished ? { reason: finished.reason } : {}),
+      landed: [...this.git.landed.keys()].sort(),
+      abandoned: this.state.order.filter((id) => this.state.blocks.get(id)!.phase === 'abandoned'),
+      phases: Object.fromEntries(this.state.order.map((id) => [id, this.state.blocks.get(id)!.phase])),
+      logs: this.logs,
+      config: this.cfg,
+    };
+  }
+
+  // ---- the engine: feeding inputs, appending decisions ----
+
+  private feed(body: EventBody): EventBody[] {
+    account(this, body);
+    this.step += 1;
+    this.ts += 1000;
+    const input = { ...body, v: EVENT_VERSION, seq: this.log.length + 1, ts: this.ts } as TronEvent;
+    this.log.push(input);
+    const { state, decisions } = this.engine.decide(this.state, input, CTX);
+    this.state = state;
+    this.cov?.input(input);
+    for (const d of decisions) {
+      const e = { ...d, v: EVENT_VERSION, seq: this.log.length + 1, ts: this.ts } as TronEvent;
+      this.log.push(e);
+      this.cov?.decision(e);
+      check(this, e);
+    }
+    return decisions;
+  }
+
+  /** After the decisions of one input are written: their effects start. */
+  private perform(from: number): void {
+    for (let i = from; i < this.log.length; i += 1) this.react(this.log[i]!);
+  }
+
+  private input(body: EventBody): void {
+    this.feedAndPerform(body, () => {});
+  }
+
+  private feedAndPerform(body: EventBody, then: () => void): void {
+    const at = this.log.length + 1;
+    this.feed(body);
+    this.perform(at);
+    then();
+    checkStall(this);
+  }
+
+  /** A start: run.started, the register, recovery from the previous log and from git. */
+  private start(previous: TronEvent[] | undefined): void {
+    this.runNo += 1;
+    this.state = initialState();
+    this.log = [];
+    this.tornAt = undefined;
+    this.spend = { run: 0, blocks: new Map() };
+    const cfg = this.cfg;
+    this.feed({
+      type: 'run.started',
+      run: `sim-${this.runNo}`,
+      version: '0',
+      trunk: 'main',
+      trunk_sha: this.git.trunk,
+      main_status: '',
+      max_parallel: cfg.maxParallel,
+      architect: cfg.architect,
+      liveness: {
+        probe_wait_ms: LIVE.probeWaitMs,
+        extension_ms: LIVE.extensionMs,
+        max_extensions: LIVE.maxExtensions,
+        reissues: LIVE.reissues,
+      },
+      watch: false,
+      pid: this.runNo,
+      budgets: cfg.budgets,
+      merge: { batch: cfg.batch, verify_trunk: cfg.verifyTrunk, gather: cfg.gather },
+    });
+    this.feed({ type: 'register.loaded', blocks: cfg.blocks });
+    const boot: EventBody[] = [{ type: 'recovery.started', previous: previous ? `sim-${this.runNo - 1}` : null, torn: false }];
+    if (previous) {
+      const older = this.logs.slice(0, -1);
+      const plan = this.engine.planRecovery(previous, cfg.blocks, {
+        landedRefs: this.git.landed,
+        onTrunk: this.git.onTrunk,
+        trunk: 'main',
+        olderRecords: (id, sha) => older.some((l) => recordsLanding(l, id, sha)),
+      });
+      for (const u of plan.untrusted) {
+        this.git.landed.delete(u.block);
+        boot.push({ type: 'landed.untrusted', ...u, kept: `refs/tron/untrusted/${u.block}-1` });
+      }
+      for (const r of plan.recovered) {
+        if ((r.phase === 'review' || r.phase === 'merge') && this.git.worktrees.has(r.block)) {
+          this.git.worktrees.set(r.block, { dirty: false });
+        }
+        boot.push(r);
+      }
+    }
+    for (const b of boot) this.feed(b);
+    // Answers waiting in the inbox are read before dispatching starts.
+    const waiting = this.items.filter((x): x is Extract<Item, { kind: 'answer' }> => x.kind === 'answer' && x.after <= this.step);
+    this.items = this.items.filter((x) => !waiting.includes(x as never));
+    for (const a of waiting) this.feed(execute(this, a)[0]!);
+    this.feed({ type: 'recovery.finished', answers: waiting.length });
+    this.perform(1);
+    checkStall(this);
+  }
+
+  // ---- the world's main loop ----
+
+  private loop(): void {
+    for (;;) {
+      if (this.state.finished) {
+        // A run that ended waiting on the operator, whose answers are on their way: the
+        // operator answers and starts tron again (the answers are read at that start).
+        const f = this.log.findLast((e): e is EventOf<'run.finished'> => e.type === 'run.finished');
+        if (f?.reason !== 'done' || f.exit !== 3 || !this.items.some((x) => x.kind === 'answer')) return;
+        // (Bounded while faults come; a nominal world settles by itself.)
+        if (this.restarts >= MAX_RESTARTS && !this.c.nominal) return;
+        this.restarts += 1;
+        this.cov?.fault('world:start-again');
+        const late = this.items.filter((x): x is Extract<Item, { kind: 'answer' }> => x.kind === 'answer');
+        this.step = Math.max(this.step, Math.min(...late.map((x) => x.after)));
+        this.endOfLog();
+        this.logs.push(this.log);
+        this.start(this.log);
+        continue;
+      }
+      if (this.step >= this.cap) throw new Failure('terminates', `the run did not finish within ${this.cap} steps`);
+      if (this.o.nominalFrom !== undefined && this.step >= this.o.nominalFrom && !this.c.nominal) this.turnNominal();
+      if (this.o.crashAt !== undefined && this.step >= this.o.crashAt && !this.forced) {
+        this.forced = true;
+        this.crash('forced');
+        continue;
+      }
+      const crash = this.o.noCrashes || this.crashes >= MAX_CRASHES ? 'none' : this.pick('crash');
+      if (crash === 'before-effect') {
+        this.crash(crash);
+        continue;
+      }
+      const external = this.pick('external');
+      if (external === 'teammate-push' && this.cfg.teammates) {
+        this.teammatePush();
+        continue;
+      }
+      if (external === 'signal' && this.state.stopping === undefined) {
+        // As the engine's stop(): the signal is an input, and every running turn is stopped.
+        this.feedAndPerform({ type: 'run.stopping', signal: 'SIGTERM' }, () => this.abort(() => true));
+        continue;
+      }
+      if (external === 'effect-fails') {
+        this.input({ type: 'run.failed', detail: 'an effect failed (simulated)', after: 'an effect' });
+        continue;
+      }
+      const ready = this.items.filter((x) => !(x.kind === 'effect' && x.paused) && !(x.kind === 'answer' && x.after > this.step));
+      if (ready.length === 0) {
+        // Only late answers remain: the world waits for them.
+        const late = this.items.filter((x) => x.kind === 'answer');
+        if (late.length > 0) {
+          this.step = Math.max(this.step, Math.min(...late.map((x) => (x as { after: number }).after)));
+          continue;
+        }
+        throw new Failure('no-silent-stall', `nothing is pending in the world and the run has not finished\n${describe(this)}`);
+      }
+      const item = ready[this.c.index('next', ready.length)]!;
+      this.items.splice(this.items.indexOf(item), 1);
+      const inputs = execute(this, item);
+      if (crash === 'after-effect') {
+        this.crash(crash);
+        continue;
+      }
+      if (crash === 'torn-write' && inputs.length > 0) {
+        const at = this.log.length;
+        const decisions = this.feed(inputs[0]!);
+        const kept = this.c.amount('torn-kept', decisions.length + 1);
+        this.log.length = at + 1 + kept;
+        this.tornAt = at;
+        this.crash(crash);
+        continue;
+      }
+      for (const body of inputs) {
+        if (this.state.finished) break;
+        this.input(body);
+      }
+    }
+  }
+
+  private turnNominal(): void {
+    this.c.nominal = true;
+    // Turns under way go on nominally too: what they were going to answer was never seen
+    // by the engine, and a crash would have killed them (the convergence pair must share only what was seen).
+    for (const x of this.items) {
+      if (x.kind !== 'effect' || x.d.type !== 'block.dispatched' || x.stage === 0) continue;
+      const kind = x.d.kind === 'restate' ? x.d.restating! : x.d.kind;
+      (x as { outcome?: string }).outcome = nominalOf(kind);
+      x.hang = 0;
+      x.silent = false;
+    }
+    for (const block of this.unanswered) this.items.push({ kind: 'answer', block, word: 'RETRY', after: 0 });
+    this.unanswered.clear();
+  }
+
+  /** The engine dies: its processes with it; git, the inbox and the log stay. */
+  private crash(kind: string): void {
+    this.crashes += 1;
+    this.cov?.fault(`crash:${kind}`);
+    this.endOfLog();
+    const previous = this.log;
+    this.logs.push(previous);
+    this.items = this.items.filter((x) => x.kind === 'answer');
+    this.start(previous);
+  }
+
+  /** The recorded log replays to the same decisions (up to a torn batch, which no replay reads whole). */
+  private endOfLog(): void {
+    const events = this.tornAt === undefined ? this.log : this.log.slice(0, this.tornAt);
+    const r = replay(events, CTX, this.engine.decide);
+    if (!r.ok) {
+      const d = r.divergence;
+      throw new Failure(
+        'replays',
+        `start ${this.runNo}: replay diverged at seq ${d.seq} (input ${d.input.type}): recorded ${JSON.stringify(d.recorded)}, derived ${JSON.stringify(d.derived)}`,
+      );
+    }
+  }
+
+  private teammatePush(): void {
+    const sha = this.git.commit({ parent: this.git.trunk, patch: 'teammate', red: false, engine: false });
+    linear(this, sha, 'a teammate');
+    this.git.moveTrunk(sha);
+    this.cov?.fault('world:teammate-push');
+  }
+
+  // ---- decisions → effects ----
+
+  private react(d: TronEvent): void {
+    const effect = (): void => {
+      this.items.push({ kind: 'effect', seq: d.seq, run: this.runNo, d, stage: 0, paused: false, hang: 0, silent: false });
+    };
+    switch (d.type) {
+      case 'worktree.requested':
+      case 'block.dispatched':
+      case 'facts.requested':
+      case 'lane.stacked':
+      case 'candidate.requested':
+      case 'bisect.step':
+      case 'land.intent':
+      case 'test.requested':
+      case 'wrap.requested':
+      case 'worker.overran':
+        return effect();
+      case 'escalation.raised':
+        if (d.handler === 'operator') effect();
+        return;
+      case 'block.parked':
+      case 'block.abandoned':
+        return this.abort((t) => t.block === d.block);
+      case 'budget.exceeded':
+        if (d.scope === 'run') this.abort(() => true);
+        return;
+      case 'turn.reissued':
+        return this.abort((t) => t.session === d.session && t.turn === d.turn);
+      case 'worker.extended': {
+        const t = this.turnItem(d.session, d.turn);
+        if (t) {
+          t.paused = false;
+          t.hang -= 1;
+        }
+        return;
+      }
+      case 'run.finished':
+        return;
+      default:
+        return;
+    }
+  }
+
+  turnItem(session: string, turn: number) {
+    return this.items.find(
+      (x): x is Extract<Item, { kind: 'effect' }> =>
+        x.kind === 'effect' && x.d.type === 'block.dispatched' && x.d.session === session && x.d.turn === turn,
+    );
+  }
+
+  /** Stops running turns: each reports back as aborted. */
+  private abort(which: (t: EventOf<'block.dispatched'>) => boolean): void {
+    const aborted: Item[] = [];
+    this.items = this.items.filter((x) => {
+      if (x.kind !== 'effect' || x.d.type !== 'block.dispatched' || !which(x.d)) return true;
+      aborted.push({ kind: 'aborted', d: x.d });
+      return false;
+    });
+    this.items.push(...aborted);
+  }
+}

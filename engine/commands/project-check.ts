@@ -27,8 +27,10 @@ async function trunkProblem(repo: string, trunk: string): Promise<Problem | unde
     await git.currentTrunkSha(repo, trunk);
     return undefined;
   } catch (err) {
-    if (err instanceof git.GitStateError) return err.problems[0];
-    throw err;
+    if (!(err instanceof git.GitStateError)) throw err;
+    // A trunk branch whose commit is gone is a damaged store (exit 1), not a wrong config.
+    await git.checkStore(repo, trunk);
+    return err.problems[0];
   }
 }
 

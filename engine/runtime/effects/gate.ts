@@ -46,12 +46,11 @@ async function observe(c: EffectContext, e: EventOf<'facts.requested'>): Promise
     (error: unknown) => ({ error }),
   );
   try {
-    const clean = await git.isClean(dir).catch((error: unknown) => ({ problem: errorLine(error) }));
-    if ('problem' in clean) return await worktreeProblem(c, e, `git status fails in the worktree: ${clean.problem}`);
     // The observations are independent of each other: read at once (several gates at once
     // otherwise queue on each process in turn).
     const trunkSha = trunk ?? null;
-    const [commits, fastForward, status, engineDiff, patchId] = await Promise.all([
+    const [clean, commits, fastForward, status, engineDiff, patchId] = await Promise.all([
+      git.isClean(dir).catch((error: unknown) => ({ problem: errorLine(error) })),
       git.commitsOver(c.repo, e.base, head).then((list) => list.length),
       trunkSha ? git.isAncestor(c.repo, trunkSha, head) : false,
       // Read the main checkout only between landings, never while one is moving it.
@@ -59,6 +58,7 @@ async function observe(c: EffectContext, e: EventOf<'facts.requested'>): Promise
       git.changesUnder(c.repo, e.base, head, '.tron/'),
       git.patchId(c.repo, e.base, head),
     ]);
+    if ('problem' in clean) return await worktreeProblem(c, e, `git status fails in the worktree: ${clean.problem}`);
     // Whether trunk is as the engine left it is decided from these facts, not here: the
     // engine may land another block while they are observed.
     const worthTesting = commits > 0 && clean.clean && engineDiff.length === 0 && (e.purpose === 'gate' || fastForward);

@@ -242,6 +242,11 @@ export const EVENT_SCHEMAS = {
       git_files: gitFiles.optional().describe("the shared git directory's config, hooks and info files as the attempt began"),
     })
     .describe('input: the worktree exists at `base`; `orphan` names the branch earlier work was preserved on.'),
+  'worktree.failed': z
+    .strictObject({ block, attempt: z.number().int().positive(), detail: z.string().describe("git's own words") })
+    .describe(
+      "input: the block's worktree or branch could not be made: something in its namespace (tron/<id>, .tron/worktrees/<id>) is in the way. The block's trouble, not the run's: the operator is paged.",
+    ),
   'block.dispatched': z
     .strictObject({
       block,

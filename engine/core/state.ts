@@ -422,6 +422,8 @@ const reducers = {
       gitFiles: e.git_files,
       waiting: NOTHING,
     })),
+  // No worktree: the block waits for nothing until its escalation parks it for the operator.
+  'worktree.failed': (s, e) => patch(s, e.block, () => ({ waiting: NOTHING })),
   'block.dispatched': (s, e) => {
     if (s.heldTurns.includes(e.block)) s.heldTurns = s.heldTurns.filter((id) => id !== e.block);
     patch(s, e.block, (b) => {

@@ -7,6 +7,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import { DECISION_TYPES, type DecisionType } from '../core/events.ts';
+import { replay } from '../core/replay.ts';
+import { loadSpine } from '../spine/load.ts';
 import { ofType, project, runTron } from '../testing/project.ts';
 import { EFFECTS } from './effects/table.ts';
 
@@ -102,7 +104,9 @@ describe('a failure injected into an effect for one block', () => {
     try {
       const run = await runTron(repo);
       expect(run.exit).toBe(1);
-      expect(ofType(run.events, 'run.failed')).toHaveLength(1);
+      expect(ofType(run.events, 'run.failed')).toMatchObject([{ after: 'land.intent' }]);
+      // Decided by the step: the failed run replays.
+      expect(replay(run.events, { spine: loadSpine(), testCommand: 'node test.js' })).toMatchObject({ ok: true });
     } finally {
       undo();
     }

@@ -128,18 +128,16 @@ describe('tron start', () => {
     });
   }
 
-  it('ends a run whose effect failed with exit 1 and run.failed, decided by the step, so the run replays', async () => {
-    const repo = await project({ blocks: { a: {} }, sim: builds('a') });
-    // A ref under tron/a/ makes the branch tron/a impossible to create: the worktree effect fails.
+  it("pages the operator with git's words when a block's branch cannot be made, lands the other block, and the run replays", async () => {
+    const repo = await project({ blocks: { a: {}, b: {} }, sim: `${builds('a')}\n${builds('b')}` });
+    // A ref under tron/a/ makes the branch tron/a impossible to create: the worktree effect fails for a alone.
     await repo.git('update-ref', 'refs/heads/tron/a/x', 'HEAD');
     const run = await runTron(repo);
-    expect(run.exit).toBe(1);
-    const failed = ofType(run.events, 'run.failed');
-    expect(failed).toHaveLength(1);
-    expect(failed[0]!.after).toBe('worktree.requested for a');
-    const finished = ofType(run.events, 'run.finished');
-    expect(finished).toMatchObject([{ reason: 'error', exit: 1, parked: ['a'] }]);
-    expect(finished[0]!.seq).toBeGreaterThan(failed[0]!.seq);
+    expect(run.exit).toBe(3);
+    expect(ofType(run.events, 'run.failed')).toEqual([]);
+    expect(ofType(run.events, 'worktree.failed')).toMatchObject([{ block: 'a', detail: expect.stringContaining('tron/a') }]);
+    expect(ofType(run.events, 'escalation.raised')).toMatchObject([{ block: 'a', trouble: 'worktree_failed', handler: 'operator' }]);
+    expect(ofType(run.events, 'block.landed').map((e) => e.block)).toEqual(['b']);
     expect(replay(run.events, { spine: loadSpine(), testCommand: 'node test.js' })).toMatchObject({ ok: true });
   });
 

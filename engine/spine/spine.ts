@@ -150,6 +150,11 @@ export const ESCALATION = {
     description: "the architect's own reply was uninterpretable, its turn failed, or its per-block budget is spent",
     handlers: ['operator'],
   },
+  worktree_failed: {
+    description:
+      "the block's worktree or branch could not be made — a ref under tron/<id>, a folder or a worktree record in the way: git's words go to the operator, who clears it and answers RETRY; the other blocks go on",
+    handlers: ['operator'],
+  },
   worker_unavailable: {
     description:
       "a worker's turn failed the way its previous turn failed: its login or key refused, its endpoint unreachable, or its quota spent. Restating or consulting the architect cannot fix that, so the operator is paged at once with the worker's own words, and no turn of that worker starts until the operator answers",

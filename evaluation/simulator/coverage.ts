@@ -9,7 +9,15 @@ import { ESCALATION } from '../../engine/spine/spine.ts';
 import { CTX } from './run.ts';
 
 export const DECISION_TYPES = (Object.keys(EVENT_SCHEMAS) as EventType[]).filter((t) => eventKind(t) === 'decision');
-export const ESCALATION_ROWS = Object.entries(ESCALATION).flatMap(([trouble, row]) => row.handlers.map((h) => `${trouble} → ${h}`));
+/**
+ * Escalation rows the simulated world has no fault for yet: a worktree git cannot make
+ * (engine/runtime/engine.test.ts and attacks-block.test.ts reach it on real git). Adding
+ * the fault would shift the recorded choice lists of cases/.
+ */
+export const UNSIMULATED = { escalations: ['worktree_failed → operator'] } as const;
+export const ESCALATION_ROWS = Object.entries(ESCALATION)
+  .flatMap(([trouble, row]) => row.handlers.map((h) => `${trouble} → ${h}`))
+  .filter((r) => !(UNSIMULATED.escalations as readonly string[]).includes(r));
 export const TRANSITIONS = CTX.spine.phases.flatMap((p) => p.transitions.map((t) => `${p.name} → ${t.to} on ${t.on}`));
 
 export class Coverage {

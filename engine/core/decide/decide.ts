@@ -16,7 +16,7 @@ import { type DecideContext, dispatch, finishRun, pendingTurn, Step, wrapSummary
 import { onReply } from './turns.ts';
 import { onFacts } from './gate.ts';
 import { onCandidateTested, onLanded, onLandRefused, onRebased, onTrunkTested } from './lane.ts';
-import { onOperator } from './escalate.ts';
+import { escalate, onOperator } from './escalate.ts';
 import { onOverrun, onProbed } from './liveness.ts';
 import { schedule, stopWhenQuiet } from './schedule.ts';
 import { onUsage } from './budget.ts';
@@ -59,6 +59,7 @@ type Reaction<T extends EventType> = (step: Step, e: EventOf<T>) => void;
 /** What each input sets off; inputs with nothing to react to are absent. */
 const REACTIONS = {
   'worktree.ready': (step, e) => dispatch(step, e.block, 'build'),
+  'worktree.failed': (step, e) => escalate(step, e.block, 'worktree_failed', `its worktree could not be made: ${e.detail}`),
   'reply.received': onReply,
   'facts.observed': onFacts,
   'rebase.done': onRebased,

@@ -8,7 +8,7 @@ import { existsSync } from 'node:fs';
 import { relative } from 'node:path';
 import type { EventBody, EventOf } from '../../core/events.ts';
 import * as git from '../../git/index.ts';
-import { type EffectContext, effect } from './context.ts';
+import { type EffectContext, effect, errorLine } from './context.ts';
 
 export const prepareWorktree = effect({
   run: async (c, e: EventOf<'worktree.requested'>): Promise<EventBody> => {
@@ -24,6 +24,8 @@ export const prepareWorktree = effect({
       git_files: await git.adminDigests(c.repo),
     };
   },
+  // What stands in the way of a block's worktree or branch is in its own namespace: the block's trouble.
+  onFailure: (e, error): EventBody => ({ type: 'worktree.failed', block: e.block, attempt: e.attempt, detail: errorLine(error) }),
 });
 
 async function prepareWorktreeNow(c: EffectContext, e: EventOf<'worktree.requested'>) {

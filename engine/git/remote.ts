@@ -457,3 +457,29 @@ export function remoteProblemCode(
 export function describeRemoteFailure(remote: Remote, what: string, failure: RemoteFailure): string {
   return `${remoteProblemCode(failure)}: ${what} on ${remote.name} (${remote.pushUrl}) failed (${failure.reason}); the remote said:\n${failure.message}`;
 }
+
+/**
+ * Where the user's git credentials live, for the sandbox to hide from every worker and
+ * test: the credential stores git's `store` helper reads (`~/.git-credentials`,
+ * `$XDG_CONFIG_HOME/git/credentials`, and any `--file` a helper names), `~/.ssh` and the
+ * ssh agent's socket. Paths that do not exist are left out by the sandbox.
+ */
+export function credentialPaths(env: Readonly<Record<string, string | undefined>>, access: RemoteAccess = NO_ACCESS): string[] {
+  const paths: string[] = [];
+  const home = env.HOME?.startsWith('/') ? env.HOME : undefined;
+  if (home) paths.push(join(home, '.git-credentials'), join(home, '.ssh'));
+  const xdg = env.XDG_CONFIG_HOME?.startsWith('/') ? env.XDG_CONFIG_HOME : home && join(home, '.config');
+  if (xdg) paths.push(join(xdg, 'git', 'credentials'));
+  if (env.SSH_AUTH_SOCK?.startsWith('/')) paths.push(env.SSH_AUTH_SOCK);
+  for (const [key, value] of access.config) {
+    if (!/^credential\.(.+\.)?helper$/i.test(key)) continue;
+    const file = /--file[= ](\S+)/.exec(value)?.[1];
+    if (file) paths.push(file.startsWith('~/') && home ? join(home, file.slice(2)) : file);
+  }
+  return [...new Set(paths)];
+}
+
+/** A URL without the user and password it may carry (`https://user:token@host/…`): for logs and pages. */
+export function redactUrl(url: string): string {
+  return url.replace(/^([a-z][a-z0-9+.-]*:\/\/)[^/@]*@/i, '$1');
+}

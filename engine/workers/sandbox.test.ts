@@ -4,6 +4,9 @@
  * then looks from outside at what changed.
  */
 import { createServer, type Server } from 'node:http';
+import { createServer as createNetServer } from 'node:net';
+import { credentialPaths } from '../git/remote.ts';
+import { minimalEnv } from './env.ts';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -17,6 +20,17 @@ import type { TurnRequest } from './adapter.ts';
 import { bwrapArgs, bwrapSandbox, chooseSandbox, expandWritable, turnConfinement, type Confinement, type LeaveReport } from './sandbox.ts';
 
 describe('writable paths and bwrap arguments (no bwrap needed)', () => {
+  it('never hands the ssh agent to a worker or test, even one whose env list names it', () => {
+    const env = minimalEnv({ PATH: '/bin', SSH_AUTH_SOCK: '/run/agent.sock', SSH_HOST: 'h' }, ['SSH_*', 'SSH_AUTH_SOCK']);
+    expect(env).toEqual({ PATH: '/bin', SSH_HOST: 'h' });
+    expect(
+      credentialPaths(
+        { HOME: '/home/ada', SSH_AUTH_SOCK: '/run/agent.sock' },
+        { config: [['credential.helper', 'store --file=~/.creds']], env: {} },
+      ),
+    ).toEqual(['/home/ada/.git-credentials', '/home/ada/.ssh', '/home/ada/.config/git/credentials', '/run/agent.sock', '/home/ada/.creds']);
+  });
+
   it('expands ~/ and $NAME/ and keeps absolute paths; an unset variable drops its entry', () => {
     const env = { HOME: '/home/u', CODEX_HOME: '/data/codex' };
     expect(expandWritable(['~/.claude', '~', '$CODEX_HOME', '$CODEX_HOME/logs', '/var/cache/x', '$UNSET/y'], env)).toEqual([
@@ -291,6 +305,37 @@ describe.skipIf(BWRAP_SKIP !== undefined)('a sandboxed worker', () => {
     // The same turn without the hidden folder reads it: the test sees what hiding changes.
     const open = await run(builder('a', ['~']), `cat "${state}/repo1/key"`);
     expect(open.out).toBe('secret');
+  });
+
+  it("cannot read the user's git credentials, their ssh keys or reach their ssh agent, even with all of HOME writable", async () => {
+    writeFileSync(join(home, '.git-credentials'), 'https://ada:s3cret-token@example.com\n');
+    mkdirSync(join(home, '.ssh'), { recursive: true });
+    writeFileSync(join(home, '.ssh', 'id_ed25519'), 'PRIVATE KEY\n');
+    const sock = join(home, 'agent.sock');
+    const agent = createNetServer((c) => c.end('agent'));
+    await new Promise<void>((done) => agent.listen(sock, () => done()));
+    const script = [
+      'cat ~/.git-credentials; echo "creds $?"',
+      'cat ~/.ssh/id_ed25519; echo "key $?"',
+      `node -e "require('net').connect(process.argv[1]).on('data',(d)=>{console.log('agent ' + d);process.exit(0)}).on('error',()=>{console.log('agent refused');process.exit(0)})" ${sock}`,
+    ].join('; ');
+    try {
+      const hidden = credentialPaths({ HOME: home, SSH_AUTH_SOCK: sock });
+      const entered = await bwrapSandbox(BWRAP ?? 'bwrap', hidden).enter(['sh', '-c', script], builder('a', ['~']));
+      const [file, ...args] = entered.argv;
+      const result = await execa(file!, args, { env: { PATH: process.env.PATH ?? '', HOME: home }, extendEnv: false, reject: false });
+      await entered.leave();
+      const out = String(result.stdout);
+      expect(out).not.toContain('s3cret-token');
+      expect(out).not.toContain('PRIVATE KEY');
+      expect(out).toMatch(/^agent refused$/m);
+      // The same turn without hiding reads both and reaches the agent: the test sees what hiding changes.
+      const open = await run(builder('a', ['~']), script);
+      expect(open.out).toContain('s3cret-token');
+      expect(open.out).toMatch(/^agent agent$/m);
+    } finally {
+      await new Promise<void>((done) => agent.close(() => done()));
+    }
   });
 
   it('has a private /tmp', async () => {

@@ -1,0 +1,107 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { execa } from 'execa';
+import { afterEach, describe, expect, it } from 'vitest';
+import { ofType, readRunFile, runTron } from '../testing/project.ts';
+import { remoteProject, type RemoteProject } from '../testing/remote-project.ts';
+
+const projects: RemoteProject[] = [];
+const scratch: string[] = [];
+afterEach(async () => {
+  for (const p of projects.splice(0)) await p.cleanup();
+  for (const d of scratch.splice(0)) rmSync(d, { recursive: true, force: true });
+});
+
+const BLOCKS = ['alpha', 'beta', 'gamma'];
+
+async function project(opts: Parameters<typeof remoteProject>[0] = {}): Promise<RemoteProject> {
+  const p = await remoteProject(opts);
+  projects.push(p);
+  return p;
+}
+
+/** Every landed ref on the remote sits at its block's own commit, on the remote's trunk. */
+async function landedOnRemote(p: RemoteProject): Promise<void> {
+  for (const id of BLOCKS) {
+    expect(await p.bare.git('log', '-1', '--format=%s', `refs/tron/landed/${id}`)).toBe(`Build ${id}`);
+    await p.bare.git('merge-base', '--is-ancestor', `refs/tron/landed/${id}`, 'main');
+  }
+}
+
+describe('a run with [remote]', () => {
+  it('lands every block on the remote, keeps a teammate’s push, and never forces the remote’s trunk', async () => {
+    const p = await project({ teammate: true });
+    const run = await runTron(p.repo, { env: p.env });
+    expect(run.exit, run.output.join('\n')).toBe(0);
+    await landedOnRemote(p);
+
+    // The teammate pushed between a stack and its landing: the lease said so, and the stack was built again on top.
+    const moved = ofType(run.events, 'remote.moved');
+    expect(moved.length, run.output.join('\n')).toBeGreaterThan(0);
+    const theirs = await p.mate!.git('rev-parse', 'HEAD');
+    await p.bare.git('merge-base', '--is-ancestor', theirs, 'main');
+    expect(await p.bare.git('rev-list', '--min-parents=2', 'main')).toBe('');
+
+    // Every move of the remote's trunk was a fast-forward (its reflog, oldest first).
+    const moves = (await p.bare.git('reflog', 'show', '--format=%H', 'refs/heads/main')).split('\n').filter(Boolean).reverse();
+    for (let i = 1; i < moves.length; i += 1) await p.bare.git('merge-base', '--is-ancestor', moves[i - 1]!, moves[i]!);
+
+    // Local trunk and your checkout followed the remote.
+    expect(await p.repo.git('rev-parse', 'main')).toBe(await p.bare.git('rev-parse', 'main'));
+    expect(await p.repo.git('status', '--porcelain', '--untracked-files=no')).toBe('');
+
+    // Every trunk position tron pushed passes the tests in a clean clone of the remote.
+    const pushed = ofType(run.events, 'remote.pushed').map((e) => e.sha);
+    expect(pushed.length).toBeGreaterThan(0);
+    const clone = mkdtempSync(join(tmpdir(), 'tron-remote-clone-'));
+    scratch.push(clone);
+    await execa('git', ['clone', '-q', p.bare.dir, clone], { env: { ...process.env, ...p.env } });
+    for (const sha of pushed) {
+      await execa('git', ['checkout', '-q', '--detach', sha], { cwd: clone });
+      await execa('git', ['clean', '-qfdx'], { cwd: clone });
+      const tests = await execa('node', ['-e', "for (const f of require('fs').readdirSync('tests').sort()) require('./tests/' + f)"], {
+        cwd: clone,
+        reject: false,
+      });
+      expect(tests.exitCode, `the remote's trunk was at ${sha}, red in a clean clone:\n${tests.stderr}`).toBe(0);
+    }
+  }, 180_000);
+
+  it('pages the operator with a declining hook’s own words and exits 3, leaving the remote as it was', async () => {
+    const p = await project();
+    await p.bare.decline('main is frozen: release 4.2 in progress');
+    const before = await p.bare.git('for-each-ref', '--format=%(refname) %(objectname)');
+    const run = await runTron(p.repo, { env: p.env });
+    expect(run.exit, run.output.join('\n')).toBe(3);
+    const raised = ofType(run.events, 'escalation.raised').filter((e) => e.trouble === 'remote_refused');
+    expect(raised.length).toBeGreaterThan(0);
+    expect(raised[0]!.detail).toMatch(/^TRON_REMOTE_REJECTED: .*main is frozen: release 4\.2 in progress/s);
+    expect(ofType(run.events, 'page.sent').some((e) => e.reason.includes('main is frozen'))).toBe(true);
+    expect(readRunFile(run.runDir, 'pages.md')).toContain('main is frozen: release 4.2 in progress');
+    expect(await p.bare.git('for-each-ref', '--format=%(refname) %(objectname)')).toBe(before);
+    // Nothing landed locally either: local trunk follows only what the remote accepted.
+    expect(ofType(run.events, 'block.landed')).toEqual([]);
+  }, 180_000);
+
+  it('waits for a remote that is down, then lands on it once it is back', async () => {
+    const p = await project();
+    await p.served.stop();
+    const running = runTron(p.repo, { env: p.env });
+    // Back once the engine has waited for it at least once (the log says so).
+    const log = async () => {
+      const { readdirSync, readFileSync, existsSync } = await import('node:fs');
+      const runs = join(p.repo.dir, '.tron', 'runs');
+      if (!existsSync(runs)) return '';
+      const dirs = readdirSync(runs).sort();
+      return dirs.length > 0 ? readFileSync(join(runs, dirs.at(-1)!, 'events.jsonl'), 'utf8') : '';
+    };
+    for (let i = 0; i < 1200 && !(await log()).includes('"type":"remote.retry"'); i += 1) await new Promise((r) => setTimeout(r, 100));
+    await p.served.start();
+    const run = await running;
+    expect(run.exit, run.output.join('\n')).toBe(0);
+    expect(ofType(run.events, 'remote.failed').some((e) => e.op === 'push' && e.kind === 'transient')).toBe(true);
+    expect(ofType(run.events, 'remote.retry').length).toBeGreaterThan(0);
+    await landedOnRemote(p);
+  }, 180_000);
+});

@@ -1,10 +1,12 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { execa } from 'execa';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ofType, readRunFile, runTron } from '../testing/project.ts';
 import { remoteProject, type RemoteProject } from '../testing/remote-project.ts';
+import { allRuns, startCli } from '../testing/crash.ts';
+import { serveDaemon } from '../testing/remote-server.ts';
 
 const projects: RemoteProject[] = [];
 const scratch: string[] = [];
@@ -104,4 +106,83 @@ describe('a run with [remote]', () => {
     expect(ofType(run.events, 'remote.retry').length).toBeGreaterThan(0);
     await landedOnRemote(p);
   }, 180_000);
+});
+
+/** Kills the engine of `repo` (the holder of .tron/engine.lock) at once, as a crash would. */
+function killEngine(repoDir: string): void {
+  try {
+    const { pid } = JSON.parse(readFileSync(join(repoDir, '.tron', 'engine.lock'), 'utf8')) as { pid: number };
+    process.kill(pid, 'SIGKILL');
+  } catch {
+    // No engine holds the repository at this instant: nothing to kill.
+  }
+}
+
+/** Starts tron until a run exits 0 (at most four starts); the outputs of every start. */
+async function startUntilDone(p: RemoteProject): Promise<string[]> {
+  const outputs: string[] = [];
+  for (let i = 0; i < 4; i += 1) {
+    const run = await startCli(p.repo, p.env);
+    outputs.push(`exit ${run.exitCode} ${run.signal ?? ''}\n${run.stdout}\n${run.stderr}`);
+    if (run.exitCode === 0) return outputs;
+  }
+  throw new Error(`tron never finished:\n${outputs.join('\n---\n')}`);
+}
+
+/** Every block landed on the remote exactly once: its landed ref there, its commit once in the remote's trunk. */
+async function landedOnceOnRemote(p: RemoteProject, outputs: string[]): Promise<void> {
+  await landedOnRemote(p);
+  const subjects = (await p.bare.git('log', '--format=%s', 'main')).split('\n');
+  for (const id of BLOCKS) expect(subjects.filter((s) => s === `Build ${id}`).length, `${id}:\n${outputs.join('\n---\n')}`).toBe(1);
+  expect(await p.repo.git('rev-parse', 'main')).toBe(await p.bare.git('rev-parse', 'main'));
+  for (const id of BLOCKS)
+    expect(await p.repo.git('rev-parse', `refs/tron/landed/${id}`)).toBe(await p.bare.git('rev-parse', `refs/tron/landed/${id}`));
+}
+
+describe('a run with [remote], killed at any instant of its network calls', () => {
+  it.each([
+    ['during the fetch before a stack', 'git-upload-pack'],
+    ['during the landing push', 'git-receive-pack'],
+  ])(
+    'lands every block exactly once when killed %s',
+    async (_when, service) => {
+      let killed = false;
+      let repoDir = '';
+      const p = await project({
+        served: (bare) =>
+          serveDaemon(bare, {
+            onService: (s) => {
+              if (killed || s !== service || repoDir === '') return;
+              killed = true;
+              killEngine(repoDir);
+            },
+          }),
+      });
+      repoDir = p.repo.dir;
+      const outputs = await startUntilDone(p);
+      expect(killed).toBe(true);
+      expect(outputs.length).toBeGreaterThan(1);
+      await landedOnceOnRemote(p, outputs);
+    },
+    300_000,
+  );
+
+  it('lands every block exactly once when killed after the remote accepted a push and before the engine recorded it', async () => {
+    const p = await project();
+    const mark = join(p.bare.root, 'killed-once');
+    const lock = join(p.repo.dir, '.tron', 'engine.lock');
+    // The remote has the landing when post-receive runs; the engine waits for the push's answer.
+    await p.bare.hook(
+      'post-receive',
+      `#!/bin/sh\ncat >/dev/null\n[ -e '${mark}' ] && exit 0\ntouch '${mark}'\nkill -9 "$(node -e "console.log(JSON.parse(require('fs').readFileSync('${lock}','utf8')).pid)")"\n`,
+    );
+    const outputs = await startUntilDone(p);
+    expect(existsSync(mark)).toBe(true);
+    const events = allRuns(p.repo).flat();
+    expect(
+      events.some((e) => e.type === 'remote.recovered'),
+      outputs.join('\n---\n'),
+    ).toBe(true);
+    await landedOnceOnRemote(p, outputs);
+  }, 300_000);
 });

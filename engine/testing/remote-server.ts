@@ -35,6 +35,8 @@ export interface BareRemote {
   git(...args: string[]): Promise<string>;
   /** Installs a pre-receive hook that prints `message` and declines every push (or removes it: undefined). */
   decline(message: string | undefined): Promise<void>;
+  /** Installs hook `name` (e.g. post-receive) as this shell script. */
+  hook(name: string, script: string): Promise<void>;
   cleanup(): Promise<void>;
 }
 
@@ -56,6 +58,10 @@ export async function makeBareRemote(): Promise<BareRemote> {
       await writeFile(hook, `#!/bin/sh\ncat >/dev/null\necho '${quoted}' >&2\nexit 1\n`);
       await chmod(hook, 0o755);
     },
+    async hook(name, script) {
+      await writeFile(join(dir, 'hooks', name), script);
+      await chmod(join(dir, 'hooks', name), 0o755);
+    },
     cleanup: () => rm(root, { recursive: true, force: true }),
   };
 }
@@ -72,8 +78,12 @@ export interface ServedRemote {
   served(): number;
 }
 
-/** Serves `remote` with `git daemon --inetd --enable=receive-pack` at `git://127.0.0.1:<port>/repo.git`. */
-export async function serveDaemon(remote: BareRemote): Promise<ServedRemote> {
+/**
+ * Serves `remote` with `git daemon --inetd --enable=receive-pack` at `git://127.0.0.1:<port>/repo.git`.
+ * `onService` sees each connection's service (`git-upload-pack`: a fetch or ls-remote;
+ * `git-receive-pack`: a push) before the daemon answers it.
+ */
+export async function serveDaemon(remote: BareRemote, opts: { onService?: (service: string) => void } = {}): Promise<ServedRemote> {
   const children = new Set<ChildProcess>();
   const sockets = new Set<Socket>();
   let count = 0;
@@ -86,6 +96,13 @@ export async function serveDaemon(remote: BareRemote): Promise<ServedRemote> {
       { env: serverEnv(remote.root), stdio: ['pipe', 'pipe', 'ignore'] },
     );
     children.add(child);
+    if (opts.onService) {
+      // The request's first pkt-line names the service: "<4 hex>git-upload-pack /repo.git\0…".
+      socket.once('data', (chunk: Buffer) => {
+        const service = /git-[a-z-]+/.exec(chunk.subarray(4, 40).toString('latin1'))?.[0];
+        if (service) opts.onService!(service);
+      });
+    }
     socket.pipe(child.stdin!);
     child.stdout!.pipe(socket);
     const end = () => {

@@ -516,6 +516,16 @@ export const EVENT_SCHEMAS = {
   'remote.waited': z
     .strictObject({ stack, attempt: z.number().int().min(1) })
     .describe("input: the backoff before a push's next try has passed."),
+  'remote.branch.pushed': z
+    .strictObject({
+      block,
+      sha,
+      ok: z.boolean(),
+      detail: z.string().optional().describe('why not: the remote’s words, or a branch there tron did not put'),
+    })
+    .describe(
+      "note: [remote] push_branches: the block's attested sha was pushed as `tron/<id>` on the remote, for teammates and other hosts to fetch (by lease: a branch there that tron did not put is never overwritten).",
+    ),
   'remote.recovered': z
     .strictObject({ blocks: z.array(stackEntry), sha, detail: z.string() })
     .describe(

@@ -628,6 +628,7 @@ const reducers = {
   'remote.retry': (s, e) => stackPending(s, e.stack, true),
   'remote.waited': (s, e) => stackPending(s, e.stack, false),
   'remote.recovered': nothing,
+  'remote.branch.pushed': nothing,
   'lane.closed': (s, e) => {
     if (s.lane.stack?.id !== e.stack) return;
     s.lane = { ...s.lane, stack: undefined, queue: [...e.returned, ...s.lane.queue.filter((id) => !e.returned.includes(id))] };

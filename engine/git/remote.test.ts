@@ -109,8 +109,8 @@ describe.each<Kind>(['daemon', 'http'])('a remote served by %s', (kind) => {
     expect(await bare.git('rev-parse', 'main')).toBe(two);
     expect(await bare.git('rev-parse', 'refs/tron/landed/one')).toBe(one);
     expect(await bare.git('rev-parse', 'refs/tron/landed/two')).toBe(two);
-    // Nothing local moved: that is the caller's, after the remote accepted.
-    expect(await r.git('rev-parse', 'refs/remotes/origin/main')).toBe(base);
+    // Nothing local moved but the remote-tracking ref: the landed refs (and trunk) are the caller's, after the remote accepted.
+    expect(await r.git('rev-parse', 'refs/remotes/origin/main')).toBe(two);
     expect(await r.git('for-each-ref', 'refs/tron/')).toBe('');
   });
 

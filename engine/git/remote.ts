@@ -214,8 +214,9 @@ export type PushResult = { ok: true } | RemoteMoved | RemoteFailure;
 /**
  * Lands a stack on the remote in ONE atomic push: trunk from `expectedOld` to `top`
  * (lease), `refs/tron/landed/<id>` created for each block (lease: must not exist). Either
- * every ref moves or none does. Nothing local changes: the caller moves local trunk and
- * the landed refs only after this returned ok.
+ * every ref moves or none does. Nothing local changes but the remote-tracking ref
+ * (`refs/remotes/<name>/<trunk>`, as git push moves it): the caller moves local trunk
+ * and the landed refs only after this returned ok.
  */
 export async function pushLanding(repo: string, remote: Remote, landing: RemoteLanding): Promise<PushResult> {
   const trunkRef = `refs/heads/${remote.trunk}`;
@@ -225,7 +226,11 @@ export async function pushLanding(repo: string, remote: Remote, landing: RemoteL
     leases.push(`--force-with-lease=${LANDED_PREFIX}${b.id}:`);
     specs.push(`${b.sha}:${LANDED_PREFIX}${b.id}`);
   }
-  return push(repo, remote, ['--atomic', ...leases, remote.pushUrl, ...specs]);
+  const pushed = await push(repo, remote, ['--atomic', ...leases, remote.pushUrl, ...specs]);
+  // As git push does: the remote-tracking ref says where the remote's trunk now is.
+  if (pushed.ok)
+    await gitOut(repo, ['update-ref', '-m', `tron: push to ${remote.name}`, `refs/remotes/${remote.name}/${remote.trunk}`, landing.top]);
+  return pushed;
 }
 
 /**
@@ -482,4 +487,19 @@ export function credentialPaths(env: Readonly<Record<string, string | undefined>
 /** A URL without the user and password it may carry (`https://user:token@host/…`): for logs and pages. */
 export function redactUrl(url: string): string {
   return url.replace(/^([a-z][a-z0-9+.-]*:\/\/)[^/@]*@/i, '$1');
+}
+
+/** How far `repo`'s checkout (HEAD) is from the remote's trunk as last fetched: commits only it has, and commits only the remote has. */
+export async function distanceFromRemote(
+  repo: string,
+  name: string,
+  trunk: string,
+): Promise<{ head: Sha; remoteSha: Sha; ahead: number; behind: number } | undefined> {
+  const tracked = `refs/remotes/${name}/${trunk}`;
+  const shas = await runGit(repo, ['rev-parse', 'HEAD', tracked]);
+  const [head, remoteSha] = shas.stdout.split('\n');
+  if (shas.exitCode !== 0 || !isFullSha(head) || !isFullSha(remoteSha)) return undefined;
+  const counts = await gitOut(repo, ['rev-list', '--left-right', '--count', `${head}...${remoteSha}`]);
+  const [ahead, behind] = counts.split(/\s+/).map(Number);
+  return { head, remoteSha, ahead: ahead ?? 0, behind: behind ?? 0 };
 }

@@ -7,6 +7,9 @@ import { ofType, readRunFile, runTron } from '../testing/project.ts';
 import { remoteProject, type RemoteProject } from '../testing/remote-project.ts';
 import { allRuns, startCli } from '../testing/crash.ts';
 import { serveDaemon } from '../testing/remote-server.ts';
+import { statusCommand } from '../commands/status.ts';
+import { cleanCommand } from '../commands/clean.ts';
+import { ManualClock } from '../core/clock.ts';
 
 const projects: RemoteProject[] = [];
 const scratch: string[] = [];
@@ -185,4 +188,44 @@ describe('a run with [remote], killed at any instant of its network calls', () =
     ).toBe(true);
     await landedOnceOnRemote(p, outputs);
   }, 300_000);
+});
+
+describe('[remote] push_branches, tron status and tron clean', () => {
+  it('pushes each block’s branch as it passes its gate, shows the checkout at the remote, and cleans only the branches it pushed', async () => {
+    const p = await project({ remote: '[remote]\npush_branches = true\nbackoff = "100ms"\n' });
+    const run = await runTron(p.repo, { env: p.env });
+    expect(run.exit, run.output.join('\n')).toBe(0);
+    const pushed = ofType(run.events, 'remote.branch.pushed');
+    expect(
+      pushed
+        .filter((e) => e.ok)
+        .map((e) => e.block)
+        .sort(),
+    ).toEqual(expect.arrayContaining(BLOCKS));
+    // The branch there holds an attested sha of its block.
+    for (const id of BLOCKS) {
+      const there = await p.bare.git('rev-parse', `refs/heads/tron/${id}`);
+      expect(ofType(run.events, 'gate.passed').some((e) => e.block === id && e.sha === there)).toBe(true);
+    }
+
+    const status: string[] = [];
+    await statusCommand({ repo: p.repo.dir, json: false, clock: new ManualClock(), print: (l) => status.push(l) });
+    expect(status.join('\n')).toContain('your checkout is at origin/main');
+
+    // A teammate's branch under tron/ and a teammate's move of a branch tron pushed: neither is touched.
+    const main = await p.bare.git('rev-parse', 'main');
+    await p.bare.git('update-ref', 'refs/heads/tron/theirs', main);
+    await p.bare.git('update-ref', 'refs/heads/tron/beta', main);
+    const lines: string[] = [];
+    expect(await cleanCommand({ repo: p.repo.dir, dryRun: false, all: false, clock: new ManualClock(), print: (l) => lines.push(l) })).toBe(
+      0,
+    );
+    expect(lines.join('\n')).toContain('removed remote branch origin:tron/alpha');
+    expect((await p.bare.git('for-each-ref', '--format=%(refname)', 'refs/heads/tron/')).split('\n').sort()).toEqual([
+      'refs/heads/tron/beta',
+      'refs/heads/tron/theirs',
+    ]);
+    // Landed refs are records, never cleaned.
+    for (const id of BLOCKS) await p.bare.git('rev-parse', `refs/tron/landed/${id}`);
+  }, 180_000);
 });

@@ -19,8 +19,17 @@
  */
 import type { EventBody, EventOf } from '../../core/events.ts';
 import * as git from '../../git/index.ts';
-import { fetchTrunk, pushLanding, readRemote, redactUrl, remoteProblemCode, type Remote, type RemoteFailure } from '../../git/remote.ts';
-import { type EffectContext, effect } from './context.ts';
+import {
+  fetchTrunk,
+  pushBranches,
+  pushLanding,
+  readRemote,
+  redactUrl,
+  remoteProblemCode,
+  type Remote,
+  type RemoteFailure,
+} from '../../git/remote.ts';
+import { type EffectContext, type Moment, effect } from './context.ts';
 
 /** What fetching before a stack found: go on from `trunk` (with `events` first), or stop with `events`. */
 export type BeforeStack = { go: true; trunk: string; events: EventBody[] } | { go: false; events: EventBody[] };
@@ -99,6 +108,35 @@ export const waitRetry = effect({
     new Promise<EventBody>((resolve) => {
       setTimeout(() => resolve({ type: 'remote.waited', stack: e.stack, attempt: e.attempt }), e.wait_ms);
     }),
+});
+
+/**
+ * `[remote] push_branches`: a block that passed its gate is pushed as `tron/<id>`. A
+ * branch already there is moved only when it holds a sha this run attested for the block
+ * (tron's own earlier push); anything else is someone's and stays. Off the lane's path:
+ * the outcome is a note, never a decision.
+ */
+export const pushBranch = effect({
+  request: (e: EventOf<'gate.passed'>, at: Moment) => ({
+    block: e.block,
+    sha: e.sha,
+    ours: at.state.lane.remote ? at.history.flatMap((h) => (h.type === 'gate.passed' && h.block === e.block ? [h.sha] : [])) : [],
+  }),
+  run: async (c, r: { block: string; sha: string; ours: string[] }) => {
+    if (!c.remote || !c.config.remote?.pushBranches) return undefined;
+    const read = await readRemote(c.repo, c.remote);
+    const note = (ok: boolean, detail?: string): undefined => {
+      c.note({ type: 'remote.branch.pushed', block: r.block, sha: r.sha, ok, ...(detail ? { detail } : {}) });
+      return undefined;
+    };
+    if (!read.ok) return note(false, read.message);
+    const there = read.refs.branches.get(r.block);
+    if (there === r.sha) return note(true);
+    if (there !== undefined && !r.ours.includes(there))
+      return note(false, `tron/${r.block} on the remote is at ${there}, which tron did not push: left alone`);
+    const pushed = await pushBranches(c.repo, c.remote, [{ id: r.block, sha: r.sha, expected: there }]);
+    return pushed.ok ? note(true) : note(false, pushed.message);
+  },
 });
 
 function failed(remote: Remote, stack: number, op: 'fetch' | 'push', f: RemoteFailure, attempt: number): EventBody {

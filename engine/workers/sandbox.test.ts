@@ -7,6 +7,7 @@ import { createServer, type Server } from 'node:http';
 import { createServer as createNetServer } from 'node:net';
 import { credentialPaths } from '../git/remote.ts';
 import { minimalEnv } from './env.ts';
+import { makeBareRemote, serveHttp } from '../testing/remote-server.ts';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -335,6 +336,38 @@ describe.skipIf(BWRAP_SKIP !== undefined)('a sandboxed worker', () => {
       expect(open.out).toMatch(/^agent agent$/m);
     } finally {
       await new Promise<void>((done) => agent.close(() => done()));
+    }
+  });
+
+  it('cannot push to a remote that needs the user’s credentials, which the same push outside the sandbox has', async () => {
+    const bare = await makeBareRemote();
+    const served = await serveHttp(bare, { user: 'ada', password: 'push-pass' });
+    try {
+      await repo.git('push', '-q', bare.dir, 'main');
+      const before = await bare.git('rev-parse', 'main');
+      writeFileSync(join(home, '.git-credentials'), `http://ada:push-pass@127.0.0.1:${served.port}\n`);
+      writeFileSync(join(home, '.gitconfig'), `[user]\n\tname = Home\n[credential]\n\thelper = store\n`);
+      const tree = repo.at(wt('a'));
+      await tree.write('pushed.txt', 'by the worker\n');
+      const head = await tree.commitAll('a worker pushes to trunk');
+      const script = `git push -q ${served.url} ${head}:refs/heads/main 2>&1; echo "push $?"`;
+      const hidden = credentialPaths({ HOME: home });
+      const entered = await bwrapSandbox(BWRAP ?? 'bwrap', hidden).enter(['sh', '-c', script], builder('a'));
+      const [file, ...args] = entered.argv;
+      const env = { PATH: process.env.PATH ?? '', HOME: home, GIT_TERMINAL_PROMPT: '0', GIT_CONFIG_NOSYSTEM: '1' };
+      const result = await execa(file!, args, { cwd: wt('a'), env, extendEnv: false, reject: false });
+      await entered.leave();
+      expect(String(result.stdout)).toMatch(/^push [1-9]/m);
+      expect(await bare.git('rev-parse', 'main')).toBe(before);
+      // Outside the sandbox, the same push with the same HOME goes through: the credentials are what the sandbox took away.
+      const outside = await execa('sh', ['-c', script], { cwd: wt('a'), env, extendEnv: false, reject: false });
+      expect(String(outside.stdout)).toMatch(/^push 0$/m);
+      expect(await bare.git('rev-parse', 'main')).toBe(head);
+    } finally {
+      await served.stop();
+      await bare.cleanup();
+      rmSync(join(home, '.git-credentials'), { force: true });
+      writeFileSync(join(home, '.gitconfig'), '[user]\n\tname = Home\n');
     }
   });
 

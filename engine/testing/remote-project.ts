@@ -28,7 +28,7 @@ export interface RemoteProject {
  * teammate's clone pushes one commit to the remote's trunk (plain git, straight to the
  * bare repository), so the landing that follows finds trunk moved.
  */
-function runnerWithTeammate(mate: string, bare: string): string {
+export function runnerWithTeammate(mate: string, bare: string): string {
   return `const { existsSync, writeFileSync } = require('node:fs');
 const { basename } = require('node:path');
 const { execFileSync } = require('node:child_process');

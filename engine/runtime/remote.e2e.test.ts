@@ -6,6 +6,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { ofType, readRunFile, runTron } from '../testing/project.ts';
 import { remoteProject, type RemoteProject } from '../testing/remote-project.ts';
 import { allRuns, startCli } from '../testing/crash.ts';
+import { builderPrelude } from '../testing/workers.ts';
 import { serveDaemon } from '../testing/remote-server.ts';
 import { statusCommand } from '../commands/status.ts';
 import { cleanCommand } from '../commands/clean.ts';
@@ -141,6 +142,27 @@ async function landedOnceOnRemote(p: RemoteProject, outputs: string[]): Promise<
   for (const id of BLOCKS)
     expect(await p.repo.git('rev-parse', `refs/tron/landed/${id}`)).toBe(await p.bare.git('rev-parse', `refs/tron/landed/${id}`));
 }
+
+describe('a worker that pushes to the remote', () => {
+  it('is caught without a sandbox: its own commits on the remote trunk are a failed fact, paged as trunk moved by someone else', async () => {
+    const p = await project({
+      builder: (bare) => `${builderPrelude('sly.txt exists')}echo sly > sly.txt
+git add -A && git commit -qm "Build sly" >/dev/null 2>&1
+git push -q ${bare} HEAD:main >/dev/null 2>&1
+echo ">>DONE"
+`,
+    });
+    const run = await runTron(p.repo, { env: p.env });
+    expect(run.exit, run.output.join('\n')).toBe(3);
+    // The worker's push went through (no sandbox): the remote's trunk holds its commit, and tron says so.
+    expect(await p.bare.git('log', '-1', '--format=%s', 'main')).toBe('Build sly');
+    const raised = ofType(run.events, 'escalation.raised').filter((e) => e.trouble === 'trunk_touched');
+    expect(raised.map((e) => e.detail).join('\n')).toMatch(/holds tron\/sly .*a worker pushed them to the remote/);
+    expect(ofType(run.events, 'remote.pushed')).toEqual([]);
+    expect(ofType(run.events, 'block.landed')).toEqual([]);
+    expect(await p.bare.git('for-each-ref', 'refs/tron/')).toBe('');
+  }, 180_000);
+});
 
 describe('a run with [remote], killed at any instant of its network calls', () => {
   it.each([

@@ -5,10 +5,12 @@
  * there. Optionally a teammate — a second clone — pushes to the remote's trunk while the
  * first stack is tested in the lane, between that stack and its landing.
  */
-import { writeFile } from 'node:fs/promises';
+import { mkdtemp, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { crashProject } from './crash.ts';
-import { NODE_RUNNER } from './project.ts';
+import { NODE_RUNNER, configFile, makeProject } from './project.ts';
+import { approvingWorkers, writeBuilder } from './workers.ts';
+import { tmpdir } from 'node:os';
 import { makeBareRemote, serveDaemon, type BareRemote, type ServedRemote } from './remote-server.ts';
 import { makeRepo, type TestRepo } from './repo.ts';
 
@@ -50,13 +52,24 @@ ${NODE_RUNNER}`;
 }
 
 export async function remoteProject(
-  opts: { teammate?: boolean; remote?: string; served?: (bare: BareRemote) => Promise<ServedRemote> } = {},
+  opts: {
+    teammate?: boolean;
+    remote?: string;
+    served?: (bare: BareRemote) => Promise<ServedRemote>;
+    /** Instead of the crash project: one block `sly` built by this script, given the bare repository's path. */
+    builder?: (bare: string) => string;
+  } = {},
 ): Promise<RemoteProject> {
   const bare = await makeBareRemote();
   // Every move of the remote's trunk is in its reflog: a force-push would show there.
   await bare.git('config', 'core.logAllRefUpdates', 'always');
   const served = await (opts.served ?? serveDaemon)(bare);
-  const repo = await crashProject();
+  const repo = opts.builder
+    ? await makeProject({
+        blocks: { sly: {} },
+        config: configFile({ workers: approvingWorkers(writeBuilder(await mkdtemp(join(tmpdir(), 'tron-sly-')), opts.builder(bare.dir))) }),
+      })
+    : await crashProject();
   let mate: TestRepo | undefined;
   if (opts.teammate) {
     mate = await makeRepo({});

@@ -50,6 +50,11 @@ export async function fetchBeforeStack(c: EffectContext, remote: Remote, e: Even
   if (!(await git.isAncestor(c.repo, e.trunk_sha, sha))) {
     return { go: false, events: [{ type: 'rebase.done', stack: e.stack, trunk_sha: sha, results: [] }] };
   }
+  const pushedByWorker = await workerPushed(c, e.trunk_sha, sha);
+  if (pushedByWorker) {
+    const ids = e.blocks.map((b) => b.block);
+    return { go: false, events: [{ type: 'land.refused', stack: e.stack, blocks: ids, actual: sha, detail: pushedByWorker }] };
+  }
   const followed = await followRemote(c, e.trunk_sha, sha);
   if (!followed) return { go: false, events: [{ type: 'rebase.done', stack: e.stack, trunk_sha: await localTrunk(c), results: [] }] };
   return { go: true, trunk: sha, events: [{ type: 'remote.fetched', stack: e.stack, from: e.trunk_sha, sha }] };
@@ -89,6 +94,8 @@ export async function landOnRemote(
   const ours = e.blocks.filter((b) => read.refs.landed.get(b.block) === b.sha);
   if (ours.length === e.blocks.length && now !== undefined && (await git.isAncestor(c.repo, e.sha, now))) return accepted(true);
   const theirs = e.blocks.filter((b) => read.refs.landed.has(b.block));
+  const pushedByWorker = now === undefined ? undefined : await workerPushed(c, e.from, now);
+  if (pushedByWorker) return [{ type: 'land.refused', stack: e.stack, blocks: ids, actual: now ?? null, detail: pushedByWorker }];
   if (now !== undefined && theirs.length === 0 && now !== e.from && (await git.isAncestor(c.repo, e.from, now))) {
     if (await followRemote(c, e.from, now)) {
       const detail = `the remote's ${remote.trunk} moved from ${e.from.slice(0, 12)} to ${now.slice(0, 12)} (someone else pushed)`;
@@ -138,6 +145,30 @@ export const pushBranch = effect({
     return pushed.ok ? note(true) : note(false, pushed.message);
   },
 });
+
+/**
+ * The fact a remote makes checkable: only the engine puts a block's work on the remote's
+ * trunk. When the remote's trunk moved from `from` to `now` and now holds the head of a
+ * block branch that is not on local trunk (`tron/<id>`: a worker's own commits), a worker
+ * pushed it — possible only without a sandbox, which gives no worker the credentials. A
+ * head the remote records as landed (`refs/tron/landed/<id>`: tron's own push, whose
+ * record a crash cut off) is not that. Says so, or undefined (also when the remote cannot
+ * be read to tell).
+ */
+async function workerPushed(c: EffectContext, from: string, now: string): Promise<string | undefined> {
+  const hits: Array<[string, string]> = [];
+  for (const [branch, head] of await git.branchesOf(c.repo, 'tron/*')) {
+    if (head === from || (await git.isAncestor(c.repo, head, from))) continue;
+    if (await git.isAncestor(c.repo, head, now)) hits.push([branch, head]);
+  }
+  if (hits.length === 0 || !c.remote) return undefined;
+  const read = await readRemote(c.repo, c.remote);
+  if (!read.ok) return undefined;
+  const landed = new Set(read.refs.landed.values());
+  const hit = hits.find(([, head]) => !landed.has(head));
+  if (!hit) return undefined;
+  return `the remote's ${c.config.trunk} (now ${now.slice(0, 12)}) holds ${hit[0]} at ${hit[1].slice(0, 12)}, a block's own commits tron never pushed: a worker pushed them to the remote`;
+}
 
 function failed(remote: Remote, stack: number, op: 'fetch' | 'push', f: RemoteFailure, attempt: number): EventBody {
   return {

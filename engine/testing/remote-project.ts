@@ -5,7 +5,7 @@
  * there. Optionally a teammate — a second clone — pushes to the remote's trunk while the
  * first stack is tested in the lane, between that stack and its landing.
  */
-import { mkdtemp, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { crashProject } from './crash.ts';
 import { NODE_RUNNER, configFile, makeProject } from './project.ts';
@@ -64,12 +64,14 @@ export async function remoteProject(
   // Every move of the remote's trunk is in its reflog: a force-push would show there.
   await bare.git('config', 'core.logAllRefUpdates', 'always');
   const served = await (opts.served ?? serveDaemon)(bare);
-  const repo = opts.builder
-    ? await makeProject({
-        blocks: { sly: {} },
-        config: configFile({ workers: approvingWorkers(writeBuilder(await mkdtemp(join(tmpdir(), 'tron-sly-')), opts.builder(bare.dir))) }),
-      })
-    : await crashProject();
+  const slyDir = opts.builder ? await mkdtemp(join(tmpdir(), 'tron-sly-')) : undefined;
+  const repo =
+    opts.builder && slyDir
+      ? await makeProject({
+          blocks: { sly: {} },
+          config: configFile({ workers: approvingWorkers(writeBuilder(slyDir, opts.builder(bare.dir))) }),
+        })
+      : await crashProject();
   let mate: TestRepo | undefined;
   if (opts.teammate) {
     mate = await makeRepo({});
@@ -91,7 +93,7 @@ export async function remoteProject(
     env: { GIT_CONFIG_GLOBAL: '/dev/null', GIT_CONFIG_NOSYSTEM: '1' },
     async cleanup() {
       await served.stop().catch(() => undefined);
-      await Promise.all([repo.cleanup(), bare.cleanup(), mate?.cleanup()]);
+      await Promise.all([repo.cleanup(), bare.cleanup(), mate?.cleanup(), slyDir && rm(slyDir, { recursive: true, force: true })]);
     },
   };
 }

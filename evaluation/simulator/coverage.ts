@@ -8,8 +8,19 @@ import { EVENT_SCHEMAS, eventKind, type EventType, type TronEvent } from '../../
 import { ESCALATION } from '../../engine/spine/spine.ts';
 import { CTX } from './run.ts';
 
-export const DECISION_TYPES = (Object.keys(EVENT_SCHEMAS) as EventType[]).filter((t) => eventKind(t) === 'decision');
-export const ESCALATION_ROWS = Object.entries(ESCALATION).flatMap(([trouble, row]) => row.handlers.map((h) => `${trouble} → ${h}`));
+/**
+ * Decisions and escalation rows only a run with `[remote]` makes. The simulated world has
+ * no remote (yet): the SIM templates remote-* and engine/runtime/remote.e2e.test.ts reach
+ * them on real git instead, so they are not asked of a search.
+ */
+export const REMOTE_ONLY = { decisions: ['remote.retry'], escalations: ['remote_refused → operator'] } as const;
+
+export const DECISION_TYPES = (Object.keys(EVENT_SCHEMAS) as EventType[]).filter(
+  (t) => eventKind(t) === 'decision' && !(REMOTE_ONLY.decisions as readonly string[]).includes(t),
+);
+export const ESCALATION_ROWS = Object.entries(ESCALATION)
+  .flatMap(([trouble, row]) => row.handlers.map((h) => `${trouble} → ${h}`))
+  .filter((r) => !(REMOTE_ONLY.escalations as readonly string[]).includes(r));
 export const TRANSITIONS = CTX.spine.phases.flatMap((p) => p.transitions.map((t) => `${p.name} → ${t.to} on ${t.on}`));
 
 export class Coverage {

@@ -19,6 +19,8 @@
  *
  * Then `tron serve` under load (evaluation/bench-serve.ts): the engine's WAKE latency with
  * and without 50 SSE clients following a run that appends an event every millisecond.
+ *
+ * Last, the push path's cost per stack with [remote] against without (evaluation/bench-remote.ts).
  */
 import { performance } from 'node:perf_hooks';
 import { parseReply } from '../engine/gateway/parse.ts';
@@ -32,6 +34,7 @@ import { benchLane } from './bench-lane.ts';
 import { benchSandbox } from './bench-sandbox.ts';
 import { benchServe } from './bench-serve.ts';
 import { benchSimulator } from './bench-simulator.ts';
+import { benchRemote } from './bench-remote.ts';
 
 function measure(name: string, runs: number, work: () => void): void {
   work();
@@ -178,3 +181,4 @@ benchSimulator();
 await benchSandbox();
 await benchLane();
 await benchServe();
+await benchRemote();

@@ -8,7 +8,7 @@
  * Templates run two at a time: the work is git and node processes, and the machines
  * this runs on have two cores.
  */
-import { existsSync, readdirSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import TOML from '@iarna/toml';
 import { execa } from 'execa';
@@ -17,7 +17,9 @@ import { replayRunDir } from '../engine/commands/replay.ts';
 import { systemClock } from '../engine/core/clock.ts';
 import { readLog } from '../engine/log/eventlog.ts';
 import { makeProject } from '../engine/testing/project.ts';
-import { GIT_IDENTITY_ENV } from '../engine/testing/repo.ts';
+import { GIT_IDENTITY_ENV, makeRepo, type TestRepo } from '../engine/testing/repo.ts';
+import { makeBareRemote, serveDaemon } from '../engine/testing/remote-server.ts';
+import { runnerWithTeammate } from '../engine/testing/remote-project.ts';
 import { configToml, type Template } from './template.ts';
 import { describePattern, differences, finalPhases, gitDifferences, matches, type RunRecord } from './expect.ts';
 import { recordGolden } from './golden.ts';
@@ -61,14 +63,56 @@ function baseEnv(): Record<string, string> {
   return env;
 }
 
-/** A fresh temporary repository holding the template's starting state. */
-function newProject(t: Template) {
-  return makeProject({
+/** A fresh temporary repository holding the template's starting state (and its served remote, with `[remote]`). */
+async function newProject(t: Template): Promise<{ dir: string; cleanup: () => Promise<void> }> {
+  const repo = await makeProject({
     blocks: t.blocks,
     sim: TOML.stringify({ blocks: t.sim.blocks } as unknown as TOML.JsonMap),
     config: configToml(t),
     files: { '.tron/.gitignore': 'runs/\nworktrees/\ninbox/\nengine.lock\nsim-state/\n', ...t.repo.files },
   });
+  return t.remote ? serveRemote(t.remote, repo) : repo;
+}
+
+/**
+ * `[remote]` of a template: the project's trunk pushed to a bare repository served by git
+ * daemon on 127.0.0.1, the project a clone of it (`origin`). `down`: the server stops, and
+ * starts again once the engine's log shows it waiting (remote.retry). `decline`: a real
+ * pre-receive hook says no. `teammate`: the test run pushes a teammate's commit first.
+ */
+async function serveRemote(spec: NonNullable<Template['remote']>, repo: TestRepo): Promise<{ dir: string; cleanup: () => Promise<void> }> {
+  const bare = await makeBareRemote();
+  const served = await serveDaemon(bare);
+  const mate = spec.teammate ? await makeRepo({}) : undefined;
+  if (mate) {
+    writeFileSync(join(repo.dir, 'test.js'), runnerWithTeammate(mate.dir, bare.dir));
+    await repo.commitAll('A teammate pushes during the first lane test');
+  }
+  await repo.git('push', '-q', bare.dir, 'main');
+  await repo.git('remote', 'add', 'origin', served.url);
+  await repo.git('fetch', '-q', bare.dir, '+main:refs/remotes/origin/main');
+  if (spec.decline) await bare.decline(spec.decline);
+  let watching: NodeJS.Timeout | undefined;
+  if (spec.down) {
+    await served.stop();
+    // Test infrastructure, not the engine: the log is looked at until the engine waits.
+    watching = setInterval(() => {
+      const runs = runDirs(repo.dir);
+      const log = runs.length > 0 ? join(repo.dir, '.tron', 'runs', runs.at(-1)!, 'events.jsonl') : undefined;
+      if (log && existsSync(log) && readFileSync(log, 'utf8').includes('"type":"remote.retry"')) {
+        clearInterval(watching);
+        void served.start();
+      }
+    }, 100);
+  }
+  return {
+    dir: repo.dir,
+    cleanup: async () => {
+      clearInterval(watching);
+      await served.stop().catch(() => undefined);
+      await Promise.all([repo.cleanup(), bare.cleanup(), mate?.cleanup()]);
+    },
+  };
 }
 
 /** Runs one template to its end and checks it. */

@@ -15,6 +15,10 @@
  *   commit = "Add base"
  *   [[runs]]                      # optional: several starts (crash, then restart; answers between)
  *   crash_after = { type = "land.intent", blocks = [{ block = "base" }] }
+ *   [remote]                      # optional: trunk lives on a bare repository served by git daemon ([remote] in config)
+ *   down = true                   #   it starts down, and comes back once the engine waits for it (remote.retry)
+ *   decline = "frozen"            #   a pre-receive hook declines every push with this message
+ *   teammate = true               #   a second clone pushes to its trunk while the first stack is tested
  *   [expect]                      # exit, phases, landed_before, events, absent, trunk_files
  *   exit = 0
  */
@@ -86,6 +90,13 @@ const Expect = z.strictObject({
   trunk_files: z.record(z.string(), z.string()).default({}),
 });
 
+/** `[remote]`: the scenario's trunk lives on a served bare repository (evaluation/harness.ts serves it). */
+const RemoteSpec = z.strictObject({
+  down: z.boolean().default(false),
+  decline: z.string().min(1).optional(),
+  teammate: z.boolean().default(false),
+});
+
 const TemplateTable = z.strictObject({
   title: z.string().min(1),
   about: z.string().optional(),
@@ -97,6 +108,7 @@ const TemplateTable = z.strictObject({
   config: z.record(z.string(), z.unknown()).default({}),
   blocks: z.record(z.string(), BlockSpec),
   script: z.record(z.string(), z.unknown()).default({}),
+  remote: RemoteSpec.optional(),
   runs: z
     .array(Run)
     .min(1)
@@ -220,6 +232,9 @@ export function configToml(t: Template): string {
     test: t.repo.test,
     timeouts: { turn: '1m', test: '1m' },
     workers: { builder: sim, reviewer: sim, ...(architect === true ? { architect: sim } : {}) },
+    // A served remote: short waits between tries; a teammate's push comes from the test run, which must reach the bare repository.
+    ...(t.remote && { remote: { backoff: '100ms', retries: 50 } }),
+    ...(t.remote?.teammate && { sandbox: { mode: 'off' } }),
   };
   return TOML.stringify(merge(base, extra) as TOML.JsonMap);
 }

@@ -10,7 +10,11 @@
  * - `orphan/<id>-<n>` branches (unverified work recovery preserved) older than two weeks,
  *   or all of them with `--all`;
  * - run directories beyond the newest N (default 10); the latest run is always kept —
- *   recovery, `tron status` and `tron answer` read it, and it is where parked blocks wait.
+ *   recovery, `tron status` and `tron answer` read it, and it is where parked blocks wait;
+ * - with [remote]: `tron/<id>` branches on the remote that tron itself pushed
+ *   (`push_branches`; a run log records the push of exactly that sha) and whose block is
+ *   landed, abandoned or gone. A branch anyone else put or moved is never touched: each is
+ *   deleted by lease, only if it still points where tron left it.
  *
  * It takes the engine lock first, so it never runs beside an engine (TRON_LOCKED), and
  * `--dry-run` lists the same plan and changes nothing.
@@ -22,6 +26,10 @@ import { InputError } from '../core/errors.ts';
 import * as git from '../git/index.ts';
 import { LockHeldError, acquireLock, isHolderAlive, readLock } from '../log/lockfile.ts';
 import { foldRun, latestRun, runsDir } from '../log/runs.ts';
+import { readLog } from '../log/eventlog.ts';
+import { loadConfig } from '../project/config.ts';
+import { GitFailure } from '../git/run.ts';
+import { deleteRemoteBranches, openRemote, readRemote, remoteAccess } from '../git/remote.ts';
 
 /** Orphan branches younger than this are kept unless `--all`. */
 export const ORPHAN_MAX_AGE_MS = 14 * 24 * 3_600_000;
@@ -39,10 +47,12 @@ export interface CleanOptions {
 
 /** One thing to remove, and why it may go. */
 interface Removal {
-  kind: 'worktree' | 'orphan' | 'run';
+  kind: 'worktree' | 'orphan' | 'run' | 'remote';
   /** A path relative to the repository, or a branch name. */
   name: string;
   why: string;
+  /** A remote branch: where tron left it (the lease of its deletion). */
+  sha?: string;
 }
 
 /** `--keep N`: a whole number of at least 1. */
@@ -82,9 +92,7 @@ export async function cleanCommand(o: CleanOptions): Promise<number> {
     const verb = o.dryRun ? 'would remove' : 'removed';
     for (const r of plan) {
       if (!o.dryRun) await remove(repo, r);
-      o.print(
-        `tron clean: ${verb} ${r.kind === 'orphan' ? 'branch' : r.kind === 'run' ? 'run directory' : 'worktree'} ${r.name} (${r.why})`,
-      );
+      o.print(`tron clean: ${verb} ${KIND_WORD[r.kind]} ${r.name} (${r.why})`);
     }
     if (!o.dryRun && plan.some((r) => r.kind === 'worktree')) await git.pruneWorktrees(repo);
     const count = (kind: Removal['kind'], one: string, many: string) => {
@@ -94,7 +102,7 @@ export async function cleanCommand(o: CleanOptions): Promise<number> {
     o.print(
       plan.length === 0
         ? 'tron clean: nothing to clean'
-        : `tron clean: ${verb} ${count('worktree', 'worktree', 'worktrees')}, ${count('orphan', 'orphan branch', 'orphan branches')}, ${count('run', 'run directory', 'run directories')}${o.dryRun ? '; nothing was changed' : ''}`,
+        : `tron clean: ${verb} ${count('worktree', 'worktree', 'worktrees')}, ${count('orphan', 'orphan branch', 'orphan branches')}, ${count('run', 'run directory', 'run directories')}${plan.some((r) => r.kind === 'remote') ? `, ${count('remote', 'remote branch', 'remote branches')}` : ''}${o.dryRun ? '; nothing was changed' : ''}`,
     );
     return 0;
   } finally {
@@ -134,6 +142,8 @@ async function planClean(repo: string, o: CleanOptions): Promise<Removal[]> {
       });
   }
 
+  plan.push(...(await staleRemoteBranches(repo, state, o.print)));
+
   const runs = runsDir(repo);
   if (existsSync(runs)) {
     const ids = readdirSync(runs, { withFileTypes: true })
@@ -150,7 +160,69 @@ async function planClean(repo: string, o: CleanOptions): Promise<Removal[]> {
   return plan;
 }
 
+const KIND_WORD: Record<Removal['kind'], string> = {
+  worktree: 'worktree',
+  orphan: 'branch',
+  run: 'run directory',
+  remote: 'remote branch',
+};
+
+/** The remote's `tron/<id>` branches tron pushed and no block needs any more (see the file comment). */
+async function staleRemoteBranches(
+  repo: string,
+  state: ReturnType<typeof foldRun> | undefined,
+  print: (line: string) => void,
+): Promise<Removal[]> {
+  const { config } = loadConfig(repo);
+  if (!config?.remote) return [];
+  const remote = await openRemote(repo, {
+    name: config.remote.name,
+    trunk: config.trunk,
+    timeoutMs: config.remote.timeoutMs,
+    access: await remoteAccess(process.env),
+  });
+  const read = await readRemote(repo, remote);
+  if (!read.ok) {
+    print(`tron clean: could not read ${remote.name} (${read.reason}); its branches are left as they are: ${read.message}`);
+    return [];
+  }
+  const pushed = new Set<string>();
+  const runs = runsDir(repo);
+  for (const id of existsSync(runs) ? readdirSync(runs).sort() : []) {
+    const log = join(runs, id, 'events.jsonl');
+    if (!existsSync(log)) continue;
+    for (const e of readLog(log).events) if (e.type === 'remote.branch.pushed' && e.ok) pushed.add(`${e.block} ${e.sha}`);
+  }
+  const plan: Removal[] = [];
+  for (const [id, sha] of read.refs.branches) {
+    if (!pushed.has(`${id} ${sha}`)) continue;
+    const phase = state?.blocks.get(id)?.phase;
+    if (phase !== undefined && phase !== 'landed' && phase !== 'abandoned') continue;
+    plan.push({
+      kind: 'remote',
+      name: `${remote.name}:tron/${id}`,
+      why: `tron pushed it at ${sha.slice(0, 12)}; block ${id} is ${phase ?? 'gone'}`,
+      sha,
+    });
+  }
+  return plan;
+}
+
 async function remove(repo: string, r: Removal): Promise<void> {
+  if (r.kind === 'remote') {
+    const { config } = loadConfig(repo);
+    const remote = await openRemote(repo, {
+      name: config!.remote!.name,
+      trunk: config!.trunk,
+      timeoutMs: config!.remote!.timeoutMs,
+      access: await remoteAccess(process.env),
+    });
+    const id = r.name.slice(r.name.indexOf(':tron/') + ':tron/'.length);
+    const gone = await deleteRemoteBranches(repo, remote, [{ id, expected: r.sha! }]);
+    // Moved by someone since it was read: theirs now, left alone.
+    if (!gone.ok && gone.kind !== 'moved') throw new GitFailure('TRON_GIT_FAILED', `could not delete ${r.name}: ${gone.message}`);
+    return;
+  }
   if (r.kind === 'worktree') await git.removeWorktree(repo, join(repo, r.name));
   else if (r.kind === 'orphan') await git.deleteBranch(repo, r.name);
   else rmSync(join(repo, r.name), { recursive: true, force: true });

@@ -20,6 +20,8 @@ import { chooseSandbox } from '../workers/sandbox.ts';
 import type { WorkerAdapter } from '../workers/adapter.ts';
 import type { WorkerRole } from '../core/roles.ts';
 import { carrySessions, clearInterruptedLanding, recover, type Recovery } from '../runtime/recovery.ts';
+import { catchUpFromRemote } from '../runtime/remote-recovery.ts';
+import { credentialPaths, openRemote, remoteAccess } from '../git/remote.ts';
 import { readInbox } from '../runtime/inbox.ts';
 import type { BodyOf } from '../core/events.ts';
 import { latestRun } from '../log/runs.ts';
@@ -73,7 +75,8 @@ export async function startCommand(o: StartOptions): Promise<number> {
   const spine = loadSpine();
   // Before anything changes: `mode = "bwrap"` where bwrap cannot run is a config error.
   // tron's own state (every repository's key: keys.ts) is hidden from everything the sandbox runs.
-  const sandbox = await chooseSandbox(config.sandbox.mode, o.env, [stateHome()]);
+  // So are the user's git credentials (the engine's remote calls use them; nothing it runs does).
+  const sandbox = await chooseSandbox(config.sandbox.mode, o.env, [stateHome(), ...credentialPaths(o.env, await remoteAccess(o.env))]);
   // A history that is not there is noticed before anything is built on it (exit 1, TRON_STORE_DAMAGED).
   await git.checkStore(repo, config.trunk);
   const trunkSha = await git.currentTrunkSha(repo, config.trunk);
@@ -95,6 +98,17 @@ export async function startCommand(o: StartOptions): Promise<number> {
     if (configChanged) throw new InputError([configChanged]);
     // A landing the previous run died in the middle of: its git locks first, then the checkout it was moving.
     const cleared = await clearInterruptedLanding(repo, previous);
+    // [remote]: opened once (its URL read now, not again); what it already holds of an unrecorded landing is made local.
+    const remote = config.remote
+      ? await openRemote(repo, {
+          name: config.remote.name,
+          trunk: config.trunk,
+          timeoutMs: config.remote.timeoutMs,
+          access: await remoteAccess(o.env),
+        })
+      : undefined;
+    const fromRemote = remote ? await catchUpFromRemote(repo, remote, previous) : [];
+    for (const e of fromRemote) if (e.type === 'remote.recovered') o.print(`tron: ${e.detail}`);
     const caughtUp = await git.catchUpCheckout(repo, config.trunk, landedFrom(previous));
     if (caughtUp)
       o.print(
@@ -129,7 +143,7 @@ export async function startCommand(o: StartOptions): Promise<number> {
       if (notice) o.print(notice);
     }
     const idle =
-      o.watch || cleared.length > 0
+      o.watch || cleared.length > 0 || fromRemote.length > 0
         ? undefined
         : nothingToDo(previous, recovery, blocks, readInbox(repo, key, new Set(recovery.answered)).answers.length);
     if (idle) {
@@ -187,7 +201,8 @@ export async function startCommand(o: StartOptions): Promise<number> {
       report: renderReport,
       onOutput: reporter.output,
       watch: Boolean(o.watch),
-      boot: [recovery.events[0]!, ...cleared, ...recovery.events.slice(1)],
+      boot: [recovery.events[0]!, ...cleared, ...fromRemote, ...recovery.events.slice(1)],
+      ...(remote && { remote }),
       consumed: recovery.answered,
       ...crashHook(o.env),
       ...(o.heartbeatMs ? { heartbeatMs: o.heartbeatMs } : {}),

@@ -15,8 +15,22 @@ import { apply, initialState } from '../core/state.ts';
 import { requireRepo } from './project-check.ts';
 import { statusRows, waitingAnswers } from '../render/status-rows.ts';
 
+import { loadConfig } from '../project/config.ts';
+import { distanceFromRemote } from '../git/remote.ts';
+
 export { foldRun, latestRun } from '../log/runs.ts';
 export { statusRows, type PendingAnswer, type StatusRow } from '../render/status-rows.ts';
+
+/**
+ * With [remote]: how far your checkout is from the remote's trunk as tron last fetched
+ * it (`refs/remotes/<name>/<trunk>`). No network: status answers at once, even offline.
+ */
+async function remoteDistance(repo: string) {
+  const { config } = loadConfig(repo);
+  if (!config?.remote) return undefined;
+  const d = await distanceFromRemote(repo, config.remote.name, config.trunk);
+  return d && { name: config.remote.name, trunk: config.trunk, ...d };
+}
 
 export async function statusCommand(opts: { repo: string; json: boolean; clock: Clock; print: (line: string) => void }): Promise<number> {
   const repo = resolve(opts.repo);
@@ -38,8 +52,18 @@ export async function statusCommand(opts: { repo: string; json: boolean; clock: 
   const holder = readLock(join(repo, '.tron', 'engine.lock'));
   const running = holder !== undefined && isHolderAlive(holder);
   const engine = running ? 'running' : state.finished ? 'finished' : 'interrupted';
+  const remote = await remoteDistance(repo);
   if (opts.json) {
-    const json = { repo, run: state.run ?? null, runDir: run, engine, ...(running ? { pid: holder.pid } : {}), now, blocks: rows };
+    const json = {
+      repo,
+      run: state.run ?? null,
+      runDir: run,
+      engine,
+      ...(running ? { pid: holder.pid } : {}),
+      now,
+      ...(remote ? { remote } : {}),
+      blocks: rows,
+    };
     opts.print(JSON.stringify(json, null, 2));
     return 0;
   }
@@ -49,6 +73,13 @@ export async function statusCommand(opts: { repo: string; json: boolean; clock: 
       ? ' (finished)'
       : ' (interrupted: the next tron start recovers it)';
   opts.print(`run ${state.run ?? '?'}${said} — ${run}`);
+  if (remote) {
+    const where =
+      remote.ahead === 0 && remote.behind === 0
+        ? `at ${remote.name}/${remote.trunk}`
+        : `${remote.behind} commit(s) behind and ${remote.ahead} ahead of ${remote.name}/${remote.trunk}`;
+    opts.print(`your checkout is ${where} (${remote.remoteSha.slice(0, 12)}, as of tron's last fetch)`);
+  }
   const width = Math.max(5, ...rows.map((r) => r.block.length));
   opts.print(`${'block'.padEnd(width)}  ${'phase'.padEnd(9)}  attempt  ${'waiting'.padEnd(11)}  ${'age'.padEnd(8)}  title`);
   for (const r of rows) {

@@ -118,6 +118,16 @@ export const EVENT_SCHEMAS = {
         .describe(
           'the merge lane settings in force, from [merge] of the config (absent in logs of earlier versions: batch 8, no trunk check)',
         ),
+      remote: z
+        .strictObject({
+          name: z.string(),
+          url: z.string().describe('the push URL, without any user or password in it'),
+          push_branches: z.boolean(),
+          retries: z.number().int().min(0),
+          backoff_ms: z.number().int().positive(),
+        })
+        .optional()
+        .describe("[remote] in force: trunk is the remote's, and a landing is one atomic push (absent: trunk is local)"),
     })
     .describe('input: the engine started a run, holds the log, and observed trunk.'),
   'register.loaded': z
@@ -444,6 +454,7 @@ export const EVENT_SCHEMAS = {
       sha: sha.describe('the top of what lands'),
       from: sha.describe('trunk now: the compare-and-swap value'),
       blocks: z.array(stackEntry).min(1),
+      attempt: z.number().int().min(2).optional().describe('[remote]: which try of the push this is (absent: the first)'),
       tested: z
         .enum(['lane', 'gate'])
         .describe(
@@ -459,6 +470,72 @@ export const EVENT_SCHEMAS = {
   'land.refused': z
     .strictObject({ stack, blocks: z.array(block), actual: sha.nullable(), detail: z.string() })
     .describe('input: the ref transaction was refused (trunk was not where the engine left it); nothing changed.'),
+  // ---- the remote ([remote]) ----
+  'remote.fetched': z
+    .strictObject({
+      stack,
+      from: sha.describe('trunk where the stack was asked to start'),
+      sha: sha.describe("the remote's trunk, fetched: local trunk and your checkout followed it there"),
+    })
+    .describe(
+      "input: before stacking, the remote's trunk was fetched and had moved ahead (someone else pushed): local trunk and your checkout followed it, and the stack is built on it.",
+    ),
+  'remote.pushed': z
+    .strictObject({
+      stack,
+      from: sha.nullable().describe("the remote's trunk the push expected (null: the remote had none)"),
+      sha: sha.describe('the top: where the remote trunk is now'),
+      blocks: z.array(stackEntry).min(1),
+      found: z.boolean().optional().describe('the remote already held exactly this landing (a push whose answer was lost)'),
+    })
+    .describe(
+      'input: the remote accepted the landing: its trunk is at `sha` and refs/tron/landed/<id> exists there for each block. Local trunk, the landed refs and your checkout follow (block.landed, one each).',
+    ),
+  'remote.moved': z
+    .strictObject({
+      stack,
+      blocks: z.array(block),
+      from: sha.describe('the trunk the push expected'),
+      sha: sha.describe("the remote's trunk now: local trunk and your checkout followed it"),
+      detail: z.string(),
+    })
+    .describe(
+      "input: the landing push's lease was refused: someone else pushed to the remote's trunk. Nothing of the stack landed; local trunk followed the remote's, and the same blocks are stacked again on it, tested and pushed.",
+    ),
+  'remote.failed': z
+    .strictObject({
+      stack,
+      op: z.enum(['fetch', 'push']),
+      kind: z.enum(['transient', 'refused']).describe('transient: unreachable or no answer in time; refused: will not pass by itself'),
+      reason: z.string().describe('timeout, unreachable, auth, protected, hook, rejected, missing or failed'),
+      code: z.string().describe('the TRON_REMOTE_… problem a page names'),
+      message: z.string().describe("the remote's own words (or git's)"),
+      attempt: z.number().int().min(1).describe('which try of this stack’s push (or fetch) this was'),
+    })
+    .describe(
+      'input: a network call to the remote failed; nothing changed there. A failed fetch lets the stack go on from local trunk (the push’s lease still guards it); a transient push failure is tried again after a backoff, a lasting one pages the operator with the remote’s words.',
+    ),
+  'remote.retry': z
+    .strictObject({ stack, attempt: z.number().int().min(1), wait_ms: z.number().int().min(0) })
+    .describe('decision: wait `wait_ms` ([remote] backoff, doubled at each attempt), then push the stack again.'),
+  'remote.waited': z
+    .strictObject({ stack, attempt: z.number().int().min(1) })
+    .describe("input: the backoff before a push's next try has passed."),
+  'remote.branch.pushed': z
+    .strictObject({
+      block,
+      sha,
+      ok: z.boolean(),
+      detail: z.string().optional().describe('why not: the remote’s words, or a branch there tron did not put'),
+    })
+    .describe(
+      "note: [remote] push_branches: the block's attested sha was pushed as `tron/<id>` on the remote, for teammates and other hosts to fetch (by lease: a branch there that tron did not put is never overwritten).",
+    ),
+  'remote.recovered': z
+    .strictObject({ blocks: z.array(stackEntry), sha, detail: z.string() })
+    .describe(
+      'note: at boot, the remote already held a landing the previous run announced and never recorded (killed mid-push): local trunk and the landed refs were moved to match, so it is recognised, not pushed again.',
+    ),
   'lane.closed': z
     .strictObject({
       stack,
@@ -680,6 +757,7 @@ export const DECISION_TYPES = [
   'candidate.requested',
   'bisect.step',
   'land.intent',
+  'remote.retry',
   'lane.closed',
   'test.requested',
   'wrap.requested',

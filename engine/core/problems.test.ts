@@ -31,6 +31,8 @@ const NOT_CODES = {
   TRON_BENCH_SLOW_MS: 'benchmark setting (environment)',
   TRON_BENCH_KEEP: 'benchmark setting (environment)',
   TRON_BENCH_SERVE: 'benchmark setting (environment)',
+  TRON_BENCH_REMOTE: 'benchmark setting (environment)',
+  TRON_BENCH_REMOTE_STACKS: 'benchmark setting (environment)',
   TRON_BENCH_SERVE_ANSWERS: 'benchmark setting (environment)',
   TRON_BENCH_SERVE_CLIENTS: 'benchmark setting (environment)',
   TRON_SERVE_TOKEN: 'the API token of `tron serve`, for scripts (environment)',

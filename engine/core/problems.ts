@@ -13,6 +13,7 @@ export const PROBLEM_AREAS = {
   workers: 'Workers',
   blocks: 'Blocks: `.tron/blocks/*.md`',
   git: 'Git and the repository',
+  remote: 'The remote: `[remote]`',
   log: 'Runs and the event log',
   answer: 'Operator answers: `tron answer`',
   serve: 'The API and dashboard: `tron serve`',
@@ -28,6 +29,7 @@ export type ProblemArea = keyof typeof PROBLEM_AREAS;
 export const PROBLEM_KINDS = {
   input: 'a file, a flag or the state of your repository is at fault; the command stops before it acts (exit 2)',
   fault: 'git, the environment or tron itself failed; the command stops with exit 1',
+  page: 'something outside tron (a remote) refused, and waiting will not change that; the run pages the operator with its words and ends with exit 3',
 } as const;
 
 export type ProblemKind = keyof typeof PROBLEM_KINDS;
@@ -284,6 +286,38 @@ export const PROBLEMS = {
     kind: 'fault',
     summary: 'The commit of unverified work that recovery should keep as `orphan/<id>-<n>` is not in the repository.',
     fix: 'Check whether history was rewritten or objects pruned since the run (`git fsck`); move the run directory aside to start afresh.',
+  },
+
+  TRON_REMOTE_UNKNOWN: {
+    area: 'remote',
+    kind: 'input',
+    summary: '`[remote] name` names no remote of the repository that has a URL.',
+    fix: 'Add the remote (`git remote add origin URL`) or name one that exists (`git remote -v` lists them).',
+  },
+  TRON_REMOTE_AUTH: {
+    area: 'remote',
+    kind: 'page',
+    summary: 'The remote refused tron for lack of credentials: authentication failed or access was denied.',
+    fix: "Make `git push` work from your own shell (credential helper, ssh agent, token), then answer the page; tron uses the user's credential helper, ssh agent and `url.*.insteadOf`, nothing else.",
+  },
+  TRON_REMOTE_REJECTED: {
+    area: 'remote',
+    kind: 'page',
+    summary:
+      "The remote declined the landing push: a protected branch, a pre-receive hook or another server rule; the page quotes the remote's words.",
+    fix: 'Do what the remote asks (allow tron to push to trunk, or change the hook), then answer the page; the remote was not changed.',
+  },
+  TRON_REMOTE_UNREACHABLE: {
+    area: 'remote',
+    kind: 'page',
+    summary: 'The remote stayed unreachable, or did not answer within `[remote] timeout`, through every retry.',
+    fix: 'Check the network and the server, or raise `[remote] retries`/`timeout`, then answer the page; nothing was pushed that is not recorded.',
+  },
+  TRON_REMOTE_MISSING: {
+    area: 'remote',
+    kind: 'page',
+    summary: 'The remote URL names no repository, or the server does not export it.',
+    fix: 'Check `git remote get-url origin` (or the remote `[remote] name` names) and the server, then answer the page.',
   },
 
   TRON_LOCKED: {

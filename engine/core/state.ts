@@ -207,6 +207,8 @@ export interface Lane {
   verifying: number;
   /** A check of trunk came back red: the run cannot end with exit 0. */
   trunkRed: boolean;
+  /** [remote]: a landing is a push, a transient failure of which is tried `retries` more times, `backoffMs` doubling. */
+  remote?: { retries: number; backoffMs: number };
 }
 
 export interface Stack {
@@ -228,6 +230,10 @@ export interface Stack {
   /** The blocks of its landing, and those whose block.landed came back. */
   landing: readonly string[];
   landed: readonly string[];
+  /** Tries of the landing push so far ([remote]). */
+  pushes?: number;
+  /** How the landing was tested (its land.intent's `tested`), for a push tried again. */
+  tested?: 'lane' | 'gate';
 }
 
 export function initialState(): EngineState {
@@ -312,6 +318,13 @@ const waitFor =
     patch(s, e.block, () => ({ waiting }));
 const NOTHING: Waiting = { on: 'nothing' };
 
+/** Trunk moved to `sha` by a fetch of the remote's (someone else's push, which the engine took in). */
+function followTrunk(s: EngineState, sha: string): void {
+  if (s.trunkSha === sha) return;
+  s.trunkSha = sha;
+  s.trunkHistory = s.trunkHistory.push(sha);
+}
+
 const reducers = {
   'run.started': (s, e) => {
     s.run = e.run;
@@ -336,6 +349,7 @@ const reducers = {
       ...(b.run_usd !== undefined && { runUsd: b.run_usd }),
     };
     s.lane = { ...s.lane, batch: e.merge?.batch ?? 8, verifyTrunk: e.merge?.verify_trunk ?? false, gather: e.merge?.gather ?? false };
+    if (e.remote) s.lane = { ...s.lane, remote: { retries: e.remote.retries, backoffMs: e.remote.backoff_ms } };
   },
   'register.loaded': (s, e) => {
     let blocks = s.blocks;
@@ -379,7 +393,13 @@ const reducers = {
     }));
     // A trunk touched in an earlier run still halts merges until the operator answers.
     // (Not one the operator already answered: that halt was lifted, and other blocks parked for the same touch never held it.)
-    if (e.phase === 'parked' && e.trouble === 'trunk_touched' && e.halts !== false && s.trunkHalt === undefined) {
+    // A remote that refused tron halts merges the same way.
+    if (
+      e.phase === 'parked' &&
+      (e.trouble === 'trunk_touched' || e.trouble === 'remote_refused') &&
+      e.halts !== false &&
+      s.trunkHalt === undefined
+    ) {
       s.trunkHalt = { sha: '', block: e.block };
     }
   },
@@ -578,7 +598,7 @@ const reducers = {
   'land.intent': (s, e) => {
     const stack = s.lane.stack;
     if (stack?.id !== e.stack) return;
-    s.lane = { ...s.lane, stack: { ...stack, pending: true, landing: e.blocks.map((b) => b.block) } };
+    s.lane = { ...s.lane, stack: { ...stack, pending: true, landing: e.blocks.map((b) => b.block), tested: e.tested } };
   },
   'block.landed': (s, e) => {
     if (s.trunkSha !== e.top) {
@@ -592,6 +612,25 @@ const reducers = {
     s.lane = { ...s.lane, stack: { ...stack, landed, pending: landed.length < stack.landing.length } };
   },
   'land.refused': (s, e) => stackPending(s, e.stack, false),
+  'remote.fetched': (s, e) => {
+    followTrunk(s, e.sha);
+    const stack = s.lane.stack;
+    if (stack?.id === e.stack) s.lane = { ...s.lane, stack: { ...stack, trunk: e.sha } };
+  },
+  'remote.pushed': nothing,
+  'remote.moved': (s, e) => {
+    followTrunk(s, e.sha);
+    stackPending(s, e.stack, false);
+  },
+  'remote.failed': (s, e) => {
+    const stack = s.lane.stack;
+    if (e.op !== 'push' || stack?.id !== e.stack) return;
+    s.lane = { ...s.lane, stack: { ...stack, pending: false, pushes: e.attempt } };
+  },
+  'remote.retry': (s, e) => stackPending(s, e.stack, true),
+  'remote.waited': (s, e) => stackPending(s, e.stack, false),
+  'remote.recovered': nothing,
+  'remote.branch.pushed': nothing,
   'lane.closed': (s, e) => {
     if (s.lane.stack?.id !== e.stack) return;
     s.lane = { ...s.lane, stack: undefined, queue: [...e.returned, ...s.lane.queue.filter((id) => !e.returned.includes(id))] };
@@ -622,6 +661,8 @@ const reducers = {
       return { trouble: { trouble: e.trouble, detail: e.detail, handlers: [...handlers, e.handler] } };
     });
     if (e.trouble === 'trunk_touched' && e.sha && s.trunkHalt === undefined) s.trunkHalt = { sha: e.sha, block: e.block };
+    // A remote that refuses tron halts the lane as a foreign trunk does: nothing can land until the operator answers.
+    if (e.trouble === 'remote_refused' && s.trunkHalt === undefined) s.trunkHalt = { sha: s.trunkSha ?? '', block: e.block };
   },
   'page.sent': (s, e) => {
     const at = s.pagesPending.indexOf(e.block);

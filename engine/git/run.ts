@@ -57,7 +57,7 @@ export function isFullSha(text: string | undefined): text is Sha {
 }
 
 /** Config of every engine git call, as `-c` pairs: each switches a program or a HOME file off. */
-const SAFE_CONFIG = [
+export const SAFE_CONFIG = [
   'core.hooksPath=/dev/null',
   'core.fsmonitor=false',
   'core.untrackedCache=false',

@@ -87,6 +87,33 @@ describe('parseConfig', () => {
     expect(config!.pageCommand).toBeUndefined();
   });
 
+  it('has no remote unless [remote] is there, and fills in its defaults when it is', () => {
+    expect(parseConfig(MINIMAL, FILE).config?.remote).toBeUndefined();
+    expect(parseConfig(`${MINIMAL}\n[remote]\n`, FILE).config?.remote).toEqual({
+      name: 'origin',
+      pushBranches: false,
+      timeoutMs: 60_000,
+      retries: 6,
+      backoffMs: 5_000,
+    });
+    const text = `${MINIMAL}\n[remote]\nname = "team"\npush_branches = true\ntimeout = "2m"\nretries = 0\nbackoff = "1s"\n`;
+    expect(parseConfig(text, FILE).config?.remote).toEqual({
+      name: 'team',
+      pushBranches: true,
+      timeoutMs: 120_000,
+      retries: 0,
+      backoffMs: 1_000,
+    });
+  });
+
+  it('refuses an unknown key in [remote] and names the keys it allows', () => {
+    const p = only(`${MINIMAL}\n[remote]\nurl = "git@example.com:x.git"\n`);
+    expect(p).toMatchObject({ code: 'TRON_CONFIG_UNKNOWN_KEY', path: `${FILE}: remote.url` });
+    expect(p.message).toContain('push_branches');
+    expect(only(`${MINIMAL}\n[remote]\nname = "-x"\n`)).toMatchObject({ code: 'TRON_CONFIG_INVALID', path: `${FILE}: remote.name` });
+    expect(only(`${MINIMAL}\n[remote]\ntimeout = "soon"\n`)).toMatchObject({ path: `${FILE}: remote.timeout` });
+  });
+
   it('accepts a file saved with a UTF-8 byte order mark', () => {
     const { config, problems } = parseConfig(`\uFEFF${MINIMAL}`, FILE);
     expect(problems).toEqual([]);

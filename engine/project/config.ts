@@ -23,6 +23,7 @@ export const CONFIG_DEFAULTS = {
   max_parallel: 4,
   timeouts: { turn: '20m', test: '10m' },
   merge: { batch: 8, verify_trunk: false, gather: true },
+  remote: { name: 'origin', push_branches: false, timeout: '60s', retries: 6, backoff: '5s' },
 } as const;
 
 const duration = z
@@ -109,6 +110,21 @@ const NotifyTable = z
   .refine((t) => t.webhook !== undefined || t.command !== undefined, {
     message: 'say where notifications go: webhook = "https://…" and/or command = ["…"]',
   });
+/**
+ * `[remote]`: the remote's trunk is the truth (DESIGN §3). `timeout` bounds each network
+ * call; a transient failure (unreachable, timed out) is tried again `retries` times,
+ * waiting `backoff`, then twice that, and so on, before the operator is paged.
+ */
+const RemoteTable = z.strictObject({
+  name: z
+    .string()
+    .regex(/^[A-Za-z0-9][A-Za-z0-9._-]*$/, { message: 'the name of a git remote of this repository, e.g. "origin"' })
+    .default(CONFIG_DEFAULTS.remote.name),
+  push_branches: z.boolean().default(CONFIG_DEFAULTS.remote.push_branches),
+  timeout: duration.default(CONFIG_DEFAULTS.remote.timeout),
+  retries: z.number().int().min(0).max(100).default(CONFIG_DEFAULTS.remote.retries),
+  backoff: duration.default(CONFIG_DEFAULTS.remote.backoff),
+});
 
 const WorkersTable = z.strictObject({
   builder: workerSettings,
@@ -132,6 +148,7 @@ const ConfigTable = z.strictObject({
   prices: PricesTable.optional(),
   budgets: BudgetsTable.optional(),
   notify: NotifyTable.optional(),
+  remote: RemoteTable.optional(),
 });
 
 /** The settings of one repository, normalised: durations in ms, workers parsed per adapter. */
@@ -176,6 +193,8 @@ export interface Config {
   budgets: Budgets;
   /** `[notify]`: where page, landing and run-end notifications go; absent: none. */
   notify?: NotifyConfig;
+  /** With `[remote]`: trunk is the remote's branch, and a landing is one atomic push. Absent: trunk is local. */
+  remote?: RemoteSettings;
 }
 
 export interface NotifyConfig {
@@ -189,6 +208,20 @@ export interface NotifyConfig {
   backoffMs: number;
   /** One attempt's budget. */
   timeoutMs: number;
+}
+
+/** `[remote]`, normalised. */
+export interface RemoteSettings {
+  /** The git remote whose trunk branch is the truth. */
+  name: string;
+  /** Also push `tron/<id>` as blocks pass their gate. */
+  pushBranches: boolean;
+  /** Budget of one network call. */
+  timeoutMs: number;
+  /** Transient failures tried again before the operator is paged. */
+  retries: number;
+  /** The first wait before a retry; each next wait doubles. */
+  backoffMs: number;
 }
 
 export interface Budgets {
@@ -244,6 +277,7 @@ const CONFIG_STYLE: IssueStyle = {
     if (first === 'sandbox') return Object.keys(SandboxTable.shape);
     if (first === 'limits') return Object.keys(LimitsTable.shape);
     if (first === 'merge') return Object.keys(MergeTable.shape);
+    if (first === 'remote') return Object.keys(RemoteTable.shape);
     if (first === 'workers' && parts.length === 1) return [...WORKER_ROLES];
     if (first === 'workers') return workerKeys(data, role!);
     return [];
@@ -295,6 +329,15 @@ function toConfig(raw: z.infer<typeof ConfigTable>): Config {
         attempts: raw.notify.attempts,
         backoffMs: ms(raw.notify.backoff),
         timeoutMs: ms(raw.notify.timeout),
+      },
+    }),
+    ...(raw.remote !== undefined && {
+      remote: {
+        name: raw.remote.name,
+        pushBranches: raw.remote.push_branches,
+        timeoutMs: ms(raw.remote.timeout),
+        retries: raw.remote.retries,
+        backoffMs: ms(raw.remote.backoff),
       },
     }),
   };

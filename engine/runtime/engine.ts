@@ -87,6 +87,7 @@ export class Engine {
       engineFiles: new EngineFiles(o.repo, this.configDigest, () => this.loaded),
       checkouts: new CheckoutPool(),
       queues: new Queues(),
+      ...(o.remote && { remote: o.remote }),
       workers: o.workers,
       turns: this.turns,
       ...(o.onOutput ? { onOutput: o.onOutput } : {}),

@@ -11,6 +11,7 @@ import type { Block } from '../project/register.ts';
 import type { Spine } from '../spine/spine.ts';
 import type { WorkerAdapter } from '../workers/adapter.ts';
 import type { Sandbox } from '../workers/sandbox.ts';
+import type { Remote } from '../git/remote.ts';
 
 export interface EngineOptions {
   repo: string;
@@ -29,6 +30,8 @@ export interface EngineOptions {
   marker?: string;
   /** Where the engine's test runs are confined; none unless given. */
   sandbox?: Sandbox;
+  /** [remote], opened at start (engine/git/remote.ts): trunk is the remote's, and a landing is a push. */
+  remote?: Remote;
   /** Notices that are not events (a problem with an answer file, a checkout left behind). */
   print: (line: string) => void;
   /** Sees every event right after it is appended: the console reporter, the live board. */

@@ -13,10 +13,11 @@ import { TRON_VERSION } from '../root.ts';
 import type { Spine } from '../spine/spine.ts';
 import type { Sandbox } from '../workers/sandbox.ts';
 import type { EngineOptions } from './options.ts';
+import { redactUrl } from '../git/remote.ts';
 
 /** The run.started input: the run's id, trunk, and every number it runs by. */
 export function runStarted(
-  o: Pick<EngineOptions, 'runId' | 'config' | 'spine' | 'workers' | 'watch' | 'marker'>,
+  o: Pick<EngineOptions, 'runId' | 'config' | 'spine' | 'workers' | 'watch' | 'marker' | 'remote'>,
   trunkSha: string,
   mainStatus: string,
   configDigest: string | undefined,
@@ -42,6 +43,16 @@ export function runStarted(
       ...(budgets.runUsd !== undefined && { run_usd: budgets.runUsd }),
     },
     merge: { batch: o.config.merge.batch, verify_trunk: o.config.merge.verifyTrunk, gather: o.config.merge.gather },
+    ...(o.remote &&
+      o.config.remote && {
+        remote: {
+          name: o.remote.name,
+          url: redactUrl(o.remote.pushUrl),
+          push_branches: o.config.remote.pushBranches,
+          retries: o.config.remote.retries,
+          backoff_ms: o.config.remote.backoffMs,
+        },
+      }),
   };
 }
 

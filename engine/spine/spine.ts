@@ -136,6 +136,11 @@ export const ESCALATION = {
     description: 'trunk moved by anyone but the engine; no merge is dispatched until the operator answers',
     handlers: ['operator'],
   },
+  remote_refused: {
+    description:
+      "the remote ([remote]) refused the landing push — authentication, a protected branch, a declining pre-receive hook — or stayed unreachable through every retry: the page quotes the remote's words and its TRON_REMOTE_… code; nothing lands until the operator answers",
+    handlers: ['operator'],
+  },
   trunk_red: {
     description:
       'the check of trunk ([merge] verify_trunk) failed at a landed sha that passed in the merge lane: the tests are not repeatable; the block stays landed, and the run cannot exit 0',

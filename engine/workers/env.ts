@@ -46,6 +46,12 @@ export function passedNames(source: Readonly<Record<string, string | undefined>>
   return Object.keys(source).filter((name) => source[name] !== undefined && entries.some((entry) => envEntryMatches(entry, name)));
 }
 
+/**
+ * Variables no worker or test process is ever given, whatever its `env` list names: the
+ * ssh agent's socket is the user's credential, for the engine's remote calls alone.
+ */
+export const NEVER_PASSED: ReadonlySet<string> = new Set(['SSH_AUTH_SOCK']);
+
 /** The environment for a worker process: the base, the run's marker, the named or matched pass-throughs, then `extra`. */
 export function minimalEnv(
   source: Readonly<Record<string, string | undefined>>,
@@ -57,6 +63,6 @@ export function minimalEnv(
     const value = source[name];
     if (value !== undefined) env[name] = value;
   }
-  for (const name of passedNames(source, passThrough)) env[name] = source[name]!;
+  for (const name of passedNames(source, passThrough)) if (!NEVER_PASSED.has(name)) env[name] = source[name]!;
   return { ...env, ...extra };
 }

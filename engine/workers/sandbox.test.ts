@@ -4,6 +4,10 @@
  * then looks from outside at what changed.
  */
 import { createServer, type Server } from 'node:http';
+import { createServer as createNetServer } from 'node:net';
+import { credentialPaths } from '../git/remote.ts';
+import { minimalEnv } from './env.ts';
+import { makeBareRemote, serveHttp } from '../testing/remote-server.ts';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -17,6 +21,17 @@ import type { TurnRequest } from './adapter.ts';
 import { bwrapArgs, bwrapSandbox, chooseSandbox, expandWritable, turnConfinement, type Confinement, type LeaveReport } from './sandbox.ts';
 
 describe('writable paths and bwrap arguments (no bwrap needed)', () => {
+  it('never hands the ssh agent to a worker or test, even one whose env list names it', () => {
+    const env = minimalEnv({ PATH: '/bin', SSH_AUTH_SOCK: '/run/agent.sock', SSH_HOST: 'h' }, ['SSH_*', 'SSH_AUTH_SOCK']);
+    expect(env).toEqual({ PATH: '/bin', SSH_HOST: 'h' });
+    expect(
+      credentialPaths(
+        { HOME: '/home/ada', SSH_AUTH_SOCK: '/run/agent.sock' },
+        { config: [['credential.helper', 'store --file=~/.creds']], env: {} },
+      ),
+    ).toEqual(['/home/ada/.git-credentials', '/home/ada/.ssh', '/home/ada/.config/git/credentials', '/run/agent.sock', '/home/ada/.creds']);
+  });
+
   it('expands ~/ and $NAME/ and keeps absolute paths; an unset variable drops its entry', () => {
     const env = { HOME: '/home/u', CODEX_HOME: '/data/codex' };
     expect(expandWritable(['~/.claude', '~', '$CODEX_HOME', '$CODEX_HOME/logs', '/var/cache/x', '$UNSET/y'], env)).toEqual([
@@ -291,6 +306,69 @@ describe.skipIf(BWRAP_SKIP !== undefined)('a sandboxed worker', () => {
     // The same turn without the hidden folder reads it: the test sees what hiding changes.
     const open = await run(builder('a', ['~']), `cat "${state}/repo1/key"`);
     expect(open.out).toBe('secret');
+  });
+
+  it("cannot read the user's git credentials, their ssh keys or reach their ssh agent, even with all of HOME writable", async () => {
+    writeFileSync(join(home, '.git-credentials'), 'https://ada:s3cret-token@example.com\n');
+    mkdirSync(join(home, '.ssh'), { recursive: true });
+    writeFileSync(join(home, '.ssh', 'id_ed25519'), 'PRIVATE KEY\n');
+    const sock = join(home, 'agent.sock');
+    const agent = createNetServer((c) => c.end('agent'));
+    await new Promise<void>((done) => agent.listen(sock, () => done()));
+    const script = [
+      'cat ~/.git-credentials; echo "creds $?"',
+      'cat ~/.ssh/id_ed25519; echo "key $?"',
+      `node -e "require('net').connect(process.argv[1]).on('data',(d)=>{console.log('agent ' + d);process.exit(0)}).on('error',()=>{console.log('agent refused');process.exit(0)})" ${sock}`,
+    ].join('; ');
+    try {
+      const hidden = credentialPaths({ HOME: home, SSH_AUTH_SOCK: sock });
+      const entered = await bwrapSandbox(BWRAP ?? 'bwrap', hidden).enter(['sh', '-c', script], builder('a', ['~']));
+      const [file, ...args] = entered.argv;
+      const result = await execa(file!, args, { env: { PATH: process.env.PATH ?? '', HOME: home }, extendEnv: false, reject: false });
+      await entered.leave();
+      const out = String(result.stdout);
+      expect(out).not.toContain('s3cret-token');
+      expect(out).not.toContain('PRIVATE KEY');
+      expect(out).toMatch(/^agent refused$/m);
+      // The same turn without hiding reads both and reaches the agent: the test sees what hiding changes.
+      const open = await run(builder('a', ['~']), script);
+      expect(open.out).toContain('s3cret-token');
+      expect(open.out).toMatch(/^agent agent$/m);
+    } finally {
+      await new Promise<void>((done) => agent.close(() => done()));
+    }
+  });
+
+  it('cannot push to a remote that needs the user’s credentials, which the same push outside the sandbox has', async () => {
+    const bare = await makeBareRemote();
+    const served = await serveHttp(bare, { user: 'ada', password: 'push-pass' });
+    try {
+      await repo.git('push', '-q', bare.dir, 'main');
+      const before = await bare.git('rev-parse', 'main');
+      writeFileSync(join(home, '.git-credentials'), `http://ada:push-pass@127.0.0.1:${served.port}\n`);
+      writeFileSync(join(home, '.gitconfig'), `[user]\n\tname = Home\n[credential]\n\thelper = store\n`);
+      const tree = repo.at(wt('a'));
+      await tree.write('pushed.txt', 'by the worker\n');
+      const head = await tree.commitAll('a worker pushes to trunk');
+      const script = `git push -q ${served.url} ${head}:refs/heads/main 2>&1; echo "push $?"`;
+      const hidden = credentialPaths({ HOME: home });
+      const entered = await bwrapSandbox(BWRAP ?? 'bwrap', hidden).enter(['sh', '-c', script], builder('a'));
+      const [file, ...args] = entered.argv;
+      const env = { PATH: process.env.PATH ?? '', HOME: home, GIT_TERMINAL_PROMPT: '0', GIT_CONFIG_NOSYSTEM: '1' };
+      const result = await execa(file!, args, { cwd: wt('a'), env, extendEnv: false, reject: false });
+      await entered.leave();
+      expect(String(result.stdout)).toMatch(/^push [1-9]/m);
+      expect(await bare.git('rev-parse', 'main')).toBe(before);
+      // Outside the sandbox, the same push with the same HOME goes through: the credentials are what the sandbox took away.
+      const outside = await execa('sh', ['-c', script], { cwd: wt('a'), env, extendEnv: false, reject: false });
+      expect(String(outside.stdout)).toMatch(/^push 0$/m);
+      expect(await bare.git('rev-parse', 'main')).toBe(head);
+    } finally {
+      await served.stop();
+      await bare.cleanup();
+      rmSync(join(home, '.git-credentials'), { force: true });
+      writeFileSync(join(home, '.gitconfig'), '[user]\n\tname = Home\n');
+    }
   });
 
   it('has a private /tmp', async () => {

@@ -267,12 +267,17 @@ function isFile(path: string): boolean {
 
 /** One bwrap mount: `ro` and `rw` need the source; `*-try` skip a missing one; `hide` puts an empty folder over `dest`. */
 export interface Mount {
-  kind: 'ro' | 'rw' | 'rw-try' | 'hide';
+  kind: 'ro' | 'rw' | 'rw-try' | 'hide' | 'hide-file';
   src: string;
   dest: string;
 }
 
-const FLAG: Record<Exclude<Mount['kind'], 'hide'>, string> = { ro: '--ro-bind', rw: '--bind', 'rw-try': '--bind-try' };
+const FLAG: Record<Exclude<Mount['kind'], 'hide'>, string> = {
+  ro: '--ro-bind',
+  rw: '--bind',
+  'rw-try': '--bind-try',
+  'hide-file': '--ro-bind',
+};
 
 function depth(path: string): number {
   return path.split(sep).filter(Boolean).length;
@@ -280,7 +285,7 @@ function depth(path: string): number {
 
 /** Shallow first; a hidden folder last of all, so that nothing writable or shown uncovers it. */
 function rank(m: Mount): number {
-  return m.kind === 'hide' ? Number.MAX_SAFE_INTEGER : depth(m.dest);
+  return m.kind === 'hide' || m.kind === 'hide-file' ? Number.MAX_SAFE_INTEGER : depth(m.dest);
 }
 
 /**
@@ -491,6 +496,7 @@ function ownBranch(repo: string, block: string, cwd: string): { mounts: Mount[];
 /**
  * A sandbox by the `bwrap` program at `program` (which must have passed `probeBwrap`).
  * `hidden` folders (tron's own state, where the repository's key is) show empty inside,
+ * and `hidden` files (the user's git credentials, the ssh agent's socket) read as empty,
  * whatever else is writable or visible.
  */
 export function bwrapSandbox(program: string, hidden: readonly string[] = []): Sandbox {
@@ -517,7 +523,11 @@ export function bwrapSandbox(program: string, hidden: readonly string[] = []): S
         mounts.push(...own.mounts);
         leave = own.leave;
       }
-      for (const path of hidden) if (isDir(path)) mounts.push({ kind: 'hide', src: path, dest: real(path) });
+      for (const path of hidden) {
+        if (isDir(path)) mounts.push({ kind: 'hide', src: path, dest: real(path) });
+        // A file (a credential store, the ssh agent's socket) reads as empty: /dev/null over it.
+        else if (existsSync(path)) mounts.push({ kind: 'hide-file', src: '/dev/null', dest: real(path) });
+      }
       const args = bwrapArgs({ cwd, network: c.network, mounts, ...(c.inCallersSession ? { inCallersSession: true } : {}) });
       return { argv: [program, ...args, '--', ...argv], leave };
     },

@@ -8,13 +8,21 @@ import { EVENT_SCHEMAS, eventKind, type EventType, type TronEvent } from '../../
 import { ESCALATION } from '../../engine/spine/spine.ts';
 import { CTX } from './run.ts';
 
-export const DECISION_TYPES = (Object.keys(EVENT_SCHEMAS) as EventType[]).filter((t) => eventKind(t) === 'decision');
 /**
- * Escalation rows the simulated world has no fault for yet: a worktree git cannot make
- * (engine/runtime/engine.test.ts and attacks-block.test.ts reach it on real git). Adding
- * the fault would shift the recorded choice lists of cases/.
+ * Decisions and escalation rows the simulated world cannot reach yet, so they are not
+ * asked of a search: what only a run with `[remote]` makes (the SIM templates remote-* and
+ * engine/runtime/remote.e2e.test.ts reach them on real git), and a worktree git cannot
+ * make (engine/runtime/engine.test.ts and attacks-block.test.ts). Adding these faults to
+ * the world would shift the recorded choice lists of cases/.
  */
-export const UNSIMULATED = { escalations: ['worktree_failed → operator'] } as const;
+export const UNSIMULATED = {
+  decisions: ['remote.retry'],
+  escalations: ['remote_refused → operator', 'worktree_failed → operator'],
+} as const;
+
+export const DECISION_TYPES = (Object.keys(EVENT_SCHEMAS) as EventType[]).filter(
+  (t) => eventKind(t) === 'decision' && !(UNSIMULATED.decisions as readonly string[]).includes(t),
+);
 export const ESCALATION_ROWS = Object.entries(ESCALATION)
   .flatMap(([trouble, row]) => row.handlers.map((h) => `${trouble} → ${h}`))
   .filter((r) => !(UNSIMULATED.escalations as readonly string[]).includes(r));

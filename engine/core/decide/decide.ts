@@ -17,6 +17,7 @@ import { onReply } from './turns.ts';
 import { onFacts } from './gate.ts';
 import { onCandidateTested, onLanded, onLandRefused, onRebased, onTrunkTested } from './lane.ts';
 import { escalate, onOperator } from './escalate.ts';
+import { onRemoteFailed, onRemoteMoved, onRemoteWaited } from './remote.ts';
 import { onOverrun, onProbed } from './liveness.ts';
 import { schedule, stopWhenQuiet } from './schedule.ts';
 import { onUsage } from './budget.ts';
@@ -66,6 +67,9 @@ const REACTIONS = {
   'candidate.tested': onCandidateTested,
   'block.landed': onLanded,
   'land.refused': onLandRefused,
+  'remote.moved': onRemoteMoved,
+  'remote.failed': onRemoteFailed,
+  'remote.waited': onRemoteWaited,
   'trunk.tested': onTrunkTested,
   'block.wrapped': (step, e) => step.move(e.block, 'wrapped'),
   'operator.answered': onOperator,

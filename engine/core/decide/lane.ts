@@ -167,7 +167,7 @@ export function onLandRefused(step: Step, e: BodyOf<'land.refused'>): void {
 }
 
 /** Ends the stack: the blocks still waiting on it go back to the front of the queue, in order. */
-function close(step: Step, detail: string): void {
+export function close(step: Step, detail: string): void {
   const stack = step.s.lane.stack!;
   const returned = stack.asked.filter((id) => step.block(id).waiting.on === 'stack');
   step.emit({ type: 'lane.closed', stack: stack.id, landed: [...stack.landed], returned, detail });

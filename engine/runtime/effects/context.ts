@@ -15,6 +15,7 @@ import type { Spine } from '../../spine/spine.ts';
 import type { WorkerAdapter } from '../../workers/adapter.ts';
 import type { WorkerRole } from '../../core/roles.ts';
 import type { Sandbox } from '../../workers/sandbox.ts';
+import type { Remote } from '../../git/remote.ts';
 import type { EngineFiles } from './engine-files.ts';
 import { type CheckoutPool, Slots } from './checkouts.ts';
 import type { TurnTable } from './turn-table.ts';
@@ -59,6 +60,8 @@ export interface EffectContext {
   turns: TurnTable;
   /** Sees a worker's live output (and progress notes) as it arrives, after its turn log has it. */
   onOutput?: (at: { block: string; session: string; turn: number }, text: string) => void;
+  /** [remote], opened at start: landings are pushed there first (effects/remote.ts). */
+  remote?: Remote;
 }
 
 /** What the engine knew when it made a decision: the folded state, the log so far, the register. */

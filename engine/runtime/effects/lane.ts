@@ -9,6 +9,7 @@ import type { EventBody, EventOf } from '../../core/events.ts';
 import * as git from '../../git/index.ts';
 import { checkout, runSuite, suiteGreen } from './checkouts.ts';
 import { type EffectContext, effect } from './context.ts';
+import { fetchBeforeStack, landOnRemote } from './remote.ts';
 
 type RebaseResult = EventOf<'rebase.done'>['results'][number];
 
@@ -20,7 +21,15 @@ type RebaseResult = EventOf<'rebase.done'>['results'][number];
  * the next goes on top of it; one whose patch changed or that conflicts is left out.
  * Trunk elsewhere than the decision says: nothing is replayed, and the actual sha reported.
  */
-export const stackBlocks = effect({ run: (c, e: EventOf<'lane.stacked'>) => stack(c, e) });
+export const stackBlocks = effect({ run: (c, e: EventOf<'lane.stacked'>) => fetchThenStack(c, e) });
+
+/** [remote]: the remote's trunk first (remote.ts); trunk touched locally is found in `stack`, as without one. */
+async function fetchThenStack(c: EffectContext, e: EventOf<'lane.stacked'>): Promise<EventBody | EventBody[]> {
+  if (!c.remote || (await git.currentTrunkSha(c.repo, c.config.trunk)) !== e.trunk_sha) return stack(c, e);
+  const before = await fetchBeforeStack(c, c.remote, e);
+  if (!before.go) return before.events;
+  return [...before.events, await stack(c, { ...e, trunk_sha: before.trunk })];
+}
 
 async function stack(c: EffectContext, e: EventOf<'lane.stacked'>): Promise<EventBody> {
   const trunk = await git.currentTrunkSha(c.repo, c.config.trunk);
@@ -89,7 +98,10 @@ async function testAt(c: EffectContext, e: EventOf<'candidate.requested' | 'bise
  * that checkout half moved and the next landing waits for it (a crash in between is
  * caught up at the next start: git.catchUpCheckout).
  */
-export const landStack = effect({ run: (c, e: EventOf<'land.intent'>) => land(c, e) });
+export const landStack = effect({
+  // [remote]: one atomic push first; local refs and your checkout follow only once the remote accepted.
+  run: (c, e: EventOf<'land.intent'>) => (c.remote ? landOnRemote(c, c.remote, e, (accepted) => land(c, accepted)) : land(c, e)),
+});
 
 async function land(c: EffectContext, e: EventOf<'land.intent'>): Promise<EventBody[]> {
   const ids = e.blocks.map((b) => b.block);

@@ -7,6 +7,7 @@ import type { DecisionType, TronEvent } from '../../core/events.ts';
 import type { Effect, Moment } from './context.ts';
 import { observeFacts } from './gate.ts';
 import { landStack, stackBlocks, testCandidate, testTrunk } from './lane.ts';
+import { pushBranch, waitRetry } from './remote.ts';
 import { extend, probe } from './liveness.ts';
 import { page } from './page.ts';
 import { stopBlockTurns, stopForBudget, stopReissued, turn } from './turn.ts';
@@ -23,7 +24,7 @@ export const EFFECTS: { [T in DecisionType]: Effect<T, any> | null } = {
   'reply.accepted': null,
   'reply.refused': null,
   'facts.requested': observeFacts,
-  'gate.passed': null,
+  'gate.passed': pushBranch,
   'gate.failed': null,
   'block.phase': null,
   'merge.queued': null,
@@ -31,6 +32,7 @@ export const EFFECTS: { [T in DecisionType]: Effect<T, any> | null } = {
   'candidate.requested': testCandidate,
   'bisect.step': testCandidate,
   'land.intent': landStack,
+  'remote.retry': waitRetry,
   'lane.closed': null,
   'test.requested': testTrunk,
   'wrap.requested': wrapBlock,

@@ -65,7 +65,7 @@ describe('the tron command line', () => {
   it('suggests the flag meant for a mistyped one, in its own words, not Node’s parser message', async () => {
     const line = expectUsageRefusal(await tron('start', '--wacth'));
     expect(line).toBe(
-      'TRON_USAGE: tron start: unknown option --wacth; did you mean --watch? (usage: tron start [--repo DIR] [--watch] [--plain])',
+      'TRON_USAGE: tron start: unknown option --wacth; did you mean --watch? (usage: tron start [--repo DIR] [--watch] [--plain] [--standby])',
     );
     expect(line).not.toContain('as in');
     expect(expectUsageRefusal(await tron('--verison'))).toContain('did you mean --version?');

@@ -44,11 +44,18 @@ const HANDLERS: { [K in CommandName]: Handler } = {
       env: process.env,
       print,
       signals: true,
+      standby: Boolean(v.standby),
     });
   },
   status: async (v) => {
     const { statusCommand } = await import('./commands/status.ts');
-    return statusCommand({ repo: repoOf(v), json: Boolean(v.json), clock: systemClock, print });
+    return statusCommand({
+      repo: repoOf(v),
+      json: Boolean(v.json),
+      clock: systemClock,
+      print,
+      ...(typeof v.database === 'string' ? { database: v.database } : {}),
+    });
   },
   answer: async (v, args) => {
     const { answerCommand } = await import('./commands/answer.ts');

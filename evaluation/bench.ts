@@ -19,6 +19,9 @@
  *
  * Then `tron serve` under load (evaluation/bench-serve.ts): the engine's WAKE latency with
  * and without 50 SSE clients following a run that appends an event every millisecond.
+ *
+ * Then the log in PostgreSQL (evaluation/bench-cluster.ts): a log append made durable, p50
+ * and p99, on the database against the file.
  */
 import { performance } from 'node:perf_hooks';
 import { parseReply } from '../engine/gateway/parse.ts';
@@ -32,6 +35,7 @@ import { benchLane } from './bench-lane.ts';
 import { benchSandbox } from './bench-sandbox.ts';
 import { benchServe } from './bench-serve.ts';
 import { benchSimulator } from './bench-simulator.ts';
+import { benchCluster } from './bench-cluster.ts';
 
 function measure(name: string, runs: number, work: () => void): void {
   work();
@@ -178,3 +182,5 @@ benchSimulator();
 await benchSandbox();
 await benchLane();
 await benchServe();
+
+await benchCluster();

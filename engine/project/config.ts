@@ -110,6 +110,19 @@ const NotifyTable = z
     message: 'say where notifications go: webhook = "https://…" and/or command = ["…"]',
   });
 
+/** `[cluster]`: the event log and the lease in PostgreSQL (engine/log/pg-log.ts, docs/cluster.md). */
+const ClusterTable = z.strictObject({
+  database: z
+    .string()
+    .regex(/^postgres(ql)?:\/\/\S+$/, { message: 'a PostgreSQL URL, e.g. "postgres://tron@db.example:5432/tron"' })
+    .optional(),
+  repository: z
+    .string()
+    .regex(/^[A-Za-z0-9._-]{1,100}$/, { message: 'a name of letters, digits, ".", "_" and "-" (what the hosts of this repository share)' })
+    .optional(),
+  lease: duration.default('10s'),
+});
+
 const WorkersTable = z.strictObject({
   builder: workerSettings,
   reviewer: workerSettings,
@@ -132,6 +145,7 @@ const ConfigTable = z.strictObject({
   prices: PricesTable.optional(),
   budgets: BudgetsTable.optional(),
   notify: NotifyTable.optional(),
+  cluster: ClusterTable.optional(),
 });
 
 /** The settings of one repository, normalised: durations in ms, workers parsed per adapter. */
@@ -176,6 +190,17 @@ export interface Config {
   budgets: Budgets;
   /** `[notify]`: where page, landing and run-end notifications go; absent: none. */
   notify?: NotifyConfig;
+  /** `[cluster]`: the log in PostgreSQL; absent (and no TRON_DATABASE_URL): the file log. */
+  cluster?: ClusterConfig;
+}
+
+export interface ClusterConfig {
+  /** The database URL; TRON_DATABASE_URL overrides it (and stands in for it when absent). */
+  database?: string;
+  /** The name the hosts of this repository share in the database; default: the repository folder's name. */
+  repository?: string;
+  /** How long the engine's lease lasts unrenewed: a standby takes over within two of these after the leader dies. */
+  leaseMs: number;
 }
 
 export interface NotifyConfig {
@@ -239,6 +264,7 @@ const CONFIG_STYLE: IssueStyle = {
     if (first === 'liveness') return Object.keys(LivenessOverrides.shape);
     if (first === 'prices' && parts.length === 2) return Object.keys(PriceRow.shape);
     if (first === 'budgets') return Object.keys(BudgetsTable.shape);
+    if (first === 'cluster') return Object.keys(ClusterTable.shape);
     if (first === 'notify') return ['webhook', 'command', 'on', 'attempts', 'backoff', 'timeout'];
 
     if (first === 'sandbox') return Object.keys(SandboxTable.shape);
@@ -295,6 +321,13 @@ function toConfig(raw: z.infer<typeof ConfigTable>): Config {
         attempts: raw.notify.attempts,
         backoffMs: ms(raw.notify.backoff),
         timeoutMs: ms(raw.notify.timeout),
+      },
+    }),
+    ...(raw.cluster !== undefined && {
+      cluster: {
+        ...(raw.cluster.database !== undefined && { database: raw.cluster.database }),
+        ...(raw.cluster.repository !== undefined && { repository: raw.cluster.repository }),
+        leaseMs: ms(raw.cluster.lease),
       },
     }),
   };

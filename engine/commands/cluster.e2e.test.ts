@@ -1,0 +1,155 @@
+/**
+ * `tron start` with `[cluster] database`, as the CLI runs it, against a real PostgreSQL:
+ * the run's log is the table, `tron status --database` reads it from no repository at
+ * all, a second engine is refused while the lease is live, and a standby takes over from
+ * an engine killed mid-run and lands everything exactly once.
+ */
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { execa } from 'execa';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { configFile, landingSim, makeProject } from '../testing/project.ts';
+import { crashProject } from '../testing/crash.ts';
+import { GIT_IDENTITY_ENV, type TestRepo } from '../testing/repo.ts';
+import { needPostgres, type TestDatabase, testDatabase } from '../testing/postgres.ts';
+import { requireAll, skipWithout } from '../testing/needs.ts';
+import { acquireLease } from '../log/lease.ts';
+import { latestPgRun, openDatabase, readPgRun } from '../log/pg-log.ts';
+
+const BIN = join(import.meta.dirname, '..', '..', 'bin', 'tron.js');
+const POSTGRES = needPostgres();
+const NO_DATABASE = skipWithout('tron start with the log in PostgreSQL', POSTGRES);
+const IDS = ['alpha', 'beta', 'gamma'];
+
+describe.skipIf(NO_DATABASE)('tron start with [cluster] database', () => {
+  let server: TestDatabase;
+  const repos: TestRepo[] = [];
+  beforeAll(async () => {
+    requireAll(POSTGRES);
+    server = await testDatabase();
+  }, 60_000);
+  afterAll(async () => server?.stop(), 60_000);
+  afterEach(async () => {
+    for (const r of repos.splice(0)) await r.cleanup();
+  });
+
+  async function clusterProject(repository: string, lease = '10s'): Promise<TestRepo> {
+    const repo = await makeProject({
+      blocks: Object.fromEntries(IDS.map((id) => [id, {}])),
+      sim: landingSim(IDS),
+      config: configFile({ extra: `\n[cluster]\ndatabase = "${server.url}"\nrepository = "${repository}"\nlease = "${lease}"\n` }),
+    });
+    repos.push(repo);
+    return repo;
+  }
+
+  const cli = (args: string[], env: Record<string, string> = {}) =>
+    execa('node', [BIN, ...args], {
+      reject: false,
+      stdin: 'ignore',
+      env: { ...GIT_IDENTITY_ENV, TRON_DATABASE_URL: '', ...env },
+      timeout: 120_000,
+    });
+
+  async function landedOnce(repo: TestRepo): Promise<void> {
+    const landed = (await repo.git('for-each-ref', '--format=%(refname:short)', 'refs/tron/landed/')).split('\n').sort();
+    expect(landed).toEqual(IDS.map((id) => `tron/landed/${id}`).sort());
+    const subjects = (await repo.git('log', '--format=%s', 'main')).split('\n');
+    for (const id of IDS)
+      expect(
+        subjects.filter((s) => s === id),
+        `${id} on trunk`,
+      ).toHaveLength(1);
+  }
+
+  it('lands every block with the log in the table, and status reads the run from the database alone', async () => {
+    const repo = await clusterProject('lands');
+    const run = await cli(['start', '--repo', repo.dir, '--plain']);
+    expect(run.stderr).toBe('');
+    expect(run.exitCode, run.stdout).toBe(0);
+    await landedOnce(repo);
+    // The log is the table's: the run directory holds no events.jsonl of its own.
+    const [runId] = readdirSync(join(repo.dir, '.tron', 'runs'));
+    expect(existsSync(join(repo.dir, '.tron', 'runs', runId!, 'events.jsonl'))).toBe(false);
+    const db = await openDatabase(server.url);
+    try {
+      const at = await latestPgRun(db, 'lands');
+      expect(at).toEqual({ repository: 'lands', run: runId });
+      const events = (await readPgRun(db, at!, undefined)).events;
+      expect(
+        events
+          .filter((e) => e.type === 'block.landed')
+          .map((e) => (e as { block: string }).block)
+          .sort(),
+      ).toEqual(IDS);
+      expect(events.at(-1)!.type).toBe('run.finished');
+    } finally {
+      await db.end();
+    }
+    // From anywhere: no --repo, the database only.
+    const status = await cli(['status', '--database', server.url, '--json'], {});
+    expect(status.exitCode, status.stderr).toBe(0);
+    const json = JSON.parse(status.stdout) as {
+      repository: string;
+      run: string;
+      engine: string;
+      blocks: { block: string; phase: string }[];
+    };
+    expect(json).toMatchObject({ repository: 'lands', run: runId, engine: 'finished' });
+    expect(json.blocks.map((b) => [b.block, b.phase]).sort()).toEqual(IDS.map((id) => [id, 'landed']));
+    const text = await cli(['status', '--database', server.url]);
+    expect(text.stdout).toMatch(new RegExp(`^run ${runId} \\(finished\\) — lands in postgres://`, 'm'));
+  }, 180_000);
+
+  it('refuses a second engine on the repository while the lease is live, changing nothing', async () => {
+    const repo = await clusterProject('held');
+    const db = await openDatabase(server.url);
+    const lease = await acquireLease(db, { repository: 'held', periodMs: 60_000, holder: 'other-host pid 4242' });
+    try {
+      const refused = await cli(['start', '--repo', repo.dir]);
+      expect(refused.exitCode).toBe(2);
+      expect(refused.stderr).toContain('TRON_LEASE_HELD');
+      expect(refused.stderr).toContain('other-host pid 4242');
+      expect(refused.stderr).not.toMatch(/\n\s+at /);
+      expect(existsSync(join(repo.dir, '.tron', 'runs'))).toBe(false);
+    } finally {
+      await lease.release();
+      await db.end();
+    }
+  }, 60_000);
+
+  it('has a standby take over from an engine killed mid-run, resume through recovery, and land each block once', async () => {
+    // Workers whose every step is idempotent, so a re-dispatched turn does the right thing (engine/testing/crash.ts).
+    const repo = await crashProject();
+    repos.push(repo);
+    const config = readFileSync(join(repo.dir, '.tron', 'config.toml'), 'utf8');
+    await repo.write('.tron/config.toml', `${config}\n[cluster]\ndatabase = "${server.url}"\nrepository = "takeover"\nlease = "1s"\n`);
+    await repo.git('commit', '-qam', 'The log in the database');
+    // The leader dies abruptly (SIGKILL) right after its 12th line: its lease is no longer renewed.
+    const leader = await cli(['start', '--repo', repo.dir, '--plain'], { TRON_CRASH_AFTER_EVENT: '12' });
+    expect(leader.signal).toBe('SIGKILL');
+    const standby = await cli(['start', '--repo', repo.dir, '--plain', '--standby']);
+    expect(standby.stderr).toBe('');
+    expect(standby.exitCode, standby.stdout).toBe(0);
+    const landed = (await repo.git('for-each-ref', '--format=%(refname:short)', 'refs/tron/landed/')).split('\n').sort();
+    expect(landed).toEqual(['tron/landed/alpha', 'tron/landed/beta', 'tron/landed/gamma']);
+    const subjects = (await repo.git('log', '--format=%s', 'main')).split('\n');
+    for (const id of ['alpha', 'beta', 'gamma'])
+      expect(
+        subjects.filter((s) => s === `Build ${id}`),
+        `${id} on trunk`,
+      ).toHaveLength(1);
+    const db = await openDatabase(server.url);
+    try {
+      const { rows } = await db.client.query<{ run: string; generation: string }>(
+        `select distinct run, generation from tron_events where repository = 'takeover' order by run`,
+      );
+      // Two runs, two generations: the standby wrote with the next one, and began by recovering the first.
+      expect(rows.map((r) => Number(r.generation))).toEqual([1, 2]);
+      const second = (await readPgRun(db, { repository: 'takeover', run: rows[1]!.run }, undefined)).events;
+      expect(second.some((e) => e.type === 'recovery.started')).toBe(true);
+    } finally {
+      await db.end();
+    }
+  }, 180_000);
+});

@@ -1,0 +1,97 @@
+/**
+ * `tron start` with a database (`[cluster] database` or `TRON_DATABASE_URL`): connect and
+ * migrate, take the repository's lease (or, `--standby`, wait for it), and before
+ * recovery bring the latest run of the table into its run directory, so that today's
+ * recovery — which reads `.tron/runs/<run>/events.jsonl` — resumes what any host's engine
+ * wrote. The lines are the table's, signed as ever: recovery checks their chain.
+ */
+import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { basename, join } from 'node:path';
+import type { ClusterConfig } from '../project/config.ts';
+import { acquireLease, awaitLease, type Lease } from './lease.ts';
+import { type Database, latestPgRun, openDatabase, PgEventLog, runLines } from './pg-log.ts';
+
+/** The database a repository's engine uses: `TRON_DATABASE_URL` first, then `[cluster] database`; none: the file log. */
+export function databaseUrl(cluster: ClusterConfig | undefined, env: Readonly<Record<string, string | undefined>>): string | undefined {
+  const url = env.TRON_DATABASE_URL?.trim();
+  return url ? url : cluster?.database;
+}
+
+/** The name the hosts of a repository share in the database. */
+export function repositoryName(repo: string, cluster: ClusterConfig | undefined): string {
+  return cluster?.repository ?? basename(repo);
+}
+
+/** A started engine's hold on the database: the connection and the lease. */
+export interface Seat {
+  db: Database;
+  lease: Lease;
+  /** Opens the run's log in the table (the engine attaches its clock). */
+  openLog(run: string, key: Buffer): Promise<PgEventLog>;
+  /** Gives the lease up and disconnects (idempotent; the log's close does the same). */
+  leave(): Promise<void>;
+}
+
+/**
+ * Connects, migrates and takes the lease: at once (TRON_LEASE_HELD when another engine
+ * holds it), or with `standby` once the leader's lease lapses. Undefined when the standby
+ * was stopped while it waited.
+ */
+export async function takeSeat(o: {
+  url: string;
+  repository: string;
+  leaseMs: number;
+  standby?: boolean;
+  stop?: AbortSignal;
+  print: (line: string) => void;
+}): Promise<Seat | undefined> {
+  const db = await openDatabase(o.url);
+  try {
+    const opts = { repository: o.repository, periodMs: o.leaseMs };
+    const lease = o.standby
+      ? await awaitLease(db, {
+          ...opts,
+          ...(o.stop ? { stop: o.stop } : {}),
+          waiting: (holder) => o.print(`tron: standby — ${holder} leads ${o.repository}; taking over when its lease lapses`),
+        })
+      : await acquireLease(db, opts);
+    if (!lease) {
+      await db.end();
+      return undefined;
+    }
+    let left = false;
+    return {
+      db,
+      lease,
+      openLog: (run, key) => PgEventLog.open(db, lease, run, key),
+      leave: async () => {
+        if (left) return;
+        left = true;
+        await lease.release();
+        await db.end();
+      },
+    };
+  } catch (err) {
+    await db.end();
+    throw err;
+  }
+}
+
+/**
+ * Writes the latest run of the table into `runsDir/<run>/events.jsonl` (replaced whole,
+ * atomically, when the table holds more than the file): recovery reads it there.
+ * Returns the run id, if the table has one.
+ */
+export async function bringLatestRun(seat: Seat, runsDir: string): Promise<string | undefined> {
+  const at = await latestPgRun(seat.db, seat.lease.repository);
+  if (!at) return undefined;
+  const lines = await runLines(seat.db, at);
+  const text = lines.length === 0 ? '' : `${lines.join('\n')}\n`;
+  const dir = join(runsDir, at.run);
+  const file = join(dir, 'events.jsonl');
+  if (existsSync(file) && readFileSync(file, 'utf8') === text) return at.run;
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(`${file}.from-database`, text);
+  renameSync(`${file}.from-database`, file);
+  return at.run;
+}

@@ -4,12 +4,14 @@
  * all, a second engine is refused while the lease is live, and a standby takes over from
  * an engine killed mid-run and lands everything exactly once.
  */
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { execa } from 'execa';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { configFile, landingSim, makeProject } from '../testing/project.ts';
 import { crashProject } from '../testing/crash.ts';
+import { approvingWorkers, builderPrelude, writeBuilder } from '../testing/workers.ts';
 import { GIT_IDENTITY_ENV, type TestRepo } from '../testing/repo.ts';
 import { needPostgres, type TestDatabase, testDatabase } from '../testing/postgres.ts';
 import { requireAll, skipWithout } from '../testing/needs.ts';
@@ -152,4 +154,57 @@ describe.skipIf(NO_DATABASE)('tron start with [cluster] database', () => {
       await db.end();
     }
   }, 180_000);
+
+  it('stops an engine whose lease was taken over: the database refuses its next line, and it exits naming TRON_LEASE_LOST', async () => {
+    // A builder that holds its turn until the test lets it go: the steal happens while the engine waits on it.
+    const dir = mkdtempSync(join(tmpdir(), 'tron-cluster-workers-'));
+    const go = join(dir, 'go');
+    const builder = writeBuilder(
+      dir,
+      `${builderPrelude('the file')}while [ ! -e "${go}" ]; do sleep 0.05; done
+echo "$TRON_BLOCK" > "$TRON_BLOCK.txt" && git add -A && git commit -qm "Build $TRON_BLOCK" >/dev/null 2>&1
+echo ">>DONE"
+`,
+    );
+    const repo = await makeProject({
+      blocks: { alpha: {} },
+      config: configFile({
+        workers: approvingWorkers(builder),
+        // Unsandboxed, so the builder sees the file the test lets it go with.
+        extra: `\n[sandbox]\nmode = "off"\n\n[cluster]\ndatabase = "${server.url}"\nrepository = "stolen"\nlease = "30s"\n`,
+      }),
+    });
+    repos.push(repo);
+    const db = await openDatabase(server.url);
+    try {
+      const engine = cli(['start', '--repo', repo.dir, '--plain']);
+      // Wait on the log: the builder's process is up.
+      for (;;) {
+        const { rows } = await db.client.query(
+          `select 1 from tron_events where repository = 'stolen' and line like '%"type":"worker.spawned"%'`,
+        );
+        if (rows.length > 0) break;
+        if (engine.exitCode !== null) throw new Error(`the engine ended early: ${(await engine).stdout}`);
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      // Another engine takes the lease over (as after a lapse): generation 2.
+      await db.client.query(`update tron_lease set expires_at = now() where repository = 'stolen'`);
+      const thief = await acquireLease(db, { repository: 'stolen', periodMs: 60_000, holder: 'thief pid 1' });
+      expect(thief.generation).toBe(2);
+      const count = async () =>
+        Number((await db.client.query(`select count(*) as n from tron_events where repository = 'stolen'`)).rows[0].n);
+      const before = await count();
+      writeFileSync(go, '');
+      const ended = await engine;
+      expect(ended.exitCode).toBe(1);
+      expect(`${ended.stdout}\n${ended.stderr}`).toContain('TRON_LEASE_LOST');
+      expect(`${ended.stdout}\n${ended.stderr}`).not.toMatch(/\n\s+at /);
+      // Not one line of the old generation reached the table after the takeover.
+      expect(await count()).toBe(before);
+      await thief.release();
+    } finally {
+      await db.end();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 120_000);
 });

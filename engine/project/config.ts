@@ -112,13 +112,16 @@ const NotifyTable = z
 
 /** `[cluster]`: the event log and the lease in PostgreSQL (engine/log/pg-log.ts, docs/cluster.md). */
 const ClusterTable = z.strictObject({
+  // refine, not regex: a refinement's message is what the problem says (config-problems.ts).
   database: z
     .string()
-    .regex(/^postgres(ql)?:\/\/\S+$/, { message: 'a PostgreSQL URL, e.g. "postgres://tron@db.example:5432/tron"' })
+    .refine((s) => /^postgres(ql)?:\/\/\S+$/.test(s), { message: 'must be a PostgreSQL URL, e.g. "postgres://tron@db.example:5432/tron"' })
     .optional(),
   repository: z
     .string()
-    .regex(/^[A-Za-z0-9._-]{1,100}$/, { message: 'a name of letters, digits, ".", "_" and "-" (what the hosts of this repository share)' })
+    .refine((s) => /^[A-Za-z0-9._-]{1,100}$/.test(s), {
+      message: 'must be a name of letters, digits, ".", "_" and "-" (the name the hosts of this repository share)',
+    })
     .optional(),
   lease: duration.default('10s'),
 });

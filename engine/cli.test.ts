@@ -49,7 +49,7 @@ describe('the tron command line', () => {
     const viaFlag = await tron('report', '--help');
     expect(viaHelp.exitCode).toBe(0);
     expect(viaFlag.stdout).toBe(viaHelp.stdout);
-    expect(viaHelp.stdout).toMatch(/^Usage: tron report \[RUN\] \[--repo DIR\] \[--json\]$/m);
+    expect(viaHelp.stdout).toMatch(/^Usage: tron report \[RUN\] \[--repo DIR\] \[--json\] \[--database URL\]$/m);
     expect(viaHelp.stdout).toMatch(/^ {2}RUN +a run directory, or a run id/m);
     expect(viaHelp.stdout).toMatch(/^ {2}--repo DIR +the target repository/m);
     expect(viaHelp.stdout).not.toContain('Commands:');

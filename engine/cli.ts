@@ -63,7 +63,13 @@ const HANDLERS: { [K in CommandName]: Handler } = {
   },
   report: async (v, args) => {
     const { reportCommand } = await import('./commands/report.ts');
-    return reportCommand({ repo: repoOf(v), run: args[0], json: Boolean(v.json), print });
+    return reportCommand({
+      repo: repoOf(v),
+      run: args[0],
+      json: Boolean(v.json),
+      print,
+      ...(typeof v.database === 'string' ? { database: v.database } : {}),
+    });
   },
   replay: async (v, args) => {
     const { replayCommand } = await import('./commands/replay.ts');

@@ -71,8 +71,20 @@ const TABLE = {
     summary: 'run statistics, from the events alone',
     audience: 'user',
     args: [runArg],
-    options: { ...repoOption, json: { type: 'boolean', description: 'print JSON (camelCase keys, times in ms)' } },
-    examples: ['tron report --repo ../myapp', 'tron report --repo ../myapp 20261130-024812-001 --json'],
+    options: {
+      ...repoOption,
+      json: { type: 'boolean', description: 'print JSON (camelCase keys, times in ms)' },
+      database: {
+        type: 'string',
+        value: 'URL',
+        description: "read the run from tron's PostgreSQL database (any host); RUN is then a run id",
+      },
+    },
+    examples: [
+      'tron report --repo ../myapp',
+      'tron report --repo ../myapp 20261130-024812-001 --json',
+      'tron report --database postgres://tron@db.example/tron',
+    ],
   },
   replay: {
     summary: 're-drive a recorded run and prove the same decisions',

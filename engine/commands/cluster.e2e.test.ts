@@ -101,6 +101,13 @@ describe.skipIf(NO_DATABASE)('tron start with [cluster] database', () => {
     expect(json.blocks.map((b) => [b.block, b.phase]).sort()).toEqual(IDS.map((id) => [id, 'landed']));
     const text = await cli(['status', '--database', server.url]);
     expect(text.stdout).toMatch(new RegExp(`^run ${runId} \\(finished\\) — lands in postgres://`, 'm'));
+    // The report too, of the run named by its id.
+    const report = await cli(['report', '--database', server.url, runId!, '--json']);
+    expect(report.exitCode, report.stderr).toBe(0);
+    expect(JSON.parse(report.stdout)).toMatchObject({ repository: 'lands', run: runId });
+    const none = await cli(['report', '--database', server.url, '20000101-000000-001']);
+    expect(none.exitCode).toBe(2);
+    expect(none.stderr).toContain('TRON_RUN_NOT_FOUND');
   }, 180_000);
 
   it('refuses a second engine on the repository while the lease is live, changing nothing', async () => {

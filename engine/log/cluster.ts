@@ -9,7 +9,9 @@ import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from '
 import { basename, join } from 'node:path';
 import type { ClusterConfig } from '../project/config.ts';
 import { acquireLease, awaitLease, type Lease } from './lease.ts';
-import { type Database, latestPgRun, openDatabase, PgEventLog, runLines } from './pg-log.ts';
+import { InputError } from '../core/errors.ts';
+import type { TronEvent } from '../core/events.ts';
+import { type Database, latestPgRun, openDatabase, PgEventLog, readPgRun, redact, runLines } from './pg-log.ts';
 
 /** The database a repository's engine uses: `TRON_DATABASE_URL` first, then `[cluster] database`; none: the file log. */
 export function databaseUrl(cluster: ClusterConfig | undefined, env: Readonly<Record<string, string | undefined>>): string | undefined {
@@ -94,4 +96,42 @@ export async function bringLatestRun(seat: Seat, runsDir: string): Promise<strin
   writeFileSync(`${file}.from-database`, text);
   renameSync(`${file}.from-database`, file);
   return at.run;
+}
+
+/**
+ * A run read from the database alone (`--database` of status and report): the run with
+ * id `run` (the one written last, should two repositories have one of that id), or the
+ * run written last; its lines read as a file's, unchecked (this host may hold no key).
+ * Throws TRON_NO_RUN / TRON_RUN_NOT_FOUND as the file commands do.
+ */
+export async function readDatabaseRun(
+  url: string,
+  run?: string,
+): Promise<{ at: { repository: string; run: string }; events: TronEvent[] }> {
+  const db = await openDatabase(url);
+  try {
+    const found =
+      run === undefined
+        ? await latestPgRun(db)
+        : (
+            await db.client.query<{ repository: string; run: string }>(
+              'select repository, run from tron_events where run = $1 and seq = 1 order by written_at desc limit 1',
+              [run],
+            )
+          ).rows[0];
+    if (!found) {
+      throw new InputError([
+        run === undefined
+          ? { code: 'TRON_NO_RUN', path: redact(url), message: 'the database holds no run yet; start one with `tron start`' }
+          : {
+              code: 'TRON_RUN_NOT_FOUND',
+              path: `${redact(url)}: ${run}`,
+              message: `the database holds no run ${run}; \`tron status --database\` names the latest`,
+            },
+      ]);
+    }
+    return { at: found, events: (await readPgRun(db, found, undefined)).events };
+  } finally {
+    await db.end();
+  }
 }

@@ -7,6 +7,7 @@ import { requireAll, skipWithout } from '../testing/needs.ts';
 import { readLog } from './eventlog.ts';
 import { acquireLease, awaitLease, LeaseHeldError } from './lease.ts';
 import {
+  DatabaseUnreachableError,
   type Database,
   FENCED,
   LeaseLostError,
@@ -171,5 +172,14 @@ describe.skipIf(NO_DATABASE)('the event log in PostgreSQL', () => {
     }
     const { rows } = await d.client.query('select max(version) as v from tron_schema');
     expect(rows[0].v).toBe(SCHEMA_VERSION);
+  });
+
+  it('says a database it cannot reach in one coded line, without the password', async () => {
+    const err = await openDatabase('postgres://tron:hunter2@127.0.0.1:1/tron').catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(DatabaseUnreachableError);
+    expect((err as Error).message).toMatch(
+      /^TRON_DB_UNREACHABLE: cannot reach the database at postgres:\/\/tron:\*\*\*@127\.0\.0\.1:1\/tron: /,
+    );
+    expect((err as Error).message).not.toContain('hunter2');
   });
 });

@@ -214,4 +214,36 @@ echo ">>DONE"
       rmSync(dir, { recursive: true, force: true });
     }
   }, 120_000);
+
+  it('resumes from the table across starts: nothing to do for a parked block, and an answer consumed only once its line is committed', async () => {
+    const repo = await makeProject({
+      blocks: { stuck: {} },
+      sim: `[[blocks.stuck.builder]]\nreply = '>>BLOCKED {"reason":"no access"}'\n`,
+      config: configFile({ extra: `\n[cluster]\ndatabase = "${server.url}"\nrepository = "answers"\n` }),
+    });
+    repos.push(repo);
+    expect((await cli(['start', '--repo', repo.dir, '--plain'])).exitCode).toBe(3);
+    // The next start reads the parked run from the table and has nothing to do.
+    const idle = await cli(['start', '--repo', repo.dir, '--plain']);
+    expect(idle.exitCode).toBe(3);
+    expect(idle.stdout).toContain('nothing to do — 0 landed, 1 parked, 0 abandoned');
+    const answer = await cli(['answer', '--repo', repo.dir, 'stuck', '>>ABANDON {"reason":"out of scope"}']);
+    expect(answer.exitCode, answer.stderr).toBe(0);
+    const answered = await cli(['start', '--repo', repo.dir, '--plain']);
+    expect(answered.exitCode, answered.stdout).toBe(3);
+    const db = await openDatabase(server.url);
+    try {
+      const at = await latestPgRun(db, 'answers');
+      const types = (await readPgRun(db, at!, undefined)).events.map((e) => e.type);
+      expect(types).toContain('block.abandoned');
+      // The file went only after its answer's line was committed, and that is recorded after it.
+      expect(types.indexOf('inbox.consumed')).toBeGreaterThan(types.indexOf('operator.answered'));
+      expect(types.indexOf('operator.answered')).toBeGreaterThan(-1);
+    } finally {
+      await db.end();
+    }
+    expect(readdirSync(join(repo.dir, '.tron', 'inbox')).filter((f) => !f.startsWith('.'))).toEqual([]);
+    const again = await cli(['start', '--repo', repo.dir, '--plain']);
+    expect(again.stdout).toContain('nothing to do — 0 landed, 0 parked, 1 abandoned');
+  }, 180_000);
 });

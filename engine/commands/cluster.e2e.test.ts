@@ -246,4 +246,47 @@ echo ">>DONE"
     const again = await cli(['start', '--repo', repo.dir, '--plain']);
     expect(again.stdout).toContain('nothing to do — 0 landed, 0 parked, 1 abandoned');
   }, 180_000);
+
+  it('has a standby wait while the lease is held, write nothing meanwhile, and start once it is let go', async () => {
+    const repo = await clusterProject('waits');
+    const db = await openDatabase(server.url);
+    try {
+      const lease = await acquireLease(db, { repository: 'waits', periodMs: 60_000, holder: 'leader-host pid 7' });
+      const standby = execa('node', [BIN, 'start', '--repo', repo.dir, '--plain', '--standby'], {
+        reject: false,
+        stdin: 'ignore',
+        env: { ...GIT_IDENTITY_ENV, TRON_DATABASE_URL: '' },
+        timeout: 120_000,
+      });
+      // Wait on what it says: it names the leader it waits for.
+      await new Promise<void>((resolve, reject) => {
+        let out = '';
+        standby.stdout!.on('data', (chunk: Buffer) => {
+          out += chunk.toString();
+          if (out.includes('standby — leader-host pid 7 leads waits')) resolve();
+        });
+        void standby.then((r) => reject(new Error(`the standby ended: ${r.stdout}\n${r.stderr}`)));
+      });
+      expect(await latestPgRun(db, 'waits')).toBeUndefined();
+      expect(existsSync(join(repo.dir, '.tron', 'runs'))).toBe(false);
+      await lease.release();
+      const done = await standby;
+      expect(done.exitCode, `${done.stdout}\n${done.stderr}`).toBe(0);
+      await landedOnce(repo);
+      const { rows } = await db.client.query(`select distinct generation from tron_events where repository = 'waits'`);
+      expect(rows.map((r) => Number(r.generation))).toEqual([lease.generation + 1]);
+    } finally {
+      await db.end();
+    }
+  }, 120_000);
+
+  it('refuses --standby without a database, as a usage mistake', async () => {
+    const repo = await makeProject({ blocks: { alpha: {} }, sim: landingSim(['alpha']) });
+    repos.push(repo);
+    const refused = await cli(['start', '--repo', repo.dir, '--standby']);
+    expect(refused.exitCode).toBe(2);
+    expect(refused.stderr).toContain('TRON_USAGE');
+    expect(refused.stderr).toContain('[cluster] database');
+    expect(existsSync(join(repo.dir, '.tron', 'runs'))).toBe(false);
+  });
 });

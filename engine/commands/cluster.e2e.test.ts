@@ -16,7 +16,7 @@ import { GIT_IDENTITY_ENV, type TestRepo } from '../testing/repo.ts';
 import { needPostgres, type TestDatabase, testDatabase } from '../testing/postgres.ts';
 import { requireAll, skipWithout } from '../testing/needs.ts';
 import { acquireLease } from '../log/lease.ts';
-import { latestPgRun, openDatabase, readPgRun } from '../log/pg-log.ts';
+import { latestPgRun, openDatabase, readPgRun, runLines } from '../log/pg-log.ts';
 
 const BIN = join(import.meta.dirname, '..', '..', 'bin', 'tron.js');
 const POSTGRES = needPostgres();
@@ -70,9 +70,7 @@ describe.skipIf(NO_DATABASE)('tron start with [cluster] database', () => {
     expect(run.stderr).toBe('');
     expect(run.exitCode, run.stdout).toBe(0);
     await landedOnce(repo);
-    // The log is the table's: the run directory holds no events.jsonl of its own.
     const [runId] = readdirSync(join(repo.dir, '.tron', 'runs'));
-    expect(existsSync(join(repo.dir, '.tron', 'runs', runId!, 'events.jsonl'))).toBe(false);
     const db = await openDatabase(server.url);
     try {
       const at = await latestPgRun(db, 'lands');
@@ -85,9 +83,14 @@ describe.skipIf(NO_DATABASE)('tron start with [cluster] database', () => {
           .sort(),
       ).toEqual(IDS);
       expect(events.at(-1)!.type).toBe('run.finished');
+      // The run directory holds a copy of the table's lines, made when the run ended: this host's readers read it as ever.
+      const lines = await runLines(db, at!);
+      expect(readFileSync(join(repo.dir, '.tron', 'runs', runId!, 'events.jsonl'), 'utf8')).toBe(`${lines.join('\n')}\n`);
     } finally {
       await db.end();
     }
+    const local = await cli(['report', '--repo', repo.dir, '--json']);
+    expect(JSON.parse(local.stdout)).toMatchObject({ run: runId });
     // From anywhere: no --repo, the database only.
     const status = await cli(['status', '--database', server.url, '--json'], {});
     expect(status.exitCode, status.stderr).toBe(0);

@@ -215,7 +215,8 @@ async function startHolding(
     const notifier: Notifier | undefined = config.notify
       ? new Notifier({ config: config.notify, repo, runDir, record: (body): boolean => engine.record(body), print: say })
       : undefined;
-    const pgLog = seat ? await seat.openLog(runId, key) : undefined;
+    // With a database the table is the log; the run directory gets a copy when the run ends (pg-log.ts).
+    const pgLog = seat ? await seat.openLog(runId, key, join(runDir, 'events.jsonl')) : undefined;
     const engine: Engine = new Engine({
       ...(pgLog ? { log: (clock: Clock) => pgLog.attach(clock) } : {}),
       repo,

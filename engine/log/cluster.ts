@@ -28,8 +28,8 @@ export function repositoryName(repo: string, cluster: ClusterConfig | undefined)
 export interface Seat {
   db: Database;
   lease: Lease;
-  /** Opens the run's log in the table (the engine attaches its clock). */
-  openLog(run: string, key: Buffer): Promise<PgEventLog>;
+  /** Opens the run's log in the table (the engine attaches its clock); copied to `mirror` when it closes. */
+  openLog(run: string, key: Buffer, mirror?: string): Promise<PgEventLog>;
   /** Gives the lease up and disconnects (idempotent; the log's close does the same). */
   leave(): Promise<void>;
 }
@@ -65,7 +65,7 @@ export async function takeSeat(o: {
     return {
       db,
       lease,
-      openLog: (run, key) => PgEventLog.open(db, lease, run, key),
+      openLog: (run, key, mirror) => PgEventLog.open(db, lease, run, key, mirror === undefined ? {} : { mirror }),
       leave: async () => {
         if (left) return;
         left = true;

@@ -13,6 +13,7 @@
  * engine loses the lines not yet committed — as the file log loses unflushed lines when
  * the machine dies: only inputs and decisions whose effects never started.
  */
+import { renameSync, writeFileSync } from 'node:fs';
 import pg from 'pg';
 import { InputError } from '../core/errors.ts';
 import type { Clock } from '../core/clock.ts';
@@ -216,6 +217,10 @@ export class PgEventLog implements RunLog {
   private broken: Error | undefined;
   private closed = false;
   private clock: Clock | undefined;
+  /** Every line of the run, for the copy written at close. */
+  private readonly lines: string[];
+  /** Where the copy goes once the run is over: the run directory's events.jsonl (see `close`). */
+  private readonly mirror: string | undefined;
 
   private constructor(
     private readonly db: Database,
@@ -223,21 +228,26 @@ export class PgEventLog implements RunLog {
     readonly at: RunKey,
     read: LogRead,
     private readonly signing: { key: Buffer; chain: string } | undefined,
+    lines: string[],
+    mirror: string | undefined,
   ) {
     this.list = read.events;
     this.committed = read.events.length;
+    this.lines = lines;
+    this.mirror = mirror;
   }
 
   /** Opens `run` of the lease's repository: continues after its rows (none for a new run). */
-  static async open(db: Database, lease: Lease, run: string, key: Buffer | undefined): Promise<PgEventLog> {
+  static async open(db: Database, lease: Lease, run: string, key: Buffer | undefined, opts: { mirror?: string } = {}): Promise<PgEventLog> {
     const at = { repository: lease.repository, run };
-    const read = await readPgRun(db, at, key);
+    const lines = await runLines(db, at);
+    const read = readLines(lines, `postgres:${at.repository}`, at.run, key);
     // As the file log: an unsigned run stays unsigned, a signed one continues its chain.
     const signing =
       key && (read.signed || read.events.length + read.foreign.length === 0)
         ? { key, chain: read.chain ?? chainStartOf(key, run) }
         : undefined;
-    return new PgEventLog(db, lease, at, read, signing);
+    return new PgEventLog(db, lease, at, read, signing, lines, opts.mirror);
   }
 
   /** The clock that stamps each line (the engine's pinned clock). */
@@ -262,6 +272,7 @@ export class PgEventLog implements RunLog {
     const seq = this.list.length + 1;
     const { event, line } = stampLine(body, seq, this.clock.now(), this.signing);
     this.pending.push({ seq, line });
+    this.lines.push(line);
     this.list.push(event);
     // Lines appended in one synchronous step go in one insert; the flush starts after it.
     if (this.flushing === undefined) queueMicrotask(() => void this.flush().catch(() => undefined));
@@ -323,11 +334,21 @@ export class PgEventLog implements RunLog {
       });
   }
 
-  /** Commits the rest, then gives the lease up (a standby takes over at once) and disconnects. */
+  /**
+   * Commits the rest, then gives the lease up (a standby takes over at once) and
+   * disconnects. With `mirror`, the run's committed lines are copied there first (written
+   * whole, then renamed): the commands that read a run directory — `report`, `replay`,
+   * `logs`, `view` — read a finished run on this host as before. The table stays the log
+   * of record: a start brings its latest run over any copy (engine/log/cluster.ts).
+   */
   async close(): Promise<void> {
     if (this.closed) return;
     try {
       await this.sync();
+      if (this.mirror) {
+        writeFileSync(`${this.mirror}.from-database`, this.lines.length === 0 ? '' : `${this.lines.join('\n')}\n`);
+        renameSync(`${this.mirror}.from-database`, this.mirror);
+      }
     } finally {
       this.closed = true;
       await this.lease.release();

@@ -49,7 +49,7 @@ describe('the tron command line', () => {
     const viaFlag = await tron('report', '--help');
     expect(viaHelp.exitCode).toBe(0);
     expect(viaFlag.stdout).toBe(viaHelp.stdout);
-    expect(viaHelp.stdout).toMatch(/^Usage: tron report \[RUN\] \[--repo DIR\] \[--json\]$/m);
+    expect(viaHelp.stdout).toMatch(/^Usage: tron report \[RUN\] \[--repo DIR\] \[--json\] \[--database URL\]$/m);
     expect(viaHelp.stdout).toMatch(/^ {2}RUN +a run directory, or a run id/m);
     expect(viaHelp.stdout).toMatch(/^ {2}--repo DIR +the target repository/m);
     expect(viaHelp.stdout).not.toContain('Commands:');
@@ -65,7 +65,7 @@ describe('the tron command line', () => {
   it('suggests the flag meant for a mistyped one, in its own words, not Node’s parser message', async () => {
     const line = expectUsageRefusal(await tron('start', '--wacth'));
     expect(line).toBe(
-      'TRON_USAGE: tron start: unknown option --wacth; did you mean --watch? (usage: tron start [--repo DIR] [--watch] [--plain])',
+      'TRON_USAGE: tron start: unknown option --wacth; did you mean --watch? (usage: tron start [--repo DIR] [--watch] [--plain] [--standby])',
     );
     expect(line).not.toContain('as in');
     expect(expectUsageRefusal(await tron('--verison'))).toContain('did you mean --version?');

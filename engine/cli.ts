@@ -44,11 +44,18 @@ const HANDLERS: { [K in CommandName]: Handler } = {
       env: process.env,
       print,
       signals: true,
+      standby: Boolean(v.standby),
     });
   },
   status: async (v) => {
     const { statusCommand } = await import('./commands/status.ts');
-    return statusCommand({ repo: repoOf(v), json: Boolean(v.json), clock: systemClock, print });
+    return statusCommand({
+      repo: repoOf(v),
+      json: Boolean(v.json),
+      clock: systemClock,
+      print,
+      ...(typeof v.database === 'string' ? { database: v.database } : {}),
+    });
   },
   answer: async (v, args) => {
     const { answerCommand } = await import('./commands/answer.ts');
@@ -56,7 +63,13 @@ const HANDLERS: { [K in CommandName]: Handler } = {
   },
   report: async (v, args) => {
     const { reportCommand } = await import('./commands/report.ts');
-    return reportCommand({ repo: repoOf(v), run: args[0], json: Boolean(v.json), print });
+    return reportCommand({
+      repo: repoOf(v),
+      run: args[0],
+      json: Boolean(v.json),
+      print,
+      ...(typeof v.database === 'string' ? { database: v.database } : {}),
+    });
   },
   replay: async (v, args) => {
     const { replayCommand } = await import('./commands/replay.ts');

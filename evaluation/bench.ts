@@ -21,6 +21,8 @@
  * and without 50 SSE clients following a run that appends an event every millisecond.
  *
  * Last, the push path's cost per stack with [remote] against without (evaluation/bench-remote.ts).
+ * Then the log in PostgreSQL (evaluation/bench-cluster.ts): a log append made durable, p50
+ * and p99, on the database against the file.
  */
 import { performance } from 'node:perf_hooks';
 import { parseReply } from '../engine/gateway/parse.ts';
@@ -35,6 +37,7 @@ import { benchSandbox } from './bench-sandbox.ts';
 import { benchServe } from './bench-serve.ts';
 import { benchSimulator } from './bench-simulator.ts';
 import { benchRemote } from './bench-remote.ts';
+import { benchCluster } from './bench-cluster.ts';
 
 function measure(name: string, runs: number, work: () => void): void {
   work();
@@ -182,3 +185,5 @@ await benchSandbox();
 await benchLane();
 await benchServe();
 await benchRemote();
+
+await benchCluster();

@@ -35,14 +35,27 @@ const TABLE = {
       ...repoOption,
       watch: { type: 'boolean', description: 'stay up; pick up new block files and answers at once' },
       plain: { type: 'boolean', description: 'print time-stamped lines instead of the live board, even on a terminal' },
+      standby: {
+        type: 'boolean',
+        description: 'with [cluster] database: wait while another engine leads, and take over when its lease lapses',
+      },
     },
-    examples: ['tron start --repo ../myapp', 'tron start --repo ../myapp --watch'],
+    examples: ['tron start --repo ../myapp', 'tron start --repo ../myapp --watch', 'tron start --repo ../myapp --watch --standby'],
   },
   status: {
     summary: 'the phase, attempt, age and reason of every block, folded from the events',
     audience: 'user',
     args: [],
-    options: { ...repoOption, json: { type: 'boolean', description: 'print JSON (camelCase keys, times in ms)' } },
+    options: {
+      ...repoOption,
+      json: { type: 'boolean', description: 'print JSON (camelCase keys, times in ms)' },
+      database: {
+        type: 'string',
+        value: 'URL',
+        description: "read the latest run from tron's PostgreSQL database (any host; no repository needed)",
+      },
+    },
+    examples: ['tron status --repo ../myapp', 'tron status --database postgres://tron@db.example/tron'],
   },
   answer: {
     summary: 'answer a parked block as the operator: \'>>RETRY {"guidance":"…"}\' or \'>>ABANDON {"reason":"…"}\'',
@@ -58,8 +71,20 @@ const TABLE = {
     summary: 'run statistics, from the events alone',
     audience: 'user',
     args: [runArg],
-    options: { ...repoOption, json: { type: 'boolean', description: 'print JSON (camelCase keys, times in ms)' } },
-    examples: ['tron report --repo ../myapp', 'tron report --repo ../myapp 20261130-024812-001 --json'],
+    options: {
+      ...repoOption,
+      json: { type: 'boolean', description: 'print JSON (camelCase keys, times in ms)' },
+      database: {
+        type: 'string',
+        value: 'URL',
+        description: "read the run from tron's PostgreSQL database (any host); RUN is then a run id",
+      },
+    },
+    examples: [
+      'tron report --repo ../myapp',
+      'tron report --repo ../myapp 20261130-024812-001 --json',
+      'tron report --database postgres://tron@db.example/tron',
+    ],
   },
   replay: {
     summary: 're-drive a recorded run and prove the same decisions',

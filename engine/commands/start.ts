@@ -34,6 +34,8 @@ import { MARKER_ENV } from '../workers/env.ts';
 import { liveBoard, plainReporter, type Reporter } from '../render/reporter.ts';
 import { renderReport } from '../render/report.ts';
 import { Notifier } from '../serve/notify.ts';
+import type { Config } from '../project/config.ts';
+import { bringLatestRun, databaseUrl, repositoryName, type Seat, takeSeat } from '../log/cluster.ts';
 
 export interface StartOptions {
   repo: string;
@@ -56,6 +58,8 @@ export interface StartOptions {
   signals?: boolean;
   /** Stops the engine gracefully when aborted, as SIGTERM would (in-process callers: tests, the SIM harness). */
   stop?: AbortSignal;
+  /** --standby: with a database, wait for the leader's lease to lapse, then take over (engine/log/lease.ts). */
+  standby?: boolean;
 }
 
 /** A run id that sorts by start time: 20261130-024812-001. */
@@ -79,7 +83,53 @@ export async function startCommand(o: StartOptions): Promise<number> {
   const sandbox = await chooseSandbox(config.sandbox.mode, o.env, [stateHome(), ...credentialPaths(o.env, await remoteAccess(o.env))]);
   // A history that is not there is noticed before anything is built on it (exit 1, TRON_STORE_DAMAGED).
   await git.checkStore(repo, config.trunk);
-  const trunkSha = await git.currentTrunkSha(repo, config.trunk);
+  // With a database, one engine per repository is the lease's to say, on any host (docs/cluster.md).
+  const seat = await clusterSeat(repo, config, o);
+  if (seat === null) return 1;
+  try {
+    // Read once the lease is held: a standby may have waited while the leader moved trunk.
+    const trunkSha = await git.currentTrunkSha(repo, config.trunk);
+    return await startHolding(o, repo, config, blocks, spine, sandbox, trunkSha, seat);
+  } finally {
+    await seat?.leave();
+  }
+}
+
+/** Takes the database's lease when there is a database; null when a standby was stopped while it waited. */
+async function clusterSeat(repo: string, config: Config, o: StartOptions): Promise<Seat | undefined | null> {
+  const url = databaseUrl(config.cluster, o.env);
+  if (!url) {
+    if (o.standby)
+      throw new InputError([
+        {
+          code: 'TRON_USAGE',
+          path: '--standby',
+          message: 'a standby waits on the lease in a database: set [cluster] database in .tron/config.toml or TRON_DATABASE_URL',
+        },
+      ]);
+    return undefined;
+  }
+  const seat = await takeSeat({
+    url,
+    repository: repositoryName(repo, config.cluster),
+    leaseMs: config.cluster?.leaseMs ?? 10_000,
+    standby: Boolean(o.standby),
+    ...(o.stop ? { stop: o.stop } : {}),
+    print: o.print,
+  });
+  return seat ?? null;
+}
+
+async function startHolding(
+  o: StartOptions,
+  repo: string,
+  config: Config,
+  blocks: Block[],
+  spine: ReturnType<typeof loadSpine>,
+  sandbox: Awaited<ReturnType<typeof chooseSandbox>>,
+  trunkSha: string,
+  seat: Seat | undefined,
+): Promise<number> {
   // One engine per repository: nothing below runs while another engine holds the repository.
   mkdirSync(join(repo, '.tron'), { recursive: true });
   const lock = acquireLock(join(repo, '.tron', 'engine.lock'), {
@@ -92,6 +142,8 @@ export async function startCommand(o: StartOptions): Promise<number> {
     // Every worker and test process of the run carries the marker, so recovery can tell them from strangers.
     const marker = randomBytes(12).toString('hex');
     const env = { ...o.env, [MARKER_ENV]: marker };
+    // The table's latest run, written by whichever host led, is where recovery resumes from.
+    if (seat) await bringLatestRun(seat, join(repo, '.tron', 'runs'));
     const previous = latestRun(repo);
     // A config a worker may have rewritten while the previous run ran is not used unseen.
     const configChanged = configChangedInRun(repo, previousEvents(previous));
@@ -177,7 +229,10 @@ export async function startCommand(o: StartOptions): Promise<number> {
     const notifier: Notifier | undefined = config.notify
       ? new Notifier({ config: config.notify, repo, runDir, record: (body): boolean => engine.record(body), print: say })
       : undefined;
+    // With a database the table is the log; the run directory gets a copy when the run ends (pg-log.ts).
+    const pgLog = seat ? await seat.openLog(runId, key, join(runDir, 'events.jsonl')) : undefined;
     const engine: Engine = new Engine({
+      ...(pgLog ? { log: (clock: Clock) => pgLog.attach(clock) } : {}),
       repo,
       runDir,
       runId,

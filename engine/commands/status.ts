@@ -13,7 +13,8 @@ import { latestRun } from '../log/runs.ts';
 import { readLog } from '../log/eventlog.ts';
 import { apply, initialState } from '../core/state.ts';
 import { requireRepo } from './project-check.ts';
-import { statusRows, waitingAnswers } from '../render/status-rows.ts';
+import { type StatusRow, statusRows, waitingAnswers } from '../render/status-rows.ts';
+import { latestPgRun, openDatabase, readPgRun, redact } from '../log/pg-log.ts';
 
 import { loadConfig } from '../project/config.ts';
 import { distanceFromRemote } from '../git/remote.ts';
@@ -32,7 +33,17 @@ async function remoteDistance(repo: string) {
   return d && { name: config.remote.name, trunk: config.trunk, ...d };
 }
 
-export async function statusCommand(opts: { repo: string; json: boolean; clock: Clock; print: (line: string) => void }): Promise<number> {
+export interface StatusOptions {
+  repo: string;
+  json: boolean;
+  clock: Clock;
+  print: (line: string) => void;
+  /** --database: read the latest run from tron's database (any host, no repository needed). */
+  database?: string;
+}
+
+export async function statusCommand(opts: StatusOptions): Promise<number> {
+  if (opts.database !== undefined) return statusFromDatabase({ ...opts, database: opts.database });
   const repo = resolve(opts.repo);
   requireRepo(repo);
   const run = latestRun(repo);
@@ -80,6 +91,65 @@ export async function statusCommand(opts: { repo: string; json: boolean; clock: 
         : `${remote.behind} commit(s) behind and ${remote.ahead} ahead of ${remote.name}/${remote.trunk}`;
     opts.print(`your checkout is ${where} (${remote.remoteSha.slice(0, 12)}, as of tron's last fetch)`);
   }
+  printRows(opts, rows, running);
+  return 0;
+}
+
+/**
+ * `tron status --database URL`: the run written last in the table (whichever repository),
+ * read as the file is;
+ * the engine is running while its lease is live. Lines are not checked against a key
+ * (this host may hold none); the engine's own reads check them.
+ */
+async function statusFromDatabase(opts: StatusOptions & { database: string }): Promise<number> {
+  const db = await openDatabase(opts.database);
+  try {
+    const at = await latestPgRun(db);
+    if (!at) {
+      opts.print(
+        opts.json
+          ? JSON.stringify({ database: redact(opts.database), run: null, engine: null, blocks: [] }, null, 2)
+          : `tron status: no run in ${redact(opts.database)} yet`,
+      );
+      return 0;
+    }
+    const events = (await readPgRun(db, at, undefined)).events;
+    const lease = await db.client.query<{ holder: string; generation: string }>(
+      'select holder, generation from tron_lease where repository = $1 and expires_at > now()',
+      [at.repository],
+    );
+    const leader = lease.rows[0];
+    const state = events.reduce(apply, initialState());
+    const rows = statusRows(state, opts.clock.now(), new Map());
+    const running = leader !== undefined && !state.finished;
+    const engine = running ? 'running' : state.finished ? 'finished' : 'interrupted';
+    if (opts.json) {
+      const json = {
+        database: redact(opts.database),
+        repository: at.repository,
+        run: state.run ?? null,
+        engine,
+        ...(leader ? { leader: { holder: leader.holder, generation: Number(leader.generation) } } : {}),
+        now: opts.clock.now(),
+        blocks: rows,
+      };
+      opts.print(JSON.stringify(json, null, 2));
+      return 0;
+    }
+    const said = running
+      ? ` (running: ${leader.holder}, generation ${leader.generation})`
+      : state.finished
+        ? ' (finished)'
+        : ' (interrupted: the next tron start recovers it)';
+    opts.print(`run ${state.run ?? '?'}${said} — ${at.repository} in ${redact(opts.database)}`);
+    printRows(opts, rows, running);
+    return 0;
+  } finally {
+    await db.end();
+  }
+}
+
+function printRows(opts: StatusOptions, rows: StatusRow[], running: boolean): void {
   const width = Math.max(5, ...rows.map((r) => r.block.length));
   opts.print(`${'block'.padEnd(width)}  ${'phase'.padEnd(9)}  attempt  ${'waiting'.padEnd(11)}  ${'age'.padEnd(8)}  title`);
   for (const r of rows) {
@@ -96,5 +166,4 @@ export async function statusCommand(opts: { repo: string; json: boolean; clock: 
         `${indent}answered: ${r.answer.line} (${r.answer.file}; ${running ? 'the engine reads it now' : 'the next tron start reads it'})`,
       );
   }
-  return 0;
 }

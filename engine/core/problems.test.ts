@@ -37,6 +37,9 @@ const NOT_CODES = {
   TRON_BENCH_SERVE_CLIENTS: 'benchmark setting (environment)',
   TRON_SERVE_TOKEN: 'the API token of `tron serve`, for scripts (environment)',
   TRON_BENCH_SIM_SEEDS: 'benchmark setting (environment)',
+  TRON_BENCH_APPENDS: 'benchmark setting (environment)',
+  TRON_DATABASE_URL: 'the database of [cluster] (environment)',
+  TRON_TEST_DATABASE_URL: 'the database the tests use (environment)',
   TRON_VERSION: 'constant',
   TRON_ROOT: 'constant',
 };

@@ -339,6 +339,31 @@ export const PROBLEMS = {
     summary: 'The RUN named is neither a run directory (one holding `events.jsonl`) nor a run id under `.tron/runs/`.',
     fix: 'Name a run directory, or one of the run ids the message lists (`ls .tron/runs`); pass `--repo` for another repository.',
   },
+  TRON_DB_UNREACHABLE: {
+    area: 'log',
+    kind: 'fault',
+    summary: 'The database of `[cluster] database` (or `TRON_DATABASE_URL`, `--database`) cannot be reached, or refused the connection.',
+    fix: 'Check that PostgreSQL runs and that the URL, user and password are right (`psql URL` tries the same); docs/cluster.md has the set-up.',
+  },
+  TRON_DB_SCHEMA_NEWER: {
+    area: 'log',
+    kind: 'input',
+    summary: "The database's schema (`tron_schema`) was made by a newer tron than this one; this tron neither writes nor reads it.",
+    fix: 'Upgrade tron on this host to the version the other hosts run; the schema is never migrated backwards.',
+  },
+  TRON_LEASE_HELD: {
+    area: 'log',
+    kind: 'input',
+    summary: "Another engine holds this repository's lease in the database, and it has not lapsed: one engine leads a repository.",
+    fix: 'Stop the other engine (the message names its host and pid), or start this one with `tron start --standby` to take over when it dies.',
+  },
+  TRON_LEASE_LOST: {
+    area: 'log',
+    kind: 'fault',
+    summary:
+      "The engine's lease lapsed or was taken over (a standby took over, the database was cut off): the database refused its appends, and it stopped.",
+    fix: 'Nothing to repair: the engine holding the lease goes on, or the next `tron start` recovers the run. Keep the lease period longer than the pauses the host may have.',
+  },
   TRON_LOG_MISSING: {
     area: 'log',
     kind: 'input',

@@ -39,6 +39,7 @@ import { acquireLock, fsyncDir, type Lock } from './lockfile.ts';
 import { InputError } from '../core/errors.ts';
 import { coded, type FaultCode, type InputCode } from '../core/problems.ts';
 import { keyOfRunDir, sign } from './keys.ts';
+import type { RunLog } from './run-log.ts';
 
 export { EventInvalidError } from './eventlog-line.ts';
 
@@ -130,6 +131,39 @@ function chainStart(key: Buffer, file: string): string {
   return sign(key, 'tron events', basename(dirname(file)));
 }
 
+/** The same, by the run's id: for a log kept elsewhere than its run directory (engine/log/pg-log.ts). */
+export function chainStartOf(key: Buffer, runId: string): string {
+  return sign(key, 'tron events', runId);
+}
+
+/**
+ * Reads the lines of a log kept elsewhere (the database's, engine/log/pg-log.ts) exactly as
+ * a file's: the same checks, the same chain from the run's id. `where` names it in errors.
+ */
+export function readLines(lines: readonly string[], where: string, runId: string, key: Buffer | undefined): LogRead {
+  const text = lines.length === 0 ? '' : `${lines.join('\n')}\n`;
+  return parseLog(Buffer.from(text, 'utf8'), join(where, runId, 'events'), key);
+}
+
+/**
+ * One event as the writer stamps it: validated, and signed where `signing` is given (its
+ * chain is moved on). The file log and the database's write exactly these lines.
+ */
+export function stampLine(
+  body: EventBody,
+  seq: number,
+  ts: number,
+  signing: { key: Buffer; chain: string } | undefined,
+): { event: TronEvent; line: string } {
+  const { type, ...fields } = body;
+  const candidate = { v: EVENT_VERSION, seq, ts, type, ...fields };
+  const text = JSON.stringify(candidate);
+  const event = validateEvent(text, seq);
+  const mac = signing ? sign(signing.key, signing.chain, text) : undefined;
+  if (signing && mac) signing.chain = mac;
+  return { event, line: mac ? `${text.slice(0, -1)},"mac":"${mac}"}` : text };
+}
+
 /** Splits the bytes into good events, foreign lines and a torn tail. Newline bytes never occur inside a UTF-8 character. */
 function parseLog(buf: Buffer, file: string, key: Buffer | undefined): LogRead {
   let end = buf.length; // bytes that hold complete lines
@@ -193,7 +227,7 @@ interface Signing {
 }
 
 /** The one writer of a run's log. */
-export class EventLog {
+export class EventLog implements RunLog {
   readonly file: string;
   readonly setAside?: TornTail;
   /** Lines of the file the engine did not write (a signed log only), found when it was opened. */
@@ -320,7 +354,6 @@ export class EventLog {
     }
   }
 
-  /** Closes the file and releases the writer lock. */
   /**
    * Group commit (the engine's): `append` writes each line at once — a crash of the
    * process loses none of it — and the flush to disk, which only a crash of the machine
@@ -351,6 +384,13 @@ export class EventLog {
     this.unsynced = false;
   }
 
+  /** Flushes now, then runs `then`: the file log need not wait (a step that consumes an answer file). */
+  whenDurable(then: () => void): void {
+    this.syncNow();
+    then();
+  }
+
+  /** Closes the file and releases the writer lock. */
   close(): void {
     if (this.fd === undefined) return;
     this.syncNow();

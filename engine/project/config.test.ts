@@ -34,6 +34,26 @@ function only(text: string): Problem {
 }
 
 describe('parseConfig', () => {
+  it('reads [cluster]: the database, the repository name and the lease, 10 s unless given', () => {
+    const { config, problems } = parseConfig(
+      `${MINIMAL}\n[cluster]\ndatabase = "postgres://tron@db.internal:5432/tron"\nrepository = "myapp"\n`,
+      FILE,
+    );
+    expect(problems).toEqual([]);
+    expect(config!.cluster).toEqual({ database: 'postgres://tron@db.internal:5432/tron', repository: 'myapp', leaseMs: 10_000 });
+    expect(parseConfig(MINIMAL, FILE).config!.cluster).toBeUndefined();
+  });
+
+  it('refuses an unknown [cluster] key and a database that is no PostgreSQL URL, naming each', () => {
+    expect(only(`${MINIMAL}\n[cluster]\ndatabse = "postgres://x/y"\n`)).toMatchObject({
+      code: 'TRON_CONFIG_UNKNOWN_KEY',
+      path: `${FILE}: cluster.databse`,
+    });
+    const bad = only(`${MINIMAL}\n[cluster]\ndatabase = "mysql://x/y"\n`);
+    expect(bad).toMatchObject({ code: 'TRON_CONFIG_INVALID', path: `${FILE}: cluster.database` });
+    expect(bad.message).toContain('a PostgreSQL URL');
+  });
+
   it('names an unknown key with the nearest legal one', () => {
     const p = only(`max_paralel = 2\n${MINIMAL}`);
     expect(p).toMatchObject({ code: 'TRON_CONFIG_UNKNOWN_KEY', path: `${FILE}: max_paralel` });

@@ -126,6 +126,22 @@ const RemoteTable = z.strictObject({
   backoff: duration.default(CONFIG_DEFAULTS.remote.backoff),
 });
 
+/** `[cluster]`: the event log and the lease in PostgreSQL (engine/log/pg-log.ts, docs/cluster.md). */
+const ClusterTable = z.strictObject({
+  // refine, not regex: a refinement's message is what the problem says (config-problems.ts).
+  database: z
+    .string()
+    .refine((s) => /^postgres(ql)?:\/\/\S+$/.test(s), { message: 'must be a PostgreSQL URL, e.g. "postgres://tron@db.example:5432/tron"' })
+    .optional(),
+  repository: z
+    .string()
+    .refine((s) => /^[A-Za-z0-9._-]{1,100}$/.test(s), {
+      message: 'must be a name of letters, digits, ".", "_" and "-" (the name the hosts of this repository share)',
+    })
+    .optional(),
+  lease: duration.default('10s'),
+});
+
 const WorkersTable = z.strictObject({
   builder: workerSettings,
   reviewer: workerSettings,
@@ -149,6 +165,7 @@ const ConfigTable = z.strictObject({
   budgets: BudgetsTable.optional(),
   notify: NotifyTable.optional(),
   remote: RemoteTable.optional(),
+  cluster: ClusterTable.optional(),
 });
 
 /** The settings of one repository, normalised: durations in ms, workers parsed per adapter. */
@@ -195,6 +212,17 @@ export interface Config {
   notify?: NotifyConfig;
   /** With `[remote]`: trunk is the remote's branch, and a landing is one atomic push. Absent: trunk is local. */
   remote?: RemoteSettings;
+  /** `[cluster]`: the log in PostgreSQL; absent (and no TRON_DATABASE_URL): the file log. */
+  cluster?: ClusterConfig;
+}
+
+export interface ClusterConfig {
+  /** The database URL; TRON_DATABASE_URL overrides it (and stands in for it when absent). */
+  database?: string;
+  /** The name the hosts of this repository share in the database; default: the repository folder's name. */
+  repository?: string;
+  /** How long the engine's lease lasts unrenewed: a standby takes over within two of these after the leader dies. */
+  leaseMs: number;
 }
 
 export interface NotifyConfig {
@@ -272,6 +300,7 @@ const CONFIG_STYLE: IssueStyle = {
     if (first === 'liveness') return Object.keys(LivenessOverrides.shape);
     if (first === 'prices' && parts.length === 2) return Object.keys(PriceRow.shape);
     if (first === 'budgets') return Object.keys(BudgetsTable.shape);
+    if (first === 'cluster') return Object.keys(ClusterTable.shape);
     if (first === 'notify') return ['webhook', 'command', 'on', 'attempts', 'backoff', 'timeout'];
 
     if (first === 'sandbox') return Object.keys(SandboxTable.shape);
@@ -338,6 +367,13 @@ function toConfig(raw: z.infer<typeof ConfigTable>): Config {
         timeoutMs: ms(raw.remote.timeout),
         retries: raw.remote.retries,
         backoffMs: ms(raw.remote.backoff),
+      },
+    }),
+    ...(raw.cluster !== undefined && {
+      cluster: {
+        ...(raw.cluster.database !== undefined && { database: raw.cluster.database }),
+        ...(raw.cluster.repository !== undefined && { repository: raw.cluster.repository }),
+        leaseMs: ms(raw.cluster.lease),
       },
     }),
   };

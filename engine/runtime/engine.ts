@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import type { Block } from '../project/register.ts';
 import type { EventBody, EventOf, TronEvent } from '../core/events.ts';
 import { EventLog, RunDirGoneError } from '../log/eventlog.ts';
+import type { RunLog } from '../log/run-log.ts';
 import { codedLine } from './failure.ts';
 import { decide, type DecideContext } from '../core/decide/decide.ts';
 import { initialState, type EngineState } from '../core/state.ts';
@@ -37,7 +38,7 @@ export type { EngineOptions } from './options.ts';
 
 export class Engine {
   state: EngineState = initialState();
-  readonly log: EventLog;
+  readonly log: RunLog;
   private readonly clock: PinnedClock;
   private readonly queue: EventBody[] = [];
   private wake: (() => void) | undefined;
@@ -65,7 +66,8 @@ export class Engine {
 
   constructor(private readonly o: EngineOptions) {
     this.clock = new PinnedClock(o.clock);
-    this.log = EventLog.open(o.runDir, { clock: this.clock, command: 'tron start', key: o.key });
+    // The database's log when the caller opened one ([cluster] database); else the run's file.
+    this.log = o.log?.(this.clock) ?? EventLog.open(o.runDir, { clock: this.clock, command: 'tron start', key: o.key });
     this.log.groupCommit = true;
     this.ctx = { spine: o.spine, testCommand: o.config.test };
     this.blocks = new Map(o.blocks.map((b) => [b.id, b]));
@@ -187,7 +189,7 @@ export class Engine {
     }
     this.closed = true;
     try {
-      this.log.close();
+      await this.log.close();
     } catch {
       // Its lock file went with the run directory.
     }
@@ -229,10 +231,11 @@ export class Engine {
     const moment: Moment = { state, history: this.log.events, blocks: this.blocks };
     const jobs = appended.map((d) => jobOf(d, moment));
     if (event.type === 'operator.answered') {
-      // The answer file goes only once its event is on disk.
-      this.log.syncNow();
-      consumeAnswer(this.o.repo, event.file, this.o.runDir);
-      this.append({ type: 'inbox.consumed', file: event.file });
+      // The answer file goes only once its event is durable.
+      this.log.whenDurable(() => {
+        consumeAnswer(this.o.repo, event.file, this.o.runDir);
+        this.append({ type: 'inbox.consumed', file: event.file });
+      });
     }
     this.performWhenDurable(jobs);
   }

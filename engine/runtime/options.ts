@@ -4,6 +4,7 @@
  * environment, the key, the sandbox, where notices and events go.
  */
 import type { Clock } from '../core/clock.ts';
+import type { RunLog } from '../log/run-log.ts';
 import type { EventBody, TronEvent } from '../core/events.ts';
 import type { WorkerRole } from '../core/roles.ts';
 import type { Config } from '../project/config.ts';
@@ -14,6 +15,11 @@ import type { Sandbox } from '../workers/sandbox.ts';
 import type { Remote } from '../git/remote.ts';
 
 export interface EngineOptions {
+  /**
+   * The run's log, opened by the caller (the database's: engine/log/pg-log.ts), stamped by
+   * the engine's clock; without it, the run directory's file.
+   */
+  log?: (clock: Clock) => RunLog;
   repo: string;
   runDir: string;
   runId: string;

@@ -1,0 +1,185 @@
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ManualClock } from '../core/clock.ts';
+import type { EventBody } from '../core/events.ts';
+import { needPostgres, type TestDatabase, testDatabase } from '../testing/postgres.ts';
+import { requireAll, skipWithout } from '../testing/needs.ts';
+import { readLog } from './eventlog.ts';
+import { acquireLease, awaitLease, LeaseHeldError } from './lease.ts';
+import {
+  DatabaseUnreachableError,
+  type Database,
+  FENCED,
+  LeaseLostError,
+  latestPgRun,
+  openDatabase,
+  PgEventLog,
+  readPgRun,
+  runLines,
+  SCHEMA_VERSION,
+  SchemaNewerError,
+} from './pg-log.ts';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+const POSTGRES = needPostgres();
+const NO_DATABASE = skipWithout('the event log in PostgreSQL', POSTGRES);
+
+const BODIES: EventBody[] = [
+  { type: 'merge.queued', block: 'alpha' },
+  { type: 'block.parked', block: 'alpha', reason: 'naïve “quotes” ✓ 日本' },
+  { type: 'block.abandoned', block: 'beta', reason: 'gave up' },
+];
+
+describe.skipIf(NO_DATABASE)('the event log in PostgreSQL', () => {
+  let server: TestDatabase;
+  const opened: Database[] = [];
+  const clock = new ManualClock(Date.UTC(2026, 0, 1));
+  const key = Buffer.alloc(32, 7);
+
+  beforeAll(async () => {
+    requireAll(POSTGRES);
+    server = await testDatabase();
+  }, 60_000);
+  afterAll(async () => {
+    for (const db of opened) await db.end();
+    await server?.stop();
+  }, 60_000);
+
+  async function db(): Promise<Database> {
+    const d = await openDatabase(server.url);
+    opened.push(d);
+    return d;
+  }
+
+  it('writes the same signed lines the file log writes, read back with their chain checked', async () => {
+    const d = await db();
+    const lease = await acquireLease(d, { repository: 'same-lines', periodMs: 30_000 });
+    const log = (await PgEventLog.open(d, lease, '20260101-000000-001', key)).attach(clock);
+    log.groupCommit = true;
+    for (const b of BODIES) log.append(b);
+    await log.sync();
+    const read = await readPgRun(d, { repository: 'same-lines', run: '20260101-000000-001' }, key);
+    expect(read.signed).toBe(true);
+    expect(read.foreign).toEqual([]);
+    expect(read.events).toEqual(log.events);
+    // The lines are a file log's: written to events.jsonl of a run directory of that id, the file reader accepts them.
+    const dir = mkdtempSync(join(tmpdir(), 'tron-pglines-'));
+    try {
+      const runDir = join(dir, '20260101-000000-001');
+      const lines = await runLines(d, { repository: 'same-lines', run: '20260101-000000-001' });
+      mkdirSync(runDir);
+      writeFileSync(join(runDir, 'events.jsonl'), `${lines.join('\n')}\n`);
+      const file = readLog(join(runDir, 'events.jsonl'), { key });
+      expect(file.events).toEqual(log.events);
+      expect(file.foreign).toEqual([]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+    expect(await latestPgRun(d, 'same-lines')).toEqual({ repository: 'same-lines', run: '20260101-000000-001' });
+    await log.close();
+  });
+
+  it('refuses, in the database, an append from a generation that no longer holds the lease', async () => {
+    const d = await db();
+    const first = await acquireLease(d, { repository: 'fenced', periodMs: 30_000 });
+    const old = (await PgEventLog.open(d, first, 'run-a', key)).attach(clock);
+    old.append(BODIES[0]!);
+    await old.sync();
+    // The lease is let go (as a lapse would), and a second engine takes it: generation + 1.
+    await first.release();
+    const d2 = await db();
+    const second = await acquireLease(d2, { repository: 'fenced', periodMs: 30_000 });
+    expect(second.generation).toBe(first.generation + 1);
+    // The old engine's next line is refused by the trigger, whatever its client believes.
+    old.append(BODIES[1]!);
+    await expect(old.sync()).rejects.toBeInstanceOf(LeaseLostError);
+    expect(() => old.append(BODIES[2]!)).toThrow(LeaseLostError);
+    // Not by convention: a raw insert of generation 1 by any client is refused too.
+    const raw = new pg.Client({ connectionString: server.url });
+    await raw.connect();
+    try {
+      const refused = await raw
+        .query(`insert into tron_events (repository, run, seq, generation, line) values ('fenced', 'run-a', 2, $1, '{}')`, [
+          first.generation,
+        ])
+        .then(
+          () => undefined,
+          (err: { code?: string }) => err.code,
+        );
+      expect(refused).toBe(FENCED);
+      // And a written line cannot be changed or removed.
+      const changed = await raw.query(`delete from tron_events where repository = 'fenced'`).then(
+        () => undefined,
+        (err: { code?: string }) => err.code,
+      );
+      expect(changed).toBe(FENCED);
+    } finally {
+      await raw.end();
+    }
+    expect((await runLines(d2, { repository: 'fenced', run: 'run-a' })).length).toBe(1);
+    await second.release();
+  });
+
+  it('lets one of two engines started at once lead, and refuses the other while the lease is live', async () => {
+    const [a, b] = await Promise.all([db(), db()]);
+    const results = await Promise.allSettled([
+      acquireLease(a, { repository: 'two-at-once', periodMs: 30_000, holder: 'host-a pid 1' }),
+      acquireLease(b, { repository: 'two-at-once', periodMs: 30_000, holder: 'host-b pid 2' }),
+    ]);
+    const led = results.filter((r) => r.status === 'fulfilled');
+    const refused = results.filter((r) => r.status === 'rejected');
+    expect(led.length).toBe(1);
+    expect(refused.length).toBe(1);
+    const err = (refused[0] as PromiseRejectedResult).reason as LeaseHeldError;
+    expect(err).toBeInstanceOf(LeaseHeldError);
+    expect(err.problems[0]!.code).toBe('TRON_LEASE_HELD');
+    expect(err.problems[0]!.message).toMatch(/host-[ab] pid [12].*--standby/);
+    await (led[0] as PromiseFulfilledResult<Awaited<ReturnType<typeof acquireLease>>>).value.release();
+  });
+
+  it('gives a standby the lease once the leader stops renewing it, with the next generation', async () => {
+    const [a, b] = await Promise.all([db(), db()]);
+    const leader = await acquireLease(a, { repository: 'standby', periodMs: 400 });
+    let waitedOn: string | undefined;
+    const standby = awaitLease(b, { repository: 'standby', periodMs: 400, waiting: (h) => (waitedOn = h) });
+    // While the leader renews, the standby waits; its renewals stop as a killed engine's would.
+    expect(await leader.renew()).toBe(true);
+    await a.end();
+    const taken = await standby;
+    expect(waitedOn).toBe(leader.holder);
+    expect(taken!.generation).toBe(leader.generation + 1);
+    await taken!.release();
+  });
+
+  it('refuses a database whose schema is newer than this tron, and leaves it as it was', async () => {
+    const d = await db();
+    await d.client.query('insert into tron_schema (version) values ($1)', [SCHEMA_VERSION + 1]);
+    try {
+      const err = await openDatabase(server.url).then(
+        (x) => {
+          opened.push(x);
+          return undefined;
+        },
+        (e: unknown) => e,
+      );
+      expect(err).toBeInstanceOf(SchemaNewerError);
+      expect((err as SchemaNewerError).problems[0]!.code).toBe('TRON_DB_SCHEMA_NEWER');
+      expect((err as SchemaNewerError).problems[0]!.message).toContain(`version ${SCHEMA_VERSION + 1}`);
+    } finally {
+      await d.client.query('delete from tron_schema where version = $1', [SCHEMA_VERSION + 1]);
+    }
+    const { rows } = await d.client.query('select max(version) as v from tron_schema');
+    expect(rows[0].v).toBe(SCHEMA_VERSION);
+  });
+
+  it('says a database it cannot reach in one coded line, without the password', async () => {
+    const err = await openDatabase('postgres://tron:hunter2@127.0.0.1:1/tron').catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(DatabaseUnreachableError);
+    expect((err as Error).message).toMatch(
+      /^TRON_DB_UNREACHABLE: cannot reach the database at postgres:\/\/tron:\*\*\*@127\.0\.0\.1:1\/tron: /,
+    );
+    expect((err as Error).message).not.toContain('hunter2');
+  });
+});

@@ -1,0 +1,358 @@
+/**
+ * The event log in PostgreSQL (`[cluster] database`): a table of the same signed lines
+ * the file log writes, keyed by (repository, run, seq), so `status` and recovery read a
+ * run from any host. The database, not the engine, keeps the one-writer rule: every row
+ * carries the generation of the writer's lease (engine/log/lease.ts), and a trigger
+ * refuses a row whose generation is not the repository's live lease — an engine that lost
+ * its lease (paused, cut off, replaced by a standby) cannot append one more line.
+ *
+ * Durability is the file log's group commit: `append` stamps, validates, signs and queues
+ * the line at once (the engine's step is synchronous); a flush inserts every queued line
+ * in one statement, and `sync` resolves once every line so far is committed. The engine
+ * starts no effect before that (engine.ts), so intent still comes before effect. A killed
+ * engine loses the lines not yet committed — as the file log loses unflushed lines when
+ * the machine dies: only inputs and decisions whose effects never started.
+ */
+import { renameSync, writeFileSync } from 'node:fs';
+import pg from 'pg';
+import { InputError } from '../core/errors.ts';
+import type { Clock } from '../core/clock.ts';
+import type { EventBody, TronEvent } from '../core/events.ts';
+import { coded, type FaultCode, type InputCode } from '../core/problems.ts';
+import { chainStartOf, type LogRead, readLines, stampLine } from './eventlog.ts';
+import type { RunLog } from './run-log.ts';
+import type { Lease } from './lease.ts';
+
+/** The SQLSTATE the fencing trigger raises: an append from a generation that does not hold the lease. */
+export const FENCED = 'TRN01';
+
+/**
+ * The schema, one migration a version (`tron_schema` holds the versions applied). A
+ * migration is never edited once released: a change is a new one at the end.
+ */
+export const MIGRATIONS: readonly string[] = [
+  `
+  create table tron_lease (
+    repository text primary key,
+    generation bigint not null,
+    holder text not null,
+    expires_at timestamptz not null
+  );
+  create table tron_events (
+    repository text not null,
+    run text not null,
+    seq integer not null check (seq > 0),
+    generation bigint not null,
+    line text not null,
+    written_at timestamptz not null default now(),
+    primary key (repository, run, seq)
+  );
+  create function tron_events_fenced() returns trigger language plpgsql as $$
+  declare held bigint;
+  begin
+    -- FOR SHARE: a takeover's update of the lease waits for this append's commit, and an append after it sees the new generation.
+    select generation into held from tron_lease
+      where repository = new.repository and expires_at > now() for share;
+    if held is null or held <> new.generation then
+      raise exception 'append to % refused: generation % does not hold the lease (held by %)',
+        new.repository, new.generation, coalesce(held::text, 'nobody: it lapsed')
+        using errcode = '${FENCED}';
+    end if;
+    return new;
+  end $$;
+  create trigger tron_events_fenced before insert on tron_events
+    for each row execute function tron_events_fenced();
+  create function tron_events_append_only() returns trigger language plpgsql as $$
+  begin
+    raise exception 'tron_events is append-only' using errcode = '${FENCED}';
+  end $$;
+  create trigger tron_events_append_only before update or delete on tron_events
+    for each row execute function tron_events_append_only();
+  `,
+];
+
+/** The schema version this tron writes and reads. */
+export const SCHEMA_VERSION = MIGRATIONS.length;
+
+/** The database cannot be reached or refused the connection. */
+export class DatabaseUnreachableError extends Error {
+  readonly code = 'TRON_DB_UNREACHABLE' satisfies FaultCode;
+  constructor(url: string, reason: string) {
+    super(
+      coded(
+        'TRON_DB_UNREACHABLE',
+        `cannot reach the database at ${redact(url)}: ${reason}; check that it runs and the URL, user and password`,
+      ),
+    );
+    this.name = 'DatabaseUnreachableError';
+  }
+}
+
+/** The database's schema was made by a newer tron: this one must not write (or misread) it. */
+export class SchemaNewerError extends InputError {
+  readonly code = 'TRON_DB_SCHEMA_NEWER' satisfies InputCode;
+  constructor(url: string, found: number) {
+    super([
+      {
+        code: 'TRON_DB_SCHEMA_NEWER',
+        path: `${redact(url)} (tron_schema)`,
+        message: `the database's schema is version ${found}, and this tron knows up to ${SCHEMA_VERSION}; upgrade tron on this host to the version the other hosts run`,
+      },
+    ]);
+    this.name = 'SchemaNewerError';
+  }
+}
+
+/** The engine's lease was taken over or lapsed: the database refuses its appends. */
+export class LeaseLostError extends Error {
+  readonly code = 'TRON_LEASE_LOST' satisfies FaultCode;
+  constructor(repository: string, detail: string) {
+    super(
+      coded(
+        'TRON_LEASE_LOST',
+        `the lease of ${repository} is no longer this engine's (${detail}); the run stopped here — the engine holding it now goes on, or the next tron start recovers`,
+      ),
+    );
+    this.name = 'LeaseLostError';
+  }
+}
+
+/** A URL without its password, for messages. */
+export function redact(url: string): string {
+  return url.replace(/(\/\/[^:/@]+:)[^@]*@/, '$1***@');
+}
+
+/** A connection to tron's database, its schema migrated. */
+export interface Database {
+  readonly url: string;
+  readonly client: pg.Client;
+  end(): Promise<void>;
+}
+
+/**
+ * Connects and brings the schema up to this tron's version, under an advisory lock so two
+ * starts at once migrate once. A newer schema is refused (SchemaNewerError), unchanged.
+ */
+export async function openDatabase(url: string): Promise<Database> {
+  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 10_000 });
+  // A dropped connection is reported by the next query; never as an unhandled 'error' event.
+  client.on('error', () => undefined);
+  try {
+    await client.connect();
+  } catch (err) {
+    throw new DatabaseUnreachableError(url, (err as Error).message);
+  }
+  try {
+    await migrate(client, url);
+  } catch (err) {
+    await client.end().catch(() => undefined);
+    throw err;
+  }
+  return { url, client, end: () => client.end().catch(() => undefined) };
+}
+
+async function migrate(client: pg.Client, url: string): Promise<void> {
+  await client.query('begin');
+  try {
+    await client.query(`select pg_advisory_xact_lock(hashtext('tron_schema'))`);
+    await client.query(
+      'create table if not exists tron_schema (version integer primary key, applied_at timestamptz not null default now())',
+    );
+    const { rows } = await client.query<{ v: number | null }>('select max(version) as v from tron_schema');
+    const current = rows[0]?.v ?? 0;
+    if (current > SCHEMA_VERSION) throw new SchemaNewerError(url, current);
+    for (let v = current + 1; v <= SCHEMA_VERSION; v += 1) {
+      await client.query(MIGRATIONS[v - 1]!);
+      await client.query('insert into tron_schema (version) values ($1)', [v]);
+    }
+    await client.query('commit');
+  } catch (err) {
+    await client.query('rollback').catch(() => undefined);
+    throw err;
+  }
+}
+
+/** Where a run's lines live in the table: its repository (`[cluster] repository`) and its id. */
+export interface RunKey {
+  repository: string;
+  run: string;
+}
+
+/** The lines of one run, in seq order. */
+export async function runLines(db: Database, at: RunKey): Promise<string[]> {
+  const { rows } = await db.client.query<{ line: string }>('select line from tron_events where repository = $1 and run = $2 order by seq', [
+    at.repository,
+    at.run,
+  ]);
+  return rows.map((r) => r.line);
+}
+
+/** Reads a run from the table exactly as the file log is read (signatures checked where `key` is given). */
+export async function readPgRun(db: Database, at: RunKey, key: Buffer | undefined): Promise<LogRead> {
+  return readLines(await runLines(db, at), `postgres:${at.repository}`, at.run, key);
+}
+
+/** The newest run in the table: of `repository` when given, else of any (the one written last). */
+export async function latestPgRun(db: Database, repository?: string): Promise<RunKey | undefined> {
+  const { rows } =
+    repository === undefined
+      ? await db.client.query<RunKey>('select repository, run from tron_events where seq = 1 order by written_at desc, run desc limit 1')
+      : await db.client.query<RunKey>(
+          'select repository, run from tron_events where repository = $1 and seq = 1 order by run desc limit 1',
+          [repository],
+        );
+  return rows[0];
+}
+
+/**
+ * A run's log in the table, written by the holder of `lease`. Opened (async: the rows so
+ * far) by `PgEventLog.open`, then attached to the engine's clock by `attach`.
+ */
+export class PgEventLog implements RunLog {
+  groupCommit = false;
+  private readonly list: TronEvent[];
+  private readonly pending: Array<{ seq: number; line: string }> = [];
+  private committed: number;
+  private flushing: Promise<void> | undefined;
+  private broken: Error | undefined;
+  private closed = false;
+  private clock: Clock | undefined;
+  /** Every line of the run, for the copy written at close. */
+  private readonly lines: string[];
+  /** Where the copy goes once the run is over: the run directory's events.jsonl (see `close`). */
+  private readonly mirror: string | undefined;
+
+  private constructor(
+    private readonly db: Database,
+    private readonly lease: Lease,
+    readonly at: RunKey,
+    read: LogRead,
+    private readonly signing: { key: Buffer; chain: string } | undefined,
+    lines: string[],
+    mirror: string | undefined,
+  ) {
+    this.list = read.events;
+    this.committed = read.events.length;
+    this.lines = lines;
+    this.mirror = mirror;
+  }
+
+  /** Opens `run` of the lease's repository: continues after its rows (none for a new run). */
+  static async open(db: Database, lease: Lease, run: string, key: Buffer | undefined, opts: { mirror?: string } = {}): Promise<PgEventLog> {
+    const at = { repository: lease.repository, run };
+    const lines = await runLines(db, at);
+    const read = readLines(lines, `postgres:${at.repository}`, at.run, key);
+    // As the file log: an unsigned run stays unsigned, a signed one continues its chain.
+    const signing =
+      key && (read.signed || read.events.length + read.foreign.length === 0)
+        ? { key, chain: read.chain ?? chainStartOf(key, run) }
+        : undefined;
+    return new PgEventLog(db, lease, at, read, signing, lines, opts.mirror);
+  }
+
+  /** The clock that stamps each line (the engine's pinned clock). */
+  attach(clock: Clock): this {
+    this.clock = clock;
+    return this;
+  }
+
+  get events(): readonly TronEvent[] {
+    return this.list;
+  }
+
+  /** The lease generation this log writes with. */
+  get generation(): number {
+    return this.lease.generation;
+  }
+
+  append(body: EventBody): TronEvent {
+    if (this.closed) throw new Error(`${this.where}: append after close`);
+    if (this.broken) throw this.broken;
+    if (!this.clock) throw new Error(`${this.where}: append before attach`);
+    const seq = this.list.length + 1;
+    const { event, line } = stampLine(body, seq, this.clock.now(), this.signing);
+    this.pending.push({ seq, line });
+    this.lines.push(line);
+    this.list.push(event);
+    // Lines appended in one synchronous step go in one insert; the flush starts after it.
+    if (this.flushing === undefined) queueMicrotask(() => void this.flush().catch(() => undefined));
+    return event;
+  }
+
+  private get where(): string {
+    return `postgres:${this.at.repository}/${this.at.run}`;
+  }
+
+  /** Inserts what is queued, one statement at a time; the generation's check is the database's. */
+  private flush(): Promise<void> {
+    if (this.flushing !== undefined) return this.flushing;
+    if (this.pending.length === 0) return Promise.resolve();
+    const batch = this.pending.splice(0);
+    const flushing = this.db.client
+      .query(
+        `insert into tron_events (repository, run, seq, generation, line)
+         select $1, $2, u.seq, $3, u.line from unnest($4::integer[], $5::text[]) as u(seq, line)`,
+        [this.at.repository, this.at.run, this.lease.generation, batch.map((b) => b.seq), batch.map((b) => b.line)],
+      )
+      .then(
+        () => {
+          this.committed = batch.at(-1)!.seq;
+        },
+        (err: Error & { code?: string }) => {
+          this.broken =
+            err.code === FENCED
+              ? new LeaseLostError(this.at.repository, `the database refused generation ${this.lease.generation}: ${err.message}`)
+              : err;
+          throw this.broken;
+        },
+      )
+      .finally(() => {
+        this.flushing = undefined;
+        // Lines appended while this insert ran go next, without waiting for a sync.
+        if (this.pending.length > 0 && !this.broken) queueMicrotask(() => void this.flush().catch(() => undefined));
+      });
+    this.flushing = flushing;
+    return flushing;
+  }
+
+  /** Resolves once every line appended so far is committed. */
+  async sync(): Promise<void> {
+    const target = this.list.length;
+    while (this.committed < target) {
+      if (this.broken) throw this.broken;
+      await this.flush();
+    }
+    if (this.broken) throw this.broken;
+  }
+
+  whenDurable(then: () => void): void {
+    // A failure of `then` breaks the log: the engine's next sync reports it and the run ends.
+    this.sync()
+      .then(then)
+      .catch((err: Error) => {
+        this.broken ??= err;
+      });
+  }
+
+  /**
+   * Commits the rest, then gives the lease up (a standby takes over at once) and
+   * disconnects. With `mirror`, the run's committed lines are copied there first (written
+   * whole, then renamed): the commands that read a run directory — `report`, `replay`,
+   * `logs`, `view` — read a finished run on this host as before. The table stays the log
+   * of record: a start brings its latest run over any copy (engine/log/cluster.ts).
+   */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    try {
+      await this.sync();
+      if (this.mirror) {
+        writeFileSync(`${this.mirror}.from-database`, this.lines.length === 0 ? '' : `${this.lines.join('\n')}\n`);
+        renameSync(`${this.mirror}.from-database`, this.mirror);
+      }
+    } finally {
+      this.closed = true;
+      await this.lease.release();
+      await this.db.end();
+    }
+  }
+}

@@ -1,0 +1,122 @@
+/**
+ * A real PostgreSQL for the tests that need one. `TRON_TEST_DATABASE_URL` when set (CI's,
+ * or yours); else a throwaway cluster this helper makes with the installed server
+ * (`initdb` into a temp folder under /tmp, `pg_ctl start` on a free port of 127.0.0.1 —
+ * as the `postgres` user when the tests run as root, which the server refuses to be) and
+ * stops and removes after. Each test file gets its own fresh database in it, dropped after.
+ *
+ * Where neither is possible the tests skip with one line saying how to get one; with
+ * `CI=true` nothing may skip (engine/testing/needs.ts): they run and fail by name.
+ */
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
+import pg from 'pg';
+import type { Needed } from './needs.ts';
+
+const INSTALL =
+  'apt-get install -y postgresql (its initdb is used from /usr/lib/postgresql/*/bin), or set TRON_TEST_DATABASE_URL=postgres://user:pass@127.0.0.1:5432/db';
+
+/** The server's programs: /usr/lib/postgresql/<newest>/bin, where Debian puts them. */
+function serverBin(): string | undefined {
+  const root = '/usr/lib/postgresql';
+  if (!existsSync(root)) return undefined;
+  const versions = readdirSync(root)
+    .filter((v) => existsSync(join(root, v, 'bin', 'initdb')))
+    .sort((a, b) => Number(b) - Number(a));
+  return versions[0] === undefined ? undefined : join(root, versions[0], 'bin');
+}
+
+/** PostgreSQL as the tests need it: a URL given, or a server here to start. For skipWithout/requireAll. */
+export function needPostgres(): Needed {
+  const url = process.env.TRON_TEST_DATABASE_URL;
+  if (url) return { name: 'PostgreSQL', path: url, install: INSTALL };
+  const bin = serverBin();
+  return bin ? { name: 'PostgreSQL', path: bin, install: INSTALL } : { name: 'PostgreSQL', install: INSTALL };
+}
+
+/** A fresh database for one test file; `stop` drops it (and stops the cluster this helper started). */
+export interface TestDatabase {
+  url: string;
+  stop(): Promise<void>;
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+/** Runs a server program, as `postgres` when this process is root. */
+function runServerProgram(program: string, args: string[]): void {
+  const asRoot = process.getuid?.() === 0;
+  const [cmd, argv] = asRoot ? ['runuser', ['-u', 'postgres', '--', program, ...args]] : [program, args];
+  execFileSync(cmd, argv, { stdio: ['ignore', 'pipe', 'pipe'] });
+}
+
+/** Starts a throwaway cluster; its URL names the `postgres` database of superuser `tron`. */
+async function startCluster(): Promise<{ url: string; stop: () => void }> {
+  const bin = serverBin();
+  if (!bin) throw new Error(`PostgreSQL is not installed here: ${INSTALL}`);
+  const dir = mkdtempSync('/tmp/tron-pg-');
+  if (process.getuid?.() === 0) execFileSync('chown', ['postgres', dir]);
+  const data = join(dir, 'data');
+  runServerProgram(join(bin, 'initdb'), ['-D', data, '-A', 'trust', '-U', 'tron', '--no-sync', '-E', 'UTF8']);
+  const port = await freePort();
+  runServerProgram(join(bin, 'pg_ctl'), [
+    '-D',
+    data,
+    '-l',
+    join(dir, 'server.log'),
+    '-w',
+    '-o',
+    `-k ${dir} -p ${port} -c listen_addresses=127.0.0.1`,
+    'start',
+  ]);
+  return {
+    url: `postgres://tron@127.0.0.1:${port}/postgres`,
+    stop: () => {
+      try {
+        runServerProgram(join(bin, 'pg_ctl'), ['-D', data, '-m', 'immediate', 'stop']);
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
+    },
+  };
+}
+
+/** A database of its own for the calling test file, in the given server or a throwaway one. */
+export async function testDatabase(): Promise<TestDatabase> {
+  const given = process.env.TRON_TEST_DATABASE_URL;
+  const cluster = given ? undefined : await startCluster();
+  const server = given ?? cluster!.url;
+  const name = `tron_test_${process.pid}_${Math.random().toString(36).slice(2, 8)}`;
+  const admin = new pg.Client({ connectionString: server });
+  await admin.connect();
+  try {
+    await admin.query(`create database ${name}`);
+  } finally {
+    await admin.end();
+  }
+  const url = new URL(server);
+  url.pathname = `/${name}`;
+  return {
+    url: url.toString(),
+    stop: async () => {
+      if (cluster) return cluster.stop();
+      const again = new pg.Client({ connectionString: server });
+      await again.connect();
+      try {
+        await again.query(`drop database if exists ${name} with (force)`);
+      } finally {
+        await again.end();
+      }
+    },
+  };
+}

@@ -1,3 +1,5 @@
+import { createServer } from 'node:http';
+import { BWRAP_SKIP } from '../../testing/bwrap.ts';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -154,6 +156,35 @@ describe('hermetic tests at the gate', () => {
     expect(readFileSync(join(run.runDir, observed.setup!.log), 'utf8')).toContain('setup ran');
     expect(ofType(run.events, 'gate.passed')[0]!.facts.find((f) => f.name === 'setup')?.ok).toBe(true);
   });
+
+  it.skipIf(BWRAP_SKIP !== undefined)(
+    'gives setup the network (installs need the registry) and the test run none, in the sandbox',
+    async () => {
+      const server = createServer((_req, res) => res.end('reached'));
+      await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+      onTestFinished(() => new Promise<void>((resolve) => server.close(() => resolve())));
+      const address = server.address();
+      const url = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}/`;
+      const fetchTo = (file: string) =>
+        `fetch('${url}').then((r) => r.text(), () => 'unreachable').then((t) => require('node:fs').writeFileSync('${file}', t))`;
+      const repo = await project({
+        blocks: { net: {} },
+        files: {
+          'setup.js': `${fetchTo('setup-net.txt')};\n`,
+          'tests/net.test.js': `${fetchTo('test-net.txt')}.then(() => console.log('setup:', require('node:fs').readFileSync('setup-net.txt', 'utf8'), 'test:', require('node:fs').readFileSync('test-net.txt', 'utf8')));\n`,
+          '.gitignore': '*-net.txt\n',
+        },
+        config: configFile({ extra: '[sandbox]\nmode = "bwrap"\n' }).replace(
+          'test = "node test.js"',
+          'test = "node test.js"\nsetup = "node setup.js"',
+        ),
+        sim: builds('net', { 'net.txt': 'x\n' }),
+      });
+      const run = await runTron(repo);
+      const observed = ofType(run.events, 'facts.observed')[0]!;
+      expect(readFileSync(join(run.runDir, observed.tests!.log), 'utf8')).toMatch(/setup: reached test: unreachable/);
+    },
+  );
 
   it('counts a failing setup as a failed fact and runs no tests after it', async () => {
     const repo = await project({

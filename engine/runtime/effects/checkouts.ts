@@ -5,7 +5,8 @@
  * a `node_modules` a builder left there proves nothing about the commit. The configured
  * `setup` (e.g. `npm ci`) prepares the checkout first; both run in the sandbox with a
  * minimal environment (PATH, HOME, LANG, TERM and the names in `test_env`), never the
- * engine's secrets, and without the network unless `[sandbox] test_network` says so.
+ * engine's secrets; setup with the network (installs need the registry), the tests without
+ * it unless `[sandbox] test_network` says so.
  *
  * Checkouts are reused: a pool of `_check-<n>` for the gate (one per concurrent test
  * run), `_lane` for the lane, `_trunk` for the optional check of trunk. Reusing one is
@@ -128,6 +129,8 @@ export async function runSuite(
         timeoutMs: budget,
         niceness,
         ...testSetting(c),
+        // Installs need the registry: setup keeps the network; the test run goes without unless test_network.
+        network: true,
         ...testProcesses(c, opts.block, `${opts.session}:setup`),
       }),
     );

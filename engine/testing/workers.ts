@@ -5,6 +5,7 @@
 import { chmodSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { configFile } from './project.ts';
+import type { TurnRequest } from '../workers/adapter.ts';
 
 /**
  * A builder that, in its first turn, says `line` on stderr and then works until the file
@@ -67,4 +68,22 @@ export function writeBuilder(dir: string, script: string): string {
   writeFileSync(path, script);
   chmodSync(path, 0o755);
   return path;
+}
+
+/** A turn of `role` on `block` in `cwd` of the repository at `repoDir`: what the sandbox tests confine. */
+export function turnRequest(repoDir: string, role: TurnRequest['role'], block: string, cwd: string): TurnRequest {
+  return {
+    role,
+    block,
+    session: `${role}-${block}`,
+    turn: 1,
+    phase: 'build',
+    kind: 'build',
+    prompt: '',
+    cwd,
+    runDir: join(repoDir, '.tron', 'runs', 'r1'),
+    repo: repoDir,
+    timeoutMs: 60_000,
+    signal: new AbortController().signal,
+  };
 }

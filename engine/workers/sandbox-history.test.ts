@@ -15,6 +15,7 @@ import { fsck, storeFiles, touched } from '../testing/store.ts';
 import type { TurnRequest } from './adapter.ts';
 import { STORES_DIR } from './private-store.ts';
 import { bwrapSandbox, turnConfinement, type Confinement, type LeaveReport } from './sandbox.ts';
+import { turnRequest } from '../testing/workers.ts';
 
 describe.skipIf(BWRAP_SKIP !== undefined)('the object store, against a sandboxed worker', () => {
   const sandbox = bwrapSandbox(BWRAP ?? 'bwrap');
@@ -40,22 +41,7 @@ describe.skipIf(BWRAP_SKIP !== undefined)('the object store, against a sandboxed
     await repo?.cleanup();
   });
 
-  function request(role: TurnRequest['role'], block: string, cwd: string): TurnRequest {
-    return {
-      role,
-      block,
-      session: `${role}-${block}`,
-      turn: 1,
-      phase: 'build',
-      kind: 'build',
-      prompt: '',
-      cwd,
-      runDir: join(repo.dir, '.tron', 'runs', 'r1'),
-      repo: repo.dir,
-      timeoutMs: 60_000,
-      signal: new AbortController().signal,
-    };
-  }
+  const request = (role: TurnRequest['role'], block: string, cwd: string): TurnRequest => turnRequest(repo.dir, role, block, cwd);
 
   /** Runs `script` by sh in the sandbox; what it printed and the leave report. */
   async function run(confinement: Confinement, script: string) {

@@ -19,6 +19,7 @@ import { fsck } from '../testing/store.ts';
 import * as git from '../git/index.ts';
 import type { TurnRequest } from './adapter.ts';
 import { bwrapArgs, bwrapSandbox, chooseSandbox, expandWritable, turnConfinement, type Confinement, type LeaveReport } from './sandbox.ts';
+import { turnRequest } from '../testing/workers.ts';
 
 describe('writable paths and bwrap arguments (no bwrap needed)', () => {
   it('never hands the ssh agent to a worker or test, even one whose env list names it', () => {
@@ -109,22 +110,7 @@ describe.skipIf(BWRAP_SKIP !== undefined)('a sandboxed worker', () => {
     if (home) rmSync(home, { recursive: true, force: true });
   });
 
-  function request(role: TurnRequest['role'], block: string, cwd: string): TurnRequest {
-    return {
-      role,
-      block,
-      session: `${role}-${block}`,
-      turn: 1,
-      phase: 'build',
-      kind: 'build',
-      prompt: '',
-      cwd,
-      runDir: join(repo.dir, '.tron', 'runs', 'r1'),
-      repo: repo.dir,
-      timeoutMs: 60_000,
-      signal: new AbortController().signal,
-    };
-  }
+  const request = (role: TurnRequest['role'], block: string, cwd: string): TurnRequest => turnRequest(repo.dir, role, block, cwd);
 
   /** Runs `script` by sh in the sandbox as `confinement` says; the leave report once it ended. */
   async function run(confinement: Confinement, script: string, env: Record<string, string> = {}) {

@@ -225,7 +225,8 @@ describe.skipIf(BWRAP_SKIP !== undefined)('the object store, against a sandboxed
       [
         'echo x | git hash-object -w --stdin >/dev/null 2>&1; echo "hash $?"',
         'git commit -q --allow-empty -m r 2>/dev/null; echo "commit $?"',
-        'mkdir -p "$COMMON/objects/ab" 2>/dev/null; echo "mkdir $?"',
+        // A name no fan-out folder has: a failure here is the read-only store, never an existing folder.
+        'mkdir "$COMMON/objects/tron-probe" 2>/dev/null; echo "mkdir $?"',
         'rm -f "$COMMON"/objects/pack/* 2>/dev/null; ls "$COMMON"/objects/pack | grep -c pack; echo "rm $?"',
         'git gc --prune=now -q 2>/dev/null; echo "gc $?"',
       ].join('\n'),

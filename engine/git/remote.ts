@@ -352,7 +352,9 @@ async function networkGit(
   opts: { readRef?: string; haves?: boolean },
 ): Promise<NetworkRun> {
   const common = await commonDir(repo);
-  const scratch = await mkdtemp(join(tmpdir(), 'tron-remote-'));
+  // In the repository's own git dir, not the machine's temporary folder: an engine killed
+  // mid-call leaves it where the repository's owner finds it, not in /tmp.
+  const scratch = await mkdtemp(join(common, 'tron-remote-'));
   try {
     await mkdir(join(scratch, 'refs'));
     await writeFile(join(scratch, 'HEAD'), 'ref: refs/heads/tron-scratch\n');

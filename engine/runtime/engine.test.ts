@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, onTestFinished } from 'vitest';
 import { chmodSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -181,6 +181,10 @@ describe('tron start', () => {
     const repo = await project({ blocks: { cmd: { criteria: ['cmd.js exists'] } } });
     const builder = join(repo.dir, '..', `${repo.dir.split('/').at(-1)}-builder.sh`);
     const reviewer = join(repo.dir, '..', `${repo.dir.split('/').at(-1)}-reviewer.sh`);
+    onTestFinished(() => {
+      rmSync(builder, { force: true });
+      rmSync(reviewer, { force: true });
+    });
     // The one folder the workers may write besides their checkout (their `writable` list): where they note their environment.
     const notes = mkdtempSync(join(tmpdir(), 'tron-notes-'));
     writeFileSync(

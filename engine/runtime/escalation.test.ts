@@ -43,7 +43,9 @@ const HONEST = `if [ "$TRON_TURN" = 1 ]; then echo "$TRON_BLOCK" > "$TRON_BLOCK.
 
 describe('the exception spine', () => {
   it('restates a two-line reply once, pages through the architect, ends with exit 3, and lands after tron answer RETRY — one page in all', async () => {
-    const pageLog = join(mkdtempSync(join(tmpdir(), 'tron-pages-')), 'pages.jsonl');
+    const pagesDir = mkdtempSync(join(tmpdir(), 'tron-pages-'));
+    cleanups.push(() => rmSync(pagesDir, { recursive: true, force: true }));
+    const pageLog = join(pagesDir, 'pages.jsonl');
     const paths = scripts({
       builder: `prompt=$(cat); printf '%s' "$prompt" > "$(dirname "$0")/prompt-$TRON_SESSION-$TRON_TURN.txt"
 case "$TRON_SESSION" in

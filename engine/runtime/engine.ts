@@ -26,6 +26,7 @@ import { removeEngineCheckouts } from './effects/wrap.ts';
 import { CheckoutPool, warmCheckouts } from './effects/checkouts.ts';
 import * as git from '../git/index.ts';
 import { InboxReader, consumeAnswer } from './inbox.ts';
+import { Wake } from './wake.ts';
 import { infoOf, runStarted } from './run-files.ts';
 import { watchBlocks, watchInbox } from './watchers.ts';
 import { EngineFiles, digestOfFile } from './effects/engine-files.ts';
@@ -40,8 +41,8 @@ export class Engine {
   state: EngineState = initialState();
   readonly log: RunLog;
   private readonly clock: PinnedClock;
-  private readonly queue: EventBody[] = [];
-  private wake: (() => void) | undefined;
+  /** The loop's inputs: it sleeps until one arrives. */
+  private readonly inputs = new Wake();
   private readonly running = new Set<Promise<void>>();
   /** Decisions appended with their jobs, whose effects start once their lines are on disk (performWhenDurable). */
   private readonly awaitingDisk: Job[] = [];
@@ -52,10 +53,8 @@ export class Engine {
   private readonly blocks: Map<string, Block>;
   private readonly ctx: DecideContext;
   private readonly fx: EffectContext;
-  private failure: Error | undefined;
   /** The log is closed (shutdown): nothing more is recorded. */
   private closed = false;
-  private failedAfter: string | undefined;
   private readonly inbox: InboxReader;
   /** Watchers and timers, closed at shutdown. */
   private readonly closers: Array<() => void> = [];
@@ -73,7 +72,7 @@ export class Engine {
     this.blocks = new Map(o.blocks.map((b) => [b.id, b]));
     this.configDigest = digestOfFile(join(o.repo, CONFIG_FILE));
     this.loaded = o.blocks;
-    this.turns = new TurnTable(o.clock, (body) => this.push(body));
+    this.turns = new TurnTable(o.clock, (body) => this.inputs.push(body));
     this.inbox = new InboxReader({ ...o, trunk: o.config.trunk, note: (body) => void this.append(body) });
     this.fx = {
       repo: o.repo,
@@ -85,7 +84,7 @@ export class Engine {
       clock: o.clock,
       print: o.print,
       note: (body) => void this.append(body),
-      input: (body) => this.push(body),
+      input: (body) => this.inputs.push(body),
       engineFiles: new EngineFiles(o.repo, this.configDigest, () => this.loaded),
       checkouts: new CheckoutPool(),
       queues: new Queues(),
@@ -131,22 +130,22 @@ export class Engine {
       if (this.state.finished) return;
       this.inbox.read(this.state).then(
         (bodies) => {
-          for (const b of bodies) this.push(b);
+          for (const b of bodies) this.inputs.push(b);
         },
-        (err: Error) => this.fail(err, 'reading .tron/inbox/'),
+        (err: Error) => this.inputs.fail(err, 'reading .tron/inbox/'),
       );
     });
     this.closers.push(() => inbox.close());
     if (o.watch) {
-      const heartbeat = setInterval(() => this.guard(() => this.heartbeat()), o.heartbeatMs ?? 60_000);
-      const blocks = watchBlocks(o.repo, o.blocks, o.reloadBlocks, (loaded) => this.guard(() => this.reloaded(loaded)));
+      const heartbeat = setInterval(() => this.inputs.guard(() => this.heartbeat()), o.heartbeatMs ?? 60_000);
+      const blocks = watchBlocks(o.repo, o.blocks, o.reloadBlocks, (loaded) => this.inputs.guard(() => this.reloaded(loaded)));
       this.closers.push(
         () => clearInterval(heartbeat),
         () => blocks.close(),
       );
     }
     while (!this.state.finished) {
-      const body = await this.next();
+      const body = await this.inputs.next();
       this.input(body);
     }
   }
@@ -158,7 +157,7 @@ export class Engine {
     if (!(err instanceof RunDirGoneError) && !this.state.finished) {
       try {
         // Recorded, the reporter says it (run.failed, then run.finished).
-        this.input({ type: 'run.failed', detail: line, after: this.failedAfter ?? 'the engine loop' });
+        this.input({ type: 'run.failed', detail: line, after: this.inputs.failedAfter ?? 'the engine loop' });
         return;
       } catch {
         // The log cannot take it either: the coded line below is the record.
@@ -195,23 +194,6 @@ export class Engine {
     }
     const finished = this.log.events.findLast((e) => e.type === 'run.finished') as EventOf<'run.finished'> | undefined;
     return finished && !failed ? finished.exit : 1;
-  }
-
-  /** Something the loop started failed: the loop wakes and reports it as run.failed. */
-  private fail(err: Error, after: string): void {
-    this.failure = err;
-    this.failedAfter = after;
-    this.wake?.();
-  }
-
-  /** Runs a callback of a timer or watcher: a failure in it ends the run like an effect's. */
-  private guard(work: () => void): void {
-    try {
-      work();
-    } catch (err) {
-      this.failure = err as Error;
-      this.wake?.();
-    }
   }
 
   /** Appends an input, decides, appends the decisions and starts their effects. */
@@ -255,7 +237,7 @@ export class Engine {
         for (const job of batch) this.perform(job);
       }
     })()
-      .catch((err: Error) => this.fail(err, 'flushing the event log'))
+      .catch((err: Error) => this.inputs.fail(err, 'flushing the event log'))
       .finally(() => {
         this.running.delete(flushing);
         this.flushing = undefined;
@@ -291,7 +273,7 @@ export class Engine {
   /** A stop signal: nothing new starts, running turns are stopped, the run finishes when quiet. */
   stop(signal: string): void {
     if (this.state.finished) return;
-    this.push({ type: 'run.stopping', signal });
+    this.inputs.push({ type: 'run.stopping', signal });
     this.turns.stop(() => true);
   }
 
@@ -304,43 +286,13 @@ export class Engine {
   private reloaded(blocks: Block[]): void {
     this.loaded = blocks;
     for (const b of blocks) this.blocks.set(b.id, b);
-    this.push({ type: 'register.loaded', blocks: blocks.map(infoOf) });
+    this.inputs.push({ type: 'register.loaded', blocks: blocks.map(infoOf) });
   }
 
   private heartbeat(): void {
     if (this.state.finished) return;
     const parked = this.state.order.filter((id) => this.state.blocks.get(id)!.phase === 'parked').length;
     this.append({ type: 'run.heartbeat', running: this.turns.size, parked });
-  }
-
-  private next(): Promise<EventBody> {
-    const ready = this.queue.shift();
-    if (ready) return Promise.resolve(ready);
-    if (this.failure) return Promise.resolve(this.fatal(this.failure));
-    return new Promise((resolve, reject) => {
-      this.wake = () => {
-        this.wake = undefined;
-        try {
-          resolve(this.queue.shift() ?? this.fatal(this.failure!));
-        } catch (err) {
-          reject(err);
-        }
-      };
-    });
-  }
-
-  private push(body: EventBody): void {
-    this.queue.push(body);
-    this.wake?.();
-  }
-
-  /** An effect failed: reported as an input, so that decide ends the run and the run replays. */
-  private fatal(err: Error): EventBody {
-    this.failure = undefined;
-    // A log that cannot be written is no input: the loop stops on it.
-    if (err instanceof RunDirGoneError) throw err;
-    const after = this.failedAfter ?? 'an effect';
-    return { type: 'run.failed', detail: codedLine(err, `the effect of ${after}`), after };
   }
 
   /** Starts the job a decision asks for (a lookup in EFFECTS); its outcome comes back through the queue. */
@@ -352,7 +304,7 @@ export class Engine {
       .then(() => effect.run(this.fx, job.request) as Outcome | Promise<Outcome>)
       .then((out) => {
         // One effect may report several inputs (a stack's landing: one block.landed each), in order.
-        for (const body of [out ?? []].flat()) this.push(body);
+        for (const body of [out ?? []].flat()) this.inputs.push(body);
       })
       .catch(async (err: Error) => {
         if (process.env.TRON_DEBUG === '1' && err.stack) this.o.print(err.stack);
@@ -360,8 +312,8 @@ export class Engine {
         // otherwise a job that reaches a worker's state reports its failure as an input about its block.
         const explained = await git.explainFailure(this.o.repo, this.o.config.trunk, err);
         const reported = engineFault(explained, this.o.runDir) ? undefined : effect.onFailure?.(job.request, explained);
-        if (reported) for (const body of [reported].flat()) this.push(body);
-        else this.fail(explained, `${e.type}${'block' in e ? ` for ${e.block}` : ''}`);
+        if (reported) for (const body of [reported].flat()) this.inputs.push(body);
+        else this.inputs.fail(explained, `${e.type}${'block' in e ? ` for ${e.block}` : ''}`);
       })
       .finally(() => this.running.delete(p));
     this.running.add(p);

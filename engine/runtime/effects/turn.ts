@@ -22,7 +22,7 @@ import { type EffectContext, effect, errorLine } from './context.ts';
 import { promptVars } from './prompt-vars.ts';
 import { type PromptName, renderPrompt } from './prompts.ts';
 
-/** A turn's job: the decision, and what the prompt and the budget were when it was made. */
+/** A turn's job: the decision, and what its prompt and the run's liveness numbers were when it was made. */
 export interface TurnRequest {
   decision: EventOf<'block.dispatched'>;
   prompt: { name: PromptName; vars: Record<string, string> };

@@ -3,7 +3,7 @@
  * Each test runs a shell script inside the sandbox exactly as a worker's command runs,
  * then looks from outside at what changed.
  */
-import { createServer, type Server } from 'node:http';
+import { type Reachable, reachableServer } from '../testing/reachable.ts';
 import { createServer as createNetServer } from 'node:net';
 import { credentialPaths } from '../git/remote.ts';
 import { minimalEnv } from './env.ts';
@@ -393,15 +393,13 @@ describe.skipIf(BWRAP_SKIP !== undefined)('a sandboxed worker', () => {
   });
 
   describe('the network', () => {
-    let server: Server;
+    let server: Reachable;
     let url = '';
     beforeAll(async () => {
-      server = createServer((_req, res) => res.end('reached'));
-      await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-      const address = server.address();
-      url = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}/`;
+      server = await reachableServer();
+      url = server.url;
     });
-    afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())));
+    afterAll(() => server.close());
 
     const fetchScript = () =>
       `node -e "fetch('${url}').then((r) => r.text()).then((t) => console.log(t), (e) => console.log('unreachable', e.cause?.code ?? e.message))"`;

@@ -1,4 +1,4 @@
-import { createServer } from 'node:http';
+import { reachableServer } from '../../testing/reachable.ts';
 import { BWRAP_SKIP } from '../../testing/bwrap.ts';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -160,11 +160,8 @@ describe('hermetic tests at the gate', () => {
   it.skipIf(BWRAP_SKIP !== undefined)(
     'gives setup the network (installs need the registry) and the test run none, in the sandbox',
     async () => {
-      const server = createServer((_req, res) => res.end('reached'));
-      await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-      onTestFinished(() => new Promise<void>((resolve) => server.close(() => resolve())));
-      const address = server.address();
-      const url = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}/`;
+      const { url, close } = await reachableServer();
+      onTestFinished(close);
       const fetchTo = (file: string) =>
         `fetch('${url}').then((r) => r.text(), () => 'unreachable').then((t) => require('node:fs').writeFileSync('${file}', t))`;
       const repo = await project({

@@ -4,7 +4,7 @@
  * its shell does) with nothing left running; its environment holds no engine secret;
  * in the sandbox it has no network unless configured.
  */
-import { createServer, type Server } from 'node:http';
+import { type Reachable, reachableServer } from '../../testing/reachable.ts';
 import { type ChildProcess, spawn } from 'node:child_process';
 import { closeSync, existsSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { randomInt } from 'node:crypto';
@@ -172,15 +172,13 @@ describe.skipIf(BWRAP_SKIP !== undefined)('an engine test run in the bwrap sandb
   suite(sandbox);
 
   describe('the network', () => {
-    let server: Server;
+    let server: Reachable;
     let url = '';
     beforeAll(async () => {
-      server = createServer((_req, res) => res.end('reached'));
-      await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-      const address = server.address();
-      url = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}/`;
+      server = await reachableServer();
+      url = server.url;
     });
-    afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())));
+    afterAll(() => server.close());
 
     const fetchLine = () => `node -e "fetch('${url}').then((r) => r.text()).then((t) => console.log(t), () => console.log('unreachable'))"`;
     const base = () => ({ cwd: root, runDir: root, timeoutMs: 30_000, env: { PATH: process.env.PATH }, sandbox, visible: [root] });

@@ -32,6 +32,10 @@ import type { Database, PgEventLog, RunKey } from '../log/pg-log.ts';
 import type { Config } from '../project/config.ts';
 import type { RunLog } from '../log/run-log.ts';
 import type { EffectContext, Outcome } from './effects/context.ts';
+import { InputError } from '../core/errors.ts';
+import * as git from '../git/index.ts';
+import { fetchRef } from '../git/remote.ts';
+import { gitOut } from '../git/run.ts';
 import { EFFECTS, type Job } from './effects/table.ts';
 
 /** The decisions whose effects are jobs on the queue: worker turns and test runs. */
@@ -87,8 +91,11 @@ export interface BrokerOptions {
   url: string;
   log: RunLog;
   at: RunKey;
-  /** Run the jobs in this process (`[cluster] jobs = "here"`), or leave them to `tron agent`s. */
-  local: boolean;
+  /**
+   * The roles whose jobs this process runs: all with `[cluster] jobs = "here"`; with
+   * `"agents"`, only test runs (they read the engine's own checkouts) — turns go to `tron agent`s.
+   */
+  localRoles: readonly string[];
   /** How often a worker pool says it lives; a job of one silent for 1.5 of these is given to another. */
   heartbeatMs: number;
   /** Slots of the in-process pool. */
@@ -108,6 +115,7 @@ export class JobBroker {
   private checking: Promise<void> | undefined;
   private again = false;
   private closed = false;
+  private fx: EffectContext | undefined;
 
   constructor(private readonly o: BrokerOptions) {}
 
@@ -125,22 +133,32 @@ export class JobBroker {
 
   /** The job's outcome, once a worker's result for it is committed; its error, as the effect would have thrown it. */
   outcome(job: Job): Promise<Outcome> {
-    return new Promise<Outcome>((resolve, reject) => {
+    const result = new Promise<Outcome>((resolve, reject) => {
       this.waiting.set(job.decision.seq, { resolve, reject });
       this.check();
+    });
+    const role = roleOf(job.decision);
+    if (this.o.localRoles.includes(role) || role !== 'builder') return result;
+    // A builder's commits were made on an agent and pushed to the remote: they come into the
+    // block's worktree here before its reply is decided on (the gate reads them there).
+    const block = (job.decision as { block: string }).block;
+    return result.then(async (out) => {
+      await adoptWork(this.fx!, block);
+      return out;
     });
   }
 
   /** Listens for results; with `local`, runs a pool of workers against the engine's own context. */
   async serve(fx: EffectContext): Promise<void> {
+    this.fx = fx;
     const listener = await connect(this.o.url);
     this.listener = listener;
     listener.on('notification', () => this.check());
     await listener.query(`listen ${RESULTS_CHANNEL}`);
-    if (this.o.local) {
+    if (this.o.localRoles.length > 0) {
       this.workers = await startWorkers({
         url: this.o.url,
-        roles: [...JOB_ROLES],
+        roles: this.o.localRoles,
         slots: this.o.slots,
         agent: `engine ${hostname()} pid ${process.pid}`,
         heartbeatMs: this.o.heartbeatMs,
@@ -241,6 +259,8 @@ export async function startWorkers(o: WorkerOptions): Promise<{ stop(): Promise<
   const taskList = Object.fromEntries(o.roles.map((r) => [taskOf(r), task]));
   let runner: Runner;
   try {
+    // Said before the first claim: a database without the queue's schema fails here, with nothing claimed.
+    await heartbeat();
     runner = await runQueue({
       connectionString: o.url,
       concurrency: o.slots,
@@ -273,14 +293,36 @@ export async function startWorkers(o: WorkerOptions): Promise<{ stop(): Promise<
 
 /** The engine's broker for a run logged in the database: the queue's schema migrated, the pool as [cluster] says. */
 export async function brokerFor(db: Database, log: PgEventLog, config: Config): Promise<JobBroker> {
+  if (config.cluster?.jobs === 'agents' && !config.remote)
+    throw new InputError([
+      {
+        code: 'TRON_USAGE',
+        path: '[cluster] jobs',
+        message: '"agents" runs turns on other hosts, which fetch and push through the remote: add [remote] to .tron/config.toml',
+      },
+    ]);
   await migrateJobs(db);
   return new JobBroker({
     url: db.url,
     log,
     at: log.at,
-    local: config.cluster?.jobs !== 'agents',
+    localRoles: config.cluster?.jobs === 'agents' ? ['test'] : [...JOB_ROLES],
     heartbeatMs: config.cluster?.heartbeatMs ?? 2000,
     // Enough for every turn and test run the engine lets run at once: it decides how many.
     slots: Math.max(4, config.maxParallel * 2 + 2),
   });
+}
+
+/**
+ * Brings the work an agent pushed for `block` (`refs/tron/work/<id>` on the remote) into the
+ * engine's repository and moves the block's branch and worktree to it. Nothing of the agent
+ * is believed: the gate reads these commits as it reads any builder's.
+ */
+export async function adoptWork(fx: EffectContext, block: string): Promise<void> {
+  if (!fx.remote) throw new Error('turns on agents need [remote]');
+  const got = await fetchRef(fx.repo, fx.remote, `refs/tron/work/${block}`, `refs/tron/fetched-work/${block}`);
+  if (!got.ok) throw new Error(`cannot fetch the work of ${block} from ${fx.remote.name}: ${got.message}`);
+  if (!got.sha) return;
+  if ((await git.revParse(fx.repo, `refs/heads/tron/${block}`)) === got.sha) return;
+  await fx.queues.worktrees.run(() => gitOut(git.worktreePath(fx.repo, block), ['reset', '--hard', '--quiet', got.sha!]));
 }

@@ -214,10 +214,14 @@ async function runTurnHere(
     if (e.role === 'builder') {
       const from = r.base ?? trunk.sha;
       if (!from) throw new Error(`the remote has no ${remote.trunk} to build ${e.block} on`);
+      if (!(await git.revParse(base.repo, from)))
+        throw new Error(
+          `${remote.name} does not hold ${e.block}'s base ${from.slice(0, 12)}: push ${remote.trunk} to ${remote.name} before starting (agents build on the remote's trunk)`,
+        );
       // The block's work so far, when it was built on this base; else the base (a new attempt, or the first turn).
       start = fetched.sha && (await git.isAncestor(base.repo, from, fetched.sha)) ? fetched.sha : from;
       await base.queues.worktrees.run(() => freshWorktree(base.repo, e.block, start!));
-    } else if (r.sha && !(await git.revParse(base.repo, `${r.sha}^{commit}`))) {
+    } else if (r.sha && !(await git.revParse(base.repo, r.sha))) {
       throw new Error(`the remote's ${work} does not hold ${r.sha}, the sha to review`);
     }
     const result = await runJob(fx, claimed.kind, r);

@@ -125,8 +125,35 @@ export const JOB_MIGRATIONS: readonly string[] = [
     end if;
     perform pg_notify('${RESULTS_CHANNEL}', p_repository || '/' || p_run);
   end $$;
+
+  -- Only roles given them may call these (docs/cluster.md, "Roles"): never every role of the database.
+  revoke execute on function tron_heartbeat(text, text, text[], integer, text[]), tron_reap(interval),
+    tron_claim(text, text, integer, text), tron_complete(text, text, integer, integer, jsonb) from public;
   `,
 ];
+
+/**
+ * What the agents' role is granted (docs/cluster.md, "Roles"): graphile-worker's own tables
+ * and functions — to claim, finish and retry jobs; a policy on each of its tables that keep
+ * row-level security — and tron's four queue functions. Nothing
+ * of the log, the lease or tron_jobs itself: an agent reads a job's request and writes its
+ * result only through tron_claim and tron_complete, fenced by attempt.
+ */
+export function agentGrants(role: string): string {
+  return `grant usage on schema graphile_worker to ${role};
+grant select, insert, update, delete on all tables in schema graphile_worker to ${role};
+grant usage, select on all sequences in schema graphile_worker to ${role};
+grant execute on all functions in schema graphile_worker to ${role};
+-- graphile-worker keeps row-level security on its private tables: a policy lets this role through.
+do $$ declare t text; begin
+  for t in select c.relname from pg_class c join pg_namespace n on n.oid = c.relnamespace
+           where n.nspname = 'graphile_worker' and c.relrowsecurity loop
+    execute format('create policy %I on graphile_worker.%I for all to %I using (true) with check (true)', 'tron_agent_' || '${role}', t, '${role}');
+  end loop;
+end $$;
+grant execute on function tron_heartbeat(text, text, text[], integer, text[]), tron_reap(interval),
+  tron_claim(text, text, integer, text), tron_complete(text, text, integer, integer, jsonb) to ${role};`;
+}
 
 /**
  * Brings graphile-worker's schema and the queue's up to date (the engine's role: it owns
@@ -230,8 +257,9 @@ export function isStaleAttempt(err: unknown): boolean {
 // biome-ignore lint/suspicious/noExplicitAny: graphile-worker's Logger is a class we stand in for.
 export const QUIET: any = {
   scope: () => QUIET,
-  error: () => undefined,
-  warn: () => undefined,
+  // TRON_DEBUG=1: the library's own complaints (a missing grant, a lost connection) on stderr.
+  error: (m: string) => process.env.TRON_DEBUG === '1' && process.stderr.write(`graphile-worker: ${m}\n`),
+  warn: (m: string) => process.env.TRON_DEBUG === '1' && process.stderr.write(`graphile-worker: ${m}\n`),
   info: () => undefined,
   debug: () => undefined,
 };

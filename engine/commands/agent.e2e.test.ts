@@ -3,8 +3,9 @@
  * engine (`[cluster] jobs = "agents"`) decides, three agents — each in its own clone —
  * claim the turns, fetch the remote at the exact sha, build and review there and push the
  * builders' work back; the engine lands every block. An agent killed mid-turn has its
- * turn re-run by another as a new attempt; nothing is lost or landed twice, and a forged
- * result of the dead attempt is refused by the database.
+ * turn re-run by another as a new attempt; one paused past its heartbeats (its job
+ * delivered twice) finds its late result refused; nothing is lost or landed twice, and a
+ * forged result of a dead attempt is refused by the database.
  */
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -15,28 +16,44 @@ import { BIN } from '../testing/crash.ts';
 import { requireAll, skipWithout } from '../testing/needs.ts';
 import { needPostgres, type TestDatabase, testDatabase } from '../testing/postgres.ts';
 import { configFile, makeProject } from '../testing/project.ts';
-import { makeBareRemote, serveDaemon } from '../testing/remote-server.ts';
-import { GIT_IDENTITY_ENV } from '../testing/repo.ts';
+import { type BareRemote, makeBareRemote, serveDaemon } from '../testing/remote-server.ts';
+import { GIT_IDENTITY_ENV, type TestRepo } from '../testing/repo.ts';
 import { approvingWorkers, builderPrelude, writeBuilder } from '../testing/workers.ts';
 import { completeJob, STALE_ATTEMPT } from '../log/pg-jobs.ts';
-import { openDatabase } from '../log/pg-log.ts';
+import { type Database, openDatabase } from '../log/pg-log.ts';
 
 const POSTGRES = needPostgres();
 const NO_DATABASE = skipWithout('tron agent with [cluster] database', POSTGRES);
 const IDS = ['alpha', 'beta', 'gamma'];
 const ENV = { ...GIT_IDENTITY_ENV, GIT_CONFIG_GLOBAL: '/dev/null', GIT_CONFIG_NOSYSTEM: '1', TRON_DATABASE_URL: '' };
 
-/** An honest builder; alpha's first turn says it started (its pid in `held`) and then hangs until killed. */
-function builder(held: string): string {
+/**
+ * An honest builder; alpha's first turn says it started (its pid in `held`), then either
+ * hangs until killed (`hang`) or takes `slow` seconds before it builds.
+ */
+function builder(held: string, first: 'hang' | { slow: number }): string {
   return `${builderPrelude('the file and its test')}if [ "$TRON_BLOCK" = alpha ] && [ ! -e "${held}" ]; then
   echo $$ > "${held}.tmp" && mv "${held}.tmp" "${held}"
-  exec sleep 60
+  ${first === 'hang' ? 'exec sleep 60' : `sleep ${first.slow}`}
 fi
 echo "$TRON_BLOCK" > "$TRON_BLOCK.txt"
 printf "require('node:assert').ok(require('node:fs').existsSync(__dirname + '/../%s.txt'));\\n" "$TRON_BLOCK" > "tests/$TRON_BLOCK.test.js"
 git add -A && git commit -qm "Build $TRON_BLOCK" >/dev/null 2>&1
 echo ">>DONE"
 `;
+}
+
+interface Cluster {
+  repo: TestRepo;
+  bare: BareRemote;
+  db: Database;
+  held: string;
+  agents: ResultPromise[];
+  /** Each agent's output so far. */
+  outs: string[];
+  engine: ResultPromise;
+  /** The agent holding alpha's first build now, and its name in tron_jobs. */
+  holdingAlpha(): Promise<{ agent: ResultPromise; worker: string }>;
 }
 
 describe.skipIf(NO_DATABASE)('tron agent with [cluster] database', () => {
@@ -47,7 +64,8 @@ describe.skipIf(NO_DATABASE)('tron agent with [cluster] database', () => {
   }, 60_000);
   afterAll(async () => server?.stop(), 60_000);
 
-  it('lands every block with three agents in their own clones, re-running a killed agent’s turn as a new attempt and refusing its late result', async () => {
+  /** A project on a served remote, three agents in their own clones, and `tron start`; removed after `body`. */
+  async function withCluster(repository: string, first: 'hang' | { slow: number }, body: (c: Cluster) => Promise<void>): Promise<void> {
     const scratch = mkdtempSync(join(tmpdir(), 'tron-agents-'));
     const held = join(scratch, 'alpha.held');
     const bare = await makeBareRemote();
@@ -56,8 +74,8 @@ describe.skipIf(NO_DATABASE)('tron agent with [cluster] database', () => {
       blocks: { alpha: {}, beta: {}, gamma: { depends_on: ['alpha'] } },
       config: configFile({
         maxParallel: 3,
-        workers: approvingWorkers(writeBuilder(scratch, builder(held))),
-        extra: `\n[sandbox]\nmode = "off"\n\n[remote]\nbackoff = "100ms"\nretries = 50\n\n[cluster]\ndatabase = "${server.url}"\nrepository = "agents"\njobs = "agents"\nheartbeat = "500ms"\n`,
+        workers: approvingWorkers(writeBuilder(scratch, builder(held, first))),
+        extra: `\n[sandbox]\nmode = "off"\n\n[remote]\nbackoff = "100ms"\nretries = 50\n\n[cluster]\ndatabase = "${server.url}"\nrepository = "${repository}"\njobs = "agents"\nheartbeat = "500ms"\n`,
       }),
     });
     const agents: ResultPromise[] = [];
@@ -77,12 +95,11 @@ describe.skipIf(NO_DATABASE)('tron agent with [cluster] database', () => {
           buffer: false,
         });
         outs.push('');
-        agent.stdout!.on('data', (c: Buffer) => {
+        const take = (c: Buffer) => {
           outs[n] += c.toString();
-        });
-        agent.stderr!.on('data', (c: Buffer) => {
-          outs[n] += c.toString();
-        });
+        };
+        agent.stdout!.on('data', take);
+        agent.stderr!.on('data', take);
         agents.push(agent);
       }
       const engine = execa('node', [BIN, 'start', '--repo', repo.dir, '--plain'], {
@@ -91,20 +108,20 @@ describe.skipIf(NO_DATABASE)('tron agent with [cluster] database', () => {
         stdin: 'ignore',
         timeout: 240_000,
       });
-      // alpha's builder hangs on whichever agent claimed it: that agent dies as a lost host would.
-      while (!existsSync(held)) await new Promise((r) => setTimeout(r, 50));
-      const { rows } = await db.client.query<{ worker: string; attempt: number }>(
-        `select worker, attempt from tron_jobs where repository = 'agents' and kind = 'block.dispatched' and state = 'running'
-           and request->'decision'->>'block' = 'alpha'`,
-      );
-      expect(rows).toHaveLength(1);
-      const pid = Number(/pid (\d+)$/.exec(rows[0]!.worker)![1]);
-      const victim = agents.find((a) => a.pid === pid)!;
-      expect(victim, `the agent holding alpha (${rows[0]!.worker})`).toBeDefined();
-      victim.kill('SIGKILL');
-      process.kill(Number(readFileSync(held, 'utf8')), 'SIGKILL');
-      const run = await engine;
-      expect(run.exitCode, `${run.stdout}\n${run.stderr}\n${outs.join('\n---\n')}`).toBe(0);
+      const holdingAlpha = async () => {
+        while (!existsSync(held)) await new Promise((r) => setTimeout(r, 50));
+        const { rows } = await db.client.query<{ worker: string }>(
+          `select worker from tron_jobs where repository = $1 and kind = 'block.dispatched' and state = 'running'
+             and request->'decision'->>'block' = 'alpha'`,
+          [repository],
+        );
+        expect(rows).toHaveLength(1);
+        const pid = Number(/pid (\d+)$/.exec(rows[0]!.worker)![1]);
+        const agent = agents.find((a) => a.pid === pid)!;
+        expect(agent, `the agent holding alpha (${rows[0]!.worker})`).toBeDefined();
+        return { agent, worker: rows[0]!.worker };
+      };
+      await body({ repo, bare, db, held, agents, outs, engine, holdingAlpha });
       // Every block landed once, on the remote's trunk too.
       const landed = (await repo.git('for-each-ref', '--format=%(refname:short)', 'refs/tron/landed/')).split('\n').sort();
       expect(landed).toEqual(IDS.map((id) => `tron/landed/${id}`));
@@ -114,41 +131,82 @@ describe.skipIf(NO_DATABASE)('tron agent with [cluster] database', () => {
           subjects.filter((s) => s === `Build ${id}`),
           `${id} on the remote's trunk`,
         ).toHaveLength(1);
-      // Every turn ran on an agent; alpha's first build as a second attempt, on another agent.
-      const turns = await db.client.query<{
-        block: string;
-        role: string;
-        worker: string;
-        attempt: number;
-        state: string;
-        seq: number;
-        run: string;
-      }>(
-        `select request->'decision'->>'block' as block, role, worker, attempt, state, seq, run from tron_jobs
-          where repository = 'agents' and kind = 'block.dispatched' order by seq`,
-      );
-      expect(turns.rows.length).toBeGreaterThanOrEqual(6);
-      for (const t of turns.rows) {
-        expect(t.state).toBe('done');
-        expect(t.worker).toMatch(/^agent /);
-      }
-      const alpha = turns.rows.find((t) => t.block === 'alpha' && t.role === 'builder')!;
-      expect(alpha.attempt).toBe(2);
-      expect(alpha.worker).not.toBe(rows[0]!.worker);
-      // The dead attempt's result, sent now (forged, or late from a host that comes back): refused in SQL.
-      await expect(
-        completeJob(db.client, { repository: 'agents', run: alpha.run, seq: alpha.seq }, 1, { ok: true, inputs: [{ type: 'forged' }] }),
-      ).rejects.toMatchObject({ code: STALE_ATTEMPT });
-      // The agents' clones: their work went through the remote, and no agent touched the engine's keys or log.
-      const works = (await bare.git('for-each-ref', '--format=%(refname)', 'refs/tron/work/')).split('\n').sort();
-      expect(works).toEqual(IDS.map((id) => `refs/tron/work/${id}`));
     } finally {
-      for (const a of agents) a.kill('SIGTERM');
+      for (const a of agents) {
+        a.kill('SIGCONT');
+        a.kill('SIGTERM');
+      }
       await Promise.all(agents.map((a) => a.catch(() => undefined)));
       await db.end();
       await served.stop().catch(() => undefined);
       await Promise.all([repo.cleanup(), bare.cleanup()]);
       rmSync(scratch, { recursive: true, force: true });
     }
+  }
+
+  /** The turn jobs of a repository's runs, in order. */
+  async function turns(db: Database, repository: string) {
+    const { rows } = await db.client.query<{
+      block: string;
+      role: string;
+      worker: string;
+      attempt: number;
+      state: string;
+      seq: number;
+      run: string;
+    }>(
+      `select request->'decision'->>'block' as block, role, worker, attempt, state, seq, run from tron_jobs
+        where repository = $1 and kind = 'block.dispatched' order by seq`,
+      [repository],
+    );
+    return rows;
+  }
+
+  it('lands every block with three agents in their own clones, re-running a killed agent’s turn as a new attempt and refusing its late result', async () => {
+    await withCluster('agents', 'hang', async (c) => {
+      // alpha's builder hangs on whichever agent claimed it: that agent dies as a lost host would.
+      const holding = await c.holdingAlpha();
+      holding.agent.kill('SIGKILL');
+      process.kill(Number(readFileSync(c.held, 'utf8')), 'SIGKILL');
+      const run = await c.engine;
+      expect(run.exitCode, `${run.stdout}\n${run.stderr}\n${c.outs.join('\n---\n')}`).toBe(0);
+      // Every turn ran on an agent; alpha's first build as a second attempt, on another agent.
+      const all = await turns(c.db, 'agents');
+      expect(all.length).toBeGreaterThanOrEqual(6);
+      for (const t of all) {
+        expect(t.state).toBe('done');
+        expect(t.worker).toMatch(/^agent /);
+      }
+      const alpha = all.find((t) => t.block === 'alpha' && t.role === 'builder')!;
+      expect(alpha.attempt).toBe(2);
+      expect(alpha.worker).not.toBe(holding.worker);
+      // The dead attempt's result, sent now (forged, or late from a host that comes back): refused in SQL.
+      await expect(
+        completeJob(c.db.client, { repository: 'agents', run: alpha.run, seq: alpha.seq }, 1, { ok: true, inputs: [{ type: 'forged' }] }),
+      ).rejects.toMatchObject({ code: STALE_ATTEMPT });
+      // The builders' work went through the remote.
+      const works = (await c.bare.git('for-each-ref', '--format=%(refname)', 'refs/tron/work/')).split('\n').sort();
+      expect(works).toEqual(IDS.map((id) => `refs/tron/work/${id}`));
+    });
+  }, 300_000);
+
+  it('re-runs the turn of an agent paused past its heartbeats, and refuses its result when it wakes: the job delivered twice lands once', async () => {
+    await withCluster('paused', { slow: 3 }, async (c) => {
+      // alpha's first builder takes 3 s; its agent is paused meanwhile, as a host cut off from the database.
+      const holding = await c.holdingAlpha();
+      holding.agent.kill('SIGSTOP');
+      const run = await c.engine;
+      expect(run.exitCode, `${run.stdout}\n${run.stderr}\n${c.outs.join('\n---\n')}`).toBe(0);
+      const alpha = (await turns(c.db, 'paused')).find((t) => t.block === 'alpha' && t.role === 'builder')!;
+      expect(alpha).toMatchObject({ attempt: 2, state: 'done' });
+      expect(alpha.worker).not.toBe(holding.worker);
+      // Woken, the paused agent finishes its attempt and reports: the database refuses it, and it says so.
+      holding.agent.kill('SIGCONT');
+      const index = c.agents.indexOf(holding.agent);
+      while (!/was refused/.test(c.outs[index]!)) await new Promise((r) => setTimeout(r, 50));
+      expect(c.outs[index]).toContain(`the result of job ${alpha.seq} attempt 1 was refused`);
+      const after = (await turns(c.db, 'paused')).find((t) => t.seq === alpha.seq)!;
+      expect(after).toMatchObject({ attempt: 2, state: 'done', worker: alpha.worker });
+    });
   }, 300_000);
 });

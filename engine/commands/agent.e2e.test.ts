@@ -15,7 +15,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BIN } from '../testing/crash.ts';
 import { requireAll, skipWithout } from '../testing/needs.ts';
 import { needPostgres, type TestDatabase, testDatabase } from '../testing/postgres.ts';
-import { configFile, makeProject } from '../testing/project.ts';
+import { configFile, landingSim, makeProject } from '../testing/project.ts';
 import { type BareRemote, makeBareRemote, serveDaemon } from '../testing/remote-server.ts';
 import { GIT_IDENTITY_ENV, type TestRepo } from '../testing/repo.ts';
 import { approvingWorkers, builderPrelude, writeBuilder } from '../testing/workers.ts';
@@ -161,6 +161,59 @@ describe.skipIf(NO_DATABASE)('tron agent with [cluster] database', () => {
     );
     return rows;
   }
+
+  it('runs every turn and test run as a job of the engine’s own process when no agents are asked for', async () => {
+    const repo = await makeProject({
+      blocks: Object.fromEntries(IDS.map((id) => [id, {}])),
+      sim: landingSim(IDS),
+      config: configFile({ extra: `\n[cluster]\ndatabase = "${server.url}"\nrepository = "here"\n` }),
+    });
+    const db = await openDatabase(server.url);
+    try {
+      const run = await execa('node', [BIN, 'start', '--repo', repo.dir, '--plain'], { env: ENV, reject: false, stdin: 'ignore' });
+      expect(run.exitCode, run.stdout).toBe(0);
+      const { rows } = await db.client.query<{ kind: string; role: string; worker: string; attempt: number; state: string }>(
+        `select kind, role, worker, attempt, state from tron_jobs where repository = 'here'`,
+      );
+      const kinds = new Set(rows.map((r) => r.kind));
+      expect(kinds).toContain('block.dispatched');
+      expect(kinds).toContain('facts.requested');
+      expect(kinds).toContain('candidate.requested');
+      for (const r of rows) expect(r).toMatchObject({ attempt: 1, state: 'done', worker: expect.stringMatching(/^engine /) });
+      // Each job's decision is in the log, and each decision of those kinds has its job.
+      const { rows: lines } = await db.client.query<{ n: string }>(
+        `select count(*) as n from tron_events e where e.repository = 'here' and not exists
+           (select 1 from tron_jobs j where j.repository = e.repository and j.run = e.run and j.seq = e.seq)
+           and e.line::jsonb->>'type' in ('block.dispatched', 'facts.requested', 'candidate.requested', 'bisect.step', 'test.requested')`,
+      );
+      expect(lines[0]!.n).toBe('0');
+    } finally {
+      await db.end();
+      await repo.cleanup();
+    }
+  }, 120_000);
+
+  it('refuses test runs and unknown roles for an agent as a usage mistake, before reaching the database', async () => {
+    const repo = await makeProject({ blocks: { alpha: {} }, sim: landingSim(['alpha']) });
+    try {
+      for (const roles of ['builder,test', 'gardener']) {
+        const refused = await execa(
+          'node',
+          [BIN, 'agent', '--repo', repo.dir, '--database', 'postgres://nobody@127.0.0.1:1/none', '--roles', roles],
+          {
+            env: ENV,
+            reject: false,
+            stdin: 'ignore',
+          },
+        );
+        expect(refused.exitCode).toBe(2);
+        expect(refused.stderr).toContain('TRON_USAGE');
+        expect(refused.stderr).toContain('--roles');
+      }
+    } finally {
+      await repo.cleanup();
+    }
+  }, 60_000);
 
   it('lands every block with three agents in their own clones, re-running a killed agent’s turn as a new attempt and refusing its late result', async () => {
     await withCluster('agents', 'hang', async (c) => {

@@ -180,7 +180,9 @@ export class Engine {
     const quiet = settled.then(() => this.fx.queues.main.run(async () => undefined));
     if (failed) await Promise.race([quiet, new Promise((r) => setTimeout(r, 5000).unref())]);
     else await quiet;
-    await this.o.jobs?.close();
+    // The queue's pools go too; after a failure a test run still running there is not waited for either.
+    const pools = this.o.jobs?.close();
+    await (failed ? Promise.race([pools, new Promise((r) => setTimeout(r, 5000).unref())]) : pools);
     // The engine's own checkouts go with the run (a failure may leave one busy: the next start's sweep takes it).
     if (!failed) await removeEngineCheckouts(this.fx);
     try {

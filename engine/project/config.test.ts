@@ -54,7 +54,10 @@ describe('parseConfig', () => {
     const { config, problems } = parseConfig(`${MINIMAL}\n[cluster]\njobs = "agents"\nheartbeat = "500ms"\n`, FILE);
     expect(problems).toEqual([]);
     expect(config!.cluster).toMatchObject({ jobs: 'agents', heartbeatMs: 500 });
-    expect(only(`${MINIMAL}\n[cluster]\njobs = "elsewhere"\n`)).toMatchObject({ code: 'TRON_CONFIG_INVALID', path: `${FILE}: cluster.jobs` });
+    expect(only(`${MINIMAL}\n[cluster]\njobs = "elsewhere"\n`)).toMatchObject({
+      code: 'TRON_CONFIG_INVALID',
+      path: `${FILE}: cluster.jobs`,
+    });
   });
 
   it('refuses an unknown [cluster] key and a database that is no PostgreSQL URL, naming each', () => {

@@ -65,7 +65,12 @@ describe.skipIf(NO_DATABASE)('tron agent with [cluster] database', () => {
   afterAll(async () => server?.stop(), 60_000);
 
   /** A project on a served remote, three agents in their own clones, and `tron start`; removed after `body`. */
-  async function withCluster(repository: string, first: 'hang' | { slow: number }, body: (c: Cluster) => Promise<void>): Promise<void> {
+  async function withCluster(
+    repository: string,
+    first: 'hang' | { slow: number },
+    body: (c: Cluster) => Promise<void>,
+    lease = '10s',
+  ): Promise<void> {
     const scratch = mkdtempSync(join(tmpdir(), 'tron-agents-'));
     const held = join(scratch, 'alpha.held');
     const bare = await makeBareRemote();
@@ -75,7 +80,7 @@ describe.skipIf(NO_DATABASE)('tron agent with [cluster] database', () => {
       config: configFile({
         maxParallel: 3,
         workers: approvingWorkers(writeBuilder(scratch, builder(held, first))),
-        extra: `\n[sandbox]\nmode = "off"\n\n[remote]\nbackoff = "100ms"\nretries = 50\n\n[cluster]\ndatabase = "${server.url}"\nrepository = "${repository}"\njobs = "agents"\nheartbeat = "500ms"\n`,
+        extra: `\n[sandbox]\nmode = "off"\n\n[remote]\nbackoff = "100ms"\nretries = 50\n\n[cluster]\ndatabase = "${server.url}"\nrepository = "${repository}"\njobs = "agents"\nheartbeat = "500ms"\nlease = "${lease}"\n`,
       }),
     });
     const agents: ResultPromise[] = [];
@@ -261,5 +266,39 @@ describe.skipIf(NO_DATABASE)('tron agent with [cluster] database', () => {
       const after = (await turns(c.db, 'paused')).find((t) => t.seq === alpha.seq)!;
       expect(after).toMatchObject({ attempt: 2, state: 'done', worker: alpha.worker });
     });
+  }, 300_000);
+
+  it('loses nothing and lands nothing twice when an agent dies mid-turn and then the engine, a standby taking over', async () => {
+    await withCluster(
+      'takeover',
+      'hang',
+      async (c) => {
+        const holding = await c.holdingAlpha();
+        holding.agent.kill('SIGKILL');
+        process.kill(Number(readFileSync(c.held, 'utf8')), 'SIGKILL');
+        // Once alpha's build is given to another agent, the engine dies as a lost host would.
+        for (;;) {
+          const alpha = (await turns(c.db, 'takeover')).find((t) => t.block === 'alpha' && t.role === 'builder');
+          if (alpha && alpha.attempt >= 2) break;
+          await new Promise((r) => setTimeout(r, 50));
+        }
+        c.engine.kill('SIGKILL');
+        expect((await c.engine).signal).toBe('SIGKILL');
+        const standby = await execa('node', [BIN, 'start', '--repo', c.repo.dir, '--plain', '--standby'], {
+          env: ENV,
+          reject: false,
+          stdin: 'ignore',
+          timeout: 240_000,
+        });
+        expect(standby.exitCode, `${standby.stdout}\n${standby.stderr}\n${c.outs.join('\n---\n')}`).toBe(0);
+        // Two generations wrote; every job the standby waited on was run by an agent and done.
+        const { rows } = await c.db.client.query<{ generation: string; state: string; n: string }>(
+          `select generation, state, count(*) as n from tron_jobs where repository = 'takeover' group by generation, state order by generation, state`,
+        );
+        expect(new Set(rows.map((r) => Number(r.generation)))).toEqual(new Set([1, 2]));
+        expect(rows.filter((r) => Number(r.generation) === 2).map((r) => r.state)).toEqual(['done']);
+      },
+      '1s',
+    );
   }, 300_000);
 });

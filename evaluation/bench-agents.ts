@@ -13,7 +13,8 @@
  *   appending each result and the next decision with its job, for 5 s.
  *
  * The database is TRON_TEST_DATABASE_URL, else a throwaway cluster (engine/testing/postgres.ts).
- * TRON_BENCH_AGENTS=0 skips it; TRON_BENCH_SLOW_MS changes the builders' 4 s.
+ * TRON_BENCH_AGENTS=0 skips it; TRON_BENCH_SLOW_MS changes the builders' 4 s;
+ * TRON_BENCH_TIMELINE=1 prints each agents run's events, ms from run.started (where the time goes).
  */
 import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -154,6 +155,12 @@ function lastRunWall(repo: string): number {
   const events = readLog(join(repo, '.tron', 'runs', runs.at(-1)!, 'events.jsonl')).events;
   const started = events.find((e) => e.type === 'run.started')!.ts;
   const finished = events.findLast((e) => e.type === 'run.finished')!.ts;
+  if (process.env.TRON_BENCH_TIMELINE === '1')
+    for (const e of events)
+      if (!['usage.recorded', 'worker.spawned', 'worker.exited'].includes(e.type))
+        console.log(
+          `${String(e.ts - started).padStart(6)} ${e.type} ${(e as { block?: string }).block ?? ''} ${(e as { role?: string }).role ?? ''}`,
+        );
   return finished - started;
 }
 

@@ -270,6 +270,8 @@ export async function startWorkers(o: WorkerOptions): Promise<{ stop(): Promise<
       // biome-ignore lint/suspicious/noExplicitAny: graphile-worker types its emitter narrowly.
       events: events as any,
       taskList,
+      // No schedule: never read a `crontab` file from the working folder (a worker could have written one).
+      parsedCronItems: [],
     });
     await heartbeat();
   } catch (err) {

@@ -37,6 +37,8 @@ import { Notifier } from '../serve/notify.ts';
 import type { Config } from '../project/config.ts';
 import { brokerFor } from '../runtime/job-queue.ts';
 import { bringLatestRun, databaseUrl, repositoryName, type Seat, takeSeat } from '../log/cluster.ts';
+import { forgeAtStart, type ForgeRun, withoutForgeToken } from '../forge/session.ts';
+import { ForgeProgress } from '../forge/progress.ts';
 
 export interface StartOptions {
   repo: string;
@@ -76,7 +78,10 @@ export async function startCommand(o: StartOptions): Promise<number> {
   const repo = resolve(o.repo);
   requireRepo(repo);
   // Config, trunk, register and (unless the caller brings its own) workers: every problem at once.
-  const { config, blocks } = await checkProject(repo, o.workers ? undefined : o.env);
+  const { config, blocks: files } = await checkProject(repo, o.workers ? undefined : o.env);
+  // [forge]: the token (exit 2 without it); [intake]: the labelled issues join the register (engine/forge/session.ts).
+  const forgeRun = await forgeAtStart(config, files, o.env);
+  const blocks = forgeRun?.blocks ?? files;
   const spine = loadSpine();
   // Before anything changes: `mode = "bwrap"` where bwrap cannot run is a config error.
   // tron's own state (every repository's key: keys.ts) is hidden from everything the sandbox runs.
@@ -90,7 +95,7 @@ export async function startCommand(o: StartOptions): Promise<number> {
   try {
     // Read once the lease is held: a standby may have waited while the leader moved trunk.
     const trunkSha = await git.currentTrunkSha(repo, config.trunk);
-    return await startHolding(o, repo, config, blocks, spine, sandbox, trunkSha, seat);
+    return await startHolding(o, repo, config, blocks, spine, sandbox, trunkSha, seat, forgeRun);
   } finally {
     await seat?.leave();
   }
@@ -130,6 +135,7 @@ async function startHolding(
   sandbox: Awaited<ReturnType<typeof chooseSandbox>>,
   trunkSha: string,
   seat: Seat | undefined,
+  forgeRun?: ForgeRun,
 ): Promise<number> {
   // One engine per repository: nothing below runs while another engine holds the repository.
   mkdirSync(join(repo, '.tron'), { recursive: true });
@@ -142,7 +148,8 @@ async function startHolding(
     const { key, created: keyCreated } = repoKey(repo, { create: true });
     // Every worker and test process of the run carries the marker, so recovery can tell them from strangers.
     const marker = randomBytes(12).toString('hex');
-    const env = { ...o.env, [MARKER_ENV]: marker };
+    // The forge's token is tron's alone: no worker or test is given an environment that holds it.
+    const env = { ...withoutForgeToken(o.env, config.forge), [MARKER_ENV]: marker };
     // The table's latest run, written by whichever host led, is where recovery resumes from.
     if (seat) await bringLatestRun(seat, join(repo, '.tron', 'runs'));
     const previous = latestRun(repo);
@@ -230,6 +237,20 @@ async function startHolding(
     const notifier: Notifier | undefined = config.notify
       ? new Notifier({ config: config.notify, repo, runDir, record: (body): boolean => engine.record(body), print: say })
       : undefined;
+    // [intake]: each block's issue is told how it goes, off the engine's path; the outcomes are notes in the log.
+    const progress =
+      forgeRun && Object.keys(forgeRun.issues).length > 0
+        ? new ForgeProgress({
+            forge: forgeRun.forge,
+            issues: forgeRun.issues,
+            trunk: config.trunk,
+            repoArg: o.repo,
+            retries: forgeRun.settings.retries,
+            backoffMs: forgeRun.settings.backoffMs,
+            record: (body): boolean => engine.record(body),
+            print: say,
+          })
+        : undefined;
     // With a database the table is the log; the run directory gets a copy when the run ends (pg-log.ts).
     const pgLog = seat ? await seat.openLog(runId, key, join(runDir, 'events.jsonl')) : undefined;
     const jobs = seat && pgLog ? await brokerFor(seat.db, pgLog, config) : undefined;
@@ -250,12 +271,14 @@ async function startHolding(
       marker,
       sandbox: sandbox.sandbox,
       print: say,
-      onAppend: notifier
-        ? (e) => {
-            reporter.event(e);
-            notifier.event(e);
-          }
-        : reporter.event,
+      onAppend:
+        notifier || progress
+          ? (e) => {
+              reporter.event(e);
+              notifier?.event(e);
+              progress?.event(e);
+            }
+          : reporter.event,
       report: renderReport,
       onOutput: reporter.output,
       watch: Boolean(o.watch),
@@ -297,7 +320,7 @@ async function startHolding(
       process.off('SIGINT', onSignal);
       process.off('SIGTERM', onSignal);
       reporter.close();
-      return notifier?.close();
+      return Promise.all([notifier?.close(), progress?.close()]).then(() => undefined);
     });
   } finally {
     lock.release();

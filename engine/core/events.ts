@@ -651,6 +651,20 @@ export const EVENT_SCHEMAS = {
       error: z.string().describe('what the last attempt met'),
     })
     .describe('note: a [notify] notification was given up after its last attempt; the run goes on regardless.'),
+  'forge.commented': z
+    .strictObject({
+      block,
+      issue: z.number().int().positive().describe('the issue (or pull request) number on the forge'),
+      about: z
+        .enum(['started', 'parked', 'landed', 'abandoned', 'closed'])
+        .describe('what the comment told of (closed: the issue was closed)'),
+      comment: z.number().int().optional().describe("the comment's id on the forge"),
+      posted: z.boolean().describe('false: a comment with the same marker was already there (a retry, or a restart), and none was posted'),
+    })
+    .describe("note: tron told a block's issue how it goes (engine/forge/progress.ts), off the engine's path."),
+  'forge.failed': z
+    .strictObject({ block, issue: z.number().int().positive(), about: z.string(), error: z.string() })
+    .describe("note: a comment on a block's issue was given up after its last attempt; the run goes on regardless."),
 
   // ---- notes ----
   'worker.spawned': z

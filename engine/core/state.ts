@@ -705,6 +705,8 @@ const reducers = {
   'run.heartbeat': nothing,
   'notify.delivered': nothing,
   'notify.failed': nothing,
+  'forge.commented': nothing,
+  'forge.failed': nothing,
   'worker.spawned': nothing,
   'worker.exited': nothing,
   'worker.usage': nothing,

@@ -1,0 +1,116 @@
+/**
+ * Issue intake end to end: `tron start` with [forge] and [intake] against the test GitHub
+ * server, its repository a real remote served by git daemon. A labelled issue becomes a
+ * block, lands, and its issue is told and closed; a malformed issue gets one comment and
+ * no work; the token reaches neither a worker nor a test run.
+ */
+import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { startGitHubServer, type GitHubServer } from '../testing/github/server.ts';
+import { configFile, ofType, project, runTron } from '../testing/project.ts';
+import { makeBareRemote, serveDaemon, type BareRemote, type ServedRemote } from '../testing/remote-server.ts';
+import type { TestRepo } from '../testing/repo.ts';
+import { writeBuilder } from '../testing/workers.ts';
+
+let bare: BareRemote;
+let served: ServedRemote;
+let gh: GitHubServer;
+let out: string;
+
+beforeEach(async () => {
+  bare = await makeBareRemote();
+  served = await serveDaemon(bare);
+  gh = await startGitHubServer({ gitDir: bare.dir });
+  out = await mkdtemp(join(tmpdir(), 'tron-forge-env-'));
+});
+
+afterEach(async () => {
+  await gh.close();
+  await served.stop();
+  await Promise.all([bare.cleanup(), rm(out, { recursive: true, force: true })]);
+});
+
+/** A project with no block files, its trunk on the served remote, taking issues labelled tron. */
+async function forgeProject(): Promise<TestRepo> {
+  // The builder writes down its environment, builds, and answers the challenge; a pattern in its env list would pass any GITHUB_* on.
+  const builder = writeBuilder(
+    out,
+    `#!/bin/sh
+prompt=$(cat)
+case "$prompt" in
+  *"# Evidence for block"*) echo '>>CONFIRMED {"evidence":{"c1":"greeting.txt says hello"}}'; exit 0 ;;
+esac
+env > "${out}/builder-$TRON_BLOCK.env"
+echo hello > greeting.txt; git add -A; git commit -qm "$TRON_BLOCK"
+echo ">>DONE"
+`,
+  );
+  const workers = `[workers.builder]\nadapter = "command"\ncommand = ["${builder}"]\nenv = ["GITHUB_*", "GH_*"]\n\n[workers.reviewer]\nadapter = "command"\ncommand = ["sh", "-c", "cat > /dev/null; echo '>>APPROVE'"]\nenv = ["GITHUB_*"]\n`;
+  const extra = `[sandbox]\nmode = "off"\n\n[remote]\nbackoff = "100ms"\n\n[forge]\nrepo = "${gh.owner}/${gh.repo}"\napi_url = "${gh.url}"\nbackoff = "50ms"\n\n[intake]\nlabel = "tron"\n`;
+  const repo = await project({
+    blocks: {},
+    config: configFile({ workers, extra }),
+    files: {
+      'tests/env.test.js': `require('node:fs').writeFileSync(${JSON.stringify(out)} + '/test-' + process.pid + '.env', JSON.stringify(process.env));\n`,
+    },
+  });
+  await repo.git('push', '-q', bare.dir, 'main');
+  await repo.git('remote', 'add', 'origin', served.url);
+  await repo.git('fetch', '-q', 'origin');
+  return repo;
+}
+
+const ENV = { GIT_CONFIG_GLOBAL: '/dev/null', GIT_CONFIG_NOSYSTEM: '1' };
+
+describe('issue intake, end to end', () => {
+  it('lands a labelled issue as a block, tells and closes the issue, and gives a malformed issue one comment and no work', async () => {
+    const repo = await forgeProject();
+    const good = gh.openIssue({ title: 'Add a greeting', body: 'Say hello.\n\n- [ ] greeting.txt says hello', labels: ['tron'] });
+    const bad = gh.openIssue({ title: 'Make it nicer', body: 'You know what I mean.', labels: ['tron'] });
+    gh.openIssue({ title: 'Not for tron', body: '- [ ] nothing', labels: ['bug'] });
+
+    const run = await runTron(repo, { env: { ...ENV, GITHUB_TOKEN: gh.token, GH_TOKEN: 'gh-cli-token' } });
+    expect(run.exit, JSON.stringify(run.events.filter((e) => e.type === 'block.parked' || e.type === 'escalation.raised'))).toBe(0);
+    const landed = ofType(run.events, 'block.landed');
+    expect(landed.map((e) => e.block)).toEqual(['gh-1-add-a-greeting']);
+    expect(ofType(run.events, 'block.dispatched').every((e) => e.block === 'gh-1-add-a-greeting')).toBe(true);
+    expect(await bare.git('rev-parse', 'main')).toBe(landed[0]!.top);
+
+    const told = gh.comments(good).map((c) => c.body);
+    expect(told).toHaveLength(2);
+    expect(told[0]).toContain('started work on this issue as block `gh-1-add-a-greeting`');
+    expect(told[1]).toContain(`Landed on \`main\` in ${landed[0]!.sha}`);
+    expect(gh.issue(good)!.state).toBe('closed');
+    expect(ofType(run.events, 'forge.commented').map((e) => e.about)).toEqual(expect.arrayContaining(['started', 'landed', 'closed']));
+    expect(gh.comments(bad)).toHaveLength(1);
+    expect(gh.comments(bad)[0]!.body).toContain('no acceptance criteria');
+    expect(gh.issue(bad)!.state).toBe('open');
+
+    // Neither the builder (whose env list names GITHUB_*) nor a test run was given the token.
+    const builderEnv = await readFile(join(out, 'builder-gh-1-add-a-greeting.env'), 'utf8');
+    expect(builderEnv).toContain('GH_TOKEN=gh-cli-token');
+    expect(builderEnv).not.toContain(gh.token);
+    const tests = (await readdir(out)).filter((f) => f.startsWith('test-'));
+    expect(tests.length).toBeGreaterThan(0);
+    for (const f of tests) expect(await readFile(join(out, f), 'utf8')).not.toContain(gh.token);
+
+    // Started again: the malformed issue is read again, and not told twice.
+    await runTron(repo, { env: { ...ENV, GITHUB_TOKEN: gh.token } });
+    expect(gh.comments(bad)).toHaveLength(1);
+    expect(gh.comments(good)).toHaveLength(2);
+  });
+
+  it('refuses to start without the token, before anything changes (exit 2, TRON_FORGE_TOKEN)', async () => {
+    const repo = await forgeProject();
+    gh.openIssue({ title: 'Add a greeting', body: '- [ ] hello', labels: ['tron'] });
+    const { startCommand } = await import('../commands/start.ts');
+    const { systemClock } = await import('../core/clock.ts');
+    const err = await startCommand({ repo: repo.dir, clock: systemClock, env: { PATH: process.env.PATH, ...ENV }, print: () => {} }).catch(
+      (e: unknown) => e,
+    );
+    expect(err).toMatchObject({ problems: [{ code: 'TRON_FORGE_TOKEN' }] });
+    expect(gh.seen).toEqual([]);
+  });
+});

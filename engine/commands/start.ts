@@ -284,6 +284,7 @@ async function startHolding(
       watch: Boolean(o.watch),
       boot: [recovery.events[0]!, ...cleared, ...fromRemote, ...recovery.events.slice(1)],
       ...(remote && { remote }),
+      ...(forgeRun && { forge: forgeRun.forge }),
       consumed: recovery.answered,
       ...crashHook(o.env),
       ...(o.heartbeatMs ? { heartbeatMs: o.heartbeatMs } : {}),

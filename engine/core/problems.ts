@@ -339,6 +339,12 @@ export const PROBLEMS = {
     summary: 'The forge refused the token: bad credentials (401) or missing permission (403 that is not a rate limit).',
     fix: 'Check the token and its scopes (docs/forge.md), then start again; the refused call changed nothing on the forge.',
   },
+  TRON_FORGE_CHECKS: {
+    area: 'forge',
+    kind: 'page',
+    summary: 'PR mode: a required check never reported on the sha tron would land, through every ask of `[forge] retries`; nothing landed.',
+    fix: 'Make the check run on pull requests from `tron/*` branches (or correct `[forge] required_checks`), then answer the page.',
+  },
   TRON_FORGE_UNREACHABLE: {
     area: 'forge',
     kind: 'fault',

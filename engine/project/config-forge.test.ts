@@ -30,7 +30,7 @@ describe('[forge] and [intake]', () => {
       },
       intake: { label: 'tron' },
     });
-    const ghe = `${MINIMAL}\n[forge]\nrepo = "a/b"\napi_url = "https://ghe.example/api/v3/"\nland = "pr"\nrequired_checks = ["ci"]\nrequire_human_approval = true\ntoken_env = "GHE_TOKEN"\n`;
+    const ghe = `${MINIMAL}\n[forge]\nrepo = "a/b"\napi_url = "https://ghe.example/api/v3/"\nland = "pr"\nrequired_checks = ["ci"]\nrequire_human_approval = true\ntoken_env = "GHE_TOKEN"\n\n[remote]\n`;
     expect(parseConfig(ghe, FILE).config?.forge).toMatchObject({
       apiUrl: 'https://ghe.example/api/v3',
       land: 'pr',
@@ -49,6 +49,11 @@ describe('[forge] and [intake]', () => {
         ['TRON_CONFIG_UNKNOWN_KEY', `${FILE}: forge.token`],
       ]),
     );
+  });
+
+  it('refuses land = "pr" without a [remote] to push the branches to', () => {
+    const { problems } = parseConfig(`${MINIMAL}\n[forge]\nrepo = "a/b"\nland = "pr"\n`, FILE);
+    expect(problems).toMatchObject([{ code: 'TRON_CONFIG_INVALID', path: `${FILE}: forge.land` }]);
   });
 
   it('refuses [intake] without a forge to read issues from', () => {

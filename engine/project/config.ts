@@ -492,6 +492,13 @@ function forgeProblems(raw: z.infer<typeof ConfigTable>, file: string): Problem[
       message: '[intake] reads issues from the forge; add a [forge] table with repo = "owner/name", or remove [intake]',
     });
   if (!raw.forge) return problems;
+  if (raw.forge.land === 'pr' && !raw.remote)
+    problems.push({
+      code: 'TRON_CONFIG_INVALID',
+      path: `${file}: forge.land`,
+      message:
+        'land = "pr" pushes each block\'s branch to the forge\'s repository: add a [remote] table naming the git remote that is it (e.g. name = "origin")',
+    });
   const secret = new Set([raw.forge.token_env, 'TRON_FORGE_TOKEN']);
   const lists: [string, readonly string[]][] = [
     ['test_env', raw.test_env],

@@ -89,6 +89,7 @@ export class Engine {
       checkouts: new CheckoutPool(),
       queues: new Queues(),
       ...(o.remote && { remote: o.remote }),
+      ...(o.forge && { forge: o.forge }),
       workers: o.workers,
       turns: this.turns,
       ...(o.onOutput ? { onOutput: o.onOutput } : {}),

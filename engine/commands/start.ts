@@ -38,7 +38,7 @@ import type { Config } from '../project/config.ts';
 import { brokerFor } from '../runtime/job-queue.ts';
 import { bringLatestRun, databaseUrl, repositoryName, type Seat, takeSeat } from '../log/cluster.ts';
 import { forgeAtStart, type ForgeRun, withoutForgeToken } from '../forge/session.ts';
-import { ForgeProgress } from '../forge/progress.ts';
+import { ForgeProgress, tellRecovered } from '../forge/progress.ts';
 
 export interface StartOptions {
   repo: string;
@@ -207,6 +207,21 @@ async function startHolding(
         ? undefined
         : nothingToDo(previous, recovery, blocks, readInbox(repo, key, new Set(recovery.answered)).answers.length);
     if (idle) {
+      // A landing a killed run could not tell its issue is told now (engine/forge/progress.ts).
+      if (forgeRun && Object.keys(forgeRun.issues).length > 0)
+        await tellRecovered(
+          {
+            repo,
+            forge: forgeRun.forge,
+            issues: forgeRun.issues,
+            trunk: config.trunk,
+            repoArg: o.repo,
+            retries: forgeRun.settings.retries,
+            backoffMs: forgeRun.settings.backoffMs,
+            print: o.print,
+          },
+          recovery.events,
+        );
       o.print(`tron: nothing to do — ${idle.summary}; no new run (the latest: ${previous})`);
       // A block parked because its dependency was abandoned waits on that: no answer is offered for it.
       for (const { block, blocker } of idle.blocked) o.print(`tron: ${block} is blocked: it ${blockerWords(blocker)}`);
@@ -241,6 +256,7 @@ async function startHolding(
     const progress =
       forgeRun && Object.keys(forgeRun.issues).length > 0
         ? new ForgeProgress({
+            repo,
             forge: forgeRun.forge,
             issues: forgeRun.issues,
             trunk: config.trunk,

@@ -11,7 +11,8 @@
  * limit waits as long as the forge asked (at most `maxWaitMs`), a transient failure
  * doubles its backoff, up to `retries` times.
  */
-import type { EventBody, TronEvent } from '../core/events.ts';
+import { EVENT_VERSION, type EventBody, type TronEvent } from '../core/events.ts';
+import { revParse } from '../git/query.ts';
 import { commentOnce, type Forge, ForgeError, marker } from './forge.ts';
 
 export interface ProgressOptions {
@@ -26,11 +27,16 @@ export interface ProgressOptions {
   /** Appends a note to the run's log; false once it is closed. */
   record: (body: EventBody) => boolean;
   print?: (line: string) => void;
+  /** The repository: where a recovered landing's sha is read (refs/tron/landed/<id>). */
+  repo?: string;
   /** The longest wait for one retry (default a minute). */
   maxWaitMs?: number;
 }
 
 type About = 'started' | 'parked' | 'landed' | 'abandoned';
+
+/** Stands for the landed sha in a text, until git is asked for it. */
+const LANDED_SHA = '\u0000landed-sha\u0000';
 
 export class ForgeProgress {
   private chain: Promise<void> = Promise.resolve();
@@ -89,11 +95,21 @@ export class ForgeProgress {
       };
     if (e.type === 'block.landed')
       return { block: e.block, about: 'landed', key: '', text: `Landed on \`${this.o.trunk}\` in ${e.sha} (trunk now at ${e.top}).` };
+    // A landing whose run died before it told the issue: the next run finds it landed (refs/tron/landed/<id>) and tells it then, once.
+    if (e.type === 'block.recovered' && (e.phase === 'landed' || e.phase === 'wrap'))
+      return { block: e.block, about: 'landed', key: '', text: `Landed on \`${this.o.trunk}\` in ${LANDED_SHA}.` };
     return undefined;
   }
 
-  private async tell(block: string, issue: number, about: About, key: string, text: string): Promise<void> {
+  private async tell(block: string, issue: number, about: About, key: string, said: string): Promise<void> {
     const mark = marker(block, about, key);
+    // What git records is the landing's truth: refs/tron/landed/<id>, at the block's own commit.
+    const text = said.includes(LANDED_SHA)
+      ? said.replace(
+          LANDED_SHA,
+          (this.o.repo && (await revParse(this.o.repo, `refs/tron/landed/${block}`).catch(() => undefined))) || `refs/tron/landed/${block}`,
+        )
+      : said;
     const done = await this.retrying(block, issue, about, () => commentOnce(this.o.forge, issue, mark, text));
     if (!done) return;
     this.o.record({ type: 'forge.commented', block, issue, about, comment: done.id, posted: done.posted });
@@ -131,4 +147,15 @@ export class ForgeProgress {
       this.sleepers.add(wake);
     });
   }
+}
+
+/**
+ * A start with nothing to run (every block resumes settled) still owes an issue what a
+ * killed run could not tell it: a landing found in git is told, and its issue closed, once.
+ */
+export async function tellRecovered(o: Omit<ProgressOptions, 'record'>, recovered: readonly EventBody[]): Promise<void> {
+  const progress = new ForgeProgress({ ...o, record: () => false });
+  let seq = 0;
+  for (const e of recovered) if (e.type === 'block.recovered') progress.event({ ...e, v: EVENT_VERSION, seq: ++seq, ts: 0 } as TronEvent);
+  await progress.close(60_000);
 }

@@ -13,7 +13,7 @@ import { configFile, project } from '../project.ts';
 import { makeBareRemote, serveDaemon, type BareRemote, type ServedRemote } from '../remote-server.ts';
 import type { TestRepo } from '../repo.ts';
 import { writeBuilder } from '../workers.ts';
-import { startGitHubServer, type GitHubServer } from './server.ts';
+import { startGitHubServer, type GitHubServer, type Seen } from './server.ts';
 
 export interface ForgeProject {
   repo: TestRepo;
@@ -41,10 +41,12 @@ export async function forgeProject(opts: {
   builder: (out: string) => string;
   forge?: string;
   builderEnv?: string[];
+  /** Sees each API request once answered (the crash tests kill tron there). */
+  onServed?: (seen: Seen) => void;
 }): Promise<ForgeProject> {
   const bare = await makeBareRemote();
   const served = await serveDaemon(bare);
-  const gh = await startGitHubServer({ gitDir: bare.dir });
+  const gh = await startGitHubServer({ gitDir: bare.dir, ...(opts.onServed && { onServed: opts.onServed }) });
   const out = await mkdtemp(join(tmpdir(), 'tron-forge-out-'));
   const builder = writeBuilder(out, opts.builder(out));
   const env = opts.builderEnv ? `env = ${JSON.stringify(opts.builderEnv)}\n` : '';

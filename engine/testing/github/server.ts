@@ -117,7 +117,14 @@ class HttpError extends Error {
 }
 
 /** Starts the server for repository `owner/repo`, whose git repository is the bare `gitDir`. */
-export async function startGitHubServer(opts: { gitDir: string; owner?: string; repo?: string; token?: string }): Promise<GitHubServer> {
+export async function startGitHubServer(opts: {
+  gitDir: string;
+  owner?: string;
+  repo?: string;
+  token?: string;
+  /** Sees each request once its answer is sent: where a test kills the client right after the forge acted. */
+  onServed?: (seen: Seen) => void;
+}): Promise<GitHubServer> {
   const owner = opts.owner ?? 'acme';
   const repo = opts.repo ?? 'app';
   const token = opts.token ?? 'ghp_testtoken0000000000000000000000000000';
@@ -571,7 +578,11 @@ export async function startGitHubServer(opts: { gitDir: string; owner?: string; 
     const method = req.method ?? 'GET';
     const chunks: Buffer[] = [];
     for await (const c of req) chunks.push(c as Buffer);
-    const record = (status: number, counted = true) => seen.push({ method, path: url.pathname + url.search, status, counted });
+    const record = (status: number, counted = true) => {
+      const one = { method, path: url.pathname + url.search, status, counted };
+      seen.push(one);
+      if (opts.onServed) res.once('finish', () => opts.onServed!(one));
+    };
     const auth = req.headers.authorization ?? '';
     if (auth !== `token ${token}` && auth !== `Bearer ${token}` && auth !== `bearer ${token}`) {
       record(401);

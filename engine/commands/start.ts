@@ -39,6 +39,7 @@ import { brokerFor } from '../runtime/job-queue.ts';
 import { bringLatestRun, databaseUrl, repositoryName, type Seat, takeSeat } from '../log/cluster.ts';
 import { forgeAtStart, type ForgeRun, withoutForgeToken } from '../forge/session.ts';
 import { ForgeProgress, tellRecovered } from '../forge/progress.ts';
+import { IssuePoller } from '../forge/watch.ts';
 
 export interface StartOptions {
   repo: string;
@@ -252,9 +253,15 @@ async function startHolding(
     const notifier: Notifier | undefined = config.notify
       ? new Notifier({ config: config.notify, repo, runDir, record: (body): boolean => engine.record(body), print: say })
       : undefined;
+    // The blocks taken in from issues ride along with the block files on every reload.
+    let issueBlocks = forgeRun?.intake?.blocks ?? [];
+    const withIssues = (files: Block[]): Block[] => {
+      const ids = new Set(files.map((b) => b.id));
+      return [...files, ...issueBlocks.filter((b) => !ids.has(b.id))];
+    };
     // [intake]: each block's issue is told how it goes, off the engine's path; the outcomes are notes in the log.
     const progress =
-      forgeRun && Object.keys(forgeRun.issues).length > 0
+      forgeRun && (forgeRun.intake || Object.keys(forgeRun.issues).length > 0)
         ? new ForgeProgress({
             repo,
             forge: forgeRun.forge,
@@ -306,12 +313,33 @@ async function startHolding(
       ...(o.heartbeatMs ? { heartbeatMs: o.heartbeatMs } : {}),
       reloadBlocks: () => {
         const again = loadRegister(repo);
-        if (again.problems.length === 0) return again.blocks;
+        if (again.problems.length === 0) return withIssues(again.blocks);
         for (const p of again.problems) say(`${p.code}: ${p.path}: ${p.message}`);
         say('tron: the register has problems; keeping the blocks as they were until they are fixed');
         return undefined;
       },
     });
+    // --watch with [intake]: new and edited issues join the register as they come (engine/forge/watch.ts).
+    const poller =
+      o.watch && forgeRun?.intake
+        ? new IssuePoller({
+            forge: forgeRun.forge,
+            label: forgeRun.intake.label,
+            intervalMs: forgeRun.intake.pollMs,
+            ...(forgeRun.intake.etag && { etag: forgeRun.intake.etag }),
+            files: () => {
+              const r = loadRegister(repo);
+              return r.problems.length === 0 ? r.blocks : undefined;
+            },
+            onChange: (all, intake) => {
+              issueBlocks = intake.blocks;
+              Object.assign(forgeRun.issues, intake.issues);
+              engine.registerChanged(all);
+            },
+            print: say,
+          })
+        : undefined;
+    poller?.start();
     const onSignal = (signal: NodeJS.Signals) => {
       if (stopping) {
         // A second signal stops at once: worker process groups first, then the engine.
@@ -333,6 +361,7 @@ async function startHolding(
     o.stop?.addEventListener('abort', onAbort);
     // The reporter says how the run ended (from run.finished): parked blocks with their answer command.
     return await engine.run().finally(() => {
+      poller?.stop();
       o.stop?.removeEventListener('abort', onAbort);
       process.off('SIGINT', onSignal);
       process.off('SIGTERM', onSignal);

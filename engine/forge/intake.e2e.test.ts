@@ -8,6 +8,7 @@ import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { TronEvent } from '../core/events.ts';
 import { startGitHubServer, type GitHubServer } from '../testing/github/server.ts';
 import { configFile, ofType, project, runTron } from '../testing/project.ts';
 import { makeBareRemote, serveDaemon, type BareRemote, type ServedRemote } from '../testing/remote-server.ts';
@@ -112,5 +113,60 @@ describe('issue intake, end to end', () => {
     );
     expect(err).toMatchObject({ problems: [{ code: 'TRON_FORGE_TOKEN' }] });
     expect(gh.seen).toEqual([]);
+  });
+});
+
+describe('issue intake with --watch', () => {
+  it('picks up an issue opened while it runs, polling with the ETag so an unchanged list costs no rate limit', async () => {
+    const { forgeProject } = await import('../testing/github/project.ts');
+    const { startCommand } = await import('../commands/start.ts');
+    const { systemClock } = await import('../core/clock.ts');
+    const { allRuns } = await import('../testing/crash.ts');
+    const p = await forgeProject({
+      builder: () => `#!/bin/sh
+prompt=$(cat)
+case "$prompt" in
+  *"# Evidence for block"*) echo '>>CONFIRMED {"evidence":{"c1":"done"}}'; exit 0 ;;
+esac
+echo "$TRON_BLOCK" > "$TRON_BLOCK.txt"; git add -A; git commit -qm "$TRON_BLOCK"
+echo ">>DONE"
+`,
+      intake: 'poll = "100ms"\n',
+    });
+    try {
+      p.gh.openIssue({ title: 'First', body: '- [ ] first.txt', labels: ['tron'] });
+      const stop = new AbortController();
+      const running = startCommand({
+        repo: p.repo.dir,
+        watch: true,
+        stop: stop.signal,
+        clock: systemClock,
+        env: { PATH: process.env.PATH, HOME: process.env.HOME, ...p.env },
+        print: () => {},
+      });
+      const until = async (done: (events: TronEvent[]) => boolean, what: string) => {
+        for (let i = 0; i < 600; i++) {
+          const events = allRuns(p.repo).at(-1) ?? [];
+          if (done(events)) return events;
+          await new Promise((r) => setTimeout(r, 50));
+        }
+        throw new Error(`timed out waiting for ${what}`);
+      };
+      const landedBlock = (id: string) => (events: TronEvent[]) => events.some((e) => e.type === 'block.landed' && e.block === id);
+      await until(landedBlock('gh-1-first'), 'the first issue to land');
+      // Idle polls meanwhile: 304s, which GitHub does not count.
+      const idle = () => p.gh.seen.filter((s) => s.path.startsWith('/repos/acme/app/issues?') && s.status === 304);
+      for (let i = 0; i < 600 && idle().length < 2; i++) await new Promise((r) => setTimeout(r, 50));
+      expect(idle().length).toBeGreaterThanOrEqual(2);
+      expect(idle().every((s) => !s.counted)).toBe(true);
+      p.gh.openIssue({ title: 'Second', body: '- [ ] second.txt', labels: ['tron'] });
+      const events = await until(landedBlock('gh-2-second'), 'the issue opened while it ran to land');
+      expect(events.filter((e) => e.type === 'register.loaded').length).toBeGreaterThanOrEqual(2);
+      stop.abort();
+      expect(await running).toBe(143);
+      expect(await p.bare.git('show', 'main:gh-2-second.txt')).toBe('gh-2-second');
+    } finally {
+      await p.cleanup();
+    }
   });
 });

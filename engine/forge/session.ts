@@ -98,11 +98,13 @@ export interface ForgeRun {
   settings: ForgeSettings;
   blocks: Block[];
   issues: Intake['issues'];
+  /** [intake]: the label, the blocks taken in from issues and the list's ETag (for --watch's polls). */
+  intake?: { label: string; pollMs: number; blocks: Block[]; etag?: string };
 }
 
 /** At start, with `[forge]`: the token (or exit 2), the client, and with `[intake]` the register with the issues. */
 export async function forgeAtStart(
-  config: { forge?: ForgeSettings; intake?: { label: string } },
+  config: { forge?: ForgeSettings; intake?: { label: string; pollMs: number } },
   files: Block[],
   env: Record<string, string | undefined>,
   make: (settings: ForgeSettings, token: string) => Forge = openForge,
@@ -111,5 +113,11 @@ export async function forgeAtStart(
   const forge = make(config.forge, forgeToken(env, config.forge));
   if (!config.intake) return { forge, settings: config.forge, blocks: files, issues: {} };
   const { blocks, intake } = await registerWithIssues(forge, config.forge, config.intake.label, files);
-  return { forge, settings: config.forge, blocks, issues: intake.issues };
+  return {
+    forge,
+    settings: config.forge,
+    blocks,
+    issues: intake.issues,
+    intake: { label: config.intake.label, pollMs: config.intake.pollMs, blocks: intake.blocks, ...(intake.etag && { etag: intake.etag }) },
+  };
 }

@@ -28,7 +28,7 @@ describe('[forge] and [intake]', () => {
         retries: 6,
         backoffMs: 2_000,
       },
-      intake: { label: 'tron' },
+      intake: { label: 'tron', pollMs: 60_000 },
     });
     const ghe = `${MINIMAL}\n[forge]\nrepo = "a/b"\napi_url = "https://ghe.example/api/v3/"\nland = "pr"\nrequired_checks = ["ci"]\nrequire_human_approval = true\ntoken_env = "GHE_TOKEN"\n\n[remote]\n`;
     expect(parseConfig(ghe, FILE).config?.forge).toMatchObject({

@@ -156,6 +156,8 @@ const ForgeTable = z.strictObject({
 /** `[intake]`: open issues with `label` become blocks (engine/forge/intake.ts). */
 const IntakeTable = z.strictObject({
   label: z.string().trim().min(1).default('tron'),
+  /** --watch: how often the labelled list is read again (a conditional request: free while nothing changed). */
+  poll: duration.default('60s'),
 });
 
 /** `[cluster]`: the event log and the lease in PostgreSQL (engine/log/pg-log.ts, docs/cluster.md). */
@@ -253,8 +255,8 @@ export interface Config {
   cluster?: ClusterConfig;
   /** `[forge]`: the team's forge; absent: none. */
   forge?: ForgeSettings;
-  /** `[intake]`: issues with this label become blocks (needs `[forge]`). */
-  intake?: { label: string };
+  /** `[intake]`: issues with this label become blocks (needs `[forge]`); --watch reads them again every `pollMs`. */
+  intake?: { label: string; pollMs: number };
 }
 
 /** `[forge]`, normalised. */
@@ -447,7 +449,7 @@ function toConfig(raw: z.infer<typeof ConfigTable>): Config {
         backoffMs: ms(raw.forge.backoff),
       },
     }),
-    ...(raw.intake !== undefined && { intake: { label: raw.intake.label } }),
+    ...(raw.intake !== undefined && { intake: { label: raw.intake.label, pollMs: ms(raw.intake.poll) } }),
     ...(raw.cluster !== undefined && {
       cluster: {
         ...(raw.cluster.database !== undefined && { database: raw.cluster.database }),

@@ -289,6 +289,11 @@ export class Engine {
     this.turns.stop(() => true);
   }
 
+  /** --watch: the register changed by a source the engine does not watch itself (the forge's issues: engine/forge/watch.ts). */
+  registerChanged(blocks: Block[]): void {
+    this.inputs.guard(() => this.reloaded(blocks));
+  }
+
   /** --watch: the register changed. */
   private reloaded(blocks: Block[]): void {
     this.loaded = blocks;

@@ -41,6 +41,8 @@ export async function forgeProject(opts: {
   builder: (out: string) => string;
   forge?: string;
   builderEnv?: string[];
+  /** More lines of [intake] (e.g. poll = "100ms"). */
+  intake?: string;
   /** Sees each API request once answered (the crash tests kill tron there). */
   onServed?: (seen: Seen) => void;
 }): Promise<ForgeProject> {
@@ -51,7 +53,7 @@ export async function forgeProject(opts: {
   const builder = writeBuilder(out, opts.builder(out));
   const env = opts.builderEnv ? `env = ${JSON.stringify(opts.builderEnv)}\n` : '';
   const workers = `[workers.builder]\nadapter = "command"\ncommand = ["${builder}"]\n${env}\n[workers.reviewer]\nadapter = "command"\ncommand = ["sh", "-c", "cat > /dev/null; echo '>>APPROVE'"]\n${env}`;
-  const extra = `[sandbox]\nmode = "off"\n\n[remote]\nbackoff = "100ms"\n\n[forge]\nrepo = "${gh.owner}/${gh.repo}"\napi_url = "${gh.url}"\nbackoff = "50ms"\n${opts.forge ?? ''}\n[intake]\nlabel = "tron"\n`;
+  const extra = `[sandbox]\nmode = "off"\n\n[remote]\nbackoff = "100ms"\n\n[forge]\nrepo = "${gh.owner}/${gh.repo}"\napi_url = "${gh.url}"\nbackoff = "50ms"\n${opts.forge ?? ''}\n[intake]\nlabel = "tron"\n${opts.intake ?? ''}`;
   const repo = await project({ blocks: {}, config: configFile({ workers, extra }) });
   await repo.git('push', '-q', bare.dir, 'main');
   await repo.git('remote', 'add', 'origin', served.url);

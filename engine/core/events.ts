@@ -727,6 +727,7 @@ export const EVENT_SCHEMAS = {
         .enum(['started', 'parked', 'landed', 'abandoned', 'closed'])
         .describe('what the comment told of (closed: the issue was closed)'),
       comment: z.number().int().optional().describe("the comment's id on the forge"),
+      issue_url: z.string().optional().describe("the issue's page on the forge"),
       posted: z.boolean().describe('false: a comment with the same marker was already there (a retry, or a restart), and none was posted'),
     })
     .describe("note: tron told a block's issue how it goes (engine/forge/progress.ts), off the engine's path."),

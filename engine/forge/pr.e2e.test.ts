@@ -7,7 +7,9 @@
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { GitHubForge } from './github.ts';
 import { forgeProject, type ForgeProject } from '../testing/github/project.ts';
-import { ofType, runTron } from '../testing/project.ts';
+import { ofType, readRunFile, runTron } from '../testing/project.ts';
+import { statusCommand } from '../commands/status.ts';
+import { systemClock } from '../core/clock.ts';
 import type { TronEvent } from '../core/events.ts';
 
 const CI = `test "$(cat greeting.txt 2>/dev/null)" = hello || { echo "greeting.test.js: expected hello, got $(cat greeting.txt 2>/dev/null)"; exit 1; }`;
@@ -73,6 +75,16 @@ describe('PR mode, end to end', () => {
     const pull = await forge.pull(p.gh.pulls()[0]!.number);
     expect(pull).toMatchObject({ merged: true, head: 'tron/gh-1-add-a-greeting', headSha: intent!.sha });
     expect(p.gh.issue(pull.number)!.body).toMatch(/greeting\.txt says hello[\s\S]*Closes/);
+
+    // tron status and the report name the block's issue and pull request.
+    const said: string[] = [];
+    await statusCommand({ repo: p.repo.dir, json: false, clock: systemClock, print: (l) => said.push(l) });
+    expect(said.join('\n')).toMatch(
+      /gh-1-add-a-greeting[\s\S]*issue: #1 http:\/\/127\.0\.0\.1:\d+\/html\/acme\/app\/issues\/1\n\s+pull request: #2 http:\S+\/pull\/2 \(merged\)/,
+    );
+    expect(readRunFile(run.runDir, 'report.md')).toMatch(
+      /## On the forge[\s\S]*\| gh-1-add-a-greeting \| \[#1\]\(http\S+\/issues\/1\) \| \[#2\]\(http\S+\/pull\/2\) \(merged\) \|/,
+    );
 
     // The issue: told it started and where it landed, then closed.
     const told = p.gh.comments(1).map((c) => c.body);

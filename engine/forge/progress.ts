@@ -112,10 +112,11 @@ export class ForgeProgress {
       : said;
     const done = await this.retrying(block, issue, about, () => commentOnce(this.o.forge, issue, mark, text));
     if (!done) return;
-    this.o.record({ type: 'forge.commented', block, issue, about, comment: done.id, posted: done.posted });
+    const url = this.o.issues[block]?.url;
+    this.o.record({ type: 'forge.commented', block, issue, about, comment: done.id, posted: done.posted, ...(url && { issue_url: url }) });
     if (about !== 'landed') return;
     if (await this.retrying(block, issue, 'closed', () => this.o.forge.closeIssue(issue).then(() => true)))
-      this.o.record({ type: 'forge.commented', block, issue, about: 'closed', posted: true });
+      this.o.record({ type: 'forge.commented', block, issue, about: 'closed', posted: true, ...(url && { issue_url: url }) });
   }
 
   private async retrying<T>(block: string, issue: number, about: string, call: () => Promise<T>): Promise<T | undefined> {

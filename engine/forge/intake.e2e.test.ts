@@ -9,6 +9,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { TronEvent } from '../core/events.ts';
+import { replay } from '../core/replay.ts';
+import { ctx } from '../testing/driver.ts';
 import { startGitHubServer, type GitHubServer } from '../testing/github/server.ts';
 import { configFile, ofType, project, runTron } from '../testing/project.ts';
 import { makeBareRemote, serveDaemon, type BareRemote, type ServedRemote } from '../testing/remote-server.ts';
@@ -88,6 +90,9 @@ describe('issue intake, end to end', () => {
     expect(gh.comments(bad)).toHaveLength(1);
     expect(gh.comments(bad)[0]!.body).toContain('no acceptance criteria');
     expect(gh.issue(bad)!.state).toBe('open');
+
+    // The issues entered the run only as the recorded register: replay re-derives every decision.
+    expect(replay(run.events, ctx)).toMatchObject({ ok: true });
 
     // Neither the builder (whose env list names GITHUB_*) nor a test run was given the token.
     const builderEnv = await readFile(join(out, 'builder-gh-1-add-a-greeting.env'), 'utf8');

@@ -10,6 +10,8 @@ import { forgeProject, type ForgeProject } from '../testing/github/project.ts';
 import { ofType, readRunFile, runTron } from '../testing/project.ts';
 import { statusCommand } from '../commands/status.ts';
 import { systemClock } from '../core/clock.ts';
+import { replay } from '../core/replay.ts';
+import { ctx } from '../testing/driver.ts';
 import type { TronEvent } from '../core/events.ts';
 
 const CI = `test "$(cat greeting.txt 2>/dev/null)" = hello || { echo "greeting.test.js: expected hello, got $(cat greeting.txt 2>/dev/null)"; exit 1; }`;
@@ -75,6 +77,9 @@ describe('PR mode, end to end', () => {
     const pull = await forge.pull(p.gh.pulls()[0]!.number);
     expect(pull).toMatchObject({ merged: true, head: 'tron/gh-1-add-a-greeting', headSha: intent!.sha });
     expect(p.gh.issue(pull.number)!.body).toMatch(/greeting\.txt says hello[\s\S]*Closes/);
+
+    // The forge entered the run only as recorded inputs: replay re-derives every decision, waits and landing included.
+    expect(replay(run.events, ctx)).toMatchObject({ ok: true });
 
     // tron status and the report name the block's issue and pull request.
     const said: string[] = [];

@@ -8,6 +8,7 @@ import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { BWRAP_SKIP } from '../testing/bwrap.ts';
 import type { TronEvent } from '../core/events.ts';
 import { replay } from '../core/replay.ts';
 import { ctx } from '../testing/driver.ts';
@@ -170,6 +171,42 @@ echo ">>DONE"
       stop.abort();
       expect(await running).toBe(143);
       expect(await p.bare.git('show', 'main:gh-2-second.txt')).toBe('gh-2-second');
+    } finally {
+      await p.cleanup();
+    }
+  });
+});
+
+describe.skipIf(BWRAP_SKIP !== undefined)('the forge token and the sandbox', () => {
+  it('reaches neither a sandboxed worker nor a sandboxed test run, even through a GITHUB_* pass-through', async () => {
+    const { forgeProject } = await import('../testing/github/project.ts');
+    const p = await forgeProject({
+      sandbox: 'bwrap',
+      builderEnv: ['GITHUB_*', 'TRON_FORGE_*'],
+      // The builder commits its whole environment: what it saw lands on trunk for the test to read.
+      builder: () => `#!/bin/sh
+prompt=$(cat)
+case "$prompt" in
+  *"# Evidence for block"*) echo '>>CONFIRMED {"evidence":{"c1":"env.txt holds it"}}'; exit 0 ;;
+esac
+env > env.txt; git add -A; git commit -qm "$TRON_BLOCK"
+echo ">>DONE"
+`,
+      // A test run that sees the token is red: nothing could land.
+      files: {
+        'tests/token.test.js':
+          "if (process.env.GITHUB_TOKEN || process.env.TRON_FORGE_TOKEN) { console.error('the forge token reached the test run'); process.exit(1); }\n",
+      },
+    });
+    try {
+      p.gh.openIssue({ title: 'Show the environment', body: '- [ ] env.txt holds it', labels: ['tron'] });
+      const run = await runTron(p.repo, { env: { ...p.env, TRON_FORGE_TOKEN: p.gh.token, GITHUB_EXTRA: 'passed' } });
+      expect(run.exit, run.output.join('\n')).toBe(0);
+      expect(ofType(run.events, 'run.started')[0]).toBeDefined();
+      const seen = await p.bare.git('show', 'main:env.txt');
+      expect(seen).toContain('GITHUB_EXTRA=passed');
+      expect(seen).not.toContain(p.gh.token);
+      expect(seen).not.toMatch(/^(GITHUB_TOKEN|TRON_FORGE_TOKEN)=/m);
     } finally {
       await p.cleanup();
     }

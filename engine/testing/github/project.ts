@@ -43,6 +43,10 @@ export async function forgeProject(opts: {
   builderEnv?: string[];
   /** More lines of [intake] (e.g. poll = "100ms"). */
   intake?: string;
+  /** `[sandbox] mode` (default "off": the builders of these tests write to the test's own folder). */
+  sandbox?: string;
+  /** More files of the project's first commit. */
+  files?: Record<string, string>;
   /** Sees each API request once answered (the crash tests kill tron there). */
   onServed?: (seen: Seen) => void;
 }): Promise<ForgeProject> {
@@ -53,8 +57,8 @@ export async function forgeProject(opts: {
   const builder = writeBuilder(out, opts.builder(out));
   const env = opts.builderEnv ? `env = ${JSON.stringify(opts.builderEnv)}\n` : '';
   const workers = `[workers.builder]\nadapter = "command"\ncommand = ["${builder}"]\n${env}\n[workers.reviewer]\nadapter = "command"\ncommand = ["sh", "-c", "cat > /dev/null; echo '>>APPROVE'"]\n${env}`;
-  const extra = `[sandbox]\nmode = "off"\n\n[remote]\nbackoff = "100ms"\n\n[forge]\nrepo = "${gh.owner}/${gh.repo}"\napi_url = "${gh.url}"\nbackoff = "50ms"\n${opts.forge ?? ''}\n[intake]\nlabel = "tron"\n${opts.intake ?? ''}`;
-  const repo = await project({ blocks: {}, config: configFile({ workers, extra }) });
+  const extra = `[sandbox]\nmode = "${opts.sandbox ?? 'off'}"\n\n[remote]\nbackoff = "100ms"\n\n[forge]\nrepo = "${gh.owner}/${gh.repo}"\napi_url = "${gh.url}"\nbackoff = "50ms"\n${opts.forge ?? ''}\n[intake]\nlabel = "tron"\n${opts.intake ?? ''}`;
+  const repo = await project({ blocks: {}, config: configFile({ workers, extra }), ...(opts.files && { files: opts.files }) });
   await repo.git('push', '-q', bare.dir, 'main');
   await repo.git('remote', 'add', 'origin', served.url);
   await repo.git('fetch', '-q', 'origin');

@@ -69,8 +69,22 @@ export async function forgeProject(opts: {
     gh,
     out,
     env: envOf(gh),
-    async ci(name, script) {
-      const hook = `#!/usr/bin/env node
+    ci: (name, script) => installCi(bare, gh, name, script, out),
+    async cleanup() {
+      await gh.close();
+      await served.stop().catch(() => undefined);
+      await Promise.all([bare.cleanup(), rm(out, { recursive: true, force: true })]);
+    },
+  };
+}
+
+/**
+ * Hosted CI for tests: a post-receive hook on `bare` that, on every push of a `tron/*`
+ * branch, runs `script` in a checkout of the pushed sha (under `scratch`) and reports check
+ * `name` on that sha through the test GitHub server's API, as a CI app would.
+ */
+export async function installCi(bare: BareRemote, gh: GitHubServer, name: string, script: string, scratch: string): Promise<void> {
+  const hook = `#!/usr/bin/env node
 const { execFileSync, spawnSync } = require('node:child_process');
 const { mkdtempSync, rmSync } = require('node:fs');
 const lines = require('node:fs').readFileSync(0, 'utf8').trim().split('\\n');
@@ -78,7 +92,7 @@ const lines = require('node:fs').readFileSync(0, 'utf8').trim().split('\\n');
   for (const line of lines) {
     const [, sha, ref] = line.split(' ');
     if (!ref || !ref.startsWith('refs/heads/tron/') || /^0+$/.test(sha)) continue;
-    const dir = mkdtempSync(${JSON.stringify(join(out, 'ci-'))});
+    const dir = mkdtempSync(${JSON.stringify(join(scratch, 'ci-'))});
     execFileSync('git', ['--work-tree', dir, 'checkout', '-f', sha, '--', '.'], { env: { ...process.env, GIT_INDEX_FILE: dir + '.index' } });
     const run = spawnSync('sh', ['-c', ${JSON.stringify(script)}], { cwd: dir, encoding: 'utf8' });
     rmSync(dir, { recursive: true, force: true });
@@ -93,12 +107,5 @@ const lines = require('node:fs').readFileSync(0, 'utf8').trim().split('\\n');
   }
 })();
 `;
-      await bare.hook('post-receive', hook);
-    },
-    async cleanup() {
-      await gh.close();
-      await served.stop().catch(() => undefined);
-      await Promise.all([bare.cleanup(), rm(out, { recursive: true, force: true })]);
-    },
-  };
+  await bare.hook('post-receive', hook);
 }

@@ -1,3 +1,4 @@
+/** Issue intake, purely: ids, criteria, dependencies and refusals from an issue alone. */
 import { describe, expect, it } from 'vitest';
 import type { ForgeIssue } from './forge.ts';
 import { criteriaOf, dependsOf, issueBlockId, issueToBlock, resolveDependencies } from './intake.ts';

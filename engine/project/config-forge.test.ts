@@ -1,3 +1,4 @@
+/** `[forge]` and `[intake]` in .tron/config.toml: defaults, refusals, and the token kept out of every list. */
 import { describe, expect, it } from 'vitest';
 import { parseConfig } from './config.ts';
 

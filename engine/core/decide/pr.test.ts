@@ -1,3 +1,4 @@
+/** PR mode's decisions, purely: what the forge reports decides whether a tested stack lands. */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { EventBody } from '../events.ts';

@@ -14,6 +14,13 @@ import { readLog } from '../log/eventlog.ts';
 import { apply, initialState } from '../core/state.ts';
 import { requireRepo } from './project-check.ts';
 import { type StatusRow, statusRows, waitingAnswers } from '../render/status-rows.ts';
+import { forgeLinks } from '../render/forge-links.ts';
+
+/** Each row with its block's issue and pull request on the forge, where it has them. */
+function withForgeLinks(rows: StatusRow[], events: Parameters<typeof forgeLinks>[0]): StatusRow[] {
+  const links = forgeLinks(events);
+  return rows.map((r) => ({ ...r, ...links.get(r.block) }));
+}
 import { latestPgRun, openDatabase, readPgRun, redact } from '../log/pg-log.ts';
 
 import { loadConfig } from '../project/config.ts';
@@ -59,7 +66,7 @@ export async function statusCommand(opts: StatusOptions): Promise<number> {
   const events = readLog(join(run, 'events.jsonl')).events;
   const state = events.reduce(apply, initialState());
   const now = opts.clock.now();
-  const rows = statusRows(state, now, waitingAnswers(repo, events));
+  const rows = withForgeLinks(statusRows(state, now, waitingAnswers(repo, events)), events);
   const holder = readLock(join(repo, '.tron', 'engine.lock'));
   const running = holder !== undefined && isHolderAlive(holder);
   const engine = running ? 'running' : state.finished ? 'finished' : 'interrupted';
@@ -161,6 +168,8 @@ function printRows(opts: StatusOptions, rows: StatusRow[], running: boolean): vo
     );
     const indent = ' '.repeat(width + 2);
     if (r.reason) opts.print(`${indent}why: ${r.reason}`);
+    if (r.issue) opts.print(`${indent}issue: #${r.issue.number}${r.issue.url ? ` ${r.issue.url}` : ''}`);
+    if (r.pull) opts.print(`${indent}pull request: #${r.pull.number} ${r.pull.url} (${r.pull.state})`);
     if (r.answer)
       opts.print(
         `${indent}answered: ${r.answer.line} (${r.answer.file}; ${running ? 'the engine reads it now' : 'the next tron start reads it'})`,

@@ -45,7 +45,7 @@ export async function crashProject(): Promise<TestRepo> {
 /** The repository, whose cleanup also removes `dir` (the workers' scripts made for it). */
 async function alsoRemoving(dir: string, made: Promise<TestRepo>): Promise<TestRepo> {
   const repo = await made;
-  return { ...repo, cleanup: () => repo.cleanup().then(() => rmSync(dir, { recursive: true, force: true })) };
+  return { ...repo, cleanup: (opts) => repo.cleanup(opts).finally(() => rmSync(dir, { recursive: true, force: true })) };
 }
 
 /**

@@ -22,6 +22,7 @@ import { type BareRemote, makeBareRemote, serveDaemon } from '../engine/testing/
 import { startGitHubServer } from '../engine/testing/github/server.ts';
 import { installCi } from '../engine/testing/github/project.ts';
 import { runnerWithTeammate } from '../engine/testing/remote-project.ts';
+import { fsck } from '../engine/testing/store.ts';
 import { configToml, FORGE_URL_PLACEHOLDER, type ForgeSpec, type Template } from './template.ts';
 import { describePattern, differences, finalPhases, gitDifferences, matches, type RunRecord } from './expect.ts';
 import { recordGolden } from './golden.ts';
@@ -204,7 +205,9 @@ export async function runTemplate(t: Template, opts: HarnessOptions = {}): Promi
     runs.push(record);
     if (record.error?.startsWith('did not finish')) break;
   }
-  const found = [...differences(t, runs), ...(await gitDifferences(t, runs, repo.dir))];
+  const checked = await fsck(repo.dir);
+  const damaged = checked.code === 0 ? [] : [`git fsck of the repository failed (exit ${checked.code}): ${checked.said}`];
+  const found = [...differences(t, runs), ...(await gitDifferences(t, runs, repo.dir)), ...damaged];
   const pass = found.length === 0;
   const recorded = pass && opts.recordTo ? recordGolden(t.name, runs, repo.dir, opts.recordTo) : [];
   const kept = !pass || Boolean(opts.keep);

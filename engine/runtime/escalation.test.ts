@@ -191,9 +191,8 @@ if [ "$TRON_TURN" = 1 ]; then
 else echo '>>CONFIRMED {"evidence":{"c1":"slow.txt"}}'; fi`,
       reviewer: APPROVE,
     });
-    // Its 2.5 s of work ends well inside the first extension, however busy the machine. (A
-    // worker that replies just as an overrun is probed is re-issued as "exited" today: a race
-    // of the engine's, not what this test is about.)
+    // Its 2.5 s of work ends well inside the first extension, however busy the machine (a
+    // worker that replies just as it is probed keeps its reply: effects/liveness.test.ts).
     const patient = fast.replace('extension = "1s"', 'extension = "5s"');
     const config = configFile({ workers: workers(paths), extra: patient }).replace('turn = "1m"', 'turn = "1s"');
     const repo = await project({ slow: {} }, config);

@@ -154,14 +154,20 @@ export class Sim {
       blocks.push({ id: `b${i}`, title: `block ${i}`, depends_on, priority: 0, criteria: ['it works', 'it is tested'], digest: `d${i}` });
     }
     const budgets = this.pick('budgets');
+    // (Drawn in this order: a recorded schedule's positions depend on it.)
+    const maxParallel = Number(this.pick('parallel'));
+    const batch = Number(this.pick('batch'));
+    const verifyTrunk = this.pick('verify') === 'yes';
+    const gather = this.pick('gather') === 'yes';
+    const architect = this.pick('has-architect') === 'yes';
     const others = this.pick('teammates');
     return {
       blocks,
-      maxParallel: Number(this.pick('parallel')),
-      batch: Number(this.pick('batch')),
-      verifyTrunk: this.pick('verify') === 'yes',
-      gather: this.pick('gather') === 'yes',
-      architect: this.pick('has-architect') === 'yes',
+      maxParallel,
+      batch,
+      verifyTrunk,
+      gather,
+      architect,
       budgets: {
         ...(budgets === 'block' || budgets === 'both' ? { block_usd: 1 } : {}),
         ...(budgets === 'run' || budgets === 'both' ? { run_usd: 3 } : {}),

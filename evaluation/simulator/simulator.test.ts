@@ -2,7 +2,8 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { parseTemplate } from '../template.ts';
+import { loadTemplate, parseTemplate, TEMPLATES_DIR, templateNames } from '../template.ts';
+import { goldenRunDirs, goldenTemplate } from '../golden.ts';
 import { MUTATIONS } from './mutations.ts';
 import { REAL, simulate } from './run.ts';
 import { rerun, search } from './search.ts';
@@ -41,6 +42,17 @@ describe('the simulator', () => {
   it.each(cases)('keeps the engine bug of %s fixed', (file) => {
     const c = JSON.parse(readFileSync(join(CASES, file), 'utf8'));
     expect(rerun(c, REAL).violation).toBeUndefined();
+  });
+
+  // …and as a golden run: the same situation on real git, a SIM template named for the
+  // seed (run by harness.test, its recorded run replayed by golden.test).
+  it.each(cases)('keeps the seed of %s as a SIM template and its golden run', (file) => {
+    const c = JSON.parse(readFileSync(join(CASES, file), 'utf8')) as { seed: number };
+    const name = `sim-seed-${c.seed}`;
+    expect(templateNames()).toContain(name);
+    const t = loadTemplate(join(TEMPLATES_DIR, `${name}.toml`));
+    expect(t.about).toContain(`evaluation/simulator/cases/${file}`);
+    expect(goldenRunDirs().map((d) => goldenTemplate(d))).toContain(name);
   });
 
   for (const m of MUTATIONS) {

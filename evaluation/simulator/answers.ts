@@ -394,8 +394,11 @@ export function push(sim: Sim, d: EventOf<'land.intent'>): EventBody[] {
     return [{ type: 'land.refused', stack: d.stack, blocks: ids, actual: git.trunk, detail: `trunk is at ${git.trunk}, not ${d.from}` }];
   const how = sim.pick('push');
   if (how === 'unreachable') return [remoteFailed(d.stack, 'push', 'transient', 'unreachable', attempt)];
-  if (how === 'refused') return [remoteFailed(d.stack, 'push', 'refused', 'hook', attempt)];
-  if (remote.trunk === d.from && !ids.some((id) => remote.landed.has(id))) {
+  // git checks the leases against what the remote advertises before it sends anything: a
+  // hook runs (and may decline) only for a push whose leases hold.
+  const leaseHolds = remote.trunk === d.from && !ids.some((id) => remote.landed.has(id));
+  if (leaseHolds && how === 'refused') return [remoteFailed(d.stack, 'push', 'refused', 'hook', attempt)];
+  if (leaseHolds) {
     landing(sim, d, remote.trunk, 'the engine (a push)');
     remote.trunk = d.sha;
     for (const b of d.blocks) remote.landed.set(b.block, b.sha);

@@ -21,7 +21,7 @@ import { renderTemplate, unplayable } from './template.ts';
 
 /**
  * The seed range `npm run simulate` checks by default, and CI with it: at least
- * CI_MIN_STEPS simulated steps (1,146,376 today), about 47 CPU-seconds — under half a
+ * CI_MIN_STEPS simulated steps (1,146,233 today), about 47 CPU-seconds — under half a
  * minute on both cores of the 2-core development machine when it is not shared.
  */
 export const CI_SEEDS = 6500;

@@ -32,7 +32,7 @@ const UNPLAYABLE = new Set(['external', 'fetch', 'push', 'test', 'rebase']);
  */
 export function unplayable(real: RunResult): string[] {
   const out = describeSchedule(real.choices, real.points).filter((f) => UNPLAYABLE.has(f.split(' ')[1]!.split('=')[0]!));
-  if (real.config.teammates && !real.config.remote) out.push('teammates push to trunk');
+
   real.logs.forEach((log, i) => {
     const boot = log.findIndex((e) => e.type === 'recovery.finished');
     if (log.some((e, at) => at > boot && e.type === 'operator.answered')) out.push(`start ${i + 1}: the operator answers during the run`);
@@ -85,7 +85,8 @@ export function renderTemplate(s: Shrunk, o: { mutation?: string } = {}): string
       merge: { batch: cfg.batch, verify_trunk: cfg.verifyTrunk, gather: cfg.gather },
       ...(Object.keys(cfg.budgets).length > 0 ? { budgets: cfg.budgets } : {}),
     },
-    ...(cfg.remote ? { remote: { teammate: cfg.teammates } } : {}),
+    // A teammate's push is staged by the world at its moment, which a template cannot: listed by unplayable() instead.
+    ...(cfg.remote ? { remote: {} } : {}),
     blocks: Object.fromEntries(
       cfg.blocks.map((b) => [b.id, { criteria: b.criteria, ...(b.depends_on.length > 0 ? { depends_on: b.depends_on } : {}) }]),
     ),

@@ -12,7 +12,10 @@ import type { Item, Sim } from './run.ts';
 const TURN_USD = 0.05;
 
 export function execute(sim: Sim, item: Item): EventBody[] {
+  if (item.kind === 'follow') return follow(sim, item.d, item.found);
   if (item.kind === 'answer') {
+    // An operator who answers has looked: what stood in the block's namespace is cleared.
+    sim.git.planted.delete(item.block);
     return [
       {
         type: 'operator.answered',
@@ -54,12 +57,14 @@ export function execute(sim: Sim, item: Item): EventBody[] {
     case 'facts.requested':
       return [facts(sim, d)];
     case 'lane.stacked':
-      return [rebase(sim, d)];
+      return sim.git.remote ? fetchThenRebase(sim, d) : [rebase(sim, d)];
     case 'candidate.requested':
     case 'bisect.step':
       return [testCandidate(sim, d)];
     case 'land.intent':
-      return land(sim, d);
+      return sim.git.remote ? push(sim, d) : land(sim, d);
+    case 'remote.retry':
+      return [{ type: 'remote.waited', stack: d.stack, attempt: d.attempt }];
     case 'test.requested': {
       const run = testRun(sim, d.sha);
       return [{ type: 'trunk.tested', block: d.block, sha: d.sha, ok: run.exit === 0, tests: run }];
@@ -92,6 +97,10 @@ export function execute(sim: Sim, item: Item): EventBody[] {
 }
 
 export function worktree(sim: Sim, d: EventOf<'worktree.requested'>): EventBody {
+  if (sim.git.planted.has(d.block)) {
+    const detail = `fatal: cannot lock ref 'refs/heads/tron/${d.block}': 'refs/heads/tron/${d.block}/x' exists; cannot create 'refs/heads/tron/${d.block}'`;
+    return { type: 'worktree.failed', block: d.block, attempt: d.attempt, detail };
+  }
   const old = sim.git.branches.get(d.block);
   const orphan = old !== undefined && !sim.git.onTrunk.has(old) ? `orphan/${d.block}-${d.attempt}` : undefined;
   sim.git.branches.set(d.block, d.base);
@@ -319,29 +328,121 @@ export function land(sim: Sim, d: EventOf<'land.intent'>): EventBody[] {
       },
     ];
   }
-  // trunk-tested-green, trunk-linear, no-landing-past-dependency: checked as trunk moves.
+  landing(sim, d, git.trunk, 'the engine');
+  landLocally(sim, d);
+  return d.blocks.map((b) => ({ type: 'block.landed', block: b.block, sha: b.sha, from: d.from, top: d.sha }));
+}
+
+/** trunk-tested-green, trunk-linear, no-landing-past-dependency: checked as a trunk (local or the remote's) moves to `d.sha` from `from`. */
+function landing(sim: Sim, d: EventOf<'land.intent'>, from: string, by: string): void {
+  const git = sim.git;
+  const ids = d.blocks.map((b) => b.block);
   if (!git.green.has(d.sha)) {
     throw new Failure(
       'trunk-tested-green',
       `trunk moved to ${d.sha.slice(-8)} (${ids.join(', ')}, tested: ${d.tested}), which no test run found green`,
     );
   }
-  linear(sim, d.sha, 'the engine');
+  linear(sim, d.sha, by, from);
   for (const [i, id] of ids.entries()) {
     const info = sim.cfg.blocks.find((b) => b.id === id)!;
     for (const dep of info.depends_on) {
-      if (git.landed.has(dep) || ids.slice(0, i).includes(dep)) continue;
+      if (git.landed.has(dep) || git.remote?.landed.has(dep) || ids.slice(0, i).includes(dep)) continue;
       const phase = sim.state.blocks.get(dep)?.phase ?? '?';
       throw new Failure('no-landing-past-dependency', `${id} landed while its dependency ${dep} had not (it is ${phase})`);
     }
   }
+}
+
+/** Local trunk, the landed refs and the branches move to the landing (after the remote took it, with one). */
+export function landLocally(sim: Sim, d: Pick<EventOf<'land.intent'>, 'sha' | 'blocks'>): void {
+  const git = sim.git;
   git.moveTrunk(d.sha);
   for (const b of d.blocks) {
     git.landed.set(b.block, b.sha);
     git.branches.set(b.block, b.sha);
     sim.landings.push(b.block);
   }
-  return d.blocks.map((b) => ({ type: 'block.landed', block: b.block, sha: b.sha, from: d.from, top: d.sha }));
+}
+
+// ---- the remote ([remote]) ----
+
+/** Before a stack: the remote's trunk is fetched, and local trunk follows it when it moved ahead (remote.ts fetchBeforeStack). */
+export function fetchThenRebase(sim: Sim, d: EventOf<'lane.stacked'>): EventBody[] {
+  const git = sim.git;
+  const remote = git.remote!;
+  if (git.trunk !== d.trunk_sha) return [rebase(sim, d)];
+  if (sim.pick('fetch') === 'unreachable') return [remoteFailed(d.stack, 'fetch', 'transient', 'unreachable', 1), rebase(sim, d)];
+  if (remote.trunk === d.trunk_sha) return [rebase(sim, d)];
+  git.moveTrunk(remote.trunk);
+  return [{ type: 'remote.fetched', stack: d.stack, from: d.trunk_sha, sha: remote.trunk }, rebase(sim, { ...d, trunk_sha: remote.trunk })];
+}
+
+/**
+ * A landing with a remote: one atomic push, leased on the remote's trunk (remote.ts
+ * landOnRemote). Accepted, local trunk follows as its own step (`follow`), so the engine
+ * can die between the two; a lease refused reads the remote: our landing already there
+ * (an answer lost) counts as pushed, a trunk moved ahead by a teammate is followed and
+ * restacked, anything else is refused.
+ */
+export function push(sim: Sim, d: EventOf<'land.intent'>): EventBody[] {
+  const git = sim.git;
+  const remote = git.remote!;
+  const ids = d.blocks.map((b) => b.block);
+  const attempt = d.attempt ?? 1;
+  if (git.trunk !== d.from)
+    return [{ type: 'land.refused', stack: d.stack, blocks: ids, actual: git.trunk, detail: `trunk is at ${git.trunk}, not ${d.from}` }];
+  const how = sim.pick('push');
+  if (how === 'unreachable') return [remoteFailed(d.stack, 'push', 'transient', 'unreachable', attempt)];
+  // git checks the leases against what the remote advertises before it sends anything: a
+  // hook runs (and may decline) only for a push whose leases hold.
+  const leaseHolds = remote.trunk === d.from && !ids.some((id) => remote.landed.has(id));
+  if (leaseHolds && how === 'refused') return [remoteFailed(d.stack, 'push', 'refused', 'hook', attempt)];
+  if (leaseHolds) {
+    landing(sim, d, remote.trunk, 'the engine (a push)');
+    remote.trunk = d.sha;
+    for (const b of d.blocks) remote.landed.set(b.block, b.sha);
+    // The push went through, and its answer never came back: the engine tries again.
+    if (how === 'answer-lost') return [remoteFailed(d.stack, 'push', 'transient', 'timeout', attempt)];
+    sim.items.push({ kind: 'follow', d, found: false });
+    return [];
+  }
+  const ours = d.blocks.every((b) => remote.landed.get(b.block) === b.sha) && git.isAncestor(d.sha, remote.trunk);
+  if (ours) {
+    sim.items.push({ kind: 'follow', d, found: true });
+    return [];
+  }
+  const theirs = ids.filter((id) => remote.landed.has(id));
+  if (theirs.length === 0 && git.isAncestor(d.from, remote.trunk)) {
+    git.moveTrunk(remote.trunk);
+    const detail = `the remote's main moved from ${d.from.slice(-8)} to ${remote.trunk.slice(-8)} (someone else pushed)`;
+    return [{ type: 'remote.moved', stack: d.stack, blocks: ids, from: d.from, sha: remote.trunk, detail }];
+  }
+  const detail =
+    theirs.length > 0
+      ? `the remote already has refs/tron/landed/ for ${theirs.join(', ')}, not from this landing`
+      : `the remote's main is at ${remote.trunk}, which does not descend from ${d.from}`;
+  return [{ type: 'land.refused', stack: d.stack, blocks: ids, actual: remote.trunk, detail }];
+}
+
+/** The remote accepted: local trunk and the landed refs follow (the local ref transaction). */
+export function follow(sim: Sim, d: EventOf<'land.intent'>, found: boolean): EventBody[] {
+  const git = sim.git;
+  if (git.trunk !== d.from) {
+    const ids = d.blocks.map((b) => b.block);
+    return [{ type: 'land.refused', stack: d.stack, blocks: ids, actual: git.trunk, detail: `trunk is at ${git.trunk}, not ${d.from}` }];
+  }
+  landLocally(sim, d);
+  return [
+    { type: 'remote.pushed', stack: d.stack, from: d.from, sha: d.sha, blocks: d.blocks, ...(found ? { found } : {}) },
+    ...d.blocks.map((b): EventBody => ({ type: 'block.landed', block: b.block, sha: b.sha, from: d.from, top: d.sha })),
+  ];
+}
+
+function remoteFailed(stack: number, op: 'fetch' | 'push', kind: 'transient' | 'refused', reason: string, attempt: number): EventBody {
+  const code = kind === 'transient' ? 'TRON_REMOTE_UNREACHABLE' : 'TRON_REMOTE_REJECTED';
+  const message = reason === 'hook' ? 'origin (sim): ! [remote rejected] main (pre-receive hook declined)' : `origin (sim): ${reason}`;
+  return { type: 'remote.failed', stack, op, kind, reason, code, message, attempt };
 }
 
 export function nominalOf(kind: string): string {

@@ -50,9 +50,13 @@ export const POINTS = {
     ['run', 8],
     ['both', 7],
   ],
+  // Who else moves trunk, and where it lives: local trunk (teammates push to it), or a
+  // remote ([remote]: teammates push there, and a landing is a push).
   teammates: [
-    ['no', 70],
-    ['yes', 30],
+    ['no', 45],
+    ['yes', 20],
+    ['remote', 15],
+    ['remote-and-teammates', 20],
   ],
   // between steps
   crash: [
@@ -66,6 +70,7 @@ export const POINTS = {
     ['teammate-push', 25],
     ['signal', 8],
     ['effect-fails', 7],
+    ['plant-ref', 10],
   ],
   // worker turns
   build: [
@@ -133,6 +138,17 @@ export const POINTS = {
     ['changed', 50],
     ['conflict', 140],
     ['red-in-stack', 40],
+  ],
+  // the remote ([remote] runs only)
+  fetch: [
+    ['ok', 950],
+    ['unreachable', 50],
+  ],
+  push: [
+    ['accepted', 860],
+    ['unreachable', 80],
+    ['answer-lost', 30],
+    ['refused', 30],
   ],
   operator: [
     ['prompt', 700],

@@ -10,23 +10,24 @@ import { CTX } from './run.ts';
 
 /**
  * Decisions and escalation rows the simulated world cannot reach yet, so they are not
- * asked of a search: what only a run with `[remote]` makes (the SIM templates remote-* and
- * engine/runtime/remote.e2e.test.ts reach them on real git), and a worktree git cannot
- * make (engine/runtime/engine.test.ts and attacks-block.test.ts). Adding these faults to
- * the world would shift the recorded choice lists of cases/.
+ * asked of a search, each with where it is reached instead. The world has a remote
+ * (pushes refused, unreachable or answered too late, trunk moved there by a teammate)
+ * and worktrees that cannot be made, so `remote.retry`, `remote_refused` and
+ * `worktree_failed` are no longer here. A decision type or escalation row added to the
+ * engine before the world models it is listed here until the world can make it.
  */
-export const UNSIMULATED = {
+export const UNSIMULATED: { decisions: readonly string[]; escalations: readonly string[] } = {
   // pr.*: only [forge] land = "pr" makes them; engine/forge/pr.e2e.test.ts reaches them against the test GitHub server.
-  decisions: ['remote.retry', 'pr.requested', 'pr.wait'],
-  escalations: ['remote_refused → operator', 'worktree_failed → operator'],
-} as const;
+  decisions: ['pr.requested', 'pr.wait'],
+  escalations: [],
+};
 
 export const DECISION_TYPES = (Object.keys(EVENT_SCHEMAS) as EventType[]).filter(
-  (t) => eventKind(t) === 'decision' && !(UNSIMULATED.decisions as readonly string[]).includes(t),
+  (t) => eventKind(t) === 'decision' && !UNSIMULATED.decisions.includes(t),
 );
 export const ESCALATION_ROWS = Object.entries(ESCALATION)
   .flatMap(([trouble, row]) => row.handlers.map((h) => `${trouble} → ${h}`))
-  .filter((r) => !(UNSIMULATED.escalations as readonly string[]).includes(r));
+  .filter((r) => !UNSIMULATED.escalations.includes(r));
 export const TRANSITIONS = CTX.spine.phases.flatMap((p) => p.transitions.map((t) => `${p.name} → ${t.to} on ${t.on}`));
 
 export class Coverage {

@@ -19,12 +19,10 @@ export class Failure extends Error {
   }
 }
 
-export function linear(sim: Sim, to: string, by: string): void {
-  if (!sim.git.isAncestor(sim.git.trunk, to)) {
-    throw new Failure(
-      'trunk-linear',
-      `${by} moved trunk from ${sim.git.trunk.slice(-8)} to ${to.slice(-8)}, which does not descend from it`,
-    );
+/** A trunk (local, or the remote's: `from`) moves only to a descendant of where it is. */
+export function linear(sim: Sim, to: string, by: string, from = sim.git.trunk): void {
+  if (!sim.git.isAncestor(from, to)) {
+    throw new Failure('trunk-linear', `${by} moved trunk from ${from.slice(-8)} to ${to.slice(-8)}, which does not descend from it`);
   }
 }
 

@@ -12,6 +12,7 @@
 import { decide as realDecide, type DecideContext } from '../../engine/core/decide/decide.ts';
 import { EVENT_VERSION, type BlockInfo, type EventBody, type EventOf, type TronEvent } from '../../engine/core/events.ts';
 import { planRecovery as realPlan, recordsLanding } from '../../engine/core/recover.ts';
+import { openLanding } from '../../engine/runtime/remote-recovery.ts';
 import { replay } from '../../engine/core/replay.ts';
 import { type EngineState, initialState } from '../../engine/core/state.ts';
 import { loadSpine } from '../../engine/spine/load.ts';
@@ -19,7 +20,7 @@ import { Chooser, type Point } from './choices.ts';
 import { Rng } from './prng.ts';
 import { Git } from './world.ts';
 import type { Coverage } from './coverage.ts';
-import { execute, nominalOf } from './answers.ts';
+import { execute, landLocally, nominalOf } from './answers.ts';
 import { account, check, checkStall, describe, Failure, linear } from './invariants.ts';
 
 export const CTX: DecideContext = { spine: loadSpine(), testCommand: 'npm test' };
@@ -67,6 +68,8 @@ export interface RunConfig {
   architect: boolean;
   budgets: { block_usd?: number; run_usd?: number };
   teammates: boolean;
+  /** Trunk lives on a remote ([remote]): a landing is a push, and teammates push there. */
+  remote: boolean;
 }
 
 export interface RunOptions {
@@ -85,13 +88,17 @@ export interface RunOptions {
 }
 
 const MAX_CRASHES = 2;
+/** The run's [remote], when it has one: two more tries of a push, after 100 ms then 200 ms. */
+const REMOTE = { name: 'origin', url: 'git://127.0.0.1/sim.git', push_branches: false, retries: 2, backoff_ms: 100 };
 /** Starts after a run that ended waiting on the operator. */
 const MAX_RESTARTS = 4;
 
 export type Item =
   | { kind: 'effect'; seq: number; run: number; d: TronEvent; stage: number; paused: boolean; hang: number; silent: boolean }
   | { kind: 'answer'; block: string; word: 'RETRY' | 'ABANDON'; after: number }
-  | { kind: 'aborted'; d: EventOf<'block.dispatched'> };
+  | { kind: 'aborted'; d: EventOf<'block.dispatched'> }
+  /** The remote accepted a landing; local trunk and the landed refs are yet to follow (a crash here loses it). */
+  | { kind: 'follow'; d: EventOf<'land.intent'>; found: boolean };
 
 /** Runs one simulated run to its end, or to its first violated invariant. */
 export function simulate(o: RunOptions): RunResult {
@@ -131,6 +138,7 @@ export class Sim {
     this.cov = o.coverage;
     this.cap = o.maxSteps ?? 20_000;
     this.cfg = this.configure();
+    if (this.cfg.remote) this.git.remote = { trunk: this.git.trunk, landed: new Map() };
   }
 
   pick<P extends Point>(p: P) {
@@ -146,18 +154,26 @@ export class Sim {
       blocks.push({ id: `b${i}`, title: `block ${i}`, depends_on, priority: 0, criteria: ['it works', 'it is tested'], digest: `d${i}` });
     }
     const budgets = this.pick('budgets');
+    // (Drawn in this order: a recorded schedule's positions depend on it.)
+    const maxParallel = Number(this.pick('parallel'));
+    const batch = Number(this.pick('batch'));
+    const verifyTrunk = this.pick('verify') === 'yes';
+    const gather = this.pick('gather') === 'yes';
+    const architect = this.pick('has-architect') === 'yes';
+    const others = this.pick('teammates');
     return {
       blocks,
-      maxParallel: Number(this.pick('parallel')),
-      batch: Number(this.pick('batch')),
-      verifyTrunk: this.pick('verify') === 'yes',
-      gather: this.pick('gather') === 'yes',
-      architect: this.pick('has-architect') === 'yes',
+      maxParallel,
+      batch,
+      verifyTrunk,
+      gather,
+      architect,
       budgets: {
         ...(budgets === 'block' || budgets === 'both' ? { block_usd: 1 } : {}),
         ...(budgets === 'run' || budgets === 'both' ? { run_usd: 3 } : {}),
       },
-      teammates: this.pick('teammates') === 'yes',
+      teammates: others === 'yes' || others === 'remote-and-teammates',
+      remote: others === 'remote' || others === 'remote-and-teammates',
     };
   }
 
@@ -254,10 +270,13 @@ export class Sim {
       pid: this.runNo,
       budgets: cfg.budgets,
       merge: { batch: cfg.batch, verify_trunk: cfg.verifyTrunk, gather: cfg.gather },
+      ...(cfg.remote ? { remote: REMOTE } : {}),
     });
     this.feed({ type: 'register.loaded', blocks: cfg.blocks });
     const boot: EventBody[] = [{ type: 'recovery.started', previous: previous ? `sim-${this.runNo - 1}` : null, torn: false }];
     if (previous) {
+      const caught = this.catchUpFromRemote(previous);
+      if (caught) boot.push(caught);
       const older = this.logs.slice(0, -1);
       const plan = this.engine.planRecovery(previous, cfg.blocks, {
         landedRefs: this.git.landed,
@@ -326,6 +345,10 @@ export class Sim {
       if (external === 'signal' && this.state.stopping === undefined) {
         // As the engine's stop(): the signal is an input, and every running turn is stopped.
         this.feedAndPerform({ type: 'run.stopping', signal: 'SIGTERM' }, () => this.abort(() => true));
+        continue;
+      }
+      if (external === 'plant-ref') {
+        this.plant();
         continue;
       }
       if (external === 'effect-fails') {
@@ -404,11 +427,55 @@ export class Sim {
     }
   }
 
+  /** A teammate pushes to trunk: the remote's, when the run has one, else the local one. */
   private teammatePush(): void {
-    const sha = this.git.commit({ parent: this.git.trunk, patch: 'teammate', red: false, engine: false });
+    const remote = this.git.remote;
+    const sha = this.git.commit({ parent: remote?.trunk ?? this.git.trunk, patch: 'teammate', red: false, engine: false });
+    if (remote) {
+      linear(this, sha, 'a teammate', remote.trunk);
+      remote.trunk = sha;
+      this.cov?.fault('world:teammate-push-to-remote');
+      return;
+    }
     linear(this, sha, 'a teammate');
     this.git.moveTrunk(sha);
     this.cov?.fault('world:teammate-push');
+  }
+
+  /**
+   * Something is put in a block's namespace that its worktree cannot be made over (a
+   * confused worker's ref `tron/<id>/x`, a stranger's folder): a block that has yet to
+   * get its worktree, or whose next attempt will need a new one.
+   */
+  private plant(): void {
+    const open = this.cfg.blocks.filter((b) => {
+      const phase = this.state.blocks.get(b.id)?.phase;
+      return phase === undefined || phase === 'pending' || phase === 'build' || phase === 'parked';
+    });
+    if (open.length === 0) return;
+    this.git.planted.add(open[this.c.index('planted', open.length)]!.id);
+    this.cov?.fault('world:plant-ref');
+  }
+
+  /**
+   * At a start with a remote (remote-recovery.ts): a landing the previous log announced
+   * and never recorded, which the remote holds exactly, is made local before recovery
+   * reads the landed refs.
+   */
+  private catchUpFromRemote(previous: TronEvent[]): EventBody | undefined {
+    const remote = this.git.remote;
+    const open = remote && openLanding(previous);
+    if (!remote || !open) return undefined;
+    if (!open.blocks.every((b) => remote.landed.get(b.block) === b.sha) || !this.git.isAncestor(open.sha, remote.trunk)) return undefined;
+    if (this.git.trunk !== open.from) return undefined;
+    landLocally(this, open);
+    this.cov?.fault('world:remote-recovered');
+    return {
+      type: 'remote.recovered',
+      blocks: open.blocks,
+      sha: open.sha,
+      detail: `the remote origin already had the landing of ${open.blocks.map((b) => b.block).join(', ')}`,
+    };
   }
 
   // ---- decisions → effects ----
@@ -428,6 +495,7 @@ export class Sim {
       case 'test.requested':
       case 'wrap.requested':
       case 'worker.overran':
+      case 'remote.retry':
         return effect();
       case 'escalation.raised':
         if (d.handler === 'operator') effect();

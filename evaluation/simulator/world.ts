@@ -26,6 +26,18 @@ export class Git {
   readonly worktrees = new Map<string, { dirty: boolean }>();
   /** Shas a test run (gate, lane or trunk check) reported green: the only tops trunk may move to. */
   readonly green = new Set<string>();
+  /**
+   * The team's remote ([remote]), when the run has one: the source of truth for trunk and
+   * the landed refs. Local trunk follows it (a fetch, a refused lease, a landing the
+   * remote accepted); teammates push to it, never to local trunk.
+   */
+  remote: { trunk: string; landed: Map<string, string> } | undefined;
+  /**
+   * Blocks whose namespace holds something a worktree cannot be made over (a ref
+   * `tron/<id>/x` planted beside the branch, a folder in the way): their worktree fails
+   * until the operator clears it.
+   */
+  readonly planted = new Set<string>();
   private n = 0;
 
   constructor() {

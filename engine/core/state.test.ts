@@ -53,7 +53,7 @@ function settledByWalk(s: EngineState): boolean {
     if (TERMINAL.has(b.phase) || b.phase === 'parked') return true;
     if (b.waiting.on === 'lane' && s.trunkHalt !== undefined) return true;
     if (b.waiting.on === 'worker') return true;
-    if (b.phase === 'pending') return s.workers.builder?.held !== undefined || stuck(s, b, new Set());
+    if (b.phase === 'pending') return s.workers.builder?.held !== undefined || scanned(s).active >= s.maxParallel || stuck(s, b, new Set());
     return false;
   });
 }

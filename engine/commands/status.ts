@@ -14,7 +14,9 @@ import { readLog } from '../log/eventlog.ts';
 import { apply, initialState } from '../core/state.ts';
 import { requireRepo } from './project-check.ts';
 import { type StatusRow, statusRows, waitingAnswers } from '../render/status-rows.ts';
-import { latestPgRun, openDatabase, readPgRun, redact } from '../log/pg-log.ts';
+import { openDatabase, readPgRun, redact } from '../log/pg-log.ts';
+import { type DatabaseSource, databaseToRead, findRun } from '../log/db-read.ts';
+import { InputError } from '../core/errors.ts';
 
 import { loadConfig } from '../project/config.ts';
 import { distanceFromRemote } from '../git/remote.ts';
@@ -40,12 +42,17 @@ export interface StatusOptions {
   print: (line: string) => void;
   /** --database: read the latest run from tron's database (any host, no repository needed). */
   database?: string;
+  /** Where TRON_DATABASE_URL is read (default: none). */
+  env?: Readonly<Record<string, string | undefined>>;
 }
 
 export async function statusCommand(opts: StatusOptions): Promise<number> {
-  if (opts.database !== undefined) return statusFromDatabase({ ...opts, database: opts.database });
+  if (opts.database !== undefined) return statusFromDatabase({ ...opts, database: opts.database }, { url: opts.database });
   const repo = resolve(opts.repo);
   requireRepo(repo);
+  // A repository whose engine writes to a database: the table is the log of record (a live run's lines are there only).
+  const source = databaseToRead({ repo, repoGiven: true, env: opts.env ?? {} });
+  if (source) return statusFromDatabase({ ...opts, database: source.url }, source);
   const run = latestRun(repo);
   if (!run) {
     opts.print(
@@ -101,10 +108,13 @@ export async function statusCommand(opts: StatusOptions): Promise<number> {
  * the engine is running while its lease is live. Lines are not checked against a key
  * (this host may hold none); the engine's own reads check them.
  */
-async function statusFromDatabase(opts: StatusOptions & { database: string }): Promise<number> {
+async function statusFromDatabase(opts: StatusOptions & { database: string }, source: DatabaseSource): Promise<number> {
   const db = await openDatabase(opts.database);
   try {
-    const at = await latestPgRun(db);
+    const at = await findRun(db, source, undefined).catch((err: unknown) => {
+      if (err instanceof InputError && err.problems[0]?.code === 'TRON_NO_RUN') return undefined;
+      throw err;
+    });
     if (!at) {
       opts.print(
         opts.json
@@ -113,7 +123,7 @@ async function statusFromDatabase(opts: StatusOptions & { database: string }): P
       );
       return 0;
     }
-    const events = (await readPgRun(db, at, undefined)).events;
+    const events = (await readPgRun(db, at, source.key)).events;
     const lease = await db.client.query<{ holder: string; generation: string }>(
       'select holder, generation from tron_lease where repository = $1 and expires_at > now()',
       [at.repository],

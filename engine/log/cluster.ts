@@ -6,11 +6,12 @@
  * wrote. The lines are the table's, signed as ever: recovery checks their chain.
  */
 import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
-import { basename, join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import type { ClusterConfig } from '../project/config.ts';
 import { acquireLease, awaitLease, type Lease } from './lease.ts';
 import { InputError } from '../core/errors.ts';
 import type { TronEvent } from '../core/events.ts';
+import { saveRunFiles } from './pg-run-files.ts';
 import { type Database, latestPgRun, openDatabase, PgEventLog, readPgRun, redact, runLines } from './pg-log.ts';
 
 /** The database a repository's engine uses: `TRON_DATABASE_URL` first, then `[cluster] database`; none: the file log. */
@@ -65,7 +66,12 @@ export async function takeSeat(o: {
     return {
       db,
       lease,
-      openLog: (run, key, mirror) => PgEventLog.open(db, lease, run, key, mirror === undefined ? {} : { mirror }),
+      openLog: async (run, key, mirror) => {
+        const log = await PgEventLog.open(db, lease, run, key, mirror === undefined ? {} : { mirror });
+        // The run directory's fixed files (written before the log opens) go with it: replay and view read them from any host.
+        if (mirror !== undefined) await saveRunFiles(db, lease, run, dirname(mirror));
+        return log;
+      },
       leave: async () => {
         if (left) return;
         left = true;

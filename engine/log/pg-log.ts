@@ -133,6 +133,20 @@ export class LeaseLostError extends Error {
   }
 }
 
+/** The connection broke mid-run (the database restarted, the network dropped): a line could not be committed. */
+export class DatabaseLostError extends Error {
+  readonly code = 'TRON_DB_LOST' satisfies FaultCode;
+  constructor(url: string, reason: string) {
+    super(
+      coded(
+        'TRON_DB_LOST',
+        `the database at ${redact(url)} did not commit the run's next line (${reason}); the run stopped here — once the database is back, tron start recovers it from the lines committed before`,
+      ),
+    );
+    this.name = 'DatabaseLostError';
+  }
+}
+
 /** A URL without its password, for messages. */
 export function redact(url: string): string {
   return url.replace(/(\/\/[^:/@]+:)[^@]*@/, '$1***@');
@@ -318,7 +332,7 @@ export class PgEventLog implements RunLog {
           this.broken =
             err.code === FENCED
               ? new LeaseLostError(this.at.repository, `the database refused generation ${this.lease.generation}: ${err.message}`)
-              : err;
+              : new DatabaseLostError(this.db.url, err.message);
           throw this.broken;
         },
       )

@@ -1,0 +1,198 @@
+/**
+ * The engine's and the database's faults, against a real PostgreSQL, through the CLI: the
+ * database restarted mid-run, the leader SIGKILLed while a standby waits, two engines
+ * (two clones, as on two hosts) started at once. Nothing lost, nothing landed twice.
+ *
+ * The restart needs a server this file starts itself (engine/testing/postgres.ts
+ * `startCluster`, a throwaway cluster under /tmp), never the shared one of
+ * TRON_TEST_DATABASE_URL.
+ */
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { execa } from 'execa';
+import pg from 'pg';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { configFile, makeProject } from '../testing/project.ts';
+import { crashProject } from '../testing/crash.ts';
+import { approvingWorkers, slowBuilder } from '../testing/workers.ts';
+import { GIT_IDENTITY_ENV, type TestRepo, type TestTree, testGit } from '../testing/repo.ts';
+import { type Cluster, needPostgresServer, startCluster } from '../testing/postgres.ts';
+import { requireAll, skipWithout } from '../testing/needs.ts';
+import { openDatabase } from '../log/pg-log.ts';
+
+const BIN = join(import.meta.dirname, '..', '..', 'bin', 'tron.js');
+const SERVER = needPostgresServer();
+const NO_SERVER = skipWithout('the engine and database faults', SERVER);
+
+describe.skipIf(NO_SERVER)('faults of the engine and the database', () => {
+  let cluster: Cluster;
+  let client: pg.Client;
+  const repos: TestRepo[] = [];
+  const dirs: string[] = [];
+  beforeAll(async () => {
+    requireAll(SERVER);
+    cluster = await startCluster();
+    // The schema is there before the tests watch the tables (any start would make it).
+    await (await openDatabase(cluster.url)).end();
+  }, 60_000);
+  afterAll(() => cluster?.stop(), 60_000);
+  afterEach(async () => {
+    await client?.end().catch(() => undefined);
+    for (const r of repos.splice(0)) await r.cleanup();
+    for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+  });
+
+  async function connect(): Promise<pg.Client> {
+    client = new pg.Client({ connectionString: cluster.url });
+    client.on('error', () => undefined);
+    await client.connect();
+    return client;
+  }
+
+  const cli = (args: string[], env: Record<string, string> = {}) =>
+    execa('node', [BIN, ...args], {
+      reject: false,
+      stdin: 'ignore',
+      env: { ...GIT_IDENTITY_ENV, TRON_DATABASE_URL: '', ...env },
+      timeout: 150_000,
+    });
+
+  /** A project whose builder holds its first turn until `go` exists, its log in the cluster's database. */
+  async function heldProject(repository: string, lease: string): Promise<{ repo: TestRepo; go: string }> {
+    const workers = mkdtempSync(join(tmpdir(), 'tron-fault-workers-'));
+    dirs.push(workers);
+    const go = join(workers, 'go');
+    const repo = await makeProject({
+      blocks: { alpha: {} },
+      config: configFile({
+        workers: approvingWorkers(slowBuilder(workers, 'building alpha', go)),
+        extra: `\n[sandbox]\nmode = "off"\n\n[cluster]\ndatabase = "${cluster.url}"\nrepository = "${repository}"\nlease = "${lease}"\n`,
+      }),
+    });
+    repos.push(repo);
+    return { repo, go };
+  }
+
+  /** Waits on the table until a line of `type` of the repository is there (the engine ended early: throws). */
+  async function until(db: pg.Client, repository: string, type: string, engine?: { exitCode: number | null }): Promise<void> {
+    for (;;) {
+      const { rows } = await db.query(`select 1 from tron_events where repository = $1 and line like $2`, [
+        repository,
+        `%"type":"${type}"%`,
+      ]);
+      if (rows.length > 0) return;
+      if (engine && engine.exitCode !== null) throw new Error(`the engine ended before ${type}`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
+
+  async function landedOnce(repo: TestTree, ids: string[], subject: (id: string) => string): Promise<void> {
+    const landed = (await repo.git('for-each-ref', '--format=%(refname:short)', 'refs/tron/landed/')).split('\n').sort();
+    expect(landed).toEqual(ids.map((id) => `tron/landed/${id}`).sort());
+    const subjects = (await repo.git('log', '--format=%s', 'main')).split('\n');
+    for (const id of ids)
+      expect(
+        subjects.filter((s) => s === subject(id)),
+        `${id} on trunk`,
+      ).toHaveLength(1);
+  }
+
+  it('stops cleanly when the database restarts mid-run, and the next start resumes through recovery: nothing lost, nothing landed twice', async () => {
+    const { repo, go } = await heldProject('restarted', '30s');
+    const db = await connect();
+    const engine = cli(['start', '--repo', repo.dir, '--plain']);
+    await until(db, 'restarted', 'worker.spawned', engine);
+    const before = Number((await db.query(`select count(*) as n from tron_events where repository = 'restarted'`)).rows[0].n);
+    await db.end();
+    // The server goes down and comes back while the builder works: every connection of the engine is cut.
+    cluster.restart('fast');
+    writeFileSync(go, '');
+    const stopped = await engine;
+    expect(stopped.exitCode, `${stopped.stdout}\n${stopped.stderr}`).toBe(1);
+    // Said in one coded line, no stack trace.
+    expect(`${stopped.stdout}\n${stopped.stderr}`).toContain('TRON_DB_LOST');
+    expect(`${stopped.stdout}\n${stopped.stderr}`).not.toMatch(/\n\s+at /);
+    const again = await connect();
+    // What was committed before the restart is all there.
+    expect(
+      Number((await again.query(`select count(*) as n from tron_events where repository = 'restarted'`)).rows[0].n),
+    ).toBeGreaterThanOrEqual(before);
+    // The engine let its lease go on a fresh connection as it stopped: the next start need not wait out the 30 s.
+    const lease = await again.query(`select expires_at <= now() as lapsed from tron_lease where repository = 'restarted'`);
+    expect(lease.rows[0].lapsed).toBe(true);
+    const resumed = await cli(['start', '--repo', repo.dir, '--plain']);
+    expect(resumed.exitCode, `${resumed.stdout}\n${resumed.stderr}`).toBe(0);
+    await landedOnce(repo, ['alpha'], (id) => id);
+    const { rows } = await again.query<{ run: string; generation: string }>(
+      `select distinct run, generation from tron_events where repository = 'restarted' order by run`,
+    );
+    expect(rows.map((r) => Number(r.generation))).toEqual([1, 2]);
+    const second = await again.query<{ line: string }>(
+      `select line from tron_events where repository = 'restarted' and run = $1 order by seq`,
+      [rows[1]!.run],
+    );
+    const types = second.rows.map((r) => (JSON.parse(r.line) as { type: string }).type);
+    expect(types).toContain('recovery.started');
+    expect(types.at(-1)).toBe('run.finished');
+  }, 180_000);
+
+  it('has a waiting standby take over from a SIGKILLed leader within two lease periods, and land each block once', async () => {
+    const repo = await crashProject();
+    repos.push(repo);
+    const config = readFileSync(join(repo.dir, '.tron', 'config.toml'), 'utf8');
+    const leaseMs = 2000;
+    await repo.write('.tron/config.toml', `${config}\n[cluster]\ndatabase = "${cluster.url}"\nrepository = "killed"\nlease = "2s"\n`);
+    await repo.git('commit', '-qam', 'The log in the database');
+    const db = await connect();
+    const leader = cli(['start', '--repo', repo.dir, '--plain'], { TRON_CRASH_AFTER_EVENT: '14' });
+    await until(db, 'killed', 'run.started', leader);
+    // The standby waits beside the live leader.
+    const standby = cli(['start', '--repo', repo.dir, '--plain', '--standby']);
+    const died = await leader;
+    expect(died.signal).toBe('SIGKILL');
+    // Watch the lease on the database's clock: when does the next generation hold it?
+    let takenAt: number | undefined;
+    while (takenAt === undefined) {
+      const { rows } = await db.query<{ generation: string; now: Date }>(
+        `select generation, now() as now from tron_lease where repository = 'killed'`,
+      );
+      if (Number(rows[0]!.generation) === 2) takenAt = rows[0]!.now.getTime();
+      else if (standby.exitCode !== null) throw new Error('the standby ended without the lease');
+      else await new Promise((r) => setTimeout(r, 20));
+    }
+    const { rows: last } = await db.query<{ at: Date }>(
+      `select max(written_at) as at from tron_events where repository = 'killed' and generation = 1`,
+    );
+    // The leader's last line came before its death; from it to the takeover, at most two lease periods.
+    expect(takenAt - last[0]!.at.getTime()).toBeLessThanOrEqual(2 * leaseMs);
+    const done = await standby;
+    expect(done.exitCode, `${done.stdout}\n${done.stderr}`).toBe(0);
+    expect(done.stdout).toContain('standby —');
+    await landedOnce(repo, ['alpha', 'beta', 'gamma'], (id) => `Build ${id}`);
+    const gens = await db.query(`select distinct generation from tron_events where repository = 'killed' order by generation`);
+    expect(gens.rows.map((r) => Number(r.generation))).toEqual([1, 2]);
+  }, 180_000);
+
+  it('lets exactly one of two engines started at once on two clones lead; the other exits 2 naming it, and writes nothing', async () => {
+    const { repo, go } = await heldProject('twins', '30s');
+    const twin = mkdtempSync(join(tmpdir(), 'tron-twin-'));
+    dirs.push(twin);
+    await testGit(tmpdir(), 'clone', '-q', repo.dir, twin);
+    const db = await connect();
+    const a = cli(['start', '--repo', repo.dir, '--plain']);
+    const b = cli(['start', '--repo', twin, '--plain']);
+    // The loser ends at once; the leader waits on its builder.
+    const first = await Promise.race([a.then((r) => ({ who: 'a', r })), b.then((r) => ({ who: 'b', r }))]);
+    expect(first.r.exitCode, `${first.r.stdout}\n${first.r.stderr}`).toBe(2);
+    expect(first.r.stderr).toContain('TRON_LEASE_HELD');
+    expect(first.r.stderr).toContain('generation 1');
+    writeFileSync(go, '');
+    const [ra, rb] = await Promise.all([a, b]);
+    const winner = first.who === 'a' ? rb : ra;
+    expect(winner.exitCode, `${winner.stdout}\n${winner.stderr}`).toBe(0);
+    const { rows } = await db.query(`select distinct run, generation from tron_events where repository = 'twins'`);
+    expect(rows.map((r) => Number(r.generation))).toEqual([1]);
+    await landedOnce(first.who === 'a' ? repo.at(twin) : repo, ['alpha'], (id) => id);
+  }, 180_000);
+});

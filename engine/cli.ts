@@ -136,6 +136,8 @@ const HANDLERS: { [K in CommandName]: Handler } = {
       env: process.env,
       print,
       signal: stop.signal,
+      ...(typeof v.database === 'string' ? { database: v.database } : {}),
+      repoGiven: typeof v.repo === 'string',
     });
   },
   view: async (v, args) => {

@@ -163,6 +163,12 @@ const TABLE = {
       ...repoOption,
       host: { type: 'string', value: 'HOST', description: 'the address to bind (default 127.0.0.1; another needs TRON_SERVE_TOKEN)' },
       port: { type: 'string', value: 'PORT', description: 'the port (default 4680; 0: any free port)' },
+      database: {
+        type: 'string',
+        value: 'URL',
+        description:
+          "serve the latest run in tron's PostgreSQL database, from any host (with --repo, that repository's); answers are refused",
+      },
     },
     examples: ['tron serve --repo ../myapp', 'TRON_SERVE_TOKEN=… tron serve --repo ../myapp --host 0.0.0.0 --port 8080'],
   },

@@ -16,6 +16,9 @@ import { GIT_IDENTITY_ENV, type TestRepo } from '../testing/repo.ts';
 import { needPostgres, type TestDatabase, testDatabase } from '../testing/postgres.ts';
 import { requireAll, skipWithout } from '../testing/needs.ts';
 import { SCHEMA_VERSION } from '../log/pg-log.ts';
+import { serveCommand } from './serve.ts';
+import { systemClock } from '../core/clock.ts';
+import { readSse } from '../testing/sse.ts';
 
 const BIN = join(import.meta.dirname, '..', '..', 'bin', 'tron.js');
 const POSTGRES = needPostgres();
@@ -50,6 +53,53 @@ describe.skipIf(NO_DATABASE)('reading runs from the database', () => {
       env: { ...GIT_IDENTITY_ENV, TRON_DATABASE_URL: '', ...o.env },
       timeout: 120_000,
     });
+
+  /** `tron serve` in this process until `use` is done: its URL and token. */
+  async function serving<T>(
+    o: { repo: string; database?: string; repoGiven?: boolean; env?: Record<string, string> },
+    use: (url: string, token: string) => Promise<T>,
+  ): Promise<T> {
+    const stop = new AbortController();
+    let ready!: (v: { url: string; token: string }) => void;
+    const listening = new Promise<{ url: string; token: string }>((r) => (ready = r));
+    const done = serveCommand({
+      repo: o.repo,
+      port: 0,
+      clock: systemClock,
+      env: o.env ?? {},
+      print: () => undefined,
+      signal: stop.signal,
+      ...(o.database !== undefined ? { database: o.database } : {}),
+      repoGiven: o.repoGiven ?? true,
+      onListening: (s, token) => ready({ url: s.url, token }),
+    });
+    const { url, token } = await Promise.race([listening, done.then(() => Promise.reject(new Error('serve ended')))]);
+    try {
+      return await use(url, token);
+    } finally {
+      stop.abort();
+      await done;
+    }
+  }
+
+  const api = async (url: string, token: string, path: string, init: RequestInit = {}) => {
+    const res = await fetch(`${url}api/v1/${path}`, { ...init, headers: { authorization: `Bearer ${token}`, ...init.headers } });
+    return { status: res.status, json: (await res.json()) as Record<string, unknown> };
+  };
+
+  /** What the API says of a run, without what moves with the clock. */
+  async function apiView(url: string, token: string, run: string) {
+    const state = (await api(url, token, 'state')).json;
+    const { now: _now, ...rest } = state;
+    const blocks = (rest.blocks as Record<string, unknown>[]).map(({ age: _age, ...b }) => b);
+    const stream = await readSse(`${url}api/v1/events`, { token, until: (m) => m.data.includes('"run.finished"') });
+    return {
+      state: { ...rest, blocks },
+      frames: stream.messages.map((m) => [m.id, m.data]),
+      events: (await api(url, token, `runs/${run}/events`)).json,
+      flows: (await api(url, token, 'flows')).json,
+    };
+  }
 
   it('says of a run in the database what logs, replay and view say of its file log, from the engine’s host and from another', async () => {
     const ids = ['alpha', 'beta'];
@@ -111,6 +161,21 @@ describe.skipIf(NO_DATABASE)('reading runs from the database', () => {
     dirs.push(join(pageDb, '..', '..'));
     expect(readFileSync(pageDb, 'utf8')).toBe(readFileSync(join(runDir, 'view', 'index.html'), 'utf8'));
 
+    // serve: the same state, the same stream, the same run; and no answer from another host.
+    const viaFile = await serving({ repo: repo.dir }, (url, token) => apiView(url, token, runId!));
+    expect((viaFile.state.blocks as { block: string; phase: string }[]).map((b) => b.phase).sort()).toEqual(['landed', 'landed', 'parked']);
+    expect(viaFile.frames.length).toBeGreaterThan(10);
+    const viaDb = await serving({ repo: other, database: server.url, repoGiven: false }, async (url, token) => {
+      const answer = await api(url, token, 'blocks/stuck/answer', {
+        method: 'POST',
+        body: JSON.stringify({ reply: '>>ABANDON {"reason":"no"}' }),
+      });
+      expect(answer.status).toBe(409);
+      expect((answer.json.error as { code: string }).code).toBe('TRON_SERVE_READ_ONLY');
+      return apiView(url, token, runId!);
+    });
+    expect(viaDb).toEqual(viaFile);
+
     // A run id the database does not hold is said as the file commands say it.
     const none = await cli(['replay', ...db, '20000101-000000-001'], { cwd: other });
     expect(none.exitCode).toBe(2);
@@ -168,7 +233,16 @@ describe.skipIf(NO_DATABASE)('reading runs from the database', () => {
       expect(JSON.parse(home.stdout)).toMatchObject({ engine: 'running', blocks: [{ block: 'alpha', phase: 'build' }] });
       // A follower from the other host, then the builder let go: it follows to run.finished and stops.
       const follower = cli(['logs', '-f', '--database', server.url], { cwd: other });
-      writeFileSync(go, '');
+      // And the dashboard's API on the engine's host, from the repository's database: the live run, streamed to its end.
+      const streamed = serving({ repo: repo.dir }, async (url, token) => {
+        const state = (await api(url, token, 'state')).json;
+        expect(state).toMatchObject({ engine: 'running', blocks: [{ block: 'alpha', phase: 'build' }] });
+        writeFileSync(go, '');
+        return readSse(`${url}api/v1/events`, { token, until: (m) => m.data.includes('"run.finished"') });
+      });
+      const frames = (await streamed).messages;
+      expect(frames.map((m) => Number(m.id))).toEqual(frames.map((_, i) => i + 1));
+      expect(frames.at(-1)!.data).toContain('"run.finished"');
       const ended = await engine;
       expect(ended.exitCode, ended.stdout).toBe(0);
       const followed = await follower;

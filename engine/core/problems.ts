@@ -371,6 +371,13 @@ export const PROBLEMS = {
       "The engine's connection to the database broke mid-run (the database restarted, the network dropped): a line could not be committed, and the run stopped there.",
     fix: 'Once the database is back, `tron start` recovers the run from the lines committed before the break (the engine let its lease go as it stopped, so nothing waits for it to lapse).',
   },
+  TRON_SERVE_READ_ONLY: {
+    area: 'serve',
+    kind: 'input',
+    summary:
+      '`tron serve --database` shows runs from the database, whose engine may lead from another host: it takes no operator answer (the engine reads answers from its own host).',
+    fix: "Answer on the engine's host: `tron answer`, or `tron serve` there without `--database`.",
+  },
   TRON_LOG_MISSING: {
     area: 'log',
     kind: 'input',

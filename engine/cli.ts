@@ -76,6 +76,7 @@ const HANDLERS: { [K in CommandName]: Handler } = {
       json: Boolean(v.json),
       print,
       ...(typeof v.database === 'string' ? { database: v.database } : {}),
+      env: process.env,
     });
   },
   replay: async (v, args) => {

@@ -141,6 +141,12 @@ describe.skipIf(NO_DATABASE)('reading runs from the database', () => {
     );
     expect(alphaOther.stdout).toContain("the turn's output is on the engine's host");
 
+    // report: the same statistics, on the engine's host from the repository's database and from another host.
+    const reportFile = await cli(['report', runDir], { cwd: other });
+    expect(reportFile.exitCode, reportFile.stderr).toBe(0);
+    expect((await cli(['report', '--repo', repo.dir], { env })).stdout).toBe(reportFile.stdout);
+    expect((await cli(['report', ...db], { cwd: other })).stdout).toBe(reportFile.stdout);
+
     // replay: the same decisions from the same spine and manifest, which the table holds too.
     const replayFile = await cli(['replay', runDir], { cwd: other });
     expect(replayFile.exitCode, replayFile.stdout).toBe(0);

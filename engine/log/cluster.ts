@@ -11,7 +11,7 @@ import type { ClusterConfig } from '../project/config.ts';
 import { acquireLease, awaitLease, type Lease } from './lease.ts';
 import { InputError } from '../core/errors.ts';
 import type { TronEvent } from '../core/events.ts';
-import { saveRunFiles } from './pg-run-files.ts';
+import { readRunFiles, saveRunFiles } from './pg-run-files.ts';
 import { type Database, latestPgRun, openDatabase, PgEventLog, readPgRun, redact, runLines } from './pg-log.ts';
 
 /** The database a repository's engine uses: `TRON_DATABASE_URL` first, then `[cluster] database`; none: the file log. */
@@ -97,8 +97,11 @@ export async function bringLatestRun(seat: Seat, runsDir: string): Promise<strin
   const text = lines.length === 0 ? '' : `${lines.join('\n')}\n`;
   const dir = join(runsDir, at.run);
   const file = join(dir, 'events.jsonl');
-  if (existsSync(file) && readFileSync(file, 'utf8') === text) return at.run;
   mkdirSync(dir, { recursive: true });
+  // The run's spine and manifest too, where this host lacks them (a standby on another host): replay reads them there.
+  for (const [name, body] of Object.entries(await readRunFiles(seat.db, at)))
+    if (!existsSync(join(dir, name))) writeFileSync(join(dir, name), body);
+  if (existsSync(file) && readFileSync(file, 'utf8') === text) return at.run;
   writeFileSync(`${file}.from-database`, text);
   renameSync(`${file}.from-database`, file);
   return at.run;

@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { execa } from 'execa';
 import pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { configFile, makeProject } from '../testing/project.ts';
+import { configFile, landingSim, makeProject } from '../testing/project.ts';
 import { crashProject } from '../testing/crash.ts';
 import { approvingWorkers, slowBuilder } from '../testing/workers.ts';
 import { GIT_IDENTITY_ENV, type TestRepo, type TestTree, testGit } from '../testing/repo.ts';
@@ -195,4 +195,53 @@ describe.skipIf(NO_SERVER)('faults of the engine and the database', () => {
     expect(rows.map((r) => Number(r.generation))).toEqual([1]);
     await landedOnce(first.who === 'a' ? repo.at(twin) : repo, ['alpha'], (id) => id);
   }, 180_000);
+  it('lets the documented reader role read a run from any host, and nothing more', async () => {
+    const repo = await makeProject({
+      blocks: { alpha: {} },
+      sim: landingSim(['alpha']),
+      config: configFile({ extra: `\n[cluster]\ndatabase = "${cluster.url}"\nrepository = "read-only"\n` }),
+    });
+    repos.push(repo);
+    expect((await cli(['start', '--repo', repo.dir, '--plain'])).exitCode).toBe(0);
+    const db = await connect();
+    // As docs/cluster.md sets it up.
+    await db.query(`create role tron_reader login password 'reads'`);
+    await db.query('grant select on tron_events, tron_lease, tron_schema, tron_run_files to tron_reader');
+    const reader = cluster.url.replace('//tron@', '//tron_reader:reads@');
+    const other = mkdtempSync(join(tmpdir(), 'tron-reader-host-'));
+    dirs.push(other);
+    const at = (args: string[]) =>
+      execa('node', [BIN, ...args], { reject: false, stdin: 'ignore', cwd: other, env: { ...GIT_IDENTITY_ENV, TRON_DATABASE_URL: '' } });
+    const status = await at(['status', '--database', reader, '--json']);
+    expect(status.exitCode, status.stderr).toBe(0);
+    expect(JSON.parse(status.stdout)).toMatchObject({
+      repository: 'read-only',
+      engine: 'finished',
+      blocks: [{ block: 'alpha', phase: 'landed' }],
+    });
+    dirs.push(join(tmpdir(), 'tron-view', 'read-only'));
+    for (const args of [['logs'], ['replay'], ['report'], ['view']]) {
+      const r = await at([...args, '--database', reader]);
+      expect(r.exitCode, `${args[0]}: ${r.stderr}`).toBe(0);
+    }
+    // The password is never printed.
+    expect(status.stdout).not.toContain('reads@');
+    // And it cannot write: not a line, not a lease.
+    const raw = new pg.Client({ connectionString: reader });
+    await raw.connect();
+    try {
+      for (const sql of [
+        `insert into tron_events (repository, run, seq, generation, line) values ('read-only', 'x', 1, 1, '{}')`,
+        `update tron_lease set generation = 99`,
+      ]) {
+        const code = await raw.query(sql).then(
+          () => undefined,
+          (err: { code?: string }) => err.code,
+        );
+        expect(code, sql).toBe('42501');
+      }
+    } finally {
+      await raw.end();
+    }
+  }, 120_000);
 });

@@ -182,6 +182,16 @@ export async function openDatabase(url: string): Promise<Database> {
 }
 
 async function migrate(client: pg.Client, url: string): Promise<void> {
+  // A schema already at this version is only read: a reader's role (select only, docs/cluster.md) opens it too.
+  const { rows: at } = await client.query<{ v: number | null }>(
+    `select case when to_regclass('tron_schema') is null then null else 0 end as v`,
+  );
+  if (at[0]?.v === 0) {
+    const { rows } = await client.query<{ v: number | null }>('select max(version) as v from tron_schema');
+    const current = rows[0]?.v ?? 0;
+    if (current > SCHEMA_VERSION) throw new SchemaNewerError(url, current);
+    if (current === SCHEMA_VERSION) return;
+  }
   await client.query('begin');
   try {
     await client.query(`select pg_advisory_xact_lock(hashtext('tron_schema'))`);

@@ -74,15 +74,19 @@ describe.skipIf(NO_SERVER)('faults of the engine and the database', () => {
     return { repo, go };
   }
 
+  /** A child process, ended by an exit or by a signal (a SIGKILLed one has no exit code). */
+  type Ended = { exitCode: number | null; signalCode: string | null };
+  const ended = (p: Ended) => p.exitCode !== null || p.signalCode !== null;
+
   /** Waits on the table until a line of `type` of the repository is there (the engine ended early: throws). */
-  async function until(db: pg.Client, repository: string, type: string, engine?: { exitCode: number | null }): Promise<void> {
+  async function until(db: pg.Client, repository: string, type: string, engine?: Ended): Promise<void> {
     for (;;) {
       const { rows } = await db.query(`select 1 from tron_events where repository = $1 and line like $2`, [
         repository,
         `%"type":"${type}"%`,
       ]);
       if (rows.length > 0) return;
-      if (engine && engine.exitCode !== null) throw new Error(`the engine ended before ${type}`);
+      if (engine && ended(engine)) throw new Error(`the engine ended before ${type}`);
       await new Promise((r) => setTimeout(r, 50));
     }
   }
@@ -244,4 +248,88 @@ describe.skipIf(NO_SERVER)('faults of the engine and the database', () => {
       await raw.end();
     }
   }, 120_000);
+  /** A crash project whose log is in the cluster's database under `repository`, with a short lease. */
+  async function clusterCrashProject(repository: string): Promise<TestRepo> {
+    const repo = await crashProject();
+    repos.push(repo);
+    const config = readFileSync(join(repo.dir, '.tron', 'config.toml'), 'utf8');
+    await repo.write(
+      '.tron/config.toml',
+      `${config}\n[cluster]\ndatabase = "${cluster.url}"\nrepository = "${repository}"\nlease = "1s"\n`,
+    );
+    await repo.git('commit', '-qam', 'The log in the database');
+    return repo;
+  }
+
+  /** Every line of the repository's runs in the table, oldest run first. */
+  async function tableRuns(db: pg.Client, repository: string): Promise<{ type: string; seq: number; sha?: string }[][]> {
+    const { rows } = await db.query<{ run: string; line: string }>(
+      'select run, line from tron_events where repository = $1 order by run, seq',
+      [repository],
+    );
+    const runs = new Map<string, { type: string; seq: number; sha?: string }[]>();
+    for (const r of rows) runs.set(r.run, [...(runs.get(r.run) ?? []), JSON.parse(r.line) as { type: string; seq: number }]);
+    return [...runs.values()];
+  }
+
+  /** Every block landed once, trunk linear and green at every landed sha, and trunk's files as a clean run leaves them. */
+  async function finishedWell(repo: TestRepo, tree: string): Promise<void> {
+    await landedOnce(repo, ['alpha', 'beta', 'gamma'], (id) => `Build ${id}`);
+    expect(await repo.git('rev-list', '--min-parents=2', 'main')).toBe('');
+    for (const id of ['alpha', 'beta', 'gamma']) {
+      const sha = await repo.git('rev-parse', `refs/tron/landed/${id}`);
+      const dir = join(repo.dir, '.tron', `check-${id}`);
+      await repo.git('worktree', 'add', '-q', '--detach', dir, sha);
+      expect((await execa('node', ['test.js'], { cwd: dir, reject: false })).exitCode, `${id} green at ${sha}`).toBe(0);
+      await repo.git('worktree', 'remove', '--force', dir);
+    }
+    const files = (await repo.git('ls-tree', '-r', 'main')).split('\n').filter((l) => !l.includes('\t.tron/'));
+    expect(files.join('\n')).toBe(tree);
+  }
+
+  it('lands every block exactly once with trunk green when the leader dies at a spread of event boundaries and a waiting standby takes over', async () => {
+    const db = await connect();
+    // A clean run first: how many lines a run writes, and the trunk it leaves.
+    const clean = await clusterCrashProject('sweep-clean');
+    expect((await cli(['start', '--repo', clean.dir, '--plain'])).exitCode).toBe(0);
+    const cleanTree = (await clean.git('ls-tree', '-r', 'main')).split('\n').filter((l) => !l.includes('\t.tron/'));
+    const [events] = await tableRuns(db, 'sweep-clean');
+    const total = events!.length;
+    const landing = events!.filter((e) => e.type === 'land.intent' || e.type === 'block.landed').map((e) => e.seq);
+    // TRON_CRASH_SWEEP=full: every boundary (npm run test:crash); else a spread, with the first landing.
+    const points =
+      process.env.TRON_CRASH_SWEEP === 'full'
+        ? Array.from({ length: total - 1 }, (_, i) => i + 1)
+        : [...new Set([3, Math.floor(total / 3), landing[0]!, Math.floor((2 * total) / 3)])].sort((a, b) => a - b);
+    for (const n of points) {
+      const repository = `sweep-${n}`;
+      const repo = await clusterCrashProject(repository);
+      const leader = cli(['start', '--repo', repo.dir, '--plain'], { TRON_CRASH_AFTER_EVENT: String(n) });
+      // The leader holds the lease before it writes a line (it may die before its first commit).
+      while (!ended(leader) && (await db.query('select 1 from tron_lease where repository = $1', [repository])).rows.length === 0)
+        await new Promise((r) => setTimeout(r, 20));
+      const standby = cli(['start', '--repo', repo.dir, '--plain', '--standby']);
+      const died = await leader;
+      expect(died.signal, `the leader at event ${n}: ${died.stdout}`).toBe('SIGKILL');
+      const done = await standby;
+      expect(done.exitCode, `the standby after a crash at event ${n}: ${done.stdout}\n${done.stderr}`).toBe(0);
+      expect(done.stderr).toBe('');
+      await finishedWell(repo, cleanTree.join('\n'));
+      // Two generations wrote, each its own run, and the standby's began by recovering.
+      const gens = await db.query(
+        `select run, min(generation) as g, max(generation) as h from tron_events where repository = $1 group by run order by run`,
+        [repository],
+      );
+      // The leader's run (when a line of it was committed before it died) is generation 1's; the standby's, which began by recovering, generation 2's.
+      const written = gens.rows.map((r) => [Number(r.g), Number(r.h)]);
+      expect(written.at(-1)).toEqual([2, 2]);
+      expect(written.slice(0, -1)).toEqual(written.length === 2 ? [[1, 1]] : []);
+      const runs = await tableRuns(db, repository);
+      if (runs.length === 2) expect(runs[0]!.length, `the leader's committed lines at event ${n}`).toBeLessThanOrEqual(n);
+      expect(runs.at(-1)!.some((e) => e.type === 'recovery.started')).toBe(true);
+      // Nothing landed twice across the two engines: each block's landing is recorded once.
+      const landedEvents = runs.flat().filter((e) => e.type === 'block.landed');
+      expect(landedEvents.length, `block.landed lines after a crash at event ${n}`).toBe(3);
+    }
+  }, 900_000);
 });

@@ -53,6 +53,19 @@ const HANDLERS: { [K in CommandName]: Handler } = {
       standby: Boolean(v.standby),
     });
   },
+  agent: async (v) => {
+    const { agentCommand } = await import('./commands/agent.ts');
+    return agentCommand({
+      repo: repoOf(v),
+      ...(typeof v.database === 'string' ? { database: v.database } : {}),
+      ...(typeof v.slots === 'string' ? { slots: Number(v.slots) } : {}),
+      ...(typeof v.roles === 'string' ? { roles: v.roles.split(',').map((r) => r.trim()) } : {}),
+      clock: systemClock,
+      env: process.env,
+      print,
+      signals: true,
+    });
+  },
   status: async (v) => {
     const { statusCommand } = await import('./commands/status.ts');
     return statusCommand({

@@ -22,7 +22,9 @@
  *
  * Last, the push path's cost per stack with [remote] against without (evaluation/bench-remote.ts).
  * Then the log in PostgreSQL (evaluation/bench-cluster.ts): a log append made durable, p50
- * and p99, on the database against the file.
+ * and p99, on the database against the file; and effects as jobs with `tron agent`
+ * (evaluation/bench-agents.ts): decision → job claimed, six slow builders on six agents,
+ * the single writer's events per second with eight instant agents.
  */
 import { performance } from 'node:perf_hooks';
 import { parseReply } from '../engine/gateway/parse.ts';
@@ -38,6 +40,7 @@ import { benchServe } from './bench-serve.ts';
 import { benchSimulator } from './bench-simulator.ts';
 import { benchRemote } from './bench-remote.ts';
 import { benchCluster } from './bench-cluster.ts';
+import { benchAgents } from './bench-agents.ts';
 
 function measure(name: string, runs: number, work: () => void): void {
   work();
@@ -187,3 +190,4 @@ await benchServe();
 await benchRemote();
 
 await benchCluster();
+await benchAgents();

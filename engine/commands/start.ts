@@ -35,6 +35,7 @@ import { liveBoard, plainReporter, type Reporter } from '../render/reporter.ts';
 import { renderReport } from '../render/report.ts';
 import { Notifier } from '../serve/notify.ts';
 import type { Config } from '../project/config.ts';
+import { brokerFor } from '../runtime/job-queue.ts';
 import { bringLatestRun, databaseUrl, repositoryName, type Seat, takeSeat } from '../log/cluster.ts';
 
 export interface StartOptions {
@@ -231,8 +232,10 @@ async function startHolding(
       : undefined;
     // With a database the table is the log; the run directory gets a copy when the run ends (pg-log.ts).
     const pgLog = seat ? await seat.openLog(runId, key, join(runDir, 'events.jsonl')) : undefined;
+    const jobs = seat && pgLog ? await brokerFor(seat.db, pgLog, config) : undefined;
     const engine: Engine = new Engine({
       ...(pgLog ? { log: (clock: Clock) => pgLog.attach(clock) } : {}),
+      ...(jobs ? { jobs } : {}),
       repo,
       runDir,
       runId,

@@ -505,3 +505,28 @@ export async function distanceFromRemote(
   const [ahead, behind] = counts.split(/\s+/).map(Number);
   return { head, remoteSha, ahead: ahead ?? 0, behind: behind ?? 0 };
 }
+
+/**
+ * Fetches one ref of the remote into the repository's store, recorded as `into` (tron agents
+ * and their engine: docs/cluster.md). `sha` is undefined when the remote has no such ref.
+ */
+export async function fetchRef(repo: string, remote: Remote, ref: string, into: string): Promise<FetchResult> {
+  const run = await networkGit(
+    repo,
+    remote,
+    ['fetch', '--no-tags', '--no-write-fetch-head', '--no-recurse-submodules', '--quiet', remote.fetchUrl, `+${ref}:${into}`],
+    { readRef: into, haves: true },
+  );
+  if (run.exitCode !== 0) {
+    if (/couldn't find remote ref/i.test(run.stderr)) return { ok: true, sha: undefined };
+    return classifyFailure(run);
+  }
+  if (!isFullSha(run.ref)) return { ok: false, kind: 'transient', reason: 'failed', message: `git fetch wrote no ${into}` };
+  await gitOut(repo, ['update-ref', '-m', `tron: fetch ${remote.name}`, into, run.ref]);
+  return { ok: true, sha: run.ref };
+}
+
+/** Pushes `sha` to the remote's `ref`, by lease against `expected` (undefined: the ref must not exist). */
+export function pushRef(repo: string, remote: Remote, ref: string, sha: Sha, expected: Sha | undefined): Promise<PushResult> {
+  return push(repo, remote, [`--force-with-lease=${ref}:${expected ?? ''}`, remote.pushUrl, `${sha}:${ref}`]);
+}

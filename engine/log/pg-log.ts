@@ -22,6 +22,7 @@ import { coded, type FaultCode, type InputCode } from '../core/problems.ts';
 import { chainStartOf, type LogRead, readLines, stampLine } from './eventlog.ts';
 import type { RunLog } from './run-log.ts';
 import type { Lease } from './lease.ts';
+import { linesStatement, type QueuedJob } from './pg-jobs.ts';
 
 /** The SQLSTATE the fencing trigger raises: an append from a generation that does not hold the lease. */
 export const FENCED = 'TRN01';
@@ -251,7 +252,7 @@ export async function latestPgRun(db: Database, repository?: string): Promise<Ru
 export class PgEventLog implements RunLog {
   groupCommit = false;
   private readonly list: TronEvent[];
-  private readonly pending: Array<{ seq: number; line: string }> = [];
+  private readonly pending: Array<{ seq: number; line: string; job?: QueuedJob }> = [];
   private committed: number;
   private flushing: Promise<void> | undefined;
   private broken: Error | undefined;
@@ -319,6 +320,13 @@ export class PgEventLog implements RunLog {
     return event;
   }
 
+  /** The job the line `seq` (still queued) asks for: committed in the same statement as the line (engine/log/pg-jobs.ts). */
+  enqueue(seq: number, job: QueuedJob): void {
+    const entry = this.pending.find((p) => p.seq === seq);
+    if (!entry) throw new Error(`${this.where}: the job of line ${seq} comes after its line was flushed`);
+    entry.job = job;
+  }
+
   private get where(): string {
     return `postgres:${this.at.repository}/${this.at.run}`;
   }
@@ -329,11 +337,7 @@ export class PgEventLog implements RunLog {
     if (this.pending.length === 0) return Promise.resolve();
     const batch = this.pending.splice(0);
     const flushing = this.db.client
-      .query(
-        `insert into tron_events (repository, run, seq, generation, line)
-         select $1, $2, u.seq, $3, u.line from unnest($4::integer[], $5::text[]) as u(seq, line)`,
-        [this.at.repository, this.at.run, this.lease.generation, batch.map((b) => b.seq), batch.map((b) => b.line)],
-      )
+      .query(linesStatement(this.at, this.lease.generation, batch))
       .then(
         () => {
           this.committed = batch.at(-1)!.seq;

@@ -18,6 +18,8 @@ export interface RunLog {
   sync(): Promise<void>;
   /** Runs `then` once every line appended so far is durable: at once for the file, after the commit for the database. */
   whenDurable(then: () => void): void;
+  /** The database's log only: the job line `seq` asks for, committed with the line (engine/log/pg-jobs.ts). */
+  enqueue?(seq: number, job: { kind: string; role: string; request: unknown }): void;
   /** Makes the rest durable and lets the run go (the writer lock, the lease). */
   close(): void | Promise<void>;
 }

@@ -40,8 +40,24 @@ describe('parseConfig', () => {
       FILE,
     );
     expect(problems).toEqual([]);
-    expect(config!.cluster).toEqual({ database: 'postgres://tron@db.internal:5432/tron', repository: 'myapp', leaseMs: 10_000 });
+    expect(config!.cluster).toEqual({
+      database: 'postgres://tron@db.internal:5432/tron',
+      repository: 'myapp',
+      leaseMs: 10_000,
+      jobs: 'here',
+      heartbeatMs: 2000,
+    });
     expect(parseConfig(MINIMAL, FILE).config!.cluster).toBeUndefined();
+  });
+
+  it('reads who runs the jobs — the engine, unless "agents" — and the heartbeat, refusing any other word', () => {
+    const { config, problems } = parseConfig(`${MINIMAL}\n[cluster]\njobs = "agents"\nheartbeat = "500ms"\n`, FILE);
+    expect(problems).toEqual([]);
+    expect(config!.cluster).toMatchObject({ jobs: 'agents', heartbeatMs: 500 });
+    expect(only(`${MINIMAL}\n[cluster]\njobs = "elsewhere"\n`)).toMatchObject({
+      code: 'TRON_CONFIG_INVALID',
+      path: `${FILE}: cluster.jobs`,
+    });
   });
 
   it('refuses an unknown [cluster] key and a database that is no PostgreSQL URL, naming each', () => {

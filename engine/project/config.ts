@@ -140,6 +140,9 @@ const ClusterTable = z.strictObject({
     })
     .optional(),
   lease: duration.default('10s'),
+  // Who runs turns and test runs: the engine, in process, or `tron agent`s (docs/cluster.md).
+  jobs: z.enum(['here', 'agents']).default('here'),
+  heartbeat: duration.default('2s'),
 });
 
 const WorkersTable = z.strictObject({
@@ -223,6 +226,10 @@ export interface ClusterConfig {
   repository?: string;
   /** How long the engine's lease lasts unrenewed: a standby takes over within two of these after the leader dies. */
   leaseMs: number;
+  /** Who claims turns and test runs from the queue: the engine itself ("here"), or `tron agent`s. */
+  jobs: 'here' | 'agents';
+  /** How often a worker pool heartbeats; a job of a pool silent for 1.5 of these is re-run. */
+  heartbeatMs: number;
 }
 
 export interface NotifyConfig {
@@ -374,6 +381,8 @@ function toConfig(raw: z.infer<typeof ConfigTable>): Config {
         ...(raw.cluster.database !== undefined && { database: raw.cluster.database }),
         ...(raw.cluster.repository !== undefined && { repository: raw.cluster.repository }),
         leaseMs: ms(raw.cluster.lease),
+        jobs: raw.cluster.jobs,
+        heartbeatMs: ms(raw.cluster.heartbeat),
       },
     }),
   };

@@ -114,6 +114,7 @@ export class Engine {
 
   private async drive(): Promise<void> {
     const o = this.o;
+    await o.jobs?.serve(this.fx);
     const trunkSha = await git.currentTrunkSha(o.repo, o.config.trunk);
     this.input(runStarted(o, trunkSha, await mainStatus(o.repo, o.config.trunk, this.fx.queues), this.configDigest));
     this.input({ type: 'register.loaded', blocks: o.blocks.map(infoOf) });
@@ -179,6 +180,9 @@ export class Engine {
     const quiet = settled.then(() => this.fx.queues.main.run(async () => undefined));
     if (failed) await Promise.race([quiet, new Promise((r) => setTimeout(r, 5000).unref())]);
     else await quiet;
+    // The queue's pools go too; after a failure a test run still running there is not waited for either.
+    const pools = this.o.jobs?.close();
+    await (failed ? Promise.race([pools, new Promise((r) => setTimeout(r, 5000).unref())]) : pools);
     // The engine's own checkouts go with the run (a failure may leave one busy: the next start's sweep takes it).
     if (!failed) await removeEngineCheckouts(this.fx);
     try {
@@ -219,6 +223,8 @@ export class Engine {
         this.append({ type: 'inbox.consumed', file: event.file });
       });
     }
+    // [cluster] database: turns and test runs are committed with their lines as jobs on the queue.
+    this.o.jobs?.enqueue(jobs);
     this.performWhenDurable(jobs);
   }
 
@@ -301,7 +307,7 @@ export class Engine {
     const effect = EFFECTS[e.type as DecisionType];
     if (!effect) return;
     const p = Promise.resolve()
-      .then(() => effect.run(this.fx, job.request) as Outcome | Promise<Outcome>)
+      .then(() => (this.o.jobs?.queued(job) ? this.o.jobs.outcome(job) : (effect.run(this.fx, job.request) as Outcome | Promise<Outcome>)))
       .then((out) => {
         // One effect may report several inputs (a stack's landing: one block.landed each), in order.
         for (const body of [out ?? []].flat()) this.inputs.push(body);

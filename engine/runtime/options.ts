@@ -13,6 +13,7 @@ import type { Spine } from '../spine/spine.ts';
 import type { WorkerAdapter } from '../workers/adapter.ts';
 import type { Sandbox } from '../workers/sandbox.ts';
 import type { Remote } from '../git/remote.ts';
+import type { JobBroker } from './job-queue.ts';
 
 export interface EngineOptions {
   /**
@@ -20,6 +21,8 @@ export interface EngineOptions {
    * the engine's clock; without it, the run directory's file.
    */
   log?: (clock: Clock) => RunLog;
+  /** [cluster] database: turns and test runs go through the database's queue (engine/runtime/job-queue.ts). */
+  jobs?: JobBroker;
   repo: string;
   runDir: string;
   runId: string;

@@ -1,0 +1,304 @@
+/**
+ * `tron agent` as the CLI runs it, against a real PostgreSQL and a served remote: the
+ * engine (`[cluster] jobs = "agents"`) decides, three agents — each in its own clone —
+ * claim the turns, fetch the remote at the exact sha, build and review there and push the
+ * builders' work back; the engine lands every block. An agent killed mid-turn has its
+ * turn re-run by another as a new attempt; one paused past its heartbeats (its job
+ * delivered twice) finds its late result refused; nothing is lost or landed twice, and a
+ * forged result of a dead attempt is refused by the database.
+ */
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { execa, type ResultPromise } from 'execa';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { BIN } from '../testing/crash.ts';
+import { requireAll, skipWithout } from '../testing/needs.ts';
+import { needPostgres, type TestDatabase, testDatabase } from '../testing/postgres.ts';
+import { configFile, landingSim, makeProject } from '../testing/project.ts';
+import { type BareRemote, makeBareRemote, serveDaemon } from '../testing/remote-server.ts';
+import { GIT_IDENTITY_ENV, type TestRepo } from '../testing/repo.ts';
+import { approvingWorkers, builderPrelude, writeBuilder } from '../testing/workers.ts';
+import { completeJob, STALE_ATTEMPT } from '../log/pg-jobs.ts';
+import { type Database, openDatabase } from '../log/pg-log.ts';
+
+const POSTGRES = needPostgres();
+const NO_DATABASE = skipWithout('tron agent with [cluster] database', POSTGRES);
+const IDS = ['alpha', 'beta', 'gamma'];
+const ENV = { ...GIT_IDENTITY_ENV, GIT_CONFIG_GLOBAL: '/dev/null', GIT_CONFIG_NOSYSTEM: '1', TRON_DATABASE_URL: '' };
+
+/**
+ * An honest builder; alpha's first turn says it started (its pid in `held`), then either
+ * hangs until killed (`hang`) or takes `slow` seconds before it builds.
+ */
+function builder(held: string, first: 'hang' | { slow: number }): string {
+  return `${builderPrelude('the file and its test')}if [ "$TRON_BLOCK" = alpha ] && [ ! -e "${held}" ]; then
+  echo $$ > "${held}.tmp" && mv "${held}.tmp" "${held}"
+  ${first === 'hang' ? 'exec sleep 60' : `sleep ${first.slow}`}
+fi
+echo "$TRON_BLOCK" > "$TRON_BLOCK.txt"
+printf "require('node:assert').ok(require('node:fs').existsSync(__dirname + '/../%s.txt'));\\n" "$TRON_BLOCK" > "tests/$TRON_BLOCK.test.js"
+git add -A && git commit -qm "Build $TRON_BLOCK" >/dev/null 2>&1
+echo ">>DONE"
+`;
+}
+
+interface Cluster {
+  repo: TestRepo;
+  bare: BareRemote;
+  db: Database;
+  held: string;
+  agents: ResultPromise[];
+  /** Each agent's output so far. */
+  outs: string[];
+  engine: ResultPromise;
+  /** The agent holding alpha's first build now, and its name in tron_jobs. */
+  holdingAlpha(): Promise<{ agent: ResultPromise; worker: string }>;
+}
+
+describe.skipIf(NO_DATABASE)('tron agent with [cluster] database', () => {
+  let server: TestDatabase;
+  beforeAll(async () => {
+    requireAll(POSTGRES);
+    server = await testDatabase();
+  }, 60_000);
+  afterAll(async () => server?.stop(), 60_000);
+
+  /** A project on a served remote, three agents in their own clones, and `tron start`; removed after `body`. */
+  async function withCluster(
+    repository: string,
+    first: 'hang' | { slow: number },
+    body: (c: Cluster) => Promise<void>,
+    lease = '10s',
+  ): Promise<void> {
+    const scratch = mkdtempSync(join(tmpdir(), 'tron-agents-'));
+    const held = join(scratch, 'alpha.held');
+    const bare = await makeBareRemote();
+    const served = await serveDaemon(bare);
+    const repo = await makeProject({
+      blocks: { alpha: {}, beta: {}, gamma: { depends_on: ['alpha'] } },
+      config: configFile({
+        maxParallel: 3,
+        workers: approvingWorkers(writeBuilder(scratch, builder(held, first))),
+        extra: `\n[sandbox]\nmode = "off"\n\n[remote]\nbackoff = "100ms"\nretries = 50\n\n[cluster]\ndatabase = "${server.url}"\nrepository = "${repository}"\njobs = "agents"\nheartbeat = "500ms"\nlease = "${lease}"\n`,
+      }),
+    });
+    const agents: ResultPromise[] = [];
+    const db = await openDatabase(server.url);
+    try {
+      await repo.git('push', '-q', bare.dir, 'main');
+      await repo.git('remote', 'add', 'origin', served.url);
+      await repo.git('fetch', '-q', 'origin');
+      const outs: string[] = [];
+      for (let n = 0; n < 3; n += 1) {
+        const clone = join(scratch, `clone-${n}`);
+        await execa('git', ['clone', '-q', served.url, clone], { env: ENV });
+        const agent = execa('node', [BIN, 'agent', '--repo', clone, '--database', server.url, '--roles', 'builder,reviewer'], {
+          env: ENV,
+          reject: false,
+          stdin: 'ignore',
+          buffer: false,
+        });
+        outs.push('');
+        const take = (c: Buffer) => {
+          outs[n] += c.toString();
+        };
+        agent.stdout!.on('data', take);
+        agent.stderr!.on('data', take);
+        agents.push(agent);
+      }
+      const engine = execa('node', [BIN, 'start', '--repo', repo.dir, '--plain'], {
+        env: ENV,
+        reject: false,
+        stdin: 'ignore',
+        timeout: 240_000,
+      });
+      const holdingAlpha = async () => {
+        while (!existsSync(held)) await new Promise((r) => setTimeout(r, 50));
+        const { rows } = await db.client.query<{ worker: string }>(
+          `select worker from tron_jobs where repository = $1 and kind = 'block.dispatched' and state = 'running'
+             and request->'decision'->>'block' = 'alpha'`,
+          [repository],
+        );
+        expect(rows).toHaveLength(1);
+        const pid = Number(/pid (\d+)$/.exec(rows[0]!.worker)![1]);
+        const agent = agents.find((a) => a.pid === pid)!;
+        expect(agent, `the agent holding alpha (${rows[0]!.worker})`).toBeDefined();
+        return { agent, worker: rows[0]!.worker };
+      };
+      await body({ repo, bare, db, held, agents, outs, engine, holdingAlpha });
+      // Every block landed once, on the remote's trunk too.
+      const landed = (await repo.git('for-each-ref', '--format=%(refname:short)', 'refs/tron/landed/')).split('\n').sort();
+      expect(landed).toEqual(IDS.map((id) => `tron/landed/${id}`));
+      const subjects = (await bare.git('log', '--format=%s', 'main')).split('\n');
+      for (const id of IDS)
+        expect(
+          subjects.filter((s) => s === `Build ${id}`),
+          `${id} on the remote's trunk`,
+        ).toHaveLength(1);
+    } finally {
+      for (const a of agents) {
+        a.kill('SIGCONT');
+        a.kill('SIGTERM');
+      }
+      await Promise.all(agents.map((a) => a.catch(() => undefined)));
+      await db.end();
+      await served.stop().catch(() => undefined);
+      await Promise.all([repo.cleanup(), bare.cleanup()]);
+      rmSync(scratch, { recursive: true, force: true });
+    }
+  }
+
+  /** The turn jobs of a repository's runs, in order. */
+  async function turns(db: Database, repository: string) {
+    const { rows } = await db.client.query<{
+      block: string;
+      role: string;
+      worker: string;
+      attempt: number;
+      state: string;
+      seq: number;
+      run: string;
+    }>(
+      `select request->'decision'->>'block' as block, role, worker, attempt, state, seq, run from tron_jobs
+        where repository = $1 and kind = 'block.dispatched' order by seq`,
+      [repository],
+    );
+    return rows;
+  }
+
+  it('runs every turn and test run as a job of the engine’s own process when no agents are asked for', async () => {
+    const repo = await makeProject({
+      blocks: Object.fromEntries(IDS.map((id) => [id, {}])),
+      sim: landingSim(IDS),
+      config: configFile({ extra: `\n[cluster]\ndatabase = "${server.url}"\nrepository = "here"\n` }),
+    });
+    const db = await openDatabase(server.url);
+    try {
+      const run = await execa('node', [BIN, 'start', '--repo', repo.dir, '--plain'], { env: ENV, reject: false, stdin: 'ignore' });
+      expect(run.exitCode, run.stdout).toBe(0);
+      const { rows } = await db.client.query<{ kind: string; role: string; worker: string; attempt: number; state: string }>(
+        `select kind, role, worker, attempt, state from tron_jobs where repository = 'here'`,
+      );
+      const kinds = new Set(rows.map((r) => r.kind));
+      expect(kinds).toContain('block.dispatched');
+      expect(kinds).toContain('facts.requested');
+      expect(kinds).toContain('candidate.requested');
+      for (const r of rows) expect(r).toMatchObject({ attempt: 1, state: 'done', worker: expect.stringMatching(/^engine /) });
+      // Each job's decision is in the log, and each decision of those kinds has its job.
+      const { rows: lines } = await db.client.query<{ n: string }>(
+        `select count(*) as n from tron_events e where e.repository = 'here' and not exists
+           (select 1 from tron_jobs j where j.repository = e.repository and j.run = e.run and j.seq = e.seq)
+           and e.line::jsonb->>'type' in ('block.dispatched', 'facts.requested', 'candidate.requested', 'bisect.step', 'test.requested')`,
+      );
+      expect(lines[0]!.n).toBe('0');
+    } finally {
+      await db.end();
+      await repo.cleanup();
+    }
+  }, 120_000);
+
+  it('refuses test runs and unknown roles for an agent as a usage mistake, before reaching the database', async () => {
+    const repo = await makeProject({ blocks: { alpha: {} }, sim: landingSim(['alpha']) });
+    try {
+      for (const roles of ['builder,test', 'gardener']) {
+        const refused = await execa(
+          'node',
+          [BIN, 'agent', '--repo', repo.dir, '--database', 'postgres://nobody@127.0.0.1:1/none', '--roles', roles],
+          {
+            env: ENV,
+            reject: false,
+            stdin: 'ignore',
+          },
+        );
+        expect(refused.exitCode).toBe(2);
+        expect(refused.stderr).toContain('TRON_USAGE');
+        expect(refused.stderr).toContain('--roles');
+      }
+    } finally {
+      await repo.cleanup();
+    }
+  }, 60_000);
+
+  it('lands every block with three agents in their own clones, re-running a killed agent’s turn as a new attempt and refusing its late result', async () => {
+    await withCluster('agents', 'hang', async (c) => {
+      // alpha's builder hangs on whichever agent claimed it: that agent dies as a lost host would.
+      const holding = await c.holdingAlpha();
+      holding.agent.kill('SIGKILL');
+      process.kill(Number(readFileSync(c.held, 'utf8')), 'SIGKILL');
+      const run = await c.engine;
+      expect(run.exitCode, `${run.stdout}\n${run.stderr}\n${c.outs.join('\n---\n')}`).toBe(0);
+      // Every turn ran on an agent; alpha's first build as a second attempt, on another agent.
+      const all = await turns(c.db, 'agents');
+      expect(all.length).toBeGreaterThanOrEqual(6);
+      for (const t of all) {
+        expect(t.state).toBe('done');
+        expect(t.worker).toMatch(/^agent /);
+      }
+      const alpha = all.find((t) => t.block === 'alpha' && t.role === 'builder')!;
+      expect(alpha.attempt).toBe(2);
+      expect(alpha.worker).not.toBe(holding.worker);
+      // The dead attempt's result, sent now (forged, or late from a host that comes back): refused in SQL.
+      await expect(
+        completeJob(c.db.client, { repository: 'agents', run: alpha.run, seq: alpha.seq }, 1, { ok: true, inputs: [{ type: 'forged' }] }),
+      ).rejects.toMatchObject({ code: STALE_ATTEMPT });
+      // The builders' work went through the remote.
+      const works = (await c.bare.git('for-each-ref', '--format=%(refname)', 'refs/tron/work/')).split('\n').sort();
+      expect(works).toEqual(IDS.map((id) => `refs/tron/work/${id}`));
+    });
+  }, 300_000);
+
+  it('re-runs the turn of an agent paused past its heartbeats, and refuses its result when it wakes: the job delivered twice lands once', async () => {
+    await withCluster('paused', { slow: 3 }, async (c) => {
+      // alpha's first builder takes 3 s; its agent is paused meanwhile, as a host cut off from the database.
+      const holding = await c.holdingAlpha();
+      holding.agent.kill('SIGSTOP');
+      const run = await c.engine;
+      expect(run.exitCode, `${run.stdout}\n${run.stderr}\n${c.outs.join('\n---\n')}`).toBe(0);
+      const alpha = (await turns(c.db, 'paused')).find((t) => t.block === 'alpha' && t.role === 'builder')!;
+      expect(alpha).toMatchObject({ attempt: 2, state: 'done' });
+      expect(alpha.worker).not.toBe(holding.worker);
+      // Woken, the paused agent finishes its attempt and reports: the database refuses it, and it says so.
+      holding.agent.kill('SIGCONT');
+      const index = c.agents.indexOf(holding.agent);
+      while (!/was refused/.test(c.outs[index]!)) await new Promise((r) => setTimeout(r, 50));
+      expect(c.outs[index]).toContain(`the result of job ${alpha.seq} attempt 1 was refused`);
+      const after = (await turns(c.db, 'paused')).find((t) => t.seq === alpha.seq)!;
+      expect(after).toMatchObject({ attempt: 2, state: 'done', worker: alpha.worker });
+    });
+  }, 300_000);
+
+  it('loses nothing and lands nothing twice when an agent dies mid-turn and then the engine, a standby taking over', async () => {
+    await withCluster(
+      'takeover',
+      'hang',
+      async (c) => {
+        const holding = await c.holdingAlpha();
+        holding.agent.kill('SIGKILL');
+        process.kill(Number(readFileSync(c.held, 'utf8')), 'SIGKILL');
+        // Once alpha's build is given to another agent, the engine dies as a lost host would.
+        for (;;) {
+          const alpha = (await turns(c.db, 'takeover')).find((t) => t.block === 'alpha' && t.role === 'builder');
+          if (alpha && alpha.attempt >= 2) break;
+          await new Promise((r) => setTimeout(r, 50));
+        }
+        c.engine.kill('SIGKILL');
+        expect((await c.engine).signal).toBe('SIGKILL');
+        const standby = await execa('node', [BIN, 'start', '--repo', c.repo.dir, '--plain', '--standby'], {
+          env: ENV,
+          reject: false,
+          stdin: 'ignore',
+          timeout: 240_000,
+        });
+        expect(standby.exitCode, `${standby.stdout}\n${standby.stderr}\n${c.outs.join('\n---\n')}`).toBe(0);
+        // Two generations wrote; every job the standby waited on was run by an agent and done.
+        const { rows } = await c.db.client.query<{ generation: string; state: string; n: string }>(
+          `select generation, state, count(*) as n from tron_jobs where repository = 'takeover' group by generation, state order by generation, state`,
+        );
+        expect(new Set(rows.map((r) => Number(r.generation)))).toEqual(new Set([1, 2]));
+        expect(rows.filter((r) => Number(r.generation) === 2).map((r) => r.state)).toEqual(['done']);
+      },
+      '1s',
+    );
+  }, 300_000);
+});

@@ -1,0 +1,256 @@
+/**
+ * `tron agent --database URL [--slots N] [--roles builder,reviewer]`: a host that runs
+ * worker turns for an engine elsewhere (docs/cluster.md). It works in its own clone of the
+ * repository (`--repo`), reads its config and workers from there, and claims from the
+ * database's queue the turns its roles allow. For each job it fetches the remote's trunk
+ * and the block's work ref (`refs/tron/work/<id>`) at the exact sha, runs the turn in its
+ * own checkout under the same sandbox `tron start` uses, pushes a builder's commits back
+ * to `refs/tron/work/<id>` (by lease), and reports the reply and the usage as the job's
+ * result. Its pool heartbeats; if it dies, another agent re-runs its job as a new attempt,
+ * and the database refuses this one's late result.
+ *
+ * It never sees the engine's key (there is none in its clone's state), never writes the
+ * log, and needs of the database only what its role grants (docs/cluster.md, "Roles").
+ */
+import { existsSync, mkdirSync } from 'node:fs';
+import { hostname } from 'node:os';
+import { join, resolve } from 'node:path';
+import type { Clock } from '../core/clock.ts';
+import { InputError } from '../core/errors.ts';
+import type { EventBody } from '../core/events.ts';
+import type { WorkerRole } from '../core/roles.ts';
+import * as git from '../git/index.ts';
+import { gitOut } from '../git/run.ts';
+import { credentialPaths, fetchRef, fetchTrunk, openRemote, pushRef, type Remote, remoteAccess } from '../git/remote.ts';
+import { databaseUrl } from '../log/cluster.ts';
+import type { Claimed, JobKey, JobResult } from '../log/pg-jobs.ts';
+import { redact } from '../log/pg-log.ts';
+import { CheckoutPool } from '../runtime/effects/checkouts.ts';
+import { type EffectContext, errorLine, Queues } from '../runtime/effects/context.ts';
+import type { TurnRequest } from '../runtime/effects/turn.ts';
+import { TurnTable } from '../runtime/effects/turn-table.ts';
+import { runJob, startWorkers } from '../runtime/job-queue.ts';
+import { loadSpine } from '../spine/load.ts';
+import type { WorkerAdapter } from '../workers/adapter.ts';
+import { createWorker } from '../workers/create.ts';
+import { chooseSandbox } from '../workers/sandbox.ts';
+import { checkProject, requireRepo } from './project-check.ts';
+import { stateHome } from '../log/keys.ts';
+
+/** The roles an agent may take: worker turns. Test runs stay with the engine (its own checkouts, its own facts). */
+export const AGENT_ROLES = ['builder', 'reviewer', 'architect'] as const;
+
+export interface AgentOptions {
+  /** The agent's own clone of the repository. */
+  repo: string;
+  database?: string;
+  slots?: number;
+  roles?: readonly string[];
+  clock: Clock;
+  env: Record<string, string | undefined>;
+  print: (line: string) => void;
+  /** Stops the agent: no new job is claimed, running ones finish. */
+  stop?: AbortSignal;
+  /** Install SIGINT/SIGTERM handlers (the CLI does). */
+  signals?: boolean;
+  /** Replace configured workers (tests). */
+  workers?: Partial<Record<WorkerRole, WorkerAdapter>>;
+}
+
+/** The ref of the remote where a block's work travels between agents and the engine. */
+export const workRef = (block: string): string => `refs/tron/work/${block}`;
+
+function usage(path: string, message: string): InputError {
+  return new InputError([{ code: 'TRON_USAGE', path, message }]);
+}
+
+export async function agentCommand(o: AgentOptions): Promise<number> {
+  const repo = resolve(o.repo);
+  requireRepo(repo);
+  const roles = o.roles ?? ['builder', 'reviewer'];
+  const wrong = roles.filter((r) => !(AGENT_ROLES as readonly string[]).includes(r));
+  if (wrong.length > 0 || roles.length === 0)
+    throw usage(
+      '--roles',
+      `${wrong.length > 0 ? `unknown role ${wrong.join(', ')}` : 'no role given'}: an agent runs turns of ${AGENT_ROLES.join(', ')} (test runs stay with the engine, in its own checkouts)`,
+    );
+  const slots = o.slots ?? 1;
+  if (!Number.isInteger(slots) || slots < 1 || slots > 64) throw usage('--slots', 'must be a whole number from 1 to 64');
+  const { config } = await checkProject(repo, o.workers ? undefined : o.env);
+  const url = o.database ?? databaseUrl(config.cluster, o.env);
+  if (!url) throw usage('--database', 'an agent claims jobs from a database: give --database URL, TRON_DATABASE_URL or [cluster] database');
+  if (!config.remote)
+    throw usage('[remote]', "an agent fetches and pushes through the repository's remote: its clone's .tron/config.toml needs [remote]");
+  const access = await remoteAccess(o.env);
+  const remote = await openRemote(repo, { name: config.remote.name, trunk: config.trunk, timeoutMs: config.remote.timeoutMs, access });
+  const sandbox = await chooseSandbox(config.sandbox.mode, o.env, [stateHome(), ...credentialPaths(o.env, access)]);
+  if (sandbox.notice) o.print(`tron agent: ${sandbox.notice}`);
+  const workers: Partial<Record<WorkerRole, WorkerAdapter>> = { ...o.workers };
+  for (const role of AGENT_ROLES) {
+    const settings = config.workers[role];
+    if (!workers[role] && settings)
+      workers[role] = createWorker(settings, { repo, env: o.env, sandbox: sandbox.sandbox, replyLimit: config.limits.replyBytes });
+  }
+  const spine = loadSpine();
+  const name = `agent ${hostname()} pid ${process.pid}`;
+  const queues = new Queues();
+  const base: Omit<EffectContext, 'runDir' | 'input' | 'turns'> = {
+    repo,
+    config,
+    spine,
+    env: o.env,
+    sandbox: sandbox.sandbox,
+    clock: o.clock,
+    print: o.print,
+    // The engine records process notes of its own turns; an agent's pids mean nothing on the engine's host.
+    note: () => undefined,
+    checkouts: new CheckoutPool(),
+    queues,
+    workers,
+    remote,
+  };
+  const stop = new AbortController();
+  o.stop?.addEventListener('abort', () => stop.abort());
+  if (o.signals) {
+    for (const s of ['SIGINT', 'SIGTERM'] as const) process.once(s, () => stop.abort());
+  }
+  const heartbeatMs = config.cluster?.heartbeatMs ?? 2000;
+  const pool = await untilSchema(stop.signal, heartbeatMs, o.print, () =>
+    startWorkers({
+      url,
+      roles,
+      slots,
+      agent: name,
+      heartbeatMs,
+      onClaimed: (key, c) => o.print(`tron agent: ${c.kind} ${blockOf(c)} (job ${key.seq}, attempt ${c.attempt})`),
+      onStale: (key, attempt) =>
+        o.print(`tron agent: the result of job ${key.seq} attempt ${attempt} was refused: the job was given to another attempt`),
+      run: (claimed, key) => runTurnHere({ ...base, remote }, remote, claimed, key),
+    }),
+  );
+  if (!pool) return 0;
+  o.print(`tron agent: ${name} claims ${roles.join(', ')} turns (${slots} slot${slots === 1 ? '' : 's'}) from ${redact(url)}`);
+  if (!stop.signal.aborted) await new Promise<void>((r) => stop.signal.addEventListener('abort', () => r()));
+  await pool.stop();
+  return 0;
+}
+
+/** PostgreSQL's words for a schema not made yet: no such function, table or schema. */
+const NO_SCHEMA = new Set(['42883', '42P01', '3F000']);
+
+/**
+ * Starts the pool once the queue's schema exists: an agent may start before any engine
+ * made it (the engine's role migrates; an agent's may not). Undefined when stopped meanwhile.
+ */
+async function untilSchema<T>(
+  stop: AbortSignal,
+  everyMs: number,
+  print: (line: string) => void,
+  start: () => Promise<T>,
+): Promise<T | undefined> {
+  let said = false;
+  for (;;) {
+    if (stop.aborted) return undefined;
+    try {
+      return await start();
+    } catch (err) {
+      if (!NO_SCHEMA.has(String((err as { code?: unknown }).code))) throw err;
+      if (!said) print("tron agent: the database has no job queue yet; waiting for an engine's first start to make it");
+      said = true;
+      await new Promise<void>((resolve) => {
+        const t = setTimeout(resolve, everyMs);
+        stop.addEventListener('abort', () => {
+          clearTimeout(t);
+          resolve();
+        });
+      });
+    }
+  }
+}
+
+function blockOf(c: Claimed): string {
+  return (c.request as { decision?: { block?: string } } | undefined)?.decision?.block ?? '?';
+}
+
+/**
+ * One turn on this host: the remote's trunk and the block's work fetched at their exact
+ * shas, a builder's worktree made where the work stands, the turn run by the shared
+ * effect, a builder's new commits pushed back by lease. Its inputs: the usage it recorded,
+ * then the reply.
+ */
+async function runTurnHere(
+  base: Omit<EffectContext, 'runDir' | 'input' | 'turns'> & { remote: Remote },
+  remote: Remote,
+  claimed: Claimed,
+  key: JobKey,
+): Promise<JobResult> {
+  const r = claimed.request as TurnRequest;
+  const e = r.decision;
+  const inputs: EventBody[] = [];
+  // The turn's logs and transcript: inside this clone's git dir, out of every checkout's way.
+  const runDir = join(base.repo, '.git', 'tron-agent', key.run);
+  mkdirSync(runDir, { recursive: true });
+  const fx: EffectContext = {
+    ...base,
+    runDir,
+    // Usage goes with the result; a liveness timer's input has no engine here (the adapter's own timeout stands).
+    input: (body) => {
+      if (body.type === 'usage.recorded') inputs.push(body);
+    },
+    turns: new TurnTable(base.clock, () => undefined),
+  };
+  const work = workRef(e.block);
+  const tracking = `refs/tron/fetched-work/${e.block}`;
+  try {
+    const trunk = await fetchTrunk(base.repo, remote);
+    if (!trunk.ok) throw new Error(`cannot fetch ${remote.trunk} from ${remote.name}: ${trunk.message}`);
+    // This clone's trunk is the remote's, as the engine's is: a merge turn rebases onto it.
+    const sha = trunk.sha;
+    if (sha && (await git.revParse(base.repo, `refs/heads/${remote.trunk}`)) !== sha)
+      await base.queues.main.run(() => gitOut(base.repo, ['reset', '--hard', '--quiet', sha]));
+    const fetched = await fetchRef(base.repo, remote, work, tracking);
+    if (!fetched.ok) throw new Error(`cannot fetch ${work} from ${remote.name}: ${fetched.message}`);
+    let start: string | undefined;
+    if (e.role === 'builder') {
+      const from = r.base ?? trunk.sha;
+      if (!from) throw new Error(`the remote has no ${remote.trunk} to build ${e.block} on`);
+      if (!(await git.revParse(base.repo, from)))
+        throw new Error(
+          `${remote.name} does not hold ${e.block}'s base ${from.slice(0, 12)}: push ${remote.trunk} to ${remote.name} before starting (agents build on the remote's trunk)`,
+        );
+      // The block's work so far, when it was built on this base; else the base (a new attempt, or the first turn).
+      start = fetched.sha && (await git.isAncestor(base.repo, from, fetched.sha)) ? fetched.sha : from;
+      await base.queues.worktrees.run(() => freshWorktree(base.repo, e.block, start!));
+    } else if (r.sha && !(await git.revParse(base.repo, r.sha))) {
+      throw new Error(`the remote's ${work} does not hold ${r.sha}, the sha to review`);
+    }
+    const result = await runJob(fx, claimed.kind, r);
+    if (!result.ok || e.role !== 'builder') return result.ok ? { ok: true, inputs: [...inputs, ...result.inputs] } : result;
+    const head = await git.revParse(base.repo, `refs/heads/tron/${e.block}`);
+    if (head && head !== fetched.sha) {
+      const pushed = await pushRef(base.repo, remote, work, head, fetched.sha);
+      if (!pushed.ok) throw new Error(`cannot push ${e.block}'s work to ${remote.name} ${work}: ${pushed.message}`);
+    }
+    return { ok: true, inputs: [...inputs, ...result.inputs] };
+  } catch (err) {
+    // What fails on this host fails the turn, decided like any failed turn.
+    const detail = `the turn could not be carried out on ${hostname()}: ${errorLine(err)}`;
+    return {
+      ok: true,
+      inputs: [
+        ...inputs,
+        { type: 'reply.received', block: e.block, role: e.role, session: e.session, turn: e.turn, ok: false, failure: 'crash', detail },
+      ],
+    };
+  }
+}
+
+/** The block's worktree in this clone, on `tron/<id>` at `sha`: whatever was there from an earlier job goes. */
+async function freshWorktree(repo: string, block: string, sha: string): Promise<void> {
+  const path = git.worktreePath(repo, block);
+  if (existsSync(path)) await git.removeWorktree(repo, path);
+  const branch = `tron/${block}`;
+  const at = await git.revParse(repo, `refs/heads/${branch}`);
+  if (at) await git.deleteBranch(repo, branch, at);
+  await git.createWorktree(repo, { id: block, base: sha });
+}

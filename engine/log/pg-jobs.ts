@@ -1,0 +1,273 @@
+/**
+ * Effects as jobs in PostgreSQL (`[cluster] database`, docs/cluster.md): a worker turn or
+ * a test run the engine decided is a row of `tron_jobs`, inserted in the same statement as
+ * the decision's line in `tron_events` — no job without its intent, no intent without its
+ * job — and fenced by the same trigger: a row of a generation that does not hold the lease
+ * is refused. A trigger on `tron_jobs` hands the job to graphile-worker (the queue library:
+ * it wakes a waiting worker at once through LISTEN/NOTIFY, and claims with SKIP LOCKED).
+ *
+ * What the queue library does not know, these tables and functions do, in SQL:
+ * - **attempts**: `tron_claim` raises a job's attempt and marks it running; `tron_complete`
+ *   records a result only from the attempt that holds it (SQLSTATE TRN02 otherwise), so a
+ *   late result from an attempt that was given up — its agent cut off, killed, slow — is
+ *   refused by the database, whatever that agent believes;
+ * - **agents' heartbeats**: `tron_heartbeat` every period; `tron_reap` unlocks the jobs of
+ *   agents not seen for the lapse (graphile-worker's own expiry is four hours), so another
+ *   agent claims them as a new attempt;
+ * - **generations**: a job of an engine that lost its lease is never run.
+ *
+ * The functions are SECURITY DEFINER, so an agent's role needs only EXECUTE on them and the
+ * queue's own tables (docs/cluster.md, "Roles"), never the log or the lease.
+ */
+import pg from 'pg';
+import { runMigrations } from 'graphile-worker';
+import type { Database, RunKey } from './pg-log.ts';
+import { SchemaNewerError } from './pg-log.ts';
+
+/** The SQLSTATE of a refused result: the attempt that reports is not the job's current one. */
+export const STALE_ATTEMPT = 'TRN02';
+
+/** The notification channel a completed job is announced on (payload: repository/run). */
+export const RESULTS_CHANNEL = 'tron_results';
+
+/** graphile-worker's task names: one per role, so an agent claims only what its roles allow. */
+export const taskOf = (role: string): string => `tron_${role}`;
+
+/** The queue's schema, one migration a version (`tron_queue_schema`); never edited once released. */
+export const JOB_MIGRATIONS: readonly string[] = [
+  `
+  create table tron_jobs (
+    repository text not null,
+    run text not null,
+    seq integer not null,
+    generation bigint not null,
+    kind text not null,
+    role text not null,
+    request jsonb not null,
+    attempt integer not null default 0,
+    worker text,
+    claimed_at timestamptz,
+    state text not null default 'queued' check (state in ('queued', 'running', 'done', 'dropped')),
+    outcome jsonb,
+    done_at timestamptz,
+    created_at timestamptz not null default now(),
+    primary key (repository, run, seq)
+  );
+  create trigger tron_jobs_fenced before insert on tron_jobs
+    for each row execute function tron_events_fenced();
+  create function tron_jobs_enqueue() returns trigger language plpgsql as $$
+  begin
+    perform graphile_worker.add_job('tron_' || new.role,
+      json_build_object('repository', new.repository, 'run', new.run, 'seq', new.seq),
+      max_attempts => 25, job_key => new.repository || '/' || new.run || '/' || new.seq, job_key_mode => 'unsafe_dedupe');
+    return new;
+  end $$;
+  create trigger tron_jobs_enqueue after insert on tron_jobs
+    for each row execute function tron_jobs_enqueue();
+
+  create table tron_agents (
+    worker text primary key,
+    host text not null,
+    roles text[] not null,
+    slots integer not null,
+    locks text[] not null,
+    seen_at timestamptz not null default now()
+  );
+
+  create function tron_heartbeat(p_worker text, p_host text, p_roles text[], p_slots integer, p_locks text[]) returns void
+  language sql security definer set search_path = public, pg_temp as $$
+    insert into tron_agents (worker, host, roles, slots, locks) values (p_worker, p_host, p_roles, p_slots, p_locks)
+    on conflict (worker) do update
+      set seen_at = now(), host = excluded.host, roles = excluded.roles, slots = excluded.slots, locks = excluded.locks;
+  $$;
+
+  create function tron_reap(p_lapse interval) returns text[]
+  language plpgsql security definer set search_path = public, pg_temp as $$
+  declare dead text[];
+  begin
+    with gone as (delete from tron_agents where seen_at < now() - p_lapse returning locks)
+      select coalesce(array_agg(l), '{}') into dead from gone, unnest(gone.locks) as l;
+    if cardinality(dead) > 0 then
+      perform graphile_worker.force_unlock_workers(dead);
+    end if;
+    return dead;
+  end $$;
+
+  create function tron_claim(p_repository text, p_run text, p_seq integer, p_worker text)
+    returns table (attempt integer, kind text, role text, request jsonb)
+  language plpgsql security definer set search_path = public, pg_temp as $$
+  declare j tron_jobs;
+  declare live bigint;
+  begin
+    select * into j from tron_jobs t where t.repository = p_repository and t.run = p_run and t.seq = p_seq for update;
+    if not found or j.state in ('done', 'dropped') then return; end if;
+    select l.generation into live from tron_lease l where l.repository = p_repository;
+    if live is distinct from j.generation then
+      -- The engine that decided it is gone: its successor's recovery decides again.
+      update tron_jobs t set state = 'dropped' where t.repository = p_repository and t.run = p_run and t.seq = p_seq;
+      return;
+    end if;
+    return query update tron_jobs t set attempt = t.attempt + 1, worker = p_worker, claimed_at = now(), state = 'running'
+      where t.repository = p_repository and t.run = p_run and t.seq = p_seq
+      returning t.attempt, t.kind, t.role, t.request;
+  end $$;
+
+  create function tron_complete(p_repository text, p_run text, p_seq integer, p_attempt integer, p_outcome jsonb) returns void
+  language plpgsql security definer set search_path = public, pg_temp as $$
+  declare current integer;
+  begin
+    update tron_jobs t set state = 'done', outcome = p_outcome, done_at = now()
+      where t.repository = p_repository and t.run = p_run and t.seq = p_seq and t.attempt = p_attempt and t.state = 'running';
+    if not found then
+      select t.attempt into current from tron_jobs t where t.repository = p_repository and t.run = p_run and t.seq = p_seq;
+      raise exception 'result of attempt % of job %/%/% refused: the job is at attempt %, or already done',
+        p_attempt, p_repository, p_run, p_seq, coalesce(current::text, 'none') using errcode = '${STALE_ATTEMPT}';
+    end if;
+    perform pg_notify('${RESULTS_CHANNEL}', p_repository || '/' || p_run);
+  end $$;
+
+  -- Only roles given them may call these (docs/cluster.md, "Roles"): never every role of the database.
+  revoke execute on function tron_heartbeat(text, text, text[], integer, text[]), tron_reap(interval),
+    tron_claim(text, text, integer, text), tron_complete(text, text, integer, integer, jsonb) from public;
+  `,
+];
+
+/**
+ * What the agents' role is granted (docs/cluster.md, "Roles"): graphile-worker's own tables
+ * and functions — to claim, finish and retry jobs; a policy on each of its tables that keep
+ * row-level security — and tron's four queue functions. Nothing
+ * of the log, the lease or tron_jobs itself: an agent reads a job's request and writes its
+ * result only through tron_claim and tron_complete, fenced by attempt.
+ */
+export function agentGrants(role: string): string {
+  return `grant usage on schema graphile_worker to ${role};
+grant select, insert, update, delete on all tables in schema graphile_worker to ${role};
+grant usage, select on all sequences in schema graphile_worker to ${role};
+grant execute on all functions in schema graphile_worker to ${role};
+-- graphile-worker keeps row-level security on its private tables: a policy lets this role through.
+do $$ declare t text; begin
+  for t in select c.relname from pg_class c join pg_namespace n on n.oid = c.relnamespace
+           where n.nspname = 'graphile_worker' and c.relrowsecurity loop
+    execute format('create policy %I on graphile_worker.%I for all to %I using (true) with check (true)', 'tron_agent_' || '${role}', t, '${role}');
+  end loop;
+end $$;
+grant execute on function tron_heartbeat(text, text, text[], integer, text[]), tron_reap(interval),
+  tron_claim(text, text, integer, text), tron_complete(text, text, integer, integer, jsonb) to ${role};`;
+}
+
+/**
+ * Brings graphile-worker's schema and the queue's up to date (the engine's role: it owns
+ * the database). Under the advisory lock of the log's migrations, so two starts migrate once.
+ */
+export async function migrateJobs(db: Database): Promise<void> {
+  await runMigrations({ connectionString: db.url, logger: QUIET });
+  const client = db.client;
+  await client.query('begin');
+  try {
+    await client.query(`select pg_advisory_xact_lock(hashtext('tron_schema'))`);
+    await client.query(
+      'create table if not exists tron_queue_schema (version integer primary key, applied_at timestamptz not null default now())',
+    );
+    const { rows } = await client.query<{ v: number | null }>('select max(version) as v from tron_queue_schema');
+    const current = rows[0]?.v ?? 0;
+    if (current > JOB_MIGRATIONS.length) throw new SchemaNewerError(db.url, current);
+    for (let v = current + 1; v <= JOB_MIGRATIONS.length; v += 1) {
+      await client.query(JOB_MIGRATIONS[v - 1]!);
+      await client.query('insert into tron_queue_schema (version) values ($1)', [v]);
+    }
+    await client.query('commit');
+  } catch (err) {
+    await client.query('rollback').catch(() => undefined);
+    throw err;
+  }
+}
+
+/** A job as the log's flush writes it beside its decision's line. */
+export interface QueuedJob {
+  kind: string;
+  role: string;
+  request: unknown;
+}
+
+/**
+ * The statement that commits a batch of lines — and, when some of them ask for jobs, those
+ * jobs — as one: a data-modifying WITH runs to completion in the same statement, so either
+ * every line and every job is committed or none is (the fencing triggers refuse both alike).
+ */
+export function linesStatement(
+  at: RunKey,
+  generation: number,
+  batch: ReadonlyArray<{ seq: number; line: string; job?: QueuedJob }>,
+): { text: string; values: unknown[] } {
+  const values: unknown[] = [at.repository, at.run, generation, batch.map((b) => b.seq), batch.map((b) => b.line)];
+  const lines = `insert into tron_events (repository, run, seq, generation, line)
+    select $1, $2, u.seq, $3, u.line from unnest($4::integer[], $5::text[]) as u(seq, line)`;
+  const jobs = batch.filter((b) => b.job !== undefined);
+  if (jobs.length === 0) return { text: lines, values };
+  values.push(
+    jobs.map((b) => b.seq),
+    jobs.map((b) => b.job!.kind),
+    jobs.map((b) => b.job!.role),
+    jobs.map((b) => JSON.stringify(b.job!.request)),
+  );
+  return {
+    text: `with lines as (${lines} returning 1)
+      insert into tron_jobs (repository, run, seq, generation, kind, role, request)
+      select $1, $2, j.seq, $3, j.kind, j.role, j.request
+      from unnest($6::integer[], $7::text[], $8::text[], $9::jsonb[]) as j(seq, kind, role, request)`,
+    values,
+  };
+}
+
+/** What a finished job reports: its inputs, or the error it met (the engine decides what that means). */
+export type JobResult =
+  | { ok: true; inputs: unknown[] }
+  | { ok: false; error: { message: string; code?: string; name?: string; path?: string } };
+
+/** A claimed job: the attempt that now holds it and its whole input. */
+export interface Claimed {
+  attempt: number;
+  kind: string;
+  role: string;
+  request: unknown;
+}
+
+/** The key graphile-worker's payload carries. */
+export interface JobKey extends RunKey {
+  seq: number;
+}
+
+/** Claims a delivered job for `worker`: a new attempt; undefined when it is done, dropped (old generation) or unknown. */
+export async function claimJob(client: pg.ClientBase, key: JobKey, worker: string): Promise<Claimed | undefined> {
+  const { rows } = await client.query<Claimed>('select * from tron_claim($1, $2, $3, $4)', [key.repository, key.run, key.seq, worker]);
+  return rows[0];
+}
+
+/** Records the result of `attempt`; the database refuses it (STALE_ATTEMPT) unless that attempt holds the job. */
+export async function completeJob(client: pg.ClientBase, key: JobKey, attempt: number, result: JobResult): Promise<void> {
+  await client.query('select tron_complete($1, $2, $3, $4, $5)', [key.repository, key.run, key.seq, attempt, JSON.stringify(result)]);
+}
+
+/** Whether an error is the database refusing a stale attempt's result. */
+export function isStaleAttempt(err: unknown): boolean {
+  return (err as { code?: unknown } | undefined)?.code === STALE_ATTEMPT;
+}
+
+/** graphile-worker's logger, silenced: tron says what matters in its own words. */
+// biome-ignore lint/suspicious/noExplicitAny: graphile-worker's Logger is a class we stand in for.
+export const QUIET: any = {
+  scope: () => QUIET,
+  // TRON_DEBUG=1: the library's own complaints (a missing grant, a lost connection) on stderr.
+  error: (m: string) => process.env.TRON_DEBUG === '1' && process.stderr.write(`graphile-worker: ${m}\n`),
+  warn: (m: string) => process.env.TRON_DEBUG === '1' && process.stderr.write(`graphile-worker: ${m}\n`),
+  info: () => undefined,
+  debug: () => undefined,
+};
+
+/** Connects a client of its own (for LISTEN or a worker's calls), errors reported by its next query. */
+export async function connect(url: string): Promise<pg.Client> {
+  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 10_000 });
+  client.on('error', () => undefined);
+  await client.connect();
+  return client;
+}

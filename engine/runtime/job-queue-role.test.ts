@@ -1,0 +1,91 @@
+/**
+ * The agents' database role of docs/cluster.md ("Roles"), made with exactly the grants
+ * `agentGrants` prints, in a throwaway cluster of its own (making a role needs a superuser,
+ * which a CI's given URL need not be): it claims and completes jobs through the queue, and
+ * can read or write nothing of the log, the lease or the jobs' table.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import pg from 'pg';
+import { ManualClock } from '../core/clock.ts';
+import { acquireLease } from '../log/lease.ts';
+import { agentGrants, completeJob, migrateJobs, STALE_ATTEMPT } from '../log/pg-jobs.ts';
+import { type Database, openDatabase, PgEventLog } from '../log/pg-log.ts';
+import { requireAll, skipWithout } from '../testing/needs.ts';
+import { needPostgres, type TestDatabase, testDatabase } from '../testing/postgres.ts';
+import { startWorkers } from './job-queue.ts';
+
+// A cluster of this file's own, where the test is the superuser.
+delete process.env.TRON_TEST_DATABASE_URL;
+const POSTGRES = needPostgres();
+const NO_DATABASE = skipWithout('the agents’ database role', POSTGRES);
+
+describe.skipIf(NO_DATABASE)('the agents’ database role', () => {
+  let server: TestDatabase;
+  let db: Database;
+  let agentUrl: string;
+  beforeAll(async () => {
+    requireAll(POSTGRES);
+    server = await testDatabase();
+    db = await openDatabase(server.url);
+    await migrateJobs(db);
+    await db.client.query(`create role tron_agent login password 'agent'`);
+    await db.client.query(agentGrants('tron_agent'));
+    const url = new URL(server.url);
+    url.username = 'tron_agent';
+    url.password = 'agent';
+    agentUrl = url.toString();
+  }, 120_000);
+  afterAll(async () => {
+    await db?.end();
+    await server?.stop();
+  }, 60_000);
+
+  it('claims and completes jobs, and reads or writes nothing of the log, the lease or the jobs’ table', async () => {
+    const lease = await acquireLease(db, { repository: 'roles', periodMs: 30_000 });
+    const log = (await PgEventLog.open(db, lease, '20260101-000000-001', Buffer.alloc(32, 5))).attach(new ManualClock(0));
+    log.groupCommit = true;
+    const e = log.append({ type: 'merge.queued', block: 'alpha' });
+    log.enqueue(e.seq, { kind: 'test.requested', role: 'test', request: { n: 1 } });
+    await log.sync();
+    const key = { repository: 'roles', run: '20260101-000000-001', seq: e.seq };
+    const pool = await startWorkers({
+      url: agentUrl,
+      roles: ['test'],
+      slots: 1,
+      agent: 'restricted',
+      heartbeatMs: 500,
+      run: async (claimed) => ({ ok: true, inputs: [{ type: 'seen', request: claimed.request }] }),
+    });
+    try {
+      for (;;) {
+        const { rows } = await db.client.query(`select state, outcome from tron_jobs where repository = 'roles' and seq = $1`, [e.seq]);
+        if (rows[0].state === 'done') {
+          expect(rows[0].outcome).toEqual({ ok: true, inputs: [{ type: 'seen', request: { n: 1 } }] });
+          break;
+        }
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    } finally {
+      await pool.stop();
+    }
+    const agent = new pg.Client({ connectionString: agentUrl });
+    await agent.connect();
+    try {
+      for (const sql of [
+        'select line from tron_events',
+        'select * from tron_lease',
+        'select request from tron_jobs',
+        `update tron_lease set generation = generation + 1`,
+        `insert into tron_jobs (repository, run, seq, generation, kind, role, request) values ('roles', 'r', 1, 1, 'k', 'test', '{}')`,
+        `update tron_jobs set state = 'done'`,
+      ]) {
+        await expect(agent.query(sql), sql).rejects.toMatchObject({ code: '42501' });
+      }
+      // Through the functions it may call, only as the attempt that holds the job.
+      await expect(completeJob(agent, key, 1, { ok: true, inputs: [{ type: 'again' }] })).rejects.toMatchObject({ code: STALE_ATTEMPT });
+    } finally {
+      await agent.end();
+    }
+    await log.close();
+  }, 60_000);
+});

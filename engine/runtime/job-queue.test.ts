@@ -1,0 +1,156 @@
+/**
+ * The queue's promises against a real PostgreSQL: a decision's job is committed with its
+ * line or not at all; a job is claimed as a numbered attempt and only the attempt that
+ * holds it may report; a pool that dies mid-job has its job re-run by another as a new
+ * attempt; a job of an engine that lost its lease is never run.
+ */
+import { join } from 'node:path';
+import { execa, type ResultPromise } from 'execa';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ManualClock } from '../core/clock.ts';
+import { acquireLease } from '../log/lease.ts';
+import { claimJob, completeJob, type JobKey, migrateJobs, STALE_ATTEMPT } from '../log/pg-jobs.ts';
+import { type Database, LeaseLostError, openDatabase, PgEventLog } from '../log/pg-log.ts';
+import { requireAll, skipWithout } from '../testing/needs.ts';
+import { needPostgres, type TestDatabase, testDatabase } from '../testing/postgres.ts';
+import { startWorkers } from './job-queue.ts';
+
+const POSTGRES = needPostgres();
+const NO_DATABASE = skipWithout('effects as jobs on the database queue', POSTGRES);
+const RUN = '20260101-000000-001';
+
+describe.skipIf(NO_DATABASE)('effects as jobs on the database queue', () => {
+  let server: TestDatabase;
+  const opened: Database[] = [];
+  const clock = new ManualClock(Date.UTC(2026, 0, 1));
+  const key = Buffer.alloc(32, 9);
+
+  beforeAll(async () => {
+    requireAll(POSTGRES);
+    server = await testDatabase();
+    const d = await db();
+    await migrateJobs(d);
+  }, 60_000);
+  afterAll(async () => {
+    for (const d of opened) await d.end();
+    await server?.stop();
+  }, 60_000);
+
+  async function db(): Promise<Database> {
+    const d = await openDatabase(server.url);
+    opened.push(d);
+    return d;
+  }
+
+  /** A run's log holding the lease of `repository`, and a helper that appends a decision with a job. */
+  async function leading(repository: string, periodMs = 30_000) {
+    const d = await db();
+    const lease = await acquireLease(d, { repository, periodMs });
+    const log = (await PgEventLog.open(d, lease, RUN, key)).attach(clock);
+    log.groupCommit = true;
+    const decide = (request: unknown): JobKey => {
+      const e = log.append({ type: 'merge.queued', block: 'alpha' });
+      log.enqueue(e.seq, { kind: 'test.requested', role: 'test', request });
+      return { repository, run: RUN, seq: e.seq };
+    };
+    return { d, lease, log, decide };
+  }
+
+  async function job(d: Database, k: JobKey) {
+    const { rows } = await d.client.query<{ state: string; attempt: number; outcome: unknown; n: string }>(
+      `select state, attempt, outcome, (select count(*) from graphile_worker.jobs g where g.key = $4) as n
+       from tron_jobs where repository = $1 and run = $2 and seq = $3`,
+      [k.repository, k.run, k.seq, `${k.repository}/${k.run}/${k.seq}`],
+    );
+    return rows[0];
+  }
+
+  it('commits a decision’s job with its line, and neither once the engine lost its lease', async () => {
+    const { d, log, decide } = await leading('together');
+    const k = decide({ check: 'trunk' });
+    await log.sync();
+    expect(await job(d, k)).toMatchObject({ state: 'queued', attempt: 0, n: '1' });
+    // A standby takes the lease (it lapsed): the old engine's next decision and its job are both refused.
+    await d.client.query(`update tron_lease set generation = generation + 1 where repository = 'together'`);
+    const late = decide({ check: 'again' });
+    await expect(log.sync()).rejects.toBeInstanceOf(LeaseLostError);
+    expect(await job(d, late)).toBeUndefined();
+    const { rows } = await d.client.query(`select seq from tron_events where repository = 'together' and run = $1`, [RUN]);
+    expect(rows.map((r) => r.seq)).toEqual([k.seq]);
+  });
+
+  it('refuses a late result from an attempt given up when the job was delivered again, and runs a finished job no more', async () => {
+    const { d, log, decide } = await leading('attempts');
+    const k = decide({ n: 1 });
+    await log.sync();
+    const first = await claimJob(d.client, k, 'agent one');
+    const second = await claimJob(d.client, k, 'agent two');
+    expect([first?.attempt, second?.attempt]).toEqual([1, 2]);
+    expect(second).toMatchObject({ kind: 'test.requested', role: 'test', request: { n: 1 } });
+    // The first attempt reports late (forged or slow): the database refuses it, in SQL.
+    await expect(completeJob(d.client, k, 1, { ok: true, inputs: [{ type: 'forged' }] })).rejects.toMatchObject({ code: STALE_ATTEMPT });
+    await completeJob(d.client, k, 2, { ok: true, inputs: [] });
+    expect(await job(d, k)).toMatchObject({ state: 'done', attempt: 2, outcome: { ok: true, inputs: [] } });
+    // Reported twice, or delivered once more after it was done: refused, and not run again.
+    await expect(completeJob(d.client, k, 2, { ok: true, inputs: [{ type: 'again' }] })).rejects.toMatchObject({ code: STALE_ATTEMPT });
+    expect(await claimJob(d.client, k, 'agent three')).toBeUndefined();
+    expect(await job(d, k)).toMatchObject({ state: 'done', attempt: 2, outcome: { ok: true, inputs: [] } });
+  });
+
+  it('never runs a job decided by an engine that has since lost its lease', async () => {
+    const { d, log, decide } = await leading('stale');
+    const k = decide({ n: 1 });
+    await log.sync();
+    await d.client.query(`update tron_lease set generation = generation + 1 where repository = 'stale'`);
+    expect(await claimJob(d.client, k, 'agent')).toBeUndefined();
+    expect(await job(d, k)).toMatchObject({ state: 'dropped', attempt: 0 });
+  });
+
+  it('re-runs the job of a worker pool killed mid-job as a new attempt, and refuses the dead attempt’s result', async () => {
+    const { d, log, decide } = await leading('killed');
+    const heartbeatMs = 400;
+    const doomed: ResultPromise = execa('node', ['--import', 'tsx', join(import.meta.dirname, '..', 'testing', 'queue-worker.ts')], {
+      env: { TRON_TEST_QUEUE_URL: server.url, TRON_TEST_ROLE: 'test', TRON_TEST_HEARTBEAT_MS: String(heartbeatMs) },
+      reject: false,
+      buffer: false,
+    });
+    let out = '';
+    const said = (text: string) =>
+      new Promise<void>((resolve, reject) => {
+        const look = () => (out.includes(text) ? resolve() : undefined);
+        doomed.stdout!.on('data', (c: Buffer) => {
+          out += c.toString();
+          look();
+        });
+        void doomed.then(() => reject(new Error(`the pool exited before saying "${text}": ${out}`)));
+        look();
+      });
+    await said('ready');
+    const k = decide({ n: 1 });
+    await log.sync();
+    await said(`claimed ${k.seq} 1`);
+    doomed.kill('SIGKILL');
+    await doomed;
+    const ran: number[] = [];
+    const pool = await startWorkers({
+      url: server.url,
+      roles: ['test'],
+      slots: 1,
+      agent: 'survivor',
+      heartbeatMs,
+      run: async (claimed) => {
+        ran.push(claimed.attempt);
+        return { ok: true, inputs: [{ type: 'done' }] };
+      },
+    });
+    try {
+      // The survivor's heartbeat finds the dead pool silent, unlocks its job, and claims it again.
+      while ((await job(d, k))?.state !== 'done') await new Promise((r) => setTimeout(r, 50));
+    } finally {
+      await pool.stop();
+    }
+    expect(ran).toEqual([2]);
+    expect(await job(d, k)).toMatchObject({ state: 'done', attempt: 2, outcome: { ok: true, inputs: [{ type: 'done' }] } });
+    await expect(completeJob(d.client, k, 1, { ok: true, inputs: [] })).rejects.toMatchObject({ code: STALE_ATTEMPT });
+  }, 60_000);
+});

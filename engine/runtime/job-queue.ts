@@ -1,0 +1,330 @@
+/**
+ * Effects as jobs on the database's queue ([cluster] database; docs/cluster.md). Worker
+ * turns and test runs — the effects whose request is self-contained JSON and whose work is
+ * the heavy part of a run — are not started by the engine's `perform`: their rows are
+ * committed with their decisions' lines (engine/log/pg-jobs.ts), a worker pool claims
+ * them — the engine's own, in process, when `[cluster] jobs = "here"` (the default), or
+ * `tron agent`s on other hosts with `"agents"` — and each result comes back through
+ * `tron_complete`, fenced by attempt, as the effect's outcome.
+ *
+ * Both sides are here: `JobBroker` (the engine's: enqueue, wait for outcomes) and
+ * `startWorkers` (a pool that claims, runs, heartbeats and reports; `tron agent` runs one).
+ */
+import { EventEmitter } from 'node:events';
+import { hostname } from 'node:os';
+import { run as runQueue, type Runner, type Task } from 'graphile-worker';
+import type pg from 'pg';
+import type { DecisionType, EventBody, TronEvent } from '../core/events.ts';
+import {
+  type Claimed,
+  claimJob,
+  completeJob,
+  connect,
+  isStaleAttempt,
+  type JobKey,
+  type JobResult,
+  QUIET,
+  RESULTS_CHANNEL,
+  taskOf,
+} from '../log/pg-jobs.ts';
+import { migrateJobs } from '../log/pg-jobs.ts';
+import type { Database, PgEventLog, RunKey } from '../log/pg-log.ts';
+import type { Config } from '../project/config.ts';
+import type { RunLog } from '../log/run-log.ts';
+import type { EffectContext, Outcome } from './effects/context.ts';
+import { InputError } from '../core/errors.ts';
+import * as git from '../git/index.ts';
+import { fetchRef } from '../git/remote.ts';
+import { gitOut } from '../git/run.ts';
+import { EFFECTS, type Job } from './effects/table.ts';
+
+/** The decisions whose effects are jobs on the queue: worker turns and test runs. */
+export const QUEUED: ReadonlySet<DecisionType> = new Set<DecisionType>([
+  'block.dispatched',
+  'facts.requested',
+  'candidate.requested',
+  'bisect.step',
+  'test.requested',
+]);
+
+/** The roles a job is claimed by: a turn's worker role, `test` for a test run. */
+export const JOB_ROLES = ['builder', 'reviewer', 'architect', 'test'] as const;
+
+/** The role that may claim a decision's job. */
+export function roleOf(decision: TronEvent): string {
+  return decision.type === 'block.dispatched' ? String((decision as { role: string }).role) : 'test';
+}
+
+/** Runs a claimed job's effect against a context; the outcome (its inputs) or the error, as JSON. */
+export async function runJob(fx: EffectContext, kind: string, request: unknown): Promise<JobResult> {
+  const effect = EFFECTS[kind as DecisionType];
+  try {
+    if (!effect) throw new Error(`no effect runs a ${kind} job`);
+    const out = (await effect.run(fx, request as never)) as Outcome;
+    return { ok: true, inputs: [out ?? []].flat() };
+  } catch (err) {
+    const e = err as { message?: unknown; code?: unknown; name?: unknown; path?: unknown };
+    return {
+      ok: false,
+      error: {
+        message: String(e?.message ?? err),
+        ...(typeof e?.code === 'string' ? { code: e.code } : {}),
+        ...(typeof e?.name === 'string' ? { name: e.name } : {}),
+        ...(typeof e?.path === 'string' ? { path: e.path } : {}),
+      },
+    };
+  }
+}
+
+/** The error a job reported, as the engine's `perform` would have met it in process. */
+function errorOf(r: Extract<JobResult, { ok: false }>): Error {
+  const err = Object.assign(
+    new Error(r.error.message),
+    r.error.code ? { code: r.error.code } : {},
+    r.error.path ? { path: r.error.path } : {},
+  );
+  if (r.error.name) err.name = r.error.name;
+  return err;
+}
+
+export interface BrokerOptions {
+  url: string;
+  log: RunLog;
+  at: RunKey;
+  /**
+   * The roles whose jobs this process runs: all with `[cluster] jobs = "here"`; with
+   * `"agents"`, only test runs (they read the engine's own checkouts) — turns go to `tron agent`s.
+   */
+  localRoles: readonly string[];
+  /** How often a worker pool says it lives; a job of one silent for 1.5 of these is given to another. */
+  heartbeatMs: number;
+  /** Slots of the in-process pool. */
+  slots: number;
+}
+
+/**
+ * The engine's side of the queue: `enqueue` attaches each queued decision's job to its line
+ * (committed together), `outcome` resolves when its result is committed, `serve` starts the
+ * in-process pool (or only listens, with agents), `close` stops it all.
+ */
+export class JobBroker {
+  private readonly waiting = new Map<number, { resolve: (o: Outcome) => void; reject: (e: Error) => void }>();
+  private listener: pg.Client | undefined;
+  private workers: { stop(): Promise<void> } | undefined;
+  private timer: NodeJS.Timeout | undefined;
+  private checking: Promise<void> | undefined;
+  private again = false;
+  private closed = false;
+  private fx: EffectContext | undefined;
+
+  constructor(private readonly o: BrokerOptions) {}
+
+  queued(job: Job): boolean {
+    return QUEUED.has(job.decision.type as DecisionType) && job.request !== undefined;
+  }
+
+  /** Attaches their jobs to the decisions' queued lines: called in the step that appended them. */
+  enqueue(jobs: readonly Job[]): void {
+    for (const job of jobs) {
+      if (!this.queued(job)) continue;
+      this.o.log.enqueue!(job.decision.seq, { kind: job.decision.type, role: roleOf(job.decision), request: job.request });
+    }
+  }
+
+  /** The job's outcome, once a worker's result for it is committed; its error, as the effect would have thrown it. */
+  outcome(job: Job): Promise<Outcome> {
+    const result = new Promise<Outcome>((resolve, reject) => {
+      this.waiting.set(job.decision.seq, { resolve, reject });
+      this.check();
+    });
+    const role = roleOf(job.decision);
+    if (this.o.localRoles.includes(role) || role !== 'builder') return result;
+    // A builder's commits were made on an agent and pushed to the remote: they come into the
+    // block's worktree here before its reply is decided on (the gate reads them there).
+    const block = (job.decision as { block: string }).block;
+    return result.then(async (out) => {
+      await adoptWork(this.fx!, block);
+      return out;
+    });
+  }
+
+  /** Listens for results; with `local`, runs a pool of workers against the engine's own context. */
+  async serve(fx: EffectContext): Promise<void> {
+    this.fx = fx;
+    const listener = await connect(this.o.url);
+    this.listener = listener;
+    listener.on('notification', () => this.check());
+    await listener.query(`listen ${RESULTS_CHANNEL}`);
+    if (this.o.localRoles.length > 0) {
+      this.workers = await startWorkers({
+        url: this.o.url,
+        roles: this.o.localRoles,
+        slots: this.o.slots,
+        agent: `engine ${hostname()} pid ${process.pid}`,
+        heartbeatMs: this.o.heartbeatMs,
+        run: (claimed) => runJob(fx, claimed.kind, claimed.request),
+      });
+    }
+    // A notification lost with a dropped connection: the results are looked for now and then too.
+    this.timer = setInterval(() => this.waiting.size > 0 && this.check(), Math.max(250, this.o.heartbeatMs / 2));
+    this.timer.unref();
+    this.check();
+  }
+
+  /** Looks for the committed results of the jobs waited for; one look at a time, another after it if asked meanwhile. */
+  private check(): void {
+    if (this.closed || this.listener === undefined || this.waiting.size === 0) return;
+    if (this.checking !== undefined) {
+      this.again = true;
+      return;
+    }
+    const client = this.listener;
+    this.checking = client
+      .query<{ seq: number; outcome: JobResult }>(
+        `select seq, outcome from tron_jobs where repository = $1 and run = $2 and state = 'done' and seq = any($3::integer[])`,
+        [this.o.at.repository, this.o.at.run, [...this.waiting.keys()]],
+      )
+      .then(
+        ({ rows }) => {
+          for (const row of rows) {
+            const w = this.waiting.get(row.seq);
+            if (!w) continue;
+            this.waiting.delete(row.seq);
+            if (row.outcome.ok) w.resolve(row.outcome.inputs as EventBody[]);
+            else w.reject(errorOf(row.outcome));
+          }
+        },
+        () => undefined,
+      )
+      .finally(() => {
+        this.checking = undefined;
+        if (this.again) {
+          this.again = false;
+          this.check();
+        }
+      });
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    if (this.timer) clearInterval(this.timer);
+    await this.workers?.stop();
+    await this.listener?.end().catch(() => undefined);
+  }
+}
+
+export interface WorkerOptions {
+  url: string;
+  roles: readonly string[];
+  slots: number;
+  /** The pool's name in `tron_agents` (host and pid, or the agent's own). */
+  agent: string;
+  heartbeatMs: number;
+  /** Runs a claimed job; its result is reported as the attempt's. */
+  run: (claimed: Claimed, key: JobKey) => Promise<JobResult>;
+  /** A result the database refused: this attempt was given up and another holds the job. */
+  onStale?: (key: JobKey, attempt: number) => void;
+  /** A job claimed (for the bench and the agent's own lines). */
+  onClaimed?: (key: JobKey, claimed: Claimed) => void;
+}
+
+/**
+ * A pool of `slots` workers that claim the jobs of `roles` (graphile-worker: woken by
+ * NOTIFY, SKIP LOCKED), each job a new attempt (`tron_claim`), reported with `tron_complete`.
+ * It heartbeats every `heartbeatMs` and unlocks the jobs of pools silent for 1.5 periods.
+ */
+export async function startWorkers(o: WorkerOptions): Promise<{ stop(): Promise<void> }> {
+  const beat = await connect(o.url);
+  const locks: string[] = [];
+  const events = new EventEmitter();
+  events.on('worker:create', ({ worker }: { worker: { workerId: string } }) => locks.push(worker.workerId));
+  const heartbeat = async (): Promise<void> => {
+    await beat.query('select tron_heartbeat($1, $2, $3, $4, $5)', [o.agent, hostname(), o.roles, o.slots, locks]);
+    await beat.query('select tron_reap($1::interval)', [`${Math.ceil(o.heartbeatMs * 1.5)} milliseconds`]);
+  };
+  const task: Task = async (payload, helpers) => {
+    const key = payload as JobKey;
+    const claimed = await helpers.withPgClient((client) => claimJob(client, key, o.agent));
+    // Done already (a second delivery), or decided by an engine that lost its lease: nothing to run.
+    if (!claimed) return;
+    o.onClaimed?.(key, claimed);
+    const result = await o.run(claimed, key);
+    try {
+      await helpers.withPgClient((client) => completeJob(client, key, claimed.attempt, result));
+    } catch (err) {
+      if (!isStaleAttempt(err)) throw err;
+      o.onStale?.(key, claimed.attempt);
+    }
+  };
+  const taskList = Object.fromEntries(o.roles.map((r) => [taskOf(r), task]));
+  let runner: Runner;
+  try {
+    // Said before the first claim: a database without the queue's schema fails here, with nothing claimed.
+    await heartbeat();
+    runner = await runQueue({
+      connectionString: o.url,
+      concurrency: o.slots,
+      noHandleSignals: true,
+      pollInterval: Math.max(500, o.heartbeatMs),
+      logger: QUIET,
+      // biome-ignore lint/suspicious/noExplicitAny: graphile-worker types its emitter narrowly.
+      events: events as any,
+      taskList,
+      // No schedule: never read a `crontab` file from the working folder (a worker could have written one).
+      parsedCronItems: [],
+    });
+    await heartbeat();
+  } catch (err) {
+    await beat.end().catch(() => undefined);
+    throw err;
+  }
+  const timer = setInterval(() => void heartbeat().catch(() => undefined), o.heartbeatMs);
+  timer.unref();
+  let stopped: Promise<void> | undefined;
+  return {
+    stop: () => {
+      stopped ??= (async () => {
+        clearInterval(timer);
+        await runner.stop().catch(() => undefined);
+        await beat.end().catch(() => undefined);
+      })();
+      return stopped;
+    },
+  };
+}
+
+/** The engine's broker for a run logged in the database: the queue's schema migrated, the pool as [cluster] says. */
+export async function brokerFor(db: Database, log: PgEventLog, config: Config): Promise<JobBroker> {
+  if (config.cluster?.jobs === 'agents' && !config.remote)
+    throw new InputError([
+      {
+        code: 'TRON_USAGE',
+        path: '[cluster] jobs',
+        message: '"agents" runs turns on other hosts, which fetch and push through the remote: add [remote] to .tron/config.toml',
+      },
+    ]);
+  await migrateJobs(db);
+  return new JobBroker({
+    url: db.url,
+    log,
+    at: log.at,
+    localRoles: config.cluster?.jobs === 'agents' ? ['test'] : [...JOB_ROLES],
+    heartbeatMs: config.cluster?.heartbeatMs ?? 2000,
+    // Enough for every turn and test run the engine lets run at once: it decides how many.
+    slots: Math.max(4, config.maxParallel * 2 + 2),
+  });
+}
+
+/**
+ * Brings the work an agent pushed for `block` (`refs/tron/work/<id>` on the remote) into the
+ * engine's repository and moves the block's branch and worktree to it. Nothing of the agent
+ * is believed: the gate reads these commits as it reads any builder's.
+ */
+export async function adoptWork(fx: EffectContext, block: string): Promise<void> {
+  if (!fx.remote) throw new Error('turns on agents need [remote]');
+  const got = await fetchRef(fx.repo, fx.remote, `refs/tron/work/${block}`, `refs/tron/fetched-work/${block}`);
+  if (!got.ok) throw new Error(`cannot fetch the work of ${block} from ${fx.remote.name}: ${got.message}`);
+  if (!got.sha) return;
+  if ((await git.revParse(fx.repo, `refs/heads/tron/${block}`)) === got.sha) return;
+  await fx.queues.worktrees.run(() => gitOut(git.worktreePath(fx.repo, block), ['reset', '--hard', '--quiet', got.sha!]));
+}

@@ -1,0 +1,255 @@
+/**
+ * Effects as jobs on the database's queue, and `tron agent` (part of `npm run bench`; alone:
+ * `npx tsx evaluation/bench-agents.ts`). Three figures (docs/cluster.md):
+ *
+ * - **decision → job claimed**, p50 and p99 (goal p50 ≤ 50 ms): from the moment a decision
+ *   is appended (with its job: one group-commit insert) to the moment a worker pool has
+ *   claimed it (graphile-worker woken by NOTIFY, then `tron_claim`), 200 decisions 15 ms apart;
+ * - **six 4 s builders on six agents**: whole `tron start` runs with `[cluster] jobs =
+ *   "agents"`, six `tron agent` processes each in its own clone of a served remote;
+ *   efficiency = t(1 block) / t(6 blocks), wall from run.started to run.finished (goal ≥ 0.9);
+ * - **events per second of the single writer with 8 agents and instant workers**: eight
+ *   agent processes that finish every job at once, and a writer that keeps 16 jobs in flight,
+ *   appending each result and the next decision with its job, for 5 s.
+ *
+ * The database is TRON_TEST_DATABASE_URL, else a throwaway cluster (engine/testing/postgres.ts).
+ * TRON_BENCH_AGENTS=0 skips it; TRON_BENCH_SLOW_MS changes the builders' 4 s;
+ * TRON_BENCH_TIMELINE=1 prints each agents run's events, ms from run.started (where the time goes).
+ */
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { execa, type ResultPromise } from 'execa';
+import { systemClock } from '../engine/core/clock.ts';
+import type { EventBody, TronEvent } from '../engine/core/events.ts';
+import { readLog } from '../engine/log/eventlog.ts';
+import { acquireLease } from '../engine/log/lease.ts';
+import { migrateJobs } from '../engine/log/pg-jobs.ts';
+import { openDatabase, PgEventLog } from '../engine/log/pg-log.ts';
+import type { EffectContext } from '../engine/runtime/effects/context.ts';
+import { JobBroker, startWorkers } from '../engine/runtime/job-queue.ts';
+import { missing } from '../engine/testing/needs.ts';
+import { needPostgres, testDatabase } from '../engine/testing/postgres.ts';
+import { configFile, makeProject } from '../engine/testing/project.ts';
+import { makeBareRemote, serveDaemon } from '../engine/testing/remote-server.ts';
+import { GIT_IDENTITY_ENV } from '../engine/testing/repo.ts';
+import { approvingWorkers, builderPrelude, writeBuilder } from '../engine/testing/workers.ts';
+
+const BIN = fileURLToPath(new URL('../bin/tron.js', import.meta.url));
+const WORKER = fileURLToPath(new URL('../engine/testing/queue-worker.ts', import.meta.url));
+const BODY: EventBody = { type: 'block.parked', block: 'alpha', reason: 'a line of ordinary length for the bench' };
+const ENV = { ...GIT_IDENTITY_ENV, GIT_CONFIG_GLOBAL: '/dev/null', GIT_CONFIG_NOSYSTEM: '1', TRON_DATABASE_URL: '' };
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const pct = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(p * xs.length))]!;
+
+/** A run's log holding a fresh lease: the engine's side, without the engine. */
+async function writer(url: string, repository: string) {
+  const db = await openDatabase(url);
+  await migrateJobs(db);
+  const lease = await acquireLease(db, { repository, periodMs: 60_000 });
+  const log = (await PgEventLog.open(db, lease, '20260101-000000-001', Buffer.alloc(32, 3))).attach(systemClock);
+  log.groupCommit = true;
+  return { db, log };
+}
+
+async function dispatchLatency(url: string, n = 200): Promise<{ p50: number; p99: number }> {
+  const { log } = await writer(url, 'bench-dispatch');
+  const appended = new Map<number, number>();
+  const lat: number[] = [];
+  const pool = await startWorkers({
+    url,
+    roles: ['test'],
+    slots: 2,
+    agent: 'bench',
+    heartbeatMs: 2000,
+    onClaimed: (key) => lat.push(performance.now() - appended.get(key.seq)!),
+    run: async () => ({ ok: true, inputs: [] }),
+  });
+  try {
+    const warm = 10;
+    for (let i = 0; i < n + warm; i += 1) {
+      const e = log.append(BODY);
+      appended.set(e.seq, performance.now());
+      log.enqueue(e.seq, { kind: 'test.requested', role: 'test', request: { i } });
+      await sleep(15);
+    }
+    while (lat.length < n + warm) await sleep(20);
+    const kept = lat.slice(warm);
+    return { p50: pct(kept, 0.5), p99: pct(kept, 0.99) };
+  } finally {
+    await pool.stop();
+    await log.close();
+  }
+}
+
+async function writerThroughput(url: string, agents = 8, inFlight = 16, ms = 5000): Promise<{ events: number; perSecond: number }> {
+  const { db, log } = await writer(url, 'bench-writer');
+  const pools: ResultPromise[] = [];
+  for (let i = 0; i < agents; i += 1) {
+    pools.push(
+      execa('node', ['--import', 'tsx', WORKER], {
+        env: { TRON_TEST_QUEUE_URL: url, TRON_TEST_ROLE: 'test', TRON_TEST_INSTANT: '1', TRON_TEST_HEARTBEAT_MS: '2000' },
+        reject: false,
+        buffer: false,
+      }),
+    );
+  }
+  const broker = new JobBroker({ url, log, at: log.at, localRoles: [], heartbeatMs: 2000, slots: 0 });
+  await broker.serve({} as EffectContext);
+  let stopAt = Number.POSITIVE_INFINITY;
+  let counting = false;
+  let counted = 0;
+  const one = async (): Promise<void> => {
+    while (performance.now() < stopAt) {
+      const decision = log.append(BODY);
+      log.enqueue(decision.seq, { kind: 'test.requested', role: 'test', request: {} });
+      if (counting) counted += 1;
+      const out = await broker.outcome({ decision: decision as TronEvent, request: {} });
+      for (const body of [out ?? []].flat()) {
+        log.append(body);
+        if (counting) counted += 1;
+      }
+    }
+  };
+  try {
+    // Once every agent has said it lives (its first heartbeat), 1 s of warm-up.
+    for (;;) {
+      const { rows } = await db.client.query<{ n: string }>(`select count(*) as n from tron_agents where worker like 'queue-worker pid %'`);
+      if (Number(rows[0]!.n) >= agents) break;
+      await sleep(100);
+    }
+    stopAt = performance.now() + 60_000;
+    const loops = Array.from({ length: inFlight }, () => one());
+    await sleep(1000);
+    counting = true;
+    const from = performance.now();
+    await sleep(ms);
+    counting = false;
+    const took = performance.now() - from;
+    stopAt = 0;
+    await Promise.all(loops);
+
+    return { events: counted, perSecond: (counted * 1000) / took };
+  } finally {
+    await broker.close();
+    await log.close();
+    for (const p of pools) p.kill('SIGTERM');
+    await Promise.all(pools.map((p) => p.catch(() => undefined)));
+  }
+}
+
+/** A builder that sleeps, then writes items/<block>.txt and commits it. */
+function slowBuilder(seconds: number): string {
+  return `${builderPrelude('items/<block>.txt names itself')}sleep ${seconds}
+mkdir -p items && echo "$TRON_BLOCK" > "items/$TRON_BLOCK.txt"
+git add -A && git commit -qm "Build $TRON_BLOCK" >/dev/null 2>&1
+echo ">>DONE"
+`;
+}
+
+/** Wall (run.started → run.finished) of the run `tron start` made last in `repo`, and its exit. */
+function lastRunWall(repo: string): number {
+  const runs = readdirSync(join(repo, '.tron', 'runs')).sort();
+  const events = readLog(join(repo, '.tron', 'runs', runs.at(-1)!, 'events.jsonl')).events;
+  const started = events.find((e) => e.type === 'run.started')!.ts;
+  const finished = events.findLast((e) => e.type === 'run.finished')!.ts;
+  if (process.env.TRON_BENCH_TIMELINE === '1')
+    for (const e of events)
+      if (!['usage.recorded', 'worker.spawned', 'worker.exited'].includes(e.type))
+        console.log(
+          `${String(e.ts - started).padStart(6)} ${e.type} ${(e as { block?: string }).block ?? ''} ${(e as { role?: string }).role ?? ''}`,
+        );
+  return finished - started;
+}
+
+async function sixAgents(url: string, slowMs: number): Promise<{ one: number; six: number; claimP50: number; claimP99: number }> {
+  const scratch = mkdtempSync(join(tmpdir(), 'tron-bench-agents-'));
+  const bare = await makeBareRemote();
+  const served = await serveDaemon(bare);
+  const blocks = Object.fromEntries(['solo', ...Array.from({ length: 6 }, (_, i) => `b${i + 1}`)].map((id) => [id, {}]));
+  const repo = await makeProject({
+    blocks: { solo: {} },
+    config: configFile({
+      maxParallel: 6,
+      workers: approvingWorkers(writeBuilder(scratch, slowBuilder(slowMs / 1000))),
+      extra: `\n[sandbox]\nmode = "off"\n\n[remote]\nbackoff = "100ms"\nretries = 50\n\n[cluster]\ndatabase = "${url}"\nrepository = "bench-six"\njobs = "agents"\nheartbeat = "1s"\n`,
+    }),
+  });
+  const agents: ResultPromise[] = [];
+  const db = await openDatabase(url);
+  try {
+    await repo.git('push', '-q', bare.dir, 'main');
+    await repo.git('remote', 'add', 'origin', served.url);
+    await repo.git('fetch', '-q', 'origin');
+    for (let n = 0; n < 6; n += 1) {
+      const clone = join(scratch, `clone-${n}`);
+      await execa('git', ['clone', '-q', served.url, clone], { env: ENV });
+      agents.push(
+        execa('node', [BIN, 'agent', '--repo', clone, '--database', url], { env: ENV, reject: false, stdin: 'ignore', buffer: false }),
+      );
+    }
+    const start = async () => {
+      const run = await execa('node', [BIN, 'start', '--repo', repo.dir, '--plain'], { env: ENV, reject: false, stdin: 'ignore' });
+      if (run.exitCode !== 0) throw new Error(`tron start exited ${run.exitCode}: ${run.stdout}\n${run.stderr}`);
+      return lastRunWall(repo.dir);
+    };
+    const one = await start();
+    // Six more blocks, committed: the next start runs those six.
+    const { writeFileSync } = await import('node:fs');
+    const { blockFile } = await import('../engine/testing/project.ts');
+    for (const id of Object.keys(blocks).filter((b) => b !== 'solo'))
+      writeFileSync(join(repo.dir, '.tron', 'blocks', `${id}.md`), blockFile(id, {}));
+    await repo.commitAll('six more blocks');
+    // Agents build on the remote's trunk: the new blocks' base is pushed, as a user pushes before starting.
+    await repo.git('push', '-q', bare.dir, 'main');
+    const six = await start();
+    const { rows } = await db.client.query<{ p50: number; p99: number }>(
+      `select percentile_cont(0.5) within group (order by ms) as p50, percentile_cont(0.99) within group (order by ms) as p99
+         from (select extract(epoch from claimed_at - created_at) * 1000 as ms from tron_jobs
+               where repository = 'bench-six' and kind = 'block.dispatched') t`,
+    );
+    return { one, six, claimP50: Number(rows[0]!.p50), claimP99: Number(rows[0]!.p99) };
+  } finally {
+    for (const a of agents) a.kill('SIGTERM');
+    await Promise.all(agents.map((a) => a.catch(() => undefined)));
+    await db.end();
+    await served.stop().catch(() => undefined);
+    await Promise.all([repo.cleanup(), bare.cleanup()]);
+    rmSync(scratch, { recursive: true, force: true });
+  }
+}
+
+export async function benchAgents(): Promise<void> {
+  if (process.env.TRON_BENCH_AGENTS === '0') return;
+  const lacking = missing(needPostgres());
+  if (lacking.length > 0) {
+    console.log(`${'effects as jobs, tron agent'.padEnd(44)} skipped: ${lacking.join('; ')}`);
+    return;
+  }
+  const server = await testDatabase();
+  try {
+    console.log('\neffects as jobs on the database queue (graphile-worker), tron agent');
+    const d = await dispatchLatency(server.url);
+    console.log(
+      `${'decision → job claimed'.padEnd(44)} ${d.p50.toFixed(1).padStart(8)} ms p50, ${d.p99.toFixed(1)} ms p99 (goal p50 ≤ 50 ms)`,
+    );
+    const slowMs = Number(process.env.TRON_BENCH_SLOW_MS ?? 4000);
+    const s = await sixAgents(server.url, slowMs);
+    console.log(
+      `${'turn committed → claimed by an agent process'.padEnd(44)} ${s.claimP50.toFixed(1).padStart(8)} ms p50, ${s.claimP99.toFixed(1)} ms p99 (the database's clock)`,
+    );
+    console.log(
+      `six ${slowMs / 1000} s builders on six agents: t(1 block) / t(6 blocks) = ${(s.one / 1000).toFixed(1)} s / ${(s.six / 1000).toFixed(1)} s = ${(s.one / s.six).toFixed(2)} (goal ≥ 0.9)`,
+    );
+    const w = await writerThroughput(server.url);
+    console.log(
+      `${'single writer, 8 agents, instant workers'.padEnd(44)} ${w.perSecond.toFixed(0).padStart(8)} events/s (${w.events} events in 5 s)`,
+    );
+  } finally {
+    await server.stop();
+  }
+}
+
+if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) await benchAgents();

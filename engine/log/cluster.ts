@@ -12,7 +12,17 @@ import { acquireLease, awaitLease, type Lease } from './lease.ts';
 import { InputError } from '../core/errors.ts';
 import type { TronEvent } from '../core/events.ts';
 import { readRunFiles, saveRunFiles } from './pg-run-files.ts';
-import { type Database, latestPgRun, openDatabase, PgEventLog, readPgRun, redact, runLines } from './pg-log.ts';
+import {
+  DatabaseLostError,
+  LeaseLostError,
+  type Database,
+  latestPgRun,
+  openDatabase,
+  PgEventLog,
+  readPgRun,
+  redact,
+  runLines,
+} from './pg-log.ts';
 
 /** The database a repository's engine uses: `TRON_DATABASE_URL` first, then `[cluster] database`; none: the file log. */
 export function databaseUrl(cluster: ClusterConfig | undefined, env: Readonly<Record<string, string | undefined>>): string | undefined {
@@ -33,6 +43,12 @@ export interface Seat {
   openLog(run: string, key: Buffer, mirror?: string): Promise<PgEventLog>;
   /** Gives the lease up and disconnects (idempotent; the log's close does the same). */
   leave(): Promise<void>;
+  /**
+   * Told once when the engine can no longer write: its connection broke (TRON_DB_LOST) or
+   * a renewal found its lease gone (TRON_LEASE_LOST). The engine stops then, rather than
+   * wait for results that can no longer be recorded.
+   */
+  onLost(listener: (err: Error) => void): void;
 }
 
 /**
@@ -49,8 +65,22 @@ export async function takeSeat(o: {
   print: (line: string) => void;
 }): Promise<Seat | undefined> {
   const db = await openDatabase(o.url);
+  const listeners: Array<(err: Error) => void> = [];
+  let left = false;
+  let lost: Error | undefined;
+  const lose = (err: Error) => {
+    if (left || lost) return;
+    lost = err;
+    for (const l of listeners) l(err);
+  };
+  db.client.on('error', (err: Error) => lose(new DatabaseLostError(o.url, err.message)));
+  db.client.on('end', () => lose(new DatabaseLostError(o.url, 'the connection ended')));
   try {
-    const opts = { repository: o.repository, periodMs: o.leaseMs };
+    const opts = {
+      repository: o.repository,
+      periodMs: o.leaseMs,
+      onLost: () => lose(new LeaseLostError(o.repository, 'a renewal found it taken over or lapsed')),
+    };
     const lease = o.standby
       ? await awaitLease(db, {
           ...opts,
@@ -59,10 +89,10 @@ export async function takeSeat(o: {
         })
       : await acquireLease(db, opts);
     if (!lease) {
+      left = true;
       await db.end();
       return undefined;
     }
-    let left = false;
     return {
       db,
       lease,
@@ -78,8 +108,13 @@ export async function takeSeat(o: {
         await lease.release();
         await db.end();
       },
+      onLost: (listener) => {
+        if (lost) listener(lost);
+        else listeners.push(listener);
+      },
     };
   } catch (err) {
+    left = true;
     await db.end();
     throw err;
   }

@@ -274,6 +274,12 @@ export class PgEventLog implements RunLog {
   ) {
     this.list = read.events;
     this.committed = read.events.length;
+    // A connection that broke (the database restarted, the network dropped) takes no more lines: the next append says so at once.
+    const lost = (reason: string) => {
+      if (!this.closed) this.broken ??= new DatabaseLostError(db.url, reason);
+    };
+    db.client.on('error', (err: Error) => lost(err.message));
+    db.client.on('end', () => lost('the connection ended'));
     this.lines = lines;
     this.mirror = mirror;
   }

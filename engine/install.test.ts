@@ -83,7 +83,9 @@ describe('bin/tron.js', () => {
     writeFileSync(join(root, 'dist', 'BUILT'), 'now\n');
     return root;
   }
-  const run = async (root: string) => (await execa('node', [join(root, 'bin', 'tron.js'), 'x'], { stdin: 'ignore' })).stdout;
+  // Through tsx, with no compile cache: tsx keeps one in the temporary folder (tsx-<uid>) after the test.
+  const run = async (root: string) =>
+    (await execa('node', [join(root, 'bin', 'tron.js'), 'x'], { stdin: 'ignore', env: { TSX_DISABLE_CACHE: '1' } })).stdout;
   const age = (file: string, seconds: number) => utimesSync(file, Date.now() / 1000 - seconds, Date.now() / 1000 - seconds);
 
   it('runs dist/ while its build stamp is newer than every source, and the sources through tsx once one is newer', async () => {

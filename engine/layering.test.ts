@@ -24,7 +24,8 @@ const LAYERS: readonly (readonly string[])[] = [
   ['core'],
   // The user's files, git, the operating system (a leaf), and the command line's table and parser.
   ['project', 'git', 'os', 'cli'],
-  ['workers', 'log'],
+  // Workers, the log, and the forge's API client (issues, pull requests, hosted checks).
+  ['workers', 'log', 'forge'],
   ['runtime/effects'],
   ['runtime'],
   ['render'],

@@ -18,9 +18,12 @@ import { systemClock } from '../engine/core/clock.ts';
 import { readLog } from '../engine/log/eventlog.ts';
 import { makeProject } from '../engine/testing/project.ts';
 import { GIT_IDENTITY_ENV, makeRepo, type TestRepo } from '../engine/testing/repo.ts';
-import { makeBareRemote, serveDaemon } from '../engine/testing/remote-server.ts';
+import { type BareRemote, makeBareRemote, serveDaemon } from '../engine/testing/remote-server.ts';
+import { startGitHubServer } from '../engine/testing/github/server.ts';
+import { installCi } from '../engine/testing/github/project.ts';
 import { runnerWithTeammate } from '../engine/testing/remote-project.ts';
-import { configToml, type Template } from './template.ts';
+import { fsck } from '../engine/testing/store.ts';
+import { configToml, FORGE_URL_PLACEHOLDER, type ForgeSpec, type Template } from './template.ts';
 import { describePattern, differences, finalPhases, gitDifferences, matches, type RunRecord } from './expect.ts';
 import { recordGolden } from './golden.ts';
 import { tronPath } from '../engine/root.ts';
@@ -64,14 +67,14 @@ function baseEnv(): Record<string, string> {
 }
 
 /** A fresh temporary repository holding the template's starting state (and its served remote, with `[remote]`). */
-async function newProject(t: Template): Promise<{ dir: string; cleanup: () => Promise<void> }> {
+async function newProject(t: Template): Promise<Project> {
   const repo = await makeProject({
     blocks: t.blocks,
     sim: TOML.stringify({ blocks: t.sim.blocks } as unknown as TOML.JsonMap),
     config: configToml(t),
     files: { '.tron/.gitignore': 'runs/\nworktrees/\ninbox/\nengine.lock\nsim-state/\n', ...t.repo.files },
   });
-  return t.remote ? serveRemote(t.remote, repo) : repo;
+  return t.remote ? serveRemote(t.remote, repo, t.forge) : repo;
 }
 
 /**
@@ -80,9 +83,10 @@ async function newProject(t: Template): Promise<{ dir: string; cleanup: () => Pr
  * starts again once the engine's log shows it waiting (remote.retry). `decline`: a real
  * pre-receive hook says no. `teammate`: the test run pushes a teammate's commit first.
  */
-async function serveRemote(spec: NonNullable<Template['remote']>, repo: TestRepo): Promise<{ dir: string; cleanup: () => Promise<void> }> {
+async function serveRemote(spec: NonNullable<Template['remote']>, repo: TestRepo, forgeSpec?: ForgeSpec): Promise<Project> {
   const bare = await makeBareRemote();
   const served = await serveDaemon(bare);
+  const forge = forgeSpec ? await serveForge(forgeSpec, repo, bare) : undefined;
   const mate = spec.teammate ? await makeRepo({}) : undefined;
   if (mate) {
     writeFileSync(join(repo.dir, 'test.js'), runnerWithTeammate(mate.dir, bare.dir));
@@ -107,10 +111,74 @@ async function serveRemote(spec: NonNullable<Template['remote']>, repo: TestRepo
   }
   return {
     dir: repo.dir,
+    ...(forge && { env: forge.env }),
     cleanup: async () => {
       clearInterval(watching);
+      await forge?.close();
       await served.stop().catch(() => undefined);
       await Promise.all([repo.cleanup(), bare.cleanup(), mate?.cleanup()]);
+    },
+  };
+}
+
+/** A template's project: its folder, what a start needs in its environment beyond the base, and its removal. */
+interface Project {
+  dir: string;
+  env?: Record<string, string>;
+  cleanup: () => Promise<void>;
+}
+
+/**
+ * `[forge]` of a template: the test GitHub server over the served remote's bare repository
+ * (engine/testing/github/), its address written into the project's config, trunk
+ * protected with the required checks, hosted CI as a post-receive hook, the issues opened
+ * in order, the queued faults, and people who act once the engine's log holds what they
+ * wait for (test infrastructure, as the remote's `down` is: the log is looked at).
+ */
+async function serveForge(
+  spec: ForgeSpec,
+  repo: TestRepo,
+  bare: BareRemote,
+): Promise<{ env: Record<string, string>; close: () => Promise<void> }> {
+  const gh = await startGitHubServer({ gitDir: bare.dir });
+  const config = (await repo.read('.tron/config.toml')).replace(FORGE_URL_PLACEHOLDER, gh.url);
+  await repo.write('.tron/config.toml', config);
+  await repo.commitAll('tron: the forge');
+  if (spec.required_checks.length > 0) gh.protect('main', spec.required_checks);
+  if (spec.ci) await installCi(bare, gh, spec.required_checks[0] ?? 'ci', spec.ci, bare.root);
+  for (const issue of spec.issues) gh.openIssue({ title: issue.title, body: issue.body, labels: issue.labels });
+  gh.fault(
+    ...spec.faults.map((f) => ({
+      status: f.status,
+      ...(f.match !== undefined && { match: new RegExp(f.match) }),
+      ...(f.message !== undefined && { message: f.message }),
+      ...(f.retry_after !== undefined && { headers: { 'retry-after': String(f.retry_after) } }),
+    })),
+  );
+  const pending = [...spec.people];
+  const watching = setInterval(() => {
+    if (pending.length === 0) return clearInterval(watching);
+    const runs = runDirs(repo.dir);
+    const log = runs.length > 0 ? join(repo.dir, '.tron', 'runs', runs.at(-1)!, 'events.jsonl') : undefined;
+    const text = log && existsSync(log) ? readFileSync(log, 'utf8') : '';
+    const person = pending[0]!;
+    if (text.split(`"type":"${person.after}"`).length - 1 < person.times) return;
+    pending.shift();
+    const pull = gh.pulls().at(-1);
+    if (!pull) return;
+    if (person.do === 'close') gh.closePull(pull.number, person.body, person.user);
+    else
+      void gh.review(pull.number, {
+        state: person.do === 'approve' ? 'APPROVED' : 'CHANGES_REQUESTED',
+        body: person.body,
+        user: person.user,
+      });
+  }, 50);
+  return {
+    env: { GITHUB_TOKEN: gh.token },
+    close: async () => {
+      clearInterval(watching);
+      await gh.close();
     },
   };
 }
@@ -133,11 +201,13 @@ export async function runTemplate(t: Template, opts: HarnessOptions = {}): Promi
       crashAt = found;
     }
     crashes.push(crashAt);
-    const record = await oneStart(t, repo.dir, i + 1, spec, crashAt, deadline);
+    const record = await oneStart(t, repo.dir, projectEnv(repo), i + 1, spec, crashAt, deadline);
     runs.push(record);
     if (record.error?.startsWith('did not finish')) break;
   }
-  const found = [...differences(t, runs), ...(await gitDifferences(t, runs, repo.dir))];
+  const checked = await fsck(repo.dir);
+  const damaged = checked.code === 0 ? [] : [`git fsck of the repository failed (exit ${checked.code}): ${checked.said}`];
+  const found = [...differences(t, runs), ...(await gitDifferences(t, runs, repo.dir)), ...damaged];
   const pass = found.length === 0;
   const recorded = pass && opts.recordTo ? recordGolden(t.name, runs, repo.dir, opts.recordTo) : [];
   const kept = !pass || Boolean(opts.keep);
@@ -152,7 +222,8 @@ export async function runTemplate(t: Template, opts: HarnessOptions = {}): Promi
     runs,
     repo: repo.dir,
     kept,
-    blocks: Object.keys(t.blocks).length,
+    // A forge's issues are blocks too (a malformed one among them, never started).
+    blocks: Object.keys(t.blocks).length + (t.forge?.issues.length ?? 0),
     landed: Object.values(phases).filter((p) => p === 'landed').length,
     events: all.length,
     escalations: all.filter((e) => e.type === 'escalation.raised').length,
@@ -160,6 +231,9 @@ export async function runTemplate(t: Template, opts: HarnessOptions = {}): Promi
     recorded,
   };
 }
+
+/** What a project's starts need in their environment beyond the base (a forge's token). */
+const projectEnv = (p: { env?: Record<string, string> }): Record<string, string> | undefined => p.env;
 
 const runDirs = (repo: string) => {
   const dir = join(repo, '.tron', 'runs');
@@ -174,8 +248,8 @@ const runDirs = (repo: string) => {
 async function rehearse(t: Template, k: number, crashes: ReadonlyArray<number | undefined>, deadline: number): Promise<number | string> {
   const scratch = await newProject(t);
   try {
-    for (let i = 0; i < k; i += 1) await oneStart(t, scratch.dir, i + 1, t.runs[i]!, crashes[i], deadline);
-    const r = await oneStart(t, scratch.dir, k + 1, t.runs[k]!, undefined, deadline);
+    for (let i = 0; i < k; i += 1) await oneStart(t, scratch.dir, projectEnv(scratch), i + 1, t.runs[i]!, crashes[i], deadline);
+    const r = await oneStart(t, scratch.dir, projectEnv(scratch), k + 1, t.runs[k]!, undefined, deadline);
     const pattern = t.runs[k]!.crash_after!;
     const hit = r.events.find((e) => matches(e, pattern));
     return hit
@@ -190,6 +264,7 @@ async function rehearse(t: Template, k: number, crashes: ReadonlyArray<number | 
 async function oneStart(
   t: Template,
   repo: string,
+  env: Record<string, string> | undefined,
   index: number,
   spec: Template['runs'][number],
   crashAt: number | undefined,
@@ -218,9 +293,8 @@ async function oneStart(
   const remaining = Math.max(1000, deadline - Date.now());
   let exit: number | undefined;
   if (crashAt !== undefined) {
-    const env = { ...baseEnv(), TRON_CRASH_AFTER_EVENT: String(crashAt) };
     const r = await execa('node', [BIN, 'start', '--repo', repo], {
-      env,
+      env: { ...baseEnv(), ...env, TRON_CRASH_AFTER_EVENT: String(crashAt) },
       extendEnv: false,
       reject: false,
       stdin: 'ignore',
@@ -236,7 +310,13 @@ async function oneStart(
       timer = setTimeout(() => resolve('timeout'), remaining);
     });
     const stop = new AbortController();
-    const start = startCommand({ repo, clock: systemClock, env: baseEnv(), print: (line) => output.push(line), stop: stop.signal });
+    const start = startCommand({
+      repo,
+      clock: systemClock,
+      env: { ...baseEnv(), ...env },
+      print: (line) => output.push(line),
+      stop: stop.signal,
+    });
     try {
       const outcome = await Promise.race([start, timeout]);
       if (outcome === 'timeout') {

@@ -19,6 +19,13 @@
  *   down = true                   #   it starts down, and comes back once the engine waits for it (remote.retry)
  *   decline = "frozen"            #   a pre-receive hook declines every push with this message
  *   teammate = true               #   a second clone pushes to its trunk while the first stack is tested
+ *   [forge]                       # optional (needs [remote]): the test GitHub server over that repository ([forge], [intake])
+ *   land = "pr"                   #   "push" (default) or "pr"
+ *   required_checks = ["ci/test"] #   trunk's branch protection
+ *   ci = "test -s a.js"           #   hosted CI: run on every pushed tron/* head, reported as the first required check
+ *   issues = [{ title = "…", body = "- [ ] …" }]   # opened in order (#1, #2, …), labelled tron; blocks gh-<n>-<slug>
+ *   [[forge.faults]]              #   answers queued on the server: { status, match (a regexp of "METHOD /path"), retry_after }
+ *   [[forge.people]]              #   a person acts once the log holds `after` (times): changes, approve or close
  *   [expect]                      # exit, phases, landed_before, events, absent, trunk_files
  *   exit = 0
  */
@@ -31,6 +38,7 @@ import { InputError, type Problem } from '../engine/core/errors.ts';
 import { parseDuration } from '../engine/core/duration.ts';
 import { SimScript } from '../engine/workers/sim.ts';
 import { tronPath } from '../engine/root.ts';
+import { issueBlockId } from '../engine/forge/intake.ts';
 
 /** The templates shipped with tron. */
 export const TEMPLATES_DIR = `${tronPath('evaluation', 'templates')}/`;
@@ -97,6 +105,39 @@ const RemoteSpec = z.strictObject({
   teammate: z.boolean().default(false),
 });
 
+/** `[forge]`: the scenario's forge is the test GitHub server over the served remote (evaluation/harness.ts). */
+const ForgeSpec = z.strictObject({
+  land: z.enum(['push', 'pr']).default('push'),
+  required_checks: z.array(z.string().min(1)).default([]),
+  ci: z.string().min(1).optional(),
+  require_human_approval: z.boolean().default(false),
+  issues: z
+    .array(z.strictObject({ title: z.string().min(1), body: z.string().default(''), labels: z.array(z.string()).default(['tron']) }))
+    .min(1),
+  faults: z
+    .array(
+      z.strictObject({
+        status: z.number().int().min(300).max(599),
+        match: z.string().optional(),
+        retry_after: z.number().int().min(0).optional(),
+        message: z.string().optional(),
+      }),
+    )
+    .default([]),
+  people: z
+    .array(
+      z.strictObject({
+        after: z.string().min(1).describe('an event type in the run log'),
+        times: z.number().int().min(1).default(1),
+        do: z.enum(['changes', 'approve', 'close']),
+        body: z.string().default(''),
+        user: z.string().default('ada'),
+      }),
+    )
+    .default([]),
+});
+export type ForgeSpec = z.infer<typeof ForgeSpec>;
+
 const TemplateTable = z.strictObject({
   title: z.string().min(1),
   about: z.string().optional(),
@@ -109,6 +150,7 @@ const TemplateTable = z.strictObject({
   blocks: z.record(z.string(), BlockSpec),
   script: z.record(z.string(), z.unknown()).default({}),
   remote: RemoteSpec.optional(),
+  forge: ForgeSpec.optional(),
   runs: z
     .array(Run)
     .min(1)
@@ -144,7 +186,8 @@ export function parseTemplate(text: string, file: string): { template?: Template
 
 /** Ids named anywhere in the template must be blocks of it. */
 function lintTemplate(t: TemplateSpec, file: string): Problem[] {
-  const ids = new Set(Object.keys(t.blocks));
+  // Issues are blocks too: #1, #2, … in the order they are opened.
+  const ids = new Set([...Object.keys(t.blocks), ...(t.forge?.issues ?? []).map((x, i) => issueBlockId(i + 1, x.title))]);
   const problems: Problem[] = [];
   const check = (id: string, where: string) => {
     if (!ids.has(id))
@@ -167,6 +210,12 @@ function lintTemplate(t: TemplateSpec, file: string): Problem[] {
       });
     }
   });
+  if (t.forge && !t.remote)
+    problems.push({
+      code: 'TRON_SIM_CONFIG',
+      path: `${file}: forge`,
+      message: "the forge's repository is the served remote: add a [remote] table",
+    });
   if ('workers' in t.config) {
     problems.push({
       code: 'TRON_SIM_CONFIG',
@@ -222,6 +271,9 @@ export function selectTemplates(names: readonly string[], dir: string = TEMPLATE
   return files.map(loadTemplate);
 }
 
+/** The forge's address in a template's config until the harness's server listens. */
+export const FORGE_URL_PLACEHOLDER = 'http://127.0.0.1:9/forge-not-started';
+
 /** The `.tron/config.toml` a template runs with: sim workers, its test command, its extras. */
 export function configToml(t: Template): string {
   const { architect, ...extra } = t.config as { architect?: unknown } & Record<string, unknown>;
@@ -235,6 +287,18 @@ export function configToml(t: Template): string {
     // A served remote: short waits between tries; a teammate's push comes from the test run, which must reach the bare repository.
     ...(t.remote && { remote: { backoff: '100ms', retries: 50 } }),
     ...(t.remote?.teammate && { sandbox: { mode: 'off' } }),
+    // A forge: the harness writes the test server's address over this one once it listens.
+    ...(t.forge && {
+      forge: {
+        repo: 'acme/app',
+        api_url: FORGE_URL_PLACEHOLDER,
+        land: t.forge.land,
+        require_human_approval: t.forge.require_human_approval,
+        backoff: '50ms',
+        retries: 20,
+      },
+      intake: { label: 'tron' },
+    }),
   };
   return TOML.stringify(merge(base, extra) as TOML.JsonMap);
 }

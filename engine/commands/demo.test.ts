@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { execa } from 'execa';
 import { tronPath } from '../root.ts';
+import { fsck } from '../testing/store.ts';
 
 const BIN = tronPath('bin', 'tron.js');
 
@@ -43,6 +44,8 @@ describe('tron demo', () => {
     expect(repo).toBeDefined();
     expect(existsSync(join(repo!, '.tron', 'runs'))).toBe(true);
     expect(existsSync(join(repo!, '.tron', 'engine.lock'))).toBe(false);
+    // The demo's workers left the history whole.
+    expect(await fsck(repo!)).toEqual({ code: 0, said: '' });
     const tail = result.stdout.trimEnd().split('\n').slice(-6).join('\n');
     expect(tail).toContain(`The throwaway repository is kept at ${repo}.`);
     expect(tail).toContain(`tron status --repo ${repo}`);

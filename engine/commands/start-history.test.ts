@@ -30,7 +30,10 @@ const DELETE_HISTORY = `for o in $(git rev-list --objects main | cut -d" " -f1);
 done`;
 
 /** A project whose builder does what `attacks[id]` says, then commits `<id>.txt` unless there is one; the reviewer runs `review` and approves. */
-async function project(attacks: Record<string, string>, opts: { sandbox: 'bwrap' | 'off'; review?: string }): Promise<TestRepo> {
+async function project(
+  attacks: Record<string, string>,
+  opts: { sandbox: 'bwrap' | 'off'; review?: string; damaged?: 'on purpose' },
+): Promise<TestRepo> {
   const dir = mkdtempSync(join(tmpdir(), 'tron-history-'));
   cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
   const cases = Object.entries(attacks)
@@ -58,7 +61,8 @@ echo '>>DONE'
     blocks,
     config: `${configFile({ workers, maxParallel: 3 })}\n[sandbox]\nmode = "${opts.sandbox}"\n`,
   });
-  cleanups.push(() => repo.cleanup());
+  // The damaged-store tests break the store on purpose; every other ends with git fsck of it.
+  cleanups.push(() => repo.cleanup({ fsck: opts.damaged === undefined }));
   return repo;
 }
 
@@ -105,7 +109,7 @@ describe.skipIf(BWRAP_SKIP !== undefined)('hostile workers, sandboxed', () => {
 
 describe('a damaged object store', () => {
   it('planted before the start stops tron with TRON_STORE_DAMAGED, exit 1, and nothing runs', async () => {
-    const repo = await project({ a: '' }, { sandbox: 'off' });
+    const repo = await project({ a: '' }, { sandbox: 'off', damaged: 'on purpose' });
     const trunk = await repo.git('rev-parse', 'main');
     renameSync(join(repo.dir, '.git', 'objects', trunk.slice(0, 2), trunk.slice(2)), join(repo.dir, '.git', 'lost-trunk'));
     const result = await execa('node', [BIN, 'start', '--repo', repo.dir], { reject: false });
@@ -118,7 +122,7 @@ describe('a damaged object store', () => {
   });
 
   it('made by an unsandboxed builder stops the run with TRON_STORE_DAMAGED, exit 1, and no block lands', async () => {
-    const repo = await project({ a: DELETE_HISTORY, b: '' }, { sandbox: 'off' });
+    const repo = await project({ a: DELETE_HISTORY, b: '' }, { sandbox: 'off', damaged: 'on purpose' });
     const trunk = await repo.git('rev-parse', 'main');
     const run = await runTron(repo);
     expect(run.exit).toBe(1);

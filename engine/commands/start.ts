@@ -37,6 +37,9 @@ import { Notifier } from '../serve/notify.ts';
 import type { Config } from '../project/config.ts';
 import { brokerFor } from '../runtime/job-queue.ts';
 import { bringLatestRun, databaseUrl, repositoryName, type Seat, takeSeat } from '../log/cluster.ts';
+import { forgeAtStart, type ForgeRun, withoutForgeToken } from '../forge/session.ts';
+import { ForgeProgress, tellRecovered } from '../forge/progress.ts';
+import { IssuePoller } from '../forge/watch.ts';
 
 export interface StartOptions {
   repo: string;
@@ -76,7 +79,10 @@ export async function startCommand(o: StartOptions): Promise<number> {
   const repo = resolve(o.repo);
   requireRepo(repo);
   // Config, trunk, register and (unless the caller brings its own) workers: every problem at once.
-  const { config, blocks } = await checkProject(repo, o.workers ? undefined : o.env);
+  const { config, blocks: files } = await checkProject(repo, o.workers ? undefined : o.env);
+  // [forge]: the token (exit 2 without it); [intake]: the labelled issues join the register (engine/forge/session.ts).
+  const forgeRun = await forgeAtStart(config, files, o.env);
+  const blocks = forgeRun?.blocks ?? files;
   const spine = loadSpine();
   // Before anything changes: `mode = "bwrap"` where bwrap cannot run is a config error.
   // tron's own state (every repository's key: keys.ts) is hidden from everything the sandbox runs.
@@ -90,7 +96,7 @@ export async function startCommand(o: StartOptions): Promise<number> {
   try {
     // Read once the lease is held: a standby may have waited while the leader moved trunk.
     const trunkSha = await git.currentTrunkSha(repo, config.trunk);
-    return await startHolding(o, repo, config, blocks, spine, sandbox, trunkSha, seat);
+    return await startHolding(o, repo, config, blocks, spine, sandbox, trunkSha, seat, forgeRun);
   } finally {
     await seat?.leave();
   }
@@ -130,6 +136,7 @@ async function startHolding(
   sandbox: Awaited<ReturnType<typeof chooseSandbox>>,
   trunkSha: string,
   seat: Seat | undefined,
+  forgeRun?: ForgeRun,
 ): Promise<number> {
   // One engine per repository: nothing below runs while another engine holds the repository.
   mkdirSync(join(repo, '.tron'), { recursive: true });
@@ -142,7 +149,8 @@ async function startHolding(
     const { key, created: keyCreated } = repoKey(repo, { create: true });
     // Every worker and test process of the run carries the marker, so recovery can tell them from strangers.
     const marker = randomBytes(12).toString('hex');
-    const env = { ...o.env, [MARKER_ENV]: marker };
+    // The forge's token is tron's alone: no worker or test is given an environment that holds it.
+    const env = { ...withoutForgeToken(o.env, config.forge), [MARKER_ENV]: marker };
     // The table's latest run, written by whichever host led, is where recovery resumes from.
     if (seat) await bringLatestRun(seat, join(repo, '.tron', 'runs'));
     const previous = latestRun(repo);
@@ -200,6 +208,21 @@ async function startHolding(
         ? undefined
         : nothingToDo(previous, recovery, blocks, readInbox(repo, key, new Set(recovery.answered)).answers.length);
     if (idle) {
+      // A landing a killed run could not tell its issue is told now (engine/forge/progress.ts).
+      if (forgeRun && Object.keys(forgeRun.issues).length > 0)
+        await tellRecovered(
+          {
+            repo,
+            forge: forgeRun.forge,
+            issues: forgeRun.issues,
+            trunk: config.trunk,
+            repoArg: o.repo,
+            retries: forgeRun.settings.retries,
+            backoffMs: forgeRun.settings.backoffMs,
+            print: o.print,
+          },
+          recovery.events,
+        );
       o.print(`tron: nothing to do — ${idle.summary}; no new run (the latest: ${previous})`);
       // A block parked because its dependency was abandoned waits on that: no answer is offered for it.
       for (const { block, blocker } of idle.blocked) o.print(`tron: ${block} is blocked: it ${blockerWords(blocker)}`);
@@ -230,6 +253,27 @@ async function startHolding(
     const notifier: Notifier | undefined = config.notify
       ? new Notifier({ config: config.notify, repo, runDir, record: (body): boolean => engine.record(body), print: say })
       : undefined;
+    // The blocks taken in from issues ride along with the block files on every reload.
+    let issueBlocks = forgeRun?.intake?.blocks ?? [];
+    const withIssues = (files: Block[]): Block[] => {
+      const ids = new Set(files.map((b) => b.id));
+      return [...files, ...issueBlocks.filter((b) => !ids.has(b.id))];
+    };
+    // [intake]: each block's issue is told how it goes, off the engine's path; the outcomes are notes in the log.
+    const progress =
+      forgeRun && (forgeRun.intake || Object.keys(forgeRun.issues).length > 0)
+        ? new ForgeProgress({
+            repo,
+            forge: forgeRun.forge,
+            issues: forgeRun.issues,
+            trunk: config.trunk,
+            repoArg: o.repo,
+            retries: forgeRun.settings.retries,
+            backoffMs: forgeRun.settings.backoffMs,
+            record: (body): boolean => engine.record(body),
+            print: say,
+          })
+        : undefined;
     // With a database the table is the log; the run directory gets a copy when the run ends (pg-log.ts).
     const pgLog = seat ? await seat.openLog(runId, key, join(runDir, 'events.jsonl')) : undefined;
     const jobs = seat && pgLog ? await brokerFor(seat.db, pgLog, config) : undefined;
@@ -250,28 +294,52 @@ async function startHolding(
       marker,
       sandbox: sandbox.sandbox,
       print: say,
-      onAppend: notifier
-        ? (e) => {
-            reporter.event(e);
-            notifier.event(e);
-          }
-        : reporter.event,
+      onAppend:
+        notifier || progress
+          ? (e) => {
+              reporter.event(e);
+              notifier?.event(e);
+              progress?.event(e);
+            }
+          : reporter.event,
       report: renderReport,
       onOutput: reporter.output,
       watch: Boolean(o.watch),
       boot: [recovery.events[0]!, ...cleared, ...fromRemote, ...recovery.events.slice(1)],
       ...(remote && { remote }),
+      ...(forgeRun && { forge: forgeRun.forge }),
       consumed: recovery.answered,
       ...crashHook(o.env),
       ...(o.heartbeatMs ? { heartbeatMs: o.heartbeatMs } : {}),
       reloadBlocks: () => {
         const again = loadRegister(repo);
-        if (again.problems.length === 0) return again.blocks;
+        if (again.problems.length === 0) return withIssues(again.blocks);
         for (const p of again.problems) say(`${p.code}: ${p.path}: ${p.message}`);
         say('tron: the register has problems; keeping the blocks as they were until they are fixed');
         return undefined;
       },
     });
+    // --watch with [intake]: new and edited issues join the register as they come (engine/forge/watch.ts).
+    const poller =
+      o.watch && forgeRun?.intake
+        ? new IssuePoller({
+            forge: forgeRun.forge,
+            label: forgeRun.intake.label,
+            intervalMs: forgeRun.intake.pollMs,
+            ...(forgeRun.intake.etag && { etag: forgeRun.intake.etag }),
+            files: () => {
+              const r = loadRegister(repo);
+              return r.problems.length === 0 ? r.blocks : undefined;
+            },
+            onChange: (all, intake) => {
+              issueBlocks = intake.blocks;
+              Object.assign(forgeRun.issues, intake.issues);
+              engine.registerChanged(all);
+            },
+            print: say,
+          })
+        : undefined;
+    poller?.start();
     const onSignal = (signal: NodeJS.Signals) => {
       if (stopping) {
         // A second signal stops at once: worker process groups first, then the engine.
@@ -295,11 +363,12 @@ async function startHolding(
     o.stop?.addEventListener('abort', onAbort);
     // The reporter says how the run ended (from run.finished): parked blocks with their answer command.
     return await engine.run().finally(() => {
+      poller?.stop();
       o.stop?.removeEventListener('abort', onAbort);
       process.off('SIGINT', onSignal);
       process.off('SIGTERM', onSignal);
       reporter.close();
-      return notifier?.close();
+      return Promise.all([notifier?.close(), progress?.close()]).then(() => undefined);
     });
   } finally {
     lock.release();

@@ -17,6 +17,13 @@ import { type StatusRow, statusRows, waitingAnswers } from '../render/status-row
 import { openDatabase, readPgRun, redact } from '../log/pg-log.ts';
 import { type DatabaseSource, databaseToRead, findRun } from '../log/db-read.ts';
 import { InputError } from '../core/errors.ts';
+import { forgeLinks } from '../render/forge-links.ts';
+
+/** Each row with its block's issue and pull request on the forge, where it has them. */
+function withForgeLinks(rows: StatusRow[], events: Parameters<typeof forgeLinks>[0]): StatusRow[] {
+  const links = forgeLinks(events);
+  return rows.map((r) => ({ ...r, ...links.get(r.block) }));
+}
 
 import { loadConfig } from '../project/config.ts';
 import { distanceFromRemote } from '../git/remote.ts';
@@ -66,7 +73,7 @@ export async function statusCommand(opts: StatusOptions): Promise<number> {
   const events = readLog(join(run, 'events.jsonl')).events;
   const state = events.reduce(apply, initialState());
   const now = opts.clock.now();
-  const rows = statusRows(state, now, waitingAnswers(repo, events));
+  const rows = withForgeLinks(statusRows(state, now, waitingAnswers(repo, events)), events);
   const holder = readLock(join(repo, '.tron', 'engine.lock'));
   const running = holder !== undefined && isHolderAlive(holder);
   const engine = running ? 'running' : state.finished ? 'finished' : 'interrupted';
@@ -130,7 +137,7 @@ async function statusFromDatabase(opts: StatusOptions & { database: string }, so
     );
     const leader = lease.rows[0];
     const state = events.reduce(apply, initialState());
-    const rows = statusRows(state, opts.clock.now(), new Map());
+    const rows = withForgeLinks(statusRows(state, opts.clock.now(), new Map()), events);
     const running = leader !== undefined && !state.finished;
     const engine = running ? 'running' : state.finished ? 'finished' : 'interrupted';
     if (opts.json) {
@@ -171,6 +178,8 @@ function printRows(opts: StatusOptions, rows: StatusRow[], running: boolean): vo
     );
     const indent = ' '.repeat(width + 2);
     if (r.reason) opts.print(`${indent}why: ${r.reason}`);
+    if (r.issue) opts.print(`${indent}issue: #${r.issue.number}${r.issue.url ? ` ${r.issue.url}` : ''}`);
+    if (r.pull) opts.print(`${indent}pull request: #${r.pull.number} ${r.pull.url} (${r.pull.state})`);
     if (r.answer)
       opts.print(
         `${indent}answered: ${r.answer.line} (${r.answer.file}; ${running ? 'the engine reads it now' : 'the next tron start reads it'})`,

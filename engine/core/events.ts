@@ -128,6 +128,17 @@ export const EVENT_SCHEMAS = {
         })
         .optional()
         .describe("[remote] in force: trunk is the remote's, and a landing is one atomic push (absent: trunk is local)"),
+      forge: z
+        .strictObject({
+          repo: z.string(),
+          land: z.enum(['push', 'pr']),
+          required_checks: z.array(z.string()).optional().describe("absent: the trunk branch protection's"),
+          require_human_approval: z.boolean(),
+          retries: z.number().int().min(0),
+          backoff_ms: z.number().int().positive(),
+        })
+        .optional()
+        .describe('[forge] in force (absent: none); with land = "pr" a landing waits for the hosted checks on its sha'),
     })
     .describe('input: the engine started a run, holds the log, and observed trunk.'),
   'register.loaded': z
@@ -536,6 +547,63 @@ export const EVENT_SCHEMAS = {
     .describe(
       'note: at boot, the remote already held a landing the previous run announced and never recorded (killed mid-push): local trunk and the landed refs were moved to match, so it is recognised, not pushed again.',
     ),
+  // ---- the forge ([forge] land = "pr") ----
+  'pr.requested': z
+    .strictObject({
+      stack,
+      sha: sha.describe('the top tron tested green: the sha the hosted checks must be green on'),
+      blocks: z.array(stackEntry).min(1),
+      tested: z.enum(['lane', 'gate']),
+      attempt: z.number().int().min(1),
+    })
+    .describe(
+      'decision: ([forge] land = "pr") push tron/<id> for each block at its commit of the landing, open or update its one pull request, and read the required hosted checks on `sha` and the reviews.',
+    ),
+  'pr.observed': z
+    .strictObject({
+      stack,
+      sha,
+      attempt: z.number().int().min(1),
+      pulls: z.array(
+        z.strictObject({
+          block,
+          number: z.number().int().positive(),
+          url: z.string(),
+          state: z.enum(['open', 'closed', 'merged']),
+          words: z.string().optional().describe('closed by a person: their last comment on it'),
+        }),
+      ),
+      checks: z.array(
+        z.strictObject({
+          name: z.string(),
+          state: z.enum(['success', 'failure', 'pending', 'missing']),
+          text: z.string().optional().describe("a red check's own words (its output, trimmed)"),
+          url: z.string().optional(),
+        }),
+      ),
+      changes: z
+        .array(z.strictObject({ block, author: z.string(), notes: z.string() }))
+        .describe('changes requested by a person on the pushed head'),
+      approved: z.array(block).describe('blocks whose pull request a person approved'),
+    })
+    .describe(
+      'input: the pull requests of a landing, their reviews, and the required hosted checks on its sha, as the forge reported them.',
+    ),
+  'pr.failed': z
+    .strictObject({
+      stack,
+      attempt: z.number().int().min(1),
+      kind: z.enum(['rate_limited', 'transient', 'auth', 'refused']),
+      wait_ms: z.number().int().min(0).optional().describe('rate_limited: how long the forge asked tron to wait'),
+      message: z.string(),
+    })
+    .describe("input: a call to the forge failed (or a push of a block's branch); nothing landed."),
+  'pr.wait': z
+    .strictObject({ stack, attempt: z.number().int().min(1), wait_ms: z.number().int().min(0), reason: z.string() })
+    .describe('decision: wait `wait_ms` (checks still running, a rate limit, a 5xx backoff), then ask the forge again.'),
+  'pr.waited': z
+    .strictObject({ stack, attempt: z.number().int().min(1) })
+    .describe('input: the wait before asking the forge again has passed.'),
   'lane.closed': z
     .strictObject({
       stack,
@@ -651,6 +719,21 @@ export const EVENT_SCHEMAS = {
       error: z.string().describe('what the last attempt met'),
     })
     .describe('note: a [notify] notification was given up after its last attempt; the run goes on regardless.'),
+  'forge.commented': z
+    .strictObject({
+      block,
+      issue: z.number().int().positive().describe('the issue (or pull request) number on the forge'),
+      about: z
+        .enum(['started', 'parked', 'landed', 'abandoned', 'closed'])
+        .describe('what the comment told of (closed: the issue was closed)'),
+      comment: z.number().int().optional().describe("the comment's id on the forge"),
+      issue_url: z.string().optional().describe("the issue's page on the forge"),
+      posted: z.boolean().describe('false: a comment with the same marker was already there (a retry, or a restart), and none was posted'),
+    })
+    .describe("note: tron told a block's issue how it goes (engine/forge/progress.ts), off the engine's path."),
+  'forge.failed': z
+    .strictObject({ block, issue: z.number().int().positive(), about: z.string(), error: z.string() })
+    .describe("note: a comment on a block's issue was given up after its last attempt; the run goes on regardless."),
 
   // ---- notes ----
   'worker.spawned': z
@@ -758,6 +841,8 @@ export const DECISION_TYPES = [
   'bisect.step',
   'land.intent',
   'remote.retry',
+  'pr.requested',
+  'pr.wait',
   'lane.closed',
   'test.requested',
   'wrap.requested',

@@ -14,6 +14,7 @@ export const PROBLEM_AREAS = {
   blocks: 'Blocks: `.tron/blocks/*.md`',
   git: 'Git and the repository',
   remote: 'The remote: `[remote]`',
+  forge: 'The forge: `[forge]` and `[intake]`',
   log: 'Runs and the event log',
   answer: 'Operator answers: `tron answer`',
   serve: 'The API and dashboard: `tron serve`',
@@ -318,6 +319,37 @@ export const PROBLEMS = {
     kind: 'page',
     summary: 'The remote URL names no repository, or the server does not export it.',
     fix: 'Check `git remote get-url origin` (or the remote `[remote] name` names) and the server, then answer the page.',
+  },
+
+  TRON_FORGE_TOKEN_EXPOSED: {
+    area: 'forge',
+    kind: 'input',
+    summary: "A `test_env` or worker `env` entry names the forge's token variable (`[forge] token_env`, or TRON_FORGE_TOKEN).",
+    fix: "Remove it from the list: the token serves tron's own API calls, and no worker or test run is ever given it.",
+  },
+  TRON_FORGE_TOKEN: {
+    area: 'forge',
+    kind: 'input',
+    summary: '`[forge]` is set, but the variable `token_env` names (and TRON_FORGE_TOKEN) is unset or empty.',
+    fix: 'Export a token with the scopes docs/forge.md lists, e.g. `export GITHUB_TOKEN=…`, in the shell that runs `tron start`.',
+  },
+  TRON_FORGE_AUTH: {
+    area: 'forge',
+    kind: 'input',
+    summary: 'The forge refused the token: bad credentials (401) or missing permission (403 that is not a rate limit).',
+    fix: 'Check the token and its scopes (docs/forge.md), then start again; the refused call changed nothing on the forge.',
+  },
+  TRON_FORGE_CHECKS: {
+    area: 'forge',
+    kind: 'page',
+    summary: 'PR mode: a required check never reported on the sha tron would land, through every ask of `[forge] retries`; nothing landed.',
+    fix: 'Make the check run on pull requests from `tron/*` branches (or correct `[forge] required_checks`), then answer the page.',
+  },
+  TRON_FORGE_UNREACHABLE: {
+    area: 'forge',
+    kind: 'fault',
+    summary: "The forge's API stayed unreachable or answered 5xx through every retry of `[forge] retries`.",
+    fix: 'Check the network and the forge (its status page), or raise `[forge] retries`/`timeout`, then start again.',
   },
 
   TRON_LOCKED: {

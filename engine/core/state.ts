@@ -209,6 +209,8 @@ export interface Lane {
   trunkRed: boolean;
   /** [remote]: a landing is a push, a transient failure of which is tried `retries` more times, `backoffMs` doubling. */
   remote?: { retries: number; backoffMs: number };
+  /** [forge] land = "pr": a landing waits for the hosted checks on its sha (engine/core/decide/pr.ts). */
+  pr?: { requireApproval: boolean; retries: number; backoffMs: number };
 }
 
 export interface Stack {
@@ -234,6 +236,8 @@ export interface Stack {
   pushes?: number;
   /** How the landing was tested (its land.intent's `tested`), for a push tried again. */
   tested?: 'lane' | 'gate';
+  /** [forge] land = "pr": the landing that waits for the forge, and the waits so far (failures, checks never reported). */
+  pr?: { sha: string; blocks: readonly { block: string; sha: string }[]; tested: 'lane' | 'gate'; failures: number; missing: number };
 }
 
 export function initialState(): EngineState {
@@ -350,6 +354,13 @@ const reducers = {
     };
     s.lane = { ...s.lane, batch: e.merge?.batch ?? 8, verifyTrunk: e.merge?.verify_trunk ?? false, gather: e.merge?.gather ?? false };
     if (e.remote) s.lane = { ...s.lane, remote: { retries: e.remote.retries, backoffMs: e.remote.backoff_ms } };
+    // PR mode: one block per stack, so each pull request's hosted checks run on the very sha that lands.
+    if (e.forge?.land === 'pr')
+      s.lane = {
+        ...s.lane,
+        batch: 1,
+        pr: { requireApproval: e.forge.require_human_approval, retries: e.forge.retries, backoffMs: e.forge.backoff_ms },
+      };
   },
   'register.loaded': (s, e) => {
     let blocks = s.blocks;
@@ -630,6 +641,33 @@ const reducers = {
   'remote.retry': (s, e) => stackPending(s, e.stack, true),
   'remote.waited': (s, e) => stackPending(s, e.stack, false),
   'remote.recovered': nothing,
+  'pr.requested': (s, e) => {
+    const stack = s.lane.stack;
+    if (stack?.id !== e.stack) return;
+    const kept = stack.pr?.sha === e.sha ? stack.pr : undefined;
+    s.lane = {
+      ...s.lane,
+      stack: {
+        ...stack,
+        pending: true,
+        pr: { sha: e.sha, blocks: e.blocks, tested: e.tested, failures: kept?.failures ?? 0, missing: kept?.missing ?? 0 },
+      },
+    };
+  },
+  'pr.observed': (s, e) => {
+    const stack = s.lane.stack;
+    if (stack?.id !== e.stack || !stack.pr) return;
+    const missing = e.checks.some((c) => c.state === 'missing') ? stack.pr.missing + 1 : 0;
+    s.lane = { ...s.lane, stack: { ...stack, pending: false, pr: { ...stack.pr, failures: 0, missing } } };
+  },
+  'pr.failed': (s, e) => {
+    const stack = s.lane.stack;
+    if (stack?.id !== e.stack || !stack.pr) return;
+    const failures = e.kind === 'transient' ? stack.pr.failures + 1 : stack.pr.failures;
+    s.lane = { ...s.lane, stack: { ...stack, pending: false, pr: { ...stack.pr, failures } } };
+  },
+  'pr.wait': (s, e) => stackPending(s, e.stack, true),
+  'pr.waited': (s, e) => stackPending(s, e.stack, false),
   'remote.branch.pushed': nothing,
   'lane.closed': (s, e) => {
     if (s.lane.stack?.id !== e.stack) return;
@@ -705,6 +743,8 @@ const reducers = {
   'run.heartbeat': nothing,
   'notify.delivered': nothing,
   'notify.failed': nothing,
+  'forge.commented': nothing,
+  'forge.failed': nothing,
   'worker.spawned': nothing,
   'worker.exited': nothing,
   'worker.usage': nothing,

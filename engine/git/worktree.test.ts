@@ -7,6 +7,7 @@ import {
   clearStaleLocks,
   createReviewCheckout,
   createWorktree,
+  pruneWorktrees,
   removeWorktree,
   resetWorktree,
   revParse,
@@ -86,6 +87,41 @@ describe('a worktree whose folder was deleted by hand', () => {
     await rm(wt.path, { recursive: true, force: true });
     await removeWorktree(r.dir, wt.path);
     expect(await r.git('worktree', 'list', '--porcelain')).not.toContain('login');
+  });
+});
+
+describe('a worktree whose `git worktree add` was killed half-way', () => {
+  it('is undone at boot, so the repository passes git fsck and the worktree can be made again', async () => {
+    const r = await repo();
+    const base = await r.git('rev-parse', 'HEAD');
+    const wt = await createWorktree(r.dir, { id: 'login', base });
+    await r.git('update-ref', '-d', 'refs/heads/tron/login');
+    // What git leaves when killed after registering the worktree: a null HEAD, its lock, an
+    // empty commondir, and a folder holding only its .git file.
+    const admin = join(r.dir, '.git/worktrees/login');
+    await writeFile(join(admin, 'HEAD'), `${'0'.repeat(40)}\n`);
+    await writeFile(join(admin, 'locked'), 'initializing');
+    await writeFile(join(admin, 'commondir'), '');
+    for (const name of ['a.txt', '.tron']) await rm(join(wt.path, name), { recursive: true, force: true });
+    await expect(r.git('fsck', '--full')).rejects.toThrow(/commondir/);
+    await pruneWorktrees(r.dir);
+    expect(existsSync(admin)).toBe(false);
+    expect(existsSync(wt.path)).toBe(false);
+    await r.git('fsck', '--full');
+    expect((await createWorktree(r.dir, { id: 'login', base })).path).toBe(wt.path);
+  });
+
+  it("leaves a registration outside tron's folder alone", async () => {
+    const r = await repo();
+    const elsewhere = join(r.dir, 'mine');
+    await r.git('worktree', 'add', '--quiet', '--detach', elsewhere);
+    await writeFile(join(r.dir, '.git/worktrees/mine/HEAD'), `${'0'.repeat(40)}\n`);
+    await writeFile(join(r.dir, '.git/worktrees/mine/locked'), 'initializing');
+    await pruneWorktrees(r.dir);
+    expect(existsSync(join(elsewhere, '.git'))).toBe(true);
+    expect(existsSync(join(r.dir, '.git/worktrees/mine'))).toBe(true);
+    await rm(join(r.dir, '.git/worktrees/mine/locked'));
+    await r.git('worktree', 'remove', '--force', elsewhere);
   });
 });
 

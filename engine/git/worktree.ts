@@ -7,8 +7,8 @@
  * or removed here.
  */
 import { existsSync } from 'node:fs';
-import { mkdir, readdir, readFile, rm } from 'node:fs/promises';
-import { isAbsolute, join, relative, resolve } from 'node:path';
+import { mkdir, readdir, readFile, realpath, rm } from 'node:fs/promises';
+import { dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
 import { GitFailure, GitStateError, commandFailed, gitOut, isFullSha, runGit, type Sha } from './run.ts';
 import { heldOpen } from '../os/proc.ts';
 import { revParse } from './query.ts';
@@ -198,8 +198,32 @@ async function resolveCommit(repo: string, ref: string): Promise<Sha> {
   return sha;
 }
 
-/** Forgets worktrees whose folders are gone (git's own bookkeeping; safe at boot). */
+/**
+ * Forgets worktrees whose folders are gone (git's own bookkeeping; safe at boot), and
+ * undoes tron's own `git worktree add`s that were killed half-way: git registers the
+ * worktree first, with a null HEAD and a lock, and a kill there leaves a registration that
+ * `git fsck` reports as damage in the user's repository and that prune keeps (it is
+ * locked). No worker ever ran in such a folder — it is dispatched only once the
+ * worktree is made — so the registration and the folder go.
+ */
 export async function pruneWorktrees(repo: string): Promise<void> {
+  const admin = join(await commonDir(repo), 'worktrees');
+  const ours = await realpath(join(resolve(repo), WORKTREES_DIR)).catch(() => join(resolve(repo), WORKTREES_DIR));
+  let names: string[] = [];
+  try {
+    names = await readdir(admin);
+  } catch {
+    // No worktree was ever registered.
+  }
+  for (const name of names) {
+    const head = await readFile(join(admin, name, 'HEAD'), 'utf8').catch(() => '');
+    if (!/^0+\s*$/.test(head)) continue;
+    const gitdir = (await readFile(join(admin, name, 'gitdir'), 'utf8').catch(() => '')).trim();
+    const folder = gitdir ? dirname(resolve(admin, name, gitdir)) : '';
+    if (!folder.startsWith(`${ours}${sep}`)) continue;
+    await rm(folder, { recursive: true, force: true });
+    await rm(join(admin, name), { recursive: true, force: true });
+  }
   await gitOut(repo, ['worktree', 'prune']);
 }
 

@@ -176,6 +176,8 @@ describe('contention', () => {
     const racers = Array.from({ length: 4 }, () => {
       const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', CONTENDER, lockPath], {
         stdio: ['pipe', 'pipe', 'inherit'],
+        // tsx would keep its compile cache in the temporary folder (tsx-<uid>) after the test.
+        env: { ...process.env, TSX_DISABLE_CACHE: '1' },
       });
       children.push(child);
       const lines = createInterface({ input: child.stdout! })[Symbol.asyncIterator]();

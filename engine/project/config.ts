@@ -126,6 +126,40 @@ const RemoteTable = z.strictObject({
   backoff: duration.default(CONFIG_DEFAULTS.remote.backoff),
 });
 
+/** Where tron lands a block on a forge: one atomic push of trunk, or through a pull request per block. */
+export const FORGE_LAND = ['push', 'pr'] as const;
+export type ForgeLand = (typeof FORGE_LAND)[number];
+
+/**
+ * `[forge]`: the team's forge (DESIGN §3, docs/forge.md). The token is read from the
+ * environment variable `token_env` names (or TRON_FORGE_TOKEN), by the engine alone.
+ * `timeout`, `retries` and `backoff` govern each API call as `[remote]`'s do a git call.
+ */
+const ForgeTable = z.strictObject({
+  kind: z.enum(['github']).default('github'),
+  repo: z
+    .string()
+    .refine((s) => /^[A-Za-z0-9_.-]+\/[A-Za-z0-9_.-]+$/.test(s), { message: 'the repository as "owner/name", e.g. "acme/app"' }),
+  token_env: envName.default('GITHUB_TOKEN'),
+  api_url: z
+    .string()
+    .refine((s) => /^https?:\/\/\S+$/.test(s), { message: 'the API\'s base URL, e.g. "https://github.example.com/api/v3"' })
+    .default('https://api.github.com'),
+  land: z.enum(FORGE_LAND).default('push'),
+  required_checks: z.array(z.string().min(1)).optional(),
+  require_human_approval: z.boolean().default(false),
+  timeout: duration.default('30s'),
+  retries: z.number().int().min(0).max(100).default(6),
+  backoff: duration.default('2s'),
+});
+
+/** `[intake]`: open issues with `label` become blocks (engine/forge/intake.ts). */
+const IntakeTable = z.strictObject({
+  label: z.string().trim().min(1).default('tron'),
+  /** --watch: how often the labelled list is read again (a conditional request: free while nothing changed). */
+  poll: duration.default('60s'),
+});
+
 /** `[cluster]`: the event log and the lease in PostgreSQL (engine/log/pg-log.ts, docs/cluster.md). */
 const ClusterTable = z.strictObject({
   // refine, not regex: a refinement's message is what the problem says (config-problems.ts).
@@ -168,6 +202,8 @@ const ConfigTable = z.strictObject({
   budgets: BudgetsTable.optional(),
   notify: NotifyTable.optional(),
   remote: RemoteTable.optional(),
+  forge: ForgeTable.optional(),
+  intake: IntakeTable.optional(),
   cluster: ClusterTable.optional(),
 });
 
@@ -217,6 +253,27 @@ export interface Config {
   remote?: RemoteSettings;
   /** `[cluster]`: the log in PostgreSQL; absent (and no TRON_DATABASE_URL): the file log. */
   cluster?: ClusterConfig;
+  /** `[forge]`: the team's forge; absent: none. */
+  forge?: ForgeSettings;
+  /** `[intake]`: issues with this label become blocks (needs `[forge]`); --watch reads them again every `pollMs`. */
+  intake?: { label: string; pollMs: number };
+}
+
+/** `[forge]`, normalised. */
+export interface ForgeSettings {
+  kind: 'github';
+  /** "owner/name". */
+  repo: string;
+  /** The variable holding the token (TRON_FORGE_TOKEN stands in when it is unset). */
+  tokenEnv: string;
+  apiUrl: string;
+  land: ForgeLand;
+  /** Checks that must be green on the landing sha; absent: the branch protection's (PR mode). */
+  requiredChecks?: string[];
+  requireHumanApproval: boolean;
+  timeoutMs: number;
+  retries: number;
+  backoffMs: number;
 }
 
 export interface ClusterConfig {
@@ -314,6 +371,8 @@ const CONFIG_STYLE: IssueStyle = {
     if (first === 'limits') return Object.keys(LimitsTable.shape);
     if (first === 'merge') return Object.keys(MergeTable.shape);
     if (first === 'remote') return Object.keys(RemoteTable.shape);
+    if (first === 'forge') return Object.keys(ForgeTable.shape);
+    if (first === 'intake') return Object.keys(IntakeTable.shape);
     if (first === 'workers' && parts.length === 1) return [...WORKER_ROLES];
     if (first === 'workers') return workerKeys(data, role!);
     return [];
@@ -376,6 +435,21 @@ function toConfig(raw: z.infer<typeof ConfigTable>): Config {
         backoffMs: ms(raw.remote.backoff),
       },
     }),
+    ...(raw.forge !== undefined && {
+      forge: {
+        kind: raw.forge.kind,
+        repo: raw.forge.repo,
+        tokenEnv: raw.forge.token_env,
+        apiUrl: raw.forge.api_url.replace(/\/+$/, ''),
+        land: raw.forge.land,
+        ...(raw.forge.required_checks !== undefined && { requiredChecks: raw.forge.required_checks }),
+        requireHumanApproval: raw.forge.require_human_approval,
+        timeoutMs: ms(raw.forge.timeout),
+        retries: raw.forge.retries,
+        backoffMs: ms(raw.forge.backoff),
+      },
+    }),
+    ...(raw.intake !== undefined && { intake: { label: raw.intake.label, pollMs: ms(raw.intake.poll) } }),
     ...(raw.cluster !== undefined && {
       cluster: {
         ...(raw.cluster.database !== undefined && { database: raw.cluster.database }),
@@ -402,7 +476,48 @@ export function parseConfig(text: string, file: string): ParsedConfig {
     const trunk = ConfigTable.shape.trunk.safeParse(toml.data.trunk);
     return { problems: schemaProblems(parsed.error, toml.data, file, CONFIG_STYLE), ...(trunk.success && { trunk: trunk.data }) };
   }
+  const cross = forgeProblems(parsed.data, file);
+  if (cross.length > 0) return { problems: cross, trunk: parsed.data.trunk };
   return { config: toConfig(parsed.data), problems: [], trunk: parsed.data.trunk };
+}
+
+/**
+ * `[intake]` needs a forge to read issues from; and the forge's token must never be
+ * handed on: a `test_env` or worker `env` entry naming its variable is refused.
+ */
+function forgeProblems(raw: z.infer<typeof ConfigTable>, file: string): Problem[] {
+  const problems: Problem[] = [];
+  if (raw.intake && !raw.forge)
+    problems.push({
+      code: 'TRON_CONFIG_INVALID',
+      path: `${file}: intake`,
+      message: '[intake] reads issues from the forge; add a [forge] table with repo = "owner/name", or remove [intake]',
+    });
+  if (!raw.forge) return problems;
+  if (raw.forge.land === 'pr' && !raw.remote)
+    problems.push({
+      code: 'TRON_CONFIG_INVALID',
+      path: `${file}: forge.land`,
+      message:
+        'land = "pr" pushes each block\'s branch to the forge\'s repository: add a [remote] table naming the git remote that is it (e.g. name = "origin")',
+    });
+  const secret = new Set([raw.forge.token_env, 'TRON_FORGE_TOKEN']);
+  const lists: [string, readonly string[]][] = [
+    ['test_env', raw.test_env],
+    ...Object.entries(raw.workers).map(([role, w]): [string, readonly string[]] => [
+      `workers.${role}.env`,
+      (w as { env?: string[] } | undefined)?.env ?? [],
+    ]),
+  ];
+  for (const [key, names] of lists)
+    for (const name of names)
+      if (secret.has(name))
+        problems.push({
+          code: 'TRON_FORGE_TOKEN_EXPOSED',
+          path: `${file}: ${key}`,
+          message: `${name} is the forge's token ([forge] token_env); it is for tron's own API calls and never reaches a worker or a test: remove it from ${key}`,
+        });
+  return problems;
 }
 
 /** A parsed config, or its problems; `trunk` whenever the file names a valid branch (or none: the default). */

@@ -5,6 +5,7 @@
  * figure. Where the time went (workers, test runs, the engine itself, the merge lane)
  * is computed in engine/render/report-time.ts.
  */
+import { forgeSection } from './forge-links.ts';
 import { EVENT_SCHEMAS, type TestRun, type TronEvent } from '../core/events.ts';
 import { blockedBy } from '../core/blocked.ts';
 import { apply, initialState } from '../core/state.ts';
@@ -350,6 +351,7 @@ function failedTestRuns(events: readonly TronEvent[]): string[] {
 }
 
 /** report.md: the statistics as Markdown. */
+// [forge]: each block's issue and pull request (render/forge-links.ts).
 export function renderReport(events: readonly TronEvent[]): string {
   const s = runStats(events);
   const t = s.time;
@@ -381,6 +383,7 @@ export function renderReport(events: readonly TronEvent[]): string {
       `| ${b.id} | ${b.blockedBy ? `blocked by ${b.blockedBy}` : b.phase} | ${b.attempts} | ${time} | ${list(b.gateFailures)} | ${b.reviewRounds} | ${b.changesRequested} | ${escalations} | ${secs(b.mergeWaitMs)} | ${secs(b.workerMs)} | ${secs(b.testMs)} | ${list(b.tokens)} | ${spendCell(b.spend)} |`,
     );
   }
+  lines.push(...forgeSection(events));
   const red = failedTestRuns(events);
   if (red.length > 0) lines.push('', '## Failed test runs', '', ...red);
   const all = s.blocks.flatMap((b) => b.escalations.map((x) => ({ block: b.id, ...x })));

@@ -38,6 +38,9 @@ export interface StatusRow {
   attestedSha?: string;
   landedSha?: string;
   answer?: PendingAnswer;
+  /** [forge]: the issue the block was taken in from, and its pull request (PR mode). */
+  issue?: { number: number; url?: string };
+  pull?: { number: number; url: string; state: string };
 }
 
 /** One row per block, in register order. `answers`: the inbox's waiting answers by block (the oldest is read first). */

@@ -89,6 +89,7 @@ export class Engine {
       checkouts: new CheckoutPool(),
       queues: new Queues(),
       ...(o.remote && { remote: o.remote }),
+      ...(o.forge && { forge: o.forge }),
       workers: o.workers,
       turns: this.turns,
       ...(o.onOutput ? { onOutput: o.onOutput } : {}),
@@ -291,6 +292,11 @@ export class Engine {
   /** A second signal: kill every worker process group now. */
   abortNow(): void {
     this.turns.stop(() => true);
+  }
+
+  /** --watch: the register changed by a source the engine does not watch itself (the forge's issues: engine/forge/watch.ts). */
+  registerChanged(blocks: Block[]): void {
+    this.inputs.guard(() => this.reloaded(blocks));
   }
 
   /** --watch: the register changed. */

@@ -14,6 +14,7 @@ import type { WorkerAdapter } from '../workers/adapter.ts';
 import type { Sandbox } from '../workers/sandbox.ts';
 import type { Remote } from '../git/remote.ts';
 import type { JobBroker } from './job-queue.ts';
+import type { Forge } from '../forge/forge.ts';
 
 export interface EngineOptions {
   /**
@@ -41,6 +42,8 @@ export interface EngineOptions {
   sandbox?: Sandbox;
   /** [remote], opened at start (engine/git/remote.ts): trunk is the remote's, and a landing is a push. */
   remote?: Remote;
+  /** [forge], opened at start (engine/forge/session.ts): PR mode's pull requests and checks. */
+  forge?: Forge;
   /** Notices that are not events (a problem with an answer file, a checkout left behind). */
   print: (line: string) => void;
   /** Sees every event right after it is appended: the console reporter, the live board. */

@@ -69,7 +69,15 @@ async function checkBatchFinished(repo: TestRepo): Promise<void> {
   const landed = (await repo.git('for-each-ref', '--format=%(refname:short)', 'refs/tron/landed/')).split('\n').sort();
   expect(landed).toEqual(['tron/landed/b1', 'tron/landed/b2', 'tron/landed/b3', 'tron/landed/first', 'tron/landed/second']);
   const subjects = (await repo.git('log', '--format=%s', 'main')).split('\n');
-  for (const id of ['first', 'second', 'b1', 'b2']) expect(subjects.filter((s) => s === `Build ${id}`)).toHaveLength(1);
+  for (const id of ['first', 'second', 'b1', 'b2'])
+    expect(
+      subjects.filter((s) => s === `Build ${id}`),
+      `${await repo.git('log', '--format=%h %s%n%b', 'main')}\n${allRuns(repo)
+        .flat()
+        .filter((e) => ['lane.stacked', 'gate.failed', 'block.landed', 'bisect.step'].includes(e.type))
+        .map((e) => JSON.stringify(e).slice(0, 300))
+        .join('\n')}`,
+    ).toHaveLength(1);
   expect(await repo.git('rev-list', '--min-parents=2', 'main')).toBe('');
   const pointed = new Set((await repo.git('reflog', 'show', '--format=%H', 'refs/heads/main')).split('\n').filter(Boolean));
   for (const sha of pointed) {
@@ -279,7 +287,9 @@ describe('one engine per repository', () => {
       await new Promise((r) => setTimeout(r, 50));
     const killed = allRuns(repo)[1]!.filter((e) => e.type === 'worker.killed');
     expect(killed).toMatchObject([{ pid: stray.type === 'worker.spawned' ? stray.pid : 0 }]);
-    process.kill(-third.pid!, 'SIGKILL');
-    await third;
+    // Stopped as an operator would (Ctrl-C), not killed: a kill -9 here could cut a git
+    // command short and leave a half-made worktree that fails the git fsck at cleanup.
+    process.kill(third.pid!, 'SIGINT');
+    expect((await third).exitCode).toBe(130);
   }, 60_000);
 });

@@ -53,6 +53,16 @@ export function runStarted(
           backoff_ms: o.config.remote.backoffMs,
         },
       }),
+    ...(o.config.forge && {
+      forge: {
+        repo: o.config.forge.repo,
+        land: o.config.forge.land,
+        ...(o.config.forge.requiredChecks && { required_checks: o.config.forge.requiredChecks }),
+        require_human_approval: o.config.forge.requireHumanApproval,
+        retries: o.config.forge.retries,
+        backoff_ms: o.config.forge.backoffMs,
+      },
+    }),
   };
 }
 

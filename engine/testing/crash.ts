@@ -45,7 +45,7 @@ export async function crashProject(): Promise<TestRepo> {
 /** The repository, whose cleanup also removes `dir` (the workers' scripts made for it). */
 async function alsoRemoving(dir: string, made: Promise<TestRepo>): Promise<TestRepo> {
   const repo = await made;
-  return { ...repo, cleanup: () => repo.cleanup().then(() => rmSync(dir, { recursive: true, force: true })) };
+  return { ...repo, cleanup: (opts) => repo.cleanup(opts).finally(() => rmSync(dir, { recursive: true, force: true })) };
 }
 
 /**
@@ -56,8 +56,18 @@ async function alsoRemoving(dir: string, made: Promise<TestRepo>): Promise<TestR
  */
 const BATCH_BUILDER = `${builderPrelude('the file and its test')}case "$TRON_BLOCK" in
   first)
-    echo "exports.hello = () => 'hi';" > lib.js
-    echo "require('node:assert').strictEqual(require('../lib.js').hello(), 'hi');" > tests/lib.test.js ;;
+    case "$prompt" in
+      *"What failed last round"*)
+        # On a busy machine b3 can be stacked below first and land still calling greet; first
+        # is then the culprit. Up to date with trunk, it renames that call too, and its work
+        # is one commit again (made below).
+        git rebase -q main >/dev/null 2>&1 || git rebase --abort
+        git reset -q --soft main
+        sed -i 's/greet()/hello()/' tests/*.test.js ;;
+      *)
+        echo "exports.hello = () => 'hi';" > lib.js
+        echo "require('node:assert').strictEqual(require('../lib.js').hello(), 'hi');" > tests/lib.test.js ;;
+    esac ;;
   b3)
     # Built before first lands, b3 tests greet (green at its gate, red on the new trunk);
     # told what failed, or dispatched again from a trunk that has hello (after a crash), it

@@ -16,6 +16,8 @@ export interface BootOptions {
   watch?: boolean;
   merge?: { batch: number; verify_trunk: boolean; gather?: boolean };
   budgets?: { block_usd?: number; block_tokens?: number; run_usd?: number };
+  /** [forge], as run.started records it (land = "pr": PR mode). */
+  forge?: { repo: string; land: 'push' | 'pr'; require_human_approval: boolean; retries: number; backoff_ms: number };
 }
 
 /** Feeds inputs through the pure step, collecting every decision. */
@@ -49,6 +51,7 @@ export class Driver {
       pid: 1,
       ...(opts.merge ? { merge: opts.merge } : {}),
       ...(opts.budgets ? { budgets: opts.budgets } : {}),
+      ...(opts.forge ? { forge: opts.forge } : {}),
     });
     this.feed({
       type: 'register.loaded',

@@ -5,7 +5,6 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { onTestFinished } from 'vitest';
-import { fsck } from './store.ts';
 import { makeRepo, GIT_IDENTITY_ENV, type TestRepo } from './repo.ts';
 import { startCommand } from '../commands/start.ts';
 import { systemClock } from '../core/clock.ts';
@@ -79,16 +78,12 @@ export async function makeProject(spec: ProjectSpec): Promise<TestRepo> {
 
 /**
  * A project for the current test, removed (with everything tron made in it) when the test
- * ends — after `git fsck` of it: whatever the test's workers did, the user's history is
- * intact, or the test fails.
+ * ends — after `git fsck` of it (TestRepo.cleanup): whatever the test's workers did, the
+ * user's history is intact, or the test fails.
  */
 export async function project(spec: ProjectSpec): Promise<TestRepo> {
   const repo = await makeProject(spec);
-  onTestFinished(async () => {
-    const checked = await fsck(repo.dir);
-    await repo.cleanup();
-    if (checked.code !== 0) throw new Error(`git fsck of the project failed (exit ${checked.code}): ${checked.said}`);
-  });
+  onTestFinished(() => repo.cleanup());
   return repo;
 }
 

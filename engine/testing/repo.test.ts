@@ -1,7 +1,10 @@
-import { existsSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { configFile, makeProject, ofType, runTron } from './project.ts';
 import { GIT_IDENTITY_ENV, makeRepo } from './repo.ts';
+import { approvingWorkers, builderPrelude, writeBuilder } from './workers.ts';
 
 describe('makeRepo', () => {
   it('builds one initial commit on the trunk from a file-tree literal, with its own identity', async () => {
@@ -32,5 +35,41 @@ describe('makeRepo', () => {
     } finally {
       await r.cleanup();
     }
+  });
+
+  it("fails the test whose worker damaged the user's history: cleanup runs git fsck, names the missing object, and removes the folder anyway", async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'tron-workers-'));
+    try {
+      // The builder deletes a blob only history reaches (old.txt is gone from trunk): nothing a run looks at needs it.
+      const builder = writeBuilder(
+        dir,
+        `${builderPrelude('committed')}o=$(git rev-parse main~1:old.txt); rm -f "$(git rev-parse --git-common-dir)/objects/$(echo $o | cut -c1-2)/$(echo $o | cut -c3-)"
+echo a > a.txt; git add a.txt; git commit -qm "Add a"
+echo '>>DONE'
+`,
+      );
+      const config = `${configFile({ workers: approvingWorkers(builder) })}\n[sandbox]\nmode = "off"\n`;
+      const repo = await makeProject({ blocks: { a: {} }, files: { 'old.txt': 'old\n' }, config });
+      const old = await repo.git('rev-parse', 'HEAD:old.txt');
+      await repo.git('rm', '-q', 'old.txt');
+      await repo.commitAll('remove old.txt');
+      const run = await runTron(repo);
+      expect(ofType(run.events, 'reply.received').length).toBeGreaterThan(0);
+      await expect(repo.git('cat-file', '-e', old)).rejects.toThrow();
+      await expect(repo.cleanup()).rejects.toThrow(
+        new RegExp(`git fsck of the repository .* failed \\(exit \\d+\\):[^]*missing blob ${old}`),
+      );
+      expect(existsSync(repo.dir)).toBe(false);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('skips the fsck only when asked, for a test that damages the store on purpose', async () => {
+    const r = await makeRepo({ 'a.txt': 'a\n' });
+    const blob = await r.git('rev-parse', 'HEAD:a.txt');
+    rmSync(join(r.dir, '.git', 'objects', blob.slice(0, 2), blob.slice(2)));
+    await expect(r.cleanup({ fsck: false })).resolves.toBeUndefined();
+    expect(existsSync(r.dir)).toBe(false);
   });
 });

@@ -8,6 +8,7 @@ import { appendFile, mkdir, mkdtemp, readFile, realpath, rm, writeFile } from 'n
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { repoStateDir } from '../log/keys.ts';
+import { fsck } from './store.ts';
 
 /** The identity of every test commit; pass it to spawned processes that commit (sim workers, hooks). */
 export const GIT_IDENTITY_ENV: Readonly<Record<string, string>> = {
@@ -41,8 +42,13 @@ export interface TestTree {
 export interface TestRepo extends TestTree {
   /** The same helpers for another working tree of this repository (e.g. an engine worktree). */
   at(dir: string): TestTree;
-  /** Deletes the repository and everything under it. */
-  cleanup(): Promise<void>;
+  /**
+   * Runs `git fsck --full` of the repository, deletes it with everything under it, then
+   * rejects when fsck found damage: whatever a test's workers did, the user's history is
+   * intact, or the test fails. `{ fsck: false }` only for a test that damages the store
+   * on purpose.
+   */
+  cleanup(opts?: { fsck?: boolean }): Promise<void>;
 }
 
 /** Runs git in `dir` with the test identity and no global config; trimmed stdout. */
@@ -89,9 +95,13 @@ export async function makeRepo(files: Record<string, string>, opts: { trunk?: st
   return {
     ...main,
     at: (other) => tree(other),
-    // The repository's signing key (engine/log/keys.ts) goes with it.
-    cleanup: () =>
-      Promise.all([rm(dir, { recursive: true, force: true }), rm(repoStateDir(dir), { recursive: true, force: true })]).then(() => {}),
+    async cleanup(opts = {}) {
+      const checked = opts.fsck === false ? undefined : await fsck(dir);
+      // The repository's signing key (engine/log/keys.ts) goes with it.
+      await Promise.all([rm(dir, { recursive: true, force: true }), rm(repoStateDir(dir), { recursive: true, force: true })]);
+      if (checked && checked.code !== 0)
+        throw new Error(`git fsck of the repository ${dir} failed (exit ${checked.code}): ${checked.said}`);
+    },
   };
 }
 

@@ -16,7 +16,8 @@ import { CTX } from './run.ts';
  * the world would shift the recorded choice lists of cases/.
  */
 export const UNSIMULATED = {
-  decisions: ['remote.retry'],
+  // pr.*: only [forge] land = "pr" makes them; engine/forge/pr.e2e.test.ts reaches them against the test GitHub server.
+  decisions: ['remote.retry', 'pr.requested', 'pr.wait'],
   escalations: ['remote_refused → operator', 'worktree_failed → operator'],
 } as const;
 

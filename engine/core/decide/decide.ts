@@ -18,6 +18,7 @@ import { onFacts } from './gate.ts';
 import { onCandidateTested, onLanded, onLandRefused, onRebased, onTrunkTested } from './lane.ts';
 import { escalate, onOperator } from './escalate.ts';
 import { onRemoteFailed, onRemoteMoved, onRemoteWaited } from './remote.ts';
+import { onPrFailed, onPrObserved, onPrWaited } from './pr.ts';
 import { onOverrun, onProbed } from './liveness.ts';
 import { schedule, stopWhenQuiet } from './schedule.ts';
 import { onUsage } from './budget.ts';
@@ -70,6 +71,9 @@ const REACTIONS = {
   'remote.moved': onRemoteMoved,
   'remote.failed': onRemoteFailed,
   'remote.waited': onRemoteWaited,
+  'pr.observed': onPrObserved,
+  'pr.failed': onPrFailed,
+  'pr.waited': onPrWaited,
   'trunk.tested': onTrunkTested,
   'block.wrapped': (step, e) => step.move(e.block, 'wrapped'),
   'operator.answered': onOperator,

@@ -113,6 +113,11 @@ export function onCandidateTested(step: Step, e: BodyOf<'candidate.tested'>): vo
 
 function land(step: Step, stack: Stack, n: number, tested: 'lane' | 'gate'): void {
   const blocks = stack.entries.slice(0, n);
+  // [forge] land = "pr": the hosted checks must be green on the same sha first (decide/pr.ts).
+  if (step.s.lane.pr) {
+    step.emit({ type: 'pr.requested', stack: stack.id, sha: blocks.at(-1)!.sha, blocks, tested, attempt: 1 });
+    return;
+  }
   step.emit({ type: 'land.intent', stack: stack.id, sha: blocks.at(-1)!.sha, from: step.s.trunkSha!, blocks, tested });
 }
 

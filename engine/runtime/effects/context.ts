@@ -16,6 +16,7 @@ import type { WorkerAdapter } from '../../workers/adapter.ts';
 import type { WorkerRole } from '../../core/roles.ts';
 import type { Sandbox } from '../../workers/sandbox.ts';
 import type { Remote } from '../../git/remote.ts';
+import type { Forge } from '../../forge/forge.ts';
 import type { EngineFiles } from './engine-files.ts';
 import { type CheckoutPool, Slots } from './checkouts.ts';
 import type { TurnTable } from './turn-table.ts';
@@ -62,6 +63,8 @@ export interface EffectContext {
   onOutput?: (at: { block: string; session: string; turn: number }, text: string) => void;
   /** [remote], opened at start: landings are pushed there first (effects/remote.ts). */
   remote?: Remote;
+  /** [forge], opened at start: PR mode's pull requests and hosted checks (effects/pr.ts). */
+  forge?: Forge;
 }
 
 /** What the engine knew when it made a decision: the folded state, the log so far, the register. */

@@ -72,7 +72,8 @@ export class EngineFiles {
     if (config !== this.config) out.push(`${CONFIG_FILE} (${config === undefined ? 'removed' : 'changed'})`);
     const present = blockFiles(this.repo);
     const known = new Map<string, string>();
-    for (const b of this.loaded()) known.set(b.file, b.digest);
+    // A block taken in from an issue ([intake]) has no file in the checkout: its `file` is the issue's URL.
+    for (const b of this.loaded()) if (!b.file.includes('://')) known.set(b.file, b.digest);
     for (const [file, full] of present) {
       const digest = this.digest(file, full);
       const was = known.get(file);

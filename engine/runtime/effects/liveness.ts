@@ -40,6 +40,9 @@ export const probe = effect({
   },
 });
 
+/** How long an exited worker's turn may take to end: the adapter's kill grace for what it left, and its reading. */
+const SETTLE_MS = 3000;
+
 /** Signs of life over the probe wait: process CPU and output, worktree changes, model or sim progress. */
 async function probeTurn(c: EffectContext, r: ProbeRequest): Promise<EventBody> {
   const e = r.decision;
@@ -61,6 +64,13 @@ async function probeTurn(c: EffectContext, r: ProbeRequest): Promise<EventBody> 
   await new Promise((done) => setTimeout(done, r.probeWaitMs));
   const after = await take();
   const { alive, signs } = signsOfLife(before, after);
+  // A worker that exited during the wait may have replied: its turn ends once the adapter has
+  // stopped what it left and read its output. Wait for that (bounded), and let the turn's reply
+  // reach the queue first — then this probe finds the turn answered, instead of re-issuing it
+  // and losing the reply.
+  if (!after.exists && (await c.turns.ended(e.session, e.turn, r.probeWaitMs + SETTLE_MS))) {
+    await new Promise((done) => setImmediate(done));
+  }
   return { type: 'worker.probed', block: e.block, session: e.session, turn: e.turn, alive, signs };
 }
 

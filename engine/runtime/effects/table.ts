@@ -8,6 +8,7 @@ import type { Effect, Moment } from './context.ts';
 import { observeFacts } from './gate.ts';
 import { landStack, stackBlocks, testCandidate, testTrunk } from './lane.ts';
 import { pushBranch, waitRetry } from './remote.ts';
+import { askForge, waitForge } from './pr.ts';
 import { extend, probe } from './liveness.ts';
 import { page } from './page.ts';
 import { stopBlockTurns, stopForBudget, stopReissued, turn } from './turn.ts';
@@ -33,6 +34,8 @@ export const EFFECTS: { [T in DecisionType]: Effect<T, any> | null } = {
   'bisect.step': testCandidate,
   'land.intent': landStack,
   'remote.retry': waitRetry,
+  'pr.requested': askForge,
+  'pr.wait': waitForge,
   'lane.closed': null,
   'test.requested': testTrunk,
   'wrap.requested': wrapBlock,

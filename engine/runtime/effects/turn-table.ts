@@ -18,6 +18,7 @@ interface Running {
 export class TurnTable {
   private readonly running = new Map<string, Running>();
   private readonly progress = new Map<string, number>();
+  private readonly waiting = new Map<string, Array<() => void>>();
 
   constructor(
     private readonly clock: Clock,
@@ -40,6 +41,23 @@ export class TurnTable {
   end(session: string, turn: number): void {
     clearTimeout(this.running.get(key(session, turn))?.timer);
     this.running.delete(key(session, turn));
+    for (const wake of this.waiting.get(key(session, turn)) ?? []) wake();
+    this.waiting.delete(key(session, turn));
+  }
+
+  /** Resolves true once the turn has ended (at once if it is not running), false if it still runs after `ms`. */
+  ended(session: string, turn: number, ms: number): Promise<boolean> {
+    if (!this.isRunning(session, turn)) return Promise.resolve(true);
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => resolve(false), ms);
+      timer.unref?.();
+      const wakes = this.waiting.get(key(session, turn)) ?? [];
+      wakes.push(() => {
+        clearTimeout(timer);
+        resolve(true);
+      });
+      this.waiting.set(key(session, turn), wakes);
+    });
   }
 
   isRunning(session: string, turn: number): boolean {

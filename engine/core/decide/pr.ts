@@ -1,0 +1,156 @@
+/**
+ * PR mode (`[forge] land = "pr"`; DESIGN §3): a stack tron tested green does not land yet.
+ * `pr.requested` pushes each block's branch and opens (or finds and updates) its one pull
+ * request; what the forge says comes back as `pr.observed`, decided here, purely:
+ *
+ * - a pull request a person closed: the block is abandoned, with their words;
+ * - changes requested by a person on the pushed head: back to build, with their notes;
+ * - a required hosted check red on the sha: back to build, with the check's own words;
+ * - a check still running or not reported yet, or (`require_human_approval`) no approving
+ *   review yet: `pr.wait`, then ask again — a check that never reports, after `[forge]
+ *   retries` asks, pages the operator;
+ * - every required check green on exactly that sha (and approved when asked): `land.intent`,
+ *   the same landing as without a forge.
+ *
+ * Invariant, enforced here: in PR mode trunk moves only to a sha that tron's own hermetic
+ * test found green (the lane's rule, which chose the sha) AND whose required hosted checks
+ * the forge reported green — never past a red, pending or missing check.
+ *
+ * A failed call (`pr.failed`) waits as long as a rate limit asks, or a doubling backoff for
+ * a 5xx, as `pr.wait` — a timer event, so replay holds; a refused token pages the operator.
+ */
+import type { BodyOf, Fact } from '../events.ts';
+import type { Stack } from '../state.ts';
+import { dispatch, type Step } from './step.ts';
+import { abandon, escalate } from './escalate.ts';
+import { close } from './lane.ts';
+
+/** The longest wait between two asks of the forge. */
+const MAX_WAIT_MS = 60_000;
+
+export function onPrObserved(step: Step, e: BodyOf<'pr.observed'>): void {
+  const stack = step.s.lane.stack;
+  if (stack?.id !== e.stack || !stack.pr || stack.pr.sha !== e.sha || stack.landing.length > 0) return;
+  const pr = stack.pr;
+  const closed = e.pulls.filter((p) => p.state === 'closed');
+  if (closed.length > 0) {
+    for (const p of closed)
+      abandon(
+        step,
+        p.block,
+        `a person closed its pull request #${p.number} (${p.url})${p.words ? `, saying: ${p.words}` : ', without a comment'}`,
+      );
+    close(step, `pull request closed on the forge: ${closed.map((p) => p.block).join(', ')} abandoned`);
+    return;
+  }
+  if (e.changes.length > 0) {
+    for (const c of e.changes)
+      backToBuild(step, stack, c.block, {
+        name: 'changes_requested',
+        ok: false,
+        evidence: `${c.author} requested changes on the pull request: ${c.notes}`,
+      });
+    close(step, `changes requested on the forge for ${e.changes.map((c) => c.block).join(', ')}`);
+    return;
+  }
+  const red = e.checks.filter((c) => c.state === 'failure');
+  if (red.length > 0) {
+    // One block a stack in PR mode: the top is the block whose pull request the checks ran on.
+    const top = pr.blocks.at(-1)!;
+    const said = red
+      .map((c) => `${c.name} failed on ${e.sha.slice(0, 12)}${c.url ? ` (${c.url})` : ''}:\n${c.text ?? '(no output)'}`)
+      .join('\n\n');
+    backToBuild(step, stack, top.block, {
+      name: 'hosted_checks',
+      ok: false,
+      evidence: `a required hosted check is red on the pull request:\n${said}`,
+    });
+    close(step, `required hosted check red on ${e.sha.slice(0, 12)}: ${red.map((c) => c.name).join(', ')}`);
+    return;
+  }
+  const missing = e.checks.filter((c) => c.state === 'missing');
+  const retries = step.s.lane.pr?.retries ?? 0;
+  if (missing.length > 0 && pr.missing > retries) {
+    const id = pr.blocks.at(-1)!.block;
+    const detail = `TRON_FORGE_CHECKS: the required check(s) ${missing.map((c) => c.name).join(', ')} never reported on ${e.sha} after ${pr.missing} asks; nothing lands past a missing check. Make the check run on pull requests from tron/* branches (or correct [forge] required_checks), then answer.`;
+    refuse(step, id, detail);
+    return;
+  }
+  const waiting = [...missing, ...e.checks.filter((c) => c.state === 'pending')].map((c) => `${c.name} ${c.state}`);
+  const unapproved = step.s.lane.pr?.requireApproval ? pr.blocks.filter((b) => !e.approved.includes(b.block)).map((b) => b.block) : [];
+  if (waiting.length > 0 || unapproved.length > 0) {
+    const reason = [...waiting, ...(unapproved.length > 0 ? [`waiting for an approving review of ${unapproved.join(', ')}`] : [])].join(
+      '; ',
+    );
+    step.emit({ type: 'pr.wait', stack: stack.id, attempt: e.attempt, wait_ms: backoff(step, e.attempt), reason });
+    return;
+  }
+  step.emit({ type: 'land.intent', stack: stack.id, sha: pr.sha, from: step.s.trunkSha!, blocks: [...pr.blocks], tested: pr.tested });
+}
+
+export function onPrFailed(step: Step, e: BodyOf<'pr.failed'>): void {
+  const stack = step.s.lane.stack;
+  if (stack?.id !== e.stack || !stack.pr) return;
+  const id = stack.pr.blocks.at(-1)!.block;
+  if (e.kind === 'rate_limited') {
+    step.emit({
+      type: 'pr.wait',
+      stack: stack.id,
+      attempt: e.attempt,
+      wait_ms: e.wait_ms ?? backoff(step, 1),
+      reason: `rate limited: ${e.message}`,
+    });
+    return;
+  }
+  if (e.kind === 'transient' && stack.pr.failures <= (step.s.lane.pr?.retries ?? 0)) {
+    step.emit({
+      type: 'pr.wait',
+      stack: stack.id,
+      attempt: e.attempt,
+      wait_ms: backoff(step, stack.pr.failures),
+      reason: `the forge failed: ${e.message}`,
+    });
+    return;
+  }
+  const code = e.kind === 'auth' ? 'TRON_FORGE_AUTH' : 'TRON_FORGE_UNREACHABLE';
+  refuse(step, id, `${code}: the forge refused the landing of ${stack.pr.blocks.map((b) => b.block).join(', ')} (${e.kind}): ${e.message}`);
+}
+
+/** The wait passed: ask the forge again about the same landing. */
+export function onPrWaited(step: Step, e: BodyOf<'pr.waited'>): void {
+  const stack = step.s.lane.stack;
+  if (stack?.id !== e.stack || !stack.pr || stack.landing.length > 0) return;
+  step.emit({
+    type: 'pr.requested',
+    stack: stack.id,
+    sha: stack.pr.sha,
+    blocks: [...stack.pr.blocks],
+    tested: stack.pr.tested,
+    attempt: e.attempt + 1,
+  });
+}
+
+function backoff(step: Step, n: number): number {
+  const base = step.s.lane.pr?.backoffMs ?? 1000;
+  return Math.min(MAX_WAIT_MS, base * 2 ** Math.min(Math.max(0, n - 1), 16));
+}
+
+/** A person's or a hosted check's word sends the block back to build, within its build budget. */
+function backToBuild(step: Step, stack: Stack, id: string, fact: Fact): void {
+  const entry = stack.entries.find((x) => x.block === id) ?? stack.pr!.blocks.find((x) => x.block === id)!;
+  step.emit({ type: 'gate.failed', block: id, sha: entry.sha, purpose: 'lane', facts: [fact] });
+  const b = step.block(id);
+  if (b.rounds.build >= step.budget('build')) {
+    escalate(step, id, 'gate_budget', `the gate failed ${b.rounds.build} times:\n${b.feedback}`);
+    return;
+  }
+  step.move(id, 'culprit');
+  dispatch(step, id, 'build');
+}
+
+/** The forge will not let this landing through by itself: page the operator, halt the lane, land nothing. */
+function refuse(step: Step, id: string, detail: string): void {
+  step.emit({ type: 'escalation.raised', block: id, trouble: 'remote_refused', handler: 'operator', detail });
+  step.emit({ type: 'block.parked', block: id, reason: detail });
+  close(step, 'the forge refused the landing; nothing landed');
+}

@@ -1,0 +1,114 @@
+/**
+ * Killed at every forge call: `tron start` (its own process, PR mode, an issue to land and
+ * a malformed one) is killed with SIGKILL right after the forge answered its n-th write —
+ * a comment posted, a pull request opened or updated, an issue closed: the instant after
+ * the forge acted and before tron could record it — and started again. Whatever n, the
+ * block lands once, through one pull request, and no comment is posted twice.
+ */
+import { execa, type ResultPromise } from 'execa';
+import { describe, expect, it } from 'vitest';
+import { BIN } from '../testing/crash.ts';
+import { forgeProject, type ForgeProject } from '../testing/github/project.ts';
+import type { Seen } from '../testing/github/server.ts';
+import { GIT_IDENTITY_ENV } from '../testing/repo.ts';
+
+const BUILDER = () => `#!/bin/sh
+prompt=$(cat)
+case "$prompt" in
+  *"# Evidence for block"*) echo '>>CONFIRMED {"evidence":{"c1":"greeting.txt says hello"}}'; exit 0 ;;
+esac
+echo hello > greeting.txt; git add -A; git commit -qm "$TRON_BLOCK: greeting"
+echo ">>DONE"
+`;
+
+/** A call of tron's that changes something on the forge (the hosted CI's check runs are not tron's). */
+const tronWrite = (s: Seen) => s.method !== 'GET' && !s.path.includes('/check-runs') && s.status < 400;
+
+interface Outcome {
+  p: ForgeProject;
+  writes: number;
+  exits: (number | string | undefined)[];
+}
+
+/** One scenario: killed after tron's `killAt`-th write (none: undefined), then started again until a run ends by itself. */
+async function scenario(killAt: number | undefined): Promise<Outcome> {
+  let child: ResultPromise | undefined;
+  let writes = 0;
+  const p = await forgeProject({
+    builder: BUILDER,
+    forge: 'land = "pr"\n',
+    onServed: (s) => {
+      if (!tronWrite(s)) return;
+      writes++;
+      if (writes === killAt) child?.kill('SIGKILL');
+    },
+  });
+  p.gh.protect('main', ['ci/test']);
+  await p.ci('ci/test', 'test "$(cat greeting.txt)" = hello');
+  p.gh.openIssue({ title: 'Add a greeting', body: '- [ ] greeting.txt says hello', labels: ['tron'] });
+  p.gh.openIssue({ title: 'Vague wish', body: 'Make it nice.', labels: ['tron'] });
+  const exits: Outcome['exits'] = [];
+  for (let i = 0; i < 3; i++) {
+    child = execa('node', [BIN, 'start', '--repo', p.repo.dir], {
+      reject: false,
+      stdin: 'ignore',
+      env: { ...GIT_IDENTITY_ENV, ...p.env },
+      timeout: 120_000,
+    });
+    const r = await child;
+    exits.push(r.signal ?? r.exitCode);
+    if (!r.signal) break;
+  }
+  return { p, writes, exits };
+}
+
+/** Each comment's tron marker; a marker seen twice is a comment posted twice. */
+function markers(p: ForgeProject, issue: number): string[] {
+  return p.gh.comments(issue).flatMap((c) => /<!-- tron:[^>]*-->/.exec(c.body)?.[0] ?? []);
+}
+
+function expectOnce(o: Outcome, n?: number): void {
+  const { p } = o;
+  if (n !== undefined)
+    expect(
+      p.gh.issue(1)!.state,
+      `killed after write ${n}: ${p.gh.seen
+        .filter(tronWrite)
+        .map((s) => `${s.method} ${s.path}`)
+        .join(', ')}`,
+    ).toBe('closed');
+  expect(o.exits.at(-1), JSON.stringify(o.exits)).toBe(0);
+  expect(p.gh.pulls().filter((x) => x.head.ref === 'tron/gh-1-add-a-greeting')).toHaveLength(1);
+  expect(p.gh.pulls()).toHaveLength(1);
+  for (const n of [1, 2]) {
+    const m = markers(p, n);
+    expect(new Set(m).size, `issue #${n}: ${m.join(', ')}`).toBe(m.length);
+  }
+  expect(p.gh.comments(2)).toHaveLength(1);
+  expect(markers(p, 1).filter((m) => m.includes(':landed'))).toHaveLength(1);
+  expect(p.gh.issue(1)!.state).toBe('closed');
+}
+
+describe('killed at every forge call', () => {
+  it('opens one pull request per block and posts no comment twice, wherever tron is killed', { timeout: 600_000 }, async () => {
+    const clean = await scenario(undefined);
+    try {
+      expectOnce(clean);
+      expect(await clean.p.bare.git('show', 'main:greeting.txt')).toBe('hello');
+    } finally {
+      await clean.p.cleanup();
+    }
+    // The malformed issue's comment, the started comment, the pull request, the landed comment, closing the issue.
+    expect(clean.writes).toBeGreaterThanOrEqual(5);
+    for (let n = 1; n <= clean.writes; n++) {
+      const o = await scenario(n);
+      try {
+        expect(o.exits[0], `killed after write ${n}`).toBe('SIGKILL');
+        expectOnce(o, n);
+        expect(await o.p.bare.git('show', 'main:greeting.txt')).toBe('hello');
+      } finally {
+        await o.p.cleanup();
+      }
+    }
+  });
+});

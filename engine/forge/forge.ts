@@ -1,0 +1,135 @@
+/**
+ * What tron needs of a forge (DESIGN §3): issues to take work from, comments to say how
+ * it goes, one pull request per block, the reviews and hosted checks on a sha. GitHub is
+ * the first implementation (`github.ts`); another forge implements the same interface.
+ *
+ * Every call that writes is idempotent by lookup: a pull request is found by its head
+ * branch before one is opened, and every comment tron posts carries a marker (`marker()`)
+ * that is looked for before posting. So a crash at any instant — after the forge acted
+ * and before tron recorded it — never opens a second pull request or posts a comment
+ * twice: the next try finds the first.
+ *
+ * Failures are typed (`ForgeError`): a rate limit with the wait the forge asked for, a
+ * transient failure (5xx, unreachable) to try again after a backoff, a refusal of the
+ * token, or a refusal of the request itself.
+ */
+
+export interface ForgeIssue {
+  number: number;
+  title: string;
+  body: string;
+  labels: string[];
+  state: 'open' | 'closed';
+  url: string;
+  /** The issue's author, as the forge names them. */
+  author: string;
+}
+
+export interface ForgeComment {
+  id: number;
+  body: string;
+  author: string;
+  url: string;
+}
+
+export interface ForgePull {
+  number: number;
+  url: string;
+  state: 'open' | 'closed';
+  merged: boolean;
+  head: string;
+  headSha: string;
+  base: string;
+}
+
+export interface ForgeReview {
+  state: 'APPROVED' | 'CHANGES_REQUESTED' | 'COMMENTED' | 'DISMISSED' | 'PENDING';
+  body: string;
+  author: string;
+  /** The sha the review was given on. */
+  sha: string;
+}
+
+/** One required check on a sha: green, red (with what it said), or not (yet) reported. */
+export interface ForgeCheck {
+  name: string;
+  state: 'success' | 'failure' | 'pending' | 'missing';
+  /** A red check's own words: its output's summary and text, or its description. */
+  text?: string;
+  url?: string;
+}
+
+/** Issues with a label; `unchanged` when the forge says nothing changed since `etag`. */
+export type IssueList = { issues: ForgeIssue[]; etag?: string } | 'unchanged';
+
+export interface Forge {
+  /** "owner/name". */
+  readonly repo: string;
+  /** Open issues carrying `label` (not pull requests), oldest first. */
+  listIssues(label: string, etag?: string): Promise<IssueList>;
+  issue(number: number): Promise<ForgeIssue | undefined>;
+  comments(issue: number): Promise<ForgeComment[]>;
+  comment(issue: number, body: string): Promise<ForgeComment>;
+  closeIssue(issue: number): Promise<void>;
+  /** The pull request whose head is `branch` (open first, else the latest closed one). */
+  findPull(branch: string): Promise<ForgePull | undefined>;
+  openPull(p: { head: string; base: string; title: string; body: string }): Promise<ForgePull>;
+  updatePull(number: number, p: { title: string; body: string }): Promise<void>;
+  pull(number: number): Promise<ForgePull>;
+  reviews(pull: number): Promise<ForgeReview[]>;
+  /** The checks `branch`'s protection requires (empty when it has none). */
+  requiredChecks(branch: string): Promise<string[]>;
+  /** The state on `sha` of each named check: a check run or a commit status of that name. */
+  checks(sha: string, names: readonly string[]): Promise<ForgeCheck[]>;
+}
+
+export type ForgeErrorKind = 'rate_limited' | 'transient' | 'auth' | 'refused';
+
+export class ForgeError extends Error {
+  constructor(
+    readonly kind: ForgeErrorKind,
+    message: string,
+    /** How long the forge asked tron to wait (rate limits), or undefined. */
+    readonly retryAfterMs?: number,
+    readonly status?: number,
+  ) {
+    super(message);
+    this.name = 'ForgeError';
+  }
+}
+
+/** The hidden line that makes a comment findable: one per (block, kind, key). */
+export function marker(block: string, kind: string, key = ''): string {
+  return `<!-- tron:${block}:${kind}${key ? `:${key}` : ''} -->`;
+}
+
+/**
+ * Posts `body` (with `mark` appended) on `issue` unless a comment with that mark is
+ * already there: the id of the comment that says it, and whether it is new.
+ */
+export async function commentOnce(
+  forge: Forge,
+  issue: number,
+  mark: string,
+  body: string,
+): Promise<{ id: number; url: string; posted: boolean }> {
+  const found = (await forge.comments(issue)).find((c) => c.body.includes(mark));
+  if (found) return { id: found.id, url: found.url, posted: false };
+  const c = await forge.comment(issue, `${body}\n\n${mark}`);
+  return { id: c.id, url: c.url, posted: true };
+}
+
+/** Finds the pull request of `head` (open) and updates it, or opens it: never two. */
+export async function upsertPull(
+  forge: Forge,
+  p: { head: string; base: string; title: string; body: string },
+): Promise<{ pull: ForgePull; opened: boolean }> {
+  const found = await forge.findPull(p.head);
+  if (found && found.state === 'open') {
+    await forge.updatePull(found.number, { title: p.title, body: p.body });
+    return { pull: found, opened: false };
+  }
+  // A closed, unmerged pull was closed by a person: that is their answer, never reopened.
+  if (found && !found.merged) return { pull: found, opened: false };
+  return { pull: await forge.openPull(p), opened: true };
+}

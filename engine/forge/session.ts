@@ -1,0 +1,123 @@
+/**
+ * What `tron start` does with `[forge]` before the run: takes the token out of the
+ * environment (workers and test runs are given an environment built from what is left,
+ * so no pass-through pattern can reach it), opens the forge, and with `[intake]` takes the
+ * labelled issues in as blocks beside the block files. A rate limit or a transient failure
+ * here is waited out (no decision has been made yet, so nothing needs replaying); a
+ * refused token is a problem with the configuration (exit 2), a forge that stays
+ * unreachable a fault (exit 1).
+ */
+import { InputError, type Problem } from '../core/errors.ts';
+import { coded } from '../core/problems.ts';
+import type { ForgeSettings } from '../project/config.ts';
+import { checkRegister, type Block } from '../project/register.ts';
+import { type Forge, ForgeError } from './forge.ts';
+import { GitHubForge } from './github.ts';
+import { type Intake, takeIssuesIn } from './sync.ts';
+
+/** The variable used when `token_env` is unset. */
+export const FALLBACK_TOKEN_ENV = 'TRON_FORGE_TOKEN';
+
+/** `env` without the forge's token (both names), for everything tron starts. */
+export function withoutForgeToken(
+  env: Record<string, string | undefined>,
+  settings: ForgeSettings | undefined,
+): Record<string, string | undefined> {
+  if (!settings) return env;
+  const rest = { ...env };
+  delete rest[settings.tokenEnv];
+  delete rest[FALLBACK_TOKEN_ENV];
+  return rest;
+}
+
+/** The token, or the problem of its absence. */
+export function forgeToken(env: Record<string, string | undefined>, settings: ForgeSettings): string {
+  const token = env[settings.tokenEnv] || env[FALLBACK_TOKEN_ENV];
+  if (token) return token;
+  throw new InputError([
+    {
+      code: 'TRON_FORGE_TOKEN',
+      path: `$${settings.tokenEnv}`,
+      message: `[forge] needs a token for ${settings.repo}: export ${settings.tokenEnv} (or ${FALLBACK_TOKEN_ENV}) with the scopes docs/forge.md lists`,
+    },
+  ]);
+}
+
+export function openForge(settings: ForgeSettings, token: string): Forge {
+  return new GitHubForge({ repo: settings.repo, token, apiUrl: settings.apiUrl, timeoutMs: settings.timeoutMs });
+}
+
+/** Calls `f`, waiting out rate limits and transient failures up to `settings.retries` times. */
+export async function patiently<T>(settings: ForgeSettings, f: () => Promise<T>, sleep = defaultSleep): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await f();
+    } catch (err) {
+      const e = err instanceof ForgeError ? err : new ForgeError('transient', String(err));
+      if (e.kind === 'auth')
+        throw new InputError([
+          {
+            code: 'TRON_FORGE_AUTH',
+            path: `$${settings.tokenEnv}`,
+            message: `${settings.apiUrl} refused the token for ${settings.repo} (${e.message}); check it and its scopes (docs/forge.md)`,
+          },
+        ]);
+      if (e.kind === 'refused' || attempt > settings.retries)
+        throw new Error(coded('TRON_FORGE_UNREACHABLE', `${settings.apiUrl} (${settings.repo}) after ${attempt} tries: ${e.message}`));
+      await sleep(Math.min(60_000, e.retryAfterMs ?? settings.backoffMs * 2 ** (attempt - 1)));
+    }
+  }
+}
+
+function defaultSleep(ms: number): Promise<void> {
+  return new Promise((ok) => setTimeout(ok, ms));
+}
+
+/**
+ * The register with the issues taken in: the block files' blocks, then the issues'. An
+ * issue whose id a block file already has is left to the file (the file is the user's
+ * word); the whole is checked as one register (unknown dependencies, cycles).
+ */
+export async function registerWithIssues(
+  forge: Forge,
+  settings: ForgeSettings,
+  label: string,
+  files: readonly Block[],
+): Promise<{ blocks: Block[]; intake: Intake }> {
+  const intake = (await patiently(settings, () => takeIssuesIn(forge, label))) as Intake;
+  const ids = new Set(files.map((b) => b.id));
+  const blocks = [...files, ...intake.blocks.filter((b) => !ids.has(b.id))];
+  const problems: Problem[] = checkRegister(blocks);
+  if (problems.length > 0) throw new InputError(problems);
+  return { blocks, intake };
+}
+
+/** The forge of a run: its client, and the issue behind each block taken in. */
+export interface ForgeRun {
+  forge: Forge;
+  settings: ForgeSettings;
+  blocks: Block[];
+  issues: Intake['issues'];
+  /** [intake]: the label, the blocks taken in from issues and the list's ETag (for --watch's polls). */
+  intake?: { label: string; pollMs: number; blocks: Block[]; etag?: string };
+}
+
+/** At start, with `[forge]`: the token (or exit 2), the client, and with `[intake]` the register with the issues. */
+export async function forgeAtStart(
+  config: { forge?: ForgeSettings; intake?: { label: string; pollMs: number } },
+  files: Block[],
+  env: Record<string, string | undefined>,
+  make: (settings: ForgeSettings, token: string) => Forge = openForge,
+): Promise<ForgeRun | undefined> {
+  if (!config.forge) return undefined;
+  const forge = make(config.forge, forgeToken(env, config.forge));
+  if (!config.intake) return { forge, settings: config.forge, blocks: files, issues: {} };
+  const { blocks, intake } = await registerWithIssues(forge, config.forge, config.intake.label, files);
+  return {
+    forge,
+    settings: config.forge,
+    blocks,
+    issues: intake.issues,
+    intake: { label: config.intake.label, pollMs: config.intake.pollMs, blocks: intake.blocks, ...(intake.etag && { etag: intake.etag }) },
+  };
+}

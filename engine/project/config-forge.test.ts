@@ -1,0 +1,73 @@
+/** `[forge]` and `[intake]` in .tron/config.toml: defaults, refusals, and the token kept out of every list. */
+import { describe, expect, it } from 'vitest';
+import { parseConfig } from './config.ts';
+
+const FILE = '.tron/config.toml';
+const MINIMAL = `test = "npm test"
+[workers.builder]
+adapter = "command"
+command = ["agent"]
+env = ["ANTHROPIC_API_KEY"]
+
+[workers.reviewer]
+adapter = "command"
+command = ["agent"]
+`;
+
+describe('[forge] and [intake]', () => {
+  it('has no forge unless [forge] is there, and fills in its defaults when it is', () => {
+    expect(parseConfig(MINIMAL, FILE).config?.forge).toBeUndefined();
+    expect(parseConfig(`${MINIMAL}\n[forge]\nrepo = "acme/app"\n\n[intake]\n`, FILE).config).toMatchObject({
+      forge: {
+        kind: 'github',
+        repo: 'acme/app',
+        tokenEnv: 'GITHUB_TOKEN',
+        apiUrl: 'https://api.github.com',
+        land: 'push',
+        requireHumanApproval: false,
+        timeoutMs: 30_000,
+        retries: 6,
+        backoffMs: 2_000,
+      },
+      intake: { label: 'tron', pollMs: 60_000 },
+    });
+    const ghe = `${MINIMAL}\n[forge]\nrepo = "a/b"\napi_url = "https://ghe.example/api/v3/"\nland = "pr"\nrequired_checks = ["ci"]\nrequire_human_approval = true\ntoken_env = "GHE_TOKEN"\n\n[remote]\n`;
+    expect(parseConfig(ghe, FILE).config?.forge).toMatchObject({
+      apiUrl: 'https://ghe.example/api/v3',
+      land: 'pr',
+      requiredChecks: ['ci'],
+      requireHumanApproval: true,
+      tokenEnv: 'GHE_TOKEN',
+    });
+  });
+
+  it('refuses a repo that is not owner/name, an unknown land mode and an unknown key, each at its key', () => {
+    const { problems } = parseConfig(`${MINIMAL}\n[forge]\nrepo = "app"\nland = "merge"\ntoken = "ghp_x"\n`, FILE);
+    expect(problems.map((p) => [p.code, p.path])).toEqual(
+      expect.arrayContaining([
+        ['TRON_CONFIG_INVALID', `${FILE}: forge.repo`],
+        ['TRON_CONFIG_INVALID', `${FILE}: forge.land`],
+        ['TRON_CONFIG_UNKNOWN_KEY', `${FILE}: forge.token`],
+      ]),
+    );
+  });
+
+  it('refuses land = "pr" without a [remote] to push the branches to', () => {
+    const { problems } = parseConfig(`${MINIMAL}\n[forge]\nrepo = "a/b"\nland = "pr"\n`, FILE);
+    expect(problems).toMatchObject([{ code: 'TRON_CONFIG_INVALID', path: `${FILE}: forge.land` }]);
+  });
+
+  it('refuses [intake] without a forge to read issues from', () => {
+    const { problems } = parseConfig(`${MINIMAL}\n[intake]\nlabel = "tron"\n`, FILE);
+    expect(problems).toMatchObject([{ code: 'TRON_CONFIG_INVALID', path: `${FILE}: intake` }]);
+  });
+
+  it("refuses to hand the forge's token to a test run or a worker", () => {
+    const text = MINIMAL.replace('env = ["ANTHROPIC_API_KEY"]', 'env = ["ANTHROPIC_API_KEY", "GHE_TOKEN"]');
+    const { problems } = parseConfig(`test_env = ["TRON_FORGE_TOKEN"]\n${text}\n[forge]\nrepo = "a/b"\ntoken_env = "GHE_TOKEN"\n`, FILE);
+    expect(problems.map((p) => [p.code, p.path])).toEqual([
+      ['TRON_FORGE_TOKEN_EXPOSED', `${FILE}: test_env`],
+      ['TRON_FORGE_TOKEN_EXPOSED', `${FILE}: workers.builder.env`],
+    ]);
+  });
+});

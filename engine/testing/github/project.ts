@@ -1,0 +1,111 @@
+/**
+ * A tron project on a forge, for tests: a bare repository served by `git daemon` (the
+ * `[remote]`), the test GitHub server over that same repository (`[forge]`, `[intake]`),
+ * and a project cloned from it with no block files — its work comes from issues. The
+ * builder is a command script the test writes; `ci()` installs a post-receive hook on the
+ * remote that plays hosted CI: on every push of a `tron/*` branch it runs a check on the
+ * pushed sha and reports it as a check run through the API, as a CI app would.
+ */
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { configFile, project } from '../project.ts';
+import { makeBareRemote, serveDaemon, type BareRemote, type ServedRemote } from '../remote-server.ts';
+import type { TestRepo } from '../repo.ts';
+import { writeBuilder } from '../workers.ts';
+import { startGitHubServer, type GitHubServer, type Seen } from './server.ts';
+
+export interface ForgeProject {
+  repo: TestRepo;
+  bare: BareRemote;
+  served: ServedRemote;
+  gh: GitHubServer;
+  /** A scratch folder outside the repository (the builder may write there). */
+  out: string;
+  /** The environment tron runs with (with the token). */
+  env: Record<string, string>;
+  /**
+   * Hosted CI: check `name` runs on each pushed tron/* head. `script` is a shell command
+   * run in a checkout of the sha; exit 0 is success, and its output is the check's text.
+   */
+  ci(name: string, script: string): Promise<void>;
+  cleanup(): Promise<void>;
+}
+
+/** The test env: no global git config; the forge token as tron would find it. */
+function envOf(gh: GitHubServer): Record<string, string> {
+  return { GIT_CONFIG_GLOBAL: '/dev/null', GIT_CONFIG_NOSYSTEM: '1', GITHUB_TOKEN: gh.token };
+}
+
+export async function forgeProject(opts: {
+  builder: (out: string) => string;
+  forge?: string;
+  builderEnv?: string[];
+  /** More lines of [intake] (e.g. poll = "100ms"). */
+  intake?: string;
+  /** `[sandbox] mode` (default "off": the builders of these tests write to the test's own folder). */
+  sandbox?: string;
+  /** More files of the project's first commit. */
+  files?: Record<string, string>;
+  /** Sees each API request once answered (the crash tests kill tron there). */
+  onServed?: (seen: Seen) => void;
+}): Promise<ForgeProject> {
+  const bare = await makeBareRemote();
+  const served = await serveDaemon(bare);
+  const gh = await startGitHubServer({ gitDir: bare.dir, ...(opts.onServed && { onServed: opts.onServed }) });
+  const out = await mkdtemp(join(tmpdir(), 'tron-forge-out-'));
+  const builder = writeBuilder(out, opts.builder(out));
+  const env = opts.builderEnv ? `env = ${JSON.stringify(opts.builderEnv)}\n` : '';
+  const workers = `[workers.builder]\nadapter = "command"\ncommand = ["${builder}"]\n${env}\n[workers.reviewer]\nadapter = "command"\ncommand = ["sh", "-c", "cat > /dev/null; echo '>>APPROVE'"]\n${env}`;
+  const extra = `[sandbox]\nmode = "${opts.sandbox ?? 'off'}"\n\n[remote]\nbackoff = "100ms"\n\n[forge]\nrepo = "${gh.owner}/${gh.repo}"\napi_url = "${gh.url}"\nbackoff = "50ms"\n${opts.forge ?? ''}\n[intake]\nlabel = "tron"\n${opts.intake ?? ''}`;
+  const repo = await project({ blocks: {}, config: configFile({ workers, extra }), ...(opts.files && { files: opts.files }) });
+  await repo.git('push', '-q', bare.dir, 'main');
+  await repo.git('remote', 'add', 'origin', served.url);
+  await repo.git('fetch', '-q', 'origin');
+  return {
+    repo,
+    bare,
+    served,
+    gh,
+    out,
+    env: envOf(gh),
+    ci: (name, script) => installCi(bare, gh, name, script, out),
+    async cleanup() {
+      await gh.close();
+      await served.stop().catch(() => undefined);
+      await Promise.all([bare.cleanup(), rm(out, { recursive: true, force: true })]);
+    },
+  };
+}
+
+/**
+ * Hosted CI for tests: a post-receive hook on `bare` that, on every push of a `tron/*`
+ * branch, runs `script` in a checkout of the pushed sha (under `scratch`) and reports check
+ * `name` on that sha through the test GitHub server's API, as a CI app would.
+ */
+export async function installCi(bare: BareRemote, gh: GitHubServer, name: string, script: string, scratch: string): Promise<void> {
+  const hook = `#!/usr/bin/env node
+const { execFileSync, spawnSync } = require('node:child_process');
+const { mkdtempSync, rmSync } = require('node:fs');
+const lines = require('node:fs').readFileSync(0, 'utf8').trim().split('\\n');
+(async () => {
+  for (const line of lines) {
+    const [, sha, ref] = line.split(' ');
+    if (!ref || !ref.startsWith('refs/heads/tron/') || /^0+$/.test(sha)) continue;
+    const dir = mkdtempSync(${JSON.stringify(join(scratch, 'ci-'))});
+    execFileSync('git', ['--work-tree', dir, 'checkout', '-f', sha, '--', '.'], { env: { ...process.env, GIT_INDEX_FILE: dir + '.index' } });
+    const run = spawnSync('sh', ['-c', ${JSON.stringify(script)}], { cwd: dir, encoding: 'utf8' });
+    rmSync(dir, { recursive: true, force: true });
+    rmSync(dir + '.index', { force: true });
+    const ok = run.status === 0;
+    await fetch(${JSON.stringify(`${gh.url}/repos/${gh.owner}/${gh.repo}/check-runs`)}, {
+      method: 'POST',
+      headers: { authorization: 'token ${gh.token}', 'content-type': 'application/json' },
+      body: JSON.stringify({ name: ${JSON.stringify(name)}, head_sha: sha, status: 'completed', conclusion: ok ? 'success' : 'failure',
+        output: { title: ${JSON.stringify(name)}, summary: ok ? 'passed' : 'failed', text: (run.stdout || '') + (run.stderr || '') } }),
+    });
+  }
+})();
+`;
+  await bare.hook('post-receive', hook);
+}

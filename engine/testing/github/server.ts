@@ -1,0 +1,761 @@
+/**
+ * A GitHub REST server for tests, on 127.0.0.1: the subset tron's forge speaks (issues
+ * and labels, comments, pulls and their lookup by head, reviews, check runs, commit
+ * statuses and the combined status, required checks of a protected branch, refs,
+ * merges), answering the real client (Octokit) in GitHub's wire format. The response
+ * shapes follow GitHub's published OpenAPI description (github/rest-api-description, the
+ * `issue`, `issue-comment`, `pull-request`, `pull-request-review`, `check-run`,
+ * `combined-commit-status`, `git-ref` and `pull-request-merge-result` schemas), trimmed to
+ * the fields a client reads; `shapes.ts` builds them.
+ *
+ * What a real forge does that a fake usually skips is here on purpose: lists paginate
+ * with a `Link` header (`per_page` up to 100), every GET carries an `ETag` and answers
+ * `If-None-Match` with 304 (which GitHub does not count against the rate limit), faults
+ * can be queued — a primary (403, `x-ratelimit-remaining: 0`) or secondary (403,
+ * `retry-after`) rate limit, a 429, a 5xx — and the repository is a real bare git
+ * repository: refs, a pull's head sha and a merge read and move its branches, so a push
+ * by git and a call of the API see the same truth. A pull whose head has reached its base
+ * branch (a push of trunk) is marked merged, as GitHub does.
+ */
+import { execFile } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { promisify } from 'node:util';
+import {
+  checkRunOf,
+  combinedStatusOf,
+  commentOf,
+  issueOf,
+  pullOf,
+  reviewOf,
+  statusOf,
+  type CheckRun,
+  type Comment,
+  type Issue,
+  type Pull,
+  type Review,
+  type Status,
+  type Urls,
+} from './shapes.ts';
+
+const run = promisify(execFile);
+
+/** A fault the server answers one request with instead of serving it. */
+export interface Fault {
+  status: number;
+  headers?: Record<string, string>;
+  message?: string;
+  /** Only requests whose `METHOD /path` matches (default: any). */
+  match?: RegExp;
+}
+
+/** One request as the server saw it (for tests: what the client asked, how it was answered). */
+export interface Seen {
+  method: string;
+  path: string;
+  status: number;
+  /** Whether GitHub would count it against the rate limit (a 304 is free). */
+  counted: boolean;
+}
+
+export interface GitHubServer {
+  /** The API's base URL (what Octokit takes as `baseUrl`). */
+  url: string;
+  owner: string;
+  repo: string;
+  /** The token every request must carry (`Authorization: token …` or `Bearer …`). */
+  token: string;
+  /** Every request so far, in order. */
+  seen: Seen[];
+  /** Answers the next requests (that match) with these faults, one each, in order. */
+  fault(...faults: Fault[]): void;
+  /** Opens an issue as a person would; returns its number. */
+  openIssue(i: { title: string; body?: string; labels?: string[]; user?: string }): number;
+  /** Edits an issue as a person would. */
+  editIssue(number: number, patch: { title?: string; body?: string; state?: 'open' | 'closed'; labels?: string[] }): void;
+  issue(number: number): Issue | undefined;
+  comments(number: number): Comment[];
+  pulls(): Pull[];
+  /** A person reviews a pull: APPROVED, CHANGES_REQUESTED or COMMENTED, on its current head. */
+  review(number: number, r: { state: Review['state']; body?: string; user?: string }): Promise<void>;
+  /** A person closes a pull without merging it, with a comment. */
+  closePull(number: number, comment?: string, user?: string): void;
+  /** Hosted CI reports a check run on `sha`. */
+  check(
+    sha: string,
+    c: { name: string; conclusion: CheckRun['conclusion']; status?: CheckRun['status']; text?: string; summary?: string },
+  ): void;
+  /** Hosted CI reports a commit status on `sha`. */
+  status(sha: string, s: { context: string; state: Status['state']; description?: string }): void;
+  /** Protects `branch`, requiring these checks (contexts) to pass. */
+  protect(branch: string, contexts: string[]): void;
+  close(): Promise<void>;
+}
+
+interface Store {
+  next: number;
+  nextId: number;
+  issues: Map<number, Issue>;
+  comments: Comment[];
+  labels: Map<string, { id: number; name: string; color: string; description: string | null }>;
+  pulls: Map<number, Pull>;
+  reviews: Review[];
+  checks: CheckRun[];
+  statuses: Status[];
+  protection: Map<string, string[]>;
+}
+
+class HttpError extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+    readonly extra: Record<string, unknown> = {},
+  ) {
+    super(message);
+  }
+}
+
+/** Starts the server for repository `owner/repo`, whose git repository is the bare `gitDir`. */
+export async function startGitHubServer(opts: {
+  gitDir: string;
+  owner?: string;
+  repo?: string;
+  token?: string;
+  /** Sees each request once its answer is sent: where a test kills the client right after the forge acted. */
+  onServed?: (seen: Seen) => void;
+}): Promise<GitHubServer> {
+  const owner = opts.owner ?? 'acme';
+  const repo = opts.repo ?? 'app';
+  const token = opts.token ?? 'ghp_testtoken0000000000000000000000000000';
+  const store: Store = {
+    next: 1,
+    nextId: 1000,
+    issues: new Map(),
+    comments: [],
+    labels: new Map(),
+    pulls: new Map(),
+    reviews: [],
+    checks: [],
+    statuses: [],
+    protection: new Map(),
+  };
+  const faults: Fault[] = [];
+  const seen: Seen[] = [];
+  let urls: Urls = { api: '', html: '', owner, repo };
+  const now = () => new Date().toISOString().replace(/\.\d+Z$/, 'Z');
+  const id = () => store.nextId++;
+
+  const git = async (...args: string[]) =>
+    (
+      await run('git', args, {
+        cwd: opts.gitDir,
+        env: { PATH: process.env.PATH ?? '/usr/bin:/bin', GIT_CONFIG_NOSYSTEM: '1', GIT_CONFIG_GLOBAL: '/dev/null' },
+      })
+    ).stdout.trim();
+  const resolve = async (ref: string): Promise<string | undefined> => {
+    try {
+      return await git('rev-parse', '--verify', '--quiet', `${ref}^{commit}`);
+    } catch {
+      return undefined;
+    }
+  };
+  const isAncestor = async (a: string, b: string) =>
+    run('git', ['merge-base', '--is-ancestor', a, b], { cwd: opts.gitDir }).then(
+      () => true,
+      () => false,
+    );
+
+  /** A pull follows its head branch, and is merged once its head is in its base branch. */
+  async function refresh(pull: Pull): Promise<void> {
+    if (pull.state !== 'open') return;
+    const head = await resolve(`refs/heads/${pull.head.ref}`);
+    if (head) pull.head.sha = head;
+    const base = await resolve(`refs/heads/${pull.base.ref}`);
+    if (base) pull.base.sha = base;
+    if (base && (await isAncestor(pull.head.sha, base))) {
+      pull.state = 'closed';
+      pull.merged = true;
+      pull.merged_at = pull.closed_at = now();
+      pull.merge_commit_sha = pull.head.sha;
+      const issue = store.issues.get(pull.number)!;
+      issue.state = 'closed';
+      issue.closed_at = pull.closed_at;
+    }
+  }
+
+  function issueOr404(n: number): Issue {
+    const issue = store.issues.get(n);
+    if (!issue) throw new HttpError(404, 'Not Found');
+    return issue;
+  }
+  async function pullOr404(n: number): Promise<Pull> {
+    const pull = store.pulls.get(n);
+    if (!pull) throw new HttpError(404, 'Not Found');
+    await refresh(pull);
+    return pull;
+  }
+  function label(name: string) {
+    let l = store.labels.get(name);
+    if (!l) {
+      l = { id: id(), name, color: 'ededed', description: null };
+      store.labels.set(name, l);
+    }
+    return l;
+  }
+  function setLabels(issue: Issue, names: string[]) {
+    issue.labels = [...new Set(names)].map((n) => label(n));
+  }
+
+  type Handler = (m: RegExpMatchArray, q: URLSearchParams, body: Record<string, unknown>) => Promise<unknown> | unknown;
+  const R = `/repos/${owner}/${repo}`;
+  const routes: [string, RegExp, Handler][] = [
+    ['GET', /^\/rate_limit$/, () => ({ resources: { core: { limit: 5000, remaining: 4999, reset: 0, used: 1 } } })],
+    [
+      'GET',
+      new RegExp(`^${R}/issues$`),
+      (_m, q) => {
+        const state = q.get('state') ?? 'open';
+        const wanted = (q.get('labels') ?? '').split(',').filter(Boolean);
+        const since = q.get('since');
+        return [...store.issues.values()]
+          .filter((i) => state === 'all' || i.state === state)
+          .filter((i) => wanted.every((w) => i.labels.some((l) => l.name === w)))
+          .filter((i) => !since || i.updated_at >= since)
+          .sort((a, b) => b.number - a.number)
+          .map((i) => issueOf(urls, i));
+      },
+    ],
+    ['GET', new RegExp(`^${R}/issues/(\\d+)$`), (m) => issueOf(urls, issueOr404(Number(m[1])))],
+    [
+      'PATCH',
+      new RegExp(`^${R}/issues/(\\d+)$`),
+      (m, _q, b) => {
+        const issue = issueOr404(Number(m[1]));
+        if (typeof b.title === 'string') issue.title = b.title;
+        if (typeof b.body === 'string') issue.body = b.body;
+        if (b.state === 'open' || b.state === 'closed') {
+          issue.state = b.state;
+          issue.closed_at = b.state === 'closed' ? now() : null;
+          issue.state_reason = b.state === 'closed' ? ((b.state_reason as string) ?? 'completed') : null;
+        }
+        if (Array.isArray(b.labels)) setLabels(issue, b.labels as string[]);
+        issue.updated_at = now();
+        return issueOf(urls, issue);
+      },
+    ],
+    [
+      'GET',
+      new RegExp(`^${R}/issues/(\\d+)/comments$`),
+      (m) => {
+        issueOr404(Number(m[1]));
+        return store.comments.filter((c) => c.issue === Number(m[1])).map((c) => commentOf(urls, c));
+      },
+    ],
+    [
+      'POST',
+      new RegExp(`^${R}/issues/(\\d+)/comments$`),
+      (m, _q, b) => {
+        const issue = issueOr404(Number(m[1]));
+        if (typeof b.body !== 'string' || b.body === '')
+          throw new HttpError(422, 'Validation Failed', { errors: [{ resource: 'IssueComment', code: 'missing_field', field: 'body' }] });
+        const c: Comment = { id: id(), issue: issue.number, body: b.body, user: 'tron-bot', created_at: now(), updated_at: now() };
+        store.comments.push(c);
+        issue.comments++;
+        issue.updated_at = now();
+        return [201, commentOf(urls, c)];
+      },
+    ],
+    [
+      'PATCH',
+      new RegExp(`^${R}/issues/comments/(\\d+)$`),
+      (m, _q, b) => {
+        const c = store.comments.find((x) => x.id === Number(m[1]));
+        if (!c) throw new HttpError(404, 'Not Found');
+        c.body = String(b.body);
+        c.updated_at = now();
+        return commentOf(urls, c);
+      },
+    ],
+    [
+      'POST',
+      new RegExp(`^${R}/issues/(\\d+)/labels$`),
+      (m, _q, b) => {
+        const issue = issueOr404(Number(m[1]));
+        setLabels(issue, [...issue.labels.map((l) => l.name), ...((b.labels as string[]) ?? [])]);
+        return issue.labels;
+      },
+    ],
+    [
+      'DELETE',
+      new RegExp(`^${R}/issues/(\\d+)/labels/([^/]+)$`),
+      (m) => {
+        const issue = issueOr404(Number(m[1]));
+        const name = decodeURIComponent(m[2]!);
+        if (!issue.labels.some((l) => l.name === name)) throw new HttpError(404, 'Label does not exist');
+        setLabels(
+          issue,
+          issue.labels.map((l) => l.name).filter((n) => n !== name),
+        );
+        return issue.labels;
+      },
+    ],
+    ['GET', new RegExp(`^${R}/labels$`), () => [...store.labels.values()]],
+    [
+      'POST',
+      new RegExp(`^${R}/labels$`),
+      (_m, _q, b) => {
+        const name = String(b.name);
+        if (store.labels.has(name))
+          throw new HttpError(422, 'Validation Failed', { errors: [{ resource: 'Label', code: 'already_exists', field: 'name' }] });
+        const l = label(name);
+        if (typeof b.color === 'string') l.color = b.color;
+        return [201, l];
+      },
+    ],
+    [
+      'GET',
+      new RegExp(`^${R}/pulls$`),
+      async (_m, q) => {
+        const state = q.get('state') ?? 'open';
+        const head = q.get('head');
+        const base = q.get('base');
+        for (const p of store.pulls.values()) await refresh(p);
+        return [...store.pulls.values()]
+          .filter((p) => state === 'all' || p.state === state)
+          .filter((p) => !head || head === `${owner}:${p.head.ref}`)
+          .filter((p) => !base || base === p.base.ref)
+          .sort((a, b) => b.number - a.number)
+          .map((p) => pullOf(urls, p, store.issues.get(p.number)!));
+      },
+    ],
+    [
+      'POST',
+      new RegExp(`^${R}/pulls$`),
+      async (_m, _q, b) => {
+        const head = String(b.head ?? '').replace(new RegExp(`^${owner}:`), '');
+        const base = String(b.base ?? '');
+        const headSha = await resolve(`refs/heads/${head}`);
+        const baseSha = await resolve(`refs/heads/${base}`);
+        if (!headSha || !baseSha)
+          throw new HttpError(422, 'Validation Failed', {
+            errors: [{ resource: 'PullRequest', field: headSha ? 'base' : 'head', code: 'invalid' }],
+          });
+        for (const p of store.pulls.values()) await refresh(p);
+        if ([...store.pulls.values()].some((p) => p.state === 'open' && p.head.ref === head && p.base.ref === base))
+          throw new HttpError(422, 'Validation Failed', {
+            errors: [{ resource: 'PullRequest', code: 'custom', message: `A pull request already exists for ${owner}:${head}.` }],
+          });
+        if (await isAncestor(headSha, baseSha))
+          throw new HttpError(422, 'Validation Failed', {
+            errors: [{ resource: 'PullRequest', code: 'custom', message: `No commits between ${base} and ${head}` }],
+          });
+        const number = store.next++;
+        const issue: Issue = {
+          id: id(),
+          number,
+          title: String(b.title ?? head),
+          body: typeof b.body === 'string' ? b.body : null,
+          state: 'open',
+          state_reason: null,
+          labels: [],
+          user: 'tron-bot',
+          comments: 0,
+          created_at: now(),
+          updated_at: now(),
+          closed_at: null,
+          pull: true,
+        };
+        store.issues.set(number, issue);
+        const pull: Pull = {
+          id: id(),
+          number,
+          state: 'open',
+          head: { ref: head, sha: headSha },
+          base: { ref: base, sha: baseSha },
+          merged: false,
+          merged_at: null,
+          closed_at: null,
+          merge_commit_sha: null,
+          draft: b.draft === true,
+        };
+        store.pulls.set(number, pull);
+        return [201, pullOf(urls, pull, issue)];
+      },
+    ],
+    ['GET', new RegExp(`^${R}/pulls/(\\d+)$`), async (m) => pullOf(urls, await pullOr404(Number(m[1])), store.issues.get(Number(m[1]))!)],
+    [
+      'PATCH',
+      new RegExp(`^${R}/pulls/(\\d+)$`),
+      async (m, _q, b) => {
+        const pull = await pullOr404(Number(m[1]));
+        const issue = store.issues.get(pull.number)!;
+        if (typeof b.title === 'string') issue.title = b.title;
+        if (typeof b.body === 'string') issue.body = b.body;
+        if (b.state === 'closed' && pull.state === 'open') {
+          pull.state = issue.state = 'closed';
+          pull.closed_at = issue.closed_at = now();
+        }
+        issue.updated_at = now();
+        return pullOf(urls, pull, issue);
+      },
+    ],
+    [
+      'GET',
+      new RegExp(`^${R}/pulls/(\\d+)/reviews$`),
+      async (m) => {
+        await pullOr404(Number(m[1]));
+        return store.reviews.filter((r) => r.pull === Number(m[1])).map((r) => reviewOf(urls, r));
+      },
+    ],
+    [
+      'PUT',
+      new RegExp(`^${R}/pulls/(\\d+)/merge$`),
+      async (m, _q, b) => {
+        const pull = await pullOr404(Number(m[1]));
+        if (pull.state !== 'open') throw new HttpError(405, 'Pull Request is not mergeable');
+        if (typeof b.sha === 'string' && b.sha !== pull.head.sha)
+          throw new HttpError(409, 'Head branch was modified. Review and try the merge again.');
+        // Only a fast-forward keeps the tested sha: the one merge this server performs.
+        if (!(await isAncestor(pull.base.sha, pull.head.sha))) throw new HttpError(405, 'Pull Request is not mergeable');
+        const missing = await missingChecks(pull.base.ref, pull.head.sha);
+        if (missing.length > 0)
+          throw new HttpError(
+            405,
+            `Required status check${missing.length > 1 ? 's' : ''} ${missing.map((c) => `"${c}"`).join(', ')} ${missing.length > 1 ? 'are' : 'is'} expected.`,
+          );
+        await git('update-ref', `refs/heads/${pull.base.ref}`, pull.head.sha, pull.base.sha);
+        await refresh(pull);
+        return { sha: pull.head.sha, merged: true, message: 'Pull Request successfully merged' };
+      },
+    ],
+    [
+      'GET',
+      new RegExp(`^${R}/commits/(.+)/check-runs$`),
+      async (m) => {
+        const sha = await shaOr404(decodeURIComponent(m[1]!));
+        const runs = store.checks.filter((c) => c.head_sha === sha).map((c) => checkRunOf(urls, c));
+        return { total_count: runs.length, check_runs: runs };
+      },
+    ],
+    [
+      'POST',
+      new RegExp(`^${R}/check-runs$`),
+      (_m, _q, b) => {
+        const c: CheckRun = {
+          id: id(),
+          name: String(b.name),
+          head_sha: String(b.head_sha),
+          status: (b.status as CheckRun['status']) ?? (b.conclusion ? 'completed' : 'queued'),
+          conclusion: (b.conclusion as CheckRun['conclusion']) ?? null,
+          output: { title: null, summary: null, text: null, ...(b.output as object) },
+          started_at: now(),
+          completed_at: b.conclusion ? now() : null,
+        };
+        store.checks.push(c);
+        return [201, checkRunOf(urls, c)];
+      },
+    ],
+    [
+      'GET',
+      new RegExp(`^${R}/commits/(.+)/status$`),
+      async (m) => {
+        const sha = await shaOr404(decodeURIComponent(m[1]!));
+        return combinedStatusOf(urls, sha, latestStatuses(sha));
+      },
+    ],
+    [
+      'POST',
+      new RegExp(`^${R}/statuses/([0-9a-f]{40})$`),
+      (m, _q, b) => {
+        const s: Status = {
+          id: id(),
+          sha: m[1]!,
+          context: String(b.context ?? 'default'),
+          state: b.state as Status['state'],
+          description: typeof b.description === 'string' ? b.description : null,
+          target_url: typeof b.target_url === 'string' ? b.target_url : null,
+          created_at: now(),
+        };
+        store.statuses.push(s);
+        return [201, statusOf(urls, s)];
+      },
+    ],
+    [
+      'GET',
+      new RegExp(`^${R}/branches/([^/]+)/protection/required_status_checks$`),
+      (m) => {
+        const contexts = store.protection.get(decodeURIComponent(m[1]!));
+        if (!contexts) throw new HttpError(404, 'Branch not protected');
+        return {
+          url: `${urls.api}${R}/branches/${m[1]}/protection/required_status_checks`,
+          strict: true,
+          contexts,
+          checks: contexts.map((context) => ({ context, app_id: null })),
+        };
+      },
+    ],
+    [
+      'GET',
+      new RegExp(`^${R}/git/ref/(.+)$`),
+      async (m) => {
+        const ref = `refs/${decodeURIComponent(m[1]!)}`;
+        const sha = await resolve(ref);
+        if (!sha) throw new HttpError(404, 'Not Found');
+        return {
+          ref,
+          node_id: `REF_${ref}`,
+          url: `${urls.api}${R}/git/${ref}`,
+          object: { sha, type: 'commit', url: `${urls.api}${R}/git/commits/${sha}` },
+        };
+      },
+    ],
+    [
+      'PATCH',
+      new RegExp(`^${R}/git/refs/(.+)$`),
+      async (m, _q, b) => {
+        const ref = `refs/${decodeURIComponent(m[1]!)}`;
+        const old = await resolve(ref);
+        const sha = String(b.sha);
+        if (!old) throw new HttpError(422, 'Reference does not exist');
+        if (!(await resolve(sha))) throw new HttpError(422, 'Object does not exist');
+        if (b.force !== true && !(await isAncestor(old, sha))) throw new HttpError(422, 'Update is not a fast forward');
+        if (ref.startsWith('refs/heads/')) {
+          const missing = await missingChecks(ref.slice('refs/heads/'.length), sha);
+          if (missing.length > 0) throw new HttpError(422, `Required status checks ${missing.join(', ')} are expected.`);
+        }
+        await git('update-ref', ref, sha, old);
+        return {
+          ref,
+          node_id: `REF_${ref}`,
+          url: `${urls.api}${R}/git/${ref}`,
+          object: { sha, type: 'commit', url: `${urls.api}${R}/git/commits/${sha}` },
+        };
+      },
+    ],
+  ];
+
+  async function shaOr404(ref: string): Promise<string> {
+    const sha = /^[0-9a-f]{40}$/.test(ref) ? ref : await resolve(`refs/heads/${ref}`);
+    if (!sha) throw new HttpError(422, `No commit found for SHA: ${ref}`);
+    return sha;
+  }
+  function latestStatuses(sha: string): Status[] {
+    const latest = new Map<string, Status>();
+    for (const s of store.statuses) if (s.sha === sha) latest.set(s.context, s);
+    return [...latest.values()];
+  }
+  /** The required contexts of `branch` not green on `sha` (a check run or a status of that name). */
+  async function missingChecks(branch: string, sha: string): Promise<string[]> {
+    const required = store.protection.get(branch) ?? [];
+    const statuses = latestStatuses(sha);
+    return required.filter((ctx) => {
+      const run = store.checks.filter((c) => c.head_sha === sha && c.name === ctx).at(-1);
+      if (run)
+        return !(
+          run.status === 'completed' &&
+          (run.conclusion === 'success' || run.conclusion === 'neutral' || run.conclusion === 'skipped')
+        );
+      return statuses.find((s) => s.context === ctx)?.state !== 'success';
+    });
+  }
+
+  function send(res: ServerResponse, status: number, payload: unknown, headers: Record<string, string> = {}) {
+    const text = payload === undefined ? '' : JSON.stringify(payload);
+    res.writeHead(status, {
+      'content-type': 'application/json; charset=utf-8',
+      'x-github-api-version-selected': '2022-11-28',
+      'x-ratelimit-limit': '5000',
+      'x-ratelimit-remaining': '4999',
+      'x-ratelimit-resource': 'core',
+      ...headers,
+    });
+    res.end(text);
+  }
+
+  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const url = new URL(req.url ?? '/', urls.api);
+    const method = req.method ?? 'GET';
+    const chunks: Buffer[] = [];
+    for await (const c of req) chunks.push(c as Buffer);
+    const record = (status: number, counted = true) => {
+      const one = { method, path: url.pathname + url.search, status, counted };
+      seen.push(one);
+      if (opts.onServed) res.once('finish', () => opts.onServed!(one));
+    };
+    const auth = req.headers.authorization ?? '';
+    if (auth !== `token ${token}` && auth !== `Bearer ${token}` && auth !== `bearer ${token}`) {
+      record(401);
+      return send(res, 401, { message: 'Bad credentials', documentation_url: 'https://docs.github.com/rest', status: '401' });
+    }
+    const fi = faults.findIndex((f) => !f.match || f.match.test(`${method} ${url.pathname}`));
+    if (fi >= 0) {
+      const [f] = faults.splice(fi, 1);
+      record(f!.status);
+      return send(
+        res,
+        f!.status,
+        { message: f!.message ?? 'Server Error', documentation_url: 'https://docs.github.com/rest', status: String(f!.status) },
+        f!.headers,
+      );
+    }
+    const route = routes.find(([m, re]) => m === method && re.test(url.pathname));
+    if (!route) {
+      record(404);
+      return send(res, 404, { message: 'Not Found', documentation_url: 'https://docs.github.com/rest', status: '404' });
+    }
+    let body: Record<string, unknown> = {};
+    try {
+      body = chunks.length ? (JSON.parse(Buffer.concat(chunks).toString('utf8')) as Record<string, unknown>) : {};
+    } catch {
+      record(400);
+      return send(res, 400, { message: 'Problems parsing JSON', status: '400' });
+    }
+    try {
+      const out = await route[2](url.pathname.match(route[1])!, url.searchParams, body);
+      let [status, payload] =
+        Array.isArray(out) && typeof out[0] === 'number' && out.length === 2 ? (out as [number, unknown]) : [200, out];
+      const headers: Record<string, string> = {};
+      if (method === 'GET' && Array.isArray(payload)) {
+        const perPage = Math.min(100, Math.max(1, Number(url.searchParams.get('per_page') ?? 30)));
+        const page = Math.max(1, Number(url.searchParams.get('page') ?? 1));
+        const last = Math.max(1, Math.ceil(payload.length / perPage));
+        const link = (p: number, rel: string) => {
+          const u = new URL(url);
+          u.searchParams.set('per_page', String(perPage));
+          u.searchParams.set('page', String(p));
+          return `<${u}>; rel="${rel}"`;
+        };
+        const links = [
+          ...(page > 1 ? [link(page - 1, 'prev'), link(1, 'first')] : []),
+          ...(page < last ? [link(page + 1, 'next'), link(last, 'last')] : []),
+        ];
+        if (links.length) headers.link = links.join(', ');
+        payload = payload.slice((page - 1) * perPage, page * perPage);
+      }
+      if (method === 'GET') {
+        const etag = `W/"${createHash('sha1').update(JSON.stringify(payload)).digest('hex')}"`;
+        headers.etag = etag;
+        if (req.headers['if-none-match'] === etag) {
+          record(304, false);
+          res.writeHead(304, { etag });
+          return void res.end();
+        }
+      }
+      record(status);
+      send(res, status, payload, headers);
+    } catch (err) {
+      if (!(err instanceof HttpError)) throw err;
+      record(err.status);
+      send(res, err.status, {
+        message: err.message,
+        documentation_url: 'https://docs.github.com/rest',
+        status: String(err.status),
+        ...err.extra,
+      });
+    }
+  }
+
+  const server: Server = createServer((req, res) => {
+    handle(req, res).catch((err: unknown) => {
+      seen.push({ method: req.method ?? '', path: req.url ?? '', status: 500, counted: true });
+      if (!res.headersSent) send(res, 500, { message: String(err) });
+    });
+  });
+  await new Promise<void>((ok) => server.listen(0, '127.0.0.1', ok));
+  const port = (server.address() as AddressInfo).port;
+  urls = { api: `http://127.0.0.1:${port}`, html: `http://127.0.0.1:${port}/html`, owner, repo };
+
+  return {
+    url: urls.api,
+    owner,
+    repo,
+    token,
+    seen,
+    fault: (...f) => faults.push(...f),
+    openIssue(i) {
+      const number = store.next++;
+      const issue: Issue = {
+        id: id(),
+        number,
+        title: i.title,
+        body: i.body ?? null,
+        state: 'open',
+        state_reason: null,
+        labels: [],
+        user: i.user ?? 'octocat',
+        comments: 0,
+        created_at: now(),
+        updated_at: now(),
+        closed_at: null,
+        pull: false,
+      };
+      setLabels(issue, i.labels ?? []);
+      store.issues.set(number, issue);
+      return number;
+    },
+    editIssue(number, patch) {
+      const issue = issueOr404(number);
+      if (patch.title !== undefined) issue.title = patch.title;
+      if (patch.body !== undefined) issue.body = patch.body;
+      if (patch.state !== undefined) issue.state = patch.state;
+      if (patch.labels !== undefined) setLabels(issue, patch.labels);
+      issue.updated_at = now();
+    },
+    issue: (n) => store.issues.get(n),
+    comments: (n) => store.comments.filter((c) => c.issue === n),
+    pulls: () => [...store.pulls.values()],
+    async review(number, r) {
+      const pull = await pullOr404(number);
+      store.reviews.push({
+        id: id(),
+        pull: number,
+        state: r.state,
+        body: r.body ?? '',
+        user: r.user ?? 'reviewer',
+        commit_id: pull.head.sha,
+        submitted_at: now(),
+      });
+    },
+    closePull(number, comment, user = 'maintainer') {
+      const pull = store.pulls.get(number);
+      const issue = store.issues.get(number);
+      if (!pull || !issue) throw new Error(`no pull #${number}`);
+      if (comment) {
+        store.comments.push({ id: id(), issue: number, body: comment, user, created_at: now(), updated_at: now() });
+        issue.comments++;
+      }
+      pull.state = issue.state = 'closed';
+      pull.closed_at = issue.closed_at = now();
+    },
+    check(sha, c) {
+      store.checks.push({
+        id: id(),
+        name: c.name,
+        head_sha: sha,
+        status: c.status ?? 'completed',
+        conclusion: c.status && c.status !== 'completed' ? null : c.conclusion,
+        output: { title: c.name, summary: c.summary ?? null, text: c.text ?? null },
+        started_at: now(),
+        completed_at: now(),
+      });
+    },
+    status(sha, s) {
+      store.statuses.push({
+        id: id(),
+        sha,
+        context: s.context,
+        state: s.state,
+        description: s.description ?? null,
+        target_url: null,
+        created_at: now(),
+      });
+    },
+    protect: (branch, contexts) => void store.protection.set(branch, contexts),
+    close: () =>
+      new Promise<void>((ok) => {
+        server.closeAllConnections();
+        server.close(() => ok());
+      }),
+  };
+}

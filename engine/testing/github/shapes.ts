@@ -1,0 +1,263 @@
+/**
+ * The test GitHub server's records, and the JSON it answers with for each: the fields of
+ * GitHub's OpenAPI schemas (`issue`, `issue-comment`, `pull-request`, `pull-request-review`,
+ * `check-run`, `simple-commit-status`, `combined-commit-status`) that a client reads, with
+ * their names and types as published. Each builder is checked against the schema's type in
+ * `@octokit/openapi-types` (the same description, compiled): a renamed or retyped field
+ * does not compile.
+ */
+import type { components } from '@octokit/openapi-types';
+
+type S = components['schemas'];
+
+export interface Urls {
+  api: string;
+  html: string;
+  owner: string;
+  repo: string;
+}
+
+export interface Issue {
+  id: number;
+  number: number;
+  title: string;
+  body: string | null;
+  state: 'open' | 'closed';
+  state_reason: string | null;
+  labels: { id: number; name: string; color: string; description: string | null }[];
+  user: string;
+  comments: number;
+  created_at: string;
+  updated_at: string;
+  closed_at: string | null;
+  /** Whether this issue is a pull request's (GitHub lists pulls among issues). */
+  pull: boolean;
+}
+
+export interface Comment {
+  id: number;
+  issue: number;
+  body: string;
+  user: string;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface Pull {
+  id: number;
+  number: number;
+  state: 'open' | 'closed';
+  head: { ref: string; sha: string };
+  base: { ref: string; sha: string };
+  merged: boolean;
+  merged_at: string | null;
+  closed_at: string | null;
+  merge_commit_sha: string | null;
+  draft: boolean;
+}
+
+export interface Review {
+  id: number;
+  pull: number;
+  state: 'APPROVED' | 'CHANGES_REQUESTED' | 'COMMENTED' | 'DISMISSED';
+  body: string;
+  user: string;
+  commit_id: string;
+  submitted_at: string;
+}
+
+export interface CheckRun {
+  id: number;
+  name: string;
+  head_sha: string;
+  status: 'queued' | 'in_progress' | 'completed';
+  conclusion: 'success' | 'failure' | 'neutral' | 'cancelled' | 'skipped' | 'timed_out' | 'action_required' | null;
+  output: { title: string | null; summary: string | null; text: string | null };
+  started_at: string;
+  completed_at: string | null;
+}
+
+export interface Status {
+  id: number;
+  sha: string;
+  context: string;
+  state: 'error' | 'failure' | 'pending' | 'success';
+  description: string | null;
+  target_url: string | null;
+  created_at: string;
+}
+
+function userOf(u: Urls, login: string): S['simple-user'] {
+  const url = `${u.api}/users/${login}`;
+  return {
+    login,
+    id: login.length * 1000 + login.charCodeAt(0),
+    node_id: `U_${login}`,
+    avatar_url: `${u.html}/avatars/${login}`,
+    gravatar_id: null,
+    url,
+    html_url: `${u.html}/${login}`,
+    followers_url: `${url}/followers`,
+    following_url: `${url}/following{/other_user}`,
+    gists_url: `${url}/gists{/gist_id}`,
+    starred_url: `${url}/starred{/owner}{/repo}`,
+    subscriptions_url: `${url}/subscriptions`,
+    organizations_url: `${url}/orgs`,
+    repos_url: `${url}/repos`,
+    events_url: `${url}/events{/privacy}`,
+    received_events_url: `${url}/received_events`,
+    type: login.endsWith('-bot') ? 'Bot' : 'User',
+    site_admin: false,
+  };
+}
+
+const repoPath = (u: Urls) => `${u.api}/repos/${u.owner}/${u.repo}`;
+
+export function issueOf(u: Urls, i: Issue) {
+  return {
+    id: i.id,
+    node_id: `I_${i.id}`,
+    url: `${repoPath(u)}/issues/${i.number}`,
+    repository_url: repoPath(u),
+    comments_url: `${repoPath(u)}/issues/${i.number}/comments`,
+    html_url: `${u.html}/${u.owner}/${u.repo}/${i.pull ? 'pull' : 'issues'}/${i.number}`,
+    number: i.number,
+    state: i.state,
+    state_reason: i.state_reason as S['issue']['state_reason'],
+    title: i.title,
+    body: i.body,
+    user: userOf(u, i.user),
+    labels: i.labels.map((l) => ({
+      ...l,
+      node_id: `L_${l.id}`,
+      url: `${repoPath(u)}/labels/${encodeURIComponent(l.name)}`,
+      default: false,
+    })),
+    assignee: null,
+    assignees: [],
+    milestone: null,
+    locked: false,
+    comments: i.comments,
+    closed_at: i.closed_at,
+    created_at: i.created_at,
+    updated_at: i.updated_at,
+    author_association: 'MEMBER' as const,
+    ...(i.pull && {
+      pull_request: {
+        url: `${repoPath(u)}/pulls/${i.number}`,
+        html_url: `${u.html}/${u.owner}/${u.repo}/pull/${i.number}`,
+        diff_url: null,
+        patch_url: null,
+      },
+    }),
+  } satisfies Partial<S['issue']>;
+}
+
+export function commentOf(u: Urls, c: Comment) {
+  return {
+    id: c.id,
+    node_id: `IC_${c.id}`,
+    url: `${repoPath(u)}/issues/comments/${c.id}`,
+    html_url: `${u.html}/${u.owner}/${u.repo}/issues/${c.issue}#issuecomment-${c.id}`,
+    issue_url: `${repoPath(u)}/issues/${c.issue}`,
+    body: c.body,
+    user: userOf(u, c.user),
+    created_at: c.created_at,
+    updated_at: c.updated_at,
+    author_association: 'MEMBER' as const,
+  } satisfies Partial<S['issue-comment']>;
+}
+
+export function pullOf(u: Urls, p: Pull, i: Issue) {
+  const branch = (b: { ref: string; sha: string }) => ({ label: `${u.owner}:${b.ref}`, ref: b.ref, sha: b.sha, user: userOf(u, u.owner) });
+  return {
+    id: p.id,
+    node_id: `PR_${p.id}`,
+    url: `${repoPath(u)}/pulls/${p.number}`,
+    html_url: `${u.html}/${u.owner}/${u.repo}/pull/${p.number}`,
+    issue_url: `${repoPath(u)}/issues/${p.number}`,
+    number: p.number,
+    state: p.state,
+    locked: false,
+    title: i.title,
+    body: i.body,
+    user: userOf(u, i.user),
+    labels: [],
+    created_at: i.created_at,
+    updated_at: i.updated_at,
+    closed_at: p.closed_at,
+    merged_at: p.merged_at,
+    merge_commit_sha: p.merge_commit_sha,
+    head: branch(p.head),
+    base: branch(p.base),
+    draft: p.draft,
+    merged: p.merged,
+    author_association: 'MEMBER' as const,
+  } satisfies Partial<Omit<S['pull-request'], 'head' | 'base'>> & { head: unknown; base: unknown };
+}
+
+export function reviewOf(u: Urls, r: Review) {
+  return {
+    id: r.id,
+    node_id: `PRR_${r.id}`,
+    user: userOf(u, r.user),
+    body: r.body,
+    state: r.state,
+    html_url: `${u.html}/${u.owner}/${u.repo}/pull/${r.pull}#pullrequestreview-${r.id}`,
+    pull_request_url: `${repoPath(u)}/pulls/${r.pull}`,
+    submitted_at: r.submitted_at,
+    commit_id: r.commit_id,
+    author_association: 'MEMBER' as const,
+  } satisfies Partial<S['pull-request-review']>;
+}
+
+export function checkRunOf(u: Urls, c: CheckRun) {
+  return {
+    id: c.id,
+    node_id: `CR_${c.id}`,
+    head_sha: c.head_sha,
+    external_id: null,
+    url: `${repoPath(u)}/check-runs/${c.id}`,
+    html_url: `${u.html}/${u.owner}/${u.repo}/runs/${c.id}`,
+    details_url: `${u.html}/${u.owner}/${u.repo}/runs/${c.id}`,
+    status: c.status,
+    conclusion: c.conclusion,
+    started_at: c.started_at,
+    completed_at: c.completed_at,
+    output: { ...c.output, annotations_count: 0, annotations_url: `${repoPath(u)}/check-runs/${c.id}/annotations` },
+    name: c.name,
+    pull_requests: [],
+  } satisfies Partial<S['check-run']>;
+}
+
+export function statusOf(u: Urls, s: Status) {
+  return {
+    id: s.id,
+    node_id: `SC_${s.id}`,
+    url: `${repoPath(u)}/statuses/${s.sha}`,
+    state: s.state,
+    description: s.description,
+    target_url: s.target_url,
+    context: s.context,
+    avatar_url: null,
+    created_at: s.created_at,
+    updated_at: s.created_at,
+  } satisfies Partial<S['simple-commit-status']>;
+}
+
+/** failure if any context is error or failure; pending if none, or one is pending; success otherwise (GitHub's rule). */
+export function combinedStatusOf(u: Urls, sha: string, statuses: Status[]) {
+  const state = statuses.some((s) => s.state === 'error' || s.state === 'failure')
+    ? 'failure'
+    : statuses.length === 0 || statuses.some((s) => s.state === 'pending')
+      ? 'pending'
+      : 'success';
+  return {
+    state,
+    statuses: statuses.map((s) => statusOf(u, s)),
+    sha,
+    total_count: statuses.length,
+    commit_url: `${repoPath(u)}/commits/${sha}`,
+    url: `${repoPath(u)}/commits/${sha}/status`,
+  } satisfies Partial<S['combined-commit-status']>;
+}

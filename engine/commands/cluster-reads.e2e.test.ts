@@ -164,7 +164,7 @@ describe.skipIf(NO_DATABASE)('reading runs from the database', () => {
     expect(viewDb.exitCode, viewDb.stderr).toBe(0);
     const pageDb = viewDb.stdout.split('\n')[0]!;
     expect(pageDb).not.toContain(repo.dir);
-    dirs.push(join(pageDb, '..', '..'));
+    dirs.push(join(tmpdir(), 'tron-view', 'same-output'));
     expect(readFileSync(pageDb, 'utf8')).toBe(readFileSync(join(runDir, 'view', 'index.html'), 'utf8'));
 
     // serve: the same state, the same stream, the same run; and no answer from another host.

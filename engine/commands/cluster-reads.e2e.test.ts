@@ -182,6 +182,15 @@ describe.skipIf(NO_DATABASE)('reading runs from the database', () => {
     });
     expect(viaDb).toEqual(viaFile);
 
+    // A later run in which alpha had no turn: `logs alpha` still shows the run in which it had, as from the files.
+    expect((await cli(['answer', '--repo', repo.dir, 'stuck', '>>ABANDON {"reason":"out of scope"}'])).exitCode).toBe(0);
+    expect((await cli(['start', '--repo', repo.dir, '--plain'], { env })).exitCode).toBe(3);
+    expect(readdirSync(join(repo.dir, '.tron', 'runs'))).toHaveLength(2);
+    const alphaLater = await cli(['logs', '--repo', repo.dir, 'alpha'], { env });
+    expect(alphaLater.stdout).toBe(alphaFile.stdout);
+    const alphaLaterFile = await cli(['logs', '--repo', repo.dir, 'alpha']);
+    expect(alphaLaterFile.stdout).toBe(alphaFile.stdout);
+
     // A run id the database does not hold is said as the file commands say it.
     const none = await cli(['replay', ...db, '20000101-000000-001'], { cwd: other });
     expect(none.exitCode).toBe(2);

@@ -23,7 +23,7 @@ import { parseEventLine } from '../log/eventlog-line.ts';
 import { isHolderAlive, readLock } from '../log/lockfile.ts';
 import { turnLogPath } from '../log/turn-log.ts';
 import { runDirs, selectRun } from '../log/run-select.ts';
-import { DatabaseRun, type DatabaseSource, databaseToRead } from '../log/db-read.ts';
+import { DatabaseRun, type DatabaseSource, databaseToRead, latestRunWithTurn } from '../log/db-read.ts';
 import { Narrator, clockTime, stampLines } from '../render/narrate.ts';
 
 export interface LogsOptions {
@@ -149,7 +149,9 @@ function fileReader(o: LogsOptions, repo: string): RunReader {
  * output is where the engine wrote it: shown when this host holds the run directory.
  */
 async function databaseReader(o: LogsOptions, repo: string, source: DatabaseSource): Promise<RunReader> {
-  const run = await DatabaseRun.open(source, o.run);
+  // As from the run directories: for BLOCK, the latest run in which the block had a turn.
+  const had = o.block && !o.follow && o.run === undefined ? await latestRunWithTurn(source, o.block) : undefined;
+  const run = await DatabaseRun.open(source, o.run ?? had);
   let seq = 0;
   const local = join(repo, '.tron', 'runs', run.at.run);
   return {

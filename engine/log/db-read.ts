@@ -132,6 +132,22 @@ export class DatabaseRun {
   }
 }
 
+/** The latest run (of the source's repository, or any) in which `block` was dispatched: where `tron logs BLOCK` looks. */
+export async function latestRunWithTurn(source: DatabaseSource, block: string): Promise<string | undefined> {
+  const db = await openDatabase(source.url);
+  try {
+    // Block ids are [a-z0-9-]: nothing in them is special to LIKE.
+    const { rows } = await db.client.query<{ run: string }>(
+      `select run from tron_events where ($1::text is null or repository = $1) and line like '%"type":"block.dispatched"%' and line like $2
+       order by written_at desc limit 1`,
+      [source.repository ?? null, `%"block":"${block}"%`],
+    );
+    return rows[0]?.run;
+  } finally {
+    await db.end();
+  }
+}
+
 /** The run meant: by id (of the repository when given), or the latest. */
 export async function findRun(db: Database, source: DatabaseSource, run: string | undefined): Promise<RunKey> {
   const where = source.repository === undefined ? redact(source.url) : `${redact(source.url)} (repository ${source.repository})`;

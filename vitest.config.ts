@@ -11,6 +11,6 @@ export default defineConfig({
     testTimeout: 60_000,
     hookTimeout: 60_000,
     pool: 'forks',
-    setupFiles: ['engine/testing/state-home.ts'],
+    setupFiles: ['engine/testing/state-home.ts', 'engine/testing/scrub-env.ts'],
   },
 });

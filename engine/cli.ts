@@ -24,6 +24,12 @@ type Handler = (values: Values, positionals: string[]) => Promise<number>;
 
 const print = (line: string) => console.log(line);
 const repoOf = (v: Values) => resolve(typeof v.repo === 'string' ? v.repo : '.');
+/** The commands that read runs: --database, and whether --repo narrows it (engine/log/db-read.ts). */
+const dbRead = (v: Values) => ({
+  ...(typeof v.database === 'string' ? { database: v.database } : {}),
+  repoGiven: typeof v.repo === 'string',
+  env: process.env,
+});
 
 /** What each command runs: its module is imported only when that command runs. */
 const HANDLERS: { [K in CommandName]: Handler } = {
@@ -68,6 +74,7 @@ const HANDLERS: { [K in CommandName]: Handler } = {
       clock: systemClock,
       print,
       ...(typeof v.database === 'string' ? { database: v.database } : {}),
+      env: process.env,
     });
   },
   answer: async (v, args) => {
@@ -82,11 +89,12 @@ const HANDLERS: { [K in CommandName]: Handler } = {
       json: Boolean(v.json),
       print,
       ...(typeof v.database === 'string' ? { database: v.database } : {}),
+      env: process.env,
     });
   },
   replay: async (v, args) => {
     const { replayCommand } = await import('./commands/replay.ts');
-    return replayCommand({ repo: repoOf(v), run: args[0], print });
+    return replayCommand({ repo: repoOf(v), run: args[0], print, ...dbRead(v) });
   },
   clean: async (v) => {
     const { cleanCommand, parseKeep } = await import('./commands/clean.ts');
@@ -126,6 +134,7 @@ const HANDLERS: { [K in CommandName]: Handler } = {
       print,
       write: (text) => void process.stdout.write(text),
       signal: stop.signal,
+      ...dbRead(v),
     });
   },
   serve: async (v) => {
@@ -141,11 +150,13 @@ const HANDLERS: { [K in CommandName]: Handler } = {
       env: process.env,
       print,
       signal: stop.signal,
+      ...(typeof v.database === 'string' ? { database: v.database } : {}),
+      repoGiven: typeof v.repo === 'string',
     });
   },
   view: async (v, args) => {
     const { viewCommand } = await import('./commands/view.ts');
-    return viewCommand({ repo: repoOf(v), ...(args[0] ? { run: args[0] } : {}), open: Boolean(v.open), print });
+    return viewCommand({ repo: repoOf(v), ...(args[0] ? { run: args[0] } : {}), open: Boolean(v.open), print, ...dbRead(v) });
   },
   docs: async (v) => {
     const { docsCommand } = await import('./commands/docs.ts');

@@ -9,6 +9,14 @@ import type { CommandSpec, OptionSpec } from './args.ts';
 export const repoOption = {
   repo: { type: 'string', value: 'DIR', complete: 'dir', description: 'the target repository (default: the current directory)' },
 } as const satisfies Record<string, OptionSpec>;
+/** --database of the commands that read runs (engine/log/db-read.ts). */
+const databaseOption = {
+  database: {
+    type: 'string',
+    value: 'URL',
+    description: "read the run from tron's PostgreSQL database, from any host (RUN is then a run id; with --repo, that repository's runs)",
+  },
+} as const satisfies Record<string, OptionSpec>;
 const runArg = {
   name: 'RUN',
   optional: true,
@@ -110,8 +118,8 @@ const TABLE = {
     summary: 're-drive a recorded run and prove the same decisions',
     audience: 'user',
     args: [runArg],
-    options: { ...repoOption },
-    examples: ['tron replay --repo ../myapp', 'tron replay runs/happy-deps'],
+    options: { ...repoOption, ...databaseOption },
+    examples: ['tron replay --repo ../myapp', 'tron replay runs/happy-deps', 'tron replay --database postgres://tron@db.example/tron'],
   },
   clean: {
     summary: 'remove stale worktrees, old orphan branches and old run directories',
@@ -159,8 +167,13 @@ const TABLE = {
       ...repoOption,
       follow: { type: 'boolean', short: 'f', description: 'keep following, across turns, until the run finishes' },
       run: { type: 'string', value: 'RUN', complete: 'run', description: 'a run id or run directory (default: the latest run)' },
+      ...databaseOption,
     },
-    examples: ['tron logs --repo ../myapp -f login', 'tron logs --repo ../myapp'],
+    examples: [
+      'tron logs --repo ../myapp -f login',
+      'tron logs --repo ../myapp',
+      'tron logs -f --database postgres://tron@db.example/tron',
+    ],
   },
   serve: {
     summary: 'the HTTP API, the live event stream and the dashboard in a browser (docs/serve.md)',
@@ -170,6 +183,12 @@ const TABLE = {
       ...repoOption,
       host: { type: 'string', value: 'HOST', description: 'the address to bind (default 127.0.0.1; another needs TRON_SERVE_TOKEN)' },
       port: { type: 'string', value: 'PORT', description: 'the port (default 4680; 0: any free port)' },
+      database: {
+        type: 'string',
+        value: 'URL',
+        description:
+          "serve the latest run in tron's PostgreSQL database, from any host (with --repo, that repository's); answers are refused",
+      },
     },
     examples: ['tron serve --repo ../myapp', 'TRON_SERVE_TOKEN=… tron serve --repo ../myapp --host 0.0.0.0 --port 8080'],
   },
@@ -177,7 +196,7 @@ const TABLE = {
     summary: "the workflow diagram with a run's counts per flow and phase, as a page in the run directory",
     audience: 'user',
     args: [runArg],
-    options: { ...repoOption, open: { type: 'boolean', description: 'open the page in a browser' } },
+    options: { ...repoOption, open: { type: 'boolean', description: 'open the page in a browser' }, ...databaseOption },
     examples: ['tron view --repo ../myapp', 'tron view --repo ../myapp --open'],
   },
   docs: {

@@ -23,6 +23,7 @@ import { parseEventLine } from '../log/eventlog-line.ts';
 import { isHolderAlive, readLock } from '../log/lockfile.ts';
 import { turnLogPath } from '../log/turn-log.ts';
 import { runDirs, selectRun } from '../log/run-select.ts';
+import { DatabaseRun, type DatabaseSource, databaseToRead, latestRunWithTurn } from '../log/db-read.ts';
 import { Narrator, clockTime, stampLines } from '../render/narrate.ts';
 
 export interface LogsOptions {
@@ -38,6 +39,12 @@ export interface LogsOptions {
   write: (text: string) => void;
   /** Stops following (Ctrl-C, tests). */
   signal?: AbortSignal;
+  /** --database: read the run from tron's database (any host); --run is then a run id. */
+  database?: string;
+  /** Whether --repo was given: with --database, it narrows the runs to that repository's. */
+  repoGiven?: boolean;
+  /** Where TRON_DATABASE_URL is read (default: none). */
+  env?: Readonly<Record<string, string | undefined>>;
   /** How often a follower looks for more (ms). */
   pollMs?: number;
 }
@@ -101,6 +108,18 @@ function writerAlive(runDir: string): boolean {
   return holder !== undefined && isHolderAlive(holder);
 }
 
+/** Where the command reads the run: its events, whether its writer is still at work, and where its turns' output is. */
+interface RunReader {
+  /** The events appended since the last read. */
+  read(): Promise<TronEvent[]>;
+  writerAlive(): Promise<boolean>;
+  /** How messages name the run. */
+  label: string;
+  /** The run directory on this host (turn output, the narrator's paths); undefined when this host has none. */
+  runDir: string | undefined;
+  end(): Promise<void>;
+}
+
 function pickRun(o: LogsOptions, repo: string): string {
   if (o.block && !o.follow && o.run === undefined) {
     // The latest run in which the block had a turn: its output is what there is to show.
@@ -112,25 +131,76 @@ function pickRun(o: LogsOptions, repo: string): string {
   return selectRun(repo, o.run);
 }
 
-export async function logsCommand(o: LogsOptions): Promise<number> {
-  const repo = resolve(o.repo);
+function fileReader(o: LogsOptions, repo: string): RunReader {
   const runDir = pickRun(o, repo);
   const tail = new LogTail(join(runDir, 'events.jsonl'));
+  return {
+    read: async () => tail.read(),
+    writerAlive: async () => writerAlive(runDir),
+    label: runDir,
+    runDir,
+    end: async () => undefined,
+  };
+}
+
+/**
+ * The run in the database: its committed lines, read as the file's. The writer is at work
+ * while the run has not finished and an engine holds the repository's lease. The turns'
+ * output is where the engine wrote it: shown when this host holds the run directory.
+ */
+async function databaseReader(o: LogsOptions, repo: string, source: DatabaseSource): Promise<RunReader> {
+  // As from the run directories: for BLOCK, the latest run in which the block had a turn.
+  const had = o.block && !o.follow && o.run === undefined ? await latestRunWithTurn(source, o.block) : undefined;
+  const run = await DatabaseRun.open(source, o.run ?? had);
+  let seq = 0;
+  const local = join(repo, '.tron', 'runs', run.at.run);
+  return {
+    read: async () => {
+      const events = await run.eventsAfter(seq);
+      seq = events.at(-1)?.seq ?? seq;
+      return events;
+    },
+    writerAlive: async () => (await run.leader()) !== undefined,
+    label: run.label,
+    runDir: source.repository !== undefined && existsSync(local) ? local : undefined,
+    end: () => run.end(),
+  };
+}
+
+export async function logsCommand(o: LogsOptions): Promise<number> {
+  const repo = resolve(o.repo);
+  const source = databaseToRead({
+    repo,
+    repoGiven: o.repoGiven ?? true,
+    ...(o.database !== undefined ? { database: o.database } : {}),
+    ...(o.run !== undefined ? { run: o.run } : {}),
+    env: o.env ?? {},
+  });
+  const reader = source ? await databaseReader(o, repo, source) : fileReader(o, repo);
+  try {
+    return await follow(o, repo, reader);
+  } finally {
+    await reader.end();
+  }
+}
+
+async function follow(o: LogsOptions, repo: string, reader: RunReader): Promise<number> {
+  const { runDir } = reader;
   const pollMs = o.pollMs ?? 200;
   const stopped = () => o.signal?.aborted === true;
   let finished = false;
   let last = false;
 
   if (!o.block) {
-    const narrator = new Narrator({ repo, runDir });
+    const narrator = new Narrator({ repo, ...(runDir !== undefined ? { runDir } : {}) });
     for (;;) {
-      for (const e of tail.read()) {
+      for (const e of await reader.read()) {
         if (e.type === 'run.finished') finished = true;
         for (const line of narrator.lines(e)) o.print(stampLines(e.ts, line));
       }
       if (!o.follow || finished || stopped() || last) return 0;
       // One more read after the writer is gone, for what it appended last.
-      if (!writerAlive(runDir)) last = true;
+      if (!(await reader.writerAlive())) last = true;
       await delay(pollMs);
     }
   }
@@ -140,7 +210,7 @@ export async function logsCommand(o: LogsOptions): Promise<number> {
   // The block's turns and failed gates, in the order they happened.
   const shown: Array<EventOf<'block.dispatched'> | { gate: string[]; ts: number }> = [];
   // The console's telling of a failed gate: the failing tests and the log's path.
-  const narrator = new Narrator({ repo, runDir });
+  const narrator = new Narrator({ repo, ...(runDir !== undefined ? { runDir } : {}) });
   let current: { file: string; offset: number } | undefined;
   let turnsSeen = 0;
   const drain = () => {
@@ -149,7 +219,7 @@ export async function logsCommand(o: LogsOptions): Promise<number> {
     if (text) o.write(text);
   };
   for (;;) {
-    for (const e of tail.read()) {
+    for (const e of await reader.read()) {
       if (e.type === 'register.loaded' && e.blocks.some((b) => b.id === block)) known = true;
       if (e.type === 'block.dispatched' && e.block === block) shown.push(e);
       const told = narrator.lines(e);
@@ -167,19 +237,21 @@ export async function logsCommand(o: LogsOptions): Promise<number> {
         continue;
       }
       o.print(`── ${block} · ${t.role} · ${t.kind} · ${t.session} turn ${t.turn} · ${clockTime(t.ts)} ──`);
-      current = { file: turnLogPath(runDir, block, t.session, t.turn), offset: 0 };
+      if (runDir !== undefined) current = { file: turnLogPath(runDir, block, t.session, t.turn), offset: 0 };
+      // The turn's output is a file on the engine's host; the database holds the events only.
+      else o.print("(the turn's output is on the engine's host: tron logs there shows it)");
       turnsSeen += 1;
     }
     drain();
     if (!o.follow || finished || stopped() || last) break;
-    if (!writerAlive(runDir)) last = true;
+    if (!(await reader.writerAlive())) last = true;
     await delay(pollMs);
   }
   if (!known && turnsSeen === 0) {
     throw new InputError([
-      { code: 'TRON_USAGE', path: block, message: `no block "${block}" in run ${runDir}; \`tron status\` lists the blocks` },
+      { code: 'TRON_USAGE', path: block, message: `no block "${block}" in run ${reader.label}; \`tron status\` lists the blocks` },
     ]);
   }
-  if (turnsSeen === 0) o.print(`${block}: no turn yet in run ${runDir}`);
+  if (turnsSeen === 0) o.print(`${block}: no turn yet in run ${reader.label}`);
   return 0;
 }

@@ -17,6 +17,7 @@ import { eventKind, type TronEvent } from '../core/events.ts';
 import { replay, type ReplayResult } from '../core/replay.ts';
 import { parseSpine } from '../spine/parse.ts';
 import { resolveRun } from '../log/runs.ts';
+import { DatabaseRun, type DatabaseSource, databaseToRead } from '../log/db-read.ts';
 
 export interface ReplayOutcome {
   result: ReplayResult;
@@ -38,21 +39,39 @@ export function replayRunDir(dir: string): ReplayOutcome {
   const runDir = resolve(dir);
   const { events } = readLog(join(runDir, 'events.jsonl'));
   const spineFile = join(runDir, 'workflow.toml');
-  if (!existsSync(spineFile)) {
+  const manifestFile = join(runDir, 'manifest.json');
+  return replayRun({
+    events,
+    spine: { path: spineFile, text: existsSync(spineFile) ? readFileSync(spineFile, 'utf8') : undefined },
+    manifest: { path: manifestFile, text: existsSync(manifestFile) ? readFileSync(manifestFile, 'utf8') : undefined },
+  });
+}
+
+/** A run's fixed file as replay reads it: where it is (for messages), and its text when it is there. */
+interface RunFile {
+  path: string;
+  text: string | undefined;
+}
+
+/** Replays a run from its events, the spine that drove it and its manifest (a run directory's, or the database's). */
+export function replayRun(o: { events: readonly TronEvent[]; spine: RunFile; manifest: RunFile }): ReplayOutcome {
+  const { events } = o;
+  const spineFile = o.spine.path;
+  if (o.spine.text === undefined) {
     throw new InputError([
       { code: 'TRON_REPLAY_SPINE', path: spineFile, message: 'missing: a run directory holds the spine that drove it; replay needs it' },
     ]);
   }
-  const { spine, problems } = parseSpine(readFileSync(spineFile, 'utf8'), spineFile);
+  const { spine, problems } = parseSpine(o.spine.text, spineFile);
   if (!spine) throw new InputError(problems);
-  const testCommand = readTestCommand(join(runDir, 'manifest.json'));
+  const testCommand = readTestCommand(o.manifest);
   const usable = replayable(events);
   const result = replay(usable.events, { spine, ...(testCommand !== undefined ? { testCommand } : {}) });
   return { result, events: events.length, truncated: usable.truncated };
 }
 
-function readTestCommand(file: string): string | undefined {
-  if (!existsSync(file)) {
+function readTestCommand({ path: file, text }: RunFile): string | undefined {
+  if (text === undefined) {
     throw new InputError([
       {
         code: 'TRON_REPLAY_MANIFEST',
@@ -63,7 +82,7 @@ function readTestCommand(file: string): string | undefined {
   }
   let manifest: { config?: { test?: unknown } };
   try {
-    manifest = JSON.parse(readFileSync(file, 'utf8')) as typeof manifest;
+    manifest = JSON.parse(text) as typeof manifest;
   } catch (err) {
     throw new InputError([
       { code: 'TRON_REPLAY_MANIFEST', path: file, message: `not JSON (${(err as Error).message}); restore the file the run wrote` },
@@ -73,10 +92,48 @@ function readTestCommand(file: string): string | undefined {
   return typeof test === 'string' ? test : undefined;
 }
 
+/** Replays the run the database holds (`--database`, or the repository's `[cluster] database`). */
+async function replayFromDatabase(source: DatabaseSource, run: string | undefined): Promise<{ where: string; outcome: ReplayOutcome }> {
+  const dbRun = await DatabaseRun.open(source, run);
+  try {
+    const [events, files] = await Promise.all([dbRun.events(), dbRun.files()]);
+    const where = dbRun.label;
+    const outcome = replayRun({
+      events,
+      spine: { path: `${where}: workflow.toml`, text: files['workflow.toml'] },
+      manifest: { path: `${where}: manifest.json`, text: files['manifest.json'] },
+    });
+    return { where, outcome };
+  } finally {
+    await dbRun.end();
+  }
+}
+
 /** Prints one line when identical (exit 0), or the first divergence (exit 1). */
-export async function replayCommand(opts: { repo: string; run: string | undefined; print: (line: string) => void }): Promise<number> {
-  const runDir = resolveRun(opts.repo, opts.run);
-  const outcome = replayRunDir(runDir);
+export async function replayCommand(opts: {
+  repo: string;
+  run: string | undefined;
+  print: (line: string) => void;
+  /** --database; and whether --repo was given (it narrows --database to that repository). */
+  database?: string;
+  repoGiven?: boolean;
+  env?: Readonly<Record<string, string | undefined>>;
+}): Promise<number> {
+  const source = databaseToRead({
+    repo: resolve(opts.repo),
+    repoGiven: opts.repoGiven ?? true,
+    ...(opts.database !== undefined ? { database: opts.database } : {}),
+    ...(opts.run !== undefined ? { run: opts.run } : {}),
+    env: opts.env ?? {},
+  });
+  let runDir: string;
+  let outcome: ReplayOutcome;
+  if (source) {
+    ({ where: runDir, outcome } = await replayFromDatabase(source, opts.run));
+  } else {
+    runDir = resolveRun(opts.repo, opts.run);
+    outcome = replayRunDir(runDir);
+  }
   const r = outcome.result;
   const cut = outcome.truncated ? ' (the log ends without run.finished: its last input was not replayed)' : '';
   if (r.ok) {

@@ -6,13 +6,17 @@
  * start it issues a fresh token, stores its hash under `.tron/serve/`, and prints the
  * dashboard's URL with the token in its fragment.
  */
-import { existsSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { isIP } from 'node:net';
 import { join, resolve } from 'node:path';
 import type { Clock } from '../core/clock.ts';
 import { InputError } from '../core/errors.ts';
 import { serve, type Serving } from '../serve/server.ts';
 import { issueToken } from '../serve/tokens.ts';
+import { DatabaseMirror } from '../serve/db-mirror.ts';
+import { databaseToRead } from '../log/db-read.ts';
+import { redact } from '../log/pg-log.ts';
 
 export interface ServeCommandOptions {
   repo: string;
@@ -23,6 +27,10 @@ export interface ServeCommandOptions {
   print: (line: string) => void;
   /** Stops the server (Ctrl-C; tests). */
   signal?: AbortSignal;
+  /** --database: serve the runs of tron's database (any host); answers are then refused. */
+  database?: string;
+  /** Whether --repo was given: with --database, it narrows the runs to that repository's. */
+  repoGiven?: boolean;
   /** Called once it listens (tests). */
   onListening?: (s: Serving, token: string) => void;
 }
@@ -48,7 +56,14 @@ export function parsePort(text: string): number {
 
 export async function serveCommand(o: ServeCommandOptions): Promise<number> {
   const repo = resolve(o.repo);
-  if (!existsSync(join(repo, '.tron'))) {
+  const source = databaseToRead({
+    repo,
+    repoGiven: o.repoGiven ?? true,
+    ...(o.database !== undefined ? { database: o.database } : {}),
+    env: o.env,
+  });
+  const here = existsSync(join(repo, '.tron'));
+  if (!here && !source) {
     throw new InputError([{ code: 'TRON_CONFIG_MISSING', path: repo, message: `${repo} has no .tron/; run tron init --repo ${repo}` }]);
   }
   const host = o.host ?? '127.0.0.1';
@@ -62,9 +77,41 @@ export async function serveCommand(o: ServeCommandOptions): Promise<number> {
       },
     ]);
   }
+  // From the database: the run is kept in step in a folder of this serve's own (serve/db-mirror.ts), removed when it stops.
+  const scratch = source ? mkdtempSync(join(tmpdir(), 'tron-serve-db-')) : undefined;
+  try {
+    const mirror = source ? await DatabaseMirror.start(source, join(scratch!, 'runs')) : undefined;
+    try {
+      // Another host may have no repository: its tokens are kept with the mirror.
+      const home = here ? repo : scratch!;
+      return await serveFrom(o, home, host, envToken, {
+        ...(mirror ? { runs: mirror.runs, engineRunning: () => mirror.running } : {}),
+        ...(o.database !== undefined
+          ? {
+              readOnly: `this serve shows the runs in ${redact(o.database)}, whose engine may lead from another host; answer on the engine's host (tron answer there)`,
+            }
+          : {}),
+        label: source ? `${redact(source.url)}${source.repository !== undefined ? ` (repository ${source.repository})` : ''}` : repo,
+      });
+    } finally {
+      await mirror?.close();
+    }
+  } finally {
+    if (scratch) rmSync(scratch, { recursive: true, force: true });
+  }
+}
+
+async function serveFrom(
+  o: ServeCommandOptions,
+  repo: string,
+  host: string,
+  envToken: string | undefined,
+  from: { runs?: string; engineRunning?: () => boolean; readOnly?: string; label: string },
+): Promise<number> {
   const token = issueToken(repo, `url-${new Date(o.clock.now()).toISOString()}`, o.clock.now());
-  const serving = await serve({ repo, host, port: o.port ?? DEFAULT_PORT, clock: o.clock, ...(envToken ? { envToken } : {}) });
-  o.print(`tron serve: ${repo}`);
+  const { label, ...options } = from;
+  const serving = await serve({ repo, host, port: o.port ?? DEFAULT_PORT, clock: o.clock, ...(envToken ? { envToken } : {}), ...options });
+  o.print(`tron serve: ${label}`);
   o.print(`  dashboard  ${serving.url}#token=${token}`);
   o.print(`  API        ${serving.url}api/v1/ (Authorization: Bearer TOKEN; ${serving.url}api/v1/openapi.json)`);
   o.onListening?.(serving, token);

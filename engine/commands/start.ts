@@ -357,6 +357,8 @@ async function startHolding(
       process.on('SIGINT', onSignal);
       process.on('SIGTERM', onSignal);
     }
+    // The database lost (connection broken, lease gone): the run ends now, naming it, rather than wait on results it cannot record.
+    seat?.onLost((err) => engine.fail(err, 'the database'));
     const onAbort = () => engine.stop('SIGTERM');
     o.stop?.addEventListener('abort', onAbort);
     // The reporter says how the run ended (from run.finished): parked blocks with their answer command.

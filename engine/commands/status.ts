@@ -14,6 +14,9 @@ import { readLog } from '../log/eventlog.ts';
 import { apply, initialState } from '../core/state.ts';
 import { requireRepo } from './project-check.ts';
 import { type StatusRow, statusRows, waitingAnswers } from '../render/status-rows.ts';
+import { openDatabase, readPgRun, redact } from '../log/pg-log.ts';
+import { type DatabaseSource, databaseToRead, findRun } from '../log/db-read.ts';
+import { InputError } from '../core/errors.ts';
 import { forgeLinks } from '../render/forge-links.ts';
 
 /** Each row with its block's issue and pull request on the forge, where it has them. */
@@ -21,7 +24,6 @@ function withForgeLinks(rows: StatusRow[], events: Parameters<typeof forgeLinks>
   const links = forgeLinks(events);
   return rows.map((r) => ({ ...r, ...links.get(r.block) }));
 }
-import { latestPgRun, openDatabase, readPgRun, redact } from '../log/pg-log.ts';
 
 import { loadConfig } from '../project/config.ts';
 import { distanceFromRemote } from '../git/remote.ts';
@@ -47,12 +49,17 @@ export interface StatusOptions {
   print: (line: string) => void;
   /** --database: read the latest run from tron's database (any host, no repository needed). */
   database?: string;
+  /** Where TRON_DATABASE_URL is read (default: none). */
+  env?: Readonly<Record<string, string | undefined>>;
 }
 
 export async function statusCommand(opts: StatusOptions): Promise<number> {
-  if (opts.database !== undefined) return statusFromDatabase({ ...opts, database: opts.database });
+  if (opts.database !== undefined) return statusFromDatabase({ ...opts, database: opts.database }, { url: opts.database });
   const repo = resolve(opts.repo);
   requireRepo(repo);
+  // A repository whose engine writes to a database: the table is the log of record (a live run's lines are there only).
+  const source = databaseToRead({ repo, repoGiven: true, env: opts.env ?? {} });
+  if (source) return statusFromDatabase({ ...opts, database: source.url }, source);
   const run = latestRun(repo);
   if (!run) {
     opts.print(
@@ -108,10 +115,13 @@ export async function statusCommand(opts: StatusOptions): Promise<number> {
  * the engine is running while its lease is live. Lines are not checked against a key
  * (this host may hold none); the engine's own reads check them.
  */
-async function statusFromDatabase(opts: StatusOptions & { database: string }): Promise<number> {
+async function statusFromDatabase(opts: StatusOptions & { database: string }, source: DatabaseSource): Promise<number> {
   const db = await openDatabase(opts.database);
   try {
-    const at = await latestPgRun(db);
+    const at = await findRun(db, source, undefined).catch((err: unknown) => {
+      if (err instanceof InputError && err.problems[0]?.code === 'TRON_NO_RUN') return undefined;
+      throw err;
+    });
     if (!at) {
       opts.print(
         opts.json
@@ -120,14 +130,14 @@ async function statusFromDatabase(opts: StatusOptions & { database: string }): P
       );
       return 0;
     }
-    const events = (await readPgRun(db, at, undefined)).events;
+    const events = (await readPgRun(db, at, source.key)).events;
     const lease = await db.client.query<{ holder: string; generation: string }>(
       'select holder, generation from tron_lease where repository = $1 and expires_at > now()',
       [at.repository],
     );
     const leader = lease.rows[0];
     const state = events.reduce(apply, initialState());
-    const rows = statusRows(state, opts.clock.now(), new Map());
+    const rows = withForgeLinks(statusRows(state, opts.clock.now(), new Map()), events);
     const running = leader !== undefined && !state.finished;
     const engine = running ? 'running' : state.finished ? 'finished' : 'interrupted';
     if (opts.json) {

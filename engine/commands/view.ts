@@ -6,12 +6,15 @@
  * `workflow.toml`), the counts come from its events alone.
  */
 import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { readLog } from '../log/eventlog.ts';
 import { selectRun } from '../log/run-select.ts';
-import { checkSpineFile, loadSpine } from '../spine/load.ts';
+import { checkSpineText, loadSpine } from '../spine/load.ts';
+import type { TronEvent } from '../core/events.ts';
+import { DatabaseRun, type DatabaseSource, databaseToRead } from '../log/db-read.ts';
 import type { Spine } from '../spine/spine.ts';
 import { renderRunView } from '../render/viewer.ts';
 
@@ -22,7 +25,11 @@ export interface ViewOptions {
   /** Open the page in the desktop's browser. */
   open?: boolean;
   print: (line: string) => void;
-  /** Where DISPLAY and WAYLAND_DISPLAY are read (default: this process's environment). */
+  /** --database: read the run from tron's database (any host); RUN is then a run id. */
+  database?: string;
+  /** Whether --repo was given: with --database, it narrows the runs to that repository's. */
+  repoGiven?: boolean;
+  /** Where DISPLAY and WAYLAND_DISPLAY are read, and TRON_DATABASE_URL (default: this process's environment). */
   env?: Readonly<Record<string, string | undefined>>;
 }
 
@@ -34,17 +41,25 @@ export function hasDisplay(env: Readonly<Record<string, string | undefined>>, pl
 /** The spine that drove the run, or (when it is gone or no longer reads) this tron's own, saying so. */
 function spineOf(runDir: string, print: (line: string) => void): Spine {
   const file = join(runDir, 'workflow.toml');
-  const { spine, problems } = existsSync(file) ? checkSpineFile(file) : { spine: undefined, problems: [] };
+  return spineFrom(file, existsSync(file) ? readFileSync(file, 'utf8') : undefined, print);
+}
+
+/** The spine of `text` (the run's workflow.toml, named `where`), or this tron's own when it is missing or does not read. */
+function spineFrom(where: string, text: string | undefined, print: (line: string) => void): Spine {
+  const { spine, problems } = text !== undefined ? checkSpineText(text, where) : { spine: undefined, problems: [] };
   if (spine && problems.length === 0) return spine;
-  print(`tron view: ${file} ${existsSync(file) ? 'does not read as a spine any more' : 'is missing'}; drawing this tron's own workflow`);
+  print(`tron view: ${where} ${text !== undefined ? 'does not read as a spine any more' : 'is missing'}; drawing this tron's own workflow`);
   return loadSpine();
 }
 
 /** Writes the run's page; returns its path. */
 export async function writeRunView(runDir: string, print: (line: string) => void = () => {}): Promise<string> {
   const spine = spineOf(runDir, print);
-  const files = await renderRunView(spine, readLog(join(runDir, 'events.jsonl')).events);
-  const dir = join(runDir, 'view');
+  return writeView(join(runDir, 'view'), spine, readLog(join(runDir, 'events.jsonl')).events);
+}
+
+async function writeView(dir: string, spine: Spine, events: readonly TronEvent[]): Promise<string> {
+  const files = await renderRunView(spine, events);
   for (const [path, text] of files) {
     mkdirSync(dirname(join(dir, path)), { recursive: true });
     writeFileSync(join(dir, path), text);
@@ -52,10 +67,35 @@ export async function writeRunView(runDir: string, print: (line: string) => void
   return join(dir, 'index.html');
 }
 
+/**
+ * The page of a run read from the database, written where this host keeps that run: the
+ * run directory of the repository when it is here, else a folder of the OS temp folder
+ * (`tron-view/<repository>/<run>/`).
+ */
+async function writeDatabaseView(repo: string, source: DatabaseSource, run: string | undefined, print: (line: string) => void) {
+  const dbRun = await DatabaseRun.open(source, run);
+  try {
+    const [events, files] = await Promise.all([dbRun.events(), dbRun.files()]);
+    const spine = spineFrom(`${dbRun.label}: workflow.toml`, files['workflow.toml'], print);
+    const here = source.repository !== undefined && existsSync(join(repo, '.tron'));
+    const base = here ? join(repo, '.tron', 'runs', dbRun.at.run) : join(tmpdir(), 'tron-view', dbRun.at.repository, dbRun.at.run);
+    return await writeView(join(base, 'view'), spine, events);
+  } finally {
+    await dbRun.end();
+  }
+}
+
 export async function viewCommand(o: ViewOptions): Promise<number> {
-  const runDir = selectRun(resolve(o.repo), o.run, 'RUN');
-  const page = await writeRunView(runDir, o.print);
   const env = o.env ?? process.env;
+  const repo = resolve(o.repo);
+  const source = databaseToRead({
+    repo,
+    repoGiven: o.repoGiven ?? true,
+    ...(o.database !== undefined ? { database: o.database } : {}),
+    ...(o.run !== undefined ? { run: o.run } : {}),
+    env,
+  });
+  const page = source ? await writeDatabaseView(repo, source, o.run, o.print) : await writeRunView(selectRun(repo, o.run, 'RUN'), o.print);
   // The path alone on its own line (scripts read it), then how to open it.
   o.print(page);
   if (!o.open) {

@@ -396,6 +396,20 @@ export const PROBLEMS = {
       "The engine's lease lapsed or was taken over (a standby took over, the database was cut off): the database refused its appends, and it stopped.",
     fix: 'Nothing to repair: the engine holding the lease goes on, or the next `tron start` recovers the run. Keep the lease period longer than the pauses the host may have.',
   },
+  TRON_DB_LOST: {
+    area: 'log',
+    kind: 'fault',
+    summary:
+      "The engine's connection to the database broke mid-run (the database restarted, the network dropped): a line could not be committed, and the run stopped there.",
+    fix: 'Once the database is back, `tron start` recovers the run from the lines committed before the break (the engine let its lease go as it stopped, so nothing waits for it to lapse).',
+  },
+  TRON_SERVE_READ_ONLY: {
+    area: 'serve',
+    kind: 'input',
+    summary:
+      '`tron serve --database` shows runs from the database, whose engine may lead from another host: it takes no operator answer (the engine reads answers from its own host).',
+    fix: "Answer on the engine's host: `tron answer`, or `tron serve` there without `--database`.",
+  },
   TRON_LOG_MISSING: {
     area: 'log',
     kind: 'input',

@@ -6,12 +6,23 @@
  * wrote. The lines are the table's, signed as ever: recovery checks their chain.
  */
 import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
-import { basename, join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import type { ClusterConfig } from '../project/config.ts';
 import { acquireLease, awaitLease, type Lease } from './lease.ts';
 import { InputError } from '../core/errors.ts';
 import type { TronEvent } from '../core/events.ts';
-import { type Database, latestPgRun, openDatabase, PgEventLog, readPgRun, redact, runLines } from './pg-log.ts';
+import { readRunFiles, saveRunFiles } from './pg-run-files.ts';
+import {
+  DatabaseLostError,
+  LeaseLostError,
+  type Database,
+  latestPgRun,
+  openDatabase,
+  PgEventLog,
+  readPgRun,
+  redact,
+  runLines,
+} from './pg-log.ts';
 
 /** The database a repository's engine uses: `TRON_DATABASE_URL` first, then `[cluster] database`; none: the file log. */
 export function databaseUrl(cluster: ClusterConfig | undefined, env: Readonly<Record<string, string | undefined>>): string | undefined {
@@ -32,6 +43,12 @@ export interface Seat {
   openLog(run: string, key: Buffer, mirror?: string): Promise<PgEventLog>;
   /** Gives the lease up and disconnects (idempotent; the log's close does the same). */
   leave(): Promise<void>;
+  /**
+   * Told once when the engine can no longer write: its connection broke (TRON_DB_LOST) or
+   * a renewal found its lease gone (TRON_LEASE_LOST). The engine stops then, rather than
+   * wait for results that can no longer be recorded.
+   */
+  onLost(listener: (err: Error) => void): void;
 }
 
 /**
@@ -48,8 +65,22 @@ export async function takeSeat(o: {
   print: (line: string) => void;
 }): Promise<Seat | undefined> {
   const db = await openDatabase(o.url);
+  const listeners: Array<(err: Error) => void> = [];
+  let left = false;
+  let lost: Error | undefined;
+  const lose = (err: Error) => {
+    if (left || lost) return;
+    lost = err;
+    for (const l of listeners) l(err);
+  };
+  db.client.on('error', (err: Error) => lose(new DatabaseLostError(o.url, err.message)));
+  db.client.on('end', () => lose(new DatabaseLostError(o.url, 'the connection ended')));
   try {
-    const opts = { repository: o.repository, periodMs: o.leaseMs };
+    const opts = {
+      repository: o.repository,
+      periodMs: o.leaseMs,
+      onLost: () => lose(new LeaseLostError(o.repository, 'a renewal found it taken over or lapsed')),
+    };
     const lease = o.standby
       ? await awaitLease(db, {
           ...opts,
@@ -58,22 +89,32 @@ export async function takeSeat(o: {
         })
       : await acquireLease(db, opts);
     if (!lease) {
+      left = true;
       await db.end();
       return undefined;
     }
-    let left = false;
     return {
       db,
       lease,
-      openLog: (run, key, mirror) => PgEventLog.open(db, lease, run, key, mirror === undefined ? {} : { mirror }),
+      openLog: async (run, key, mirror) => {
+        const log = await PgEventLog.open(db, lease, run, key, mirror === undefined ? {} : { mirror });
+        // The run directory's fixed files (written before the log opens) go with it: replay and view read them from any host.
+        if (mirror !== undefined) await saveRunFiles(db, lease, run, dirname(mirror));
+        return log;
+      },
       leave: async () => {
         if (left) return;
         left = true;
         await lease.release();
         await db.end();
       },
+      onLost: (listener) => {
+        if (lost) listener(lost);
+        else listeners.push(listener);
+      },
     };
   } catch (err) {
+    left = true;
     await db.end();
     throw err;
   }
@@ -91,8 +132,11 @@ export async function bringLatestRun(seat: Seat, runsDir: string): Promise<strin
   const text = lines.length === 0 ? '' : `${lines.join('\n')}\n`;
   const dir = join(runsDir, at.run);
   const file = join(dir, 'events.jsonl');
-  if (existsSync(file) && readFileSync(file, 'utf8') === text) return at.run;
   mkdirSync(dir, { recursive: true });
+  // The run's spine and manifest too, where this host lacks them (a standby on another host): replay reads them there.
+  for (const [name, body] of Object.entries(await readRunFiles(seat.db, at)))
+    if (!existsSync(join(dir, name))) writeFileSync(join(dir, name), body);
+  if (existsSync(file) && readFileSync(file, 'utf8') === text) return at.run;
   writeFileSync(`${file}.from-database`, text);
   renameSync(`${file}.from-database`, file);
   return at.run;

@@ -7,6 +7,7 @@
  * engine that was replaced — paused, cut off, killed mid-flush — cannot write one more line.
  */
 import { hostname } from 'node:os';
+import pg from 'pg';
 import { InputError } from '../core/errors.ts';
 import type { InputCode } from '../core/problems.ts';
 import type { Database } from './pg-log.ts';
@@ -152,8 +153,21 @@ class HeldLease implements Lease {
     this.released = true;
     clearInterval(this.timer);
     if (this.lost) return;
-    await this.db.client
-      .query('update tron_lease set expires_at = now() where repository = $1 and generation = $2', [this.o.repository, this.generation])
-      .catch(() => undefined);
+    const sql = 'update tron_lease set expires_at = now() where repository = $1 and generation = $2';
+    const args = [this.o.repository, this.generation];
+    const done = await this.db.client.query(sql, args).then(
+      () => true,
+      () => false,
+    );
+    if (done) return;
+    // The engine's connection broke (the database restarted, say): let go on a fresh one, so the next start need not wait out the lease.
+    // Fenced by the generation: a lease taken over meanwhile is not touched.
+    const fresh = new pg.Client({ connectionString: this.db.url, connectionTimeoutMillis: 5_000 });
+    fresh.on('error', () => undefined);
+    await fresh
+      .connect()
+      .then(() => fresh.query(sql, args))
+      .catch(() => undefined)
+      .finally(() => fresh.end().catch(() => undefined));
   }
 }

@@ -11,6 +11,7 @@ import {
   type Database,
   FENCED,
   LeaseLostError,
+  MIGRATIONS,
   latestPgRun,
   openDatabase,
   PgEventLog,
@@ -172,6 +173,55 @@ describe.skipIf(NO_DATABASE)('the event log in PostgreSQL', () => {
     }
     const { rows } = await d.client.query('select max(version) as v from tron_schema');
     expect(rows[0].v).toBe(SCHEMA_VERSION);
+  });
+
+  it('brings a schema of an older tron up to this version at open, one migration a version, keeping its rows — and two opens at once migrate once', async () => {
+    const fresh = await testDatabase();
+    try {
+      // As the first tron with a database left it: version 1 only, a run in it.
+      const raw = new pg.Client({ connectionString: fresh.url });
+      await raw.connect();
+      try {
+        await raw.query('create table tron_schema (version integer primary key, applied_at timestamptz not null default now())');
+        await raw.query(MIGRATIONS[0]!);
+        await raw.query('insert into tron_schema (version) values (1)');
+        await raw.query(`insert into tron_lease values ('old', 1, 'old-host pid 1', now() + interval '1 hour')`);
+        await raw.query(`insert into tron_events (repository, run, seq, generation, line) values ('old', 'run-1', 1, 1, '{"seq":1}')`);
+        const before = await raw.query(`select to_regclass('tron_run_files') as t`);
+        expect(before.rows[0].t).toBeNull();
+      } finally {
+        await raw.end();
+      }
+      const [a, b] = await Promise.all([openDatabase(fresh.url), openDatabase(fresh.url)]);
+      try {
+        const { rows } = await a.client.query<{ version: number }>('select version from tron_schema order by version');
+        expect(rows.map((r) => r.version)).toEqual(Array.from({ length: SCHEMA_VERSION }, (_, i) => i + 1));
+        expect(SCHEMA_VERSION).toBeGreaterThanOrEqual(2);
+        expect((await a.client.query(`select to_regclass('tron_run_files') as t`)).rows[0].t).toBe('tron_run_files');
+        expect(await runLines(b, { repository: 'old', run: 'run-1' })).toEqual(['{"seq":1}']);
+        // The new table is fenced as the log is: a write from a generation that does not hold the lease is refused in SQL.
+        const refused = await a.client
+          .query(`insert into tron_run_files (repository, run, name, generation, body) values ('old', 'run-1', 'manifest.json', 7, '{}')`)
+          .then(
+            () => undefined,
+            (err: { code?: string }) => err.code,
+          );
+        expect(refused).toBe(FENCED);
+        await a.client.query(
+          `insert into tron_run_files (repository, run, name, generation, body) values ('old', 'run-1', 'manifest.json', 1, '{}')`,
+        );
+        const changed = await a.client.query(`update tron_run_files set body = 'x'`).then(
+          () => undefined,
+          (err: { code?: string }) => err.code,
+        );
+        expect(changed).toBe(FENCED);
+      } finally {
+        await a.end();
+        await b.end();
+      }
+    } finally {
+      await fresh.stop();
+    }
   });
 
   it('says a database it cannot reach in one coded line, without the password', async () => {

@@ -70,6 +70,22 @@ export const MIGRATIONS: readonly string[] = [
   create trigger tron_events_append_only before update or delete on tron_events
     for each row execute function tron_events_append_only();
   `,
+  // 2: a run's fixed files (the spine that drove it, its manifest), so \`replay\` and \`view\` read a run from any host (pg-run-files.ts).
+  `
+  create table tron_run_files (
+    repository text not null,
+    run text not null,
+    name text not null,
+    generation bigint not null,
+    body text not null,
+    written_at timestamptz not null default now(),
+    primary key (repository, run, name)
+  );
+  create trigger tron_run_files_fenced before insert on tron_run_files
+    for each row execute function tron_events_fenced();
+  create trigger tron_run_files_append_only before update or delete on tron_run_files
+    for each row execute function tron_events_append_only();
+  `,
 ];
 
 /** The schema version this tron writes and reads. */
@@ -118,6 +134,20 @@ export class LeaseLostError extends Error {
   }
 }
 
+/** The connection broke mid-run (the database restarted, the network dropped): a line could not be committed. */
+export class DatabaseLostError extends Error {
+  readonly code = 'TRON_DB_LOST' satisfies FaultCode;
+  constructor(url: string, reason: string) {
+    super(
+      coded(
+        'TRON_DB_LOST',
+        `the database at ${redact(url)} did not commit the run's next line (${reason}); the run stopped here — once the database is back, tron start recovers it from the lines committed before`,
+      ),
+    );
+    this.name = 'DatabaseLostError';
+  }
+}
+
 /** A URL without its password, for messages. */
 export function redact(url: string): string {
   return url.replace(/(\/\/[^:/@]+:)[^@]*@/, '$1***@');
@@ -153,6 +183,16 @@ export async function openDatabase(url: string): Promise<Database> {
 }
 
 async function migrate(client: pg.Client, url: string): Promise<void> {
+  // A schema already at this version is only read: a reader's role (select only, docs/cluster.md) opens it too.
+  const { rows: at } = await client.query<{ v: number | null }>(
+    `select case when to_regclass('tron_schema') is null then null else 0 end as v`,
+  );
+  if (at[0]?.v === 0) {
+    const { rows } = await client.query<{ v: number | null }>('select max(version) as v from tron_schema');
+    const current = rows[0]?.v ?? 0;
+    if (current > SCHEMA_VERSION) throw new SchemaNewerError(url, current);
+    if (current === SCHEMA_VERSION) return;
+  }
   await client.query('begin');
   try {
     await client.query(`select pg_advisory_xact_lock(hashtext('tron_schema'))`);
@@ -234,6 +274,12 @@ export class PgEventLog implements RunLog {
   ) {
     this.list = read.events;
     this.committed = read.events.length;
+    // A connection that broke (the database restarted, the network dropped) takes no more lines: the next append says so at once.
+    const lost = (reason: string) => {
+      if (!this.closed) this.broken ??= new DatabaseLostError(db.url, reason);
+    };
+    db.client.on('error', (err: Error) => lost(err.message));
+    db.client.on('end', () => lost('the connection ended'));
     this.lines = lines;
     this.mirror = mirror;
   }
@@ -306,7 +352,7 @@ export class PgEventLog implements RunLog {
           this.broken =
             err.code === FENCED
               ? new LeaseLostError(this.at.repository, `the database refused generation ${this.lease.generation}: ${err.message}`)
-              : err;
+              : new DatabaseLostError(this.db.url, err.message);
           throw this.broken;
         },
       )

@@ -284,6 +284,11 @@ export class Engine {
     this.turns.stop(() => true);
   }
 
+  /** A failure from outside the loop (the database lost: engine/log/cluster.ts): the run ends with exit 1, naming it. */
+  fail(err: Error, after: string): void {
+    this.inputs.fail(err, after);
+  }
+
   /** A second signal: kill every worker process group now. */
   abortNow(): void {
     this.turns.stop(() => true);

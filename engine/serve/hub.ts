@@ -4,7 +4,7 @@
  * file-system notification on `.tron/runs/`, and a slow look); streams of the old run
  * are then told (`event: run`) and ended.
  */
-import { existsSync, mkdirSync, watch, type FSWatcher } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, watch, type FSWatcher } from 'node:fs';
 import { join } from 'node:path';
 import { latestRun } from '../log/runs.ts';
 import { RunFollower } from './follow.ts';
@@ -14,6 +14,8 @@ export interface HubOptions {
   pollMs?: number;
   /** Frames kept in memory (follow.ts WINDOW). */
   window?: number;
+  /** The folder of run directories followed (default the repository's `.tron/runs/`; a database's mirror: db-mirror.ts). */
+  runs?: string;
 }
 
 export class Hub {
@@ -27,7 +29,7 @@ export class Hub {
     private readonly o: HubOptions = {},
   ) {
     this.refresh();
-    const runs = join(repo, '.tron', 'runs');
+    const runs = this.runs;
     try {
       mkdirSync(runs, { recursive: true });
       this.watcher = watch(runs, () => this.refresh());
@@ -57,8 +59,12 @@ export class Hub {
     this.follower?.close();
   }
 
+  private get runs(): string {
+    return this.o.runs ?? join(this.repo, '.tron', 'runs');
+  }
+
   private refresh(): void {
-    const dir = latestRun(this.repo);
+    const dir = this.o.runs === undefined ? latestRun(this.repo) : latestIn(this.o.runs);
     if (!dir || dir === this.follower?.runDir || !existsSync(join(dir, 'events.jsonl'))) {
       this.follower?.poke();
       return;
@@ -73,4 +79,14 @@ export class Hub {
       for (const l of [...this.switched]) l(this.follower.run);
     }
   }
+}
+
+/** The newest run directory (one holding events.jsonl) of a folder of them. */
+function latestIn(runs: string): string | undefined {
+  if (!existsSync(runs)) return undefined;
+  const id = readdirSync(runs)
+    .filter((name) => existsSync(join(runs, name, 'events.jsonl')))
+    .sort()
+    .at(-1);
+  return id === undefined ? undefined : join(runs, id);
 }

@@ -49,6 +49,10 @@ export interface ServeOptions extends HubOptions {
   envToken?: string;
   /** Bytes an SSE client's socket may hold unsent (sse.ts HIGH_WATER). */
   highWater?: number;
+  /** Whether the run's engine is at work (default: the repository's engine.lock; a database's lease: db-mirror.ts). */
+  engineRunning?: () => boolean;
+  /** Answers are refused, saying this: the runs shown are another host's (`tron serve --database`). */
+  readOnly?: string;
 }
 
 export interface Serving {
@@ -126,7 +130,8 @@ export async function serve(o: ServeOptions): Promise<Serving> {
   const workflowCache = new Map<string, Promise<{ spine: Spine; xml: string; details: Record<string, Details> }>>();
   let flowsCache: { run: string; seq: number; at: number; overlay: RunOverlay } | undefined;
 
-  const follower = () => hub.current ?? refuse(404, 'TRON_NO_RUN', runsDir(repo), 'no run yet; start one with `tron start`');
+  const runs = o.runs ?? runsDir(repo);
+  const follower = () => hub.current ?? refuse(404, 'TRON_NO_RUN', runs, 'no run yet; start one with `tron start`');
 
   const workflowOf = (runDir: string) => {
     let w = workflowCache.get(runDir);
@@ -173,8 +178,8 @@ export async function serve(o: ServeOptions): Promise<Serving> {
         });
         return;
       }
-      const holder = readLock(join(repo, '.tron', 'engine.lock'));
-      const running = holder !== undefined && isHolderAlive(holder);
+      const holder = o.engineRunning ? undefined : readLock(join(repo, '.tron', 'engine.lock'));
+      const running = o.engineRunning ? o.engineRunning() : holder !== undefined && isHolderAlive(holder);
       send(res, 200, {
         run: f.run,
         seq: f.last,
@@ -221,7 +226,7 @@ export async function serve(o: ServeOptions): Promise<Serving> {
         send(res, 200, { run, events, next: events.at(-1)?.seq ?? after });
         return;
       }
-      const file = join(runsDir(repo), run, 'events.jsonl');
+      const file = join(runs, run, 'events.jsonl');
       if (!/^[\w.-]+$/.test(run) || !existsSync(file)) refuse(404, 'TRON_RUN_NOT_FOUND', run, `no run "${run}" under .tron/runs/`);
       const events = readLog(file)
         .events.filter((e) => e.seq > after)
@@ -235,6 +240,7 @@ export async function serve(o: ServeOptions): Promise<Serving> {
       new SseClient(res, f, hub, Number.isInteger(after) && after > 0 ? after : 0, o.highWater);
     },
     answer: async ({ req, res, params, who }) => {
+      if (o.readOnly) refuse(409, 'TRON_SERVE_READ_ONLY', params.id!, o.readOnly);
       const body = await readBody(req);
       let reply: unknown;
       try {
@@ -271,7 +277,7 @@ export async function serve(o: ServeOptions): Promise<Serving> {
     },
     workflow: async ({ res }) => {
       const f = hub.current;
-      const { xml, details } = f ? await workflowOf(f.runDir) : await workflowOf(join(runsDir(repo), '-'));
+      const { xml, details } = f ? await workflowOf(f.runDir) : await workflowOf(join(runs, '-'));
       send(res, 200, { xml, details });
     },
     openapi: ({ res }) => {

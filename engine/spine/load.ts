@@ -33,6 +33,11 @@ export function checkSpineFile(file: string = SPINE_FILE): { spine?: Spine; prob
     const why = (err as NodeJS.ErrnoException).code ?? String(err);
     return { problems: [{ code: 'TRON_SPINE_READ', path: shown, message: `cannot read the spine (${why}); check the path` }] };
   }
+  return checkSpineText(text, shown);
+}
+
+/** Parse and lint a spine's text (named `shown` in problems) together with ESCALATION, as checkSpineFile does. */
+export function checkSpineText(text: string, shown: string): { spine?: Spine; problems: Problem[] } {
   const { spine, problems } = parseSpine(text, shown);
   if (!spine) return { problems: [...problems, ...lintEscalation()] };
   return { spine, problems: [...lintSpine(spine, shown), ...lintEscalation()] };

@@ -60,8 +60,16 @@ function runServerProgram(program: string, args: string[]): void {
   execFileSync(cmd, argv, { stdio: ['ignore', 'pipe', 'pipe'] });
 }
 
-/** Starts a throwaway cluster; its URL names the `postgres` database of superuser `tron`. */
-async function startCluster(): Promise<{ url: string; stop: () => void }> {
+/** A throwaway cluster this helper started: its URL names the `postgres` database of superuser `tron`. */
+export interface Cluster {
+  url: string;
+  /** Stops the server (`-m mode`) and starts it again on the same port and data: the database restarted under a client. */
+  restart(mode?: 'fast' | 'immediate'): void;
+  stop(): void;
+}
+
+/** Starts a throwaway cluster (never the shared server of TRON_TEST_DATABASE_URL: tests may restart this one). */
+export async function startCluster(): Promise<Cluster> {
   const bin = serverBin();
   if (!bin) throw new Error(`PostgreSQL is not installed here: ${INSTALL}`);
   const dir = mkdtempSync('/tmp/tron-pg-');
@@ -69,18 +77,24 @@ async function startCluster(): Promise<{ url: string; stop: () => void }> {
   const data = join(dir, 'data');
   runServerProgram(join(bin, 'initdb'), ['-D', data, '-A', 'trust', '-U', 'tron', '--no-sync', '-E', 'UTF8']);
   const port = await freePort();
-  runServerProgram(join(bin, 'pg_ctl'), [
-    '-D',
-    data,
-    '-l',
-    join(dir, 'server.log'),
-    '-w',
-    '-o',
-    `-k ${dir} -p ${port} -c listen_addresses=127.0.0.1`,
-    'start',
-  ]);
+  const start = () =>
+    runServerProgram(join(bin, 'pg_ctl'), [
+      '-D',
+      data,
+      '-l',
+      join(dir, 'server.log'),
+      '-w',
+      '-o',
+      `-k ${dir} -p ${port} -c listen_addresses=127.0.0.1`,
+      'start',
+    ]);
+  start();
   return {
     url: `postgres://tron@127.0.0.1:${port}/postgres`,
+    restart: (mode = 'fast') => {
+      runServerProgram(join(bin, 'pg_ctl'), ['-D', data, '-m', mode, '-w', 'stop']);
+      start();
+    },
     stop: () => {
       try {
         runServerProgram(join(bin, 'pg_ctl'), ['-D', data, '-m', 'immediate', 'stop']);
@@ -89,6 +103,12 @@ async function startCluster(): Promise<{ url: string; stop: () => void }> {
       }
     },
   };
+}
+
+/** The server's programs, as the tests that start their own cluster need them (for skipWithout/requireAll). */
+export function needPostgresServer(): Needed {
+  const bin = serverBin();
+  return bin ? { name: 'PostgreSQL server', path: bin, install: INSTALL } : { name: 'PostgreSQL server', install: INSTALL };
 }
 
 /** A database of its own for the calling test file, in the given server or a throwaway one. */

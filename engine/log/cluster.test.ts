@@ -1,0 +1,53 @@
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ManualClock } from '../core/clock.ts';
+import { needPostgres, type TestDatabase, testDatabase } from '../testing/postgres.ts';
+import { requireAll, skipWithout } from '../testing/needs.ts';
+import { bringLatestRun, takeSeat } from './cluster.ts';
+
+const POSTGRES = needPostgres();
+const NO_DATABASE = skipWithout('a run carried between hosts by the database', POSTGRES);
+
+describe.skipIf(NO_DATABASE)('a run carried between hosts by the database', () => {
+  let server: TestDatabase;
+  const dirs: string[] = [];
+  beforeAll(async () => {
+    requireAll(POSTGRES);
+    server = await testDatabase();
+  }, 60_000);
+  afterAll(async () => {
+    for (const d of dirs) rmSync(d, { recursive: true, force: true });
+    await server?.stop();
+  }, 60_000);
+
+  const folder = () => {
+    const d = mkdtempSync(join(tmpdir(), 'tron-host-'));
+    dirs.push(d);
+    return d;
+  };
+
+  it("brings the latest run to another host's run directory whole: its lines, its spine and its manifest", async () => {
+    const key = Buffer.alloc(32, 3);
+    const seat = await takeSeat({ url: server.url, repository: 'carried', leaseMs: 30_000, print: () => undefined });
+    const runDir = join(folder(), 'runs', '20260101-000000-001');
+    mkdirSync(runDir, { recursive: true });
+    writeFileSync(join(runDir, 'workflow.toml'), '# the spine that drove the run\n');
+    writeFileSync(join(runDir, 'manifest.json'), '{"config":{"test":"npm test"}}\n');
+    const log = (await seat!.openLog('20260101-000000-001', key, join(runDir, 'events.jsonl'))).attach(new ManualClock(0));
+    log.append({ type: 'merge.queued', block: 'alpha' });
+    log.append({ type: 'block.abandoned', block: 'beta', reason: 'gave up' });
+    await log.close();
+    // The other host: no run directory yet; a standby's start brings it.
+    const standby = await takeSeat({ url: server.url, repository: 'carried', leaseMs: 30_000, print: () => undefined });
+    const there = join(folder(), 'runs');
+    try {
+      expect(await bringLatestRun(standby!, there)).toBe('20260101-000000-001');
+    } finally {
+      await standby!.leave();
+    }
+    for (const name of ['events.jsonl', 'workflow.toml', 'manifest.json'])
+      expect(readFileSync(join(there, '20260101-000000-001', name), 'utf8'), name).toBe(readFileSync(join(runDir, name), 'utf8'));
+  });
+});

@@ -90,7 +90,13 @@ async function writerThroughput(url: string, agents = 8, inFlight = 16, ms = 500
   for (let i = 0; i < agents; i += 1) {
     pools.push(
       execa('node', ['--import', 'tsx', WORKER], {
-        env: { TRON_TEST_QUEUE_URL: url, TRON_TEST_ROLE: 'test', TRON_TEST_INSTANT: '1', TRON_TEST_HEARTBEAT_MS: '2000' },
+        env: {
+          TRON_TEST_QUEUE_URL: url,
+          TRON_TEST_ROLE: 'test',
+          TRON_TEST_INSTANT: '1',
+          TRON_TEST_HEARTBEAT_MS: '2000',
+          TSX_DISABLE_CACHE: '1',
+        },
         reject: false,
         buffer: false,
       }),

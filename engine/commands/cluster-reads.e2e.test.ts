@@ -4,7 +4,7 @@
  * and say of it exactly what they say of the same run's file log; while a run is live too.
  * Against a real PostgreSQL (engine/testing/postgres.ts), through the CLI.
  */
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { execa } from 'execa';
@@ -36,6 +36,8 @@ describe.skipIf(NO_DATABASE)('reading runs from the database', () => {
   afterEach(async () => {
     for (const r of repos.splice(0)) await r.cleanup();
     for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+    // tron view's folder for runs read from a database, once this test's page is gone from it.
+    rmdirIfEmpty(join(tmpdir(), 'tron-view'));
   });
 
   /** A folder with no repository: the other host's working directory. */
@@ -328,3 +330,11 @@ describe.skipIf(NO_DATABASE)('reading runs from the database', () => {
     expect(readdirSync(join(repo.dir, '.tron', 'runs'))).toHaveLength(1);
   }, 120_000);
 });
+
+function rmdirIfEmpty(dir: string): void {
+  try {
+    rmdirSync(dir);
+  } catch {
+    // Not there, or another run's pages are in it.
+  }
+}

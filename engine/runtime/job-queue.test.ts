@@ -110,7 +110,8 @@ describe.skipIf(NO_DATABASE)('effects as jobs on the database queue', () => {
     const { d, log, decide } = await leading('killed');
     const heartbeatMs = 400;
     const doomed: ResultPromise = execa('node', ['--import', 'tsx', join(import.meta.dirname, '..', 'testing', 'queue-worker.ts')], {
-      env: { TRON_TEST_QUEUE_URL: server.url, TRON_TEST_ROLE: 'test', TRON_TEST_HEARTBEAT_MS: String(heartbeatMs) },
+      // No tsx compile cache left in the temporary folder.
+      env: { TRON_TEST_QUEUE_URL: server.url, TRON_TEST_ROLE: 'test', TRON_TEST_HEARTBEAT_MS: String(heartbeatMs), TSX_DISABLE_CACHE: '1' },
       reject: false,
       buffer: false,
     });

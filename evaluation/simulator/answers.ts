@@ -65,6 +65,10 @@ export function execute(sim: Sim, item: Item): EventBody[] {
       return sim.git.remote ? push(sim, d) : land(sim, d);
     case 'remote.retry':
       return [{ type: 'remote.waited', stack: d.stack, attempt: d.attempt }];
+    case 'pr.requested':
+      return [askForge(sim, d)];
+    case 'pr.wait':
+      return [{ type: 'pr.waited', stack: d.stack, attempt: d.attempt }];
     case 'test.requested': {
       const run = testRun(sim, d.sha);
       return [{ type: 'trunk.tested', block: d.block, sha: d.sha, ok: run.exit === 0, tests: run }];
@@ -343,6 +347,12 @@ function landing(sim: Sim, d: EventOf<'land.intent'>, from: string, by: string):
       `trunk moved to ${d.sha.slice(-8)} (${ids.join(', ')}, tested: ${d.tested}), which no test run found green`,
     );
   }
+  if (sim.cfg.pr && !git.forge!.green.has(d.sha)) {
+    throw new Failure(
+      'trunk-checks-green',
+      `in PR mode trunk moved to ${d.sha.slice(-8)} (${ids.join(', ')}), on which the forge never reported every required hosted check green`,
+    );
+  }
   linear(sim, d.sha, by, from);
   for (const [i, id] of ids.entries()) {
     const info = sim.cfg.blocks.find((b) => b.id === id)!;
@@ -437,6 +447,78 @@ export function follow(sim: Sim, d: EventOf<'land.intent'>, found: boolean): Eve
     { type: 'remote.pushed', stack: d.stack, from: d.from, sha: d.sha, blocks: d.blocks, ...(found ? { found } : {}) },
     ...d.blocks.map((b): EventBody => ({ type: 'block.landed', block: b.block, sha: b.sha, from: d.from, top: d.sha })),
   ];
+}
+
+// ---- the forge ([forge] land = "pr") ----
+
+/**
+ * One ask about a landing's pull requests (effects/pr.ts askForge): the blocks' branches
+ * pushed, each block's one pull request opened or found, then the required hosted checks
+ * on the landing's sha and the reviews read — or the forge fails the call, as its client
+ * reports it (a rate limit with the wait it asked for, a 5xx, a token refused).
+ */
+export function askForge(sim: Sim, d: EventOf<'pr.requested'>): EventBody {
+  const forge = sim.git.forge!;
+  const how = sim.pick('pr');
+  const failed = (kind: 'rate_limited' | 'transient' | 'auth', message: string, wait_ms?: number): EventBody => ({
+    type: 'pr.failed',
+    stack: d.stack,
+    attempt: d.attempt,
+    kind,
+    ...(wait_ms !== undefined && { wait_ms }),
+    message,
+  });
+  // As github.ts reports them: a 403 with a reset time (the wait), a 502, a 401.
+  if (how === 'rate-limited')
+    return failed('rate_limited', '403: API rate limit exceeded for installation ID 1', 1000 * (1 + sim.c.amount('rate-wait', 60)));
+  if (how === 'transient') return failed('transient', '502: Bad Gateway');
+  if (how === 'auth') return failed('auth', '401: Bad credentials');
+  const top = d.blocks.at(-1)!.block;
+  const pulls = d.blocks.map((b) => {
+    let pull = forge.pulls.get(b.block);
+    if (!pull) {
+      pull = { number: forge.next };
+      forge.next += 1;
+      forge.pulls.set(b.block, pull);
+    }
+    if (how === 'closed' && b.block === top) pull.closed = 'bob: we will not take this';
+    return {
+      block: b.block,
+      number: pull.number,
+      url: `https://github.com/sim/sim/pull/${pull.number}`,
+      state: pull.closed ? ('closed' as const) : ('open' as const),
+      ...(pull.closed ? { words: pull.closed } : {}),
+    };
+  });
+  // A check that has not reported on this sha stays missing for a few asks (past [forge] retries: a page).
+  if (how === 'checks-missing' && !forge.missing.has(d.sha)) forge.missing.set(d.sha, 1 + sim.c.amount('checks-missing-asks', 4));
+  const left = forge.missing.get(d.sha) ?? 0;
+  if (left > 0) forge.missing.set(d.sha, left - 1);
+  const ci =
+    left > 0
+      ? { name: 'ci', state: 'missing' as const }
+      : how === 'checks-pending'
+        ? { name: 'ci', state: 'pending' as const }
+        : how === 'checks-red'
+          ? {
+              name: 'ci',
+              state: 'failure' as const,
+              text: 'not ok 3 - it works on windows',
+              url: 'https://github.com/sim/sim/actions/runs/1',
+            }
+          : { name: 'ci', state: 'success' as const };
+  const checks = [ci, { name: 'lint', state: 'success' as const }];
+  if (checks.every((c) => c.state === 'success')) forge.green.add(d.sha);
+  return {
+    type: 'pr.observed',
+    stack: d.stack,
+    sha: d.sha,
+    attempt: d.attempt,
+    pulls,
+    checks,
+    changes: how === 'changes-requested' ? [{ block: top, author: 'alice', notes: 'please name things better' }] : [],
+    approved: how === 'unapproved' ? [] : d.blocks.map((b) => b.block),
+  };
 }
 
 function remoteFailed(stack: number, op: 'fetch' | 'push', kind: 'transient' | 'refused', reason: string, attempt: number): EventBody {

@@ -58,6 +58,14 @@ export const POINTS = {
     ['remote', 15],
     ['remote-and-teammates', 20],
   ],
+  // How a landing goes, in a run with a remote (drawn last, only then): pushed straight, or
+  // through a pull request whose hosted checks must be green first ([forge] land = "pr"),
+  // with or without a person's approving review.
+  forge: [
+    ['push', 50],
+    ['pr', 35],
+    ['pr-approval', 15],
+  ],
   // between steps
   crash: [
     ['none', 9960],
@@ -149,6 +157,19 @@ export const POINTS = {
     ['unreachable', 80],
     ['answer-lost', 30],
     ['refused', 30],
+  ],
+  // the forge ([forge] land = "pr" runs only): what one ask about a landing's pull request finds
+  pr: [
+    ['green', 760],
+    ['checks-red', 50],
+    ['checks-pending', 60],
+    ['checks-missing', 30],
+    ['changes-requested', 30],
+    ['closed', 10],
+    ['unapproved', 30],
+    ['rate-limited', 20],
+    ['transient', 10],
+    ['auth', 4],
   ],
   operator: [
     ['prompt', 700],

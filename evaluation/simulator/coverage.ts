@@ -13,12 +13,12 @@ import { CTX } from './run.ts';
  * asked of a search, each with where it is reached instead. The world has a remote
  * (pushes refused, unreachable or answered too late, trunk moved there by a teammate)
  * and worktrees that cannot be made, so `remote.retry`, `remote_refused` and
- * `worktree_failed` are no longer here. A decision type or escalation row added to the
+ * `worktree_failed` are no longer here; nor are `pr.requested` and `pr.wait`, since some
+ * runs land through pull requests ([forge] land = "pr"). A decision type or escalation row added to the
  * engine before the world models it is listed here until the world can make it.
  */
 export const UNSIMULATED: { decisions: readonly string[]; escalations: readonly string[] } = {
-  // pr.*: only [forge] land = "pr" makes them; engine/forge/pr.e2e.test.ts reaches them against the test GitHub server.
-  decisions: ['pr.requested', 'pr.wait'],
+  decisions: [],
   escalations: [],
 };
 

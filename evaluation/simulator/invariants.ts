@@ -1,7 +1,7 @@
 /**
  * The named invariants, checked as a simulated run goes (see docs/evaluation.md): over
  * each decision (lands-once, spend-within-budget), over the world's git as trunk moves
- * (trunk-linear; trunk-tested-green and no-landing-past-dependency in answers.ts, where
+ * (trunk-linear; trunk-tested-green, trunk-checks-green in PR mode, and no-landing-past-dependency in answers.ts, where
  * the landing happens), and after every step (no-silent-stall). The rest — replays,
  * terminates, intent-before-effect, crash-converges — are checked by the run and search.
  */

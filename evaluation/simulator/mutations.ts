@@ -79,6 +79,44 @@ export const MUTATIONS: readonly Mutation[] = [
   },
 ];
 
+/**
+ * PR mode's planted bug (kept out of MUTATIONS: the SIM templates cannot stage a forge, so
+ * it is not written as a template): a landing whose required hosted check the forge
+ * reported red lands all the same, as if tron's own green test were enough.
+ */
+export const LAND_PAST_RED_HOSTED_CHECK: Mutation = {
+  name: 'land-past-red-hosted-check',
+  about: 'in PR mode, a landing lands although the forge reported a required hosted check red on its sha',
+  caughtBy: 'trunk-checks-green',
+  engine: {
+    planRecovery,
+    decide: (state, input, ctx) => {
+      const stack = state.lane.stack;
+      const pr = stack?.pr;
+      if (
+        input.type !== 'pr.observed' ||
+        !input.checks.some((c) => c.state === 'failure') ||
+        !stack ||
+        !pr ||
+        stack.id !== input.stack ||
+        pr.sha !== input.sha ||
+        stack.landing.length > 0
+      )
+        return decide(state, input, ctx);
+      const d: EventBody = {
+        type: 'land.intent',
+        stack: stack.id,
+        sha: pr.sha,
+        from: state.trunkSha!,
+        blocks: [...pr.blocks],
+        tested: pr.tested,
+      };
+      const s = apply(apply(state, input), { ...d, v: input.v, seq: input.seq + 1, ts: input.ts } as TronEvent);
+      return { state: s, decisions: [d] };
+    },
+  },
+};
+
 export function mutation(name: string): Mutation {
   const m = MUTATIONS.find((x) => x.name === name);
   if (!m) throw new Error(`no mutation ${name}: ${MUTATIONS.map((x) => x.name).join(', ')}`);

@@ -70,6 +70,8 @@ export interface RunConfig {
   teammates: boolean;
   /** Trunk lives on a remote ([remote]): a landing is a push, and teammates push there. */
   remote: boolean;
+  /** [forge] land = "pr" (runs with a remote only): a landing waits for its pull request's hosted checks; `approval`: and a person's approving review. */
+  pr?: { approval: boolean };
 }
 
 export interface RunOptions {
@@ -90,6 +92,8 @@ export interface RunOptions {
 const MAX_CRASHES = 2;
 /** The run's [remote], when it has one: two more tries of a push, after 100 ms then 200 ms. */
 const REMOTE = { name: 'origin', url: 'git://127.0.0.1/sim.git', push_branches: false, retries: 2, backoff_ms: 100 };
+/** The run's [forge] in PR mode: two required checks, asked again twice before a missing one pages. */
+const FORGE = { repo: 'sim/sim', land: 'pr' as const, required_checks: ['ci', 'lint'], retries: 2, backoff_ms: 1000 };
 /** Starts after a run that ended waiting on the operator. */
 const MAX_RESTARTS = 4;
 
@@ -139,6 +143,7 @@ export class Sim {
     this.cap = o.maxSteps ?? 20_000;
     this.cfg = this.configure();
     if (this.cfg.remote) this.git.remote = { trunk: this.git.trunk, landed: new Map() };
+    if (this.cfg.pr) this.git.forge = { pulls: new Map(), green: new Set(), missing: new Map(), next: 1 };
   }
 
   pick<P extends Point>(p: P) {
@@ -161,6 +166,9 @@ export class Sim {
     const gather = this.pick('gather') === 'yes';
     const architect = this.pick('has-architect') === 'yes';
     const others = this.pick('teammates');
+    const remote = others === 'remote' || others === 'remote-and-teammates';
+    // Drawn last, and only with a remote: schedules recorded before PR mode replay the same runs.
+    const forge = remote ? this.pick('forge') : 'push';
     return {
       blocks,
       maxParallel,
@@ -173,7 +181,8 @@ export class Sim {
         ...(budgets === 'run' || budgets === 'both' ? { run_usd: 3 } : {}),
       },
       teammates: others === 'yes' || others === 'remote-and-teammates',
-      remote: others === 'remote' || others === 'remote-and-teammates',
+      remote,
+      ...(forge === 'push' ? {} : { pr: { approval: forge === 'pr-approval' } }),
     };
   }
 
@@ -271,6 +280,7 @@ export class Sim {
       budgets: cfg.budgets,
       merge: { batch: cfg.batch, verify_trunk: cfg.verifyTrunk, gather: cfg.gather },
       ...(cfg.remote ? { remote: REMOTE } : {}),
+      ...(cfg.pr ? { forge: { ...FORGE, require_human_approval: cfg.pr.approval } } : {}),
     });
     this.feed({ type: 'register.loaded', blocks: cfg.blocks });
     const boot: EventBody[] = [{ type: 'recovery.started', previous: previous ? `sim-${this.runNo - 1}` : null, torn: false }];
@@ -496,6 +506,8 @@ export class Sim {
       case 'wrap.requested':
       case 'worker.overran':
       case 'remote.retry':
+      case 'pr.requested':
+      case 'pr.wait':
         return effect();
       case 'escalation.raised':
         if (d.handler === 'operator') effect();

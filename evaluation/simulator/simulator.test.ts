@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { loadTemplate, parseTemplate, TEMPLATES_DIR, templateNames } from '../template.ts';
 import { goldenRunDirs, goldenTemplate } from '../golden.ts';
-import { MUTATIONS } from './mutations.ts';
+import { LAND_PAST_RED_HOSTED_CHECK, MUTATIONS } from './mutations.ts';
 import { REAL, simulate } from './run.ts';
 import { rerun, search } from './search.ts';
 import { reproduce } from './main.ts';
@@ -35,6 +35,17 @@ describe('the simulator', () => {
     expect(found).toEqual([]);
     expect(r.coverage.missing()).toMatchObject({ decisions: [], escalations: [] });
     expect(r.steps).toBeGreaterThan(100_000);
+  }, 120_000);
+
+  it('lands through pull requests in some runs, and catches a landing past a red hosted check by trunk-checks-green', () => {
+    const pr = search({ from: 1, runs: 400 });
+    for (const fault of ['pr:checks-red', 'pr:checks-pending', 'pr:checks-missing', 'pr:changes-requested', 'pr:closed', 'pr:rate-limited'])
+      expect(pr.coverage.faults.get(fault), fault).toBeGreaterThan(0);
+    const m = LAND_PAST_RED_HOSTED_CHECK;
+    const r = search({ from: 1, runs: CI_TEST_SEEDS, engine: m.engine, stopAtFirst: true });
+    expect(r.failures.map((f) => f.violation!.invariant)).toEqual([m.caughtBy]);
+    // The real engine keeps the invariant on the very same schedule.
+    expect(rerun(r.failures[0]!.case, REAL).violation).toBeUndefined();
   }, 120_000);
 
   // Each engine bug the simulator found keeps its failing schedule (a case written by --out,

@@ -32,6 +32,8 @@ const UNPLAYABLE = new Set(['external', 'fetch', 'push', 'test', 'rebase']);
  */
 export function unplayable(real: RunResult): string[] {
   const out = describeSchedule(real.choices, real.points).filter((f) => UNPLAYABLE.has(f.split(' ')[1]!.split('=')[0]!));
+  // The world's forge answers are not staged as [forge] faults and people: the template lands by push.
+  if (real.config.pr) out.push('the run lands through pull requests ([forge] land = "pr"); the template lands by push');
 
   real.logs.forEach((log, i) => {
     const boot = log.findIndex((e) => e.type === 'recovery.finished');

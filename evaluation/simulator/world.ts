@@ -38,6 +38,15 @@ export class Git {
    * until the operator clears it.
    */
   readonly planted = new Set<string>();
+  /**
+   * The forge, in a PR-mode run ([forge] land = "pr"): each block's one pull request (a
+   * person may close it), the shas whose required hosted checks it reported green (the only
+   * tops trunk may move to in PR mode), and the shas whose checks have not reported yet,
+   * with how many more asks they stay missing.
+   */
+  forge:
+    | { pulls: Map<string, { number: number; closed?: string }>; green: Set<string>; missing: Map<string, number>; next: number }
+    | undefined;
   private n = 0;
 
   constructor() {

@@ -138,6 +138,16 @@ async function startHolding(
   seat: Seat | undefined,
   forgeRun?: ForgeRun,
 ): Promise<number> {
+  // What telling a block's issue how it goes needs, at recovery and while the run goes.
+  const issueTelling = (f: ForgeRun) => ({
+    repo,
+    forge: f.forge,
+    issues: f.issues,
+    trunk: config.trunk,
+    repoArg: o.repo,
+    retries: f.settings.retries,
+    backoffMs: f.settings.backoffMs,
+  });
   // One engine per repository: nothing below runs while another engine holds the repository.
   mkdirSync(join(repo, '.tron'), { recursive: true });
   const lock = acquireLock(join(repo, '.tron', 'engine.lock'), {
@@ -210,19 +220,7 @@ async function startHolding(
     if (idle) {
       // A landing a killed run could not tell its issue is told now (engine/forge/progress.ts).
       if (forgeRun && Object.keys(forgeRun.issues).length > 0)
-        await tellRecovered(
-          {
-            repo,
-            forge: forgeRun.forge,
-            issues: forgeRun.issues,
-            trunk: config.trunk,
-            repoArg: o.repo,
-            retries: forgeRun.settings.retries,
-            backoffMs: forgeRun.settings.backoffMs,
-            print: o.print,
-          },
-          recovery.events,
-        );
+        await tellRecovered({ ...issueTelling(forgeRun), print: o.print }, recovery.events);
       o.print(`tron: nothing to do — ${idle.summary}; no new run (the latest: ${previous})`);
       // A block parked because its dependency was abandoned waits on that: no answer is offered for it.
       for (const { block, blocker } of idle.blocked) o.print(`tron: ${block} is blocked: it ${blockerWords(blocker)}`);
@@ -263,13 +261,7 @@ async function startHolding(
     const progress =
       forgeRun && (forgeRun.intake || Object.keys(forgeRun.issues).length > 0)
         ? new ForgeProgress({
-            repo,
-            forge: forgeRun.forge,
-            issues: forgeRun.issues,
-            trunk: config.trunk,
-            repoArg: o.repo,
-            retries: forgeRun.settings.retries,
-            backoffMs: forgeRun.settings.backoffMs,
+            ...issueTelling(forgeRun),
             record: (body): boolean => engine.record(body),
             print: say,
           })

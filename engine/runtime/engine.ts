@@ -171,7 +171,7 @@ export class Engine {
   /** Stops everything the run started and closes the log; the exit status of the run. */
   private async shutdown(failed: boolean): Promise<number> {
     for (const close of this.closers) close();
-    this.turns.stop(() => true);
+    this.turns.stopAll();
     // Effects decided last start once their lines are on disk: then every effect is in `running`.
     while (this.flushing !== undefined) await this.flushing;
     const settled = Promise.allSettled([...this.running]);
@@ -281,7 +281,7 @@ export class Engine {
   stop(signal: string): void {
     if (this.state.finished) return;
     this.inputs.push({ type: 'run.stopping', signal });
-    this.turns.stop(() => true);
+    this.turns.stopAll();
   }
 
   /** A failure from outside the loop (the database lost: engine/log/cluster.ts): the run ends with exit 1, naming it. */
@@ -291,7 +291,7 @@ export class Engine {
 
   /** A second signal: kill every worker process group now. */
   abortNow(): void {
-    this.turns.stop(() => true);
+    this.turns.stopAll();
   }
 
   /** --watch: the register changed by a source the engine does not watch itself (the forge's issues: engine/forge/watch.ts). */

@@ -66,7 +66,7 @@ const TABLE = {
         type: 'string',
         value: 'ROLES',
         description:
-          'the jobs to claim, comma-separated: builder, reviewer, architect (turns), test (test runs) (default builder,reviewer)',
+          'the jobs to claim, comma-separated: builder, reviewer, architect (turns), test (test runs) (default builder,reviewer,test)',
       },
     },
     examples: [

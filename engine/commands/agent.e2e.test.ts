@@ -93,7 +93,7 @@ describe.skipIf(NO_DATABASE)('tron agent with [cluster] database', () => {
       for (let n = 0; n < 3; n += 1) {
         const clone = join(scratch, `clone-${n}`);
         await execa('git', ['clone', '-q', served.url, clone], { env: ENV });
-        const agent = execa('node', [BIN, 'agent', '--repo', clone, '--database', server.url, '--roles', 'builder,reviewer'], {
+        const agent = execa('node', [BIN, 'agent', '--repo', clone, '--database', server.url, '--roles', 'builder,reviewer,test'], {
           env: ENV,
           reject: false,
           stdin: 'ignore',

@@ -1,5 +1,5 @@
 /**
- * `tron agent --database URL [--slots N] [--roles builder,reviewer]`: a host that runs
+ * `tron agent --database URL [--slots N] [--roles builder,reviewer,test]`: a host that runs
  * worker turns for an engine elsewhere (docs/cluster.md). It works in its own clone of the
  * repository (`--repo`), reads its config and workers from there, and claims from the
  * database's queue the turns its roles allow. For each job it fetches the remote's trunk
@@ -70,7 +70,8 @@ function usage(path: string, message: string): InputError {
 export async function agentCommand(o: AgentOptions): Promise<number> {
   const repo = resolve(o.repo);
   requireRepo(repo);
-  const roles = o.roles ?? ['builder', 'reviewer'];
+  // An agent that can build can test: with jobs = "agents" every test run waits for one with role test.
+  const roles = o.roles ?? ['builder', 'reviewer', 'test'];
   const wrong = roles.filter((r) => !(AGENT_ROLES as readonly string[]).includes(r));
   if (wrong.length > 0 || roles.length === 0)
     throw usage(

@@ -184,13 +184,13 @@ describe.skipIf(NO_DATABASE)('test runs on tron agents', () => {
         for (const r of runs) expect(r.tests.ran_on, `${r.type} at ${r.sha}`).toMatch(/^agent /);
         expect(all.filter((e) => e.type === 'tests.refused')).toEqual([]);
         expectLandingsTested(all, (ranOn) => ranOn?.startsWith('agent ') ?? false);
-        // Each was handed out by a line of its own, whose job an agent completed at its first attempt.
+        // Each was handed out by a line of its own, whose job an agent completed.
         const queued = all.filter((e) => e.type === 'tests.queued');
         expect(queued.map((q) => q.sha).sort()).toEqual(runs.map((r) => r.sha).sort());
         for (const q of queued) expect(q.ref).toBe(`refs/tron/test/${q.sha}`);
         const jobs = await testJobs(c.db, 'tests-on-agents');
         expect(jobs.map((j) => j.seq)).toEqual(queued.map((q) => q.seq));
-        for (const j of jobs) expect(j).toMatchObject({ state: 'done', attempt: 1, worker: expect.stringMatching(/^agent /) });
+        for (const j of jobs) expect(j).toMatchObject({ state: 'done', worker: expect.stringMatching(/^agent /) });
         // The gate's and the lane's decisions are not jobs themselves: their engine part (git, the stacks) ran in the engine.
         const { rows } = await c.db.client.query<{ n: string }>(
           `select count(*) as n from tron_jobs where repository = 'tests-on-agents' and kind <> all($1::text[])`,
@@ -238,7 +238,9 @@ describe.skipIf(NO_DATABASE)('test runs on tron agents', () => {
         expect(run.exitCode, `${run.stdout}\n${run.stderr}\n${c.outs.join('\n---\n')}`).toBe(0);
         const jobs = await testJobs(c.db, 'test-agent-killed');
         const again = jobs.find((j) => j.seq === killed.seq)!;
-        expect(again).toMatchObject({ state: 'done', attempt: 2 });
+        expect(again.state).toBe('done');
+        // (A busy machine may miss a live agent's heartbeat too: then a later attempt than the second.)
+        expect(again.attempt).toBeGreaterThanOrEqual(2);
         expect(again.worker).not.toBe(killed.worker);
         expect(again.worker).toMatch(/^agent /);
         // The dead attempt's result, sent now (forged, or late from a host that comes back): refused in SQL.

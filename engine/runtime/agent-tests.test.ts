@@ -184,6 +184,8 @@ describe('test runs on agents', () => {
       () => {
         throw new Error('the test run could not be carried out by agent x: no space left');
       },
+      // The right sha, but a tail no runner's last lines are: not written into the log.
+      () => [{ ...lie, agent: 'agent big', sha: s.next, tests: { ...lie.tests, tail: 'x'.repeat(70_000) } }],
     ];
     let ranHere = 0;
     const here = async (): Promise<SuiteRun> => {
@@ -196,12 +198,13 @@ describe('test runs on agents', () => {
       ranHere -= 1;
       await suites.settle();
     }
-    expect(ranHere).toBe(3);
+    expect(ranHere).toBe(4);
     const refused = s.notes.filter((n) => n.type === 'tests.refused') as Array<TronEvent & { agent?: string; reason: string }>;
-    expect(refused.map((r) => r.agent)).toEqual(['agent liar', undefined, undefined]);
+    expect(refused.map((r) => r.agent)).toEqual(['agent liar', undefined, undefined, undefined]);
     expect(refused[0]!.reason).toBe(`agent liar reported a run of ${other}, not of ${s.next}, the sha it was asked to test`);
     expect(refused[1]!.reason).toMatch(/^the agent reported no test run tron can read/);
     expect(refused[2]!.reason).toContain('the run was not carried out: the test run could not be carried out by agent x: no space left');
+    expect(refused[3]!.reason).toMatch(/^agent big reported no test run tron can read: tests\.tail: /);
     expect(await s.bare.git('for-each-ref', 'refs/tron/test/')).toBe('');
   });
 

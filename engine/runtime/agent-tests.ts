@@ -49,12 +49,20 @@ export interface SuiteRequest extends SuiteAt {
 /** The most of a run's output (characters) that travels back with its report: its end, where failures are. */
 const OUTPUT_CHARS = 64 * 1024;
 
-const testRun = EVENT_SCHEMAS['trunk.tested'].shape.tests;
+/** A run as an event records it, with bounds on what an agent could make as large as it likes. */
+const testRun = EVENT_SCHEMAS['trunk.tested'].shape.tests.extend({
+  log: z.string().max(1000),
+  tail: z.string().max(OUTPUT_CHARS),
+  failures: z.string().max(OUTPUT_CHARS).optional(),
+});
+
+/** An agent's name as it gives it: one printable line. */
+const AGENT_NAME = /^[^\p{Cc}]{1,200}$/u;
 
 /** An agent's report, as the engine reads it: anything else is refused. */
 const REPORT = z.strictObject({
   sha: z.string().regex(/^[0-9a-f]{40}$/),
-  agent: z.string().min(1).max(200),
+  agent: z.string().regex(AGENT_NAME),
   setup: testRun.nullable(),
   tests: testRun.nullable(),
   output: z.strictObject({ setup: z.string().max(OUTPUT_CHARS).optional(), tests: z.string().max(OUTPUT_CHARS).optional() }),
@@ -191,8 +199,9 @@ function reportOf(inputs: unknown): SuiteReport {
   const parsed = REPORT.safeParse(first);
   if (!parsed.success) {
     const agent = (first as { agent?: unknown } | undefined)?.agent;
+    const issue = parsed.error.issues[0];
     throw new Refused(
-      `${typeof agent === 'string' ? agent.slice(0, 200) : 'the agent'} reported no test run tron can read: ${parsed.error.issues[0]?.message ?? 'no report'}`,
+      `${typeof agent === 'string' && AGENT_NAME.test(agent) ? agent : 'the agent'} reported no test run tron can read: ${issue ? `${issue.path.join('.') || 'the report'}: ${issue.message}` : 'no report'}`,
     );
   }
   return parsed.data;
@@ -253,8 +262,8 @@ export async function runSuiteHere(base: AgentBase, claimed: Claimed, key: JobKe
     const report: SuiteReport = {
       sha: tested ?? '',
       agent,
-      setup: suite.setup,
-      tests: suite.tests,
+      setup: suite.setup && clip(suite.setup),
+      tests: suite.tests && clip(suite.tests),
       output: {
         ...(suite.setup ? { setup: tail(join(runDir, suite.setup.log)) } : {}),
         ...(suite.tests ? { tests: tail(join(runDir, suite.tests.log)) } : {}),
@@ -267,6 +276,15 @@ export async function runSuiteHere(base: AgentBase, claimed: Claimed, key: JobKe
     base.checkouts.release(name);
     await gitOut(base.repo, ['update-ref', '-d', tracking]).catch(() => undefined);
   }
+}
+
+/** A run's lines within what the engine reads (an output of a few very long lines could pass them). */
+function clip(run: TestRun): TestRun {
+  return {
+    ...run,
+    tail: run.tail.slice(-OUTPUT_CHARS),
+    ...(run.failures !== undefined ? { failures: run.failures.slice(0, OUTPUT_CHARS) } : {}),
+  };
 }
 
 /** The end of a file, at most OUTPUT_CHARS characters of it. */

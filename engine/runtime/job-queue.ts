@@ -316,7 +316,8 @@ export async function brokerFor(db: Database, log: PgEventLog, config: Config): 
       {
         code: 'TRON_USAGE',
         path: '[cluster] jobs',
-        message: '"agents" runs turns on other hosts, which fetch and push through the remote: add [remote] to .tron/config.toml',
+        message:
+          '"agents" runs turns and test runs on other hosts, which fetch and push through the remote: add [remote] to .tron/config.toml',
       },
     ]);
   await migrateJobs(db);

@@ -259,7 +259,7 @@ describe.skipIf(NO_DATABASE)('test runs on tron agents', () => {
     );
   }, 300_000);
 
-  it('refuses an agent’s report of a sha it was not asked to test, and runs that suite in the engine instead', async () => {
+  it('refuses an agent’s report of a sha it was not asked to test, and runs that suite in the engine instead (the first test waiting, said, until an agent holds test)', async () => {
     const other = 'f'.repeat(40);
     let liar: { stop(): Promise<void> } | undefined;
     await withCluster(
@@ -267,7 +267,13 @@ describe.skipIf(NO_DATABASE)('test runs on tron agents', () => {
       ['builder,reviewer'],
       () => ({}),
       async (c) => {
-        // An agent that runs nothing and reports every test green — of another sha.
+        // No agent holds role test yet: the engine says so at its first test run, which waits in the queue.
+        let said = '';
+        c.engine.stdout!.on('data', (chunk: Buffer) => {
+          said += chunk.toString();
+        });
+        while (!said.includes('no tron agent holds role test yet')) await new Promise((r) => setTimeout(r, 50));
+        // Then one starts, which runs nothing and reports every test green — of another sha.
         liar = await startWorkers({
           url: server.url,
           roles: ['test'],

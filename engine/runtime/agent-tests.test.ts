@@ -232,6 +232,24 @@ describe('test runs on agents', () => {
     expect(await s.bare.git('for-each-ref', 'refs/tron/test/')).toBe('');
   });
 
+  it('says once, at the first test run, when no agent holds role test — and nothing when one does', async () => {
+    const s = await setup();
+    const agent = await s.agent(NO_SANDBOX);
+    for (const live of [0, 1]) {
+      const said: string[] = [];
+      const fx = { ...s.fx, print: (line: string) => said.push(line) };
+      const suites = new AgentSuites(through(agent).submit, async () => live);
+      await suites.run(fx, at(s.trunk), never);
+      await suites.run(fx, at(s.next), never);
+      await suites.settle();
+      expect(said).toEqual(
+        live === 0
+          ? ['tron: no tron agent holds role test yet: test runs wait in the queue until one starts (`tron agent --roles test`)']
+          : [],
+      );
+    }
+  });
+
   it('has an agent refuse to test when the remote’s test ref holds another sha than the one asked for', async () => {
     const s = await setup();
     const agent = await s.agent(NO_SANDBOX);

@@ -79,8 +79,13 @@ export class AgentSuites implements RemoteSuites {
   private readonly held = new Map<string, { users: number; ready: Promise<void> }>();
   private readonly deleting = new Map<string, Promise<void>>();
   private swept: Promise<void> | undefined;
+  private looked = false;
 
-  constructor(private readonly submit: Submit) {}
+  /** `testers`: how many live agents hold role test now (undefined: not known); asked once, at the first run. */
+  constructor(
+    private readonly submit: Submit,
+    private readonly testers?: () => Promise<number | undefined>,
+  ) {}
 
   async run(c: EffectContext, at: SuiteAt, here: () => Promise<SuiteRun>): Promise<SuiteRun> {
     const remote = c.remote;
@@ -103,7 +108,9 @@ export class AgentSuites implements RemoteSuites {
           testEnv: [...c.config.testEnv],
           testNetwork: c.config.sandbox.testNetwork,
         };
-        const inputs = await this.submit(line, { kind: 'tests.queued', role: 'test', request });
+        const outcome = this.submit(line, { kind: 'tests.queued', role: 'test', request });
+        this.lookForTesters(c);
+        const inputs = await outcome;
         report = reportOf(inputs);
         agent = report.agent;
         if (report.sha !== at.sha)
@@ -162,6 +169,19 @@ export class AgentSuites implements RemoteSuites {
         if (this.deleting.get(sha) === gone) this.deleting.delete(sha);
       });
     this.deleting.set(sha, gone);
+  }
+
+  /** At the first test run: no agent holds role test yet, said once — the run would otherwise wait without a word. */
+  private lookForTesters(c: EffectContext): void {
+    if (this.looked || !this.testers) return;
+    this.looked = true;
+    void this.testers().then(
+      (n) => {
+        if (n === 0)
+          c.print('tron: no tron agent holds role test yet: test runs wait in the queue until one starts (`tron agent --roles test`)');
+      },
+      () => undefined,
+    );
   }
 
   /** Once every test ref this engine pushed is removed (or failed to be): the run's end waits for it. */

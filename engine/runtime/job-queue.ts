@@ -123,7 +123,18 @@ export class JobBroker {
   readonly suites: AgentSuites | undefined;
 
   constructor(private readonly o: BrokerOptions) {
-    this.suites = o.localRoles.includes('test') ? undefined : new AgentSuites((line, job) => this.submit(line, job));
+    this.suites = o.localRoles.includes('test')
+      ? undefined
+      : new AgentSuites(
+          (line, job) => this.submit(line, job),
+          () => this.testers(),
+        );
+  }
+
+  /** How many live pools (heard from within the reaper's lapse) take test runs. */
+  private async testers(): Promise<number | undefined> {
+    const { rows } = await this.listener!.query<{ n: number }>(`select count(*)::int as n from tron_agents where 'test' = any(roles)`);
+    return rows[0]?.n;
   }
 
   queued(job: Job): boolean {

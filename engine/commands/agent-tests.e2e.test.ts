@@ -317,3 +317,30 @@ describe.skipIf(NO_DATABASE)('test runs on tron agents', () => {
     );
   }, 300_000);
 });
+
+describe('a host that only tests', () => {
+  it('needs no worker CLI: the workers are checked only where turns are claimed', async () => {
+    const repo = await makeProject({
+      blocks: { alpha: {} },
+      config: configFile({ workers: approvingWorkers('/nonexistent/worker-cli'), extra: '\n[remote]\n' }),
+    });
+    try {
+      await repo.git('remote', 'add', 'origin', repo.dir);
+      const agent = (roles: string) =>
+        execa('node', [BIN, 'agent', '--repo', repo.dir, '--database', 'postgres://nobody@127.0.0.1:1/none', '--roles', roles], {
+          env: ENV,
+          reject: false,
+          stdin: 'ignore',
+        });
+      const builder = await agent('builder,test');
+      expect(builder.exitCode).toBe(2);
+      expect(builder.stderr).toContain('TRON_WORKER_NOT_FOUND');
+      // Past the check of the workers, to the database (which is not there).
+      const tester = await agent('test');
+      expect(tester.stderr).not.toContain('TRON_WORKER_NOT_FOUND');
+      expect(tester.stderr).toContain('ECONNREFUSED 127.0.0.1:1');
+    } finally {
+      await repo.cleanup();
+    }
+  }, 60_000);
+});

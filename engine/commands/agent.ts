@@ -80,7 +80,8 @@ export async function agentCommand(o: AgentOptions): Promise<number> {
     );
   const slots = o.slots ?? 1;
   if (!Number.isInteger(slots) || slots < 1 || slots > 64) throw usage('--slots', 'must be a whole number from 1 to 64');
-  const { config } = await checkProject(repo, o.workers ? undefined : o.env);
+  // The worker CLIs are checked where turns run: a host that only tests needs none.
+  const { config } = await checkProject(repo, o.workers || !roles.some((r) => r !== 'test') ? undefined : o.env);
   const url = o.database ?? databaseUrl(config.cluster, o.env);
   if (!url) throw usage('--database', 'an agent claims jobs from a database: give --database URL, TRON_DATABASE_URL or [cluster] database');
   if (!config.remote)

@@ -168,6 +168,7 @@ export async function openDatabase(url: string): Promise<Database> {
   const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 10_000 });
   // A dropped connection is reported by the next query; never as an unhandled 'error' event.
   client.on('error', () => undefined);
+  oneQueryAtATime(client);
   try {
     await client.connect();
   } catch (err) {
@@ -180,6 +181,22 @@ export async function openDatabase(url: string): Promise<Database> {
     throw err;
   }
   return { url, client, end: () => client.end().catch(() => undefined) };
+}
+
+/**
+ * The log's appends, the lease's renewals and the readers share one connection, and their
+ * queries come from timers and effects at any moment. pg queues a query sent while another
+ * runs, but warns on stderr that this is deprecated (and pg 9 will refuse it): each query
+ * here waits for the one before it to settle.
+ */
+function oneQueryAtATime(client: pg.Client): void {
+  const send = client.query.bind(client) as (...args: unknown[]) => Promise<unknown>;
+  let last: Promise<unknown> = Promise.resolve();
+  client.query = ((...args: unknown[]) => {
+    const next = last.then(() => send(...args));
+    last = next.catch(() => undefined);
+    return next;
+  }) as typeof client.query;
 }
 
 async function migrate(client: pg.Client, url: string): Promise<void> {

@@ -37,6 +37,7 @@ import * as git from '../git/index.ts';
 import { fetchRef } from '../git/remote.ts';
 import { gitOut } from '../git/run.ts';
 import { EFFECTS, type Job } from './effects/table.ts';
+import { AgentTurns } from './agent-turns.ts';
 
 /** The decisions whose effects are jobs on the queue: worker turns and test runs. */
 export const QUEUED: ReadonlySet<DecisionType> = new Set<DecisionType>([
@@ -116,6 +117,7 @@ export class JobBroker {
   private again = false;
   private closed = false;
   private fx: EffectContext | undefined;
+  private agentTurns: AgentTurns | undefined;
 
   constructor(private readonly o: BrokerOptions) {}
 
@@ -138,14 +140,19 @@ export class JobBroker {
       this.check();
     });
     const role = roleOf(job.decision);
-    if (this.o.localRoles.includes(role) || role !== 'builder') return result;
+    if (this.o.localRoles.includes(role)) return result;
     // A builder's commits were made on an agent and pushed to the remote: they come into the
     // block's worktree here before its reply is decided on (the gate reads them there).
     const block = (job.decision as { block: string }).block;
-    return result.then(async (out) => {
-      await adoptWork(this.fx!, block);
-      return out;
-    });
+    const adopted =
+      role !== 'builder'
+        ? result
+        : result.then(async (out) => {
+            await adoptWork(this.fx!, block);
+            return out;
+          });
+    // A turn on an agent is in the engine's turn table meanwhile: stopped and timed as one here (agent-turns.ts).
+    return job.decision.type === 'block.dispatched' && this.agentTurns ? this.agentTurns.watch(job, adopted) : adopted;
   }
 
   /** Listens for results; with `local`, runs a pool of workers against the engine's own context. */
@@ -155,6 +162,11 @@ export class JobBroker {
     this.listener = listener;
     listener.on('notification', () => this.check());
     await listener.query(`listen ${RESULTS_CHANNEL}`);
+    if (!this.o.localRoles.includes('builder')) {
+      this.agentTurns = await AgentTurns.open(this.o.url, this.o.at, fx, this.o.heartbeatMs);
+      // The probe of a turn on an agent is asked of that agent (effects/liveness.ts).
+      fx.agentTurns = this.agentTurns;
+    }
     if (this.o.localRoles.length > 0) {
       this.workers = await startWorkers({
         url: this.o.url,
@@ -209,6 +221,7 @@ export class JobBroker {
     this.closed = true;
     if (this.timer) clearInterval(this.timer);
     await this.workers?.stop();
+    await this.agentTurns?.close();
     await this.listener?.end().catch(() => undefined);
   }
 }

@@ -66,7 +66,13 @@ describe.skipIf(NO_DATABASE)('turns on agents, stopped and timed as the engineâ€
   afterAll(async () => server?.stop(), 60_000);
 
   /** A project of one block on a served remote, one agent in its own clone; `extra` config lines; removed after `body`. */
-  async function withAgent(repository: string, first: string, extra: string, body: (s: Setup) => Promise<void>): Promise<void> {
+  async function withAgent(
+    repository: string,
+    first: string,
+    extra: string,
+    body: (s: Setup) => Promise<void>,
+    turn = '1m',
+  ): Promise<void> {
     const scratch = mkdtempSync(join(tmpdir(), 'tron-agent-live-'));
     const held = join(scratch, 'alpha.held');
     const bare = await makeBareRemote();
@@ -76,7 +82,7 @@ describe.skipIf(NO_DATABASE)('turns on agents, stopped and timed as the engineâ€
       config: configFile({
         workers: approvingWorkers(writeBuilder(scratch, builder(held, first))),
         extra: `${extra}\n[sandbox]\nmode = "off"\n\n[remote]\nbackoff = "100ms"\nretries = 50\n\n[cluster]\ndatabase = "${server.url}"\nrepository = "${repository}"\njobs = "agents"\nheartbeat = "500ms"\nlease = "2s"\n`,
-      }),
+      }).replace('turn = "1m"', `turn = "${turn}"`),
     });
     const db = await openDatabase(server.url);
     let agent: ResultPromise | undefined;
@@ -127,6 +133,8 @@ describe.skipIf(NO_DATABASE)('turns on agents, stopped and timed as the engineâ€
     expect(await s.repo.git('for-each-ref', '--format=%(refname:short)', 'refs/tron/landed/')).toBe('tron/landed/alpha');
     const subjects = (await s.bare.git('log', '--format=%s', 'main')).split('\n');
     expect(subjects.filter((x) => x === 'Build alpha')).toHaveLength(1);
+    // Landed, its work ref on the remote is gone.
+    expect(await s.bare.git('for-each-ref', 'refs/tron/work/')).toBe('');
   }
 
   it('stops the turn on the agent when the engine is stopped, exits, and lands the block at the next start', async () => {
@@ -161,5 +169,61 @@ describe.skipIf(NO_DATABASE)('turns on agents, stopped and timed as the engineâ€
       expect(all).toHaveLength(2);
       expect(all[1]!.map((e) => e.type)).toContain('recovery.started');
     });
+  }, 240_000);
+
+  const fast = (extension: string) => `\n[liveness]\nprobe_wait = "300ms"\nextension = "${extension}"\nmax_extensions = 3\nreissues = 1\n`;
+
+  it('probes a silent turn on the agent that runs it, re-issues it and kills the old worker there, and lands the block', async () => {
+    await withAgent(
+      'silent',
+      'exec sleep 120',
+      fast('1s'),
+      async (s) => {
+        const run = await s.start();
+        expect(run.exitCode, `${run.stdout}\n${run.stderr}\n${s.out()}`).toBe(0);
+        const worker = Number(readFileSync(s.held, 'utf8'));
+        expect(alive(worker), `worker ${worker}`).toBe(false);
+        const [events] = await runs(s.db, 'silent');
+        const alpha = events!.filter((e) => e.block === 'alpha');
+        const live = alpha
+          .map((e) => e.type)
+          .filter((t) => ['timer.fired', 'worker.overran', 'worker.probed', 'turn.reissued'].includes(t));
+        expect(live.slice(0, 4)).toEqual(['timer.fired', 'worker.overran', 'worker.probed', 'turn.reissued']);
+        expect(alpha.find((e) => e.type === 'worker.probed')).toMatchObject({ alive: false, turn: 1 });
+        // The re-issued turn ran as the next turn of the session; the silent one's reply says it was stopped.
+        const builds = alpha.filter((e) => e.type === 'block.dispatched' && e.role === 'builder').map((e) => e.turn);
+        expect(builds.slice(0, 2)).toEqual([1, 2]);
+        expect(alpha.find((e) => e.type === 'reply.received' && e.turn === 1)).toMatchObject({ ok: false, failure: 'aborted' });
+        expect(alpha.find((e) => e.type === 'worker.exited' && e.pid === worker)).toMatchObject({
+          agent: expect.stringMatching(/^agent /),
+        });
+        await landedOnce(s);
+        // Every timing entered as an input: the run replays to the same decisions.
+        const replay = await execa('node', [BIN, 'replay', '--repo', s.repo.dir], { env: ENV, reject: false, stdin: 'ignore' });
+        expect(replay.exitCode, `${replay.stdout}\n${replay.stderr}`).toBe(0);
+      },
+      '3s',
+    );
+  }, 240_000);
+
+  it('extends a turn on an agent that shows life there, instead of re-issuing it', async () => {
+    const working = 'i=0; while [ $i -lt 20 ]; do echo "working $i"; sleep 0.2; i=$((i+1)); done';
+    await withAgent(
+      'working',
+      working,
+      fast('8s'),
+      async (s) => {
+        const run = await s.start();
+        expect(run.exitCode, `${run.stdout}\n${run.stderr}\n${s.out()}`).toBe(0);
+        const [events] = await runs(s.db, 'working');
+        const probes = events!.filter((e) => e.type === 'worker.probed' && e.turn === 1);
+        expect(probes.length).toBeGreaterThanOrEqual(1);
+        expect(probes[0]).toMatchObject({ alive: true, signs: expect.arrayContaining(['output']) });
+        expect(events!.filter((e) => e.type === 'worker.extended').length).toBeGreaterThanOrEqual(1);
+        expect(events!.filter((e) => e.type === 'turn.reissued')).toHaveLength(0);
+        await landedOnce(s);
+      },
+      '2s',
+    );
   }, 240_000);
 });

@@ -38,6 +38,7 @@ import { fetchRef } from '../git/remote.ts';
 import { gitOut } from '../git/run.ts';
 import { EFFECTS, type Job } from './effects/table.ts';
 import { AgentTurns } from './agent-turns.ts';
+import { failExhausted } from './job-sweep.ts';
 
 /** The decisions whose effects are jobs on the queue: worker turns and test runs. */
 export const QUEUED: ReadonlySet<DecisionType> = new Set<DecisionType>([
@@ -178,7 +179,20 @@ export class JobBroker {
       });
     }
     // A notification lost with a dropped connection: the results are looked for now and then too.
-    this.timer = setInterval(() => this.waiting.size > 0 && this.check(), Math.max(250, this.o.heartbeatMs / 2));
+    let ticks = 0;
+    this.timer = setInterval(
+      () => {
+        if (this.waiting.size === 0) return;
+        this.check();
+        // Every other heartbeat: a job the queue gave up on (25 failed tries, or deleted) fails instead of being waited for (job-sweep.ts).
+        if (++ticks % 4 === 0)
+          void failExhausted(listener, this.o.at, [...this.waiting.keys()]).then(
+            (n) => n > 0 && this.check(),
+            () => undefined,
+          );
+      },
+      Math.max(250, this.o.heartbeatMs / 2),
+    );
     this.timer.unref();
     this.check();
   }

@@ -254,3 +254,18 @@ export async function noteJob(client: pg.ClientBase, key: JobKey, attempt: numbe
   ]);
   return rows[0]?.ok === true;
 }
+
+/**
+ * A client's queries, one at a time: the engine's and the agent's watchers share a
+ * connection among timers and notifications, and pg warns of (and will refuse) a query
+ * issued while another runs.
+ */
+export function serialized(client: pg.ClientBase): pg.ClientBase {
+  let last: Promise<unknown> = Promise.resolve();
+  const query = (...args: unknown[]) => {
+    const run = last.then(() => (client.query as (...a: unknown[]) => Promise<unknown>)(...args));
+    last = run.catch(() => undefined);
+    return run;
+  };
+  return { query } as unknown as pg.ClientBase;
+}

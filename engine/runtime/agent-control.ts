@@ -10,7 +10,7 @@
  */
 import type { Clock } from '../core/clock.ts';
 import type { EventBody } from '../core/events.ts';
-import { type Ask, answerAsk, asksFor, type JobNote, noteJob } from '../log/pg-job-control.ts';
+import { type Ask, answerAsk, asksFor, type JobNote, noteJob, serialized } from '../log/pg-job-control.ts';
 import { ASKS_CHANNEL } from '../log/pg-job-control.ts';
 import { connect, isStaleAttempt, type JobKey } from '../log/pg-jobs.ts';
 import type { ProbeRequest } from './effects/liveness.ts';
@@ -57,13 +57,17 @@ export class AgentControl {
   private again = false;
   private timer: NodeJS.Timeout | undefined;
   private closed = false;
+  /** The connection's queries, one at a time. */
+  private readonly db: pg.ClientBase;
 
   private constructor(
     private readonly client: pg.Client,
     private readonly worker: string,
     private readonly clock: Clock,
     private readonly print: (line: string) => void,
-  ) {}
+  ) {
+    this.db = serialized(client);
+  }
 
   /** Listens for the engine's asks of `worker`'s jobs, and looks every `everyMs` too. */
   static async open(url: string, worker: string, everyMs: number, clock: Clock, print: (line: string) => void): Promise<AgentControl> {
@@ -97,7 +101,7 @@ export class AgentControl {
         entry.probe = run;
       },
       note: (note) => {
-        notes = notes.then(() => noteJob(this.client, key, attempt, note)).catch(() => undefined);
+        notes = notes.then(() => noteJob(this.db, key, attempt, note)).catch(() => undefined);
       },
       release: () => {
         if (this.held.get(id) === entry) this.held.delete(id);
@@ -112,7 +116,7 @@ export class AgentControl {
       this.again = true;
       return;
     }
-    this.looking = asksFor(this.client, this.worker)
+    this.looking = asksFor(this.db, this.worker)
       .then((asks) => {
         for (const ask of asks) this.take(ask);
       })
@@ -151,7 +155,7 @@ export class AgentControl {
 
   private async answer(entry: { key: JobKey; attempt: number }, ask: Ask, answer: unknown): Promise<void> {
     try {
-      await answerAsk(this.client, entry.key, entry.attempt, ask.id, answer);
+      await answerAsk(this.db, entry.key, entry.attempt, ask.id, answer);
     } catch (err) {
       // The attempt was given to another meanwhile: its answer is not wanted.
       if (!isStaleAttempt(err)) this.taken.delete(ask.id);

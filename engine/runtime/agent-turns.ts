@@ -18,7 +18,7 @@
  *   (`worker.spawned`/`worker.exited`, naming the agent: recovery leaves those pids alone).
  */
 import type { EventBody, EventOf } from '../core/events.ts';
-import { askProbe, askStop, answerOf, failJob, jobProgress, NOTES_CHANNEL } from '../log/pg-job-control.ts';
+import { askProbe, askStop, answerOf, failJob, jobProgress, NOTES_CHANNEL, serialized } from '../log/pg-job-control.ts';
 import { connect, type JobKey, type JobResult } from '../log/pg-jobs.ts';
 import type { RunKey } from '../log/pg-log.ts';
 import type { AgentTurnsPort, EffectContext, Outcome } from './effects/context.ts';
@@ -48,13 +48,17 @@ export class AgentTurns implements AgentTurnsPort {
   private again = false;
   private timer: NodeJS.Timeout | undefined;
   private closed = false;
+  /** The connection's queries, one at a time. */
+  private readonly db: pg.ClientBase;
 
   private constructor(
     private readonly client: pg.Client,
     private readonly at: RunKey,
     private readonly fx: EffectContext,
     private readonly heartbeatMs: number,
-  ) {}
+  ) {
+    this.db = serialized(client);
+  }
 
   static async open(url: string, at: RunKey, fx: EffectContext, heartbeatMs: number): Promise<AgentTurns> {
     const client = await connect(url);
@@ -109,12 +113,12 @@ export class AgentTurns implements AgentTurnsPort {
       ],
     });
     try {
-      const how = await askStop(this.client, key, 'stopped by the engine', reply('stopped by the engine before an agent ran it'));
+      const how = await askStop(this.db, key, 'stopped by the engine', reply('stopped by the engine before an agent ran it'));
       if (how !== 'asked') return;
       await new Promise((r) => setTimeout(r, STOP_GRACE_MS + 3 * this.heartbeatMs).unref());
       if (w.done || this.closed) return;
       // Gone with its host: the engine finishes the job itself, and a late result is refused.
-      await failJob(this.client, key, reply('stopped by the engine; the agent running it did not report within the stop grace'));
+      await failJob(this.db, key, reply('stopped by the engine; the agent running it did not report within the stop grace'));
     } catch {
       // The database is gone: the engine's own failure (TRON_DB_LOST) ends the run.
     }
@@ -133,7 +137,7 @@ export class AgentTurns implements AgentTurnsPort {
       signs: [sign],
     });
     if (!w) return silent('the turn is no longer on an agent');
-    const id = await askProbe(this.client, w.key, r);
+    const id = await askProbe(this.db, w.key, r);
     if (id === undefined) return silent('no agent runs the turn: it waits in the queue');
     const bound = r.probeWaitMs + SETTLE_MS + 3 * this.heartbeatMs + 2000;
     const answer = (await this.answerWithin(id, bound)) as { probed?: EventBody | null; ended?: boolean } | undefined;
@@ -147,7 +151,7 @@ export class AgentTurns implements AgentTurnsPort {
   private async answerWithin(id: number, ms: number): Promise<unknown | undefined> {
     const until = Date.now() + ms;
     for (;;) {
-      const answer = await answerOf(this.client, id);
+      const answer = await answerOf(this.db, id);
       if (answer !== undefined || this.closed || Date.now() >= until) return answer;
       await new Promise<void>((resolve) => {
         const wake = () => {
@@ -170,7 +174,7 @@ export class AgentTurns implements AgentTurnsPort {
       this.again = true;
       return;
     }
-    this.looking = jobProgress(this.client, this.at, [...this.watched.keys()], this.lastNote)
+    this.looking = jobProgress(this.db, this.at, [...this.watched.keys()], this.lastNote)
       .then(({ notes }) => {
         for (const n of notes) {
           this.lastNote = Math.max(this.lastNote, n.id);

@@ -39,6 +39,7 @@ import { gitOut } from '../git/run.ts';
 import { EFFECTS, type Job } from './effects/table.ts';
 import { AgentTurns } from './agent-turns.ts';
 import { failExhausted } from './job-sweep.ts';
+import { serialized } from '../log/pg-job-control.ts';
 
 /** The decisions whose effects are jobs on the queue: worker turns and test runs. */
 export const QUEUED: ReadonlySet<DecisionType> = new Set<DecisionType>([
@@ -119,6 +120,8 @@ export class JobBroker {
   private closed = false;
   private fx: EffectContext | undefined;
   private agentTurns: AgentTurns | undefined;
+  /** The listener's queries, one at a time (the results' look and the sweep of given-up jobs share it). */
+  private serial: pg.ClientBase | undefined;
 
   constructor(private readonly o: BrokerOptions) {}
 
@@ -161,6 +164,7 @@ export class JobBroker {
     this.fx = fx;
     const listener = await connect(this.o.url);
     this.listener = listener;
+    this.serial = serialized(listener);
     listener.on('notification', () => this.check());
     await listener.query(`listen ${RESULTS_CHANNEL}`);
     if (!this.o.localRoles.includes('builder')) {
@@ -186,7 +190,7 @@ export class JobBroker {
         this.check();
         // Every other heartbeat: a job the queue gave up on (25 failed tries, or deleted) fails instead of being waited for (job-sweep.ts).
         if (++ticks % 4 === 0)
-          void failExhausted(listener, this.o.at, [...this.waiting.keys()]).then(
+          void failExhausted(this.serial!, this.o.at, [...this.waiting.keys()]).then(
             (n) => n > 0 && this.check(),
             () => undefined,
           );
@@ -204,7 +208,7 @@ export class JobBroker {
       this.again = true;
       return;
     }
-    const client = this.listener;
+    const client = this.serial!;
     this.checking = client
       .query<{ seq: number; outcome: JobResult }>(
         `select seq, outcome from tron_jobs where repository = $1 and run = $2 and state = 'done' and seq = any($3::integer[])`,

@@ -196,6 +196,8 @@ async function runTurnHere(
   try {
     return await runHeldTurn(base, remote, claimed, key, held);
   } finally {
+    // The turn's notes are recorded before its result: the engine reads them to the last when the result comes.
+    await held.flushed();
     held.release();
   }
 }

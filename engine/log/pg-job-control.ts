@@ -111,8 +111,8 @@ export const CONTROL_FUNCTIONS =
 /** What an attempt says of its turn. */
 export type JobNote =
   | { kind: 'started' }
-  | { kind: 'spawned'; pid: number; start_time: string }
-  | { kind: 'exited'; pid: number; code: number | null; signal: string | null };
+  | { kind: 'spawned'; pid: number; start_time: string; agent?: string }
+  | { kind: 'exited'; pid: number; code: number | null; signal: string | null; agent?: string };
 
 /** An open ask of a job an agent holds. */
 export interface Ask extends JobKey {

@@ -97,7 +97,7 @@ describe.skipIf(NO_DATABASE)('the channel to turns on agents', () => {
       expect(await answerOf(d.client, id!)).toEqual({ probed, ended: false });
       await until(async () => (await jobProgress(d.client, key, [key.seq], 0)).notes.length === 2);
       const { notes, jobs } = await jobProgress(d.client, key, [key.seq], 0);
-      expect(notes.map((n) => n.body)).toEqual([{ kind: 'started' }, { kind: 'spawned', pid: 42, start_time: '7' }]);
+      expect(notes.map((n) => n.body)).toEqual([{ kind: 'started' }, { kind: 'spawned', pid: 42, start_time: '7', agent: 'agent two' }]);
       expect(jobs).toEqual([{ seq: key.seq, state: 'running', attempt: 1, worker: 'agent two' }]);
       // The job is given to another attempt: the first one's notes are no longer taken.
       await claimJob(d.client, key, 'agent three');

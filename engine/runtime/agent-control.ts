@@ -42,6 +42,8 @@ export interface HeldTurn {
   probeWith(run: (r: ProbeRequest) => Promise<EventBody>): void;
   /** A note of the turn, sent in order as its attempt. */
   note(note: JobNote): void;
+  /** Resolves once every note sent so far is recorded (before the result: the engine reads them first). */
+  flushed(): Promise<void>;
   /** The job is over here: its asks are no longer this agent's. */
   release(): void;
 }
@@ -101,8 +103,10 @@ export class AgentControl {
         entry.probe = run;
       },
       note: (note) => {
-        notes = notes.then(() => noteJob(this.db, key, attempt, note)).catch(() => undefined);
+        const said = note.kind === 'started' ? note : { ...note, agent: this.worker };
+        notes = notes.then(() => noteJob(this.db, key, attempt, said)).catch(() => undefined);
       },
+      flushed: () => notes.then(() => undefined),
       release: () => {
         if (this.held.get(id) === entry) this.held.delete(id);
       },

@@ -18,7 +18,7 @@
  *   (`worker.spawned`/`worker.exited`, naming the agent: recovery leaves those pids alone).
  */
 import type { EventBody, EventOf } from '../core/events.ts';
-import { askProbe, askStop, answerOf, failJob, jobProgress, NOTES_CHANNEL, serialized } from '../log/pg-job-control.ts';
+import { askProbe, askStop, answerOf, failJob, type JobNote, jobProgress, NOTES_CHANNEL, serialized } from '../log/pg-job-control.ts';
 import { connect, type JobKey, type JobResult } from '../log/pg-jobs.ts';
 import type { RunKey } from '../log/pg-log.ts';
 import type { AgentTurnsPort, EffectContext, Outcome } from './effects/context.ts';
@@ -37,13 +37,14 @@ interface Watched {
   key: JobKey;
   /** The attempt whose start armed the timer. */
   armed: number;
+  /** The id of the last note taken. */
+  lastNote: number;
   done: boolean;
 }
 
 export class AgentTurns implements AgentTurnsPort {
   private readonly watched = new Map<number, Watched>();
   private readonly answers = new Set<() => void>();
-  private lastNote = 0;
   private looking: Promise<void> | undefined;
   private again = false;
   private timer: NodeJS.Timeout | undefined;
@@ -82,16 +83,27 @@ export class AgentTurns implements AgentTurnsPort {
   watch(job: Job, outcome: Promise<Outcome>): Promise<Outcome> {
     const e = job.decision as EventOf<'block.dispatched'>;
     const key = { ...this.at, seq: e.seq };
-    const w: Watched = { e, key, armed: 0, done: false };
+    const w: Watched = { e, key, armed: 0, lastNote: 0, done: false };
     this.watched.set(e.seq, w);
     const signal = this.fx.turns.start(e.block, e.session, e.turn);
     signal.addEventListener('abort', () => void this.stop(w), { once: true });
     this.look();
-    return outcome.finally(() => {
+    const ended = async (): Promise<void> => {
       w.done = true;
+      await this.drain(w).catch(() => undefined);
       this.watched.delete(e.seq);
       this.fx.turns.end(e.session, e.turn);
-    });
+    };
+    return outcome.then(
+      async (out) => {
+        await ended();
+        return out;
+      },
+      async (err: unknown) => {
+        await ended();
+        throw err;
+      },
+    );
   }
 
   /** Stops the job: finished at once while queued, else its agent asked; finished for it after the grace. */
@@ -166,6 +178,31 @@ export class AgentTurns implements AgentTurnsPort {
     }
   }
 
+  /** One note of a watched job, once: a start arms the overrun timer; process notes go to the log. */
+  private apply(w: Watched, n: { id: number; attempt: number; body: JobNote; worker: string | null }): void {
+    // One agent's notes of a job are committed one after another: in order of id.
+    if (n.id <= w.lastNote) return;
+    w.lastNote = n.id;
+    const at = { block: w.e.block, session: w.e.session, turn: w.e.turn };
+    if (n.body.kind === 'started') {
+      if (n.attempt <= w.armed || w.done) return;
+      w.armed = n.attempt;
+      this.fx.turns.restart(w.e.session, w.e.turn);
+      this.fx.turns.arm(w.e.session, w.e.turn, turnBudget(this.fx, w.e));
+      return;
+    }
+    const agent = n.body.agent ?? n.worker ?? 'an agent';
+    if (n.body.kind === 'spawned') this.fx.note({ type: 'worker.spawned', ...at, pid: n.body.pid, start_time: n.body.start_time, agent });
+    else this.fx.note({ type: 'worker.exited', ...at, pid: n.body.pid, code: n.body.code, signal: n.body.signal, agent });
+  }
+
+  /** The notes of a job that just ended, read to its last (its agent sent them before its result). */
+  private async drain(w: Watched): Promise<void> {
+    await this.looking;
+    const { notes } = await jobProgress(this.db, this.at, [w.key.seq], w.lastNote);
+    for (const n of notes) this.apply(w, n);
+  }
+
   /** Reads the watched jobs' notes: a start arms the overrun timer; process notes go to the log. */
   private look(): void {
     for (const wake of [...this.answers]) wake();
@@ -174,23 +211,17 @@ export class AgentTurns implements AgentTurnsPort {
       this.again = true;
       return;
     }
-    this.looking = jobProgress(this.db, this.at, [...this.watched.keys()], this.lastNote)
+    const watched = [...this.watched.values()];
+    this.looking = jobProgress(
+      this.db,
+      this.at,
+      watched.map((w) => w.key.seq),
+      Math.min(...watched.map((w) => w.lastNote)),
+    )
       .then(({ notes }) => {
         for (const n of notes) {
-          this.lastNote = Math.max(this.lastNote, n.id);
           const w = this.watched.get(n.seq);
-          if (!w) continue;
-          const at = { block: w.e.block, session: w.e.session, turn: w.e.turn };
-          const agent = n.worker ?? 'an agent';
-          if (n.body.kind === 'started' && n.attempt > w.armed) {
-            w.armed = n.attempt;
-            this.fx.turns.restart(w.e.session, w.e.turn);
-            this.fx.turns.arm(w.e.session, w.e.turn, turnBudget(this.fx, w.e));
-          } else if (n.body.kind === 'spawned') {
-            this.fx.note({ type: 'worker.spawned', ...at, pid: n.body.pid, start_time: n.body.start_time, agent });
-          } else if (n.body.kind === 'exited') {
-            this.fx.note({ type: 'worker.exited', ...at, pid: n.body.pid, code: n.body.code, signal: n.body.signal, agent });
-          }
+          if (w) this.apply(w, n);
         }
       })
       .catch(() => undefined)

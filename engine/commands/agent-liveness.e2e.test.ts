@@ -106,7 +106,14 @@ describe.skipIf(NO_DATABASE)('turns on agents, stopped and timed as the engineâ€
         out += c.toString();
       });
       const start = () =>
-        execa('node', [BIN, 'start', '--repo', repo.dir, '--plain'], { env: ENV, reject: false, stdin: 'ignore', timeout: 200_000 });
+        execa('node', [BIN, 'start', '--repo', repo.dir, '--plain'], {
+          env: ENV,
+          reject: false,
+          stdin: 'ignore',
+          timeout: 200_000,
+          // The test's SIGTERM is the stop under test: no SIGKILL from execa after it.
+          forceKillAfterDelay: false,
+        });
       await body({ repo, bare, db, held, agent, out: () => out, start });
     } finally {
       agent?.kill('SIGTERM');
@@ -168,6 +175,43 @@ describe.skipIf(NO_DATABASE)('turns on agents, stopped and timed as the engineâ€
       const all = await runs(s.db, 'stopped');
       expect(all).toHaveLength(2);
       expect(all[1]!.map((e) => e.type)).toContain('recovery.started');
+    });
+  }, 240_000);
+
+  it('finishes the stop itself when the agent holding the turn is cut off, and exits without waiting for it', async () => {
+    await withAgent('cut-off', 'exec sleep 120', '', async (s) => {
+      const engine = s.start();
+      while (!existsSync(s.held)) {
+        if (engine.exitCode !== null) throw new Error(`the engine ended first: ${(await engine).stdout}`);
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      const worker = Number(readFileSync(s.held, 'utf8'));
+      // The agent's host is cut off: it hears nothing and says nothing.
+      s.agent.kill('SIGSTOP');
+      try {
+        engine.kill('SIGTERM');
+        const stopped = await engine;
+        expect(stopped.signal, String(stopped.stdout)).toBeUndefined();
+        const [first] = await runs(s.db, 'cut-off');
+        expect(first!.find((e) => e.type === 'reply.received')).toMatchObject({
+          block: 'alpha',
+          ok: false,
+          failure: 'aborted',
+          detail: expect.stringContaining('did not report within the stop grace'),
+        });
+        // The job was finished by the engine: the cut-off attempt can no longer report.
+        const { rows } = await s.db.client.query(
+          `select state, attempt from tron_jobs where repository = 'cut-off' and kind = 'block.dispatched'`,
+        );
+        expect(rows).toEqual([{ state: 'done', attempt: 1 }]);
+      } finally {
+        s.agent.kill('SIGKILL');
+        try {
+          process.kill(worker, 'SIGKILL');
+        } catch {
+          // gone already
+        }
+      }
     });
   }, 240_000);
 

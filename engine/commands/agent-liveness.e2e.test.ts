@@ -178,7 +178,7 @@ describe.skipIf(NO_DATABASE)('turns on agents, stopped and timed as the engineâ€
     });
   }, 240_000);
 
-  it('finishes the stop itself when the agent holding the turn is cut off, and exits without waiting for it', async () => {
+  it('finishes the stop itself when the agent holding the turn is cut off, exits without waiting for it, and the agent stops the turn once back', async () => {
     await withAgent('cut-off', 'exec sleep 120', '', async (s) => {
       const engine = s.start();
       while (!existsSync(s.held)) {
@@ -204,6 +204,10 @@ describe.skipIf(NO_DATABASE)('turns on agents, stopped and timed as the engineâ€
           `select state, attempt from tron_jobs where repository = 'cut-off' and kind = 'block.dispatched'`,
         );
         expect(rows).toEqual([{ state: 'done', attempt: 1 }]);
+        // Back on line, the agent finds its attempt no longer holds the job, and stops the turn there.
+        s.agent.kill('SIGCONT');
+        while (alive(worker)) await new Promise((r) => setTimeout(r, 50));
+        expect(s.out()).toContain('no longer holds its job; its turn is stopped');
       } finally {
         s.agent.kill('SIGKILL');
         try {

@@ -100,13 +100,22 @@ export const CONTROL_MIGRATION = `
     return true;
   end $$;
 
+  -- Of the attempts an agent runs, those that no longer hold their job (given to another, or finished for it).
+  create function tron_lost(p_repository text[], p_run text[], p_seq integer[], p_attempt integer[])
+    returns table (repository text, run text, seq integer, attempt integer)
+  language sql security definer set search_path = public, pg_temp as $$
+    select u.r, u.n, u.s, u.a from unnest(p_repository, p_run, p_seq, p_attempt) as u(r, n, s, a)
+     where not exists (select 1 from tron_jobs j where j.repository = u.r and j.run = u.n and j.seq = u.s
+                         and j.attempt = u.a and j.state = 'running');
+  $$;
+
   revoke execute on function tron_asks(text), tron_answer(text, text, integer, integer, bigint, jsonb),
-    tron_note(text, text, integer, integer, jsonb) from public;
+    tron_note(text, text, integer, integer, jsonb), tron_lost(text[], text[], integer[], integer[]) from public;
 `;
 
 /** The grant of these functions to an agents' role (agentGrants in pg-jobs.ts adds it). */
 export const CONTROL_FUNCTIONS =
-  'tron_asks(text), tron_answer(text, text, integer, integer, bigint, jsonb), tron_note(text, text, integer, integer, jsonb)';
+  'tron_asks(text), tron_answer(text, text, integer, integer, bigint, jsonb), tron_note(text, text, integer, integer, jsonb), tron_lost(text[], text[], integer[], integer[])';
 
 /** What an attempt says of its turn. */
 export type JobNote =
@@ -236,6 +245,21 @@ export async function failJob(client: pg.ClientBase, key: JobKey, result: JobRes
 export async function asksFor(client: pg.ClientBase, worker: string): Promise<Ask[]> {
   const { rows } = await client.query<Ask & { id: string }>('select * from tron_asks($1)', [worker]);
   return rows.map((r) => ({ ...r, id: Number(r.id) }));
+}
+
+/** Of the attempts given, those that no longer hold their job. */
+export async function lostAttempts(
+  client: pg.ClientBase,
+  held: ReadonlyArray<JobKey & { attempt: number }>,
+): Promise<Array<JobKey & { attempt: number }>> {
+  if (held.length === 0) return [];
+  const { rows } = await client.query<JobKey & { attempt: number }>('select * from tron_lost($1, $2, $3, $4)', [
+    held.map((h) => h.repository),
+    held.map((h) => h.run),
+    held.map((h) => h.seq),
+    held.map((h) => h.attempt),
+  ]);
+  return rows;
 }
 
 /** Answers an ask as `attempt`; refused (STALE_ATTEMPT) unless that attempt holds the job. */

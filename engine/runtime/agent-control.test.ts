@@ -3,7 +3,8 @@
  * runtime/agent-control.ts), against a real PostgreSQL: a stop asked of a running job
  * aborts the agent's turn (one registered after the stop too) and is answered; a stop of a
  * queued job finishes it at once and no claim runs it; a probe is answered with what the
- * agent's probe saw; notes and answers count only from the attempt that holds the job.
+ * agent's probe saw; notes and answers count only from the attempt that holds the job, and
+ * an attempt that no longer holds it has its turn stopped.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../core/clock.ts';
@@ -105,6 +106,27 @@ describe.skipIf(NO_DATABASE)('the channel to turns on agents', () => {
       held.note({ kind: 'started' });
       await new Promise((r) => setTimeout(r, 300));
       expect((await jobProgress(d.client, key, [key.seq], 0)).notes).toHaveLength(2);
+      held.release();
+    } finally {
+      await control.close();
+    }
+  });
+
+  it('stops the turn of an attempt that no longer holds its job, as an agent cut off and back finds it', async () => {
+    const { d, key } = await decided('lost');
+    const printed: string[] = [];
+    const control = await AgentControl.open(server.url, 'agent paused', 100, clock, (line) => printed.push(line));
+    try {
+      const claimed = await claimJob(d.client, key, 'agent paused');
+      const held = control.hold(key, claimed!.attempt);
+      const turn = held.turns.start('alpha', 'alpha.1.builder', 1);
+      await new Promise((r) => setTimeout(r, 300));
+      expect(turn.aborted).toBe(false);
+      // Meanwhile the job was given to another agent as attempt 2.
+      await claimJob(d.client, key, 'agent other');
+      await until(() => turn.aborted);
+      expect(held.stopped).toBe('the job was given to another attempt, or finished');
+      expect(printed).toEqual([`tron agent: job ${key.seq} attempt 1 no longer holds its job; its turn is stopped`]);
       held.release();
     } finally {
       await control.close();

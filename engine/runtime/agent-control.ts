@@ -10,7 +10,7 @@
  */
 import type { Clock } from '../core/clock.ts';
 import type { EventBody } from '../core/events.ts';
-import { type Ask, answerAsk, asksFor, type JobNote, noteJob, serialized } from '../log/pg-job-control.ts';
+import { type Ask, answerAsk, asksFor, type JobNote, lostAttempts, noteJob, serialized } from '../log/pg-job-control.ts';
 import { ASKS_CHANNEL } from '../log/pg-job-control.ts';
 import { connect, isStaleAttempt, type JobKey } from '../log/pg-jobs.ts';
 import type { ProbeRequest } from './effects/liveness.ts';
@@ -120,9 +120,20 @@ export class AgentControl {
       this.again = true;
       return;
     }
+    const held = [...this.held.values()];
     this.looking = asksFor(this.db, this.worker)
-      .then((asks) => {
+      .then(async (asks) => {
         for (const ask of asks) this.take(ask);
+        // An attempt whose job was given to another (this host was cut off, or paused) or finished for it: its turn stops.
+        for (const lost of await lostAttempts(
+          this.db,
+          held.map((h) => ({ ...h.key, attempt: h.attempt })),
+        )) {
+          const entry = this.held.get(`${lost.run}/${lost.seq}`);
+          if (!entry || entry.attempt !== lost.attempt || entry.turns.stopped !== undefined) continue;
+          this.print(`tron agent: job ${lost.seq} attempt ${lost.attempt} no longer holds its job; its turn is stopped`);
+          entry.turns.stopAll('the job was given to another attempt, or finished');
+        }
       })
       .catch(() => undefined)
       .finally(() => {

@@ -176,13 +176,14 @@ describe.skipIf(NO_DATABASE)('the crash sweep across two engines and three agent
           `${id} on the remote's trunk`,
         ).toHaveLength(1);
       // Each block's landing is recorded once: by the run that landed it, or by the standby's recovery
-      // when the leader died between the landing and its line (the remote held it: remote.recovered).
+      // when the leader died between the landing and its line (refs/tron/landed/<id> recognised:
+      // block.recovered in wrap or landed, as core/recover.ts counts it; or the remote held it: remote.recovered).
       const lines = (await tableRuns(repository)).flat();
       for (const id of IDS) {
         const recorded = lines.filter((e) => e.type === 'block.landed' && e.block === id).length;
         const recovered = lines.some(
           (e) =>
-            (e.type === 'block.recovered' && e.block === id && e.phase === 'landed') ||
+            (e.type === 'block.recovered' && e.block === id && (e.phase === 'landed' || e.phase === 'wrap') && e.sha !== undefined) ||
             (e.type === 'remote.recovered' && JSON.stringify(e.blocks).includes(`"${id}"`)),
         );
         expect(recorded + (recorded === 0 && recovered ? 1 : 0), `${id}'s landing recorded once`).toBe(1);

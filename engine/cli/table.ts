@@ -51,7 +51,7 @@ const TABLE = {
     examples: ['tron start --repo ../myapp', 'tron start --repo ../myapp --watch', 'tron start --repo ../myapp --watch --standby'],
   },
   agent: {
-    summary: "run worker turns for an engine on another host, from [cluster] database's queue, in this clone",
+    summary: "run worker turns and test runs for an engine on another host, from [cluster] database's queue, in this clone",
     audience: 'user',
     args: [],
     options: {
@@ -61,14 +61,18 @@ const TABLE = {
         value: 'URL',
         description: "tron's PostgreSQL database (default: TRON_DATABASE_URL, then [cluster] database)",
       },
-      slots: { type: 'string', value: 'N', description: 'how many turns to run at once (default 1)' },
+      slots: { type: 'string', value: 'N', description: 'how many jobs (turns, test runs) to run at once (default 1)' },
       roles: {
         type: 'string',
         value: 'ROLES',
-        description: 'the turns to claim, comma-separated: builder, reviewer, architect (default builder,reviewer)',
+        description:
+          'the jobs to claim, comma-separated: builder, reviewer, architect (turns), test (test runs) (default builder,reviewer,test)',
       },
     },
-    examples: ['tron agent --repo ~/clones/myapp --database postgres://tron_agent@db.example/tron --slots 2 --roles builder,reviewer'],
+    examples: [
+      'tron agent --repo ~/clones/myapp --database postgres://tron_agent@db.example/tron --slots 2 --roles builder,reviewer',
+      'tron agent --repo ~/clones/myapp --database postgres://tron_agent@db.example/tron --roles test',
+    ],
   },
   status: {
     summary: 'the phase, attempt, age and reason of every block, folded from the events',

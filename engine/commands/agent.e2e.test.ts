@@ -93,7 +93,7 @@ describe.skipIf(NO_DATABASE)('tron agent with [cluster] database', () => {
       for (let n = 0; n < 3; n += 1) {
         const clone = join(scratch, `clone-${n}`);
         await execa('git', ['clone', '-q', served.url, clone], { env: ENV });
-        const agent = execa('node', [BIN, 'agent', '--repo', clone, '--database', server.url, '--roles', 'builder,reviewer'], {
+        const agent = execa('node', [BIN, 'agent', '--repo', clone, '--database', server.url, '--roles', 'builder,reviewer,test'], {
           env: ENV,
           reject: false,
           stdin: 'ignore',
@@ -198,10 +198,10 @@ describe.skipIf(NO_DATABASE)('tron agent with [cluster] database', () => {
     }
   }, 120_000);
 
-  it('refuses test runs and unknown roles for an agent as a usage mistake, before reaching the database', async () => {
+  it('refuses unknown roles for an agent as a usage mistake, before reaching the database', async () => {
     const repo = await makeProject({ blocks: { alpha: {} }, sim: landingSim(['alpha']) });
     try {
-      for (const roles of ['builder,test', 'gardener']) {
+      for (const roles of ['builder,gardener', 'tester']) {
         const refused = await execa(
           'node',
           [BIN, 'agent', '--repo', repo.dir, '--database', 'postgres://nobody@127.0.0.1:1/none', '--roles', roles],

@@ -1,5 +1,5 @@
 /**
- * `tron agent --database URL [--slots N] [--roles builder,reviewer]`: a host that runs
+ * `tron agent --database URL [--slots N] [--roles builder,reviewer,test]`: a host that runs
  * worker turns for an engine elsewhere (docs/cluster.md). It works in its own clone of the
  * repository (`--repo`), reads its config and workers from there, and claims from the
  * database's queue the turns its roles allow. For each job it fetches the remote's trunk
@@ -7,7 +7,9 @@
  * own checkout under the same sandbox `tron start` uses, pushes a builder's commits back
  * to `refs/tron/work/<id>` (by lease), and reports the reply and the usage as the job's
  * result. Its pool heartbeats; if it dies, another agent re-runs its job as a new attempt,
- * and the database refuses this one's late result.
+ * and the database refuses this one's late result. With role `test` it runs the engine's
+ * test runs too: the sha fetched from its `refs/tron/test/<sha>`, the suite in a checkout
+ * of its own (engine/runtime/agent-tests.ts).
  *
  * It never sees the engine's key (there is none in its clone's state), never writes the
  * log, and needs of the database only what its role grants (docs/cluster.md, "Roles").
@@ -31,6 +33,7 @@ import type { TurnRequest } from '../runtime/effects/turn.ts';
 import { AgentControl, type HeldTurn } from '../runtime/agent-control.ts';
 import { probe } from '../runtime/effects/liveness.ts';
 import { runJob, startWorkers } from '../runtime/job-queue.ts';
+import { runSuiteHere } from '../runtime/agent-tests.ts';
 import { loadSpine } from '../spine/load.ts';
 import type { WorkerAdapter } from '../workers/adapter.ts';
 import { createWorker } from '../workers/create.ts';
@@ -38,8 +41,8 @@ import { chooseSandbox } from '../workers/sandbox.ts';
 import { checkProject, requireRepo } from './project-check.ts';
 import { stateHome } from '../log/keys.ts';
 
-/** The roles an agent may take: worker turns. Test runs stay with the engine (its own checkouts, its own facts). */
-export const AGENT_ROLES = ['builder', 'reviewer', 'architect'] as const;
+/** The roles an agent may take: worker turns, and `test` — the suites of the engine's test runs (runtime/agent-tests.ts). */
+export const AGENT_ROLES = ['builder', 'reviewer', 'architect', 'test'] as const;
 
 export interface AgentOptions {
   /** The agent's own clone of the repository. */
@@ -68,16 +71,18 @@ function usage(path: string, message: string): InputError {
 export async function agentCommand(o: AgentOptions): Promise<number> {
   const repo = resolve(o.repo);
   requireRepo(repo);
-  const roles = o.roles ?? ['builder', 'reviewer'];
+  // An agent that can build can test: with jobs = "agents" every test run waits for one with role test.
+  const roles = o.roles ?? ['builder', 'reviewer', 'test'];
   const wrong = roles.filter((r) => !(AGENT_ROLES as readonly string[]).includes(r));
   if (wrong.length > 0 || roles.length === 0)
     throw usage(
       '--roles',
-      `${wrong.length > 0 ? `unknown role ${wrong.join(', ')}` : 'no role given'}: an agent runs turns of ${AGENT_ROLES.join(', ')} (test runs stay with the engine, in its own checkouts)`,
+      `${wrong.length > 0 ? `unknown role ${wrong.join(', ')}` : 'no role given'}: an agent takes any of ${AGENT_ROLES.join(', ')}`,
     );
   const slots = o.slots ?? 1;
   if (!Number.isInteger(slots) || slots < 1 || slots > 64) throw usage('--slots', 'must be a whole number from 1 to 64');
-  const { config } = await checkProject(repo, o.workers ? undefined : o.env);
+  // The worker CLIs are checked where turns run: a host that only tests needs none.
+  const { config } = await checkProject(repo, o.workers || !roles.some((r) => r !== 'test') ? undefined : o.env);
   const url = o.database ?? databaseUrl(config.cluster, o.env);
   if (!url) throw usage('--database', 'an agent claims jobs from a database: give --database URL, TRON_DATABASE_URL or [cluster] database');
   if (!config.remote)
@@ -88,6 +93,7 @@ export async function agentCommand(o: AgentOptions): Promise<number> {
   if (sandbox.notice) o.print(`tron agent: ${sandbox.notice}`);
   const workers: Partial<Record<WorkerRole, WorkerAdapter>> = { ...o.workers };
   for (const role of AGENT_ROLES) {
+    if (role === 'test') continue;
     const settings = config.workers[role];
     if (!workers[role] && settings)
       workers[role] = createWorker(settings, { repo, env: o.env, sandbox: sandbox.sandbox, replyLimit: config.limits.replyBytes });
@@ -129,14 +135,17 @@ export async function agentCommand(o: AgentOptions): Promise<number> {
       onClaimed: (key, c) => o.print(`tron agent: ${c.kind} ${blockOf(c)} (job ${key.seq}, attempt ${c.attempt})`),
       onStale: (key, attempt) =>
         o.print(`tron agent: the result of job ${key.seq} attempt ${attempt} was refused: the job was given to another attempt`),
-      run: (claimed, key) => runTurnHere({ ...base, remote }, remote, claimed, key, control!.hold(key, claimed.attempt)),
+      run: (claimed, key) =>
+        claimed.role === 'test'
+          ? runSuiteHere({ ...base, remote }, claimed, key, name)
+          : runTurnHere({ ...base, remote }, remote, claimed, key, control!.hold(key, claimed.attempt)),
     });
   });
   if (!pool) {
     await control?.close();
     return 0;
   }
-  o.print(`tron agent: ${name} claims ${roles.join(', ')} turns (${slots} slot${slots === 1 ? '' : 's'}) from ${redact(url)}`);
+  o.print(`tron agent: ${name} claims ${roles.join(', ')} jobs (${slots} slot${slots === 1 ? '' : 's'}) from ${redact(url)}`);
   if (!stop.signal.aborted) await new Promise<void>((r) => stop.signal.addEventListener('abort', () => r()));
   await pool.stop();
   await control?.close();
@@ -177,7 +186,8 @@ async function untilSchema<T>(
 }
 
 function blockOf(c: Claimed): string {
-  return (c.request as { decision?: { block?: string } } | undefined)?.decision?.block ?? '?';
+  const r = c.request as { decision?: { block?: string }; block?: string; sha?: string } | undefined;
+  return r?.decision?.block ?? (r?.block ? `${r.block} at ${r.sha?.slice(0, 12)}` : '?');
 }
 
 /**
@@ -228,6 +238,7 @@ async function runHeldTurn(
     note: (body) => {
       if (body.type === 'worker.spawned') held.note({ kind: 'spawned', pid: body.pid, start_time: body.start_time });
       if (body.type === 'worker.exited') held.note({ kind: 'exited', pid: body.pid, code: body.code, signal: body.signal });
+      return undefined;
     },
   };
   // An overrun turn is probed here, by the same effect the engine runs for its own turns.

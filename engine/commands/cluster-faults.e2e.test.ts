@@ -145,8 +145,10 @@ describe.skipIf(NO_SERVER)('faults of the engine and the database', () => {
     const repo = await crashProject();
     repos.push(repo);
     const config = readFileSync(join(repo.dir, '.tron', 'config.toml'), 'utf8');
-    const leaseMs = 2000;
-    await repo.write('.tron/config.toml', `${config}\n[cluster]\ndatabase = "${cluster.url}"\nrepository = "killed"\nlease = "2s"\n`);
+    // Long enough that two periods hold however late a busy machine runs the standby's
+    // polls (a quarter period apart) and this test's own.
+    const leaseMs = 4000;
+    await repo.write('.tron/config.toml', `${config}\n[cluster]\ndatabase = "${cluster.url}"\nrepository = "killed"\nlease = "4s"\n`);
     await repo.git('commit', '-qam', 'The log in the database');
     const db = await connect();
     const leader = cli(['start', '--repo', repo.dir, '--plain'], { TRON_CRASH_AFTER_EVENT: '14' });
@@ -155,13 +157,16 @@ describe.skipIf(NO_SERVER)('faults of the engine and the database', () => {
     const standby = cli(['start', '--repo', repo.dir, '--plain', '--standby']);
     const died = await leader;
     expect(died.signal).toBe('SIGKILL');
-    // Watch the lease on the database's clock: when does the next generation hold it?
+    // Watch the lease on the database's clock: when did the next generation take it? No
+    // later than its expiry less one period (each renewal moves the expiry on), whenever
+    // this test gets to look.
     let takenAt: number | undefined;
     while (takenAt === undefined) {
-      const { rows } = await db.query<{ generation: string; now: Date }>(
-        `select generation, now() as now from tron_lease where repository = 'killed'`,
+      const { rows } = await db.query<{ generation: string; taken: Date }>(
+        `select generation, expires_at - $1::interval as taken from tron_lease where repository = 'killed'`,
+        [`${leaseMs} milliseconds`],
       );
-      if (Number(rows[0]!.generation) === 2) takenAt = rows[0]!.now.getTime();
+      if (Number(rows[0]!.generation) === 2) takenAt = rows[0]!.taken.getTime();
       else if (standby.exitCode !== null) throw new Error('the standby ended without the lease');
       else await new Promise((r) => setTimeout(r, 20));
     }

@@ -62,6 +62,12 @@ const testRun = z.strictObject({
       "a failed run's failing tests, each by the runner's own lines, then the runner's summary; absent when tron does not recognise the runner's output",
     ),
   ms: z.number().int().min(0).optional().describe('how long it ran'),
+  ran_on: z
+    .string()
+    .optional()
+    .describe(
+      'the `tron agent` that ran it (`[cluster] jobs = "agents"`), as it names itself; absent: the engine ran it in its own checkout',
+    ),
 });
 export type TestRun = z.infer<typeof testRun>;
 
@@ -754,6 +760,27 @@ export const EVENT_SCHEMAS = {
       agent,
     })
     .describe('note: a worker process (or test run) ended.'),
+  'tests.queued': z
+    .strictObject({
+      block,
+      session: z.string().describe('tests:gate, tests:lane, tests:trunk…, as the test run is named'),
+      sha,
+      ref: z.string().describe('the tron-owned ref on the remote that holds the sha for the agent to fetch'),
+    })
+    .describe(
+      'note: [cluster] jobs = "agents": a test run was handed to the agents: the sha pushed to the remote as `ref`, and its job (role test) committed with this line (engine/runtime/agent-tests.ts).',
+    ),
+  'tests.refused': z
+    .strictObject({
+      block,
+      session: z.string(),
+      sha,
+      agent: z.string().optional().describe('the agent whose result it was, as it names itself'),
+      reason: z.string().describe('why it was not believed: another sha reported, a malformed result, or the run not carried out'),
+    })
+    .describe(
+      "note: an agent's test run was not believed (the sha it reports is not the one asked for, or it could not be had); the engine ran the suite itself.",
+    ),
   'budget.exceeded': z
     .strictObject({
       scope: z.enum(['block', 'run']),

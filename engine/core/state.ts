@@ -747,6 +747,8 @@ const reducers = {
   'forge.failed': nothing,
   'worker.spawned': nothing,
   'worker.exited': nothing,
+  'tests.queued': nothing,
+  'tests.refused': nothing,
   'worker.usage': nothing,
   'worker.retry': nothing,
 } satisfies { [T in EventType]: Reducer<T> };

@@ -537,3 +537,29 @@ export async function deleteRemoteRef(repo: string, remote: Remote, ref: string)
 export function pushRef(repo: string, remote: Remote, ref: string, sha: Sha, expected: Sha | undefined): Promise<PushResult> {
   return push(repo, remote, [`--force-with-lease=${ref}:${expected ?? ''}`, remote.pushUrl, `${sha}:${ref}`]);
 }
+
+/** The remote's refs matching `patterns` (`ls-remote`), name → sha. */
+export async function listRemoteRefs(
+  repo: string,
+  remote: Remote,
+  patterns: readonly string[],
+): Promise<{ ok: true; refs: Map<string, Sha> } | RemoteFailure> {
+  const run = await networkGit(repo, remote, ['ls-remote', remote.fetchUrl, ...patterns], {});
+  if (run.exitCode !== 0) return classifyFailure(run);
+  const refs = new Map<string, Sha>();
+  for (const line of run.stdout.split('\n')) {
+    const [sha, name] = line.split('\t');
+    if (isFullSha(sha) && name !== undefined) refs.set(name, sha);
+  }
+  return { ok: true, refs };
+}
+
+/** Deletes remote refs, each only if it still points where the caller saw it (lease). */
+export function deleteRemoteRefs(repo: string, remote: Remote, refs: ReadonlyArray<{ ref: string; expected: Sha }>): Promise<PushResult> {
+  if (refs.length === 0) return Promise.resolve({ ok: true });
+  return push(repo, remote, [
+    ...refs.map((r) => `--force-with-lease=${r.ref}:${r.expected}`),
+    remote.pushUrl,
+    ...refs.map((r) => `:${r.ref}`),
+  ]);
+}

@@ -95,6 +95,23 @@ describe('Narrator', () => {
     expect(text).toBe('w: review → build (CHANGES): name the export');
   });
 
+  it('says a test run an agent reported and tron did not believe, and that tron runs it itself', () => {
+    const text = tell([
+      { type: 'tests.queued', block: 'w', session: 'tests:gate', sha: SHA('b'), ref: `refs/tron/test/${SHA('b')}` },
+      {
+        type: 'tests.refused',
+        block: 'w',
+        session: 'tests:gate',
+        sha: SHA('b'),
+        agent: 'agent h pid 1',
+        reason: 'agent h pid 1 reported a run of fff',
+      },
+    ]);
+    expect(text).toBe(
+      'w: a test run on an agent at bbbbbbbbbbbb was not believed — agent h pid 1 reported a run of fff; tron runs it itself',
+    );
+  });
+
   it('quotes a repository path with a space in the answer command, so it can be pasted', () => {
     expect(answerCommand('/home/me/my app', 'w')).toBe(
       `tron answer --repo '/home/me/my app' w '>>RETRY {"guidance":"…"}'  (or '>>ABANDON {"reason":"…"}')`,

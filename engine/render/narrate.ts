@@ -160,6 +160,8 @@ export class Narrator {
       }
       case 'lane.closed':
         return [`lane: stack ${e.stack} closed — ${e.detail}`];
+      case 'tests.refused':
+        return [`${e.block}: a test run on an agent at ${short(e.sha)} was not believed — ${e.reason}; tron runs it itself`];
       case 'trunk.tested':
         if (e.ok) return [];
         return [

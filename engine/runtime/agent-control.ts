@@ -17,19 +17,13 @@ import type { ProbeRequest } from './effects/liveness.ts';
 import { TurnTable } from './effects/turn-table.ts';
 import type pg from 'pg';
 
-/** A turn table whose turns a stop aborts, including one registered after the stop. */
+/** A turn table whose turns a stop aborts (including one registered after it: TurnTable.stopAll), and says why. */
 export class StoppableTurns extends TurnTable {
   stopped: string | undefined;
 
-  override start(block: string, session: string, turn: number): AbortSignal {
-    const signal = super.start(block, session, turn);
-    if (this.stopped !== undefined) this.stop(() => true);
-    return signal;
-  }
-
-  stopAll(reason: string): void {
+  stopWith(reason: string): void {
     this.stopped ??= reason;
-    this.stop(() => true);
+    this.stopAll();
   }
 }
 
@@ -132,7 +126,7 @@ export class AgentControl {
           const entry = this.held.get(`${lost.run}/${lost.seq}`);
           if (!entry || entry.attempt !== lost.attempt || entry.turns.stopped !== undefined) continue;
           this.print(`tron agent: job ${lost.seq} attempt ${lost.attempt} no longer holds its job; its turn is stopped`);
-          entry.turns.stopAll('the job was given to another attempt, or finished');
+          entry.turns.stopWith('the job was given to another attempt, or finished');
         }
       })
       .catch(() => undefined)
@@ -153,7 +147,7 @@ export class AgentControl {
     if (ask.kind === 'stop') {
       const reason = String((ask.body as { reason?: unknown })?.reason ?? 'stopped by the engine');
       this.print(`tron agent: job ${ask.seq}: ${reason}; its turn is stopped`);
-      entry.turns.stopAll(reason);
+      entry.turns.stopWith(reason);
       void this.answer(entry, ask, { stopped: true });
       return;
     }

@@ -85,8 +85,10 @@ export class AgentTurns implements AgentTurnsPort {
     const key = { ...this.at, seq: e.seq };
     const w: Watched = { e, key, armed: 0, lastNote: 0, done: false };
     this.watched.set(e.seq, w);
-    const signal = this.fx.turns.start(e.block, e.session, e.turn);
-    signal.addEventListener('abort', () => void this.stop(w), { once: true });
+    // A turn decided before the run's stop or its block's park starts stopped (TurnTable.start).
+    const signal = this.fx.turns.start(e.block, e.session, e.turn, e.seq);
+    if (signal.aborted) void this.stop(w);
+    else signal.addEventListener('abort', () => void this.stop(w), { once: true });
     this.look();
     const ended = async (): Promise<void> => {
       w.done = true;

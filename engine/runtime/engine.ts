@@ -83,13 +83,14 @@ export class Engine {
       sandbox: o.sandbox ?? NO_SANDBOX,
       clock: o.clock,
       print: o.print,
-      note: (body) => void this.append(body),
+      note: (body) => this.append(body),
       input: (body) => this.inputs.push(body),
       engineFiles: new EngineFiles(o.repo, this.configDigest, () => this.loaded),
       checkouts: new CheckoutPool(),
       queues: new Queues(),
       ...(o.remote && { remote: o.remote }),
       ...(o.forge && { forge: o.forge }),
+      ...(o.jobs?.suites && { suites: o.jobs.suites }),
       workers: o.workers,
       turns: this.turns,
       ...(o.onOutput ? { onOutput: o.onOutput } : {}),
@@ -124,8 +125,8 @@ export class Engine {
     const waiting = await this.inbox.read(this.state);
     for (const body of waiting) this.input(body);
     this.input({ type: 'recovery.finished', answers: waiting.length });
-    // The gate's checkouts, made while the builders just dispatched work (after their worktrees).
-    const warming = warmCheckouts(this.fx, Math.min(o.config.maxParallel, this.state.index.active), trunkSha);
+    // The gate's checkouts, made while the builders just dispatched work (after their worktrees); none when agents test.
+    const warming = warmCheckouts(this.fx, this.fx.suites ? 0 : Math.min(o.config.maxParallel, this.state.index.active), trunkSha);
     this.running.add(warming);
     void warming.finally(() => this.running.delete(warming));
     const inbox = watchInbox(o.repo, () => {
@@ -171,7 +172,7 @@ export class Engine {
   /** Stops everything the run started and closes the log; the exit status of the run. */
   private async shutdown(failed: boolean): Promise<number> {
     for (const close of this.closers) close();
-    this.turns.stop(() => true);
+    this.turns.stopAll();
     // Effects decided last start once their lines are on disk: then every effect is in `running`.
     while (this.flushing !== undefined) await this.flushing;
     const settled = Promise.allSettled([...this.running]);
@@ -281,7 +282,7 @@ export class Engine {
   stop(signal: string): void {
     if (this.state.finished) return;
     this.inputs.push({ type: 'run.stopping', signal });
-    this.turns.stop(() => true);
+    this.turns.stopAll();
   }
 
   /** A failure from outside the loop (the database lost: engine/log/cluster.ts): the run ends with exit 1, naming it. */
@@ -291,7 +292,7 @@ export class Engine {
 
   /** A second signal: kill every worker process group now. */
   abortNow(): void {
-    this.turns.stop(() => true);
+    this.turns.stopAll();
   }
 
   /** --watch: the register changed by a source the engine does not watch itself (the forge's issues: engine/forge/watch.ts). */

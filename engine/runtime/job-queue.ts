@@ -23,6 +23,7 @@ import {
   isStaleAttempt,
   type JobKey,
   type JobResult,
+  type QueuedJob,
   QUIET,
   RESULTS_CHANNEL,
   taskOf,
@@ -40,6 +41,7 @@ import { EFFECTS, type Job } from './effects/table.ts';
 import { AgentTurns } from './agent-turns.ts';
 import { failExhausted } from './job-sweep.ts';
 import { serialized } from '../log/pg-job-control.ts';
+import { AgentSuites } from './agent-tests.ts';
 
 /** The decisions whose effects are jobs on the queue: worker turns and test runs. */
 export const QUEUED: ReadonlySet<DecisionType> = new Set<DecisionType>([
@@ -95,8 +97,8 @@ export interface BrokerOptions {
   log: RunLog;
   at: RunKey;
   /**
-   * The roles whose jobs this process runs: all with `[cluster] jobs = "here"`; with
-   * `"agents"`, only test runs (they read the engine's own checkouts) — turns go to `tron agent`s.
+   * The roles whose jobs this process runs: all with `[cluster] jobs = "here"`; none with
+   * `"agents"` — turns and test runs go to `tron agent`s.
    */
   localRoles: readonly string[];
   /** How often a worker pool says it lives; a job of one silent for 1.5 of these is given to another. */
@@ -123,10 +125,34 @@ export class JobBroker {
   /** The listener's queries, one at a time (the results' look and the sweep of given-up jobs share it). */
   private serial: pg.ClientBase | undefined;
 
-  constructor(private readonly o: BrokerOptions) {}
+  /** [cluster] jobs = "agents": test runs go to agents with role test (agent-tests.ts), their engine part runs here. */
+  readonly suites: AgentSuites | undefined;
+
+  constructor(private readonly o: BrokerOptions) {
+    this.suites = o.localRoles.includes('test')
+      ? undefined
+      : new AgentSuites(
+          (line, job) => this.submit(line, job),
+          () => this.testers(),
+        );
+  }
+
+  /** How many live pools (heard from within the reaper's lapse) take test runs. */
+  private async testers(): Promise<number | undefined> {
+    const { rows } = await this.listener!.query<{ n: number }>(`select count(*)::int as n from tron_agents where 'test' = any(roles)`);
+    return rows[0]?.n;
+  }
 
   queued(job: Job): boolean {
+    // With test runs on agents, a test decision's effect reads the engine's own git here; its suite is the job.
+    if (this.suites && roleOf(job.decision) === 'test') return false;
     return QUEUED.has(job.decision.type as DecisionType) && job.request !== undefined;
+  }
+
+  /** Commits `job` with `line` (appended in this same step) and resolves with its result's inputs. */
+  private submit(line: TronEvent, job: QueuedJob): Promise<Outcome> {
+    this.o.log.enqueue!(line.seq, job);
+    return this.outcome({ decision: line, request: job.request });
   }
 
   /** Attaches their jobs to the decisions' queued lines: called in the step that appended them. */
@@ -240,6 +266,7 @@ export class JobBroker {
     if (this.timer) clearInterval(this.timer);
     await this.workers?.stop();
     await this.agentTurns?.close();
+    await this.suites?.settle();
     await this.listener?.end().catch(() => undefined);
   }
 }
@@ -331,7 +358,8 @@ export async function brokerFor(db: Database, log: PgEventLog, config: Config): 
       {
         code: 'TRON_USAGE',
         path: '[cluster] jobs',
-        message: '"agents" runs turns on other hosts, which fetch and push through the remote: add [remote] to .tron/config.toml',
+        message:
+          '"agents" runs turns and test runs on other hosts, which fetch and push through the remote: add [remote] to .tron/config.toml',
       },
     ]);
   await migrateJobs(db);
@@ -339,7 +367,7 @@ export async function brokerFor(db: Database, log: PgEventLog, config: Config): 
     url: db.url,
     log,
     at: log.at,
-    localRoles: config.cluster?.jobs === 'agents' ? ['test'] : [...JOB_ROLES],
+    localRoles: config.cluster?.jobs === 'agents' ? [] : [...JOB_ROLES],
     heartbeatMs: config.cluster?.heartbeatMs ?? 2000,
     // Enough for every turn and test run the engine lets run at once: it decides how many.
     slots: Math.max(4, config.maxParallel * 2 + 2),

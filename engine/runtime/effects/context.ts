@@ -20,6 +20,7 @@ import type { Forge } from '../../forge/forge.ts';
 import type { EngineFiles } from './engine-files.ts';
 import { type CheckoutPool, Slots } from './checkouts.ts';
 import type { TurnTable } from './turn-table.ts';
+import type { RemoteSuites } from './suites.ts';
 
 /**
  * The queues effects share within one engine. git's worktree administration (add,
@@ -47,8 +48,8 @@ export interface EffectContext {
   sandbox: Sandbox;
   clock: Clock;
   print: (line: string) => void;
-  /** Appends a note event (process bookkeeping) to the run's log, now. */
-  note: (body: EventBody) => void;
+  /** Appends a note event (process bookkeeping) to the run's log, now; the event as appended, where there is a log. */
+  note: (body: EventBody) => TronEvent | undefined;
   /** Hands the engine an input that a running effect observed (usage, a timer that fired). */
   input: (body: EventBody) => void;
   /** The engine's own files as it loaded them, compared at every gate. */
@@ -65,6 +66,8 @@ export interface EffectContext {
   remote?: Remote;
   /** [forge], opened at start: PR mode's pull requests and hosted checks (effects/pr.ts). */
   forge?: Forge;
+  /** [cluster] jobs = "agents": test runs go to `tron agent`s (engine/runtime/agent-tests.ts); else they run here. */
+  suites?: RemoteSuites;
   /** The turns `tron agent`s run for this engine (engine/runtime/agent-turns.ts): probed there, not here. */
   agentTurns?: AgentTurnsPort;
 }

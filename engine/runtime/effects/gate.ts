@@ -10,6 +10,7 @@ import type { EventBody, EventOf } from '../../core/events.ts';
 import * as git from '../../git/index.ts';
 import { checkout, runSuite } from './checkouts.ts';
 import { type EffectContext, effect, errorLine, type Queues } from './context.ts';
+import { suiteAt } from './suites.ts';
 
 export const observeFacts = effect({
   run: (c, e: EventOf<'facts.requested'>) => observe(c, e),
@@ -41,10 +42,13 @@ async function observe(c: EffectContext, e: EventOf<'facts.requested'>): Promise
   // The checkout the suite would run in is put at `head` while the facts are read: the
   // commit's tree is all it holds, whatever the facts then say.
   const name = c.checkouts.acquire();
-  const checkedOut = checkout(c, name, head).then(
-    (path) => ({ path }),
-    (error: unknown) => ({ error }),
-  );
+  // With test runs on agents (c.suites) the checkout is made only if the engine must run the suite itself.
+  const checkOut = () =>
+    checkout(c, name, head).then(
+      (path) => ({ path }),
+      (error: unknown) => ({ error }),
+    );
+  const checkedOut = c.suites ? undefined : checkOut();
   try {
     // The observations are independent of each other: read at once (several gates at once
     // otherwise queue on each process in turn).
@@ -62,7 +66,7 @@ async function observe(c: EffectContext, e: EventOf<'facts.requested'>): Promise
     // Whether trunk is as the engine left it is decided from these facts, not here: the
     // engine may land another block while they are observed.
     const worthTesting = commits > 0 && clean.clean && engineDiff.length === 0 && (e.purpose === 'gate' || fastForward);
-    const suite = worthTesting ? await testIn(c, await checkedOut, e.block, e.purpose, head) : { setup: null, tests: null };
+    const suite = worthTesting ? await testIn(c, () => checkedOut ?? checkOut(), e.block, e.purpose, head) : { setup: null, tests: null };
     return {
       type: 'facts.observed',
       block: e.block,
@@ -140,10 +144,19 @@ async function worktreeProblem(c: EffectContext, e: EventOf<'facts.requested'>, 
 }
 
 /** The suite at `head`, in one of the gate's checkouts: the commit alone, not the worktree it was made in. */
-async function testIn(c: EffectContext, checkedOut: { path: string } | { error: unknown }, block: string, purpose: string, head: string) {
-  if ('error' in checkedOut) throw checkedOut.error;
-  const log = `tests/${block}-${purpose}-${head.slice(0, 12)}`;
-  return c.checkouts.runs.run(() => runSuite(c, { dir: checkedOut.path, block, session: `tests:${purpose}`, log, yieldToLane: true }));
+async function testIn(
+  c: EffectContext,
+  checkedOut: () => Promise<{ path: string } | { error: unknown }>,
+  block: string,
+  purpose: string,
+  head: string,
+) {
+  const at = { sha: head, block, session: `tests:${purpose}`, log: `tests/${block}-${purpose}-${head.slice(0, 12)}`, yieldToLane: true };
+  return suiteAt(c, at, async () => {
+    const out = await checkedOut();
+    if ('error' in out) throw out.error;
+    return c.checkouts.runs.run(() => runSuite(c, { ...at, dir: out.path }));
+  });
 }
 
 /**

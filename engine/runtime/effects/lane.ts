@@ -10,6 +10,7 @@ import * as git from '../../git/index.ts';
 import { checkout, runSuite, suiteGreen } from './checkouts.ts';
 import { type EffectContext, effect } from './context.ts';
 import { fetchBeforeStack, landOnRemote } from './remote.ts';
+import { suiteAt } from './suites.ts';
 
 type RebaseResult = EventOf<'rebase.done'>['results'][number];
 
@@ -73,13 +74,13 @@ async function stack(c: EffectContext, e: EventOf<'lane.stacked'>): Promise<Even
 export const testCandidate = effect({ run: (c, e: EventOf<'candidate.requested' | 'bisect.step'>) => testAt(c, e) });
 
 async function testAt(c: EffectContext, e: EventOf<'candidate.requested' | 'bisect.step'>): Promise<EventBody> {
-  const dir = await checkout(c, '_lane', e.sha);
-  const suite = await runSuite(c, {
-    dir,
+  const at = {
+    sha: e.sha,
     block: e.blocks.at(-1)!,
     session: 'tests:lane',
     log: `tests/lane-${e.stack}-${e.blocks.length}-${e.sha.slice(0, 12)}`,
-  });
+  };
+  const suite = await suiteAt(c, at, async () => runSuite(c, { ...at, dir: await checkout(c, '_lane', e.sha) }));
   return {
     type: 'candidate.tested',
     stack: e.stack,
@@ -150,14 +151,8 @@ export const testTrunk = effect({
 });
 
 async function testTrunkNow(c: EffectContext, e: EventOf<'test.requested'>): Promise<EventBody> {
-  const dir = await checkout(c, '_trunk', e.sha);
-  const suite = await runSuite(c, {
-    dir,
-    block: e.block,
-    session: 'tests:trunk',
-    log: `tests/trunk-${e.sha.slice(0, 12)}`,
-    yieldToLane: true,
-  });
+  const at = { sha: e.sha, block: e.block, session: 'tests:trunk', log: `tests/trunk-${e.sha.slice(0, 12)}`, yieldToLane: true };
+  const suite = await suiteAt(c, at, async () => runSuite(c, { ...at, dir: await checkout(c, '_trunk', e.sha) }));
   const tests = suite.tests ?? suite.setup!;
   return { type: 'trunk.tested', block: e.block, sha: e.sha, ok: suiteGreen(suite), tests };
 }

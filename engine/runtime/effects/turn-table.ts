@@ -19,6 +19,10 @@ export class TurnTable {
   private readonly running = new Map<string, Running>();
   private readonly progress = new Map<string, number>();
   private readonly waiting = new Map<string, Array<() => void>>();
+  /** Every turn stops, those still being prepared too (the run is stopping). */
+  private stoppedAll = false;
+  /** A block's turns decided before this seq stop, those still being prepared too (the block parked or was abandoned). */
+  private readonly stoppedBefore = new Map<string, number>();
 
   constructor(
     private readonly clock: Clock,
@@ -30,10 +34,15 @@ export class TurnTable {
     return this.running.size;
   }
 
-  /** Registers a running turn; its abort signal stops the worker. */
-  start(block: string, session: string, turn: number): AbortSignal {
+  /**
+   * Registers a running turn; its abort signal stops the worker. `decided` is the seq of
+   * the decision that asked for it: a stop that came while the turn's folder was being
+   * made (after the decision, before this) leaves its signal aborted from the start.
+   */
+  start(block: string, session: string, turn: number, decided = 0): AbortSignal {
     const controller = new AbortController();
     this.running.set(key(session, turn), { block, controller, startedAt: this.clock.now() });
+    if (this.stoppedAll || decided < (this.stoppedBefore.get(block) ?? 0)) controller.abort();
     return controller.signal;
   }
 
@@ -90,6 +99,18 @@ export class TurnTable {
       clearTimeout(t.timer);
       t.controller.abort();
     }
+  }
+
+  /** The run is stopping: every turn stops, and any turn registered from now on starts stopped. */
+  stopAll(): void {
+    this.stoppedAll = true;
+    this.stop(() => true);
+  }
+
+  /** A block parked or was abandoned at `seq`: its turns stop, and its turns decided before `seq` start stopped. */
+  stopBlock(block: string, seq: number): void {
+    this.stoppedBefore.set(block, seq);
+    this.stop((t) => t.block === block);
   }
 
   /** A sign of life from a worker without a process (a model step, sim progress). */

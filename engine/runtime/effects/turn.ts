@@ -90,10 +90,12 @@ async function runTurn(c: EffectContext, r: TurnRequest): Promise<EventBody> {
   const live = r.liveness;
   // The adapter's own timeout is only a backstop: liveness decides before it fires.
   const backstop = budget + live.maxExtensions * live.extensionMs + (live.maxExtensions + 2) * live.probeWaitMs + 60_000;
-  const signal = c.turns.start(e.block, e.session, e.turn);
+  const signal = c.turns.start(e.block, e.session, e.turn, e.seq);
   c.turns.arm(e.session, e.turn, budget);
   const log = TurnLog.open(c.runDir, e);
   try {
+    // Stopped while its folder was being made: the worker never starts.
+    if (signal.aborted) return { ...base, ok: false, failure: 'aborted', detail: 'stopped before the worker began' };
     const outcome = await worker.runTurn(
       {
         role: e.role as WorkerRole,
@@ -189,14 +191,14 @@ function observer(c: EffectContext, e: EventOf<'block.dispatched'>, log: TurnLog
 
 /** A parked or abandoned block's turns stop now. */
 export const stopBlockTurns = effect({
-  run: (c, e: EventOf<'block.parked' | 'block.abandoned'>) => void c.turns.stop((t) => t.block === e.block),
+  run: (c, e: EventOf<'block.parked' | 'block.abandoned'>) => void c.turns.stopBlock(e.block, e.seq),
 });
 
 /** The run's budget is spent: no new turn starts; the ones running stop now, and the run ends once nothing is in flight. */
 export const stopForBudget = effect({
   run: (c, e: EventOf<'budget.exceeded'>) => {
     // A block's own budget: its block.parked stops its turn.
-    if (e.scope === 'run') c.turns.stop(() => true);
+    if (e.scope === 'run') c.turns.stopAll();
     return undefined;
   },
 });

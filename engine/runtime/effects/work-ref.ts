@@ -31,7 +31,7 @@ export async function dropWorkRef(c: Pick<EffectContext, 'repo' | 'config' | 're
 /** An abandoned block: its turns stop now, and its work on the remote goes. */
 export const abandonBlock = effect({
   run: async (c, e: EventOf<'block.abandoned'>) => {
-    c.turns.stop((t) => t.block === e.block);
+    c.turns.stopBlock(e.block, e.seq);
     await dropWorkRef(c, e.block);
     return undefined;
   },

@@ -139,7 +139,9 @@ export class JobBroker {
 
   /** How many live pools (heard from within the reaper's lapse) take test runs. */
   private async testers(): Promise<number | undefined> {
-    const { rows } = await this.listener!.query<{ n: number }>(`select count(*)::int as n from tron_agents where 'test' = any(roles)`);
+    const { rows } = await (this.serial ?? this.listener!).query<{ n: number }>(
+      `select count(*)::int as n from tron_agents where 'test' = any(roles)`,
+    );
     return rows[0]?.n;
   }
 

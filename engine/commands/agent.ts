@@ -30,7 +30,8 @@ import { redact } from '../log/pg-log.ts';
 import { CheckoutPool } from '../runtime/effects/checkouts.ts';
 import { type EffectContext, errorLine, Queues } from '../runtime/effects/context.ts';
 import type { TurnRequest } from '../runtime/effects/turn.ts';
-import { TurnTable } from '../runtime/effects/turn-table.ts';
+import { AgentControl, type HeldTurn } from '../runtime/agent-control.ts';
+import { probe } from '../runtime/effects/liveness.ts';
 import { runJob, startWorkers } from '../runtime/job-queue.ts';
 import { runSuiteHere } from '../runtime/agent-tests.ts';
 import { loadSpine } from '../spine/load.ts';
@@ -121,8 +122,11 @@ export async function agentCommand(o: AgentOptions): Promise<number> {
     for (const s of ['SIGINT', 'SIGTERM'] as const) process.once(s, () => stop.abort());
   }
   const heartbeatMs = config.cluster?.heartbeatMs ?? 2000;
-  const pool = await untilSchema(stop.signal, heartbeatMs, o.print, () =>
-    startWorkers({
+  let control: AgentControl | undefined;
+  const pool = await untilSchema(stop.signal, heartbeatMs, o.print, async () => {
+    // The engine's asks of the turns held here (stop, probe), and their notes (runtime/agent-control.ts).
+    control ??= await AgentControl.open(url, name, heartbeatMs, o.clock, o.print);
+    return startWorkers({
       url,
       roles,
       slots,
@@ -134,13 +138,17 @@ export async function agentCommand(o: AgentOptions): Promise<number> {
       run: (claimed, key) =>
         claimed.role === 'test'
           ? runSuiteHere({ ...base, remote }, claimed, key, name)
-          : runTurnHere({ ...base, remote }, remote, claimed, key),
-    }),
-  );
-  if (!pool) return 0;
+          : runTurnHere({ ...base, remote }, remote, claimed, key, control!.hold(key, claimed.attempt)),
+    });
+  });
+  if (!pool) {
+    await control?.close();
+    return 0;
+  }
   o.print(`tron agent: ${name} claims ${roles.join(', ')} jobs (${slots} slot${slots === 1 ? '' : 's'}) from ${redact(url)}`);
   if (!stop.signal.aborted) await new Promise<void>((r) => stop.signal.addEventListener('abort', () => r()));
   await pool.stop();
+  await control?.close();
   return 0;
 }
 
@@ -193,10 +201,28 @@ async function runTurnHere(
   remote: Remote,
   claimed: Claimed,
   key: JobKey,
+  held: HeldTurn,
+): Promise<JobResult> {
+  try {
+    return await runHeldTurn(base, remote, claimed, key, held);
+  } finally {
+    // The turn's notes are recorded before its result: the engine reads them to the last when the result comes.
+    await held.flushed();
+    held.release();
+  }
+}
+
+async function runHeldTurn(
+  base: Omit<EffectContext, 'runDir' | 'input' | 'turns'> & { remote: Remote },
+  remote: Remote,
+  claimed: Claimed,
+  key: JobKey,
+  held: HeldTurn,
 ): Promise<JobResult> {
   const r = claimed.request as TurnRequest;
   const e = r.decision;
   const inputs: EventBody[] = [];
+  held.note({ kind: 'started' });
   // The turn's logs and transcript: inside this clone's git dir, out of every checkout's way.
   const runDir = join(base.repo, '.git', 'tron-agent', key.run);
   mkdirSync(runDir, { recursive: true });
@@ -207,8 +233,16 @@ async function runTurnHere(
     input: (body) => {
       if (body.type === 'usage.recorded') inputs.push(body);
     },
-    turns: new TurnTable(base.clock, () => undefined),
+    // Stopped by the engine's asks; its process notes go to the engine through the database.
+    turns: held.turns,
+    note: (body) => {
+      if (body.type === 'worker.spawned') held.note({ kind: 'spawned', pid: body.pid, start_time: body.start_time });
+      if (body.type === 'worker.exited') held.note({ kind: 'exited', pid: body.pid, code: body.code, signal: body.signal });
+      return undefined;
+    },
   };
+  // An overrun turn is probed here, by the same effect the engine runs for its own turns.
+  held.probeWith((p) => probe.run(fx, p) as Promise<EventBody>);
   const work = workRef(e.block);
   const tracking = `refs/tron/fetched-work/${e.block}`;
   try {
@@ -235,7 +269,9 @@ async function runTurnHere(
       throw new Error(`the remote's ${work} does not hold ${r.sha}, the sha to review`);
     }
     const result = await runJob(fx, claimed.kind, r);
-    if (!result.ok || e.role !== 'builder') return result.ok ? { ok: true, inputs: [...inputs, ...result.inputs] } : result;
+    // A stopped builder's work is not pushed: the engine decides where its next turn starts.
+    if (!result.ok || e.role !== 'builder' || held.stopped !== undefined)
+      return result.ok ? { ok: true, inputs: [...inputs, ...result.inputs] } : result;
     const head = await git.revParse(base.repo, `refs/heads/tron/${e.block}`);
     if (head && head !== fetched.sha) {
       const pushed = await pushRef(base.repo, remote, work, head, fetched.sha);

@@ -23,6 +23,8 @@ const handler = z.enum(Object.keys(HANDLERS) as [keyof typeof HANDLERS, ...(keyo
 export const EVENT_VERSION = 2;
 
 const block = z.string().describe('the block id');
+/** A process on a `tron agent`'s host (its pool's name): its pid means nothing on the engine's, and recovery leaves it to the agent. */
+const agent = z.string().optional().describe("the `tron agent` running the turn: the pid is on that agent's host");
 const sha = z.string().regex(/^[0-9a-f]{40}$/);
 const role = z.enum(['builder', 'reviewer', 'architect', 'operator']);
 const stack = z.number().int().min(0).describe('the stack, numbered from 1 in each run (0: a landing logged before the merge lane)');
@@ -743,7 +745,7 @@ export const EVENT_SCHEMAS = {
 
   // ---- notes ----
   'worker.spawned': z
-    .strictObject({ block, session: z.string(), turn: z.number().int(), pid: z.number().int(), start_time: z.string() })
+    .strictObject({ block, session: z.string(), turn: z.number().int(), pid: z.number().int(), start_time: z.string(), agent })
     .describe(
       "note: a worker process, or the engine's own test run (session tests:…, turn 0), started; recovery kills it by pid and start time if it outlives the run.",
     ),
@@ -755,6 +757,7 @@ export const EVENT_SCHEMAS = {
       pid: z.number().int(),
       code: z.number().int().nullable(),
       signal: z.string().nullable(),
+      agent,
     })
     .describe('note: a worker process (or test run) ended.'),
   'tests.queued': z

@@ -526,6 +526,13 @@ export async function fetchRef(repo: string, remote: Remote, ref: string, into: 
   return { ok: true, sha: run.ref };
 }
 
+/** Deletes the remote's `ref` wherever it points; a ref that is not there is no failure. */
+export async function deleteRemoteRef(repo: string, remote: Remote, ref: string): Promise<PushResult> {
+  const gone = await push(repo, remote, [remote.pushUrl, `:${ref}`]);
+  if (!gone.ok && /remote ref does not exist/i.test(gone.message)) return { ok: true };
+  return gone;
+}
+
 /** Pushes `sha` to the remote's `ref`, by lease against `expected` (undefined: the ref must not exist). */
 export function pushRef(repo: string, remote: Remote, ref: string, sha: Sha, expected: Sha | undefined): Promise<PushResult> {
   return push(repo, remote, [`--force-with-lease=${ref}:${expected ?? ''}`, remote.pushUrl, `${sha}:${ref}`]);

@@ -22,6 +22,7 @@
 import pg from 'pg';
 import { runMigrations } from 'graphile-worker';
 import type { Database, RunKey } from './pg-log.ts';
+import { CONTROL_FUNCTIONS, CONTROL_MIGRATION } from './pg-job-control.ts';
 import { SchemaNewerError } from './pg-log.ts';
 
 /** The SQLSTATE of a refused result: the attempt that reports is not the job's current one. */
@@ -130,6 +131,8 @@ export const JOB_MIGRATIONS: readonly string[] = [
   revoke execute on function tron_heartbeat(text, text, text[], integer, text[]), tron_reap(interval),
     tron_claim(text, text, integer, text), tron_complete(text, text, integer, integer, jsonb) from public;
   `,
+  // 2: the engine's asks of a running job (stop, probe) and its attempt's notes (engine/log/pg-job-control.ts).
+  CONTROL_MIGRATION,
 ];
 
 /**
@@ -152,7 +155,8 @@ do $$ declare t text; begin
   end loop;
 end $$;
 grant execute on function tron_heartbeat(text, text, text[], integer, text[]), tron_reap(interval),
-  tron_claim(text, text, integer, text), tron_complete(text, text, integer, integer, jsonb) to ${role};`;
+  tron_claim(text, text, integer, text), tron_complete(text, text, integer, integer, jsonb) to ${role};
+grant execute on function ${CONTROL_FUNCTIONS} to ${role};`;
 }
 
 /**

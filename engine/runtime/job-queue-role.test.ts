@@ -13,6 +13,7 @@ import { type Database, openDatabase, PgEventLog } from '../log/pg-log.ts';
 import { requireAll, skipWithout } from '../testing/needs.ts';
 import { needPostgres, type TestDatabase, testDatabase } from '../testing/postgres.ts';
 import { startWorkers } from './job-queue.ts';
+import { asksFor, noteJob } from '../log/pg-job-control.ts';
 
 // A cluster of this file's own, where the test is the superuser.
 delete process.env.TRON_TEST_DATABASE_URL;
@@ -83,6 +84,15 @@ describe.skipIf(NO_DATABASE)('the agents’ database role', () => {
       }
       // Through the functions it may call, only as the attempt that holds the job.
       await expect(completeJob(agent, key, 1, { ok: true, inputs: [{ type: 'again' }] })).rejects.toMatchObject({ code: STALE_ATTEMPT });
+      // The engine's asks and an attempt's notes (log/pg-job-control.ts): only through their functions, fenced alike.
+      expect(await asksFor(agent, 'restricted')).toEqual([]);
+      expect(await noteJob(agent, key, 1, { kind: 'started' })).toBe(false);
+      for (const sql of [
+        'select * from tron_job_asks',
+        `insert into tron_job_notes (repository, run, seq, attempt, body) values ('roles', 'r', 1, 1, '{}')`,
+      ]) {
+        await expect(agent.query(sql), sql).rejects.toMatchObject({ code: '42501' });
+      }
     } finally {
       await agent.end();
     }

@@ -38,6 +38,9 @@ import * as git from '../git/index.ts';
 import { fetchRef } from '../git/remote.ts';
 import { gitOut } from '../git/run.ts';
 import { EFFECTS, type Job } from './effects/table.ts';
+import { AgentTurns } from './agent-turns.ts';
+import { failExhausted } from './job-sweep.ts';
+import { serialized } from '../log/pg-job-control.ts';
 import { AgentSuites } from './agent-tests.ts';
 
 /** The decisions whose effects are jobs on the queue: worker turns and test runs. */
@@ -118,6 +121,9 @@ export class JobBroker {
   private again = false;
   private closed = false;
   private fx: EffectContext | undefined;
+  private agentTurns: AgentTurns | undefined;
+  /** The listener's queries, one at a time (the results' look and the sweep of given-up jobs share it). */
+  private serial: pg.ClientBase | undefined;
 
   /** [cluster] jobs = "agents": test runs go to agents with role test (agent-tests.ts), their engine part runs here. */
   readonly suites: AgentSuites | undefined;
@@ -133,7 +139,9 @@ export class JobBroker {
 
   /** How many live pools (heard from within the reaper's lapse) take test runs. */
   private async testers(): Promise<number | undefined> {
-    const { rows } = await this.listener!.query<{ n: number }>(`select count(*)::int as n from tron_agents where 'test' = any(roles)`);
+    const { rows } = await (this.serial ?? this.listener!).query<{ n: number }>(
+      `select count(*)::int as n from tron_agents where 'test' = any(roles)`,
+    );
     return rows[0]?.n;
   }
 
@@ -164,14 +172,19 @@ export class JobBroker {
       this.check();
     });
     const role = roleOf(job.decision);
-    if (this.o.localRoles.includes(role) || role !== 'builder') return result;
+    if (this.o.localRoles.includes(role)) return result;
     // A builder's commits were made on an agent and pushed to the remote: they come into the
     // block's worktree here before its reply is decided on (the gate reads them there).
     const block = (job.decision as { block: string }).block;
-    return result.then(async (out) => {
-      await adoptWork(this.fx!, block);
-      return out;
-    });
+    const adopted =
+      role !== 'builder'
+        ? result
+        : result.then(async (out) => {
+            await adoptWork(this.fx!, block);
+            return out;
+          });
+    // A turn on an agent is in the engine's turn table meanwhile: stopped and timed as one here (agent-turns.ts).
+    return job.decision.type === 'block.dispatched' && this.agentTurns ? this.agentTurns.watch(job, adopted) : adopted;
   }
 
   /** Listens for results; with `local`, runs a pool of workers against the engine's own context. */
@@ -179,8 +192,14 @@ export class JobBroker {
     this.fx = fx;
     const listener = await connect(this.o.url);
     this.listener = listener;
+    this.serial = serialized(listener);
     listener.on('notification', () => this.check());
     await listener.query(`listen ${RESULTS_CHANNEL}`);
+    if (!this.o.localRoles.includes('builder')) {
+      this.agentTurns = await AgentTurns.open(this.o.url, this.o.at, fx, this.o.heartbeatMs);
+      // The probe of a turn on an agent is asked of that agent (effects/liveness.ts).
+      fx.agentTurns = this.agentTurns;
+    }
     if (this.o.localRoles.length > 0) {
       this.workers = await startWorkers({
         url: this.o.url,
@@ -192,7 +211,20 @@ export class JobBroker {
       });
     }
     // A notification lost with a dropped connection: the results are looked for now and then too.
-    this.timer = setInterval(() => this.waiting.size > 0 && this.check(), Math.max(250, this.o.heartbeatMs / 2));
+    let ticks = 0;
+    this.timer = setInterval(
+      () => {
+        if (this.waiting.size === 0) return;
+        this.check();
+        // Every other heartbeat: a job the queue gave up on (25 failed tries, or deleted) fails instead of being waited for (job-sweep.ts).
+        if (++ticks % 4 === 0)
+          void failExhausted(this.serial!, this.o.at, [...this.waiting.keys()]).then(
+            (n) => n > 0 && this.check(),
+            () => undefined,
+          );
+      },
+      Math.max(250, this.o.heartbeatMs / 2),
+    );
     this.timer.unref();
     this.check();
   }
@@ -204,7 +236,7 @@ export class JobBroker {
       this.again = true;
       return;
     }
-    const client = this.listener;
+    const client = this.serial!;
     this.checking = client
       .query<{ seq: number; outcome: JobResult }>(
         `select seq, outcome from tron_jobs where repository = $1 and run = $2 and state = 'done' and seq = any($3::integer[])`,
@@ -235,6 +267,7 @@ export class JobBroker {
     this.closed = true;
     if (this.timer) clearInterval(this.timer);
     await this.workers?.stop();
+    await this.agentTurns?.close();
     await this.suites?.settle();
     await this.listener?.end().catch(() => undefined);
   }

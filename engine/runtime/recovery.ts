@@ -211,8 +211,9 @@ export async function clearInterruptedLanding(repo: string, previousRunDir: stri
 function killStrays(events: readonly TronEvent[], started: EventOf<'run.started'> | undefined): EventBody[] {
   const alive = new Map<number, EventOf<'worker.spawned'>>();
   for (const e of events) {
-    if (e.type === 'worker.spawned') alive.set(e.pid, e);
-    if (e.type === 'worker.exited') alive.delete(e.pid);
+    // A process on an agent's host is the agent's to end (its turn is stopped through the database).
+    if (e.type === 'worker.spawned' && !e.agent) alive.set(e.pid, e);
+    if (e.type === 'worker.exited' && !e.agent) alive.delete(e.pid);
   }
   const out: EventBody[] = [];
   for (const w of alive.values()) {

@@ -68,6 +68,16 @@ export interface EffectContext {
   forge?: Forge;
   /** [cluster] jobs = "agents": test runs go to `tron agent`s (engine/runtime/agent-tests.ts); else they run here. */
   suites?: RemoteSuites;
+  /** The turns `tron agent`s run for this engine (engine/runtime/agent-turns.ts): probed there, not here. */
+  agentTurns?: AgentTurnsPort;
+}
+
+/** What the liveness effects need of the turns running on agents. */
+export interface AgentTurnsPort {
+  /** Whether this turn runs on an agent. */
+  owns(session: string, turn: number): boolean;
+  /** Probes it where it runs; the probe's input. */
+  probe(r: import('./liveness.ts').ProbeRequest): Promise<EventBody>;
 }
 
 /** What the engine knew when it made a decision: the folded state, the log so far, the register. */

@@ -14,6 +14,7 @@ import { page } from './page.ts';
 import { stopBlockTurns, stopForBudget, stopReissued, turn } from './turn.ts';
 import { prepareWorktree } from './worktree.ts';
 import { wrapBlock } from './wrap.ts';
+import { abandonBlock } from './work-ref.ts';
 
 // biome-ignore lint/suspicious/noExplicitAny: each row's request type is its own; the engine hands it back to the same row.
 export const EFFECTS: { [T in DecisionType]: Effect<T, any> | null } = {
@@ -41,7 +42,7 @@ export const EFFECTS: { [T in DecisionType]: Effect<T, any> | null } = {
   'wrap.requested': wrapBlock,
   'escalation.raised': page,
   'block.parked': stopBlockTurns,
-  'block.abandoned': stopBlockTurns,
+  'block.abandoned': abandonBlock,
   'worker.overran': probe,
   'worker.extended': extend,
   'turn.reissued': stopReissued,

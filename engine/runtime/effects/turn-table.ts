@@ -46,6 +46,12 @@ export class TurnTable {
     return controller.signal;
   }
 
+  /** The turn (re)starts now: a turn queued for an agent, once an attempt runs it; its elapsed time counts from here. */
+  restart(session: string, turn: number): void {
+    const t = this.running.get(key(session, turn));
+    if (t) t.startedAt = this.clock.now();
+  }
+
   /** The turn ended: its timer goes with it. */
   end(session: string, turn: number): void {
     clearTimeout(this.running.get(key(session, turn))?.timer);

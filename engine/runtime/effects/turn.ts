@@ -86,8 +86,7 @@ async function runTurn(c: EffectContext, r: TurnRequest): Promise<EventBody> {
   const vars = e.kind === 'review' ? { ...r.prompt.vars, diffstat } : r.prompt.vars;
   const prompt = renderPrompt(r.prompt.name, vars, { role: e.role, phase: e.phase, expect: e.expect as never });
   transcript(c, `## ${e.block} · ${e.role} · ${e.session} · turn ${e.turn} · ${e.kind}\n\n### prompt\n\n${fence(prompt)}\n`);
-  const phaseTime = c.spine.phases.find((p) => p.name === e.phase)?.timeMs ?? Number.POSITIVE_INFINITY;
-  const budget = Math.min(c.config.timeouts.turnMs, phaseTime);
+  const budget = turnBudget(c, e);
   const live = r.liveness;
   // The adapter's own timeout is only a backstop: liveness decides before it fires.
   const backstop = budget + live.maxExtensions * live.extensionMs + (live.maxExtensions + 2) * live.probeWaitMs + 60_000;
@@ -137,6 +136,12 @@ async function runTurn(c: EffectContext, r: TurnRequest): Promise<EventBody> {
     log.close();
     c.turns.end(e.session, e.turn);
   }
+}
+
+/** How long a turn may run before it overruns: the config's turn timeout, or its phase's time when shorter. */
+export function turnBudget(c: Pick<EffectContext, 'spine' | 'config'>, e: EventOf<'block.dispatched'>): number {
+  const phaseTime = c.spine.phases.find((p) => p.name === e.phase)?.timeMs ?? Number.POSITIVE_INFINITY;
+  return Math.min(c.config.timeouts.turnMs, phaseTime);
 }
 
 /** The turn's observer: process facts and usage become events; output and notes go to its log and the reporter. */

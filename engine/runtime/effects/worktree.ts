@@ -9,11 +9,13 @@ import { relative } from 'node:path';
 import type { EventBody, EventOf } from '../../core/events.ts';
 import * as git from '../../git/index.ts';
 import { type EffectContext, effect, errorLine } from './context.ts';
+import { dropWorkRef } from './work-ref.ts';
 
 export const prepareWorktree = effect({
   run: async (c, e: EventOf<'worktree.requested'>): Promise<EventBody> => {
     // Only the worktree commands wait for each other; reading the admin files does not.
-    const { made, orphan } = await c.queues.worktrees.run(() => prepareWorktreeNow(c, e));
+    // A new attempt starts at its base: an earlier attempt's work on the remote is not where agents build (effects/work-ref.ts).
+    const [{ made, orphan }] = await Promise.all([c.queues.worktrees.run(() => prepareWorktreeNow(c, e)), dropWorkRef(c, e.block)]);
     return {
       type: 'worktree.ready',
       block: e.block,

@@ -10,6 +10,7 @@ import type { EventBody, EventOf } from '../../core/events.ts';
 import * as git from '../../git/index.ts';
 import { type EffectContext, effect, errorLine } from './context.ts';
 import { dropBranch } from './worktree.ts';
+import { dropWorkRef } from './work-ref.ts';
 
 export const wrapBlock = effect({
   run: async (c, e: EventOf<'wrap.requested'>): Promise<EventBody> => {
@@ -21,6 +22,8 @@ export const wrapBlock = effect({
       return git.revParse(c.repo, `refs/heads/${branch}`);
     });
     const orphan = sha === undefined ? undefined : await dropBranch(c, e.block, branch, sha);
+    // Landed: its work ref on the remote (turns on agents) goes too.
+    await dropWorkRef(c, e.block);
     return { type: 'block.wrapped', block: e.block, summary: e.summary, ...(orphan ? { orphan } : {}) };
   },
   // The block has landed; what its worker left that git will not remove stays for `tron clean`.

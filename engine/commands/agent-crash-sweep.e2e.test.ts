@@ -1,0 +1,233 @@
+/**
+ * The crash sweep across agents, through the CLI against a real PostgreSQL and a served
+ * remote: a leader and a waiting standby (two engines, `[cluster] jobs = "agents"`) and
+ * three `tron agent`s, each in its own clone. The agent that holds alpha's first build is
+ * SIGKILLed mid-turn (its worker with it, as a lost host), and the leader is SIGKILLed at
+ * an event boundary; the standby takes over. Nothing lost, nothing landed twice, every
+ * landed sha green when tested again, and a forged late result of the dead agent's attempt
+ * refused by the database.
+ *
+ * By default a short spread of boundaries (the whole suite stays short);
+ * `TRON_CRASH_SWEEP=full` kills the leader at every boundary of a clean run.
+ */
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { execa, type ResultPromise } from 'execa';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { BIN } from '../testing/crash.ts';
+import { requireAll, skipWithout } from '../testing/needs.ts';
+import { needPostgres, type TestDatabase, testDatabase } from '../testing/postgres.ts';
+import { configFile, makeProject } from '../testing/project.ts';
+import { makeBareRemote, serveDaemon } from '../testing/remote-server.ts';
+import { GIT_IDENTITY_ENV } from '../testing/repo.ts';
+import { approvingWorkers, builderPrelude, writeBuilder } from '../testing/workers.ts';
+import { completeJob, STALE_ATTEMPT } from '../log/pg-jobs.ts';
+import { type Database, openDatabase } from '../log/pg-log.ts';
+
+const POSTGRES = needPostgres();
+const NO_DATABASE = skipWithout('the crash sweep across agents', POSTGRES);
+const IDS = ['alpha', 'beta', 'gamma'];
+const ENV = { ...GIT_IDENTITY_ENV, GIT_CONFIG_GLOBAL: '/dev/null', GIT_CONFIG_NOSYSTEM: '1', TRON_DATABASE_URL: '' };
+
+/** An honest builder; with `held`, alpha's first turn writes its pid there and hangs until killed. */
+function builder(held: string | undefined): string {
+  const hang = held
+    ? `if [ "$TRON_BLOCK" = alpha ] && [ ! -e "${held}" ]; then
+  echo $$ > "${held}.tmp" && mv "${held}.tmp" "${held}"
+  exec sleep 120
+fi
+`
+    : '';
+  return `${builderPrelude('the file and its test')}${hang}echo "$TRON_BLOCK" > "$TRON_BLOCK.txt"
+printf "require('node:assert').ok(require('node:fs').existsSync(__dirname + '/../%s.txt'));\\n" "$TRON_BLOCK" > "tests/$TRON_BLOCK.test.js"
+git add -A && git commit -qm "Build $TRON_BLOCK" >/dev/null 2>&1
+echo ">>DONE"
+`;
+}
+
+type Line = Record<string, unknown> & { type: string; seq: number };
+
+describe.skipIf(NO_DATABASE)('the crash sweep across two engines and three agents', () => {
+  let server: TestDatabase;
+  let db: Database;
+  beforeAll(async () => {
+    requireAll(POSTGRES);
+    server = await testDatabase();
+    db = await openDatabase(server.url);
+  }, 60_000);
+  afterAll(async () => {
+    await db?.end();
+    await server?.stop();
+  }, 60_000);
+
+  /** Every line of the repository's runs in the table, oldest run first. */
+  async function tableRuns(repository: string): Promise<Line[][]> {
+    const { rows } = await db.client.query<{ run: string; line: string }>(
+      'select run, line from tron_events where repository = $1 order by run, seq',
+      [repository],
+    );
+    const runs = new Map<string, Line[]>();
+    for (const r of rows) runs.set(r.run, [...(runs.get(r.run) ?? []), JSON.parse(r.line) as Line]);
+    return [...runs.values()];
+  }
+
+  /**
+   * A project on a served remote and three agents in their own clones. `crashAt`: the
+   * leader dies at that event while a standby waits, and alpha's first build hangs and its
+   * agent is SIGKILLed. Returns what the test checks after.
+   */
+  async function cluster(repository: string, crashAt: number | undefined): Promise<void> {
+    const scratch = mkdtempSync(join(tmpdir(), 'tron-agent-sweep-'));
+    const held = crashAt === undefined ? undefined : join(scratch, 'alpha.held');
+    const bare = await makeBareRemote();
+    const served = await serveDaemon(bare);
+    const repo = await makeProject({
+      blocks: { alpha: {}, beta: {}, gamma: { depends_on: ['alpha'] } },
+      config: configFile({
+        maxParallel: 3,
+        workers: approvingWorkers(writeBuilder(scratch, builder(held))),
+        extra: `\n[sandbox]\nmode = "off"\n\n[remote]\nbackoff = "100ms"\nretries = 50\n\n[cluster]\ndatabase = "${server.url}"\nrepository = "${repository}"\njobs = "agents"\nheartbeat = "500ms"\nlease = "1s"\n`,
+      }),
+    });
+    const agents: ResultPromise[] = [];
+    const outs: string[] = [];
+    const engines: ResultPromise[] = [];
+    try {
+      await repo.git('push', '-q', bare.dir, 'main');
+      await repo.git('remote', 'add', 'origin', served.url);
+      await repo.git('fetch', '-q', 'origin');
+      for (let n = 0; n < 3; n += 1) {
+        const clone = join(scratch, `clone-${n}`);
+        await execa('git', ['clone', '-q', served.url, clone], { env: ENV });
+        const agent = execa('node', [BIN, 'agent', '--repo', clone, '--database', server.url], {
+          env: ENV,
+          reject: false,
+          stdin: 'ignore',
+          buffer: false,
+        });
+        outs.push('');
+        const take = (c: Buffer) => {
+          outs[n] += c.toString();
+        };
+        agent.stdout!.on('data', take);
+        agent.stderr!.on('data', take);
+        agents.push(agent);
+      }
+      const start = (extra: string[], env: Record<string, string>) => {
+        const p = execa('node', [BIN, 'start', '--repo', repo.dir, '--plain', ...extra], {
+          env: { ...ENV, ...env },
+          reject: false,
+          stdin: 'ignore',
+          timeout: 240_000,
+        });
+        engines.push(p);
+        return p;
+      };
+      const said = () => outs.join('\n---\n');
+      if (crashAt === undefined) {
+        const clean = await start([], {});
+        expect(clean.exitCode, `${clean.stdout}\n${clean.stderr}\n${said()}`).toBe(0);
+      } else {
+        const leader = start([], { TRON_CRASH_AFTER_EVENT: String(crashAt) });
+        // The leader holds the lease before it writes a line; the standby waits beside it.
+        while (
+          leader.exitCode === null &&
+          leader.signalCode === null &&
+          (await db.client.query('select 1 from tron_lease where repository = $1', [repository])).rows.length === 0
+        )
+          await new Promise((r) => setTimeout(r, 20));
+        const standby = start(['--standby'], {});
+        // alpha's first build hangs on whichever agent claimed it (under the leader, or the standby): that agent dies as a lost host.
+        while (!existsSync(held!)) await new Promise((r) => setTimeout(r, 50));
+        const { rows } = await db.client.query<{ worker: string; run: string; seq: number }>(
+          `select worker, run, seq from tron_jobs where repository = $1 and kind = 'block.dispatched' and state = 'running'
+             and request->'decision'->>'block' = 'alpha' and attempt = 1 order by seq limit 1`,
+          [repository],
+        );
+        const holding = rows[0];
+        expect(holding, 'the job of alpha’s first build, running').toBeDefined();
+        if (holding) {
+          const pid = Number(/pid (\d+)$/.exec(holding.worker)![1]);
+          agents.find((a) => a.pid === pid)?.kill('SIGKILL');
+        }
+        process.kill(Number(readFileSync(held!, 'utf8')), 'SIGKILL');
+        const died = await leader;
+        expect(died.signal, `the leader at event ${crashAt}: ${died.stdout}`).toBe('SIGKILL');
+        const done = await standby;
+        expect(done.exitCode, `the standby after a crash at event ${crashAt}: ${done.stdout}\n${done.stderr}\n${said()}`).toBe(0);
+        if (holding) {
+          // The dead agent's attempt, reported now (forged, or late from a host that comes back): refused in SQL.
+          await expect(
+            completeJob(db.client, { repository, run: holding.run, seq: holding.seq }, 1, { ok: true, inputs: [{ type: 'forged' }] }),
+          ).rejects.toMatchObject({ code: STALE_ATTEMPT });
+        }
+        const runs = await tableRuns(repository);
+        expect(runs.at(-1)!.some((e) => e.type === 'recovery.started')).toBe(true);
+        expect(JSON.stringify(runs.flat())).not.toContain('forged');
+      }
+      // Nothing lost, nothing landed twice: every block landed once, here and on the remote's trunk.
+      const landed = (await repo.git('for-each-ref', '--format=%(refname:short)', 'refs/tron/landed/')).split('\n').sort();
+      expect(landed).toEqual(IDS.map((id) => `tron/landed/${id}`));
+      const subjects = (await bare.git('log', '--format=%s', 'main')).split('\n');
+      for (const id of IDS)
+        expect(
+          subjects.filter((s) => s === `Build ${id}`),
+          `${id} on the remote's trunk`,
+        ).toHaveLength(1);
+      // Each block's landing is recorded once: by the run that landed it, or by the standby's recovery
+      // when the leader died between the landing and its line (refs/tron/landed/<id> recognised:
+      // block.recovered in wrap or landed, as core/recover.ts counts it; or the remote held it: remote.recovered).
+      const lines = (await tableRuns(repository)).flat();
+      for (const id of IDS) {
+        const recorded = lines.filter((e) => e.type === 'block.landed' && e.block === id).length;
+        const recovered = lines.some(
+          (e) =>
+            (e.type === 'block.recovered' && e.block === id && (e.phase === 'landed' || e.phase === 'wrap') && e.sha !== undefined) ||
+            (e.type === 'remote.recovered' && JSON.stringify(e.blocks).includes(`"${id}"`)),
+        );
+        expect(recorded + (recorded === 0 && recovered ? 1 : 0), `${id}'s landing recorded once`).toBe(1);
+        expect(recorded).toBeLessThanOrEqual(1);
+      }
+      expect(await repo.git('rev-list', '--min-parents=2', 'main')).toBe('');
+      // Every landed sha is green, tested again here.
+      for (const id of IDS) {
+        const sha = await repo.git('rev-parse', `refs/tron/landed/${id}`);
+        const dir = join(scratch, `check-${id}`);
+        await repo.git('worktree', 'add', '-q', '--detach', dir, sha);
+        expect((await execa('node', ['test.js'], { cwd: dir, reject: false })).exitCode, `${id} green at ${sha}`).toBe(0);
+        await repo.git('worktree', 'remove', '--force', dir);
+      }
+      // The work refs went with the landings.
+      expect(await bare.git('for-each-ref', 'refs/tron/work/')).toBe('');
+    } finally {
+      for (const p of [...engines, ...agents]) p.kill('SIGKILL');
+      await Promise.all([...engines, ...agents].map((p) => p.catch(() => undefined)));
+      const worker = held && existsSync(held) ? Number(readFileSync(held, 'utf8')) : undefined;
+      if (worker) {
+        try {
+          process.kill(worker, 'SIGKILL');
+        } catch {
+          // gone already
+        }
+      }
+      await served.stop().catch(() => undefined);
+      await Promise.all([repo.cleanup(), bare.cleanup()]);
+      rmSync(scratch, { recursive: true, force: true });
+    }
+  }
+
+  it('lands every block exactly once, each landed sha green, when an agent dies mid-turn and the leader at a spread of event boundaries', async () => {
+    // A clean run first: how many lines a run with agents writes, and where its landing begins.
+    await cluster('agent-sweep-clean', undefined);
+    const [events] = await tableRuns('agent-sweep-clean');
+    const total = events!.length;
+    const first = (type: string) => events!.find((e) => e.type === type)!.seq;
+    // TRON_CRASH_SWEEP=full: every boundary; else two — while the builds run, and at the first landing.
+    const points =
+      process.env.TRON_CRASH_SWEEP === 'full'
+        ? Array.from({ length: total - 1 }, (_, i) => i + 1)
+        : [...new Set([first('gate.passed'), first('land.intent')])].sort((a, b) => a - b);
+    for (const n of points) await cluster(`agent-sweep-${n}`, n);
+  }, 1_800_000);
+});

@@ -1,0 +1,295 @@
+/**
+ * The channel between the engine and a turn running on a `tron agent` (docs/cluster.md,
+ * "Stopping and liveness of turns on agents"): what the engine asks of a job while it runs,
+ * and what the attempt running it says meanwhile — both rows in the database, since the
+ * engine and the agent share nothing else.
+ *
+ * - **asks** (`tron_job_asks`), written by the engine: `stop` (the engine stops, the block
+ *   was parked, the turn re-issued: the agent kills the turn's processes) and `probe` (the
+ *   turn overran: the agent takes its signs of life as the engine would, and answers).
+ *   A stop asks every attempt, present and future; a probe, the attempt running now. An
+ *   agent reads the open asks of the jobs it holds (`tron_asks`), woken by NOTIFY on
+ *   `tron_asks` and, should a notification be lost, at each heartbeat; it answers with
+ *   `tron_answer`, fenced by attempt as a result is.
+ * - **notes** (`tron_job_notes`), written by the attempt through `tron_note` and only while
+ *   it holds the job: the turn started, a worker process spawned or exited. The engine
+ *   records them in its log as its own turns' notes (`worker.spawned`/`worker.exited`, with
+ *   the agent named), and a start re-arms the turn's overrun timer.
+ *
+ * A queued job the engine stops before any agent claims it is finished here at once, with
+ * the outcome the engine gives it; the claim of a finished job runs nothing.
+ *
+ * And one thing graphile-worker does on its own: a job whose task failed `max_attempts`
+ * times (25) is never handed out again. `exhaustedJobs` finds the engine's waiting jobs in
+ * that state — or whose queue row is gone — so the engine fails them with a reason instead
+ * of waiting forever.
+ */
+import type pg from 'pg';
+import type { JobKey, JobResult } from './pg-jobs.ts';
+import type { RunKey } from './pg-log.ts';
+
+/** pg-jobs.ts's STALE_ATTEMPT (that module imports this one's migration: no import back). */
+const STALE_ATTEMPT = 'TRN02';
+
+/** The channel an agent listens on for asks (payload: the worker holding the job). */
+export const ASKS_CHANNEL = 'tron_asks';
+/** The channel the engine listens on for notes and answers (payload: repository/run). */
+export const NOTES_CHANNEL = 'tron_notes';
+
+/** Version 2 of the queue's schema (JOB_MIGRATIONS in pg-jobs.ts): asks, answers and notes. */
+export const CONTROL_MIGRATION = `
+  create table tron_job_asks (
+    id bigserial primary key,
+    repository text not null,
+    run text not null,
+    seq integer not null,
+    attempt integer,
+    kind text not null check (kind in ('stop', 'probe')),
+    body jsonb not null default '{}',
+    answer jsonb,
+    asked_at timestamptz not null default now(),
+    answered_at timestamptz
+  );
+  create index tron_job_asks_job on tron_job_asks (repository, run, seq);
+
+  create table tron_job_notes (
+    id bigserial primary key,
+    repository text not null,
+    run text not null,
+    seq integer not null,
+    attempt integer not null,
+    body jsonb not null,
+    noted_at timestamptz not null default now()
+  );
+  create index tron_job_notes_job on tron_job_notes (repository, run, seq);
+
+  create function tron_asks(p_worker text)
+    returns table (repository text, run text, seq integer, attempt integer, id bigint, kind text, body jsonb)
+  language sql security definer set search_path = public, pg_temp as $$
+    select a.repository, a.run, a.seq, j.attempt, a.id, a.kind, a.body
+      from tron_job_asks a join tron_jobs j on j.repository = a.repository and j.run = a.run and j.seq = a.seq
+     where j.worker = p_worker and j.state = 'running' and a.answered_at is null
+       and (a.attempt is null or a.attempt = j.attempt)
+     order by a.id;
+  $$;
+
+  create function tron_answer(p_repository text, p_run text, p_seq integer, p_attempt integer, p_id bigint, p_answer jsonb)
+    returns void
+  language plpgsql security definer set search_path = public, pg_temp as $$
+  begin
+    update tron_job_asks a set answer = p_answer, answered_at = now()
+      where a.id = p_id and a.repository = p_repository and a.run = p_run and a.seq = p_seq and a.answered_at is null
+        and exists (select 1 from tron_jobs j where j.repository = p_repository and j.run = p_run and j.seq = p_seq
+                      and j.attempt = p_attempt and j.state = 'running')
+        and (a.attempt is null or a.attempt = p_attempt);
+    if not found then
+      raise exception 'answer of attempt % to ask % refused: the attempt does not hold job %/%/%, or it was answered',
+        p_attempt, p_id, p_repository, p_run, p_seq using errcode = '${STALE_ATTEMPT}';
+    end if;
+    perform pg_notify('${NOTES_CHANNEL}', p_repository || '/' || p_run);
+  end $$;
+
+  create function tron_note(p_repository text, p_run text, p_seq integer, p_attempt integer, p_body jsonb) returns boolean
+  language plpgsql security definer set search_path = public, pg_temp as $$
+  begin
+    insert into tron_job_notes (repository, run, seq, attempt, body)
+      select p_repository, p_run, p_seq, p_attempt, p_body from tron_jobs j
+       where j.repository = p_repository and j.run = p_run and j.seq = p_seq and j.attempt = p_attempt and j.state = 'running';
+    if not found then return false; end if;
+    perform pg_notify('${NOTES_CHANNEL}', p_repository || '/' || p_run);
+    return true;
+  end $$;
+
+  -- Of the attempts an agent runs, those that no longer hold their job (given to another, or finished for it).
+  create function tron_lost(p_repository text[], p_run text[], p_seq integer[], p_attempt integer[])
+    returns table (repository text, run text, seq integer, attempt integer)
+  language sql security definer set search_path = public, pg_temp as $$
+    select u.r, u.n, u.s, u.a from unnest(p_repository, p_run, p_seq, p_attempt) as u(r, n, s, a)
+     where not exists (select 1 from tron_jobs j where j.repository = u.r and j.run = u.n and j.seq = u.s
+                         and j.attempt = u.a and j.state = 'running');
+  $$;
+
+  revoke execute on function tron_asks(text), tron_answer(text, text, integer, integer, bigint, jsonb),
+    tron_note(text, text, integer, integer, jsonb), tron_lost(text[], text[], integer[], integer[]) from public;
+`;
+
+/** The grant of these functions to an agents' role (agentGrants in pg-jobs.ts adds it). */
+export const CONTROL_FUNCTIONS =
+  'tron_asks(text), tron_answer(text, text, integer, integer, bigint, jsonb), tron_note(text, text, integer, integer, jsonb), tron_lost(text[], text[], integer[], integer[])';
+
+/** What an attempt says of its turn. */
+export type JobNote =
+  | { kind: 'started' }
+  | { kind: 'spawned'; pid: number; start_time: string; agent?: string }
+  | { kind: 'exited'; pid: number; code: number | null; signal: string | null; agent?: string };
+
+/** An open ask of a job an agent holds. */
+export interface Ask extends JobKey {
+  attempt: number;
+  id: number;
+  kind: 'stop' | 'probe';
+  body: unknown;
+}
+
+// ---- the engine's side (its role owns the tables) ----
+
+/**
+ * Stops a job: a queued one is finished at once with `outcome` (no agent will run it); a
+ * running one gets a stop ask for every attempt, and its agent is woken. Returns which.
+ */
+export async function askStop(
+  client: pg.ClientBase,
+  key: JobKey,
+  reason: string,
+  outcome: JobResult,
+): Promise<'finished' | 'asked' | 'done'> {
+  const finished = await client.query(
+    `with f as (update tron_jobs set state = 'done', outcome = $4, done_at = now()
+                 where repository = $1 and run = $2 and seq = $3 and state = 'queued' returning 1)
+     select pg_notify('tron_results', $1 || '/' || $2) from f`,
+    [key.repository, key.run, key.seq, JSON.stringify(outcome)],
+  );
+  if (finished.rowCount) return 'finished';
+  const asked = await client.query(
+    `with j as (select worker from tron_jobs where repository = $1 and run = $2 and seq = $3 and state = 'running'),
+          a as (insert into tron_job_asks (repository, run, seq, kind, body)
+                select $1, $2, $3, 'stop', jsonb_build_object('reason', $4::text) from j returning 1)
+     select pg_notify('${ASKS_CHANNEL}', j.worker) from j`,
+    [key.repository, key.run, key.seq, reason],
+  );
+  return asked.rowCount ? 'asked' : 'done';
+}
+
+/** Asks the attempt running a job to probe its turn; the ask's id, or undefined when no attempt runs it. */
+export async function askProbe(client: pg.ClientBase, key: JobKey, body: unknown): Promise<number | undefined> {
+  const { rows } = await client.query<{ id: string; worker: string }>(
+    `with j as (select attempt, worker from tron_jobs where repository = $1 and run = $2 and seq = $3 and state = 'running'),
+          a as (insert into tron_job_asks (repository, run, seq, attempt, kind, body)
+                select $1, $2, $3, j.attempt, 'probe', $4 from j returning id)
+     select a.id, j.worker, pg_notify('${ASKS_CHANNEL}', j.worker) from a, j`,
+    [key.repository, key.run, key.seq, JSON.stringify(body)],
+  );
+  return rows[0] ? Number(rows[0].id) : undefined;
+}
+
+/** The answer to an ask, once given. */
+export async function answerOf(client: pg.ClientBase, id: number): Promise<unknown | undefined> {
+  const { rows } = await client.query<{ answer: unknown }>('select answer from tron_job_asks where id = $1 and answered_at is not null', [
+    id,
+  ]);
+  return rows[0]?.answer;
+}
+
+/** What the engine follows of the jobs it waits on: each one's state and attempt, and the notes after `after`. */
+export async function jobProgress(
+  client: pg.ClientBase,
+  at: RunKey,
+  seqs: readonly number[],
+  after: number,
+): Promise<{
+  jobs: Array<{ seq: number; state: string; attempt: number; worker: string | null }>;
+  notes: Array<{ id: number; seq: number; attempt: number; body: JobNote; worker: string | null }>;
+}> {
+  const jobs = await client.query<{ seq: number; state: string; attempt: number; worker: string | null }>(
+    'select seq, state, attempt, worker from tron_jobs where repository = $1 and run = $2 and seq = any($3::integer[])',
+    [at.repository, at.run, seqs],
+  );
+  const notes = await client.query<{ id: string; seq: number; attempt: number; body: JobNote; worker: string | null }>(
+    `select n.id, n.seq, n.attempt, n.body, j.worker from tron_job_notes n
+       left join tron_jobs j on j.repository = n.repository and j.run = n.run and j.seq = n.seq
+      where n.repository = $1 and n.run = $2 and n.seq = any($3::integer[]) and n.id > $4 order by n.id`,
+    [at.repository, at.run, seqs, after],
+  );
+  return { jobs: jobs.rows, notes: notes.rows.map((n) => ({ ...n, id: Number(n.id) })) };
+}
+
+/**
+ * The engine's waiting jobs the queue will never hand out again: graphile-worker gave up
+ * on them after `max_attempts` failed tries, or their queue row is gone (deleted by a role
+ * that could). Each with the reason, for the failure the engine reports.
+ */
+export async function exhaustedJobs(
+  client: pg.ClientBase,
+  at: RunKey,
+  seqs: readonly number[],
+): Promise<Array<{ seq: number; reason: string }>> {
+  const { rows } = await client.query<{ seq: number; attempts: number | null; max_attempts: number | null; last_error: string | null }>(
+    `select t.seq, g.attempts, g.max_attempts, g.last_error from tron_jobs t
+       left join graphile_worker.jobs g on g.key = t.repository || '/' || t.run || '/' || t.seq
+      where t.repository = $1 and t.run = $2 and t.seq = any($3::integer[]) and t.state in ('queued', 'running')
+        and (g.id is null or (g.attempts >= g.max_attempts and g.locked_at is null))`,
+    [at.repository, at.run, seqs],
+  );
+  return rows.map((r) => ({
+    seq: r.seq,
+    reason:
+      r.attempts === null
+        ? 'its job is no longer on the queue (deleted from graphile_worker.jobs): no agent will run it'
+        : `the queue gave it up after ${r.attempts} failed attempts (of ${r.max_attempts})${r.last_error ? `; the last: ${r.last_error.split('\n')[0]}` : ''}`,
+  }));
+}
+
+/** Finishes a job the queue gave up on with its failure; false when a result got there first. */
+export async function failJob(client: pg.ClientBase, key: JobKey, result: JobResult): Promise<boolean> {
+  const { rowCount } = await client.query(
+    `update tron_jobs set state = 'done', outcome = $4, done_at = now()
+      where repository = $1 and run = $2 and seq = $3 and state in ('queued', 'running')`,
+    [key.repository, key.run, key.seq, JSON.stringify(result)],
+  );
+  return (rowCount ?? 0) > 0;
+}
+
+// ---- the agent's side (its role may only call the functions) ----
+
+/** The open asks of the jobs `worker` holds. */
+export async function asksFor(client: pg.ClientBase, worker: string): Promise<Ask[]> {
+  const { rows } = await client.query<Ask & { id: string }>('select * from tron_asks($1)', [worker]);
+  return rows.map((r) => ({ ...r, id: Number(r.id) }));
+}
+
+/** Of the attempts given, those that no longer hold their job. */
+export async function lostAttempts(
+  client: pg.ClientBase,
+  held: ReadonlyArray<JobKey & { attempt: number }>,
+): Promise<Array<JobKey & { attempt: number }>> {
+  if (held.length === 0) return [];
+  const { rows } = await client.query<JobKey & { attempt: number }>('select * from tron_lost($1, $2, $3, $4)', [
+    held.map((h) => h.repository),
+    held.map((h) => h.run),
+    held.map((h) => h.seq),
+    held.map((h) => h.attempt),
+  ]);
+  return rows;
+}
+
+/** Answers an ask as `attempt`; refused (STALE_ATTEMPT) unless that attempt holds the job. */
+export async function answerAsk(client: pg.ClientBase, key: JobKey, attempt: number, id: number, answer: unknown): Promise<void> {
+  await client.query('select tron_answer($1, $2, $3, $4, $5, $6)', [key.repository, key.run, key.seq, attempt, id, JSON.stringify(answer)]);
+}
+
+/** Records a note of `attempt`; false when that attempt no longer holds the job (it was given to another). */
+export async function noteJob(client: pg.ClientBase, key: JobKey, attempt: number, note: JobNote): Promise<boolean> {
+  const { rows } = await client.query<{ ok: boolean }>('select tron_note($1, $2, $3, $4, $5) as ok', [
+    key.repository,
+    key.run,
+    key.seq,
+    attempt,
+    JSON.stringify(note),
+  ]);
+  return rows[0]?.ok === true;
+}
+
+/**
+ * A client's queries, one at a time: the engine's and the agent's watchers share a
+ * connection among timers and notifications, and pg warns of (and will refuse) a query
+ * issued while another runs.
+ */
+export function serialized(client: pg.ClientBase): pg.ClientBase {
+  let last: Promise<unknown> = Promise.resolve();
+  const query = (...args: unknown[]) => {
+    const run = last.then(() => (client.query as (...a: unknown[]) => Promise<unknown>)(...args));
+    last = run.catch(() => undefined);
+    return run;
+  };
+  return { query } as unknown as pg.ClientBase;
+}

@@ -1,0 +1,135 @@
+/**
+ * The channel between the engine and a turn on an agent (log/pg-job-control.ts,
+ * runtime/agent-control.ts), against a real PostgreSQL: a stop asked of a running job
+ * aborts the agent's turn (one registered after the stop too) and is answered; a stop of a
+ * queued job finishes it at once and no claim runs it; a probe is answered with what the
+ * agent's probe saw; notes and answers count only from the attempt that holds the job, and
+ * an attempt that no longer holds it has its turn stopped.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ManualClock } from '../core/clock.ts';
+import { acquireLease } from '../log/lease.ts';
+import { answerOf, askProbe, askStop, jobProgress } from '../log/pg-job-control.ts';
+import { claimJob, type JobKey, migrateJobs } from '../log/pg-jobs.ts';
+import { type Database, openDatabase, PgEventLog } from '../log/pg-log.ts';
+import { requireAll, skipWithout } from '../testing/needs.ts';
+import { needPostgres, type TestDatabase, testDatabase } from '../testing/postgres.ts';
+import { AgentControl } from './agent-control.ts';
+
+const POSTGRES = needPostgres();
+const NO_DATABASE = skipWithout('the channel to turns on agents', POSTGRES);
+const RUN = '20260101-000000-001';
+const clock = new ManualClock(0);
+
+describe.skipIf(NO_DATABASE)('the channel to turns on agents', () => {
+  let server: TestDatabase;
+  const opened: Database[] = [];
+  beforeAll(async () => {
+    requireAll(POSTGRES);
+    server = await testDatabase();
+    const d = await openDatabase(server.url);
+    opened.push(d);
+    await migrateJobs(d);
+  }, 60_000);
+  afterAll(async () => {
+    for (const d of opened) await d.end();
+    await server?.stop();
+  }, 60_000);
+
+  /** A turn job decided and committed under `repository`'s lease. */
+  async function decided(repository: string): Promise<{ d: Database; key: JobKey }> {
+    const d = await openDatabase(server.url);
+    opened.push(d);
+    const lease = await acquireLease(d, { repository, periodMs: 30_000 });
+    const log = (await PgEventLog.open(d, lease, RUN, Buffer.alloc(32, 3))).attach(clock);
+    log.groupCommit = true;
+    const e = log.append({ type: 'merge.queued', block: 'alpha' });
+    log.enqueue!(e.seq, { kind: 'block.dispatched', role: 'builder', request: { n: 1 } });
+    await log.sync();
+    return { d, key: { repository, run: RUN, seq: e.seq } };
+  }
+
+  const until = async (ok: () => boolean | Promise<boolean>) => {
+    while (!(await ok())) await new Promise((r) => setTimeout(r, 20));
+  };
+
+  it('aborts the turn a running job holds when the engine asks it to stop, and one registered after the stop too', async () => {
+    const { d, key } = await decided('stop');
+    const control = await AgentControl.open(server.url, 'agent one', 10_000, clock, () => undefined);
+    try {
+      const claimed = await claimJob(d.client, key, 'agent one');
+      const held = control.hold(key, claimed!.attempt);
+      const first = held.turns.start('alpha', 'alpha.1.builder', 1);
+      expect(await askStop(d.client, key, 'stopped by the engine', { ok: true, inputs: [] })).toBe('asked');
+      // NOTIFY wakes the agent at once (its own look is 10 s away).
+      await until(() => first.aborted);
+      expect(held.stopped).toBe('stopped by the engine');
+      expect(held.turns.start('alpha', 'alpha.1.builder', 2).aborted).toBe(true);
+      await until(async () => (await d.client.query(`select 1 from tron_job_asks where answered_at is not null`)).rows.length === 1);
+      held.release();
+    } finally {
+      await control.close();
+    }
+  });
+
+  it('finishes a queued job the engine stops, and no claim runs it after', async () => {
+    const { d, key } = await decided('queued');
+    const outcome = { ok: true as const, inputs: [{ type: 'stopped' }] };
+    expect(await askStop(d.client, key, 'stopped by the engine', outcome)).toBe('finished');
+    expect(await claimJob(d.client, key, 'agent late')).toBeUndefined();
+    const { rows } = await d.client.query(`select state, outcome from tron_jobs where repository = 'queued'`);
+    expect(rows).toEqual([{ state: 'done', outcome }]);
+    expect(await askStop(d.client, key, 'again', outcome)).toBe('done');
+  });
+
+  it('answers a probe with what the agent’s probe saw, and takes notes only from the attempt that holds the job', async () => {
+    const { d, key } = await decided('probe');
+    const control = await AgentControl.open(server.url, 'agent two', 10_000, clock, () => undefined);
+    try {
+      const claimed = await claimJob(d.client, key, 'agent two');
+      const held = control.hold(key, claimed!.attempt);
+      held.turns.start('alpha', 'alpha.1.builder', 1);
+      const probed = { type: 'worker.probed', block: 'alpha', session: 'alpha.1.builder', turn: 1, alive: true, signs: ['cpu'] };
+      held.probeWith(async () => probed as never);
+      held.note({ kind: 'started' });
+      held.note({ kind: 'spawned', pid: 42, start_time: '7' });
+      const id = await askProbe(d.client, key, { decision: { session: 'alpha.1.builder', turn: 1 }, probeWaitMs: 1 });
+      await until(async () => (await answerOf(d.client, id!)) !== undefined);
+      expect(await answerOf(d.client, id!)).toEqual({ probed, ended: false });
+      await until(async () => (await jobProgress(d.client, key, [key.seq], 0)).notes.length === 2);
+      const { notes, jobs } = await jobProgress(d.client, key, [key.seq], 0);
+      expect(notes.map((n) => n.body)).toEqual([{ kind: 'started' }, { kind: 'spawned', pid: 42, start_time: '7', agent: 'agent two' }]);
+      expect(jobs).toEqual([{ seq: key.seq, state: 'running', attempt: 1, worker: 'agent two' }]);
+      // The job is given to another attempt: the first one's notes are no longer taken.
+      await claimJob(d.client, key, 'agent three');
+      held.note({ kind: 'exited', pid: 42, code: 0, signal: null });
+      held.note({ kind: 'started' });
+      await new Promise((r) => setTimeout(r, 300));
+      expect((await jobProgress(d.client, key, [key.seq], 0)).notes).toHaveLength(2);
+      held.release();
+    } finally {
+      await control.close();
+    }
+  });
+
+  it('stops the turn of an attempt that no longer holds its job, as an agent cut off and back finds it', async () => {
+    const { d, key } = await decided('lost');
+    const printed: string[] = [];
+    const control = await AgentControl.open(server.url, 'agent paused', 100, clock, (line) => printed.push(line));
+    try {
+      const claimed = await claimJob(d.client, key, 'agent paused');
+      const held = control.hold(key, claimed!.attempt);
+      const turn = held.turns.start('alpha', 'alpha.1.builder', 1);
+      await new Promise((r) => setTimeout(r, 300));
+      expect(turn.aborted).toBe(false);
+      // Meanwhile the job was given to another agent as attempt 2.
+      await claimJob(d.client, key, 'agent other');
+      await until(() => turn.aborted);
+      expect(held.stopped).toBe('the job was given to another attempt, or finished');
+      expect(printed).toEqual([`tron agent: job ${key.seq} attempt 1 no longer holds its job; its turn is stopped`]);
+      held.release();
+    } finally {
+      await control.close();
+    }
+  });
+});

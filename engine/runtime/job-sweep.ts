@@ -1,0 +1,24 @@
+/**
+ * What the engine does about a job the queue will never hand out again (docs/cluster.md,
+ * failure semantics): graphile-worker stops trying a job whose task failed `max_attempts`
+ * times (25) — an agent that dies on it each time, a database call that keeps failing —
+ * and a role with rights on its tables could delete one. The engine would wait on such a
+ * job forever. So, while it waits, it looks for them (engine/log/pg-job-control.ts
+ * `exhaustedJobs`) and finishes each with a failure naming why: the effect fails as it
+ * would have in process, decided like any failed turn or test run. An attempt still
+ * running it is refused when it reports (the job is done).
+ */
+import type pg from 'pg';
+import { exhaustedJobs, failJob } from '../log/pg-job-control.ts';
+import type { RunKey } from '../log/pg-log.ts';
+
+/** Finishes the given waiting jobs the queue gave up on, each with its reason; how many it finished. */
+export async function failExhausted(client: pg.ClientBase, at: RunKey, seqs: readonly number[]): Promise<number> {
+  if (seqs.length === 0) return 0;
+  let n = 0;
+  for (const { seq, reason } of await exhaustedJobs(client, at, seqs)) {
+    const failed = await failJob(client, { ...at, seq }, { ok: false, error: { message: `the job was given up: ${reason}` } });
+    if (failed) n += 1;
+  }
+  return n;
+}

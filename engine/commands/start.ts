@@ -266,6 +266,8 @@ async function startHolding(
             print: say,
           })
         : undefined;
+    // [intake]: the labelled list, polled (engine/forge/watch.ts); made below, once the engine is.
+    let poller: IssuePoller | undefined;
     // With a database the table is the log; the run directory gets a copy when the run ends (pg-log.ts).
     const pgLog = seat ? await seat.openLog(runId, key, join(runDir, 'events.jsonl')) : undefined;
     const jobs = seat && pgLog ? await brokerFor(seat.db, pgLog, config) : undefined;
@@ -287,11 +289,12 @@ async function startHolding(
       sandbox: sandbox.sandbox,
       print: say,
       onAppend:
-        notifier || progress
+        notifier || progress || forgeRun?.intake
           ? (e) => {
               reporter.event(e);
               notifier?.event(e);
               progress?.event(e);
+              poller?.event(e);
             }
           : reporter.event,
       report: renderReport,
@@ -311,26 +314,29 @@ async function startHolding(
         return undefined;
       },
     });
-    // --watch with [intake]: new and edited issues join the register as they come (engine/forge/watch.ts).
-    const poller =
-      o.watch && forgeRun?.intake
-        ? new IssuePoller({
-            forge: forgeRun.forge,
-            label: forgeRun.intake.label,
-            intervalMs: forgeRun.intake.pollMs,
-            ...(forgeRun.intake.etag && { etag: forgeRun.intake.etag }),
-            files: () => {
-              const r = loadRegister(repo);
-              return r.problems.length === 0 ? r.blocks : undefined;
-            },
-            onChange: (all, intake) => {
-              issueBlocks = intake.blocks;
-              Object.assign(forgeRun.issues, intake.issues);
-              engine.registerChanged(all);
-            },
-            print: say,
-          })
-        : undefined;
+    // [intake]: an issue closed or unlabelled while its block is under way stops it; with --watch, new and
+    // edited issues join the register as they come (engine/forge/watch.ts).
+    poller = forgeRun?.intake
+      ? new IssuePoller({
+          takeNew: Boolean(o.watch),
+          issues: forgeRun.issues,
+          onWithdrawn: (body) => engine.told(body),
+          forge: forgeRun.forge,
+          label: forgeRun.intake.label,
+          intervalMs: forgeRun.intake.pollMs,
+          ...(forgeRun.intake.etag && { etag: forgeRun.intake.etag }),
+          files: () => {
+            const r = loadRegister(repo);
+            return r.problems.length === 0 ? r.blocks : undefined;
+          },
+          onChange: (all, intake) => {
+            issueBlocks = intake.blocks;
+            Object.assign(forgeRun.issues, intake.issues);
+            engine.registerChanged(all);
+          },
+          print: say,
+        })
+      : undefined;
     poller?.start();
     const onSignal = (signal: NodeJS.Signals) => {
       if (stopping) {

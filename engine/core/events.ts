@@ -604,6 +604,17 @@ export const EVENT_SCHEMAS = {
   'pr.waited': z
     .strictObject({ stack, attempt: z.number().int().min(1) })
     .describe('input: the wait before asking the forge again has passed.'),
+  'issue.withdrawn': z
+    .strictObject({
+      block,
+      issue: z.number().int().positive().describe("the block's issue on the forge"),
+      action: z.enum(['closed', 'unlabelled']).describe('what a person did: closed the issue, or took the intake label off it'),
+      by: z.string().optional().describe('who closed it, when the forge says'),
+      words: z.string().optional().describe('their last comment on the issue'),
+    })
+    .describe(
+      "input: ([intake]) a block's issue left the labelled list while the run went — a person closed it or removed the label (engine/forge/watch.ts); the block stops unless it landed or its landing is under way.",
+    ),
   'lane.closed': z
     .strictObject({
       stack,

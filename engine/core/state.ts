@@ -745,6 +745,8 @@ const reducers = {
   'notify.failed': nothing,
   'forge.commented': nothing,
   'forge.failed': nothing,
+  // What it stops is decided (engine/core/decide/withdraw.ts) and folds as block.abandoned.
+  'issue.withdrawn': nothing,
   'worker.spawned': nothing,
   'worker.exited': nothing,
   'worker.usage': nothing,

@@ -23,6 +23,8 @@ export interface ForgeIssue {
   url: string;
   /** The issue's author, as the forge names them. */
   author: string;
+  /** Who closed it, while it is closed (when the forge says). */
+  closedBy?: string;
 }
 
 export interface ForgeComment {

@@ -219,6 +219,7 @@ interface RawIssue {
   state: string;
   html_url: string;
   user: { login: string } | null;
+  closed_by?: { login: string } | null;
   labels: (string | { name?: string })[];
 }
 
@@ -231,6 +232,7 @@ function issueOf(i: RawIssue): ForgeIssue {
     state: i.state === 'closed' ? 'closed' : 'open',
     url: i.html_url,
     author: i.user?.login ?? '',
+    ...(i.state === 'closed' && i.closed_by?.login && { closedBy: i.closed_by.login }),
   };
 }
 

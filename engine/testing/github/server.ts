@@ -73,7 +73,10 @@ export interface GitHubServer {
   /** Opens an issue as a person would; returns its number. */
   openIssue(i: { title: string; body?: string; labels?: string[]; user?: string }): number;
   /** Edits an issue as a person would. */
-  editIssue(number: number, patch: { title?: string; body?: string; state?: 'open' | 'closed'; labels?: string[] }): void;
+  editIssue(
+    number: number,
+    patch: { title?: string; body?: string; state?: 'open' | 'closed'; labels?: string[]; by?: string; comment?: string },
+  ): void;
   issue(number: number): Issue | undefined;
   comments(number: number): Comment[];
   pulls(): Pull[];
@@ -238,6 +241,7 @@ export async function startGitHubServer(opts: {
           issue.state = b.state;
           issue.closed_at = b.state === 'closed' ? now() : null;
           issue.state_reason = b.state === 'closed' ? ((b.state_reason as string) ?? 'completed') : null;
+          issue.closed_by = b.state === 'closed' ? 'tron-bot' : null;
         }
         if (Array.isArray(b.labels)) setLabels(issue, b.labels as string[]);
         issue.updated_at = now();
@@ -698,7 +702,16 @@ export async function startGitHubServer(opts: {
       const issue = issueOr404(number);
       if (patch.title !== undefined) issue.title = patch.title;
       if (patch.body !== undefined) issue.body = patch.body;
-      if (patch.state !== undefined) issue.state = patch.state;
+      const by = patch.by ?? 'octocat';
+      if (patch.comment) {
+        store.comments.push({ id: id(), issue: number, body: patch.comment, user: by, created_at: now(), updated_at: now() });
+        issue.comments++;
+      }
+      if (patch.state !== undefined) {
+        issue.state = patch.state;
+        issue.closed_at = patch.state === 'closed' ? now() : null;
+        issue.closed_by = patch.state === 'closed' ? by : null;
+      }
       if (patch.labels !== undefined) setLabels(issue, patch.labels);
       issue.updated_at = now();
     },

@@ -40,6 +40,7 @@ import { bringLatestRun, databaseUrl, repositoryName, type Seat, takeSeat } from
 import { forgeAtStart, type ForgeRun, withoutForgeToken } from '../forge/session.ts';
 import { ForgeProgress, tellRecovered } from '../forge/progress.ts';
 import { IssuePoller } from '../forge/watch.ts';
+import { watchWake } from '../forge/wake.ts';
 
 export interface StartOptions {
   repo: string;
@@ -338,6 +339,8 @@ async function startHolding(
         })
       : undefined;
     poller?.start();
+    // A webhook `tron serve` received makes the next poll come at once (engine/forge/wake.ts).
+    const woken = poller ? watchWake(repo, () => poller?.wake()) : undefined;
     const onSignal = (signal: NodeJS.Signals) => {
       if (stopping) {
         // A second signal stops at once: worker process groups first, then the engine.
@@ -362,6 +365,7 @@ async function startHolding(
     // The reporter says how the run ended (from run.finished): parked blocks with their answer command.
     return await engine.run().finally(() => {
       poller?.stop();
+      woken?.close();
       o.stop?.removeEventListener('abort', onAbort);
       process.off('SIGINT', onSignal);
       process.off('SIGTERM', onSignal);

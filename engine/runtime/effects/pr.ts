@@ -14,6 +14,7 @@
  */
 import type { EventBody, EventOf } from '../../core/events.ts';
 import { type Forge, ForgeError, type ForgePull, upsertPull } from '../../forge/forge.ts';
+import { watchWake } from '../../forge/wake.ts';
 import { pushBranches, readRemote } from '../../git/remote.ts';
 import { effect, type EffectContext, errorLine, type Moment } from './context.ts';
 
@@ -163,10 +164,21 @@ function trimOutput(text: string): string {
   return lines.length > 60 || tail.length > 8192 ? `…\n${cut}` : cut;
 }
 
-/** The wait before the forge is asked again: the decision said how long; the input says it passed. */
+/**
+ * The wait before the forge is asked again: the decision said how long; the input says it
+ * passed. A webhook `tron serve` received (engine/forge/wake.ts) ends a wait for checks,
+ * reviews or the merge queue at once — the input is the same, only sooner; a rate limit's
+ * or a failure's wait is kept whole.
+ */
 export const waitForge = effect({
-  run: (_c, e: EventOf<'pr.wait'>) =>
+  run: (c, e: EventOf<'pr.wait'>) =>
     new Promise<EventBody>((resolve) => {
-      setTimeout(() => resolve({ type: 'pr.waited', stack: e.stack, attempt: e.attempt }), e.wait_ms);
+      const done = () => {
+        clearTimeout(timer);
+        woken?.close();
+        resolve({ type: 'pr.waited', stack: e.stack, attempt: e.attempt });
+      };
+      const timer = setTimeout(done, e.wait_ms);
+      const woken = /^(rate limited|the forge failed)/.test(e.reason) ? undefined : watchWake(c.repo, done);
     }),
 });

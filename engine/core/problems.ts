@@ -339,6 +339,13 @@ export const PROBLEMS = {
     summary: 'The forge refused the token: bad credentials (401) or missing permission (403 that is not a rate limit).',
     fix: 'Check the token and its scopes (docs/forge.md), then start again; the refused call changed nothing on the forge.',
   },
+  TRON_FORGE_QUEUE: {
+    area: 'forge',
+    kind: 'page',
+    summary:
+      "The forge's merge queue moved trunk to a commit whose tree is not exactly the one tron tested (or not on the trunk it tested on); nothing was recorded as landed.",
+    fix: 'See what else the queue merged in the same group, or set its merge method to merge or squash of one pull request at a time; then answer the parked block.',
+  },
   TRON_FORGE_CHECKS: {
     area: 'forge',
     kind: 'page',

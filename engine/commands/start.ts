@@ -21,6 +21,7 @@ import type { WorkerAdapter } from '../workers/adapter.ts';
 import type { WorkerRole } from '../core/roles.ts';
 import { carrySessions, clearInterruptedLanding, recover, type Recovery } from '../runtime/recovery.ts';
 import { catchUpFromRemote } from '../runtime/remote-recovery.ts';
+import { catchUpFromQueue } from '../runtime/queue-recovery.ts';
 import { credentialPaths, openRemote, remoteAccess } from '../git/remote.ts';
 import { readInbox } from '../runtime/inbox.ts';
 import type { BodyOf } from '../core/events.ts';
@@ -180,6 +181,10 @@ async function startHolding(
         })
       : undefined;
     const fromRemote = remote ? await catchUpFromRemote(repo, remote, previous) : [];
+    // [forge] merge = "queue": a pull request the queue merged while tron was stopped is recorded as landed (queue-recovery.ts).
+    const fromQueue =
+      remote && forgeRun && config.forge?.merge === 'queue' ? await catchUpFromQueue(repo, remote, forgeRun.forge, previous) : [];
+    fromRemote.push(...fromQueue);
     for (const e of fromRemote) if (e.type === 'remote.recovered') o.print(`tron: ${e.detail}`);
     const caughtUp = await git.catchUpCheckout(repo, config.trunk, landedFrom(previous));
     if (caughtUp)
@@ -209,6 +214,7 @@ async function startHolding(
       clock: o.clock,
       trunk: config.trunk,
       keyCreated,
+      vouched: (id, sha) => fromQueue.some((e) => e.type === 'remote.recovered' && e.blocks.some((b) => b.block === id && b.sha === sha)),
     });
     for (const e of recovery.events) {
       const notice = bootNotice(e);

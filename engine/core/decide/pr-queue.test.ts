@@ -69,9 +69,15 @@ describe('PR mode through the merge queue', () => {
     observed(d);
     const out = observed(d, { state: 'merged', commit: QUEUED_COMMIT, tree: true });
     expect(out).toEqual([
-      expect.objectContaining({ type: 'land.intent', sha: QUEUED_COMMIT, from: sha(1), queued: true, blocks: [{ block: 'a', sha: HEAD }] }),
+      expect.objectContaining({
+        type: 'land.intent',
+        sha: QUEUED_COMMIT,
+        from: sha(1),
+        queued: true,
+        blocks: [{ block: 'a', sha: QUEUED_COMMIT }],
+      }),
     ]);
-    const landed = d.feed({ type: 'block.landed', block: 'a', sha: HEAD, from: sha(1), top: QUEUED_COMMIT });
+    const landed = d.feed({ type: 'block.landed', block: 'a', sha: QUEUED_COMMIT, from: sha(1), top: QUEUED_COMMIT });
     expect(landed.some((e) => e.type === 'lane.closed')).toBe(true);
     expect(d.state.trunkSha).toBe(QUEUED_COMMIT);
   });

@@ -145,12 +145,14 @@ function landFromQueue(step: Step, e: BodyOf<'pr.observed'>): void {
     refuse(step, pr.blocks.at(-1)!.block, detail);
     return;
   }
+  // The block's landed ref marks the queue's commit: what brought it onto trunk's first-parent line,
+  // the line recovery believes a landing on (its own commit is that commit's second parent).
   step.emit({
     type: 'land.intent',
     stack: stack.id,
     sha: commit,
     from: step.s.trunkSha!,
-    blocks: [...pr.blocks],
+    blocks: pr.blocks.map((b) => ({ block: b.block, sha: commit })),
     tested: pr.tested,
     queued: true,
   });

@@ -196,7 +196,12 @@ async function observeQueue(
   if (!onTrunk) return { state: 'queued' };
   const tree = async (rev: string) => (await runGit(c.repo, ['rev-parse', '--verify', '--quiet', `${rev}^{tree}`])).stdout.trim();
   const parent = (await runGit(c.repo, ['rev-parse', '--verify', '--quiet', `${q.commit}^1`])).stdout.trim();
-  const exact = (await tree(q.commit)) === (await tree(e.sha)) && r.trunk !== undefined && parent === r.trunk;
+  // The block's own commit on trunk too (the queue's merge method "merge"): a squash or a rebase is another history.
+  const exact =
+    (await tree(q.commit)) === (await tree(e.sha)) &&
+    r.trunk !== undefined &&
+    parent === r.trunk &&
+    (await isAncestor(c.repo, e.sha, q.commit));
   return { state: 'merged', commit: q.commit, tree: exact };
 }
 

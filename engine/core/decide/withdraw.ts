@@ -23,8 +23,8 @@ export function onIssueWithdrawn(step: Step, e: BodyOf<'issue.withdrawn'>): void
   const b = step.s.blocks.get(e.block);
   if (!b || TERMINAL.has(b.phase) || b.phase === 'wrap') return;
   const stack = step.s.lane.stack;
-  const stacked = stack !== undefined && stack.asked.includes(e.block);
-  if (stacked && stack.landing.length > 0) return;
+  const stacked = stack?.asked.includes(e.block) === true;
+  if (stack?.asked.includes(e.block) && stack.landing.length > 0) return;
   const said = e.words ? ` (the last comment there, ${e.words})` : '';
   const reason =
     e.action === 'closed'

@@ -78,7 +78,8 @@ describe('a block withdrawn on the forge while it runs', () => {
   it('abandons a block waiting on its pull request when the label is taken off, and leaves a landed block whose issue tron closed alone', async () => {
     const p = await setup('land = "pr"\nrequire_human_approval = true\n');
     p.gh.openIssue({ title: 'First', body: '- [ ] first.txt', labels: ['tron'] });
-    p.gh.openIssue({ title: 'Second', body: '- [ ] second.txt', labels: ['tron'] });
+    // After the first: its pull request is the second one the lane opens, whichever block builds faster.
+    p.gh.openIssue({ title: 'Second', body: '- [ ] second.txt\n\ndepends on #1', labels: ['tron'] });
     const running = start(p);
     const pullOf = (head: string) => p.gh.pulls().find((x) => x.head.ref === head);
     await until(() => pullOf('tron/gh-1-first') !== undefined && ofType(events(p), 'pr.wait').length > 0, 'the first pull request');

@@ -17,6 +17,16 @@ import { issueToken } from '../serve/tokens.ts';
 import { DatabaseMirror } from '../serve/db-mirror.ts';
 import { databaseToRead } from '../log/db-read.ts';
 import { redact } from '../log/pg-log.ts';
+import { loadConfig, WEBHOOK_SECRET_ENV } from '../project/config.ts';
+import type { WebhookOptions } from '../serve/webhook.ts';
+
+/** GitHub's webhooks: the secret from the variable [forge] webhook_secret_env names (never printed), and the forge's repository. */
+function webhookOf(repo: string, env: Record<string, string | undefined>): Omit<WebhookOptions, 'repo'> {
+  const forge = loadConfig(repo).config?.forge;
+  const secretEnv = forge?.webhookSecretEnv ?? WEBHOOK_SECRET_ENV;
+  const secret = env[secretEnv] || undefined;
+  return { secretEnv, ...(secret && { secret }), ...(forge && { forgeRepo: forge.repo }) };
+}
 
 export interface ServeCommandOptions {
   repo: string;
@@ -110,10 +120,20 @@ async function serveFrom(
 ): Promise<number> {
   const token = issueToken(repo, `url-${new Date(o.clock.now()).toISOString()}`, o.clock.now());
   const { label, ...options } = from;
-  const serving = await serve({ repo, host, port: o.port ?? DEFAULT_PORT, clock: o.clock, ...(envToken ? { envToken } : {}), ...options });
+  const webhook = options.readOnly ? undefined : webhookOf(repo, o.env);
+  const serving = await serve({
+    repo,
+    host,
+    port: o.port ?? DEFAULT_PORT,
+    clock: o.clock,
+    ...(envToken ? { envToken } : {}),
+    ...options,
+    ...(webhook && { webhook }),
+  });
   o.print(`tron serve: ${label}`);
   o.print(`  dashboard  ${serving.url}#token=${token}`);
   o.print(`  API        ${serving.url}api/v1/ (Authorization: Bearer TOKEN; ${serving.url}api/v1/openapi.json)`);
+  if (webhook?.secret) o.print(`  webhooks   ${serving.url}webhooks/github (GitHub's, signed with the secret in ${webhook.secretEnv})`);
   o.onListening?.(serving, token);
   await new Promise<void>((done) => {
     if (o.signal?.aborted) return done();

@@ -21,6 +21,7 @@ import type { WorkerAdapter } from '../workers/adapter.ts';
 import type { WorkerRole } from '../core/roles.ts';
 import { carrySessions, clearInterruptedLanding, recover, type Recovery } from '../runtime/recovery.ts';
 import { catchUpFromRemote } from '../runtime/remote-recovery.ts';
+import { catchUpFromQueue } from '../runtime/queue-recovery.ts';
 import { credentialPaths, openRemote, remoteAccess } from '../git/remote.ts';
 import { readInbox } from '../runtime/inbox.ts';
 import type { BodyOf } from '../core/events.ts';
@@ -40,6 +41,7 @@ import { bringLatestRun, databaseUrl, repositoryName, type Seat, takeSeat } from
 import { forgeAtStart, type ForgeRun, withoutForgeToken } from '../forge/session.ts';
 import { ForgeProgress, tellRecovered } from '../forge/progress.ts';
 import { IssuePoller } from '../forge/watch.ts';
+import { watchWake } from '../forge/wake.ts';
 
 export interface StartOptions {
   repo: string;
@@ -179,6 +181,10 @@ async function startHolding(
         })
       : undefined;
     const fromRemote = remote ? await catchUpFromRemote(repo, remote, previous) : [];
+    // [forge] merge = "queue": a pull request the queue merged while tron was stopped is recorded as landed (queue-recovery.ts).
+    const fromQueue =
+      remote && forgeRun && config.forge?.merge === 'queue' ? await catchUpFromQueue(repo, remote, forgeRun.forge, previous) : [];
+    fromRemote.push(...fromQueue);
     for (const e of fromRemote) if (e.type === 'remote.recovered') o.print(`tron: ${e.detail}`);
     const caughtUp = await git.catchUpCheckout(repo, config.trunk, landedFrom(previous));
     if (caughtUp)
@@ -208,6 +214,7 @@ async function startHolding(
       clock: o.clock,
       trunk: config.trunk,
       keyCreated,
+      vouched: (id, sha) => fromQueue.some((e) => e.type === 'remote.recovered' && e.blocks.some((b) => b.block === id && b.sha === sha)),
     });
     for (const e of recovery.events) {
       const notice = bootNotice(e);
@@ -266,6 +273,8 @@ async function startHolding(
             print: say,
           })
         : undefined;
+    // [intake]: the labelled list, polled (engine/forge/watch.ts); made below, once the engine is.
+    let poller: IssuePoller | undefined;
     // With a database the table is the log; the run directory gets a copy when the run ends (pg-log.ts).
     const pgLog = seat ? await seat.openLog(runId, key, join(runDir, 'events.jsonl')) : undefined;
     const jobs = seat && pgLog ? await brokerFor(seat.db, pgLog, config) : undefined;
@@ -287,11 +296,12 @@ async function startHolding(
       sandbox: sandbox.sandbox,
       print: say,
       onAppend:
-        notifier || progress
+        notifier || progress || forgeRun?.intake
           ? (e) => {
               reporter.event(e);
               notifier?.event(e);
               progress?.event(e);
+              poller?.event(e);
             }
           : reporter.event,
       report: renderReport,
@@ -311,27 +321,32 @@ async function startHolding(
         return undefined;
       },
     });
-    // --watch with [intake]: new and edited issues join the register as they come (engine/forge/watch.ts).
-    const poller =
-      o.watch && forgeRun?.intake
-        ? new IssuePoller({
-            forge: forgeRun.forge,
-            label: forgeRun.intake.label,
-            intervalMs: forgeRun.intake.pollMs,
-            ...(forgeRun.intake.etag && { etag: forgeRun.intake.etag }),
-            files: () => {
-              const r = loadRegister(repo);
-              return r.problems.length === 0 ? r.blocks : undefined;
-            },
-            onChange: (all, intake) => {
-              issueBlocks = intake.blocks;
-              Object.assign(forgeRun.issues, intake.issues);
-              engine.registerChanged(all);
-            },
-            print: say,
-          })
-        : undefined;
+    // [intake]: an issue closed or unlabelled while its block is under way stops it; with --watch, new and
+    // edited issues join the register as they come (engine/forge/watch.ts).
+    poller = forgeRun?.intake
+      ? new IssuePoller({
+          takeNew: Boolean(o.watch),
+          issues: forgeRun.issues,
+          onWithdrawn: (body) => engine.told(body),
+          forge: forgeRun.forge,
+          label: forgeRun.intake.label,
+          intervalMs: forgeRun.intake.pollMs,
+          ...(forgeRun.intake.etag && { etag: forgeRun.intake.etag }),
+          files: () => {
+            const r = loadRegister(repo);
+            return r.problems.length === 0 ? r.blocks : undefined;
+          },
+          onChange: (all, intake) => {
+            issueBlocks = intake.blocks;
+            Object.assign(forgeRun.issues, intake.issues);
+            engine.registerChanged(all);
+          },
+          print: say,
+        })
+      : undefined;
     poller?.start();
+    // A webhook `tron serve` received makes the next poll come at once (engine/forge/wake.ts).
+    const woken = poller ? watchWake(repo, () => poller?.wake()) : undefined;
     const onSignal = (signal: NodeJS.Signals) => {
       if (stopping) {
         // A second signal stops at once: worker process groups first, then the engine.
@@ -356,6 +371,7 @@ async function startHolding(
     // The reporter says how the run ended (from run.finished): parked blocks with their answer command.
     return await engine.run().finally(() => {
       poller?.stop();
+      woken?.close();
       o.stop?.removeEventListener('abort', onAbort);
       process.off('SIGINT', onSignal);
       process.off('SIGTERM', onSignal);

@@ -140,6 +140,7 @@ export const EVENT_SCHEMAS = {
         .strictObject({
           repo: z.string(),
           land: z.enum(['push', 'pr']),
+          merge: z.enum(['push', 'queue']).optional().describe("queue: trunk moves through the forge's merge queue (absent: push)"),
           required_checks: z.array(z.string()).optional().describe("absent: the trunk branch protection's"),
           require_human_approval: z.boolean(),
           retries: z.number().int().min(0),
@@ -474,6 +475,12 @@ export const EVENT_SCHEMAS = {
       from: sha.describe('trunk now: the compare-and-swap value'),
       blocks: z.array(stackEntry).min(1),
       attempt: z.number().int().min(2).optional().describe('[remote]: which try of the push this is (absent: the first)'),
+      queued: z
+        .boolean()
+        .optional()
+        .describe(
+          '[forge] merge = "queue": the merge queue already moved the remote\'s trunk to `sha`; push only the landed refs, then move local trunk',
+        ),
       tested: z
         .enum(['lane', 'gate'])
         .describe(
@@ -563,6 +570,12 @@ export const EVENT_SCHEMAS = {
       blocks: z.array(stackEntry).min(1),
       tested: z.enum(['lane', 'gate']),
       attempt: z.number().int().min(1),
+      queue: z
+        .enum(['enqueue', 'watch'])
+        .optional()
+        .describe(
+          '[forge] merge = "queue": enqueue — every check was green on `sha`: put the pull request in the merge queue at exactly `sha` (unless it is there); watch — it was put there: only read how it goes',
+        ),
     })
     .describe(
       'decision: ([forge] land = "pr") push tron/<id> for each block at its commit of the landing, open or update its one pull request, and read the required hosted checks on `sha` and the reviews.',
@@ -593,6 +606,18 @@ export const EVENT_SCHEMAS = {
         .array(z.strictObject({ block, author: z.string(), notes: z.string() }))
         .describe('changes requested by a person on the pushed head'),
       approved: z.array(block).describe('blocks whose pull request a person approved'),
+      queue: z
+        .strictObject({
+          state: z.enum(['queued', 'merged', 'removed']),
+          commit: sha.optional().describe("merged: the queue's commit, on the remote's trunk"),
+          tree: z
+            .boolean()
+            .optional()
+            .describe("merged: whether that commit's tree is exactly the tree of `sha`, and its parent the trunk tron tested on"),
+          reason: z.string().optional().describe('removed: why the queue took it out'),
+        })
+        .optional()
+        .describe('[forge] merge = "queue", asked to enqueue or watch: where the pull request is in the merge queue'),
     })
     .describe(
       'input: the pull requests of a landing, their reviews, and the required hosted checks on its sha, as the forge reported them.',
@@ -612,6 +637,17 @@ export const EVENT_SCHEMAS = {
   'pr.waited': z
     .strictObject({ stack, attempt: z.number().int().min(1) })
     .describe('input: the wait before asking the forge again has passed.'),
+  'issue.withdrawn': z
+    .strictObject({
+      block,
+      issue: z.number().int().positive().describe("the block's issue on the forge"),
+      action: z.enum(['closed', 'unlabelled']).describe('what a person did: closed the issue, or took the intake label off it'),
+      by: z.string().optional().describe('who closed it, when the forge says'),
+      words: z.string().optional().describe('their last comment on the issue'),
+    })
+    .describe(
+      "input: ([intake]) a block's issue left the labelled list while the run went — a person closed it or removed the label (engine/forge/watch.ts); the block stops unless it landed or its landing is under way.",
+    ),
   'lane.closed': z
     .strictObject({
       stack,

@@ -36,6 +36,7 @@ const NOT_CODES = {
   TRON_BENCH_SERVE_ANSWERS: 'benchmark setting (environment)',
   TRON_BENCH_SERVE_CLIENTS: 'benchmark setting (environment)',
   TRON_SERVE_TOKEN: 'the API token of `tron serve`, for scripts (environment)',
+  TRON_WEBHOOK_SECRET: 'the secret `tron serve` checks GitHub webhook signatures with (environment)',
   TRON_BENCH_SIM_SEEDS: 'benchmark setting (environment)',
   TRON_BENCH_APPENDS: 'benchmark setting (environment)',
   TRON_BENCH_AGENTS: 'benchmark setting (environment)',

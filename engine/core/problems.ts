@@ -339,6 +339,13 @@ export const PROBLEMS = {
     summary: 'The forge refused the token: bad credentials (401) or missing permission (403 that is not a rate limit).',
     fix: 'Check the token and its scopes (docs/forge.md), then start again; the refused call changed nothing on the forge.',
   },
+  TRON_FORGE_QUEUE: {
+    area: 'forge',
+    kind: 'page',
+    summary:
+      "The forge's merge queue moved trunk to a commit whose tree is not exactly the one tron tested (or not on the trunk it tested on); nothing was recorded as landed.",
+    fix: 'See what else the queue merged in the same group, or set its merge method to merge or squash of one pull request at a time; then answer the parked block.',
+  },
   TRON_FORGE_CHECKS: {
     area: 'forge',
     kind: 'page',
@@ -466,6 +473,19 @@ export const PROBLEMS = {
     kind: 'input',
     summary: 'An API request carried no valid `Authorization: Bearer TOKEN`; nothing was read or changed (HTTP 401).',
     fix: 'Send the token `tron serve` printed (the URL fragment after #token=), or the value of TRON_SERVE_TOKEN.',
+  },
+  TRON_WEBHOOK_SIGNATURE: {
+    area: 'serve',
+    kind: 'input',
+    summary:
+      'A POST to /webhooks/github carried no `X-Hub-Signature-256`, or one that the webhook secret does not make; nothing was woken (HTTP 401).',
+    fix: "Give the webhook on GitHub the same secret as the variable [forge] webhook_secret_env names (TRON_WEBHOOK_SECRET) in `tron serve`'s environment, content type application/json.",
+  },
+  TRON_WEBHOOK_OFF: {
+    area: 'serve',
+    kind: 'input',
+    summary: 'A POST to /webhooks/github reached a `tron serve` with no webhook secret set; nothing was woken (HTTP 404).',
+    fix: 'Export the variable [forge] webhook_secret_env names (TRON_WEBHOOK_SECRET) with the secret the webhook on GitHub has, and start `tron serve` again.',
   },
   TRON_SERVE_FAILED: {
     area: 'serve',

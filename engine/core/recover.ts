@@ -24,6 +24,8 @@ export interface RecoveryWorld {
   trunk?: string;
   /** Whether an older run's log records block `id` landing at `sha`: asked only when the previous log does not. */
   olderRecords?: (id: string, sha: string) => boolean;
+  /** Whether this start itself recorded block `id` landing at `sha` before recovery (the merge queue's landing, engine/runtime/queue-recovery.ts). */
+  vouched?: (id: string, sha: string) => boolean;
   /** Why the block's file is suspect (changed while a run without --watch ran), if it is. */
   suspect?: (id: string, digest: string) => string | undefined;
 }
@@ -48,7 +50,12 @@ export function planRecovery(events: readonly TronEvent[], blocks: readonly Bloc
     if (sha === undefined) continue;
     let reason: string | undefined;
     if (!world.onTrunk.has(sha)) reason = `${sha.slice(0, 12)} is not on the first-parent history of ${trunk ?? 'trunk'}`;
-    else if (!recordsLanding(events, id, sha) && prev.blocks.get(id)?.landedSha !== sha && !world.olderRecords?.(id, sha)) {
+    else if (
+      !recordsLanding(events, id, sha) &&
+      prev.blocks.get(id)?.landedSha !== sha &&
+      !world.vouched?.(id, sha) &&
+      !world.olderRecords?.(id, sha)
+    ) {
       reason = 'no run log records that tron landed it';
     }
     if (reason === undefined) landed.set(id, sha);

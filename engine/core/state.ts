@@ -210,7 +210,7 @@ export interface Lane {
   /** [remote]: a landing is a push, a transient failure of which is tried `retries` more times, `backoffMs` doubling. */
   remote?: { retries: number; backoffMs: number };
   /** [forge] land = "pr": a landing waits for the hosted checks on its sha (engine/core/decide/pr.ts). */
-  pr?: { requireApproval: boolean; retries: number; backoffMs: number };
+  pr?: { requireApproval: boolean; retries: number; backoffMs: number; queue?: boolean };
 }
 
 export interface Stack {
@@ -236,8 +236,18 @@ export interface Stack {
   pushes?: number;
   /** How the landing was tested (its land.intent's `tested`), for a push tried again. */
   tested?: 'lane' | 'gate';
+  /** [forge] merge = "queue": the commit the merge queue moved the remote's trunk to, for a push of the landed refs tried again. */
+  queuedTop?: string;
   /** [forge] land = "pr": the landing that waits for the forge, and the waits so far (failures, checks never reported). */
-  pr?: { sha: string; blocks: readonly { block: string; sha: string }[]; tested: 'lane' | 'gate'; failures: number; missing: number };
+  pr?: {
+    sha: string;
+    blocks: readonly { block: string; sha: string }[];
+    tested: 'lane' | 'gate';
+    failures: number;
+    missing: number;
+    /** [forge] merge = "queue": tron asked the forge to put the pull request in its merge queue. */
+    queued?: boolean;
+  };
 }
 
 export function initialState(): EngineState {
@@ -359,7 +369,12 @@ const reducers = {
       s.lane = {
         ...s.lane,
         batch: 1,
-        pr: { requireApproval: e.forge.require_human_approval, retries: e.forge.retries, backoffMs: e.forge.backoff_ms },
+        pr: {
+          requireApproval: e.forge.require_human_approval,
+          retries: e.forge.retries,
+          backoffMs: e.forge.backoff_ms,
+          ...(e.forge.merge === 'queue' && { queue: true }),
+        },
       };
   },
   'register.loaded': (s, e) => {
@@ -609,7 +624,16 @@ const reducers = {
   'land.intent': (s, e) => {
     const stack = s.lane.stack;
     if (stack?.id !== e.stack) return;
-    s.lane = { ...s.lane, stack: { ...stack, pending: true, landing: e.blocks.map((b) => b.block), tested: e.tested } };
+    s.lane = {
+      ...s.lane,
+      stack: {
+        ...stack,
+        pending: true,
+        landing: e.blocks.map((b) => b.block),
+        tested: e.tested,
+        ...(e.queued && { queuedTop: e.sha }),
+      },
+    };
   },
   'block.landed': (s, e) => {
     if (s.trunkSha !== e.top) {
@@ -650,7 +674,14 @@ const reducers = {
       stack: {
         ...stack,
         pending: true,
-        pr: { sha: e.sha, blocks: e.blocks, tested: e.tested, failures: kept?.failures ?? 0, missing: kept?.missing ?? 0 },
+        pr: {
+          sha: e.sha,
+          blocks: e.blocks,
+          tested: e.tested,
+          failures: kept?.failures ?? 0,
+          missing: kept?.missing ?? 0,
+          ...((e.queue !== undefined || kept?.queued) && { queued: true }),
+        },
       },
     };
   },
@@ -745,6 +776,8 @@ const reducers = {
   'notify.failed': nothing,
   'forge.commented': nothing,
   'forge.failed': nothing,
+  // What it stops is decided (engine/core/decide/withdraw.ts) and folds as block.abandoned.
+  'issue.withdrawn': nothing,
   'worker.spawned': nothing,
   'worker.exited': nothing,
   'tests.queued': nothing,

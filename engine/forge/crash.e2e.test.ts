@@ -4,6 +4,12 @@
  * a comment posted, a pull request opened or updated, an issue closed: the instant after
  * the forge acted and before tron could record it — and started again. Whatever n, the
  * block lands once, through one pull request, and no comment is posted twice.
+ *
+ * The same after its n-th read — the issue list, a comment lookup before a post, the pull
+ * request's lookup by branch, the checks and reviews: the instant tron learned something
+ * and before it acted on it or wrote it down. Every read is one start's worth of work,
+ * so by default a spread of reads is killed at (the first, the last, and two between);
+ * `TRON_CRASH_SWEEP=full` kills after every one, as the cluster sweep does.
  */
 import { execa, type ResultPromise } from 'execa';
 import { describe, expect, it } from 'vitest';
@@ -23,24 +29,27 @@ echo ">>DONE"
 
 /** A call of tron's that changes something on the forge (the hosted CI's check runs are not tron's). */
 const tronWrite = (s: Seen) => s.method !== 'GET' && !s.path.includes('/check-runs') && s.status < 400;
+/** A call of tron's that reads the forge (a 304 too: tron learned that nothing changed). */
+const tronRead = (s: Seen) => s.method === 'GET' && s.status < 400;
 
 interface Outcome {
   p: ForgeProject;
   writes: number;
+  reads: number;
   exits: (number | string | undefined)[];
 }
 
-/** One scenario: killed after tron's `killAt`-th write (none: undefined), then started again until a run ends by itself. */
-async function scenario(killAt: number | undefined): Promise<Outcome> {
+/** One scenario: killed after tron's `killAt`-th write or read (none: undefined), then started again until a run ends by itself. */
+async function scenario(killAt: number | undefined, after: 'write' | 'read' = 'write'): Promise<Outcome> {
   let child: ResultPromise | undefined;
   let writes = 0;
+  let reads = 0;
   const p = await forgeProject({
     builder: BUILDER,
     forge: 'land = "pr"\n',
     onServed: (s) => {
-      if (!tronWrite(s)) return;
-      writes++;
-      if (writes === killAt) child?.kill('SIGKILL');
+      if (tronRead(s) && ++reads === killAt && after === 'read') child?.kill('SIGKILL');
+      if (tronWrite(s) && ++writes === killAt && after === 'write') child?.kill('SIGKILL');
     },
   });
   p.gh.protect('main', ['ci/test']);
@@ -59,7 +68,7 @@ async function scenario(killAt: number | undefined): Promise<Outcome> {
     exits.push(r.signal ?? r.exitCode);
     if (!r.signal) break;
   }
-  return { p, writes, exits };
+  return { p, writes, reads, exits };
 }
 
 /** Each comment's tron marker; a marker seen twice is a comment posted twice. */
@@ -67,13 +76,13 @@ function markers(p: ForgeProject, issue: number): string[] {
   return p.gh.comments(issue).flatMap((c) => /<!-- tron:[^>]*-->/.exec(c.body)?.[0] ?? []);
 }
 
-function expectOnce(o: Outcome, n?: number): void {
+function expectOnce(o: Outcome, n?: number, after: 'write' | 'read' = 'write'): void {
   const { p } = o;
   if (n !== undefined)
     expect(
       p.gh.issue(1)!.state,
-      `killed after write ${n}: ${p.gh.seen
-        .filter(tronWrite)
+      `killed after ${after} ${n}: ${p.gh.seen
+        .filter(after === 'write' ? tronWrite : tronRead)
         .map((s) => `${s.method} ${s.path}`)
         .join(', ')}`,
     ).toBe('closed');
@@ -105,6 +114,30 @@ describe('killed at every forge call', () => {
       try {
         expect(o.exits[0], `killed after write ${n}`).toBe('SIGKILL');
         expectOnce(o, n);
+        expect(await o.p.bare.git('show', 'main:greeting.txt')).toBe('hello');
+      } finally {
+        await o.p.cleanup();
+      }
+    }
+  });
+
+  it('opens one pull request per block and posts no comment twice when tron is killed right after it read the forge', {
+    timeout: 600_000,
+  }, async () => {
+    const clean = await scenario(undefined);
+    const total = clean.reads;
+    await clean.p.cleanup();
+    // The intake's list and lookups, the comment lookups, the pull request's lookup, its checks and reviews.
+    expect(total).toBeGreaterThanOrEqual(8);
+    const points =
+      process.env.TRON_CRASH_SWEEP === 'full'
+        ? Array.from({ length: total }, (_, i) => i + 1)
+        : [...new Set([1, Math.floor(total / 3), Math.floor((2 * total) / 3), total])];
+    for (const n of points) {
+      const o = await scenario(n, 'read');
+      try {
+        expect(o.exits[0], `killed after read ${n}`).toBe('SIGKILL');
+        expectOnce(o, n, 'read');
         expect(await o.p.bare.git('show', 'main:greeting.txt')).toBe('hello');
       } finally {
         await o.p.cleanup();

@@ -23,6 +23,8 @@ export interface ForgeIssue {
   url: string;
   /** The issue's author, as the forge names them. */
   author: string;
+  /** Who closed it, while it is closed (when the forge says). */
+  closedBy?: string;
 }
 
 export interface ForgeComment {
@@ -34,6 +36,8 @@ export interface ForgeComment {
 
 export interface ForgePull {
   number: number;
+  /** The forge's global id of the pull request (GitHub's GraphQL node id). */
+  nodeId?: string;
   url: string;
   state: 'open' | 'closed';
   merged: boolean;
@@ -59,6 +63,16 @@ export interface ForgeCheck {
   url?: string;
 }
 
+/**
+ * Where a pull request is in the forge's merge queue: not there, waiting in it, merged by
+ * it (`commit`: the commit the base branch moved to), or taken out of it (`reason`).
+ */
+export type ForgeQueue =
+  | { state: 'none' }
+  | { state: 'queued'; position?: number }
+  | { state: 'merged'; commit: string }
+  | { state: 'removed'; reason: string };
+
 /** Issues with a label; `unchanged` when the forge says nothing changed since `etag`. */
 export type IssueList = { issues: ForgeIssue[]; etag?: string } | 'unchanged';
 
@@ -81,6 +95,10 @@ export interface Forge {
   requiredChecks(branch: string): Promise<string[]>;
   /** The state on `sha` of each named check: a check run or a commit status of that name. */
   checks(sha: string, names: readonly string[]): Promise<ForgeCheck[]>;
+  /** Puts pull request `pull` in its base branch's merge queue, only while its head is `headSha`. */
+  enqueue(pull: ForgePull, headSha: string): Promise<void>;
+  /** Where pull request `number` is in the merge queue. */
+  queueState(number: number): Promise<ForgeQueue>;
 }
 
 export type ForgeErrorKind = 'rate_limited' | 'transient' | 'auth' | 'refused';
@@ -130,6 +148,7 @@ export async function upsertPull(
     return { pull: found, opened: false };
   }
   // A closed, unmerged pull was closed by a person: that is their answer, never reopened.
-  if (found && !found.merged) return { pull: found, opened: false };
+  // A merged one (the merge queue merged it) is the block's landing: never a second pull.
+  if (found) return { pull: found, opened: false };
   return { pull: await forge.openPull(p), opened: true };
 }

@@ -129,4 +129,39 @@ describe('the GitHub forge', () => {
     expect(gh.comments(bad)).toHaveLength(1);
     expect(gh.comments(bad)[0]!.body).toMatch(/no acceptance criteria[\s\S]*- \[ \]/);
   });
+
+  it('enqueues in the merge queue only as GitHub allows — queue on, the head named, its required checks green — and reads queued, merged or removed', async () => {
+    await clone.git('switch', '-q', '-c', 'tron/a');
+    await clone.write('a.txt', 'a\n');
+    await clone.git('add', '-A');
+    await clone.git('commit', '-qm', 'a');
+    await clone.git('push', '-q', bare.dir, 'tron/a');
+    const head = await clone.git('rev-parse', 'HEAD');
+    const { pull } = await upsertPull(forge, { head: 'tron/a', base: 'main', title: 'A', body: 'a' });
+    expect(await forge.queueState(pull.number)).toEqual({ state: 'none' });
+    const refused = async () => (await failure(forge.enqueue(pull, head))).message;
+    expect(await refused()).toContain('Merge queue is not enabled');
+    gh.mergeQueue('main');
+    gh.protect('main', ['ci']);
+    expect(await refused()).toContain('Required status checks ci have not succeeded');
+    gh.check(head, { name: 'ci', conclusion: 'success' });
+    expect(await failure(forge.enqueue(pull, '0'.repeat(40)))).toMatchObject({
+      kind: 'refused',
+      message: expect.stringContaining('Head sha'),
+    });
+    gh.holdQueue(true);
+    await forge.enqueue(pull, head);
+    expect(await forge.queueState(pull.number)).toMatchObject({ state: 'queued' });
+    const group = gh.queue()[0]!.group!;
+    gh.check(group, { name: 'ci', conclusion: 'failure' });
+    gh.holdQueue(false);
+    expect(await forge.queueState(pull.number)).toEqual({ state: 'removed', reason: 'the required check ci failed on the merge group' });
+    gh.onMergeGroup((sha) => gh.check(sha, { name: 'ci', conclusion: 'success' }));
+    await forge.enqueue(pull, head);
+    await forge.queueState(pull.number);
+    const merged = await forge.queueState(pull.number);
+    expect(merged).toMatchObject({ state: 'merged' });
+    expect(await bare.git('rev-parse', 'main')).toBe((merged as { commit: string }).commit);
+    expect((await forge.pull(pull.number)).merged).toBe(true);
+  });
 });

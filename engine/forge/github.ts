@@ -10,7 +10,42 @@
  * Lists are read with `If-None-Match`: an unchanged list is a 304, which costs no rate limit.
  */
 import { Octokit } from '@octokit/rest';
-import { type Forge, ForgeError, type ForgeCheck, type ForgeIssue, type ForgePull, type IssueList } from './forge.ts';
+import { type Forge, ForgeError, type ForgeCheck, type ForgeIssue, type ForgePull, type ForgeQueue, type IssueList } from './forge.ts';
+
+/**
+ * The merge queue is GraphQL only on GitHub (no REST endpoint enqueues). The mutation
+ * names the head it enqueues (`expectedHeadOid`): a head that moved is refused, never
+ * queued in its place.
+ */
+const ENQUEUE = `mutation TronEnqueue($id: ID!, $sha: GitObjectID) {
+  enqueuePullRequest(input: { pullRequestId: $id, expectedHeadOid: $sha }) {
+    mergeQueueEntry { state position }
+  }
+}`;
+
+const QUEUE_ENTRY = `query TronQueueEntry($owner: String!, $name: String!, $number: Int!) {
+  repository(owner: $owner, name: $name) {
+    pullRequest(number: $number) {
+      merged
+      mergeCommit { oid }
+      mergeQueueEntry { state position }
+      timelineItems(last: 1, itemTypes: [REMOVED_FROM_MERGE_QUEUE_EVENT]) {
+        nodes { ... on RemovedFromMergeQueueEvent { reason } }
+      }
+    }
+  }
+}`;
+
+interface QueueEntryAnswer {
+  repository: {
+    pullRequest: {
+      merged: boolean;
+      mergeCommit: { oid: string } | null;
+      mergeQueueEntry: { state: string; position: number } | null;
+      timelineItems: { nodes: ({ reason?: string | null } | null)[] };
+    } | null;
+  } | null;
+}
 
 export interface GitHubOptions {
   /** "owner/name". */
@@ -210,6 +245,39 @@ export class GitHubForge implements Forge {
       return { name, state: 'failure', text: s.description ?? `${name}: ${s.state}`, ...(s.target_url && { url: s.target_url }) };
     });
   }
+
+  async enqueue(pull: ForgePull, headSha: string): Promise<void> {
+    const id = pull.nodeId ?? (await this.pull(pull.number)).nodeId;
+    await this.graphql(ENQUEUE, { id, sha: headSha });
+  }
+
+  async queueState(number: number): Promise<ForgeQueue> {
+    const d = await this.graphql<QueueEntryAnswer>(QUEUE_ENTRY, { owner: this.owner, name: this.name, number });
+    const pr = d.repository?.pullRequest;
+    if (!pr) throw new ForgeError('refused', `no pull request #${number} in ${this.repo}`);
+    if (pr.merged && pr.mergeCommit) return { state: 'merged', commit: pr.mergeCommit.oid };
+    if (pr.mergeQueueEntry) return { state: 'queued', position: pr.mergeQueueEntry.position };
+    const removed = pr.timelineItems.nodes.at(-1);
+    if (removed) return { state: 'removed', reason: removed.reason || 'removed from the merge queue' };
+    return { state: 'none' };
+  }
+
+  /** A GraphQL call: an answer with `errors` is the forge refusing it (a 4xx or 5xx is classified as any call's). */
+  private async graphql<T>(query: string, variables: Record<string, unknown>): Promise<T> {
+    try {
+      return await this.api.graphql<T>(query, {
+        ...variables,
+        ...(this.timeoutMs && { request: { signal: AbortSignal.timeout(this.timeoutMs) } }),
+      });
+    } catch (err) {
+      if ((err as Error).name === 'GraphqlResponseError')
+        throw new ForgeError(
+          'refused',
+          `GraphQL: ${(err as { errors?: { message: string }[] }).errors?.map((e) => e.message).join('; ') ?? (err as Error).message}`,
+        );
+      throw classify(err, this.now);
+    }
+  }
 }
 
 interface RawIssue {
@@ -219,6 +287,7 @@ interface RawIssue {
   state: string;
   html_url: string;
   user: { login: string } | null;
+  closed_by?: { login: string } | null;
   labels: (string | { name?: string })[];
 }
 
@@ -231,11 +300,13 @@ function issueOf(i: RawIssue): ForgeIssue {
     state: i.state === 'closed' ? 'closed' : 'open',
     url: i.html_url,
     author: i.user?.login ?? '',
+    ...(i.state === 'closed' && i.closed_by?.login && { closedBy: i.closed_by.login }),
   };
 }
 
 function pullOf(p: {
   number: number;
+  node_id?: string;
   html_url: string;
   state: string;
   merged_at: string | null;
@@ -245,6 +316,7 @@ function pullOf(p: {
 }): ForgePull {
   return {
     number: p.number,
+    ...(p.node_id && { nodeId: p.node_id }),
     url: p.html_url,
     state: p.state === 'open' ? 'open' : 'closed',
     merged: p.merged === true || p.merged_at !== null,

@@ -9,7 +9,7 @@
  */
 import { InputError, type Problem } from '../core/errors.ts';
 import { coded } from '../core/problems.ts';
-import type { ForgeSettings } from '../project/config.ts';
+import { type ForgeSettings, WEBHOOK_SECRET_ENV } from '../project/config.ts';
 import { checkRegister, type Block } from '../project/register.ts';
 import { type Forge, ForgeError } from './forge.ts';
 import { GitHubForge } from './github.ts';
@@ -18,7 +18,7 @@ import { type Intake, takeIssuesIn } from './sync.ts';
 /** The variable used when `token_env` is unset. */
 export const FALLBACK_TOKEN_ENV = 'TRON_FORGE_TOKEN';
 
-/** `env` without the forge's token (both names), for everything tron starts. */
+/** `env` without the forge's token and webhook secret (all their names), for everything tron starts. */
 export function withoutForgeToken(
   env: Record<string, string | undefined>,
   settings: ForgeSettings | undefined,
@@ -27,6 +27,9 @@ export function withoutForgeToken(
   const rest = { ...env };
   delete rest[settings.tokenEnv];
   delete rest[FALLBACK_TOKEN_ENV];
+  // The webhook secret is `tron serve`'s; a shell that exports it for serve and start alike hands it on to nobody.
+  delete rest[settings.webhookSecretEnv];
+  delete rest[WEBHOOK_SECRET_ENV];
   return rest;
 }
 

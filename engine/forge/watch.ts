@@ -1,14 +1,23 @@
 /**
- * `tron start --watch` with `[intake]`: new and edited issues are picked up by polling
- * the labelled list every `[intake] poll`, with the list's ETag — an unchanged list is a
- * 304, which GitHub does not count against the rate limit, so an idle poll costs nothing.
- * A changed list is taken in (engine/forge/sync.ts: blocks, and one comment per refused
- * version of an issue) and handed to the engine as a new register, which it records as
- * `register.loaded`: the decision path sees the poll only as that recorded input.
+ * `tron start` with `[intake]`: the labelled list is read again every `[intake] poll`,
+ * with the list's ETag — an unchanged list is a 304, which GitHub does not count against
+ * the rate limit, so an idle poll costs nothing. A changed list:
+ *
+ * - with `--watch`, is taken in (engine/forge/sync.ts: blocks, and one comment per refused
+ *   version of an issue) and handed to the engine as a new register, which it records as
+ *   `register.loaded`;
+ * - with or without it, is checked for issues of blocks under way that left it: each is
+ *   looked up — closed by a person, or the label taken off — and handed to the engine as
+ *   `issue.withdrawn` (engine/core/decide/withdraw.ts decides what stops).
+ *
+ * The decision path sees the poll only as those recorded inputs. A webhook (`tron serve`,
+ * engine/forge/wake.ts) only makes the next poll come at once, so what is recorded is the
+ * same whichever way the engine heard; a duplicate delivery is one more poll, a 304.
  *
  * The poll's timer lives here, off the decision path. A rate limit waits as long as the
  * forge asked before the next poll; any other failure is said once and tried at the next.
  */
+import type { EventBody, TronEvent } from '../core/events.ts';
 import type { Block } from '../project/register.ts';
 import { checkRegister } from '../project/register.ts';
 import { type Forge, ForgeError } from './forge.ts';
@@ -24,6 +33,12 @@ export interface IssuePollerOptions {
   files: () => Block[] | undefined;
   /** A new register: the files' blocks and the issues'. */
   onChange: (blocks: Block[], intake: Intake) => void;
+  /** --watch: new and edited issues join the register (without it, only withdrawals are told). */
+  takeNew?: boolean;
+  /** The issue behind each block taken in (kept up to date by the caller). */
+  issues?: Record<string, { number: number }>;
+  /** A block's issue left the list: the input for the engine. */
+  onWithdrawn?: (body: Extract<EventBody, { type: 'issue.withdrawn' }>) => void;
   print: (line: string) => void;
 }
 
@@ -34,6 +49,10 @@ export class IssuePoller {
   private lastError = '';
   /** A rate limit's wait, for the next poll only. */
   private nextWait: number | undefined;
+  /** Blocks no longer to be watched for: landed, given up, or already told withdrawn. */
+  private readonly settled = new Set<string>();
+  private polling: Promise<unknown> | undefined;
+  private again = false;
 
   constructor(private readonly o: IssuePollerOptions) {
     this.etag = o.etag;
@@ -48,13 +67,38 @@ export class IssuePoller {
     clearTimeout(this.timer);
   }
 
+  /** A reporter: a block that landed or was given up is no longer watched for. */
+  event(e: TronEvent): void {
+    if (e.type === 'block.landed' || e.type === 'block.abandoned') this.settled.add(e.block);
+  }
+
+  /** A webhook said something changed: poll now (once more after the poll under way, if one is). */
+  wake(): void {
+    if (this.stopped) return;
+    if (this.polling !== undefined) {
+      this.again = true;
+      return;
+    }
+    clearTimeout(this.timer);
+    this.polling = this.poll().finally(() => {
+      this.polling = undefined;
+      if (this.again) {
+        this.again = false;
+        this.wake();
+      } else this.schedule(this.nextWaitOr());
+    });
+  }
+
   /** One poll, now (tests call it; the timer calls it every interval). */
   async poll(): Promise<'unchanged' | 'changed' | 'failed'> {
     try {
       const got = await takeIssuesIn(this.o.forge, this.o.label, this.etag ? { etag: this.etag } : {});
       this.lastError = '';
       if (got === 'unchanged') return 'unchanged';
+      // The ETag moves on only once the withdrawals are told: a failure here is read again at the next poll.
+      await this.withdrawals(got);
       this.etag = got.etag;
+      if (!this.o.takeNew) return 'changed';
       const files = this.o.files();
       if (!files) return 'failed';
       const ids = new Set(files.map((b) => b.id));
@@ -76,13 +120,44 @@ export class IssuePoller {
     }
   }
 
+  /** Issues of blocks under way that left the list: looked up, and told to the engine. */
+  private async withdrawals(got: Intake): Promise<void> {
+    if (!this.o.onWithdrawn || !this.o.issues) return;
+    const listed = new Set([...Object.values(got.issues).map((i) => i.number), ...got.refused.map((r) => r.number)]);
+    for (const [block, { number }] of Object.entries(this.o.issues)) {
+      if (this.settled.has(block) || listed.has(number)) continue;
+      const issue = await this.o.forge.issue(number);
+      const action = !issue || issue.state === 'closed' ? 'closed' : issue.labels.includes(this.o.label) ? undefined : 'unlabelled';
+      if (!action) continue;
+      const said = (await this.o.forge.comments(number)).filter((c) => !c.body.includes('<!-- tron:')).at(-1);
+      this.settled.add(block);
+      this.o.onWithdrawn({
+        type: 'issue.withdrawn',
+        block,
+        issue: number,
+        action,
+        ...(action === 'closed' && issue?.closedBy && { by: issue.closedBy }),
+        ...(said && { words: `${said.author}: ${said.body.trim().slice(0, 2000)}` }),
+      });
+    }
+  }
+
+  private nextWaitOr(): number {
+    const wait = this.nextWait ?? this.o.intervalMs;
+    this.nextWait = undefined;
+    return wait;
+  }
+
   private schedule(ms: number): void {
     if (this.stopped) return;
+    clearTimeout(this.timer);
     this.timer = setTimeout(() => {
-      void this.poll().finally(() => {
-        const wait = this.nextWait ?? this.o.intervalMs;
-        this.nextWait = undefined;
-        this.schedule(wait);
+      this.polling = this.poll().finally(() => {
+        this.polling = undefined;
+        if (this.again) {
+          this.again = false;
+          this.wake();
+        } else this.schedule(this.nextWaitOr());
       });
     }, ms);
   }

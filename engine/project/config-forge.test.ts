@@ -24,6 +24,8 @@ describe('[forge] and [intake]', () => {
         tokenEnv: 'GITHUB_TOKEN',
         apiUrl: 'https://api.github.com',
         land: 'push',
+        merge: 'push',
+        webhookSecretEnv: 'TRON_WEBHOOK_SECRET',
         requireHumanApproval: false,
         timeoutMs: 30_000,
         retries: 6,
@@ -65,6 +67,26 @@ describe('[forge] and [intake]', () => {
   it("refuses to hand the forge's token to a test run or a worker", () => {
     const text = MINIMAL.replace('env = ["ANTHROPIC_API_KEY"]', 'env = ["ANTHROPIC_API_KEY", "GHE_TOKEN"]');
     const { problems } = parseConfig(`test_env = ["TRON_FORGE_TOKEN"]\n${text}\n[forge]\nrepo = "a/b"\ntoken_env = "GHE_TOKEN"\n`, FILE);
+    expect(problems.map((p) => [p.code, p.path])).toEqual([
+      ['TRON_FORGE_TOKEN_EXPOSED', `${FILE}: test_env`],
+      ['TRON_FORGE_TOKEN_EXPOSED', `${FILE}: workers.builder.env`],
+    ]);
+  });
+
+  it('refuses merge = "queue" outside PR mode, at its key', () => {
+    const { problems } = parseConfig(`${MINIMAL}\n[forge]\nrepo = "a/b"\nmerge = "queue"\n`, FILE);
+    expect(problems).toMatchObject([{ code: 'TRON_CONFIG_INVALID', path: `${FILE}: forge.merge` }]);
+    expect(parseConfig(`${MINIMAL}\n[forge]\nrepo = "a/b"\nland = "pr"\nmerge = "queue"\n\n[remote]\n`, FILE).config?.forge?.merge).toBe(
+      'queue',
+    );
+  });
+
+  it('refuses to hand the webhook secret to a worker either, by its configured name or the default one', () => {
+    const text = MINIMAL.replace('env = ["ANTHROPIC_API_KEY"]', 'env = ["ANTHROPIC_API_KEY", "HOOK_SECRET"]');
+    const { problems } = parseConfig(
+      `test_env = ["TRON_WEBHOOK_SECRET"]\n${text}\n[forge]\nrepo = "a/b"\nwebhook_secret_env = "HOOK_SECRET"\n`,
+      FILE,
+    );
     expect(problems.map((p) => [p.code, p.path])).toEqual([
       ['TRON_FORGE_TOKEN_EXPOSED', `${FILE}: test_env`],
       ['TRON_FORGE_TOKEN_EXPOSED', `${FILE}: workers.builder.env`],

@@ -129,6 +129,11 @@ const RemoteTable = z.strictObject({
 /** Where tron lands a block on a forge: one atomic push of trunk, or through a pull request per block. */
 export const FORGE_LAND = ['push', 'pr'] as const;
 export type ForgeLand = (typeof FORGE_LAND)[number];
+/** PR mode: how trunk moves once a pull request may land — tron's atomic push, or the forge's merge queue. */
+export const FORGE_MERGE = ['push', 'queue'] as const;
+export type ForgeMerge = (typeof FORGE_MERGE)[number];
+/** The variable holding the webhook secret when `webhook_secret_env` is unset. */
+export const WEBHOOK_SECRET_ENV = 'TRON_WEBHOOK_SECRET';
 
 /**
  * `[forge]`: the team's forge (DESIGN §3, docs/forge.md). The token is read from the
@@ -146,6 +151,8 @@ const ForgeTable = z.strictObject({
     .refine((s) => /^https?:\/\/\S+$/.test(s), { message: 'the API\'s base URL, e.g. "https://github.example.com/api/v3"' })
     .default('https://api.github.com'),
   land: z.enum(FORGE_LAND).default('push'),
+  merge: z.enum(FORGE_MERGE).default('push'),
+  webhook_secret_env: envName.default(WEBHOOK_SECRET_ENV),
   required_checks: z.array(z.string().min(1)).optional(),
   require_human_approval: z.boolean().default(false),
   timeout: duration.default('30s'),
@@ -268,6 +275,10 @@ export interface ForgeSettings {
   tokenEnv: string;
   apiUrl: string;
   land: ForgeLand;
+  /** PR mode: "queue" hands a pull request that may land to the forge's merge queue instead of pushing trunk. */
+  merge: ForgeMerge;
+  /** The variable holding the secret `tron serve` checks GitHub's webhook signatures with. */
+  webhookSecretEnv: string;
   /** Checks that must be green on the landing sha; absent: the branch protection's (PR mode). */
   requiredChecks?: string[];
   requireHumanApproval: boolean;
@@ -442,6 +453,8 @@ function toConfig(raw: z.infer<typeof ConfigTable>): Config {
         tokenEnv: raw.forge.token_env,
         apiUrl: raw.forge.api_url.replace(/\/+$/, ''),
         land: raw.forge.land,
+        merge: raw.forge.merge,
+        webhookSecretEnv: raw.forge.webhook_secret_env,
         ...(raw.forge.required_checks !== undefined && { requiredChecks: raw.forge.required_checks }),
         requireHumanApproval: raw.forge.require_human_approval,
         timeoutMs: ms(raw.forge.timeout),
@@ -501,7 +514,13 @@ function forgeProblems(raw: z.infer<typeof ConfigTable>, file: string): Problem[
       message:
         'land = "pr" pushes each block\'s branch to the forge\'s repository: add a [remote] table naming the git remote that is it (e.g. name = "origin")',
     });
-  const secret = new Set([raw.forge.token_env, 'TRON_FORGE_TOKEN']);
+  if (raw.forge.merge === 'queue' && raw.forge.land !== 'pr')
+    problems.push({
+      code: 'TRON_CONFIG_INVALID',
+      path: `${file}: forge.merge`,
+      message: 'merge = "queue" hands pull requests to the merge queue, which only PR mode opens: set land = "pr", or remove merge',
+    });
+  const secret = new Set([raw.forge.token_env, 'TRON_FORGE_TOKEN', raw.forge.webhook_secret_env, WEBHOOK_SECRET_ENV]);
   const lists: [string, readonly string[]][] = [
     ['test_env', raw.test_env],
     ...Object.entries(raw.workers).map(([role, w]): [string, readonly string[]] => [
@@ -515,7 +534,7 @@ function forgeProblems(raw: z.infer<typeof ConfigTable>, file: string): Problem[
         problems.push({
           code: 'TRON_FORGE_TOKEN_EXPOSED',
           path: `${file}: ${key}`,
-          message: `${name} is the forge's token ([forge] token_env); it is for tron's own API calls and never reaches a worker or a test: remove it from ${key}`,
+          message: `${name} is the forge's token or webhook secret ([forge] token_env, webhook_secret_env); it is for tron alone and never reaches a worker or a test: remove it from ${key}`,
         });
   return problems;
 }

@@ -295,6 +295,11 @@ export class Engine {
     this.turns.stopAll();
   }
 
+  /** An input from beside the loop (a person's action on the forge: engine/forge/watch.ts), decided in its turn. */
+  told(body: EventBody): void {
+    if (!this.state.finished) this.inputs.push(body);
+  }
+
   /** --watch: the register changed by a source the engine does not watch itself (the forge's issues: engine/forge/watch.ts). */
   registerChanged(blocks: Block[]): void {
     this.inputs.guard(() => this.reloaded(blocks));

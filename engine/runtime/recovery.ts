@@ -48,6 +48,8 @@ export async function recover(opts: {
   trunk?: string;
   /** The repository's key was made by this start: logs before it are unsigned, and believed. */
   keyCreated?: boolean;
+  /** Landings this start recorded itself before recovery (the merge queue's: queue-recovery.ts). */
+  vouched?: (id: string, sha: string) => boolean;
 }): Promise<Recovery> {
   const { repo, previousRunDir } = opts;
   const previous = readPrevious(previousRunDir, opts);
@@ -137,7 +139,13 @@ function readPrevious(runDir: string | undefined, opts: { clock: Clock; keyCreat
  */
 async function recoveryWorld(
   repo: string,
-  opts: { blocks: readonly BlockInfo[]; trunk?: string; previousRunDir: string | undefined; keyCreated?: boolean },
+  opts: {
+    blocks: readonly BlockInfo[];
+    trunk?: string;
+    previousRunDir: string | undefined;
+    keyCreated?: boolean;
+    vouched?: (id: string, sha: string) => boolean;
+  },
   events: readonly TronEvent[],
 ): Promise<RecoveryWorld> {
   const landedRefs = await git.landedRefs(repo);
@@ -152,6 +160,7 @@ async function recoveryWorld(
     landedRefs,
     onTrunk,
     ...(trunk ? { trunk } : {}),
+    ...(opts.vouched && { vouched: opts.vouched }),
     olderRecords: (id, sha) => {
       older ??= olderLogs(repo, opts.previousRunDir, opts.keyCreated);
       return older.some((log) => recordsLanding(log, id, sha));

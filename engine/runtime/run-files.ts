@@ -57,6 +57,7 @@ export function runStarted(
       forge: {
         repo: o.config.forge.repo,
         land: o.config.forge.land,
+        ...(o.config.forge.land === 'pr' && o.config.forge.merge === 'queue' && { merge: 'queue' as const }),
         ...(o.config.forge.requiredChecks && { required_checks: o.config.forge.requiredChecks }),
         require_human_approval: o.config.forge.requireHumanApproval,
         retries: o.config.forge.retries,

@@ -16,6 +16,7 @@ import { join } from 'node:path';
 import { createRequire } from 'node:module';
 import type { Clock } from '../core/clock.ts';
 import { InputError } from '../core/errors.ts';
+import { WEBHOOK_SECRET_ENV } from '../project/config.ts';
 import { loadRegister } from '../project/register.ts';
 import { buildGraph } from '../render/bpmn-graph.ts';
 import type { Details } from '../render/bpmn-details.ts';
@@ -36,6 +37,7 @@ import { renderDashboard } from './page.ts';
 import { ROUTES, type RouteName } from './routes.ts';
 import { SseClient } from './sse.ts';
 import { TokenCheck } from './tokens.ts';
+import { GitHubWebhooks, WEBHOOK_PATH, type WebhookOptions } from './webhook.ts';
 
 const require = createRequire(import.meta.url);
 
@@ -53,6 +55,8 @@ export interface ServeOptions extends HubOptions {
   engineRunning?: () => boolean;
   /** Answers are refused, saying this: the runs shown are another host's (`tron serve --database`). */
   readOnly?: string;
+  /** GitHub's webhooks at /webhooks/github (webhook.ts); absent: that path is refused. */
+  webhook?: Omit<WebhookOptions, 'repo'>;
 }
 
 export interface Serving {
@@ -123,6 +127,7 @@ export async function serve(o: ServeOptions): Promise<Serving> {
   const repo = o.repo;
   const hub = new Hub(repo, o);
   const tokens = new TokenCheck(repo, o.envToken);
+  const webhooks = new GitHubWebhooks({ repo, secretEnv: WEBHOOK_SECRET_ENV, ...o.webhook });
   const assets = new Map<string, [Buffer, string]>();
   for (const [path, [module, type]] of Object.entries(ASSETS)) assets.set(path, [readFileSync(require.resolve(module)), type]);
   const page = renderDashboard();
@@ -298,6 +303,8 @@ export async function serve(o: ServeOptions): Promise<Serving> {
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const url = new URL(req.url ?? '/', 'http://localhost');
     res.setHeader('x-content-type-options', 'nosniff');
+    // Signed by GitHub, not bearing a token: checked there, before anything is parsed.
+    if (url.pathname === WEBHOOK_PATH) return webhooks.handle(req, res);
     if (!url.pathname.startsWith('/api/')) {
       if (req.method !== 'GET' && req.method !== 'HEAD')
         return send(res, 405, { error: { code: 'TRON_USAGE', path: url.pathname, message: 'only GET here' } });

@@ -17,7 +17,14 @@ export interface BootOptions {
   merge?: { batch: number; verify_trunk: boolean; gather?: boolean };
   budgets?: { block_usd?: number; block_tokens?: number; run_usd?: number };
   /** [forge], as run.started records it (land = "pr": PR mode). */
-  forge?: { repo: string; land: 'push' | 'pr'; require_human_approval: boolean; retries: number; backoff_ms: number };
+  forge?: {
+    repo: string;
+    land: 'push' | 'pr';
+    merge?: 'push' | 'queue';
+    require_human_approval: boolean;
+    retries: number;
+    backoff_ms: number;
+  };
 }
 
 /** Feeds inputs through the pure step, collecting every decision. */

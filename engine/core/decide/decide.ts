@@ -22,6 +22,7 @@ import { onPrFailed, onPrObserved, onPrWaited } from './pr.ts';
 import { onOverrun, onProbed } from './liveness.ts';
 import { schedule, stopWhenQuiet } from './schedule.ts';
 import { onUsage } from './budget.ts';
+import { onIssueWithdrawn } from './withdraw.ts';
 
 export type { DecideContext } from './step.ts';
 
@@ -60,10 +61,12 @@ type Reaction<T extends EventType> = (step: Step, e: EventOf<T>) => void;
 
 /** What each input sets off; inputs with nothing to react to are absent. */
 const REACTIONS = {
-  'worktree.ready': (step, e) => dispatch(step, e.block, 'build'),
-  'worktree.failed': (step, e) => escalate(step, e.block, 'worktree_failed', `its worktree could not be made: ${e.detail}`),
+  // A block given up while its worktree or its facts were on their way (withdraw.ts) stays given up.
+  'worktree.ready': (step, e) => givenUp(step, e.block) || dispatch(step, e.block, 'build'),
+  'worktree.failed': (step, e) =>
+    givenUp(step, e.block) || escalate(step, e.block, 'worktree_failed', `its worktree could not be made: ${e.detail}`),
   'reply.received': onReply,
-  'facts.observed': onFacts,
+  'facts.observed': (step, e) => givenUp(step, e.block) || onFacts(step, e),
   'rebase.done': onRebased,
   'candidate.tested': onCandidateTested,
   'block.landed': onLanded,
@@ -82,7 +85,12 @@ const REACTIONS = {
   'worker.probed': onProbed,
   'run.failed': (step, e) => finishRun(step, 'error', 1, e.detail),
   'usage.recorded': onUsage,
+  'issue.withdrawn': onIssueWithdrawn,
 } satisfies { [T in EventType]?: Reaction<T> };
+
+function givenUp(step: Step, id: string): boolean {
+  return step.s.blocks.get(id)?.phase === 'abandoned';
+}
 
 function react(step: Step, e: TronEvent): void {
   const reaction = (REACTIONS as { [T in EventType]?: Reaction<T> })[e.type] as Reaction<typeof e.type> | undefined;

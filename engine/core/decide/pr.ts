@@ -16,6 +16,15 @@
  * test found green (the lane's rule, which chose the sha) AND whose required hosted checks
  * the forge reported green — never past a red, pending or missing check.
  *
+ * With `[forge] merge = "queue"`, green does not land by itself: the pull request is put in
+ * the forge's merge queue at exactly that sha (`pr.requested` with `queue: "enqueue"`),
+ * and tron watches it there (`queue: "watch"`) — queued is never merged (GitHub's `gh pr
+ * merge` exits 0 when it only queued). The block lands only once the queue merged it AND
+ * the remote's trunk holds the queue's commit AND that commit's tree is exactly the tree
+ * tron tested, on the trunk tron tested on (`land.intent` with `queued`: only the landed
+ * refs are pushed then). A commit of another tree pages the operator (TRON_FORGE_QUEUE);
+ * a queue that takes the pull request out sends the block back to build with its reason.
+ *
  * A failed call (`pr.failed`) waits as long as a rate limit asks, or a doubling backoff for
  * a 5xx, as `pr.wait` — a timer event, so replay holds; a refused token pages the operator.
  */
@@ -32,6 +41,12 @@ export function onPrObserved(step: Step, e: BodyOf<'pr.observed'>): void {
   const stack = step.s.lane.stack;
   if (stack?.id !== e.stack || !stack.pr || stack.pr.sha !== e.sha || stack.landing.length > 0) return;
   const pr = stack.pr;
+  const queue = step.s.lane.pr?.queue === true;
+  // Trunk moved through the queue: that is the truth, whatever else was said since.
+  if (queue && e.queue?.state === 'merged') {
+    landFromQueue(step, e);
+    return;
+  }
   const closed = e.pulls.filter((p) => p.state === 'closed');
   if (closed.length > 0) {
     for (const p of closed)
@@ -85,7 +100,62 @@ export function onPrObserved(step: Step, e: BodyOf<'pr.observed'>): void {
     step.emit({ type: 'pr.wait', stack: stack.id, attempt: e.attempt, wait_ms: backoff(step, e.attempt), reason });
     return;
   }
+  if (queue) {
+    inQueue(step, stack, e);
+    return;
+  }
   step.emit({ type: 'land.intent', stack: stack.id, sha: pr.sha, from: step.s.trunkSha!, blocks: [...pr.blocks], tested: pr.tested });
+}
+
+/** Every check green on the sha (queue mode): put it in the merge queue, or watch it there. */
+function inQueue(step: Step, stack: Stack, e: BodyOf<'pr.observed'>): void {
+  const pr = stack.pr!;
+  if (!e.queue) {
+    step.emit({
+      type: 'pr.requested',
+      stack: stack.id,
+      sha: pr.sha,
+      blocks: [...pr.blocks],
+      tested: pr.tested,
+      attempt: e.attempt + 1,
+      queue: 'enqueue',
+    });
+    return;
+  }
+  if (e.queue.state === 'queued') {
+    step.emit({ type: 'pr.wait', stack: stack.id, attempt: e.attempt, wait_ms: backoff(step, e.attempt), reason: 'in the merge queue' });
+    return;
+  }
+  const top = pr.blocks.at(-1)!.block;
+  backToBuild(step, stack, top, {
+    name: 'merge_queue',
+    ok: false,
+    evidence: `the merge queue took the pull request out: ${e.queue.reason ?? '(no reason given)'}`,
+  });
+  close(step, `the merge queue removed ${top}: ${e.queue.reason ?? 'no reason given'}`);
+}
+
+/** The queue merged it: land what trunk now holds — only if it is exactly the tree tron tested. */
+function landFromQueue(step: Step, e: BodyOf<'pr.observed'>): void {
+  const stack = step.s.lane.stack!;
+  const pr = stack.pr!;
+  const commit = e.queue!.commit!;
+  if (e.queue!.tree !== true) {
+    const detail = `TRON_FORGE_QUEUE: the merge queue moved ${step.s.trunk} on the forge to ${commit}, which is not exactly the tree tron tested (${pr.sha}) on ${step.s.trunkSha}; nothing is recorded as landed. See what else the queue merged with it (or which merge method it used), then answer.`;
+    refuse(step, pr.blocks.at(-1)!.block, detail);
+    return;
+  }
+  // The block's landed ref marks the queue's commit: what brought it onto trunk's first-parent line,
+  // the line recovery believes a landing on (its own commit is that commit's second parent).
+  step.emit({
+    type: 'land.intent',
+    stack: stack.id,
+    sha: commit,
+    from: step.s.trunkSha!,
+    blocks: pr.blocks.map((b) => ({ block: b.block, sha: commit })),
+    tested: pr.tested,
+    queued: true,
+  });
 }
 
 export function onPrFailed(step: Step, e: BodyOf<'pr.failed'>): void {
@@ -127,6 +197,7 @@ export function onPrWaited(step: Step, e: BodyOf<'pr.waited'>): void {
     blocks: [...stack.pr.blocks],
     tested: stack.pr.tested,
     attempt: e.attempt + 1,
+    ...(stack.pr.queued && { queue: 'watch' as const }),
   });
 }
 

@@ -48,10 +48,11 @@ export function onRemoteWaited(step: Step, e: BodyOf<'remote.waited'>): void {
   step.emit({
     type: 'land.intent',
     stack: stack.id,
-    sha: blocks.at(-1)!.sha,
+    sha: stack.queuedTop ?? blocks.at(-1)!.sha,
     from: step.s.trunkSha!,
     blocks,
     attempt: e.attempt + 1,
     tested: stack.tested ?? 'lane',
+    ...(stack.queuedTop !== undefined && { queued: true }),
   });
 }

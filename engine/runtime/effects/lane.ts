@@ -9,6 +9,7 @@ import type { EventBody, EventOf } from '../../core/events.ts';
 import * as git from '../../git/index.ts';
 import { checkout, runSuite, suiteGreen } from './checkouts.ts';
 import { type EffectContext, effect } from './context.ts';
+import { landAfterQueue } from './queue.ts';
 import { fetchBeforeStack, landOnRemote } from './remote.ts';
 import { suiteAt } from './suites.ts';
 
@@ -101,7 +102,9 @@ async function testAt(c: EffectContext, e: EventOf<'candidate.requested' | 'bise
  */
 export const landStack = effect({
   // [remote]: one atomic push first; local refs and your checkout follow only once the remote accepted.
-  run: (c, e: EventOf<'land.intent'>) => (c.remote ? landOnRemote(c, c.remote, e, (accepted) => land(c, accepted)) : land(c, e)),
+  // [forge] merge = "queue": the queue moved the remote's trunk already; only tron's record of it is pushed (queue.ts).
+  run: (c, e: EventOf<'land.intent'>) =>
+    c.remote ? (e.queued ? landAfterQueue : landOnRemote)(c, c.remote, e, (accepted) => land(c, accepted)) : land(c, e),
 });
 
 async function land(c: EffectContext, e: EventOf<'land.intent'>): Promise<EventBody[]> {

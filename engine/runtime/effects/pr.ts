@@ -14,7 +14,10 @@
  */
 import type { EventBody, EventOf } from '../../core/events.ts';
 import { type Forge, ForgeError, type ForgePull, upsertPull } from '../../forge/forge.ts';
-import { pushBranches, readRemote } from '../../git/remote.ts';
+import { watchWake } from '../../forge/wake.ts';
+import { isAncestor } from '../../git/index.ts';
+import { fetchTrunk, pushBranches, readRemote } from '../../git/remote.ts';
+import { runGit } from '../../git/run.ts';
 import { effect, type EffectContext, errorLine, type Moment } from './context.ts';
 
 /** What a pull request says of its block. */
@@ -27,6 +30,8 @@ interface PullText {
 export interface PrRequest {
   decision: EventOf<'pr.requested'>;
   texts: PullText[];
+  /** Trunk when the decision was made: what the landing was tested on (the merge queue's commit must sit on it). */
+  trunk?: string;
 }
 
 /** The pull request's text: the brief, the criteria with the builder's evidence, the reviewer's notes, the run. */
@@ -68,7 +73,11 @@ export const askForge = effect({
   request: (e: EventOf<'pr.requested'>, at: Moment): PrRequest => {
     const run = at.history.find((h) => h.type === 'run.started');
     const runId = run?.type === 'run.started' ? run.run : '';
-    return { decision: e, texts: e.blocks.map((b) => pullText(b.block, at, runId)) };
+    return {
+      decision: e,
+      texts: e.blocks.map((b) => pullText(b.block, at, runId)),
+      ...(at.state.trunkSha && { trunk: at.state.trunkSha }),
+    };
   },
   run: async (c, r: PrRequest): Promise<EventBody> => {
     const e = r.decision;
@@ -83,7 +92,8 @@ export const askForge = effect({
     if (!c.forge || !c.remote) return failed('refused', 'land = "pr" needs [forge] and [remote]; one is missing in this run');
     const seen = await readRemote(c.repo, c.remote);
     if (!seen.ok) return failed(seen.kind === 'transient' ? 'transient' : 'refused', seen.message);
-    const moves = e.blocks.filter((b) => seen.refs.branches.get(b.block) !== b.sha);
+    // In the merge queue the branch is the queue's to keep (GitHub may delete it once merged): pushed no more.
+    const moves = e.queue === 'watch' ? [] : e.blocks.filter((b) => seen.refs.branches.get(b.block) !== b.sha);
     const pushed = await pushBranches(
       c.repo,
       c.remote,
@@ -132,11 +142,13 @@ async function observe(c: EffectContext, forge: Forge, r: PrRequest): Promise<Ev
       if (v.state === 'CHANGES_REQUESTED' && v.sha === head) changes.push({ block: p.block, author, notes: v.body || '(no notes)' });
     if ([...latest.values()].some((v) => v.state === 'APPROVED')) approved.push(p.block);
   }
+  const queue = e.queue ? await observeQueue(c, forge, r, pulls.at(-1)!.pull) : undefined;
   return {
     type: 'pr.observed',
     stack: e.stack,
     sha: e.sha,
     attempt: e.attempt,
+    ...(queue && { queue }),
     pulls: pulls.map((p) => ({
       block: p.block,
       number: p.pull.number,
@@ -155,6 +167,44 @@ async function observe(c: EffectContext, forge: Forge, r: PrRequest): Promise<Ev
   };
 }
 
+/**
+ * [forge] merge = "queue": enqueues the pull request at exactly the tested head when the
+ * decision says so (unless the queue has it already, or merged it: a retry or a restart
+ * enqueues once), and reads where it is. Merged counts only when the remote's trunk holds
+ * the queue's commit — the forge's word alone is not trunk — and says whether that commit
+ * is exactly the tested tree on the tested trunk.
+ */
+async function observeQueue(
+  c: EffectContext,
+  forge: Forge,
+  r: PrRequest,
+  pull: ForgePull,
+): Promise<NonNullable<EventOf<'pr.observed'>['queue']>> {
+  const e = r.decision;
+  let q = await forge.queueState(pull.number);
+  if (e.queue === 'enqueue' && (q.state === 'none' || q.state === 'removed') && pull.state === 'open') {
+    await forge.enqueue(pull, e.blocks.at(-1)!.sha);
+    q = await forge.queueState(pull.number);
+  }
+  if (q.state === 'queued') return { state: 'queued' };
+  if (q.state !== 'merged') return { state: 'removed', reason: q.state === 'removed' ? q.reason : 'no longer in the merge queue' };
+  const fetched = await fetchTrunk(c.repo, c.remote!);
+  if (!fetched.ok) throw new ForgeError(fetched.kind === 'transient' ? 'transient' : 'refused', fetched.message);
+  const trunk = fetched.sha;
+  const onTrunk = trunk !== undefined && (trunk === q.commit || (await isAncestor(c.repo, q.commit, trunk)));
+  // The forge says merged before its trunk shows it: not landed yet, asked again.
+  if (!onTrunk) return { state: 'queued' };
+  const tree = async (rev: string) => (await runGit(c.repo, ['rev-parse', '--verify', '--quiet', `${rev}^{tree}`])).stdout.trim();
+  const parent = (await runGit(c.repo, ['rev-parse', '--verify', '--quiet', `${q.commit}^1`])).stdout.trim();
+  // The block's own commit on trunk too (the queue's merge method "merge"): a squash or a rebase is another history.
+  const exact =
+    (await tree(q.commit)) === (await tree(e.sha)) &&
+    r.trunk !== undefined &&
+    parent === r.trunk &&
+    (await isAncestor(c.repo, e.sha, q.commit));
+  return { state: 'merged', commit: q.commit, tree: exact };
+}
+
 /** A check's output as the builder is told it: its last 60 lines, at most 8 KB. */
 function trimOutput(text: string): string {
   const lines = text.trimEnd().split('\n');
@@ -163,10 +213,21 @@ function trimOutput(text: string): string {
   return lines.length > 60 || tail.length > 8192 ? `…\n${cut}` : cut;
 }
 
-/** The wait before the forge is asked again: the decision said how long; the input says it passed. */
+/**
+ * The wait before the forge is asked again: the decision said how long; the input says it
+ * passed. A webhook `tron serve` received (engine/forge/wake.ts) ends a wait for checks,
+ * reviews or the merge queue at once — the input is the same, only sooner; a rate limit's
+ * or a failure's wait is kept whole.
+ */
 export const waitForge = effect({
-  run: (_c, e: EventOf<'pr.wait'>) =>
+  run: (c, e: EventOf<'pr.wait'>) =>
     new Promise<EventBody>((resolve) => {
-      setTimeout(() => resolve({ type: 'pr.waited', stack: e.stack, attempt: e.attempt }), e.wait_ms);
+      const done = () => {
+        clearTimeout(timer);
+        woken?.close();
+        resolve({ type: 'pr.waited', stack: e.stack, attempt: e.attempt });
+      };
+      const timer = setTimeout(done, e.wait_ms);
+      const woken = /^(rate limited|the forge failed)/.test(e.reason) ? undefined : watchWake(c.repo, done);
     }),
 });

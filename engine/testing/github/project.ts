@@ -57,7 +57,7 @@ export async function forgeProject(opts: {
   const builder = writeBuilder(out, opts.builder(out));
   const env = opts.builderEnv ? `env = ${JSON.stringify(opts.builderEnv)}\n` : '';
   const workers = `[workers.builder]\nadapter = "command"\ncommand = ["${builder}"]\n${env}\n[workers.reviewer]\nadapter = "command"\ncommand = ["sh", "-c", "cat > /dev/null; echo '>>APPROVE'"]\n${env}`;
-  const extra = `[sandbox]\nmode = "${opts.sandbox ?? 'off'}"\n\n[remote]\nbackoff = "100ms"\n\n[forge]\nrepo = "${gh.owner}/${gh.repo}"\napi_url = "${gh.url}"\nbackoff = "50ms"\n${opts.forge ?? ''}\n[intake]\nlabel = "tron"\n${opts.intake ?? ''}`;
+  const extra = `[sandbox]\nmode = "${opts.sandbox ?? 'off'}"\n\n[remote]\nbackoff = "100ms"\n\n[forge]\nrepo = "${gh.owner}/${gh.repo}"\napi_url = "${gh.url}"\n${/^backoff\s*=/m.test(opts.forge ?? '') ? '' : 'backoff = "50ms"\n'}${opts.forge ?? ''}\n[intake]\nlabel = "tron"\n${opts.intake ?? ''}`;
   const repo = await project({ blocks: {}, config: configFile({ workers, extra }), ...(opts.files && { files: opts.files }) });
   await repo.git('push', '-q', bare.dir, 'main');
   await repo.git('remote', 'add', 'origin', served.url);

@@ -16,6 +16,18 @@
  * repository: refs, a pull's head sha and a merge read and move its branches, so a push
  * by git and a call of the API see the same truth. A pull whose head has reached its base
  * branch (a push of trunk) is marked merged, as GitHub does.
+ *
+ * The merge queue is GitHub's GraphQL (no REST endpoint enqueues): `POST /graphql`
+ * answers the two operations tron sends — `enqueuePullRequest` (refused unless the queue
+ * is on for the base branch, the head is `expectedHeadOid` and the pull's required checks
+ * are green, as GitHub refuses them) and a pull request's `merged`, `mergeCommit`,
+ * `mergeQueueEntry` and `RemovedFromMergeQueueEvent`s. The queue itself is modelled as
+ * GitHub runs it: it makes a merge group commit (a merge of the pull's head into its base,
+ * on `gh-readonly-queue/<base>/pr-<n>-<base sha>`), waits for the base's required checks on
+ * that commit (hosted CI reports them: `onMergeGroup`), then fast-forwards the base to it
+ * and marks the pull merged — or takes the pull out, with a reason, when a check is red,
+ * the head moved, or the merge conflicts. `holdQueue` keeps a pull queued (never merged)
+ * for as long as a test wants.
  */
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
@@ -73,7 +85,10 @@ export interface GitHubServer {
   /** Opens an issue as a person would; returns its number. */
   openIssue(i: { title: string; body?: string; labels?: string[]; user?: string }): number;
   /** Edits an issue as a person would. */
-  editIssue(number: number, patch: { title?: string; body?: string; state?: 'open' | 'closed'; labels?: string[] }): void;
+  editIssue(
+    number: number,
+    patch: { title?: string; body?: string; state?: 'open' | 'closed'; labels?: string[]; by?: string; comment?: string },
+  ): void;
   issue(number: number): Issue | undefined;
   comments(number: number): Comment[];
   pulls(): Pull[];
@@ -90,6 +105,14 @@ export interface GitHubServer {
   status(sha: string, s: { context: string; state: Status['state']; description?: string }): void;
   /** Protects `branch`, requiring these checks (contexts) to pass. */
   protect(branch: string, contexts: string[]): void;
+  /** Turns the merge queue on for `branch`. */
+  mergeQueue(branch: string): void;
+  /** Hosted CI for merge groups: called with each group's commit when the queue makes it. */
+  onMergeGroup(f: (sha: string, pull: number) => void | Promise<void>): void;
+  /** While held, the queue makes groups but neither merges nor removes anything. */
+  holdQueue(held: boolean): void;
+  /** The queue's entries now (for tests). */
+  queue(): { pull: number; group?: string }[];
   close(): Promise<void>;
 }
 
@@ -104,6 +127,12 @@ interface Store {
   checks: CheckRun[];
   statuses: Status[];
   protection: Map<string, string[]>;
+  /** Branches whose merge queue is on. */
+  queued: Set<string>;
+  /** The merge queue's entries, in order. */
+  entries: { pull: number; head: string; base?: string; group?: string }[];
+  /** RemovedFromMergeQueueEvents: pull, reason. */
+  removals: { pull: number; reason: string }[];
 }
 
 class HttpError extends Error {
@@ -139,7 +168,13 @@ export async function startGitHubServer(opts: {
     checks: [],
     statuses: [],
     protection: new Map(),
+    queued: new Set(),
+    entries: [],
+    removals: [],
   };
+  let onMergeGroup: ((sha: string, pull: number) => void | Promise<void>) | undefined;
+  let queueTurn: Promise<void> = Promise.resolve();
+  let held = false;
   const faults: Fault[] = [];
   const seen: Seen[] = [];
   let urls: Urls = { api: '', html: '', owner, repo };
@@ -184,6 +219,138 @@ export async function startGitHubServer(opts: {
     }
   }
 
+  /** Takes `pull` out of the queue with `reason`, as a RemovedFromMergeQueueEvent says. */
+  async function dequeue(entry: Store['entries'][number], reason: string): Promise<void> {
+    store.entries.splice(store.entries.indexOf(entry), 1);
+    store.removals.push({ pull: entry.pull, reason });
+    if (entry.group) await git('update-ref', '-d', groupRef(entry)).catch(() => undefined);
+  }
+  const groupRef = (e: Store['entries'][number]) =>
+    `refs/heads/gh-readonly-queue/${store.pulls.get(e.pull)!.base.ref}/pr-${e.pull}-${e.base}`;
+
+  /** One turn of the queue, as GitHub runs it: the first entry's group is made, checked, and merged or removed. */
+  async function runQueue(): Promise<void> {
+    const entry = store.entries[0];
+    if (!entry) return;
+    const pull = store.pulls.get(entry.pull)!;
+    const head = await resolve(`refs/heads/${pull.head.ref}`);
+    const base = (await resolve(`refs/heads/${pull.base.ref}`))!;
+    if (held) {
+      if (!entry.group) await makeGroup(entry, base);
+      return;
+    }
+    if (head !== entry.head) return dequeue(entry, 'the head branch was updated');
+    if (entry.group && entry.base !== base) {
+      // The base moved under the group: made again on the new base, as GitHub rebuilds it.
+      await git('update-ref', '-d', groupRef(entry));
+      entry.group = undefined;
+    }
+    if (!entry.group) {
+      if (!(await makeGroup(entry, base))) return dequeue(entry, 'merge conflict');
+      return;
+    }
+    const required = store.protection.get(pull.base.ref) ?? [];
+    const runs = required.map((ctx) => store.checks.filter((c) => c.head_sha === entry.group && c.name === ctx).at(-1));
+    const red = required.filter(
+      (_, i) => runs[i]?.status === 'completed' && !['success', 'neutral', 'skipped'].includes(runs[i]!.conclusion ?? ''),
+    );
+    if (red.length > 0) return dequeue(entry, `the required check ${red.join(', ')} failed on the merge group`);
+    if ((await missingChecks(pull.base.ref, entry.group)).length > 0) return;
+    await git('update-ref', `refs/heads/${pull.base.ref}`, entry.group, base);
+    await git('update-ref', '-d', groupRef(entry));
+    store.entries.shift();
+    pull.state = 'closed';
+    pull.merged = true;
+    pull.merged_at = pull.closed_at = now();
+    pull.merge_commit_sha = entry.group;
+    pull.base.sha = entry.group;
+    const issue = store.issues.get(pull.number)!;
+    issue.state = 'closed';
+    issue.closed_at = pull.closed_at;
+  }
+
+  /** The merge group commit: the pull's head merged into `base` (false: they conflict). */
+  async function makeGroup(entry: Store['entries'][number], base: string): Promise<boolean> {
+    let tree: string;
+    try {
+      tree = (await git('merge-tree', '--write-tree', base, entry.head)).split('\n')[0]!;
+    } catch {
+      return false;
+    }
+    const pull = store.pulls.get(entry.pull)!;
+    const group = (
+      await run(
+        'git',
+        ['commit-tree', tree, '-p', base, '-p', entry.head, '-m', `Merge pull request #${pull.number} from ${owner}/${pull.head.ref}`],
+        {
+          cwd: opts.gitDir,
+          env: {
+            PATH: process.env.PATH ?? '/usr/bin:/bin',
+            GIT_CONFIG_NOSYSTEM: '1',
+            GIT_CONFIG_GLOBAL: '/dev/null',
+            GIT_AUTHOR_NAME: 'GitHub',
+            GIT_AUTHOR_EMAIL: 'noreply@github.com',
+            GIT_COMMITTER_NAME: 'GitHub',
+            GIT_COMMITTER_EMAIL: 'noreply@github.com',
+          },
+        },
+      )
+    ).stdout.trim();
+    entry.base = base;
+    entry.group = group;
+    await git('update-ref', groupRef(entry), group);
+    await onMergeGroup?.(group, pull.number);
+    return true;
+  }
+
+  /** GitHub's GraphQL, for the two operations of the merge queue tron sends. */
+  async function graphql(body: Record<string, unknown>): Promise<unknown> {
+    const query = String(body.query ?? '');
+    const vars = (body.variables ?? {}) as Record<string, unknown>;
+    const fail = (type: string, message: string) => ({ data: null, errors: [{ type, message, path: ['enqueuePullRequest'] }] });
+    if (query.includes('enqueuePullRequest')) {
+      const pull = [...store.pulls.values()].find((p) => `PR_${p.id}` === vars.id);
+      if (!pull) return fail('NOT_FOUND', `Could not resolve to a node with the global id of '${String(vars.id)}'`);
+      await refresh(pull);
+      if (pull.state !== 'open') return fail('UNPROCESSABLE', 'Pull request is closed');
+      if (!store.queued.has(pull.base.ref)) return fail('UNPROCESSABLE', 'Merge queue is not enabled for this branch');
+      if (vars.sha && vars.sha !== pull.head.sha) return fail('UNPROCESSABLE', 'Head sha did not match expected head sha');
+      const missing = await missingChecks(pull.base.ref, pull.head.sha);
+      if (missing.length > 0) return fail('UNPROCESSABLE', `Required status checks ${missing.join(', ')} have not succeeded`);
+      let entry = store.entries.find((e) => e.pull === pull.number);
+      if (!entry) {
+        entry = { pull: pull.number, head: pull.head.sha };
+        store.entries.push(entry);
+      }
+      return { data: { enqueuePullRequest: { mergeQueueEntry: { state: 'QUEUED', position: store.entries.indexOf(entry) + 1 } } } };
+    }
+    if (query.includes('mergeQueueEntry')) {
+      const pull = store.pulls.get(Number(vars.number));
+      if (!pull)
+        return {
+          data: { repository: { pullRequest: null } },
+          errors: [{ type: 'NOT_FOUND', message: 'Could not resolve to a PullRequest' }],
+        };
+      const entry = store.entries.find((e) => e.pull === pull.number);
+      const removed = store.removals.filter((r) => r.pull === pull.number).slice(-1);
+      return {
+        data: {
+          repository: {
+            pullRequest: {
+              merged: pull.merged,
+              mergeCommit: pull.merged && pull.merge_commit_sha ? { oid: pull.merge_commit_sha } : null,
+              mergeQueueEntry: entry
+                ? { state: entry.group ? 'AWAITING_CHECKS' : 'QUEUED', position: store.entries.indexOf(entry) + 1 }
+                : null,
+              timelineItems: { nodes: removed.map((r) => ({ reason: r.reason })) },
+            },
+          },
+        },
+      };
+    }
+    return { data: null, errors: [{ type: 'UNSUPPORTED', message: 'this test server answers the merge queue operations only' }] };
+  }
+
   function issueOr404(n: number): Issue {
     const issue = store.issues.get(n);
     if (!issue) throw new HttpError(404, 'Not Found');
@@ -211,6 +378,7 @@ export async function startGitHubServer(opts: {
   const R = `/repos/${owner}/${repo}`;
   const routes: [string, RegExp, Handler][] = [
     ['GET', /^\/rate_limit$/, () => ({ resources: { core: { limit: 5000, remaining: 4999, reset: 0, used: 1 } } })],
+    ['POST', /^\/graphql$/, (_m, _q, b) => graphql(b)],
     [
       'GET',
       new RegExp(`^${R}/issues$`),
@@ -238,6 +406,7 @@ export async function startGitHubServer(opts: {
           issue.state = b.state;
           issue.closed_at = b.state === 'closed' ? now() : null;
           issue.state_reason = b.state === 'closed' ? ((b.state_reason as string) ?? 'completed') : null;
+          issue.closed_by = b.state === 'closed' ? 'tron-bot' : null;
         }
         if (Array.isArray(b.labels)) setLabels(issue, b.labels as string[]);
         issue.updated_at = now();
@@ -599,6 +768,9 @@ export async function startGitHubServer(opts: {
         f!.headers,
       );
     }
+    // The queue moves between requests, as GitHub's moves on its own: one turn at a time.
+    queueTurn = queueTurn.then(runQueue, runQueue);
+    await queueTurn.catch(() => undefined);
     const route = routes.find(([m, re]) => m === method && re.test(url.pathname));
     if (!route) {
       record(404);
@@ -698,7 +870,16 @@ export async function startGitHubServer(opts: {
       const issue = issueOr404(number);
       if (patch.title !== undefined) issue.title = patch.title;
       if (patch.body !== undefined) issue.body = patch.body;
-      if (patch.state !== undefined) issue.state = patch.state;
+      const by = patch.by ?? 'octocat';
+      if (patch.comment) {
+        store.comments.push({ id: id(), issue: number, body: patch.comment, user: by, created_at: now(), updated_at: now() });
+        issue.comments++;
+      }
+      if (patch.state !== undefined) {
+        issue.state = patch.state;
+        issue.closed_at = patch.state === 'closed' ? now() : null;
+        issue.closed_by = patch.state === 'closed' ? by : null;
+      }
       if (patch.labels !== undefined) setLabels(issue, patch.labels);
       issue.updated_at = now();
     },
@@ -752,6 +933,14 @@ export async function startGitHubServer(opts: {
       });
     },
     protect: (branch, contexts) => void store.protection.set(branch, contexts),
+    mergeQueue: (branch) => void store.queued.add(branch),
+    onMergeGroup: (f) => {
+      onMergeGroup = f;
+    },
+    holdQueue: (h) => {
+      held = h;
+    },
+    queue: () => store.entries.map((e) => ({ pull: e.pull, ...(e.group && { group: e.group }) })),
     close: () =>
       new Promise<void>((ok) => {
         server.closeAllConnections();

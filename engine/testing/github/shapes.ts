@@ -30,6 +30,8 @@ export interface Issue {
   created_at: string;
   updated_at: string;
   closed_at: string | null;
+  /** Who closed it (GitHub's `closed_by`), while it is closed. */
+  closed_by?: string | null;
   /** Whether this issue is a pull request's (GitHub lists pulls among issues). */
   pull: boolean;
 }
@@ -139,6 +141,7 @@ export function issueOf(u: Urls, i: Issue) {
     locked: false,
     comments: i.comments,
     closed_at: i.closed_at,
+    closed_by: i.state === 'closed' && i.closed_by ? userOf(u, i.closed_by) : null,
     created_at: i.created_at,
     updated_at: i.updated_at,
     author_association: 'MEMBER' as const,

@@ -1,0 +1,35 @@
+/**
+ * A person withdraws a block on the forge ([intake]): they close its issue, or take the
+ * intake label off it, while the block is under way. The poll (or a webhook's early poll)
+ * sees the issue leave the labelled list and records `issue.withdrawn` — the decision path
+ * learns it only as that input, never by asking the forge itself.
+ *
+ * The block is abandoned, with the person's action (and their last comment) as the
+ * reason — the same as a pull request a person closes (pr.ts): closing an issue says
+ * "not this", and an abandoned block is what tron's report and its dependents' parking
+ * already know how to tell. Its running turn is stopped (block.abandoned's effect); a
+ * stack it is in is closed, the blocks above it going back to the queue.
+ *
+ * Nothing changes for a block that has landed (tron closes a landed block's issue itself),
+ * was given up already, or whose landing is under way (trunk may already have moved: the
+ * landing is recorded as it went).
+ */
+import type { BodyOf } from '../events.ts';
+import { abandon } from './escalate.ts';
+import { close } from './lane.ts';
+import { TERMINAL, type Step } from './step.ts';
+
+export function onIssueWithdrawn(step: Step, e: BodyOf<'issue.withdrawn'>): void {
+  const b = step.s.blocks.get(e.block);
+  if (!b || TERMINAL.has(b.phase) || b.phase === 'wrap') return;
+  const stack = step.s.lane.stack;
+  const stacked = stack?.asked.includes(e.block) === true;
+  if (stack?.asked.includes(e.block) && stack.landing.length > 0) return;
+  const said = e.words ? ` (the last comment there, ${e.words})` : '';
+  const reason =
+    e.action === 'closed'
+      ? `${e.by ?? 'a person'} closed its issue #${e.issue}${said}`
+      : `the intake label was taken off its issue #${e.issue}${said}`;
+  abandon(step, e.block, reason);
+  if (stacked) close(step, `${e.block} withdrawn on the forge (issue #${e.issue} ${e.action})`);
+}

@@ -13,9 +13,11 @@ import { loadSpine } from '../engine/spine/load.ts';
 const templates = selectTemplates([]);
 let results: TemplateResult[] = [];
 
+// Every template, two at a time: about a minute on a quiet machine, past five at load 19.
+// Each template has its own timeout; this one only bounds the whole.
 beforeAll(async () => {
   results = await runTemplates(templates);
-}, 300_000);
+}, 900_000);
 
 afterAll(() => {
   for (const r of results) if (r.kept) rmSync(r.repo, { recursive: true, force: true });

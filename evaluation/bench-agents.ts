@@ -27,7 +27,7 @@ import type { EventBody, TronEvent } from '../engine/core/events.ts';
 import { readLog } from '../engine/log/eventlog.ts';
 import { acquireLease } from '../engine/log/lease.ts';
 import { migrateJobs } from '../engine/log/pg-jobs.ts';
-import { openDatabase, PgEventLog } from '../engine/log/pg-log.ts';
+import { type Database, openDatabase, PgEventLog } from '../engine/log/pg-log.ts';
 import type { EffectContext } from '../engine/runtime/effects/context.ts';
 import { JobBroker, startWorkers } from '../engine/runtime/job-queue.ts';
 import { missing } from '../engine/testing/needs.ts';
@@ -155,19 +155,63 @@ echo ">>DONE"
 `;
 }
 
-/** Wall (run.started → run.finished) of the run `tron start` made last in `repo`, and its exit. */
-function lastRunWall(repo: string): number {
-  const runs = readdirSync(join(repo, '.tron', 'runs')).sort();
-  const events = readLog(join(repo, '.tron', 'runs', runs.at(-1)!, 'events.jsonl')).events;
+/** The events of the run `tron start` made last in `repo`, and that run's id. */
+function lastRun(repo: string): { run: string; events: TronEvent[] } {
+  const run = readdirSync(join(repo, '.tron', 'runs'))
+    .sort()
+    .at(-1)!;
+  return { run, events: readLog(join(repo, '.tron', 'runs', run, 'events.jsonl')).events };
+}
+
+/** Wall (run.started → run.finished) of a run's events. */
+function wallOf(events: readonly TronEvent[]): number {
+  return events.findLast((e) => e.type === 'run.finished')!.ts - events.find((e) => e.type === 'run.started')!.ts;
+}
+
+/**
+ * Where a run's time went, job by job (TRON_BENCH_TIMELINE=1): each queued decision's path
+ * from the engine's line (its clock) through the database (commit, claim, done: the
+ * database's clock, the same host) and the agent's own steps (fetch, worktree, turn, push:
+ * its result's `steps`) to the engine's next line for the block (the result read, the
+ * work adopted, the reply decided). All ms; the run's events first, ms from run.started.
+ */
+async function printTrace(db: Database, repository: string, run: string, events: readonly TronEvent[]): Promise<void> {
   const started = events.find((e) => e.type === 'run.started')!.ts;
-  const finished = events.findLast((e) => e.type === 'run.finished')!.ts;
-  if (process.env.TRON_BENCH_TIMELINE === '1')
-    for (const e of events)
-      if (!['usage.recorded', 'worker.spawned', 'worker.exited'].includes(e.type))
-        console.log(
-          `${String(e.ts - started).padStart(6)} ${e.type} ${(e as { block?: string }).block ?? ''} ${(e as { role?: string }).role ?? ''}`,
-        );
-  return finished - started;
+  for (const e of events)
+    if (!['usage.recorded', 'worker.spawned', 'worker.exited', 'block.phase'].includes(e.type))
+      console.log(
+        `${String(e.ts - started).padStart(6)} ${e.type} ${(e as { block?: string }).block ?? ''} ${(e as { role?: string }).role ?? ''}`,
+      );
+  const { rows } = await db.client.query<{
+    seq: number;
+    kind: string;
+    role: string;
+    created: number;
+    claimed: number;
+    done: number;
+    steps: Record<string, number> | null;
+  }>(
+    `select seq, kind, role, extract(epoch from created_at) * 1000 as created, extract(epoch from claimed_at) * 1000 as claimed,
+            extract(epoch from done_at) * 1000 as done, outcome -> 'steps' as steps
+       from tron_jobs where repository = $1 and run = $2 order by seq`,
+    [repository, run],
+  );
+  const ms = (n: number) => String(Math.round(n)).padStart(5);
+  console.log(' from | job                    | commit claim | fetch trunk wtree  turn  push other | read+adopt → input');
+  for (const j of rows) {
+    const decision = events.find((e) => e.seq === j.seq)!;
+    const block = (decision as { block?: string }).block ?? '';
+    // The input that answers the job: the first line after `done` that is about its block (or, for the lane, any).
+    const answer = events.find(
+      (e) => e.ts >= Math.floor(Number(j.done)) && e.seq > j.seq && (block === '' || (e as { block?: string }).block === block),
+    );
+    const steps = j.steps ?? {};
+    const stepSum = Object.values(steps).reduce((a, b) => a + b, 0);
+    const agent = Number(j.done) - Number(j.claimed);
+    console.log(
+      `${ms(decision.ts - started)} | ${`${j.kind} ${block} ${j.role}`.padEnd(22)} | ${ms(Number(j.created) - decision.ts)}  ${ms(Number(j.claimed) - Number(j.created))} | ${ms(steps.fetch ?? 0)} ${ms(steps.trunk ?? 0)} ${ms(steps.worktree ?? 0)} ${ms(steps.turn ?? agent)} ${ms(steps.push ?? 0)} ${ms(j.steps ? agent - stepSum : 0)} | ${ms(answer ? answer.ts - Number(j.done) : Number.NaN)} → ${answer?.type ?? '?'}`,
+    );
+  }
 }
 
 async function sixAgents(url: string, slowMs: number): Promise<{ one: number; six: number; claimP50: number; claimP99: number }> {
@@ -197,9 +241,11 @@ async function sixAgents(url: string, slowMs: number): Promise<{ one: number; si
       );
     }
     const start = async () => {
-      const run = await execa('node', [BIN, 'start', '--repo', repo.dir, '--plain'], { env: ENV, reject: false, stdin: 'ignore' });
-      if (run.exitCode !== 0) throw new Error(`tron start exited ${run.exitCode}: ${run.stdout}\n${run.stderr}`);
-      return lastRunWall(repo.dir);
+      const started = await execa('node', [BIN, 'start', '--repo', repo.dir, '--plain'], { env: ENV, reject: false, stdin: 'ignore' });
+      if (started.exitCode !== 0) throw new Error(`tron start exited ${started.exitCode}: ${started.stdout}\n${started.stderr}`);
+      const { run, events } = lastRun(repo.dir);
+      if (process.env.TRON_BENCH_TIMELINE === '1') await printTrace(db, 'bench-six', run, events);
+      return wallOf(events);
     };
     const one = await start();
     // Six more blocks, committed: the next start runs those six.
@@ -237,10 +283,13 @@ export async function benchAgents(): Promise<void> {
   const server = await testDatabase();
   try {
     console.log('\neffects as jobs on the database queue (graphile-worker), tron agent');
-    const d = await dispatchLatency(server.url);
-    console.log(
-      `${'decision → job claimed'.padEnd(44)} ${d.p50.toFixed(1).padStart(8)} ms p50, ${d.p99.toFixed(1)} ms p99 (goal p50 ≤ 50 ms)`,
-    );
+    const only = process.env.TRON_BENCH_AGENTS === 'six';
+    if (!only) {
+      const d = await dispatchLatency(server.url);
+      console.log(
+        `${'decision → job claimed'.padEnd(44)} ${d.p50.toFixed(1).padStart(8)} ms p50, ${d.p99.toFixed(1)} ms p99 (goal p50 ≤ 50 ms)`,
+      );
+    }
     const slowMs = Number(process.env.TRON_BENCH_SLOW_MS ?? 4000);
     const s = await sixAgents(server.url, slowMs);
     console.log(
@@ -249,6 +298,7 @@ export async function benchAgents(): Promise<void> {
     console.log(
       `six ${slowMs / 1000} s builders on six agents: t(1 block) / t(6 blocks) = ${(s.one / 1000).toFixed(1)} s / ${(s.six / 1000).toFixed(1)} s = ${(s.one / s.six).toFixed(2)} (goal ≥ 0.9)`,
     );
+    if (only) return;
     const w = await writerThroughput(server.url);
     console.log(
       `${'single writer, 8 agents, instant workers'.padEnd(44)} ${w.perSecond.toFixed(0).padStart(8)} events/s (${w.events} events in 5 s)`,

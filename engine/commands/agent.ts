@@ -15,6 +15,7 @@
 import { existsSync, mkdirSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join, resolve } from 'node:path';
+import { performance } from 'node:perf_hooks';
 import type { Clock } from '../core/clock.ts';
 import { InputError } from '../core/errors.ts';
 import type { EventBody } from '../core/events.ts';
@@ -201,15 +202,24 @@ async function runTurnHere(
   };
   const work = workRef(e.block);
   const tracking = `refs/tron/fetched-work/${e.block}`;
+  const steps: Record<string, number> = {};
+  let since = performance.now();
+  const step = (name: string) => {
+    const now = performance.now();
+    steps[name] = Math.round(now - since);
+    since = now;
+  };
   try {
-    const trunk = await fetchTrunk(base.repo, remote);
+    // Two round trips at once (a turn's wait on the remote is the longer of them, not their sum).
+    const [trunk, fetched] = await Promise.all([fetchTrunk(base.repo, remote), fetchRef(base.repo, remote, work, tracking)]);
     if (!trunk.ok) throw new Error(`cannot fetch ${remote.trunk} from ${remote.name}: ${trunk.message}`);
+    if (!fetched.ok) throw new Error(`cannot fetch ${work} from ${remote.name}: ${fetched.message}`);
+    step('fetch');
     // This clone's trunk is the remote's, as the engine's is: a merge turn rebases onto it.
     const sha = trunk.sha;
     if (sha && (await git.revParse(base.repo, `refs/heads/${remote.trunk}`)) !== sha)
       await base.queues.main.run(() => gitOut(base.repo, ['reset', '--hard', '--quiet', sha]));
-    const fetched = await fetchRef(base.repo, remote, work, tracking);
-    if (!fetched.ok) throw new Error(`cannot fetch ${work} from ${remote.name}: ${fetched.message}`);
+    step('trunk');
     let start: string | undefined;
     if (e.role === 'builder') {
       const from = r.base ?? trunk.sha;
@@ -224,14 +234,17 @@ async function runTurnHere(
     } else if (r.sha && !(await git.revParse(base.repo, r.sha))) {
       throw new Error(`the remote's ${work} does not hold ${r.sha}, the sha to review`);
     }
+    step('worktree');
     const result = await runJob(fx, claimed.kind, r);
-    if (!result.ok || e.role !== 'builder') return result.ok ? { ok: true, inputs: [...inputs, ...result.inputs] } : result;
+    step('turn');
+    if (!result.ok || e.role !== 'builder') return result.ok ? { ok: true, inputs: [...inputs, ...result.inputs], steps } : result;
     const head = await git.revParse(base.repo, `refs/heads/tron/${e.block}`);
     if (head && head !== fetched.sha) {
       const pushed = await pushRef(base.repo, remote, work, head, fetched.sha);
       if (!pushed.ok) throw new Error(`cannot push ${e.block}'s work to ${remote.name} ${work}: ${pushed.message}`);
     }
-    return { ok: true, inputs: [...inputs, ...result.inputs] };
+    step('push');
+    return { ok: true, inputs: [...inputs, ...result.inputs], steps, ...(head ? { work: head } : {}) };
   } catch (err) {
     // What fails on this host fails the turn, decided like any failed turn.
     const detail = `the turn could not be carried out on ${hostname()}: ${errorLine(err)}`;

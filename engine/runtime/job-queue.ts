@@ -87,6 +87,9 @@ function errorOf(r: Extract<JobResult, { ok: false }>): Error {
   return err;
 }
 
+/** A job's result that reports inputs. */
+type Done = Extract<JobResult, { ok: true }>;
+
 export interface BrokerOptions {
   url: string;
   log: RunLog;
@@ -108,7 +111,7 @@ export interface BrokerOptions {
  * in-process pool (or only listens, with agents), `close` stops it all.
  */
 export class JobBroker {
-  private readonly waiting = new Map<number, { resolve: (o: Outcome) => void; reject: (e: Error) => void }>();
+  private readonly waiting = new Map<number, { resolve: (r: Done) => void; reject: (e: Error) => void }>();
   private listener: pg.Client | undefined;
   private workers: { stop(): Promise<void> } | undefined;
   private timer: NodeJS.Timeout | undefined;
@@ -133,18 +136,18 @@ export class JobBroker {
 
   /** The job's outcome, once a worker's result for it is committed; its error, as the effect would have thrown it. */
   outcome(job: Job): Promise<Outcome> {
-    const result = new Promise<Outcome>((resolve, reject) => {
+    const result = new Promise<Done>((resolve, reject) => {
       this.waiting.set(job.decision.seq, { resolve, reject });
       this.check();
     });
     const role = roleOf(job.decision);
-    if (this.o.localRoles.includes(role) || role !== 'builder') return result;
+    if (this.o.localRoles.includes(role) || role !== 'builder') return result.then((r) => r.inputs as EventBody[]);
     // A builder's commits were made on an agent and pushed to the remote: they come into the
     // block's worktree here before its reply is decided on (the gate reads them there).
     const block = (job.decision as { block: string }).block;
-    return result.then(async (out) => {
-      await adoptWork(this.fx!, block);
-      return out;
+    return result.then(async (r) => {
+      await adoptWork(this.fx!, block, r.work);
+      return r.inputs as EventBody[];
     });
   }
 
@@ -190,7 +193,7 @@ export class JobBroker {
             const w = this.waiting.get(row.seq);
             if (!w) continue;
             this.waiting.delete(row.seq);
-            if (row.outcome.ok) w.resolve(row.outcome.inputs as EventBody[]);
+            if (row.outcome.ok) w.resolve(row.outcome);
             else w.reject(errorOf(row.outcome));
           }
         },
@@ -318,10 +321,14 @@ export async function brokerFor(db: Database, log: PgEventLog, config: Config): 
 /**
  * Brings the work an agent pushed for `block` (`refs/tron/work/<id>` on the remote) into the
  * engine's repository and moves the block's branch and worktree to it. Nothing of the agent
- * is believed: the gate reads these commits as it reads any builder's.
+ * is believed: the gate reads these commits as it reads any builder's. `said`, the sha the
+ * agent says it left there: when the block's branch is at it already (a turn that committed
+ * nothing, as a builder's confirming turn), there is nothing to fetch — and if the agent's
+ * word was false, the gate judges what the engine holds, as it would have anyway.
  */
-export async function adoptWork(fx: EffectContext, block: string): Promise<void> {
+export async function adoptWork(fx: EffectContext, block: string, said?: string): Promise<void> {
   if (!fx.remote) throw new Error('turns on agents need [remote]');
+  if (said && (await git.revParse(fx.repo, `refs/heads/tron/${block}`)) === said) return;
   const got = await fetchRef(fx.repo, fx.remote, `refs/tron/work/${block}`, `refs/tron/fetched-work/${block}`);
   if (!got.ok) throw new Error(`cannot fetch the work of ${block} from ${fx.remote.name}: ${got.message}`);
   if (!got.sha) return;

@@ -210,8 +210,17 @@ async function runTurnHere(
     since = now;
   };
   try {
-    // Two round trips at once (a turn's wait on the remote is the longer of them, not their sum).
-    const [trunk, fetched] = await Promise.all([fetchTrunk(base.repo, remote), fetchRef(base.repo, remote, work, tracking)]);
+    // A reviewer reads two commits, the sha under review and its base (the diffstat's): what
+    // this clone holds already is not fetched again. The fetches run at once (a turn waits
+    // for the longer of the two round trips, not their sum).
+    const has = async (c?: string) => c !== undefined && (await git.revParse(base.repo, c)) !== undefined;
+    const [wantTrunk, wantWork] =
+      e.role === 'reviewer' && r.sha ? await Promise.all([has(r.base).then((h) => !h), has(r.sha).then((h) => !h)]) : [true, true];
+    const none = { ok: true, sha: undefined } as const;
+    const [trunk, fetched] = await Promise.all([
+      wantTrunk ? fetchTrunk(base.repo, remote) : none,
+      wantWork ? fetchRef(base.repo, remote, work, tracking) : none,
+    ]);
     if (!trunk.ok) throw new Error(`cannot fetch ${remote.trunk} from ${remote.name}: ${trunk.message}`);
     if (!fetched.ok) throw new Error(`cannot fetch ${work} from ${remote.name}: ${fetched.message}`);
     step('fetch');

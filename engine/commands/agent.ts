@@ -210,21 +210,24 @@ async function runTurnHere(
     since = now;
   };
   try {
-    // A reviewer reads two commits, the sha under review and its base (the diffstat's): what
-    // this clone holds already is not fetched again. The fetches run at once (a turn waits
-    // for the longer of the two round trips, not their sum).
+    // What this clone holds already is not fetched again: a reviewer reads two commits, the
+    // sha under review and its base (the diffstat's); a turn's trunk is where the engine
+    // left it when it decided (a merge turn fetches it: it rebases onto the remote's). The
+    // fetches run at once (a turn waits for the longer round trip, not their sum).
     const has = async (c?: string) => c !== undefined && (await git.revParse(base.repo, c)) !== undefined;
-    const [wantTrunk, wantWork] =
-      e.role === 'reviewer' && r.sha ? await Promise.all([has(r.base).then((h) => !h), has(r.sha).then((h) => !h)]) : [true, true];
-    const none = { ok: true, sha: undefined } as const;
+    const reviewing = e.role === 'reviewer' && r.sha !== undefined;
+    const [haveTrunk, haveWork] = reviewing
+      ? await Promise.all([has(r.base), has(r.sha)])
+      : [e.phase !== 'merge' && (await has(r.trunk)), false];
+    const held = (sha: string | undefined) => ({ ok: true as const, sha });
     const [trunk, fetched] = await Promise.all([
-      wantTrunk ? fetchTrunk(base.repo, remote) : none,
-      wantWork ? fetchRef(base.repo, remote, work, tracking) : none,
+      haveTrunk ? held(reviewing ? undefined : r.trunk) : fetchTrunk(base.repo, remote),
+      haveWork ? held(undefined) : fetchRef(base.repo, remote, work, tracking),
     ]);
     if (!trunk.ok) throw new Error(`cannot fetch ${remote.trunk} from ${remote.name}: ${trunk.message}`);
     if (!fetched.ok) throw new Error(`cannot fetch ${work} from ${remote.name}: ${fetched.message}`);
     step('fetch');
-    // This clone's trunk is the remote's, as the engine's is: a merge turn rebases onto it.
+    // This clone's trunk is the engine's (or the remote's, fetched): a merge turn rebases onto it.
     const sha = trunk.sha;
     if (sha && (await git.revParse(base.repo, `refs/heads/${remote.trunk}`)) !== sha)
       await base.queues.main.run(() => gitOut(base.repo, ['reset', '--hard', '--quiet', sha]));

@@ -337,6 +337,8 @@ interface NetworkRun {
   timedOut: boolean;
   /** The value of `readRef` in the scratch git directory after the call. */
   ref?: string;
+  /** The values of `readRefs`, in order ('' for one not written). */
+  refs?: string[];
 }
 
 /**
@@ -349,7 +351,7 @@ async function networkGit(
   repo: string,
   remote: Remote,
   args: readonly string[],
-  opts: { readRef?: string; haves?: boolean },
+  opts: { readRef?: string; readRefs?: readonly string[]; haves?: boolean },
 ): Promise<NetworkRun> {
   const common = await commonDir(repo);
   // In the repository's own git dir, not the machine's temporary folder: an engine killed
@@ -396,6 +398,10 @@ async function networkGit(
     if (opts.readRef !== undefined) {
       const ref = await readFile(join(scratch, opts.readRef), 'utf8').catch(() => '');
       return { ...run, ref: ref.trim() };
+    }
+    if (opts.readRefs !== undefined) {
+      const refs = await Promise.all(opts.readRefs.map((r) => readFile(join(scratch, r), 'utf8').catch(() => '')));
+      return { ...run, refs: refs.map((r) => r.trim()) };
     }
     return run;
   } finally {
@@ -524,6 +530,43 @@ export async function fetchRef(repo: string, remote: Remote, ref: string, into: 
   if (!isFullSha(run.ref)) return { ok: false, kind: 'transient', reason: 'failed', message: `git fetch wrote no ${into}` };
   await gitOut(repo, ['update-ref', '-m', `tron: fetch ${remote.name}`, into, run.ref]);
   return { ok: true, sha: run.ref };
+}
+
+/**
+ * Fetches several refs of the remote in one round trip, each `[ref, into]` as fetchRef
+ * fetches one. All or none: a ref the remote lacks fails the call (`missing`), and the
+ * caller may fetch each alone.
+ */
+export async function fetchRefs(
+  repo: string,
+  remote: Remote,
+  pairs: ReadonlyArray<readonly [string, string]>,
+): Promise<{ ok: true; shas: Sha[] } | RemoteFailure> {
+  const run = await networkGit(
+    repo,
+    remote,
+    [
+      'fetch',
+      '--no-tags',
+      '--no-write-fetch-head',
+      '--no-recurse-submodules',
+      '--quiet',
+      remote.fetchUrl,
+      ...pairs.map(([ref, into]) => `+${ref}:${into}`),
+    ],
+    { readRefs: pairs.map(([, into]) => into), haves: true },
+  );
+  if (run.exitCode !== 0) {
+    if (/couldn't find remote ref/i.test(run.stderr))
+      return { ok: false, kind: 'transient', reason: 'missing', message: run.stderr.trim() };
+    return classifyFailure(run);
+  }
+  const shas = run.refs ?? [];
+  if (shas.length !== pairs.length || !shas.every(isFullSha))
+    return { ok: false, kind: 'transient', reason: 'failed', message: 'git fetch wrote not every ref asked for' };
+  const script = pairs.map(([, into], i) => `update ${into} ${shas[i]}`).join('\n');
+  await gitOut(repo, ['update-ref', '-m', `tron: fetch ${remote.name}`, '--stdin'], `${script}\n`);
+  return { ok: true, shas };
 }
 
 /** Pushes `sha` to the remote's `ref`, by lease against `expected` (undefined: the ref must not exist). */

@@ -3,7 +3,8 @@
  * remote (adoptWork). The agent's result names the sha it left on `refs/tron/work/<id>`:
  * when the engine's branch is there already — a turn that committed nothing — there is no
  * fetch; otherwise the work is fetched and the block's worktree moved to it. The word is
- * a hint, never believed: the branch only ever moves to what the remote holds.
+ * a hint, never believed: the branch only ever moves to what the remote holds. Blocks whose
+ * work is asked for while a fetch is in flight come together in the next (work-fetch.ts).
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { openRemote } from '../git/remote.ts';
@@ -12,6 +13,7 @@ import { makeBareRemote, serveDaemon } from '../testing/remote-server.ts';
 import { makeRepo, testGit } from '../testing/repo.ts';
 import { type EffectContext, Queues } from './effects/context.ts';
 import { adoptWork } from './job-queue.ts';
+import { WorkFetches } from './work-fetch.ts';
 
 const cleanups: Array<() => Promise<unknown>> = [];
 afterEach(async () => {
@@ -44,7 +46,7 @@ async function setup() {
   // The remote's connections from here on: a fetch is one.
   const before = served.served();
   const connections = () => served.served() - before;
-  return { fx, base, work, connections, branch, checkedOut };
+  return { fx, base, work, connections, branch, checkedOut, agent, bare };
 }
 
 describe("adopting an agent's work", () => {
@@ -66,5 +68,35 @@ describe("adopting an agent's work", () => {
       expect(await branch()).toBe(work);
       expect(await checkedOut()).toBe(work);
     }
+  });
+});
+
+describe("fetching blocks' work", () => {
+  it('fetches the blocks asked for while a fetch is in flight together, in one round trip, each at its own sha', async () => {
+    const { fx, work, connections, agent, bare } = await setup();
+    const fetches = new WorkFetches(fx.repo, fx.remote!);
+    // The agent pushed b's work; c and d get theirs at other commits.
+    const c = await agent.git('commit-tree', '-m', 'c', '-p', work, `${work}^{tree}`);
+    const d = await agent.git('commit-tree', '-m', 'd', '-p', work, `${work}^{tree}`);
+    await agent.git('push', '-q', bare.dir, `${c}:refs/tron/work/c`, `${d}:refs/tron/work/d`);
+    const before = connections();
+    const [b1, c1, d1] = await Promise.all([fetches.fetch('b'), fetches.fetch('c'), fetches.fetch('d')]);
+    expect([b1, c1, d1]).toEqual([
+      { ok: true, sha: work },
+      { ok: true, sha: c },
+      { ok: true, sha: d },
+    ]);
+    // b went at once; c and d, asked for meanwhile, in the next fetch together.
+    expect(connections() - before).toBe(2);
+    expect(await testGit(fx.repo, 'rev-parse', 'refs/tron/fetched-work/d')).toBe(d);
+  });
+
+  it('fetches each alone when one of a group is not on the remote, and says which has no work', async () => {
+    const { fx, work } = await setup();
+    const fetches = new WorkFetches(fx.repo, fx.remote!);
+    const [b1, none, b2] = await Promise.all([fetches.fetch('b'), fetches.fetch('nothing'), fetches.fetch('b')]);
+    expect(b1).toEqual({ ok: true, sha: work });
+    expect(none).toEqual({ ok: true, sha: undefined });
+    expect(b2).toEqual({ ok: true, sha: work });
   });
 });

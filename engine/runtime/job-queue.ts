@@ -34,9 +34,9 @@ import type { RunLog } from '../log/run-log.ts';
 import type { EffectContext, Outcome } from './effects/context.ts';
 import { InputError } from '../core/errors.ts';
 import * as git from '../git/index.ts';
-import { fetchRef } from '../git/remote.ts';
 import { gitOut } from '../git/run.ts';
 import { EFFECTS, type Job } from './effects/table.ts';
+import { WorkFetches } from './work-fetch.ts';
 
 /** The decisions whose effects are jobs on the queue: worker turns and test runs. */
 export const QUEUED: ReadonlySet<DecisionType> = new Set<DecisionType>([
@@ -119,6 +119,7 @@ export class JobBroker {
   private again = false;
   private closed = false;
   private fx: EffectContext | undefined;
+  private fetches: WorkFetches | undefined;
 
   constructor(private readonly o: BrokerOptions) {}
 
@@ -146,7 +147,10 @@ export class JobBroker {
     // block's worktree here before its reply is decided on (the gate reads them there).
     const block = (job.decision as { block: string }).block;
     return result.then(async (r) => {
-      await adoptWork(this.fx!, block, r.work);
+      const fx = this.fx!;
+      // Builders that finish together: their work comes in one fetch (work-fetch.ts).
+      this.fetches ??= fx.remote && new WorkFetches(fx.repo, fx.remote);
+      await adoptWork(fx, block, r.work, this.fetches);
       return r.inputs as EventBody[];
     });
   }
@@ -326,10 +330,10 @@ export async function brokerFor(db: Database, log: PgEventLog, config: Config): 
  * nothing, as a builder's confirming turn), there is nothing to fetch — and if the agent's
  * word was false, the gate judges what the engine holds, as it would have anyway.
  */
-export async function adoptWork(fx: EffectContext, block: string, said?: string): Promise<void> {
+export async function adoptWork(fx: EffectContext, block: string, said?: string, fetches?: WorkFetches): Promise<void> {
   if (!fx.remote) throw new Error('turns on agents need [remote]');
   if (said && (await git.revParse(fx.repo, `refs/heads/tron/${block}`)) === said) return;
-  const got = await fetchRef(fx.repo, fx.remote, `refs/tron/work/${block}`, `refs/tron/fetched-work/${block}`);
+  const got = await (fetches ?? new WorkFetches(fx.repo, fx.remote)).fetch(block);
   if (!got.ok) throw new Error(`cannot fetch the work of ${block} from ${fx.remote.name}: ${got.message}`);
   if (!got.sha) return;
   if ((await git.revParse(fx.repo, `refs/heads/tron/${block}`)) === got.sha) return;

@@ -124,8 +124,10 @@ export class Engine {
     const waiting = await this.inbox.read(this.state);
     for (const body of waiting) this.input(body);
     this.input({ type: 'recovery.finished', answers: waiting.length });
-    // The gate's checkouts, made while the builders just dispatched work (after their worktrees).
-    const warming = warmCheckouts(this.fx, Math.min(o.config.maxParallel, this.state.index.active), trunkSha);
+    // The gate's checkouts, made while the builders just dispatched work: after their
+    // worktrees, which join the worktree queue once their lines are durable (the flush).
+    const active = Math.min(o.config.maxParallel, this.state.index.active);
+    const warming = (this.flushing ?? Promise.resolve()).then(() => warmCheckouts(this.fx, active, trunkSha));
     this.running.add(warming);
     void warming.finally(() => this.running.delete(warming));
     const inbox = watchInbox(o.repo, () => {

@@ -337,5 +337,7 @@ export async function adoptWork(fx: EffectContext, block: string, said?: string,
   if (!got.ok) throw new Error(`cannot fetch the work of ${block} from ${fx.remote.name}: ${got.message}`);
   if (!got.sha) return;
   if ((await git.revParse(fx.repo, `refs/heads/tron/${block}`)) === got.sha) return;
-  await fx.queues.worktrees.run(() => gitOut(git.worktreePath(fx.repo, block), ['reset', '--hard', '--quiet', got.sha!]));
+  // Not in the worktree queue: that orders making and removing worktrees; a reset inside the
+  // block's own (its index, its branch, its files) waits for none of them, nor they for it.
+  await gitOut(git.worktreePath(fx.repo, block), ['reset', '--hard', '--quiet', got.sha!]);
 }

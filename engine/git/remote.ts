@@ -146,6 +146,9 @@ export interface RemoteMoved {
 
 export type FetchResult = { ok: true; sha: Sha | undefined } | RemoteFailure;
 
+/** How every fetch from the remote runs: no tags, no FETCH_HEAD, no submodules, nothing said. */
+const FETCH = ['fetch', '--no-tags', '--no-write-fetch-head', '--no-recurse-submodules', '--quiet'] as const;
+
 /**
  * Fetches the remote's trunk into the repository's object store and records it as
  * `refs/remotes/<name>/<trunk>` (what `git fetch` would do; `tron status` compares with
@@ -153,20 +156,10 @@ export type FetchResult = { ok: true; sha: Sha | undefined } | RemoteFailure;
  */
 export async function fetchTrunk(repo: string, remote: Remote): Promise<FetchResult> {
   const fetched = `refs/tron-fetched/${remote.trunk}`;
-  const run = await networkGit(
-    repo,
-    remote,
-    [
-      'fetch',
-      '--no-tags',
-      '--no-write-fetch-head',
-      '--no-recurse-submodules',
-      '--quiet',
-      remote.fetchUrl,
-      `+refs/heads/${remote.trunk}:${fetched}`,
-    ],
-    { readRef: fetched, haves: true },
-  );
+  const run = await networkGit(repo, remote, [...FETCH, remote.fetchUrl, `+refs/heads/${remote.trunk}:${fetched}`], {
+    readRef: fetched,
+    haves: true,
+  });
   if (run.exitCode !== 0) {
     if (/couldn't find remote ref/i.test(run.stderr)) return { ok: true, sha: undefined };
     return classifyFailure(run);
@@ -517,12 +510,7 @@ export async function distanceFromRemote(
  * and their engine: docs/cluster.md). `sha` is undefined when the remote has no such ref.
  */
 export async function fetchRef(repo: string, remote: Remote, ref: string, into: string): Promise<FetchResult> {
-  const run = await networkGit(
-    repo,
-    remote,
-    ['fetch', '--no-tags', '--no-write-fetch-head', '--no-recurse-submodules', '--quiet', remote.fetchUrl, `+${ref}:${into}`],
-    { readRef: into, haves: true },
-  );
+  const run = await networkGit(repo, remote, [...FETCH, remote.fetchUrl, `+${ref}:${into}`], { readRef: into, haves: true });
   if (run.exitCode !== 0) {
     if (/couldn't find remote ref/i.test(run.stderr)) return { ok: true, sha: undefined };
     return classifyFailure(run);
@@ -542,20 +530,10 @@ export async function fetchRefs(
   remote: Remote,
   pairs: ReadonlyArray<readonly [string, string]>,
 ): Promise<{ ok: true; shas: Sha[] } | RemoteFailure> {
-  const run = await networkGit(
-    repo,
-    remote,
-    [
-      'fetch',
-      '--no-tags',
-      '--no-write-fetch-head',
-      '--no-recurse-submodules',
-      '--quiet',
-      remote.fetchUrl,
-      ...pairs.map(([ref, into]) => `+${ref}:${into}`),
-    ],
-    { readRefs: pairs.map(([, into]) => into), haves: true },
-  );
+  const run = await networkGit(repo, remote, [...FETCH, remote.fetchUrl, ...pairs.map(([ref, into]) => `+${ref}:${into}`)], {
+    readRefs: pairs.map(([, into]) => into),
+    haves: true,
+  });
   if (run.exitCode !== 0) {
     if (/couldn't find remote ref/i.test(run.stderr))
       return { ok: false, kind: 'transient', reason: 'missing', message: run.stderr.trim() };

@@ -17,6 +17,7 @@
 import { existsSync, mkdirSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join, resolve } from 'node:path';
+import { performance } from 'node:perf_hooks';
 import type { Clock } from '../core/clock.ts';
 import { InputError } from '../core/errors.ts';
 import type { EventBody } from '../core/events.ts';
@@ -245,15 +246,36 @@ async function runHeldTurn(
   held.probeWith((p) => probe.run(fx, p) as Promise<EventBody>);
   const work = workRef(e.block);
   const tracking = `refs/tron/fetched-work/${e.block}`;
+  const steps: Record<string, number> = {};
+  let since = performance.now();
+  const step = (name: string) => {
+    const now = performance.now();
+    steps[name] = Math.round(now - since);
+    since = now;
+  };
   try {
-    const trunk = await fetchTrunk(base.repo, remote);
+    // What this clone holds already is not fetched again: a reviewer reads two commits, the
+    // sha under review and its base (the diffstat's); a turn's trunk is where the engine
+    // left it when it decided (a merge turn fetches it: it rebases onto the remote's). The
+    // fetches run at once (a turn waits for the longer round trip, not their sum).
+    const has = async (c?: string) => c !== undefined && (await git.revParse(base.repo, c)) !== undefined;
+    const reviewing = e.role === 'reviewer' && r.sha !== undefined;
+    const [haveTrunk, haveWork] = reviewing
+      ? await Promise.all([has(r.base), has(r.sha)])
+      : [e.phase !== 'merge' && (await has(r.trunk)), false];
+    const inClone = (sha: string | undefined) => ({ ok: true as const, sha });
+    const [trunk, fetched] = await Promise.all([
+      haveTrunk ? inClone(reviewing ? undefined : r.trunk) : fetchTrunk(base.repo, remote),
+      haveWork ? inClone(undefined) : fetchRef(base.repo, remote, work, tracking),
+    ]);
     if (!trunk.ok) throw new Error(`cannot fetch ${remote.trunk} from ${remote.name}: ${trunk.message}`);
-    // This clone's trunk is the remote's, as the engine's is: a merge turn rebases onto it.
+    if (!fetched.ok) throw new Error(`cannot fetch ${work} from ${remote.name}: ${fetched.message}`);
+    step('fetch');
+    // This clone's trunk is the engine's (or the remote's, fetched): a merge turn rebases onto it.
     const sha = trunk.sha;
     if (sha && (await git.revParse(base.repo, `refs/heads/${remote.trunk}`)) !== sha)
       await base.queues.main.run(() => gitOut(base.repo, ['reset', '--hard', '--quiet', sha]));
-    const fetched = await fetchRef(base.repo, remote, work, tracking);
-    if (!fetched.ok) throw new Error(`cannot fetch ${work} from ${remote.name}: ${fetched.message}`);
+    step('trunk');
     let start: string | undefined;
     if (e.role === 'builder') {
       const from = r.base ?? trunk.sha;
@@ -268,16 +290,19 @@ async function runHeldTurn(
     } else if (r.sha && !(await git.revParse(base.repo, r.sha))) {
       throw new Error(`the remote's ${work} does not hold ${r.sha}, the sha to review`);
     }
+    step('worktree');
     const result = await runJob(fx, claimed.kind, r);
+    step('turn');
     // A stopped builder's work is not pushed: the engine decides where its next turn starts.
     if (!result.ok || e.role !== 'builder' || held.stopped !== undefined)
-      return result.ok ? { ok: true, inputs: [...inputs, ...result.inputs] } : result;
+      return result.ok ? { ok: true, inputs: [...inputs, ...result.inputs], steps } : result;
     const head = await git.revParse(base.repo, `refs/heads/tron/${e.block}`);
     if (head && head !== fetched.sha) {
       const pushed = await pushRef(base.repo, remote, work, head, fetched.sha);
       if (!pushed.ok) throw new Error(`cannot push ${e.block}'s work to ${remote.name} ${work}: ${pushed.message}`);
     }
-    return { ok: true, inputs: [...inputs, ...result.inputs] };
+    step('push');
+    return { ok: true, inputs: [...inputs, ...result.inputs], steps, ...(head ? { work: head } : {}) };
   } catch (err) {
     // What fails on this host fails the turn, decided like any failed turn.
     const detail = `the turn could not be carried out on ${hostname()}: ${errorLine(err)}`;

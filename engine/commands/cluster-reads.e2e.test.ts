@@ -9,30 +9,23 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { execa } from 'execa';
 import pg from 'pg';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { configFile, landingSim, makeProject } from '../testing/project.ts';
 import { approvingWorkers, slowBuilder } from '../testing/workers.ts';
 import { GIT_IDENTITY_ENV, type TestRepo } from '../testing/repo.ts';
-import { needPostgres, type TestDatabase, testDatabase } from '../testing/postgres.ts';
-import { requireAll, skipWithout } from '../testing/needs.ts';
+import { skipWithoutPostgres, useTestDatabase } from '../testing/postgres.ts';
 import { SCHEMA_VERSION } from '../log/pg-log.ts';
 import { serveCommand } from './serve.ts';
 import { systemClock } from '../core/clock.ts';
 import { readSse } from '../testing/sse.ts';
 
 const BIN = join(import.meta.dirname, '..', '..', 'bin', 'tron.js');
-const POSTGRES = needPostgres();
-const NO_DATABASE = skipWithout('reading the log in PostgreSQL from any host', POSTGRES);
+const NO_DATABASE = skipWithoutPostgres('reading the log in PostgreSQL from any host');
 
 describe.skipIf(NO_DATABASE)('reading runs from the database', () => {
-  let server: TestDatabase;
+  const server = useTestDatabase();
   const repos: TestRepo[] = [];
   const dirs: string[] = [];
-  beforeAll(async () => {
-    requireAll(POSTGRES);
-    server = await testDatabase();
-  }, 60_000);
-  afterAll(async () => server?.stop(), 60_000);
   afterEach(async () => {
     for (const r of repos.splice(0)) await r.cleanup();
     for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });

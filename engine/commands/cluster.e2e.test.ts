@@ -8,29 +8,22 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSy
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { execa } from 'execa';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { configFile, landingSim, makeProject } from '../testing/project.ts';
 import { crashProject } from '../testing/crash.ts';
 import { approvingWorkers, builderPrelude, writeBuilder } from '../testing/workers.ts';
 import { GIT_IDENTITY_ENV, type TestRepo } from '../testing/repo.ts';
-import { needPostgres, type TestDatabase, testDatabase } from '../testing/postgres.ts';
-import { requireAll, skipWithout } from '../testing/needs.ts';
+import { skipWithoutPostgres, useTestDatabase } from '../testing/postgres.ts';
 import { acquireLease } from '../log/lease.ts';
 import { latestPgRun, openDatabase, readPgRun, runLines } from '../log/pg-log.ts';
 
 const BIN = join(import.meta.dirname, '..', '..', 'bin', 'tron.js');
-const POSTGRES = needPostgres();
-const NO_DATABASE = skipWithout('tron start with the log in PostgreSQL', POSTGRES);
+const NO_DATABASE = skipWithoutPostgres('tron start with the log in PostgreSQL');
 const IDS = ['alpha', 'beta', 'gamma'];
 
 describe.skipIf(NO_DATABASE)('tron start with [cluster] database', () => {
-  let server: TestDatabase;
+  const server = useTestDatabase();
   const repos: TestRepo[] = [];
-  beforeAll(async () => {
-    requireAll(POSTGRES);
-    server = await testDatabase();
-  }, 60_000);
-  afterAll(async () => server?.stop(), 60_000);
   afterEach(async () => {
     for (const r of repos.splice(0)) await r.cleanup();
   });

@@ -146,6 +146,9 @@ export interface RemoteMoved {
 
 export type FetchResult = { ok: true; sha: Sha | undefined } | RemoteFailure;
 
+/** How every fetch from the remote runs: no tags, no FETCH_HEAD, no submodules, nothing said. */
+const FETCH = ['fetch', '--no-tags', '--no-write-fetch-head', '--no-recurse-submodules', '--quiet'] as const;
+
 /**
  * Fetches the remote's trunk into the repository's object store and records it as
  * `refs/remotes/<name>/<trunk>` (what `git fetch` would do; `tron status` compares with
@@ -153,20 +156,10 @@ export type FetchResult = { ok: true; sha: Sha | undefined } | RemoteFailure;
  */
 export async function fetchTrunk(repo: string, remote: Remote): Promise<FetchResult> {
   const fetched = `refs/tron-fetched/${remote.trunk}`;
-  const run = await networkGit(
-    repo,
-    remote,
-    [
-      'fetch',
-      '--no-tags',
-      '--no-write-fetch-head',
-      '--no-recurse-submodules',
-      '--quiet',
-      remote.fetchUrl,
-      `+refs/heads/${remote.trunk}:${fetched}`,
-    ],
-    { readRef: fetched, haves: true },
-  );
+  const run = await networkGit(repo, remote, [...FETCH, remote.fetchUrl, `+refs/heads/${remote.trunk}:${fetched}`], {
+    readRef: fetched,
+    haves: true,
+  });
   if (run.exitCode !== 0) {
     if (/couldn't find remote ref/i.test(run.stderr)) return { ok: true, sha: undefined };
     return classifyFailure(run);
@@ -337,6 +330,8 @@ interface NetworkRun {
   timedOut: boolean;
   /** The value of `readRef` in the scratch git directory after the call. */
   ref?: string;
+  /** The values of `readRefs`, in order ('' for one not written). */
+  refs?: string[];
 }
 
 /**
@@ -349,7 +344,7 @@ async function networkGit(
   repo: string,
   remote: Remote,
   args: readonly string[],
-  opts: { readRef?: string; haves?: boolean },
+  opts: { readRef?: string; readRefs?: readonly string[]; haves?: boolean },
 ): Promise<NetworkRun> {
   const common = await commonDir(repo);
   // In the repository's own git dir, not the machine's temporary folder: an engine killed
@@ -396,6 +391,10 @@ async function networkGit(
     if (opts.readRef !== undefined) {
       const ref = await readFile(join(scratch, opts.readRef), 'utf8').catch(() => '');
       return { ...run, ref: ref.trim() };
+    }
+    if (opts.readRefs !== undefined) {
+      const refs = await Promise.all(opts.readRefs.map((r) => readFile(join(scratch, r), 'utf8').catch(() => '')));
+      return { ...run, refs: refs.map((r) => r.trim()) };
     }
     return run;
   } finally {
@@ -511,12 +510,7 @@ export async function distanceFromRemote(
  * and their engine: docs/cluster.md). `sha` is undefined when the remote has no such ref.
  */
 export async function fetchRef(repo: string, remote: Remote, ref: string, into: string): Promise<FetchResult> {
-  const run = await networkGit(
-    repo,
-    remote,
-    ['fetch', '--no-tags', '--no-write-fetch-head', '--no-recurse-submodules', '--quiet', remote.fetchUrl, `+${ref}:${into}`],
-    { readRef: into, haves: true },
-  );
+  const run = await networkGit(repo, remote, [...FETCH, remote.fetchUrl, `+${ref}:${into}`], { readRef: into, haves: true });
   if (run.exitCode !== 0) {
     if (/couldn't find remote ref/i.test(run.stderr)) return { ok: true, sha: undefined };
     return classifyFailure(run);
@@ -531,6 +525,33 @@ export async function deleteRemoteRef(repo: string, remote: Remote, ref: string)
   const gone = await push(repo, remote, [remote.pushUrl, `:${ref}`]);
   if (!gone.ok && /remote ref does not exist/i.test(gone.message)) return { ok: true };
   return gone;
+}
+
+/**
+ * Fetches several refs of the remote in one round trip, each `[ref, into]` as fetchRef
+ * fetches one. All or none: a ref the remote lacks fails the call (`missing`), and the
+ * caller may fetch each alone.
+ */
+export async function fetchRefs(
+  repo: string,
+  remote: Remote,
+  pairs: ReadonlyArray<readonly [string, string]>,
+): Promise<{ ok: true; shas: Sha[] } | RemoteFailure> {
+  const run = await networkGit(repo, remote, [...FETCH, remote.fetchUrl, ...pairs.map(([ref, into]) => `+${ref}:${into}`)], {
+    readRefs: pairs.map(([, into]) => into),
+    haves: true,
+  });
+  if (run.exitCode !== 0) {
+    if (/couldn't find remote ref/i.test(run.stderr))
+      return { ok: false, kind: 'transient', reason: 'missing', message: run.stderr.trim() };
+    return classifyFailure(run);
+  }
+  const shas = run.refs ?? [];
+  if (shas.length !== pairs.length || !shas.every(isFullSha))
+    return { ok: false, kind: 'transient', reason: 'failed', message: 'git fetch wrote not every ref asked for' };
+  const script = pairs.map(([, into], i) => `update ${into} ${shas[i]}`).join('\n');
+  await gitOut(repo, ['update-ref', '-m', `tron: fetch ${remote.name}`, '--stdin'], `${script}\n`);
+  return { ok: true, shas };
 }
 
 /** Pushes `sha` to the remote's `ref`, by lease against `expected` (undefined: the ref must not exist). */

@@ -223,9 +223,15 @@ export function linesStatement(
   };
 }
 
-/** What a finished job reports: its inputs, or the error it met (the engine decides what that means). */
+/**
+ * What a finished job reports: its inputs, or the error it met (the engine decides what that
+ * means). `steps`: where an agent's time went, ms a step (fetch, worktree, turn, push) — read
+ * by the bench (evaluation/bench-agents.ts), never by a decision. `work`: the sha a builder's
+ * turn left on the block's work ref — a hint that spares the engine a fetch when it already
+ * holds that commit, never a reason to believe anything (the gate reads what the engine holds).
+ */
 export type JobResult =
-  | { ok: true; inputs: unknown[] }
+  | { ok: true; inputs: unknown[]; steps?: Record<string, number>; work?: string }
   | { ok: false; error: { message: string; code?: string; name?: string; path?: string } };
 
 /** A claimed job: the attempt that now holds it and its whole input. */

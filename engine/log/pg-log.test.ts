@@ -1,14 +1,12 @@
 import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { ManualClock } from '../core/clock.ts';
 import type { EventBody } from '../core/events.ts';
-import { needPostgres, type TestDatabase, testDatabase } from '../testing/postgres.ts';
-import { requireAll, skipWithout } from '../testing/needs.ts';
+import { skipWithoutPostgres, testDatabase, useTestDatabase } from '../testing/postgres.ts';
 import { readLog } from './eventlog.ts';
 import { acquireLease, awaitLease, LeaseHeldError } from './lease.ts';
 import {
   DatabaseUnreachableError,
-  type Database,
   FENCED,
   LeaseLostError,
   MIGRATIONS,
@@ -24,8 +22,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
-const POSTGRES = needPostgres();
-const NO_DATABASE = skipWithout('the event log in PostgreSQL', POSTGRES);
+const NO_DATABASE = skipWithoutPostgres('the event log in PostgreSQL');
 
 const BODIES: EventBody[] = [
   { type: 'merge.queued', block: 'alpha' },
@@ -34,25 +31,10 @@ const BODIES: EventBody[] = [
 ];
 
 describe.skipIf(NO_DATABASE)('the event log in PostgreSQL', () => {
-  let server: TestDatabase;
-  const opened: Database[] = [];
+  const server = useTestDatabase();
+  const db = server.open;
   const clock = new ManualClock(Date.UTC(2026, 0, 1));
   const key = Buffer.alloc(32, 7);
-
-  beforeAll(async () => {
-    requireAll(POSTGRES);
-    server = await testDatabase();
-  }, 60_000);
-  afterAll(async () => {
-    for (const db of opened) await db.end();
-    await server?.stop();
-  }, 60_000);
-
-  async function db(): Promise<Database> {
-    const d = await openDatabase(server.url);
-    opened.push(d);
-    return d;
-  }
 
   it('writes the same signed lines the file log writes, read back with their chain checked', async () => {
     const d = await db();
@@ -158,11 +140,8 @@ describe.skipIf(NO_DATABASE)('the event log in PostgreSQL', () => {
     const d = await db();
     await d.client.query('insert into tron_schema (version) values ($1)', [SCHEMA_VERSION + 1]);
     try {
-      const err = await openDatabase(server.url).then(
-        (x) => {
-          opened.push(x);
-          return undefined;
-        },
+      const err = await server.open().then(
+        () => undefined,
         (e: unknown) => e,
       );
       expect(err).toBeInstanceOf(SchemaNewerError);

@@ -125,8 +125,11 @@ export class Engine {
     const waiting = await this.inbox.read(this.state);
     for (const body of waiting) this.input(body);
     this.input({ type: 'recovery.finished', answers: waiting.length });
-    // The gate's checkouts, made while the builders just dispatched work (after their worktrees); none when agents test.
-    const warming = warmCheckouts(this.fx, this.fx.suites ? 0 : Math.min(o.config.maxParallel, this.state.index.active), trunkSha);
+    // The gate's checkouts, made while the builders just dispatched work: after their
+    // worktrees, which join the worktree queue once their lines are durable (the flush);
+    // none when agents test.
+    const active = this.fx.suites ? 0 : Math.min(o.config.maxParallel, this.state.index.active);
+    const warming = (this.flushing ?? Promise.resolve()).then(() => warmCheckouts(this.fx, active, trunkSha));
     this.running.add(warming);
     void warming.finally(() => this.running.delete(warming));
     const inbox = watchInbox(o.repo, () => {

@@ -6,41 +6,22 @@
  */
 import { join } from 'node:path';
 import { execa, type ResultPromise } from 'execa';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { ManualClock } from '../core/clock.ts';
 import { acquireLease } from '../log/lease.ts';
 import { claimJob, completeJob, type JobKey, migrateJobs, STALE_ATTEMPT } from '../log/pg-jobs.ts';
-import { type Database, LeaseLostError, openDatabase, PgEventLog } from '../log/pg-log.ts';
-import { requireAll, skipWithout } from '../testing/needs.ts';
-import { needPostgres, type TestDatabase, testDatabase } from '../testing/postgres.ts';
+import { type Database, LeaseLostError, PgEventLog } from '../log/pg-log.ts';
+import { skipWithoutPostgres, useTestDatabase } from '../testing/postgres.ts';
 import { startWorkers } from './job-queue.ts';
 
-const POSTGRES = needPostgres();
-const NO_DATABASE = skipWithout('effects as jobs on the database queue', POSTGRES);
+const NO_DATABASE = skipWithoutPostgres('effects as jobs on the database queue');
 const RUN = '20260101-000000-001';
 
 describe.skipIf(NO_DATABASE)('effects as jobs on the database queue', () => {
-  let server: TestDatabase;
-  const opened: Database[] = [];
+  const server = useTestDatabase(migrateJobs);
+  const db = server.open;
   const clock = new ManualClock(Date.UTC(2026, 0, 1));
   const key = Buffer.alloc(32, 9);
-
-  beforeAll(async () => {
-    requireAll(POSTGRES);
-    server = await testDatabase();
-    const d = await db();
-    await migrateJobs(d);
-  }, 60_000);
-  afterAll(async () => {
-    for (const d of opened) await d.end();
-    await server?.stop();
-  }, 60_000);
-
-  async function db(): Promise<Database> {
-    const d = await openDatabase(server.url);
-    opened.push(d);
-    return d;
-  }
 
   /** A run's log holding the lease of `repository`, and a helper that appends a decision with a job. */
   async function leading(repository: string, periodMs = 30_000) {

@@ -35,13 +35,13 @@ import type { RunLog } from '../log/run-log.ts';
 import type { EffectContext, Outcome } from './effects/context.ts';
 import { InputError } from '../core/errors.ts';
 import * as git from '../git/index.ts';
-import { fetchRef } from '../git/remote.ts';
 import { gitOut } from '../git/run.ts';
 import { EFFECTS, type Job } from './effects/table.ts';
 import { AgentTurns } from './agent-turns.ts';
 import { failExhausted } from './job-sweep.ts';
 import { serialized } from '../log/pg-job-control.ts';
 import { AgentSuites } from './agent-tests.ts';
+import { WorkFetches } from './work-fetch.ts';
 
 /** The decisions whose effects are jobs on the queue: worker turns and test runs. */
 export const QUEUED: ReadonlySet<DecisionType> = new Set<DecisionType>([
@@ -92,6 +92,9 @@ function errorOf(r: Extract<JobResult, { ok: false }>): Error {
   return err;
 }
 
+/** A job's result that reports inputs. */
+type Done = Extract<JobResult, { ok: true }>;
+
 export interface BrokerOptions {
   url: string;
   log: RunLog;
@@ -113,7 +116,7 @@ export interface BrokerOptions {
  * in-process pool (or only listens, with agents), `close` stops it all.
  */
 export class JobBroker {
-  private readonly waiting = new Map<number, { resolve: (o: Outcome) => void; reject: (e: Error) => void }>();
+  private readonly waiting = new Map<number, { resolve: (r: Done) => void; reject: (e: Error) => void }>();
   private listener: pg.Client | undefined;
   private workers: { stop(): Promise<void> } | undefined;
   private timer: NodeJS.Timeout | undefined;
@@ -124,6 +127,7 @@ export class JobBroker {
   private agentTurns: AgentTurns | undefined;
   /** The listener's queries, one at a time (the results' look and the sweep of given-up jobs share it). */
   private serial: pg.ClientBase | undefined;
+  private fetches: WorkFetches | undefined;
 
   /** [cluster] jobs = "agents": test runs go to agents with role test (agent-tests.ts), their engine part runs here. */
   readonly suites: AgentSuites | undefined;
@@ -167,21 +171,25 @@ export class JobBroker {
 
   /** The job's outcome, once a worker's result for it is committed; its error, as the effect would have thrown it. */
   outcome(job: Job): Promise<Outcome> {
-    const result = new Promise<Outcome>((resolve, reject) => {
+    const result = new Promise<Done>((resolve, reject) => {
       this.waiting.set(job.decision.seq, { resolve, reject });
       this.check();
     });
     const role = roleOf(job.decision);
-    if (this.o.localRoles.includes(role)) return result;
+    const inputs = (r: Done) => r.inputs as EventBody[];
+    if (this.o.localRoles.includes(role)) return result.then(inputs);
     // A builder's commits were made on an agent and pushed to the remote: they come into the
     // block's worktree here before its reply is decided on (the gate reads them there).
     const block = (job.decision as { block: string }).block;
     const adopted =
       role !== 'builder'
-        ? result
-        : result.then(async (out) => {
-            await adoptWork(this.fx!, block);
-            return out;
+        ? result.then(inputs)
+        : result.then(async (r) => {
+            const fx = this.fx!;
+            // Builders that finish together: their work comes in one fetch (work-fetch.ts).
+            this.fetches ??= fx.remote && new WorkFetches(fx.repo, fx.remote);
+            await adoptWork(fx, block, r.work, this.fetches);
+            return inputs(r);
           });
     // A turn on an agent is in the engine's turn table meanwhile: stopped and timed as one here (agent-turns.ts).
     return job.decision.type === 'block.dispatched' && this.agentTurns ? this.agentTurns.watch(job, adopted) : adopted;
@@ -248,7 +256,7 @@ export class JobBroker {
             const w = this.waiting.get(row.seq);
             if (!w) continue;
             this.waiting.delete(row.seq);
-            if (row.outcome.ok) w.resolve(row.outcome.inputs as EventBody[]);
+            if (row.outcome.ok) w.resolve(row.outcome);
             else w.reject(errorOf(row.outcome));
           }
         },
@@ -379,13 +387,19 @@ export async function brokerFor(db: Database, log: PgEventLog, config: Config): 
 /**
  * Brings the work an agent pushed for `block` (`refs/tron/work/<id>` on the remote) into the
  * engine's repository and moves the block's branch and worktree to it. Nothing of the agent
- * is believed: the gate reads these commits as it reads any builder's.
+ * is believed: the gate reads these commits as it reads any builder's. `said`, the sha the
+ * agent says it left there: when the block's branch is at it already (a turn that committed
+ * nothing, as a builder's confirming turn), there is nothing to fetch — and if the agent's
+ * word was false, the gate judges what the engine holds, as it would have anyway.
  */
-export async function adoptWork(fx: EffectContext, block: string): Promise<void> {
+export async function adoptWork(fx: EffectContext, block: string, said?: string, fetches?: WorkFetches): Promise<void> {
   if (!fx.remote) throw new Error('turns on agents need [remote]');
-  const got = await fetchRef(fx.repo, fx.remote, `refs/tron/work/${block}`, `refs/tron/fetched-work/${block}`);
+  if (said && (await git.revParse(fx.repo, `refs/heads/tron/${block}`)) === said) return;
+  const got = await (fetches ?? new WorkFetches(fx.repo, fx.remote)).fetch(block);
   if (!got.ok) throw new Error(`cannot fetch the work of ${block} from ${fx.remote.name}: ${got.message}`);
   if (!got.sha) return;
   if ((await git.revParse(fx.repo, `refs/heads/tron/${block}`)) === got.sha) return;
-  await fx.queues.worktrees.run(() => gitOut(git.worktreePath(fx.repo, block), ['reset', '--hard', '--quiet', got.sha!]));
+  // Not in the worktree queue: that orders making and removing worktrees; a reset inside the
+  // block's own (its index, its branch, its files) waits for none of them, nor they for it.
+  await gitOut(git.worktreePath(fx.repo, block), ['reset', '--hard', '--quiet', got.sha!]);
 }

@@ -13,7 +13,9 @@ import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import pg from 'pg';
-import type { Needed } from './needs.ts';
+import { afterAll, beforeAll } from 'vitest';
+import { type Database, openDatabase } from '../log/pg-log.ts';
+import { type Needed, requireAll, skipWithout } from './needs.ts';
 
 const INSTALL =
   'apt-get install -y postgresql (its initdb is used from /usr/lib/postgresql/*/bin), or set TRON_TEST_DATABASE_URL=postgres://user:pass@127.0.0.1:5432/db';
@@ -139,4 +141,51 @@ export async function testDatabase(): Promise<TestDatabase> {
       }
     },
   };
+}
+
+/** Whether the tests of `what` skip here: no PostgreSQL, and not CI (says why once). For `describe.skipIf`. */
+export function skipWithoutPostgres(what: string): boolean {
+  return skipWithout(what, needPostgres());
+}
+
+/** A test file's own database (useTestDatabase): its URL, and connections closed with it. */
+export interface UsedDatabase {
+  /** The database's URL, once the file's beforeAll has made it. */
+  readonly url: string;
+  /** A connection (migrated: openDatabase), closed after the file's tests. */
+  open(): Promise<Database>;
+  /** Keeps a connection opened elsewhere, to close it with the others. */
+  keep(d: Database): Database;
+}
+
+/**
+ * The database setup every test file against PostgreSQL repeats: call inside its
+ * `describe.skipIf(skipWithoutPostgres(…))`. Before the file's tests it requires
+ * PostgreSQL (under CI it fails by name), makes the file's database and runs `prepare` on a
+ * first connection; after them it closes every connection `open` made and drops the database.
+ */
+export function useTestDatabase(prepare?: (d: Database) => Promise<void>): UsedDatabase {
+  let server: TestDatabase | undefined;
+  const opened: Database[] = [];
+  const used: UsedDatabase = {
+    get url() {
+      if (!server) throw new Error('the test database is made in beforeAll: read its url inside a test');
+      return server.url;
+    },
+    open: async () => used.keep(await openDatabase(used.url)),
+    keep: (d) => {
+      opened.push(d);
+      return d;
+    },
+  };
+  beforeAll(async () => {
+    requireAll(needPostgres());
+    server = await testDatabase();
+    if (prepare) await prepare(await used.open());
+  }, 60_000);
+  afterAll(async () => {
+    for (const d of opened.splice(0)) await d.end().catch(() => undefined);
+    await server?.stop();
+  }, 60_000);
+  return used;
 }

@@ -30,6 +30,8 @@ export interface TurnRequest {
   sha?: string;
   /** The block's base, for a review's diffstat. */
   base?: string;
+  /** Where the engine last left trunk: a `tron agent` that holds it needs no fetch of trunk (engine/commands/agent.ts). */
+  trunk?: string;
   criteria: string[];
   /** The run's liveness numbers: the adapter's own timeout is a backstop behind them. */
   liveness: { extensionMs: number; maxExtensions: number; probeWaitMs: number };
@@ -47,6 +49,7 @@ export const turn = effect({
       prompt,
       ...(sha ? { sha } : {}),
       ...(b.base ? { base: b.base } : {}),
+      ...(s.trunkSha ? { trunk: s.trunkSha } : {}),
       criteria: [...b.info.criteria],
       liveness: { extensionMs, maxExtensions, probeWaitMs },
     };

@@ -111,6 +111,23 @@ describe('a worktree whose `git worktree add` was killed half-way', () => {
     expect((await createWorktree(r.dir, { id: 'login', base })).path).toBe(wt.path);
   });
 
+  it('is undone at boot when git was killed before it wrote the HEAD', async () => {
+    const r = await repo();
+    const base = await r.git('rev-parse', 'HEAD');
+    const wt = await createWorktree(r.dir, { id: 'login', base });
+    await r.git('update-ref', '-d', 'refs/heads/tron/login');
+    // Its lock and gitdir written, no HEAD yet: `worktree add` refuses the path as "missing but locked".
+    const admin = join(r.dir, '.git/worktrees/login');
+    for (const name of ['HEAD', 'commondir', 'index']) await rm(join(admin, name), { force: true });
+    await writeFile(join(admin, 'locked'), 'initializing');
+    await rm(wt.path, { recursive: true, force: true });
+    await expect(r.git('fsck', '--full')).rejects.toThrow(/HEAD/);
+    await pruneWorktrees(r.dir);
+    expect(existsSync(admin)).toBe(false);
+    await r.git('fsck', '--full');
+    expect((await createWorktree(r.dir, { id: 'login', base })).path).toBe(wt.path);
+  });
+
   it("leaves a registration outside tron's folder alone", async () => {
     const r = await repo();
     const elsewhere = join(r.dir, 'mine');

@@ -201,7 +201,7 @@ async function resolveCommit(repo: string, ref: string): Promise<Sha> {
 /**
  * Forgets worktrees whose folders are gone (git's own bookkeeping; safe at boot), and
  * undoes tron's own `git worktree add`s that were killed half-way: git registers the
- * worktree first, with a null HEAD and a lock, and a kill there leaves a registration that
+ * worktree first, with a lock, then a null HEAD, and a kill there leaves a registration that
  * `git fsck` reports as damage in the user's repository and that prune keeps (it is
  * locked). No worker ever ran in such a folder — it is dispatched only once the
  * worktree is made — so the registration and the folder go.
@@ -216,8 +216,10 @@ export async function pruneWorktrees(repo: string): Promise<void> {
     // No worktree was ever registered.
   }
   for (const name of names) {
+    // A null HEAD, or none yet (killed between the gitdir and the HEAD git writes): the
+    // add did not get as far as a checkout. A made worktree always has its HEAD.
     const head = await readFile(join(admin, name, 'HEAD'), 'utf8').catch(() => '');
-    if (!/^0+\s*$/.test(head)) continue;
+    if (!/^0*\s*$/.test(head)) continue;
     const gitdir = (await readFile(join(admin, name, 'gitdir'), 'utf8').catch(() => '')).trim();
     const folder = gitdir ? dirname(resolve(admin, name, gitdir)) : '';
     if (!folder.startsWith(`${ours}${sep}`)) continue;

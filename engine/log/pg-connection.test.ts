@@ -1,23 +1,11 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { needPostgres, type TestDatabase, testDatabase } from '../testing/postgres.ts';
-import { requireAll, skipWithout } from '../testing/needs.ts';
-import { openDatabase } from './pg-log.ts';
+import { describe, expect, it } from 'vitest';
+import { skipWithoutPostgres, useTestDatabase } from '../testing/postgres.ts';
 
-const POSTGRES = needPostgres();
-const NO_DATABASE = skipWithout("tron's connection to PostgreSQL", POSTGRES);
-
-describe.skipIf(NO_DATABASE)("tron's connection to PostgreSQL", () => {
-  let server: TestDatabase;
-  beforeAll(async () => {
-    requireAll(POSTGRES);
-    server = await testDatabase();
-  }, 60_000);
-  afterAll(async () => {
-    await server?.stop();
-  }, 60_000);
+describe.skipIf(skipWithoutPostgres("tron's connection to PostgreSQL"))("tron's connection to PostgreSQL", () => {
+  const database = useTestDatabase();
 
   it('takes queries sent at once (an append, a lease renewal, a read) one after another, in order, with no warning on stderr', async () => {
-    const db = await openDatabase(server.url);
+    const db = await database.open();
     const warnings: string[] = [];
     const onWarning = (w: Error) => warnings.push(w.message);
     process.on('warning', onWarning);
@@ -34,7 +22,6 @@ describe.skipIf(NO_DATABASE)("tron's connection to PostgreSQL", () => {
       expect(warnings).toEqual([]);
     } finally {
       process.off('warning', onWarning);
-      await db.end();
     }
   });
 });

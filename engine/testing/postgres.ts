@@ -135,7 +135,17 @@ export async function testDatabase(): Promise<TestDatabase> {
       const again = new pg.Client({ connectionString: server });
       await again.connect();
       try {
-        await again.query(`drop database if exists ${name} with (force)`);
+        // An autovacuum worker on the database (no role of ours: "must be a member of the role
+        // whose process is being terminated") refuses the forced drop until it is done.
+        for (let tries = 1; ; tries += 1) {
+          try {
+            await again.query(`drop database if exists ${name} with (force)`);
+            break;
+          } catch (err) {
+            if ((err as { code?: string }).code !== '42501' || tries === 50) throw err;
+            await new Promise((r) => setTimeout(r, 200));
+          }
+        }
       } finally {
         await again.end();
       }

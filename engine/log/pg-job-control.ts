@@ -27,6 +27,7 @@
 import type pg from 'pg';
 import type { JobKey, JobResult } from './pg-jobs.ts';
 import type { RunKey } from './pg-log.ts';
+import { inTurn } from './in-turn.ts';
 
 /** pg-jobs.ts's STALE_ATTEMPT (that module imports this one's migration: no import back). */
 const STALE_ATTEMPT = 'TRN02';
@@ -285,11 +286,5 @@ export async function noteJob(client: pg.ClientBase, key: JobKey, attempt: numbe
  * issued while another runs.
  */
 export function serialized(client: pg.ClientBase): pg.ClientBase {
-  let last: Promise<unknown> = Promise.resolve();
-  const query = (...args: unknown[]) => {
-    const run = last.then(() => (client.query as (...a: unknown[]) => Promise<unknown>)(...args));
-    last = run.catch(() => undefined);
-    return run;
-  };
-  return { query } as unknown as pg.ClientBase;
+  return { query: inTurn(client.query.bind(client) as (...a: unknown[]) => Promise<unknown>) } as unknown as pg.ClientBase;
 }

@@ -23,6 +23,7 @@ import { chainStartOf, type LogRead, readLines, stampLine } from './eventlog.ts'
 import type { RunLog } from './run-log.ts';
 import type { Lease } from './lease.ts';
 import { linesStatement, type QueuedJob } from './pg-jobs.ts';
+import { inTurn } from './in-turn.ts';
 
 /** The SQLSTATE the fencing trigger raises: an append from a generation that does not hold the lease. */
 export const FENCED = 'TRN01';
@@ -183,20 +184,9 @@ export async function openDatabase(url: string): Promise<Database> {
   return { url, client, end: () => client.end().catch(() => undefined) };
 }
 
-/**
- * The log's appends, the lease's renewals and the readers share one connection, and their
- * queries come from timers and effects at any moment. pg queues a query sent while another
- * runs, but warns on stderr that this is deprecated (and pg 9 will refuse it): each query
- * here waits for the one before it to settle.
- */
+/** The log's appends, the lease's renewals and the readers share the connection: their queries go in turn. */
 function oneQueryAtATime(client: pg.Client): void {
-  const send = client.query.bind(client) as (...args: unknown[]) => Promise<unknown>;
-  let last: Promise<unknown> = Promise.resolve();
-  client.query = ((...args: unknown[]) => {
-    const next = last.then(() => send(...args));
-    last = next.catch(() => undefined);
-    return next;
-  }) as typeof client.query;
+  client.query = inTurn(client.query.bind(client) as (...args: unknown[]) => Promise<unknown>) as typeof client.query;
 }
 
 async function migrate(client: pg.Client, url: string): Promise<void> {

@@ -22,7 +22,7 @@
  * TRON_BENCH_SLOW_MS changes the builders' 4 s; TRON_BENCH_TIMELINE=1 prints where each
  * agents run's time went: its events, then each job's path (printTrace).
  */
-import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { availableParallelism, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -169,6 +169,25 @@ function lastRun(repo: string): { run: string; events: TronEvent[] } {
   return { run, events: readLog(join(repo, '.tron', 'runs', run, 'events.jsonl')).events };
 }
 
+/**
+ * CPU time (ms) this bench's processes have used so far: this process and every child it
+ * reaped (each `tron start`, the git daemon's connections), and each agent with the children
+ * it reaped (its git calls and workers) — from /proc (0 where there is none).
+ */
+function treeCpuMs(agents: readonly ResultPromise[]): number {
+  const of = (pid: number | string) => {
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      // utime, stime, cutime, cstime: fields 14–17 of stat(5), 12–15 here (after pid, comm).
+      return ((Number(fields[11]) + Number(fields[12]) + Number(fields[13]) + Number(fields[14])) * 1000) / 100;
+    } catch {
+      return 0;
+    }
+  };
+  return of('self') + agents.reduce((sum, a) => sum + (a.pid ? of(a.pid) : 0), 0);
+}
+
 /** Wall (run.started → run.finished) of a run's events. */
 function wallOf(events: readonly TronEvent[]): number {
   return events.findLast((e) => e.type === 'run.finished')!.ts - events.find((e) => e.type === 'run.started')!.ts;
@@ -250,10 +269,14 @@ async function sixAgents(
       );
     }
     const start = async () => {
+      const cpu0 = treeCpuMs(agents);
       const started = await execa('node', [BIN, 'start', '--repo', repo.dir, '--plain'], { env: ENV, reject: false, stdin: 'ignore' });
       if (started.exitCode !== 0) throw new Error(`tron start exited ${started.exitCode}: ${started.stdout}\n${started.stderr}`);
       const { run, events } = lastRun(repo.dir);
-      if (process.env.TRON_BENCH_TIMELINE === '1') await printTrace(db, 'bench-six', run, events);
+      if (process.env.TRON_BENCH_TIMELINE === '1') {
+        await printTrace(db, 'bench-six', run, events);
+        console.log(`CPU used by the run (engine, agents, their git and workers, the remote): ${Math.round(treeCpuMs(agents) - cpu0)} ms`);
+      }
       return wallOf(events);
     };
     const { writeFileSync } = await import('node:fs');

@@ -1,8 +1,9 @@
 /**
  * Test runs on agents (`[cluster] jobs = "agents"`, `tron agent --roles …,test`), as the
  * CLI runs them, against a real PostgreSQL and a remote served by `git daemon`: the
- * engine observes the facts and builds the stacks, each suite goes to an agent through
- * `refs/tron/test/<sha>`, and the engine lands only shas an agent tested. An agent killed
+ * engine observes the facts and builds the stacks, each suite goes to an agent — a gate's
+ * through the block's work ref, a candidate's through `refs/tron/test/<sha>` — and the
+ * engine lands only shas an agent tested. An agent killed
  * mid-test has its test run again as a new attempt; an agent that reports another sha is
  * not believed.
  */
@@ -187,7 +188,9 @@ describe.skipIf(NO_DATABASE)('test runs on tron agents', () => {
         // Each was handed out by a line of its own, whose job an agent completed.
         const queued = all.filter((e) => e.type === 'tests.queued');
         expect(queued.map((q) => q.sha).sort()).toEqual(runs.map((r) => r.sha).sort());
-        for (const q of queued) expect(q.ref).toBe(`refs/tron/test/${q.sha}`);
+        // A gate's run is of the block's own work, fetched from its work ref; a stack's candidate is pushed for the agent.
+        for (const q of queued) expect(q.ref).toBe(q.session === 'tests:gate' ? `refs/tron/work/${q.block}` : `refs/tron/test/${q.sha}`);
+        expect(queued.filter((q) => q.session === 'tests:gate').length).toBeGreaterThanOrEqual(3);
         const jobs = await testJobs(c.db, 'tests-on-agents');
         expect(jobs.map((j) => j.seq)).toEqual(queued.map((q) => q.seq));
         for (const j of jobs) expect(j).toMatchObject({ state: 'done', worker: expect.stringMatching(/^agent /) });

@@ -33,6 +33,7 @@ import { type EffectContext, errorLine, Queues } from '../runtime/effects/contex
 import type { TurnRequest } from '../runtime/effects/turn.ts';
 import { AgentControl, type HeldTurn } from '../runtime/agent-control.ts';
 import { probe } from '../runtime/effects/liveness.ts';
+import { ALL_WORK_REFS, workRefOf } from '../runtime/effects/work-ref.ts';
 import { runJob, startWorkers } from '../runtime/job-queue.ts';
 import { runSuiteHere } from '../runtime/agent-tests.ts';
 import { loadSpine } from '../spine/load.ts';
@@ -61,9 +62,6 @@ export interface AgentOptions {
   /** Replace configured workers (tests). */
   workers?: Partial<Record<WorkerRole, WorkerAdapter>>;
 }
-
-/** The ref of the remote where a block's work travels between agents and the engine. */
-export const workRef = (block: string): string => `refs/tron/work/${block}`;
 
 function usage(path: string, message: string): InputError {
   return new InputError([{ code: 'TRON_USAGE', path, message }]);
@@ -244,7 +242,7 @@ async function runHeldTurn(
   };
   // An overrun turn is probed here, by the same effect the engine runs for its own turns.
   held.probeWith((p) => probe.run(fx, p) as Promise<EventBody>);
-  const work = workRef(e.block);
+  const work = workRefOf(e.block);
   const tracking = `refs/tron/fetched-work/${e.block}`;
   const steps: Record<string, number> = {};
   let since = performance.now();
@@ -258,15 +256,20 @@ async function runHeldTurn(
     // sha under review and its base (the diffstat's); a turn's trunk is where the engine
     // left it when it decided (a merge turn fetches it: it rebases onto the remote's). The
     // fetches run at once (a turn waits for the longer round trip, not their sum).
+    // A builder's challenge is about the sha the engine holds (its facts' head): the work
+    // ref's value when the engine last fetched it, so a clone that holds it starts there and
+    // pushes by lease against it — were the ref moved meanwhile, the push is refused.
     const has = async (c?: string) => c !== undefined && (await git.revParse(base.repo, c)) !== undefined;
     const reviewing = e.role === 'reviewer' && r.sha !== undefined;
+    const challenged = e.role === 'builder' && e.kind === 'challenge' && r.sha !== undefined;
     const [haveTrunk, haveWork] = reviewing
       ? await Promise.all([has(r.base), has(r.sha)])
-      : [e.phase !== 'merge' && (await has(r.trunk)), false];
+      : await Promise.all([e.phase !== 'merge' && has(r.trunk), challenged && has(r.sha)]);
     const inClone = (sha: string | undefined) => ({ ok: true as const, sha });
     const [trunk, fetched] = await Promise.all([
       haveTrunk ? inClone(reviewing ? undefined : r.trunk) : fetchTrunk(base.repo, remote),
-      haveWork ? inClone(undefined) : fetchRef(base.repo, remote, work, tracking),
+      // Every block's work comes along: this clone's next challenge or review, of any block, finds its sha here.
+      haveWork ? inClone(challenged ? r.sha : undefined) : fetchRef(base.repo, remote, work, tracking, [ALL_WORK_REFS]),
     ]);
     if (!trunk.ok) throw new Error(`cannot fetch ${remote.trunk} from ${remote.name}: ${trunk.message}`);
     if (!fetched.ok) throw new Error(`cannot fetch ${work} from ${remote.name}: ${fetched.message}`);

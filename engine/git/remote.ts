@@ -508,9 +508,20 @@ export async function distanceFromRemote(
 /**
  * Fetches one ref of the remote into the repository's store, recorded as `into` (tron agents
  * and their engine: docs/cluster.md). `sha` is undefined when the remote has no such ref.
+ * `alsoObjectsOf`: ref patterns (`refs/tron/work/*`) whose commits come along in the same
+ * round trip, into the store only — no ref of the repository records them, so nothing here
+ * waits on or overwrites another job's refs; a later job finds those commits already here.
  */
-export async function fetchRef(repo: string, remote: Remote, ref: string, into: string): Promise<FetchResult> {
-  const run = await networkGit(repo, remote, [...FETCH, remote.fetchUrl, `+${ref}:${into}`], { readRef: into, haves: true });
+export async function fetchRef(
+  repo: string,
+  remote: Remote,
+  ref: string,
+  into: string,
+  alsoObjectsOf: readonly string[] = [],
+): Promise<FetchResult> {
+  // Their refs are written in the call's scratch git directory only, and go with it.
+  const also = alsoObjectsOf.map((pattern, i) => `+${pattern}:refs/tron-also/${i}/${pattern.endsWith('*') ? '*' : 'ref'}`);
+  const run = await networkGit(repo, remote, [...FETCH, remote.fetchUrl, `+${ref}:${into}`, ...also], { readRef: into, haves: true });
   if (run.exitCode !== 0) {
     if (/couldn't find remote ref/i.test(run.stderr)) return { ok: true, sha: undefined };
     return classifyFailure(run);
@@ -520,10 +531,21 @@ export async function fetchRef(repo: string, remote: Remote, ref: string, into: 
   return { ok: true, sha: run.ref };
 }
 
-/** Deletes the remote's `ref` wherever it points; a ref that is not there is no failure. */
-export async function deleteRemoteRef(repo: string, remote: Remote, ref: string): Promise<PushResult> {
-  const gone = await push(repo, remote, [remote.pushUrl, `:${ref}`]);
-  if (!gone.ok && /remote ref does not exist/i.test(gone.message)) return { ok: true };
+/**
+ * Deletes the remote's `refs` wherever they point, in one push; a ref that is not there is
+ * no failure (git's receive-pack only warns) — though a server that refuses to delete a ref
+ * it lacks fails the whole push, and one ref at a time then says which.
+ */
+export async function deleteRemoteRef(repo: string, remote: Remote, ...refs: [string, ...string[]]): Promise<PushResult> {
+  const gone = await push(repo, remote, [remote.pushUrl, ...refs.map((ref) => `:${ref}`)]);
+  if (!gone.ok && /remote ref does not exist/i.test(gone.message)) {
+    if (refs.length === 1) return { ok: true };
+    for (const ref of refs) {
+      const one = await deleteRemoteRef(repo, remote, ref);
+      if (!one.ok) return one;
+    }
+    return { ok: true };
+  }
   return gone;
 }
 

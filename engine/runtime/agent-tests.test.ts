@@ -160,6 +160,43 @@ describe('test runs on agents', () => {
     expect(await s.bare.git('for-each-ref', 'refs/tron/test/')).toBe('');
   });
 
+  it("sends a gate's run of the block's own work to its work ref and pushes nothing — and runs it itself when the ref moved", async () => {
+    const s = await setup();
+    // Two agents whose clones lack the sha (a local clone would share the remote's objects).
+    const agent = await s.agent(NO_SANDBOX);
+    const fresh = through(await s.agent(NO_SANDBOX));
+    // The block's work as an agent pushed it and the engine fetched it (job-queue.ts adoptWork).
+    await testGit(s.fx.repo, 'push', '-q', 'origin', `${s.next}:refs/tron/work/alpha`);
+    await testGit(s.fx.repo, 'update-ref', 'refs/tron/fetched-work/alpha', s.next);
+    const { jobs, submit } = through(agent);
+    const pushed: string[] = [];
+    const suites = new AgentSuites(async (line, job) => {
+      pushed.push(await s.bare.git('for-each-ref', '--format=%(refname)', 'refs/tron/test/'));
+      return submit(line, job);
+    });
+    const run = await suites.run(s.fx, at(s.next), never);
+    expect(run.tests).toMatchObject({ exit: 0, ran_on: 'agent test-host pid 1' });
+    expect(pushed).toEqual(['']);
+    expect(s.notes[0]).toMatchObject({ type: 'tests.queued', sha: s.next, ref: 'refs/tron/work/alpha' });
+    expect(jobs[0]!.request).toMatchObject({ sha: s.next, ref: 'refs/tron/work/alpha' });
+    // The remote's work ref moved on since the engine fetched it: the agent (which lacks the
+    // sha) finds another sha there and refuses; the engine runs the suite itself.
+    await testGit(s.fx.repo, 'push', '-q', '--force', 'origin', `${s.trunk}:refs/tron/work/beta`);
+    await testGit(s.fx.repo, 'update-ref', 'refs/tron/fetched-work/beta', s.next);
+    const moved = new AgentSuites(fresh.submit);
+    let here = 0;
+    const itself = async (): Promise<SuiteRun> => {
+      here += 1;
+      return { setup: null, tests: null };
+    };
+    await moved.run(s.fx, at(s.next, 'beta'), itself);
+    expect(here).toBe(1);
+    expect(s.notes.at(-1)).toMatchObject({ type: 'tests.refused', block: 'beta' });
+    expect((s.notes.at(-1) as unknown as { reason: string }).reason).toContain(
+      `origin's refs/tron/work/beta holds ${s.trunk}, not ${s.next}`,
+    );
+  });
+
   it('reports a red run as red, with its failing lines, from the agent’s checkout of exactly that sha', async () => {
     const s = await setup({
       'tests/red.test.js': "require('node:assert').equal(require('node:fs').existsSync(__dirname + '/../next.txt'), false);\n",
@@ -211,22 +248,32 @@ describe('test runs on agents', () => {
   it('pushes one ref for runs of one sha at a time, removes it after the last, and first sweeps the refs an earlier engine left', async () => {
     const s = await setup();
     await testGit(s.fx.repo, 'push', '-q', 'origin', `${s.trunk}:refs/tron/test/${s.trunk}`);
-    const waiting: Array<() => void> = [];
+    // Each run's job waits here, by block, until the test lets it finish: alpha's first, whichever was handed out first.
+    const waiting = new Map<string, () => void>();
     const seen: string[] = [];
-    const suites = new AgentSuites(async () => {
+    const suites = new AgentSuites(async (_line, job) => {
       seen.push(await s.bare.git('for-each-ref', '--format=%(refname)', 'refs/tron/test/'));
-      await new Promise<void>((r) => waiting.push(r));
+      await new Promise<void>((r) => waiting.set((job.request as { block: string }).block, r));
       return [{ sha: s.next, agent: 'agent a', setup: null, tests: { exit: 0, timed_out: false, log: 'x.log', tail: '' }, output: {} }];
     });
     const runs = [suites.run(s.fx, at(s.next, 'alpha'), never), suites.run(s.fx, at(s.next, 'beta'), never)];
-    while (waiting.length < 2) await new Promise((r) => setTimeout(r, 10));
+    // Both runs are handed out — or one ends first, which is the failure to show.
+    const ended = Promise.race(runs).then(
+      (r) => `a run ended before both were handed out: ${JSON.stringify(r)}`,
+      (e: Error) => `a run failed: ${e.message}`,
+    );
+    const handedOut = (async () => {
+      while (waiting.size < 2) await new Promise((r) => setTimeout(r, 10));
+      return 'both handed out';
+    })();
+    expect(await Promise.race([handedOut, ended])).toBe('both handed out');
     // The stale ref is gone; the sha under test is there once, for both runs.
     expect(seen).toEqual([`refs/tron/test/${s.next}`, `refs/tron/test/${s.next}`]);
-    waiting[0]!();
+    waiting.get('alpha')!();
     await runs[0];
     await suites.settle();
     expect(await s.bare.git('for-each-ref', '--format=%(refname)', 'refs/tron/test/')).toBe(`refs/tron/test/${s.next}`);
-    waiting[1]!();
+    waiting.get('beta')!();
     await runs[1];
     await suites.settle();
     expect(await s.bare.git('for-each-ref', 'refs/tron/test/')).toBe('');

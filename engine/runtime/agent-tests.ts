@@ -5,10 +5,13 @@
  * goes to a `tron agent` with role `test`:
  *
  * 1. the engine pushes the sha to the remote as `refs/tron/test/<sha>` (a stack's top
- *    exists only in the engine's repository until it lands), by lease;
+ *    exists only in the engine's repository until it lands), by lease — unless it is the
+ *    block's own work as the engine last fetched it from `refs/tron/work/<id>` (a gate's
+ *    run): then the agent is sent to that ref, and nothing is pushed;
  * 2. it appends the note `tests.queued` and commits the job (kind `tests.queued`, role
  *    `test`) in the same statement as that line;
- * 3. an agent claims it, fetches exactly that ref into its own clone, checks the sha out
+ * 3. an agent claims it, fetches exactly that ref into its own clone (unless the clone
+ *    holds the sha already: an earlier fetch brought every block's work), checks the sha out
  *    in a checkout of its own, runs the suite through the same `runSuite` and sandbox as
  *    the engine would, and reports the sha it tested with the runs (fenced by attempt:
  *    a dead agent's job is claimed again, its late result refused by the database);
@@ -31,6 +34,8 @@ import { checkout, runSuite, type SuiteRun } from './effects/checkouts.ts';
 import { type EffectContext, errorLine } from './effects/context.ts';
 import type { RemoteSuites, SuiteAt } from './effects/suites.ts';
 import { TurnTable } from './effects/turn-table.ts';
+import { ALL_WORK_REFS } from './effects/work-ref.ts';
+import { workRefs } from './work-fetch.ts';
 
 /** Where the engine puts a sha for agents to fetch: tron's own namespace on the remote. */
 export const TEST_REF_PREFIX = 'refs/tron/test/';
@@ -91,12 +96,18 @@ export class AgentSuites implements RemoteSuites {
     const remote = c.remote;
     // [cluster] jobs = "agents" needs [remote] (job-queue.ts: brokerFor); without one, nothing can travel.
     if (!remote) return here();
-    const ref = testRef(at.sha);
+    // A block's own work is on the remote already, as its work ref: when that is the sha to
+    // test (a gate's run), the agent fetches it there and nothing is pushed for it.
+    // What an earlier engine left goes now, while nothing waits on it: not at the first push (a stack's candidate).
+    void this.sweep(c, remote);
+    const [work, fetchedWork] = workRefs(at.block);
+    const onWorkRef = (await git.revParse(c.repo, fetchedWork)) === at.sha;
+    const ref = onWorkRef ? work : testRef(at.sha);
     let agent: string | undefined;
     let report: SuiteReport;
     try {
       try {
-        await this.hold(c, remote, at.sha);
+        if (!onWorkRef) await this.hold(c, remote, at.sha);
         const line = c.note({ type: 'tests.queued', block: at.block, session: at.session, sha: at.sha, ref });
         if (!line) throw new Error('the run has no log to commit the job with');
         const request: SuiteRequest = {
@@ -116,7 +127,7 @@ export class AgentSuites implements RemoteSuites {
         if (report.sha !== at.sha)
           throw new Refused(`${agent} reported a run of ${report.sha}, not of ${at.sha}, the sha it was asked to test`);
       } finally {
-        this.release(c, remote, at.sha);
+        if (!onWorkRef) this.release(c, remote, at.sha);
       }
     } catch (err) {
       c.note({
@@ -266,10 +277,13 @@ export async function runSuiteHere(base: AgentBase, claimed: Claimed, key: JobKe
   const tracking = `refs/tron/fetched-test/${r.sha}`;
   const name = base.checkouts.acquire();
   try {
-    const fetched = await fetchRef(base.repo, base.remote, r.ref, tracking);
-    if (!fetched.ok) throw new Error(`cannot fetch ${r.ref} from ${base.remote.name}: ${fetched.message}`);
-    if (fetched.sha !== r.sha)
-      throw new Error(`${base.remote.name}'s ${r.ref} holds ${fetched.sha ?? 'nothing'}, not ${r.sha}, the sha to test`);
+    // A sha this clone holds already (an earlier job's fetch brought it) is the same commit: no round trip.
+    if (!(await git.revParse(base.repo, r.sha))) {
+      const fetched = await fetchRef(base.repo, base.remote, r.ref, tracking, [ALL_WORK_REFS]);
+      if (!fetched.ok) throw new Error(`cannot fetch ${r.ref} from ${base.remote.name}: ${fetched.message}`);
+      if (fetched.sha !== r.sha)
+        throw new Error(`${base.remote.name}'s ${r.ref} holds ${fetched.sha ?? 'nothing'}, not ${r.sha}, the sha to test`);
+    }
     const dir = await checkout(fx, name, r.sha);
     const tested = await git.revParse(dir, 'HEAD');
     const suite = await runSuite(fx, {

@@ -22,7 +22,8 @@ afterEach(async () => {
 async function setup(jobs: 'agents' | 'here') {
   const bare = await makeBareRemote();
   cleanups.push(() => bare.cleanup());
-  const served = await serveDaemon(bare);
+  const pushes: string[] = [];
+  const served = await serveDaemon(bare, { onService: (service) => service === 'git-receive-pack' && pushes.push(service) });
   cleanups.push(() => served.stop().catch(() => undefined));
   const r = await makeRepo({ 'a.txt': 'a\n' });
   cleanups.push(() => r.cleanup());
@@ -40,7 +41,7 @@ async function setup(jobs: 'agents' | 'here') {
     queues: new Queues(),
   } as unknown as EffectContext;
   const works = async () => (await bare.git('for-each-ref', '--format=%(refname)', 'refs/tron/work/')).split('\n').filter(Boolean);
-  return { c, printed, turns, works, r };
+  return { c, printed, turns, works, r, bare, pushes };
 }
 
 describe('a block’s work ref on the remote', () => {
@@ -51,6 +52,17 @@ describe('a block’s work ref on the remote', () => {
     await abandonBlock.run(c, { type: 'block.abandoned', block: 'alpha', reason: 'no', v: 1, seq: 9, ts: 0 });
     expect(await works()).toEqual([]);
     expect([signal.aborted, other.aborted]).toEqual([true, false]);
+    expect(printed).toEqual([]);
+  });
+
+  it('goes with the work refs of the blocks that start together in two pushes at most, not one each', async () => {
+    const { c, printed, works, r, bare, pushes } = await setup('agents');
+    const ids = ['b1', 'b2', 'b3', 'b4', 'b5', 'b6'];
+    await r.git('push', '-q', bare.dir, ...ids.map((id) => `main:refs/tron/work/${id}`));
+    // Six asked at once, as six blocks' worktrees are: the first goes alone, the rest in the next push.
+    await Promise.all([...ids, 'never-there'].map((id) => dropWorkRef(c, id)));
+    expect(await works()).toEqual(['refs/tron/work/alpha']);
+    expect(pushes.length).toBeLessThanOrEqual(2);
     expect(printed).toEqual([]);
   });
 

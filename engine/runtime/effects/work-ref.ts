@@ -8,24 +8,37 @@
  * that work is its block branch, kept as an orphan when it is retired (effects/worktree.ts).
  */
 import type { EventOf } from '../../core/events.ts';
-import { deleteRemoteRef } from '../../git/remote.ts';
-import { type EffectContext, effect } from './context.ts';
+import { deleteRemoteRef, type PushResult, type Remote } from '../../git/remote.ts';
+import { Coalesced } from './coalesce.ts';
+import { type EffectContext, effect, errorLine } from './context.ts';
 
 /** The remote ref where a block's work travels between agents and the engine. */
 export const workRefOf = (block: string): string => `refs/tron/work/${block}`;
+
+/** Every block's work ref: what an agent's fetch brings along, so its next job of any block finds the sha here. */
+export const ALL_WORK_REFS = 'refs/tron/work/*';
+
+/** The deletions asked for while one is in flight go in the next push (coalesce.ts): blocks start and wrap together. */
+const drops = new WeakMap<Remote, Coalesced<string, PushResult>>();
 
 /**
  * Deletes the block's work ref on the remote when turns run on agents. Never throws: a
  * ref left behind is only clutter (the next attempt's deletion, or `git push :ref`, takes it).
  */
 export async function dropWorkRef(c: Pick<EffectContext, 'repo' | 'config' | 'remote' | 'print'>, block: string): Promise<void> {
-  if (c.config.cluster?.jobs !== 'agents' || !c.remote) return;
-  try {
-    const gone = await deleteRemoteRef(c.repo, c.remote, workRefOf(block));
-    if (!gone.ok) c.print(`tron: could not delete ${workRefOf(block)} on ${c.remote.name}: ${gone.message.split('\n')[0]}`);
-  } catch (err) {
-    c.print(`tron: could not delete ${workRefOf(block)} on ${c.remote.name}: ${(err as Error).message.split('\n')[0]}`);
+  const remote = c.remote;
+  if (c.config.cluster?.jobs !== 'agents' || !remote) return;
+  let batch = drops.get(remote);
+  if (!batch) {
+    const all = async (blocks: string[]) => {
+      const gone = await deleteRemoteRef(c.repo, remote, ...(blocks.map(workRefOf) as [string, ...string[]]));
+      return new Map(blocks.map((b) => [b, gone]));
+    };
+    batch = new Coalesced(all, (error): PushResult => ({ ok: false, kind: 'transient', reason: 'failed', message: errorLine(error) }));
+    drops.set(remote, batch);
   }
+  const gone = await batch.ask(block);
+  if (!gone.ok) c.print(`tron: could not delete ${workRefOf(block)} on ${remote.name}: ${gone.message.split('\n')[0]}`);
 }
 
 /** An abandoned block: its turns stop now, and its work on the remote goes. */

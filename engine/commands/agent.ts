@@ -24,7 +24,7 @@ import type { EventBody } from '../core/events.ts';
 import type { WorkerRole } from '../core/roles.ts';
 import * as git from '../git/index.ts';
 import { gitOut } from '../git/run.ts';
-import { credentialPaths, fetchRef, fetchTrunk, openRemote, pushRef, type Remote, remoteAccess } from '../git/remote.ts';
+import { credentialPaths, fetchRef, fetchTrunk, fetchTrunkAndWork, openRemote, pushRef, type Remote, remoteAccess } from '../git/remote.ts';
 import { databaseUrl } from '../log/cluster.ts';
 import type { Claimed, JobKey, JobResult } from '../log/pg-jobs.ts';
 import { redact } from '../log/pg-log.ts';
@@ -33,7 +33,7 @@ import { type EffectContext, errorLine, Queues } from '../runtime/effects/contex
 import type { TurnRequest } from '../runtime/effects/turn.ts';
 import { AgentControl, type HeldTurn } from '../runtime/agent-control.ts';
 import { probe } from '../runtime/effects/liveness.ts';
-import { ALL_WORK_REFS, workRefOf } from '../runtime/effects/work-ref.ts';
+import { ALL_WORK_REFS, WORK_PREFIX, workRefOf } from '../runtime/effects/work-ref.ts';
 import { runJob, startWorkers } from '../runtime/job-queue.ts';
 import { runSuiteHere } from '../runtime/agent-tests.ts';
 import { loadSpine } from '../spine/load.ts';
@@ -265,12 +265,17 @@ async function runHeldTurn(
     const [haveTrunk, haveWork] = reviewing
       ? await Promise.all([has(r.base), has(r.sha)])
       : await Promise.all([e.phase !== 'merge' && has(r.trunk), challenged && has(r.sha)]);
+    // Every block's work comes along: this clone's next challenge, review or test, of any block, finds its sha here.
     const inClone = (sha: string | undefined) => ({ ok: true as const, sha });
-    const [trunk, fetched] = await Promise.all([
-      haveTrunk ? inClone(reviewing ? undefined : r.trunk) : fetchTrunk(base.repo, remote),
-      // Every block's work comes along: this clone's next challenge or review, of any block, finds its sha here.
-      haveWork ? inClone(challenged ? r.sha : undefined) : fetchRef(base.repo, remote, work, tracking, [ALL_WORK_REFS]),
-    ]);
+    const [trunk, fetched] =
+      !haveTrunk && !haveWork
+        ? await fetchTrunkAndWork(base.repo, remote, { prefix: WORK_PREFIX, block: e.block, into: tracking }).then(
+            (f) => [f.trunk, f.work] as const,
+          )
+        : await Promise.all([
+            haveTrunk ? inClone(reviewing ? undefined : r.trunk) : fetchTrunk(base.repo, remote),
+            haveWork ? inClone(challenged ? r.sha : undefined) : fetchRef(base.repo, remote, work, tracking, [ALL_WORK_REFS]),
+          ]);
     if (!trunk.ok) throw new Error(`cannot fetch ${remote.trunk} from ${remote.name}: ${trunk.message}`);
     if (!fetched.ok) throw new Error(`cannot fetch ${work} from ${remote.name}: ${fetched.message}`);
     step('fetch');

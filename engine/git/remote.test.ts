@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import {
+  fetchTrunkAndWork,
   deleteRemoteBranches,
   describeRemoteFailure,
   fetchTrunk,
@@ -135,6 +136,35 @@ describe.each<Kind>(['daemon', 'http'])('a remote served by %s', (kind) => {
     // No scratch ref or FETCH_HEAD of the fetch is left in the repository.
     expect(await r.git('for-each-ref', '--format=%(refname)')).not.toMatch(/tron-fetched|tron-have/);
     expect(existsSync(join(r.dir, '.git', 'FETCH_HEAD'))).toBe(false);
+  });
+
+  it("fetches trunk and every block's work in one round trip: the block's ref recorded, the others' commits in the store only", async () => {
+    const { bare, r, remote } = await setup(kind);
+    const theirs = await teammatePushes(bare, 'theirs.txt');
+    const [alpha, beta] = await commits(r, ['alpha', 'beta']);
+    await r.git('push', '-q', bare.dir, `${alpha}:refs/tron/work/alpha`, `${beta}:refs/tron/work/beta`);
+    // A fresh clone of the remote's trunk, as an agent's is: it lacks both blocks' commits.
+    const agent = await makeRepo({});
+    cleanups.push(() => agent.cleanup());
+    await agent.git('remote', 'add', 'origin', remote.fetchUrl);
+    const work = { prefix: 'refs/tron/work/', block: 'alpha', into: 'refs/tron/fetched-work/alpha' };
+    expect(await fetchTrunkAndWork(agent.dir, remote, work)).toEqual({ trunk: { ok: true, sha: theirs }, work: { ok: true, sha: alpha } });
+    expect(await agent.git('rev-parse', 'refs/remotes/origin/main', 'refs/tron/fetched-work/alpha')).toBe(`${theirs}\n${alpha}`);
+    expect(await agent.git('cat-file', '-t', beta!)).toBe('commit');
+    expect(await agent.git('for-each-ref', '--format=%(refname)', 'refs/remotes', 'refs/tron', 'refs/tron-also')).toBe(
+      'refs/remotes/origin/main\nrefs/tron/fetched-work/alpha',
+    );
+    // No work for the block yet: none said, trunk still fetched.
+    expect(await fetchTrunkAndWork(agent.dir, remote, { ...work, block: 'gamma' })).toEqual({
+      trunk: { ok: true, sha: theirs },
+      work: { ok: true, sha: undefined },
+    });
+    // A remote without trunk yet: each fetched alone, trunk said missing, the work still there.
+    await bare.git('update-ref', '-d', 'refs/heads/main');
+    expect(await fetchTrunkAndWork(agent.dir, remote, work)).toEqual({
+      trunk: { ok: true, sha: undefined },
+      work: { ok: true, sha: alpha },
+    });
   });
 
   it('reads the remote’s trunk, landed refs and tron branches in one listing', async () => {

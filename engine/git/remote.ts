@@ -532,6 +532,47 @@ export async function fetchRef(
 }
 
 /**
+ * A turn's fetch on a tron agent, in one round trip: the remote's trunk (recorded as
+ * fetchTrunk records it) and every ref under `workPrefix` (`refs/tron/work/`), whose
+ * commits come into the store and whose `block`'s ref is recorded as `into` (fetchRef's
+ * result: undefined when the remote has none). Two fetches' worth in one `git fetch` and
+ * one upload-pack on the remote's host. A remote without trunk fails the one fetch: then
+ * each is fetched alone, and trunk's says so.
+ */
+export async function fetchTrunkAndWork(
+  repo: string,
+  remote: Remote,
+  work: { prefix: string; block: string; into: string },
+): Promise<{ trunk: FetchResult; work: FetchResult }> {
+  const fetchedTrunk = `refs/tron-fetched/${remote.trunk}`;
+  const fetchedWork = `refs/tron-also/work/${work.block}`;
+  const run = await networkGit(
+    repo,
+    remote,
+    [...FETCH, remote.fetchUrl, `+refs/heads/${remote.trunk}:${fetchedTrunk}`, `+${work.prefix}*:refs/tron-also/work/*`],
+    { readRefs: [fetchedTrunk, fetchedWork], haves: true },
+  );
+  if (run.exitCode !== 0) {
+    if (/couldn't find remote ref/i.test(run.stderr))
+      return {
+        trunk: await fetchTrunk(repo, remote),
+        work: await fetchRef(repo, remote, `${work.prefix}${work.block}`, work.into, [`${work.prefix}*`]),
+      };
+    const failed = classifyFailure(run);
+    return { trunk: failed, work: failed };
+  }
+  const [trunkSha, workSha] = run.refs ?? [];
+  if (!isFullSha(trunkSha)) {
+    const failed: FetchResult = { ok: false, kind: 'transient', reason: 'failed', message: `git fetch wrote no ${fetchedTrunk}` };
+    return { trunk: failed, work: failed };
+  }
+  const moves = [`update refs/remotes/${remote.name}/${remote.trunk} ${trunkSha}`];
+  if (isFullSha(workSha)) moves.push(`update ${work.into} ${workSha}`);
+  await gitOut(repo, ['update-ref', '-m', `tron: fetch ${remote.name}`, '--stdin'], `${moves.join('\n')}\n`);
+  return { trunk: { ok: true, sha: trunkSha }, work: { ok: true, sha: isFullSha(workSha) ? workSha : undefined } };
+}
+
+/**
  * Deletes the remote's `refs` wherever they point, in one push; a ref that is not there is
  * no failure (git's receive-pack only warns) — though a server that refuses to delete a ref
  * it lacks fails the whole push, and one ref at a time then says which.

@@ -12,11 +12,14 @@ import { deleteRemoteRef, type PushResult, type Remote } from '../../git/remote.
 import { Coalesced } from './coalesce.ts';
 import { type EffectContext, effect, errorLine } from './context.ts';
 
+/** Where blocks' work refs live on the remote. */
+export const WORK_PREFIX = 'refs/tron/work/';
+
 /** The remote ref where a block's work travels between agents and the engine. */
-export const workRefOf = (block: string): string => `refs/tron/work/${block}`;
+export const workRefOf = (block: string): string => `${WORK_PREFIX}${block}`;
 
 /** Every block's work ref: what an agent's fetch brings along, so its next job of any block finds the sha here. */
-export const ALL_WORK_REFS = 'refs/tron/work/*';
+export const ALL_WORK_REFS = `${WORK_PREFIX}*`;
 
 /** The deletions asked for while one is in flight go in the next push (coalesce.ts): blocks start and wrap together. */
 const drops = new WeakMap<Remote, Coalesced<string, PushResult>>();

@@ -11,7 +11,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { execa, type ResultPromise } from 'execa';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { BIN } from '../testing/crash.ts';
 import { requireAll, skipWithout } from '../testing/needs.ts';
 import { needPostgres, type TestDatabase, testDatabase } from '../testing/postgres.ts';
@@ -198,7 +198,7 @@ describe.skipIf(NO_DATABASE)('tron agent with [cluster] database', () => {
     }
   }, 120_000);
 
-  it('refuses unknown roles for an agent as a usage mistake, before reaching the database', async () => {
+  it('refuses unknown roles for an agent as a usage mistake, before reaching the database — and says so when no database answers', async () => {
     const repo = await makeProject({ blocks: { alpha: {} }, sim: landingSim(['alpha']) });
     try {
       for (const roles of ['builder,gardener', 'tester']) {
@@ -215,6 +215,18 @@ describe.skipIf(NO_DATABASE)('tron agent with [cluster] database', () => {
         expect(refused.stderr).toContain('TRON_USAGE');
         expect(refused.stderr).toContain('--roles');
       }
+      // Roles it knows, and no database at the URL: said as such, the password hidden.
+      const clone = await makeProject({ blocks: { alpha: {} }, config: configFile({ extra: '\n[remote]\n' }) });
+      onTestFinished(() => clone.cleanup());
+      await clone.git('remote', 'add', 'origin', repo.dir);
+      const away = await execa('node', [BIN, 'agent', '--repo', clone.dir, '--database', 'postgres://nobody:secret@127.0.0.1:1/none'], {
+        env: ENV,
+        reject: false,
+        stdin: 'ignore',
+      });
+      expect(away.exitCode).toBe(1);
+      expect(away.stderr).toContain('TRON_DB_UNREACHABLE: cannot reach the database at postgres://nobody:***@127.0.0.1:1/none');
+      expect(away.stderr).not.toContain('secret');
     } finally {
       await repo.cleanup();
     }

@@ -23,7 +23,7 @@ import pg from 'pg';
 import { runMigrations } from 'graphile-worker';
 import type { Database, RunKey } from './pg-log.ts';
 import { CONTROL_FUNCTIONS, CONTROL_MIGRATION } from './pg-job-control.ts';
-import { SchemaNewerError } from './pg-log.ts';
+import { DatabaseUnreachableError, SchemaNewerError } from './pg-log.ts';
 
 /** The SQLSTATE of a refused result: the attempt that reports is not the job's current one. */
 export const STALE_ATTEMPT = 'TRN02';
@@ -278,6 +278,10 @@ export const QUIET: any = {
 export async function connect(url: string): Promise<pg.Client> {
   const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 10_000 });
   client.on('error', () => undefined);
-  await client.connect();
+  try {
+    await client.connect();
+  } catch (err) {
+    throw new DatabaseUnreachableError(url, (err as Error).message);
+  }
   return client;
 }

@@ -394,11 +394,12 @@ export async function brokerFor(db: Database, log: PgEventLog, config: Config): 
  */
 export async function adoptWork(fx: EffectContext, block: string, said?: string, fetches?: WorkFetches): Promise<void> {
   if (!fx.remote) throw new Error('turns on agents need [remote]');
-  if (said && (await git.revParse(fx.repo, `refs/heads/tron/${block}`)) === said) return;
+  // Only this block's effects move its branch, one at a time: read once, it holds across the fetch.
+  const branch = await git.revParse(fx.repo, `refs/heads/tron/${block}`);
+  if (said && branch === said) return;
   const got = await (fetches ?? new WorkFetches(fx.repo, fx.remote)).fetch(block);
   if (!got.ok) throw new Error(`cannot fetch the work of ${block} from ${fx.remote.name}: ${got.message}`);
-  if (!got.sha) return;
-  if ((await git.revParse(fx.repo, `refs/heads/tron/${block}`)) === got.sha) return;
+  if (!got.sha || branch === got.sha) return;
   // Not in the worktree queue: that orders making and removing worktrees; a reset inside the
   // block's own (its index, its branch, its files) waits for none of them, nor they for it.
   await gitOut(git.worktreePath(fx.repo, block), ['reset', '--hard', '--quiet', got.sha!]);

@@ -10,6 +10,7 @@ import type { EventBody, EventOf } from '../../core/events.ts';
 import * as git from '../../git/index.ts';
 import { checkout, runSuite } from './checkouts.ts';
 import { type EffectContext, effect, errorLine, type Queues } from './context.ts';
+import { Coalesced } from './coalesce.ts';
 import { suiteAt } from './suites.ts';
 
 export const observeFacts = effect({
@@ -57,8 +58,7 @@ async function observe(c: EffectContext, e: EventOf<'facts.requested'>): Promise
       git.isClean(dir).catch((error: unknown) => ({ problem: errorLine(error) })),
       git.commitsOver(c.repo, e.base, head).then((list) => list.length),
       trunkSha ? git.isAncestor(c.repo, trunkSha, head) : false,
-      // Read the main checkout only between landings, never while one is moving it.
-      c.queues.main.run(() => mainStatus(c.repo, c.config.trunk, c.queues)),
+      mainStatusOnce(c),
       git.changesUnder(c.repo, e.base, head, '.tron/'),
       git.patchId(c.repo, e.base, head),
     ]);
@@ -157,6 +157,25 @@ async function testIn(
     if ('error' in out) throw out.error;
     return c.checkouts.runs.run(() => runSuite(c, { ...at, dir: out.path }));
   });
+}
+
+/** The gates observed together read the main checkout together (coalesce.ts): one `status` for all of them. */
+const mainReads = new WeakMap<object, Coalesced<'main', { status: string } | { error: unknown }>>();
+
+/** The main checkout's status, read after this call began — only between landings, never while one is moving it. */
+async function mainStatusOnce(c: EffectContext): Promise<string> {
+  let reads = mainReads.get(c.queues);
+  if (!reads) {
+    const read = () => c.queues.main.run(() => mainStatus(c.repo, c.config.trunk, c.queues));
+    reads = new Coalesced(
+      async () => new Map([['main', await read().then((status) => ({ status }))] as const]),
+      (error) => ({ error }),
+    );
+    mainReads.set(c.queues, reads);
+  }
+  const got = await reads.ask('main');
+  if ('error' in got) throw got.error;
+  return got.status;
 }
 
 /**

@@ -72,7 +72,7 @@ describe("adopting an agent's work", () => {
 });
 
 describe("fetching blocks' work", () => {
-  it('fetches the blocks asked for while a fetch is in flight together, in one round trip, each at its own sha', async () => {
+  it('fetches the blocks asked for in one turn, or while a fetch is in flight, together in one round trip, each at its own sha', async () => {
     const { fx, work, connections, agent, bare } = await setup();
     const fetches = new WorkFetches(fx.repo, fx.remote!);
     // The agent pushed b's work; c and d get theirs at other commits.
@@ -80,14 +80,21 @@ describe("fetching blocks' work", () => {
     const d = await agent.git('commit-tree', '-m', 'd', '-p', work, `${work}^{tree}`);
     await agent.git('push', '-q', bare.dir, `${c}:refs/tron/work/c`, `${d}:refs/tron/work/d`);
     const before = connections();
-    const [b1, c1, d1] = await Promise.all([fetches.fetch('b'), fetches.fetch('c'), fetches.fetch('d')]);
+    // b is asked for alone; c and d once its fetch is in flight.
+    const b = fetches.fetch('b');
+    await new Promise((r) => setImmediate(r));
+    const [b1, c1, d1] = await Promise.all([b, fetches.fetch('c'), fetches.fetch('d')]);
     expect([b1, c1, d1]).toEqual([
       { ok: true, sha: work },
       { ok: true, sha: c },
       { ok: true, sha: d },
     ]);
-    // b went at once; c and d, asked for meanwhile, in the next fetch together.
+    // b went alone; c and d, asked for meanwhile, in the next fetch together.
     expect(connections() - before).toBe(2);
+    // Asked for in one turn (results read by one query): one fetch for all three.
+    const again = connections();
+    expect(await Promise.all([fetches.fetch('b'), fetches.fetch('c'), fetches.fetch('d')])).toEqual([b1, c1, d1]);
+    expect(connections() - again).toBe(1);
     expect(await testGit(fx.repo, 'rev-parse', 'refs/tron/fetched-work/d')).toBe(d);
   });
 

@@ -19,23 +19,30 @@ function manual() {
 const tick = () => new Promise((r) => setTimeout(r, 0));
 
 describe('coalesced round trips', () => {
-  it('sends the first ask at once and every ask made while it is in flight together in the next', async () => {
+  it('sends the asks of one turn together, and every ask made while that is in flight together in the next', async () => {
     const { c, rounds, ends } = manual();
-    const first = c.ask('a');
-    const later = [c.ask('b'), c.ask('c'), c.ask('b')];
+    const first = [c.ask('a'), c.ask('b')];
     await tick();
-    expect(rounds).toEqual([['a']]);
+    const later = [c.ask('b'), c.ask('c')];
+    await tick();
+    const last = c.ask('d');
+    await tick();
+    expect(rounds).toEqual([['a', 'b']]);
     ends[0]!();
-    expect(await first).toBe('a@1');
+    expect(await Promise.all(first)).toEqual(['a@1', 'b@1']);
     await tick();
-    expect(rounds).toEqual([['a'], ['b', 'c']]);
+    expect(rounds).toEqual([
+      ['a', 'b'],
+      ['b', 'c', 'd'],
+    ]);
     ends[1]!();
-    expect(await Promise.all(later)).toEqual(['b@2', 'c@2', 'b@2']);
+    expect(await Promise.all([...later, last])).toEqual(['b@2', 'c@2', 'd@2']);
   });
 
   it('answers every ask of a failed round trip with its failure, and goes on with the next', async () => {
     const { c, rounds, ends } = manual();
     const first = c.ask('a');
+    await tick();
     const second = c.ask('b');
     await tick();
     ends[0]!(new Error('remote down'));

@@ -1,13 +1,14 @@
 /**
- * Round trips grouped as the log's flushes are: the first request goes at once, and the
- * keys asked for while it is in flight go together in the next — one `git fetch` or
- * `git push` (and one upload- or receive-pack on the remote's host) for many blocks,
- * instead of one each. Six builders that finish together cost two or three fetches; six
- * blocks that start or wrap together, two or three pushes.
+ * Round trips grouped as the log's flushes are: the keys asked for in one turn of the
+ * event loop go together (the effects of one decision start in the same turn: six blocks'
+ * worktrees, six results read by one query), and those asked for while a round trip is in
+ * flight go together in the next — one `git fetch` or `git push` (and one upload- or
+ * receive-pack on the remote's host) for many blocks, instead of one each.
  */
 export class Coalesced<K, R> {
   private readonly asked = new Map<K, Array<(r: R) => void>>();
   private inFlight = false;
+  private scheduled = false;
 
   /** `all`: one round trip for `keys`, a result for each; `failed`: every key's result when it throws. */
   constructor(
@@ -21,7 +22,12 @@ export class Coalesced<K, R> {
       const waiting = this.asked.get(key) ?? [];
       waiting.push(resolve);
       this.asked.set(key, waiting);
-      this.next();
+      if (this.scheduled) return;
+      this.scheduled = true;
+      setImmediate(() => {
+        this.scheduled = false;
+        this.next();
+      });
     });
   }
 

@@ -1,5 +1,44 @@
+import { readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
+import { relative } from 'node:path';
 import { defineConfig } from 'vitest/config';
+import { BaseSequencer, type TestSpecification } from 'vitest/node';
+
+/**
+ * The longest files first, so that none starts late and runs on alone at the end of a run:
+ * by the time each took in the last run (vitest's cache, as vitest's own order), else — a
+ * fresh clone (CI), a new file — by the longest timeout the file gives a test, a hook or a
+ * process (a file that allows a test 15 minutes takes longest; a twentieth of it is taken
+ * as its time), then by size. Vitest alone orders a fresh clone by size: a small file that
+ * runs half a minute (evaluation/harness.test.ts) started last, and ran on alone.
+ */
+class LongestFirst extends BaseSequencer {
+  override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
+    const cache = this.ctx.cache;
+    const known = (spec: TestSpecification) =>
+      cache.getFileTestResults(`${spec.project.name}:${relative(this.ctx.config.root, spec.moduleId)}`);
+    const weight = new Map<TestSpecification, number>();
+    const size = new Map<TestSpecification, number>();
+    for (const spec of files) {
+      const text = readFileSync(spec.moduleId, 'utf8');
+      size.set(spec, text.length);
+      const cached = known(spec);
+      if (cached) {
+        weight.set(spec, cached.duration);
+        continue;
+      }
+      // A test's or hook's own timeout, `}, 900_000)`, or an option `timeout: 600_000`.
+      const timeouts = [...text.matchAll(/(?:\},\s*|timeout:\s*)(\d[\d_]*)\s*[),]/g)].map((m) => Number(m[1]!.replaceAll('_', '')));
+      weight.set(spec, Math.max(0, ...timeouts) / 20);
+    }
+    return [...files].sort(
+      (a, b) =>
+        Number(known(b)?.failed ?? false) - Number(known(a)?.failed ?? false) ||
+        weight.get(b)! - weight.get(a)! ||
+        size.get(b)! - size.get(a)!,
+    );
+  }
+}
 
 export default defineConfig({
   test: {
@@ -11,6 +50,7 @@ export default defineConfig({
     testTimeout: 60_000,
     hookTimeout: 60_000,
     pool: 'forks',
+    sequence: { sequencer: LongestFirst },
     setupFiles: ['engine/testing/state-home.ts', 'engine/testing/scrub-env.ts'],
   },
 });

@@ -20,7 +20,6 @@
  * queue's own tables (docs/cluster.md, "Roles"), never the log or the lease.
  */
 import pg from 'pg';
-import { runMigrations } from 'graphile-worker';
 import type { Database, RunKey } from './pg-log.ts';
 import { CONTROL_FUNCTIONS, CONTROL_MIGRATION } from './pg-job-control.ts';
 import { DatabaseUnreachableError, SchemaNewerError } from './pg-log.ts';
@@ -164,6 +163,8 @@ grant execute on function ${CONTROL_FUNCTIONS} to ${role};`;
  * the database). Under the advisory lock of the log's migrations, so two starts migrate once.
  */
 export async function migrateJobs(db: Database): Promise<void> {
+  // Loaded here, not at the top: a start without [cluster] database never needs it (~170 ms).
+  const { runMigrations } = await import('graphile-worker');
   await runMigrations({ connectionString: db.url, logger: QUIET });
   const client = db.client;
   await client.query('begin');

@@ -110,7 +110,10 @@ describe('tron start', () => {
         .replace('test = "node test.js"', `test = "node test.js && echo suite passed && (setsid sleep ${token} &) && sleep ${token}"`)
         // Long enough for `node test.js` to print on a busy machine; the sleep outlasts any budget.
         .replace('test = "1m"', 'test = "4s"');
-      const repo = await project({ blocks: { a: {} }, sim: builds('a'), config });
+      // Told of the failure, the builder gives up: one timed-out gate shows it all (the
+      // honest default would claim DONE again, and wait out the budget twice more).
+      const sim = `${builds('a')}\n[[blocks.a.builder]]\nreply = '>>BLOCKED {"reason":"the suite hangs"}'\n`;
+      const repo = await project({ blocks: { a: {} }, sim, config });
       const run = await runTron(repo);
       expect(run.exit).toBe(3);
       const observed = ofType(run.events, 'facts.observed').filter((e) => e.tests);

@@ -15,8 +15,13 @@ import { needPostgres, type TestDatabase, testDatabase } from '../testing/postgr
 import { startWorkers } from './job-queue.ts';
 import { asksFor, noteJob } from '../log/pg-job-control.ts';
 
-// A cluster of this file's own, where the test is the superuser.
+// A cluster of this file's own, where the test is the superuser. The URL is given back
+// after: a test process may run other files after this one (vitest.config.ts: isolate).
+const given = process.env.TRON_TEST_DATABASE_URL;
 delete process.env.TRON_TEST_DATABASE_URL;
+afterAll(() => {
+  if (given !== undefined) process.env.TRON_TEST_DATABASE_URL = given;
+});
 const POSTGRES = needPostgres();
 const NO_DATABASE = skipWithout('the agents’ database role', POSTGRES);
 

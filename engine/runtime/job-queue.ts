@@ -12,7 +12,7 @@
  */
 import { EventEmitter } from 'node:events';
 import { hostname } from 'node:os';
-import { run as runQueue, type Runner, type Task } from 'graphile-worker';
+import type { Runner, Task } from 'graphile-worker';
 import type pg from 'pg';
 import type { DecisionType, EventBody, TronEvent } from '../core/events.ts';
 import {
@@ -329,6 +329,8 @@ export async function startWorkers(o: WorkerOptions): Promise<{ stop(): Promise<
   try {
     // Said before the first claim: a database without the queue's schema fails here, with nothing claimed.
     await heartbeat();
+    // Loaded here, not at the top: a start without [cluster] database never needs it (~170 ms).
+    const { run: runQueue } = await import('graphile-worker');
     runner = await runQueue({
       connectionString: o.url,
       concurrency: o.slots,

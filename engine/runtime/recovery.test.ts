@@ -9,6 +9,7 @@ import { makeProject, configFile } from '../testing/project.ts';
 import { recover } from './recovery.ts';
 import { systemClock } from '../core/clock.ts';
 import { readdirSync } from 'node:fs';
+import type { TronEvent } from '../core/events.ts';
 
 const repos: TestRepo[] = [];
 afterEach(async () => {
@@ -113,15 +114,27 @@ async function crashAt(n: number, expectedTree: string): Promise<void> {
   expect(await checkFinished(repo)).toBe(expectedTree);
 }
 
+/**
+ * A run with no crash, made once for the tests that compare with it (they keep only what
+ * it wrote and left, not the repository): its events and trunk's files.
+ */
+let clean: Promise<{ events: TronEvent[]; tree: string }> | undefined;
+function cleanRun(): Promise<{ events: TronEvent[]; tree: string }> {
+  clean ??= (async () => {
+    const repo = await fresh();
+    const run = await startCli(repo);
+    expect(run.exitCode).toBe(0);
+    const tree = await checkFinished(repo);
+    return { events: allRuns(repo)[0]!, tree };
+  })();
+  return clean;
+}
+
 describe('recovery from a crash at any instant', () => {
   it('lands every block exactly once with trunk green, crashing after a spread of event boundaries', async () => {
-    const clean = await fresh();
-    const run = await startCli(clean);
-    expect(run.exitCode).toBe(0);
-    const tree = await checkFinished(clean);
-    const total = allRuns(clean)[0]!.length;
+    const { events, tree } = await cleanRun();
+    const total = events.length;
     const sweep = process.env.TRON_CRASH_SWEEP === 'full';
-    const events = allRuns(clean)[0]!;
     const landing = events.filter((e) => e.type === 'land.intent' || e.type === 'block.landed').map((e) => e.seq);
     // The merge lane's boundaries: a stack formed, rebased, tested, closed (the first of each).
     const lane = ['lane.stacked', 'rebase.done', 'candidate.tested', 'lane.closed'].map((t) => events.find((e) => e.type === t)!.seq);
@@ -171,9 +184,7 @@ describe('recovery from a crash at any instant', () => {
   }, 900_000);
 
   it('survives the whole process group being SIGKILLed at moments chosen by a seeded sequence', async () => {
-    const clean = await fresh();
-    expect((await startCli(clean)).exitCode).toBe(0);
-    const tree = await checkFinished(clean);
+    const { tree } = await cleanRun();
     // One round in npm test; the sweep (npm run test:crash) plays several seeds.
     const rounds = process.env.TRON_CRASH_SWEEP === 'full' ? 8 : 1;
     for (let round = 0; round < rounds; round += 1) {

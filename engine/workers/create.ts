@@ -2,7 +2,6 @@
 import type { WorkerAdapter } from './adapter.ts';
 import type { WorkerSettings } from '../project/worker-settings.ts';
 import { createCommandWorker } from './command.ts';
-import { createOpenAIWorker } from './openai/agent.ts';
 import { createSimWorker } from './sim.ts';
 import type { Sandbox } from './sandbox.ts';
 
@@ -12,8 +11,24 @@ export function createWorker(
 ): WorkerAdapter {
   const sandbox = deps.sandbox ? { sandbox: deps.sandbox } : {};
   switch (settings.adapter) {
-    case 'openai':
-      return createOpenAIWorker(settings, { env: deps.env, ...sandbox });
+    case 'openai': {
+      // The built-in agent (and the openai package, ~90 ms to load) is loaded at its first
+      // turn, not at every start. Until then no turn of it runs: nothing to probe or watch.
+      let agent: WorkerAdapter | undefined;
+      const load = async () => {
+        agent ??= (await import('./openai/agent.ts')).createOpenAIWorker(settings, { env: deps.env, ...sandbox });
+        return agent;
+      };
+      return {
+        kind: 'openai',
+        runTurn: async (request, observer) => (await load()).runTurn(request, observer),
+        running: (session) => agent?.running?.(session),
+        probe: (session, question) => {
+          if (agent) agent.probe?.(session, question);
+          else void load().then((a) => a.probe?.(session, question));
+        },
+      };
+    }
     case 'command':
       return createCommandWorker(settings, { env: deps.env, ...sandbox, ...(deps.replyLimit ? { replyLimit: deps.replyLimit } : {}) });
     case 'sim':

@@ -301,6 +301,24 @@ export interface WorkerOptions {
  * NOTIFY, SKIP LOCKED), each job a new attempt (`tron_claim`), reported with `tron_complete`.
  * It heartbeats every `heartbeatMs` and unlocks the jobs of pools silent for 1.5 periods.
  */
+let tracesQuiet = false;
+
+/**
+ * graphile-worker 0.16 calls `console.trace(error)` when a worker's loop ends in an error
+ * (main.js: a connection reset while the database restarts), whatever its logger — a stack
+ * trace on the user's terminal beside tron's one coded line (TRON_DB_LOST). Its logger gets
+ * the same error (QUIET: shown with TRON_DEBUG=1), and so do these traces. tron itself never
+ * calls console.trace.
+ */
+function quietLibraryTraces(): void {
+  if (tracesQuiet) return;
+  tracesQuiet = true;
+  const trace = console.trace.bind(console);
+  console.trace = (...args: unknown[]) => {
+    if (process.env.TRON_DEBUG === '1') trace(...args);
+  };
+}
+
 export async function startWorkers(o: WorkerOptions): Promise<{ stop(): Promise<void> }> {
   const beat = await connect(o.url);
   const locks: string[] = [];
@@ -331,6 +349,7 @@ export async function startWorkers(o: WorkerOptions): Promise<{ stop(): Promise<
     await heartbeat();
     // Loaded here, not at the top: a start without [cluster] database never needs it (~170 ms).
     const { run: runQueue } = await import('graphile-worker');
+    quietLibraryTraces();
     runner = await runQueue({
       connectionString: o.url,
       concurrency: o.slots,

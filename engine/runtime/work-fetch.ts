@@ -5,9 +5,10 @@
  */
 import { type FetchResult, fetchRef, fetchRefs, type Remote } from '../git/remote.ts';
 import { Coalesced } from './effects/coalesce.ts';
+import { workRefOf } from './effects/work-ref.ts';
 
 /** The ref a block's work travels in between agents and the engine, and where the engine keeps what it fetched of it. */
-export const workRefs = (block: string): readonly [string, string] => [`refs/tron/work/${block}`, `refs/tron/fetched-work/${block}`];
+export const workRefs = (block: string): readonly [string, string] => [workRefOf(block), `refs/tron/fetched-work/${block}`];
 
 export class WorkFetches {
   private readonly batches: Coalesced<string, FetchResult>;

@@ -255,7 +255,7 @@ async function runHeldTurn(
     // What this clone holds already is not fetched again: a reviewer reads two commits, the
     // sha under review and its base (the diffstat's); a turn's trunk is where the engine
     // left it when it decided (a merge turn fetches it: it rebases onto the remote's). The
-    // fetches run at once (a turn waits for the longer round trip, not their sum).
+    // fetches go in one round trip, or at once (a turn waits for the longer, not their sum).
     // A builder's challenge is about the sha the engine holds (its facts' head): the work
     // ref's value when the engine last fetched it, so a clone that holds it starts there and
     // pushes by lease against it — were the ref moved meanwhile, the push is refused.

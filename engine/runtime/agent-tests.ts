@@ -96,10 +96,10 @@ export class AgentSuites implements RemoteSuites {
     const remote = c.remote;
     // [cluster] jobs = "agents" needs [remote] (job-queue.ts: brokerFor); without one, nothing can travel.
     if (!remote) return here();
-    // A block's own work is on the remote already, as its work ref: when that is the sha to
-    // test (a gate's run), the agent fetches it there and nothing is pushed for it.
     // What an earlier engine left goes now, while nothing waits on it: not at the first push (a stack's candidate).
     void this.sweep(c, remote);
+    // A block's own work is on the remote already, as its work ref: when that is the sha to
+    // test (a gate's run), the agent fetches it there and nothing is pushed for it.
     const [work, fetchedWork] = workRefs(at.block);
     const onWorkRef = (await git.revParse(c.repo, fetchedWork)) === at.sha;
     const ref = onWorkRef ? work : testRef(at.sha);

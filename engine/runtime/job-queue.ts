@@ -296,11 +296,6 @@ export interface WorkerOptions {
   onClaimed?: (key: JobKey, claimed: Claimed) => void;
 }
 
-/**
- * A pool of `slots` workers that claim the jobs of `roles` (graphile-worker: woken by
- * NOTIFY, SKIP LOCKED), each job a new attempt (`tron_claim`), reported with `tron_complete`.
- * It heartbeats every `heartbeatMs` and unlocks the jobs of pools silent for 1.5 periods.
- */
 let tracesQuiet = false;
 
 /**
@@ -319,6 +314,11 @@ function quietLibraryTraces(): void {
   };
 }
 
+/**
+ * A pool of `slots` workers that claim the jobs of `roles` (graphile-worker: woken by
+ * NOTIFY, SKIP LOCKED), each job a new attempt (`tron_claim`), reported with `tron_complete`.
+ * It heartbeats every `heartbeatMs` and unlocks the jobs of pools silent for 1.5 periods.
+ */
 export async function startWorkers(o: WorkerOptions): Promise<{ stop(): Promise<void> }> {
   const beat = await connect(o.url);
   const locks: string[] = [];

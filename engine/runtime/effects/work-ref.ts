@@ -21,7 +21,7 @@ export const workRefOf = (block: string): string => `${WORK_PREFIX}${block}`;
 /** Every block's work ref: what an agent's fetch brings along, so its next job of any block finds the sha here. */
 export const ALL_WORK_REFS = `${WORK_PREFIX}*`;
 
-/** The deletions asked for while one is in flight go in the next push (coalesce.ts): blocks start and wrap together. */
+/** Deletions asked for together, or while one is in flight, go in one push (coalesce.ts): blocks start and wrap together. */
 const drops = new WeakMap<Remote, Coalesced<string, PushResult>>();
 
 /**

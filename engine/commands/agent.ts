@@ -33,7 +33,8 @@ import { type EffectContext, errorLine, Queues } from '../runtime/effects/contex
 import type { TurnRequest } from '../runtime/effects/turn.ts';
 import { AgentControl, type HeldTurn } from '../runtime/agent-control.ts';
 import { probe } from '../runtime/effects/liveness.ts';
-import { ALL_WORK_REFS, WORK_PREFIX, workRefOf } from '../runtime/effects/work-ref.ts';
+import { ALL_WORK_REFS, WORK_PREFIX } from '../runtime/effects/work-ref.ts';
+import { workRefs } from '../runtime/work-fetch.ts';
 import { runJob, startWorkers } from '../runtime/job-queue.ts';
 import { runSuiteHere } from '../runtime/agent-tests.ts';
 import { loadSpine } from '../spine/load.ts';
@@ -242,8 +243,7 @@ async function runHeldTurn(
   };
   // An overrun turn is probed here, by the same effect the engine runs for its own turns.
   held.probeWith((p) => probe.run(fx, p) as Promise<EventBody>);
-  const work = workRefOf(e.block);
-  const tracking = `refs/tron/fetched-work/${e.block}`;
+  const [work, tracking] = workRefs(e.block);
   const steps: Record<string, number> = {};
   let since = performance.now();
   const step = (name: string) => {

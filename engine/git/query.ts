@@ -4,10 +4,13 @@
  * rebase changed the patch. Nothing here changes the repository.
  */
 import type { StatusResult } from 'simple-git';
+import { resolveCommitName } from './resolver.ts';
 import { DIFF_FLAGS, GitStateError, commandFailed, gitOut, isFullSha, runGit, type Sha, withSimpleGit } from './run.ts';
 
 /** The commit `ref` names, or undefined when there is no such commit. */
 export async function revParse(repo: string, ref: string): Promise<Sha | undefined> {
+  const answer = await resolveCommitName(repo, ref);
+  if (answer !== 'unsure') return answer;
   const args = ['rev-parse', '--verify', '--quiet', '--end-of-options', `${ref}^{commit}`];
   const result = await runGit(repo, args);
   if (result.exitCode === 0) return result.stdout.trim();

@@ -1,0 +1,139 @@
+/**
+ * Names to commits without a process each: `revParse` is the engine's and an agent's most
+ * frequent git call (a third of all of them in a six-block run on agents), and each spawn
+ * of git from a node process of ~100 MB costs a fork of it — more than git's own work for
+ * a lookup. So a repository's lookups go to one long-lived `git cat-file --batch-check`
+ * (under the same rule as every engine git call: run.ts), a line asked, a line answered.
+ *
+ * It answers as `rev-parse --verify` would, from the repository as it is at the moment of
+ * the question: git reads a loose ref's file at each lookup, re-reads `packed-refs` when
+ * it changed, and looks for new packs when an object is missing (a fetch's). Only a
+ * repository's main folder (`.git` a directory) gets a resolver — a worktree's own refs
+ * (HEAD) are asked by a process in that worktree — and it is dropped when that `.git` is
+ * no longer the one it started in (the repository removed, or made again at the same
+ * path), when it has been idle for a while, and when its process ends. Whatever it cannot
+ * answer exactly (a name with white space, an ambiguous abbreviation, a process gone) is
+ * asked of `rev-parse` itself.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { lstat } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
+import { gitEnv, SAFE_CONFIG, type Sha } from './run.ts';
+
+/** How long an unused resolver stays: a run's lookups come in bursts, a repository left alone frees its process. */
+const IDLE_MS = 5000;
+
+/** What a lookup comes back as: a commit, none, or "ask rev-parse". */
+type Answer = Sha | undefined | 'unsure';
+
+class Resolver {
+  private readonly child: ChildProcess;
+  private readonly waiting: Array<(a: Answer) => void> = [];
+  private buffered = '';
+  private idle: NodeJS.Timeout | undefined;
+  closed = false;
+
+  constructor(
+    readonly dir: string,
+    readonly identity: string,
+    private readonly onClose: (r: Resolver) => void,
+  ) {
+    this.child = spawn('git', [...SAFE_CONFIG.flatMap((pair) => ['-c', pair]), 'cat-file', '--batch-check=%(objectname)'], {
+      cwd: dir,
+      env: gitEnv(process.env),
+      stdio: ['pipe', 'pipe', 'ignore'],
+    });
+    this.child.on('error', () => this.close());
+    this.child.on('exit', () => this.close());
+    this.child.stdin!.on('error', () => this.close());
+    this.child.stdout!.setEncoding('utf8');
+    this.child.stdout!.on('data', (chunk: string) => this.read(chunk));
+    this.quiet();
+  }
+
+  ask(name: string): Promise<Answer> {
+    if (this.closed) return Promise.resolve('unsure');
+    if (this.idle) clearTimeout(this.idle);
+    this.idle = undefined;
+    // Waiting for an answer keeps the process alive (a CLI whose last await is a lookup).
+    if (this.waiting.length === 0) this.hold(true);
+    return new Promise((answer) => {
+      this.waiting.push(answer);
+      this.child.stdin!.write(`${name}\n`);
+    });
+  }
+
+  private read(chunk: string): void {
+    this.buffered += chunk;
+    for (let nl = this.buffered.indexOf('\n'); nl >= 0; nl = this.buffered.indexOf('\n')) {
+      const line = this.buffered.slice(0, nl);
+      this.buffered = this.buffered.slice(nl + 1);
+      const answer = this.waiting.shift();
+      if (!answer) continue;
+      if (/^(?:[0-9a-f]{40}|[0-9a-f]{64})$/.test(line)) answer(line);
+      else if (line.endsWith(' missing')) answer(undefined);
+      else answer('unsure');
+    }
+    if (this.waiting.length === 0) this.quiet();
+  }
+
+  /** Idle: nothing keeps the event loop for it, and it goes after IDLE_MS. */
+  private quiet(): void {
+    this.hold(false);
+    if (this.closed) return;
+    this.idle = setTimeout(() => this.close(), IDLE_MS);
+    this.idle.unref();
+  }
+
+  private hold(on: boolean): void {
+    for (const stream of [this.child.stdin, this.child.stdout]) {
+      const s = stream as unknown as { ref?: () => void; unref?: () => void } | null;
+      if (on) s?.ref?.();
+      else s?.unref?.();
+    }
+    if (on) this.child.ref();
+    else this.child.unref();
+  }
+
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    if (this.idle) clearTimeout(this.idle);
+    this.onClose(this);
+    for (const answer of this.waiting.splice(0)) answer('unsure');
+    this.child.stdin!.end();
+    this.hold(false);
+  }
+}
+
+const resolvers = new Map<string, Resolver>();
+
+/** The `.git` of `dir` as dev:inode when it is a directory (a main repository folder), else undefined. */
+async function gitDirIdentity(dir: string): Promise<string | undefined> {
+  const st = await lstat(join(dir, '.git')).catch(() => undefined);
+  return st?.isDirectory() ? `${st.dev}:${st.ino}` : undefined;
+}
+
+/**
+ * The commit `ref` names in the repository at `dir`, by its long-lived resolver: undefined
+ * when there is no such commit, 'unsure' when rev-parse must be asked instead.
+ */
+export async function resolveCommitName(dir: string, ref: string): Promise<Answer> {
+  if (/\s/.test(ref) || ref === '') return 'unsure';
+  const key = resolve(dir);
+  const identity = await gitDirIdentity(key);
+  let r = resolvers.get(key);
+  if (r && r.identity !== identity) r.close();
+  if (identity === undefined) return 'unsure';
+  r = resolvers.get(key);
+  if (!r) {
+    r = new Resolver(key, identity, (gone) => resolvers.get(gone.dir) === gone && resolvers.delete(gone.dir));
+    resolvers.set(key, r);
+  }
+  return r.ask(`${ref}^{commit}`);
+}
+
+/** Ends every resolver's process (a test, or a process about to exit that wants none left behind). */
+export function closeResolvers(): void {
+  for (const r of [...resolvers.values()]) r.close();
+}

@@ -324,8 +324,13 @@ async function runHeldTurn(
   }
 }
 
-/** The block's worktree in this clone, on `tron/<id>` at `sha`: whatever was there from an earlier job goes. */
+/**
+ * The block's worktree in this clone, on `tron/<id>` at `sha`: whatever was there from an
+ * earlier job goes — reset and cleaned where it is sound (the agent built the block: its
+ * next jobs come here), else removed and made again.
+ */
 async function freshWorktree(repo: string, block: string, sha: string): Promise<void> {
+  if (await git.reuseBuildWorktree(repo, block, sha)) return;
   const path = git.worktreePath(repo, block);
   if (existsSync(path)) await git.removeWorktree(repo, path);
   const branch = `tron/${block}`;

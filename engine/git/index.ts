@@ -78,6 +78,7 @@ export {
   engineCheckoutPath,
   pruneWorktrees,
   resetWorktree,
+  reuseBuildWorktree,
   createReviewCheckout,
   createWorktree,
   removeWorktree,

@@ -65,6 +65,14 @@ describe('revParse by a long-lived resolver', () => {
     }
   });
 
+  it('leaves what is not a commit to rev-parse: an annotated tag is peeled to its commit, a tree refused', async () => {
+    const r = await repo();
+    const head = await r.git('rev-parse', 'HEAD');
+    await r.git('tag', '-a', '-m', 'v1', 'v1');
+    expect(await revParse(r.dir, 'refs/tags/v1')).toBe(head);
+    await expect(revParse(r.dir, await r.git('rev-parse', 'HEAD^{tree}'))).rejects.toThrow(/expected commit/);
+  });
+
   it('gives each of many lookups at once its own answer', async () => {
     const r = await repo();
     const shas: string[] = [];

@@ -12,8 +12,9 @@
  * (HEAD) are asked by a process in that worktree — and it is dropped when that `.git` is
  * no longer the one it started in (the repository removed, or made again at the same
  * path), when it has been idle for a while, and when its process ends. Whatever it cannot
- * answer exactly (a name with white space, an ambiguous abbreviation, a process gone) is
- * asked of `rev-parse` itself.
+ * answer exactly (a name with white space, an ambiguous abbreviation, an object that is not
+ * a commit — a tag to peel, or a tree, which rev-parse refuses with its own error — a
+ * process gone) is asked of `rev-parse` itself.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { lstat } from 'node:fs/promises';
@@ -38,7 +39,7 @@ class Resolver {
     readonly identity: string,
     private readonly onClose: (r: Resolver) => void,
   ) {
-    this.child = spawn('git', [...SAFE_CONFIG.flatMap((pair) => ['-c', pair]), 'cat-file', '--batch-check=%(objectname)'], {
+    this.child = spawn('git', [...SAFE_CONFIG.flatMap((pair) => ['-c', pair]), 'cat-file', '--batch-check=%(objectname) %(objecttype)'], {
       cwd: dir,
       env: gitEnv(process.env),
       stdio: ['pipe', 'pipe', 'ignore'],
@@ -70,7 +71,8 @@ class Resolver {
       this.buffered = this.buffered.slice(nl + 1);
       const answer = this.waiting.shift();
       if (!answer) continue;
-      if (/^(?:[0-9a-f]{40}|[0-9a-f]{64})$/.test(line)) answer(line);
+      const commit = /^([0-9a-f]{40}|[0-9a-f]{64}) commit$/.exec(line);
+      if (commit) answer(commit[1]);
       else if (line.endsWith(' missing')) answer(undefined);
       else answer('unsure');
     }
@@ -108,10 +110,16 @@ class Resolver {
 
 const resolvers = new Map<string, Resolver>();
 
-/** The `.git` of `dir` as dev:inode when it is a directory (a main repository folder), else undefined. */
+/**
+ * The `.git` of `dir` when it is a directory (a main repository folder), else undefined: its
+ * device, inode and birth time — a folder made again gets a freed inode back at once, never
+ * the same birth (where the file system keeps none, its change time: a needless restart at
+ * worst).
+ */
 async function gitDirIdentity(dir: string): Promise<string | undefined> {
-  const st = await lstat(join(dir, '.git')).catch(() => undefined);
-  return st?.isDirectory() ? `${st.dev}:${st.ino}` : undefined;
+  const st = await lstat(join(dir, '.git'), { bigint: true }).catch(() => undefined);
+  if (!st?.isDirectory()) return undefined;
+  return `${st.dev}:${st.ino}:${st.birthtimeNs > 0n ? st.birthtimeNs : `c${st.ctimeNs}`}`;
 }
 
 /**
@@ -130,7 +138,7 @@ export async function resolveCommitName(dir: string, ref: string): Promise<Answe
     r = new Resolver(key, identity, (gone) => resolvers.get(gone.dir) === gone && resolvers.delete(gone.dir));
     resolvers.set(key, r);
   }
-  return r.ask(`${ref}^{commit}`);
+  return r.ask(ref);
 }
 
 /** Ends every resolver's process (a test, or a process about to exit that wants none left behind). */

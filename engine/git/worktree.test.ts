@@ -10,6 +10,7 @@ import {
   pruneWorktrees,
   removeWorktree,
   resetWorktree,
+  reuseBuildWorktree,
   revParse,
 } from './index.ts';
 import { makeRepo, type TestRepo } from '../testing/repo.ts';
@@ -261,5 +262,56 @@ describe('clearEngineRefLocks', () => {
     }
     expect(existsSync(theirs)).toBe(true);
     expect(await clearEngineRefLocks(r.dir)).toEqual([held]);
+  });
+});
+
+describe('reuseBuildWorktree', () => {
+  it('puts a sound build worktree at the sha asked, without its changes, untracked or ignored files', async () => {
+    const r = await repo();
+    await r.write('.gitignore', 'out/\n');
+    const base = await r.commitAll('ignore out/');
+    const wt = await createWorktree(r.dir, { id: 'x', base });
+    const tree = r.at(wt.path);
+    await tree.write('a.txt', 'built\n');
+    const built = await tree.commitAll('built');
+    await tree.write('a.txt', 'uncommitted\n');
+    await tree.write('new.txt', 'untracked\n');
+    await tree.write('out/cache', 'ignored\n');
+    expect(await reuseBuildWorktree(r.dir, 'x', base)).toBe(true);
+    expect(await r.git('rev-parse', 'refs/heads/tron/x')).toBe(base);
+    expect(await tree.git('symbolic-ref', 'HEAD')).toBe('refs/heads/tron/x');
+    expect(await tree.read('a.txt')).toBe('a\n');
+    expect(existsSync(join(wt.path, 'new.txt')) || existsSync(join(wt.path, 'out'))).toBe(false);
+    expect(await reuseBuildWorktree(r.dir, 'x', built)).toBe(true);
+    expect(await tree.read('a.txt')).toBe('built\n');
+  });
+
+  it('refuses, changing nothing, a worktree whose .git names another repository, one mid-rebase, one off its branch, and none', async () => {
+    const r = await repo();
+    const base = await r.git('rev-parse', 'HEAD');
+    expect(await reuseBuildWorktree(r.dir, 'x', base)).toBe(false);
+    const wt = await createWorktree(r.dir, { id: 'x', base });
+    const tree = r.at(wt.path);
+    await tree.write('a.txt', 'work\n');
+    // A worker rewrote the worktree's .git to point into another repository.
+    const other = await repo();
+    await other.git('fetch', '-q', r.dir, 'main');
+    const otherHead = await other.git('rev-parse', 'HEAD');
+    await writeFile(join(wt.path, '.git'), `gitdir: ${join(other.dir, '.git')}\n`);
+    expect(await reuseBuildWorktree(r.dir, 'x', base)).toBe(false);
+    expect(await other.git('rev-parse', 'HEAD')).toBe(otherHead);
+    expect(await other.git('status', '--porcelain')).toBe('');
+    await rm(wt.path, { recursive: true, force: true });
+    await r.git('worktree', 'prune');
+    await r.git('branch', '-D', 'tron/x');
+    const again = await createWorktree(r.dir, { id: 'x', base });
+    await r.at(again.path).write('a.txt', 'work\n');
+    const admin = join(r.dir, '.git', 'worktrees', 'x');
+    await mkdir(join(admin, 'rebase-merge'));
+    expect(await reuseBuildWorktree(r.dir, 'x', base)).toBe(false);
+    await rm(join(admin, 'rebase-merge'), { recursive: true });
+    await r.at(again.path).git('checkout', '-q', '--detach');
+    expect(await reuseBuildWorktree(r.dir, 'x', base)).toBe(false);
+    expect(await r.at(again.path).read('a.txt')).toBe('work\n');
   });
 });

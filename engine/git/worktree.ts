@@ -229,6 +229,34 @@ export async function pruneWorktrees(repo: string): Promise<void> {
   await gitOut(repo, ['worktree', 'prune']);
 }
 
+/** What a worktree's admin folder holds while a git operation is under way in it. */
+const UNDER_WAY = ['rebase-merge', 'rebase-apply', 'MERGE_HEAD', 'CHERRY_PICK_HEAD', 'REVERT_HEAD', 'sequencer', 'BISECT_LOG', 'locked'];
+
+/**
+ * Puts block `id`'s build worktree, when it is there and sound, at exactly `sha` on its
+ * branch — `reset --hard` and `clean -ffdx`, which drop every change and every untracked or
+ * ignored file — instead of removing it and making it again (five git processes and every
+ * file written, against two): an agent that built the block holds it where its next job
+ * starts. Sound: its `.git` file and git's record of it name each other, HEAD is on
+ * `tron/<id>`, and nothing (a rebase, a merge, a lock) is under way there. Returns false
+ * when it is not, or a step fails: the caller then makes it afresh.
+ */
+export async function reuseBuildWorktree(repo: string, id: string, sha: Sha): Promise<boolean> {
+  const path = worktreePath(repo, id);
+  const dotGit = join(path, '.git');
+  const named = /^gitdir: (.*)$/m.exec(await readFile(dotGit, 'utf8').catch(() => ''))?.[1]?.trim();
+  if (!named) return false;
+  const admin = resolve(path, named);
+  if (dirname(admin) !== join(await commonDir(repo), 'worktrees')) return false;
+  const back = (await readFile(join(admin, 'gitdir'), 'utf8').catch(() => '')).trim();
+  if (back === '' || resolve(back) !== dotGit) return false;
+  if ((await readFile(join(admin, 'HEAD'), 'utf8').catch(() => '')).trim() !== `ref: refs/heads/tron/${id}`) return false;
+  if (UNDER_WAY.some((f) => existsSync(join(admin, f)))) return false;
+  const reset = await runGit(path, ['reset', '--hard', '--quiet', sha]);
+  if (reset.exitCode !== 0) return false;
+  return (await runGit(path, ['clean', '-ffdxq'])).exitCode === 0;
+}
+
 /**
  * Puts a block's worktree back to its branch head after a crash: the engine's stale locks
  * cleared, any rebase or merge the worker had under way aborted, uncommitted changes

@@ -33,6 +33,56 @@ export const RESULTS_CHANNEL = 'tron_results';
 /** graphile-worker's task names: one per role, so an agent claims only what its roles allow. */
 export const taskOf = (role: string): string => `tron_${role}`;
 
+/**
+ * Version 3: **a block's jobs go near its work.** A block's gate test run, its challenge, its
+ * review and its next builder turn are flagged `near:<role>:<agent>`, the agent whose builder
+ * turn of the block ended last: that clone holds the block's sha and its worktree, so it
+ * fetches nothing and checks out little. Every other agent leaves such a job alone while that
+ * agent is alive, holds the job's role and has a free slot (`tron_near_elsewhere`, graphile-worker's forbidden flags),
+ * and takes it otherwise — so a preference, never a wait on a busy or dead agent: a job is
+ * at most one poll late (the pool's poll interval) when that agent filled its slots meanwhile.
+ * Which agent runs a job changes nothing the engine decides.
+ */
+const NEAR_MIGRATION = `
+  create index tron_jobs_running on tron_jobs (worker) where state = 'running';
+
+  create or replace function tron_jobs_enqueue() returns trigger language plpgsql as $$
+  declare
+    near text;
+    blk text := coalesce(new.request -> 'decision' ->> 'block',
+                         case when new.request ->> 'session' = 'tests:gate' then new.request ->> 'block' end);
+  begin
+    if blk is not null then
+      select t.worker into near from tron_jobs t
+       where t.repository = new.repository and t.run = new.run and t.role = 'builder' and t.state = 'done'
+         and t.request -> 'decision' ->> 'block' = blk
+       order by t.seq desc limit 1;
+    end if;
+    perform graphile_worker.add_job('tron_' || new.role,
+      json_build_object('repository', new.repository, 'run', new.run, 'seq', new.seq),
+      max_attempts => 25, job_key => new.repository || '/' || new.run || '/' || new.seq, job_key_mode => 'unsafe_dedupe',
+      flags => case when near is null then null else array['near:' || new.role || ':' || near] end);
+    return new;
+  end $$;
+
+  -- The flags agent p_worker leaves alone: near:<role>:<agent> of each role of each other agent
+  -- seen within p_lapse that has a free slot (an agent without the job's role is never waited for).
+  create function tron_near_elsewhere(p_worker text, p_lapse interval) returns text[]
+  language sql stable security definer set search_path = public, pg_temp as $$
+    select coalesce(array_agg('near:' || r.role || ':' || a.worker), '{}') from tron_agents a, unnest(a.roles) as r(role)
+     where a.worker <> p_worker and a.seen_at >= now() - p_lapse
+       and (select count(*) from tron_jobs j where j.worker = a.worker and j.state = 'running') < a.slots;
+  $$;
+  revoke execute on function tron_near_elsewhere(text, interval) from public;
+  -- The agents' roles granted before this version (agentGrants) may ask it too.
+  do $$ declare r text; begin
+    for r in select distinct grantee from information_schema.routine_privileges
+              where routine_name = 'tron_claim' and privilege_type = 'EXECUTE' and grantee <> current_user loop
+      execute format('grant execute on function tron_near_elsewhere(text, interval) to %I', r);
+    end loop;
+  end $$;
+`;
+
 /** The queue's schema, one migration a version (`tron_queue_schema`); never edited once released. */
 export const JOB_MIGRATIONS: readonly string[] = [
   `
@@ -132,12 +182,14 @@ export const JOB_MIGRATIONS: readonly string[] = [
   `,
   // 2: the engine's asks of a running job (stop, probe) and its attempt's notes (engine/log/pg-job-control.ts).
   CONTROL_MIGRATION,
+  // 3: a block's jobs go near its work (NEAR_MIGRATION).
+  NEAR_MIGRATION,
 ];
 
 /**
  * What the agents' role is granted (docs/cluster.md, "Roles"): graphile-worker's own tables
  * and functions — to claim, finish and retry jobs; a policy on each of its tables that keep
- * row-level security — and tron's four queue functions. Nothing
+ * row-level security — and tron's five queue functions. Nothing
  * of the log, the lease or tron_jobs itself: an agent reads a job's request and writes its
  * result only through tron_claim and tron_complete, fenced by attempt.
  */
@@ -154,7 +206,8 @@ do $$ declare t text; begin
   end loop;
 end $$;
 grant execute on function tron_heartbeat(text, text, text[], integer, text[]), tron_reap(interval),
-  tron_claim(text, text, integer, text), tron_complete(text, text, integer, integer, jsonb) to ${role};
+  tron_claim(text, text, integer, text), tron_complete(text, text, integer, integer, jsonb),
+  tron_near_elsewhere(text, interval) to ${role};
 grant execute on function ${CONTROL_FUNCTIONS} to ${role};`;
 }
 
@@ -252,6 +305,19 @@ export interface JobKey extends RunKey {
 export async function claimJob(client: pg.ClientBase, key: JobKey, worker: string): Promise<Claimed | undefined> {
   const { rows } = await client.query<Claimed>('select * from tron_claim($1, $2, $3, $4)', [key.repository, key.run, key.seq, worker]);
   return rows[0];
+}
+
+/** The flags of jobs `worker` leaves to the agents near their work (NEAR_MIGRATION); none when it may not ask. */
+export async function nearElsewhere(client: pg.ClientBase, worker: string, lapseMs: number): Promise<string[]> {
+  try {
+    const { rows } = await client.query<{ f: string[] }>('select tron_near_elsewhere($1, $2::interval) as f', [
+      worker,
+      `${lapseMs} milliseconds`,
+    ]);
+    return rows[0]?.f ?? [];
+  } catch {
+    return [];
+  }
 }
 
 /** Records the result of `attempt`; the database refuses it (STALE_ATTEMPT) unless that attempt holds the job. */

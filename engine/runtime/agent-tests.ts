@@ -276,9 +276,11 @@ export async function runSuiteHere(base: AgentBase, claimed: Claimed, key: JobKe
   };
   const tracking = `refs/tron/fetched-test/${r.sha}`;
   const name = base.checkouts.acquire();
+  let fetching = false;
   try {
     // A sha this clone holds already (an earlier job's fetch brought it) is the same commit: no round trip.
     if (!(await git.revParse(base.repo, r.sha))) {
+      fetching = true;
       const fetched = await fetchRef(base.repo, base.remote, r.ref, tracking, [ALL_WORK_REFS]);
       if (!fetched.ok) throw new Error(`cannot fetch ${r.ref} from ${base.remote.name}: ${fetched.message}`);
       if (fetched.sha !== r.sha)
@@ -308,7 +310,7 @@ export async function runSuiteHere(base: AgentBase, claimed: Claimed, key: JobKe
     return { ok: false, error: { message: `the test run could not be carried out by ${agent}: ${errorLine(err)}` } };
   } finally {
     base.checkouts.release(name);
-    await gitOut(base.repo, ['update-ref', '-d', tracking]).catch(() => undefined);
+    if (fetching) await gitOut(base.repo, ['update-ref', '-d', tracking]).catch(() => undefined);
   }
 }
 

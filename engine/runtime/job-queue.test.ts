@@ -135,4 +135,65 @@ describe.skipIf(NO_DATABASE)('effects as jobs on the database queue', () => {
     expect(await job(d, k)).toMatchObject({ state: 'done', attempt: 2, outcome: { ok: true, inputs: [{ type: 'done' }] } });
     await expect(completeJob(d.client, k, 1, { ok: true, inputs: [] })).rejects.toMatchObject({ code: STALE_ATTEMPT });
   }, 60_000);
+
+  it('leaves a block’s later jobs to the agent whose builder turn of it ended last while it is alive and free, and takes them otherwise', async () => {
+    const { d, log } = await leading('near');
+    const enqueue = async (role: 'builder' | 'reviewer' | 'test', block: string): Promise<JobKey> => {
+      const e = log.append({ type: 'merge.queued', block });
+      const request = role === 'test' ? { session: 'tests:gate', block } : { decision: { block } };
+      log.enqueue(e.seq, { kind: role === 'test' ? 'test.requested' : 'block.dispatched', role, request });
+      await log.sync();
+      return { repository: 'near', run: RUN, seq: e.seq };
+    };
+    const state = async (k: JobKey) => (await job(d, k))?.state;
+    const until = async (k: JobKey, wanted: string) => {
+      while ((await state(k)) !== wanted) await new Promise((r) => setTimeout(r, 20));
+    };
+    const waited = (ms: number) => new Promise((r) => setTimeout(r, ms));
+    // x's builder turn ran on agent "near" (one slot), which keeps beating.
+    const built = await enqueue('builder', 'x');
+    const turn = await claimJob(d.client, built, 'near');
+    await completeJob(d.client, built, turn!.attempt, { ok: true, inputs: [] });
+    const beat = () => d.client.query(`select tron_heartbeat('near', 'host', '{builder,reviewer,test}', 1, '{}')`);
+    await beat();
+    let beating: NodeJS.Timeout | undefined = setInterval(() => void beat(), 100);
+    const ranBy: string[] = [];
+    const other = await startWorkers({
+      url: server.url,
+      roles: ['builder', 'test'],
+      slots: 1,
+      agent: 'other',
+      heartbeatMs: 1000,
+      run: async () => {
+        ranBy.push('other');
+        return { ok: true, inputs: [] };
+      },
+    });
+    try {
+      // Near alive and free: the other agent leaves x's test run alone, though idle, polling and woken.
+      const first = await enqueue('test', 'x');
+      await waited(1500);
+      expect(await state(first)).toBe('queued');
+      // A job of another block is not near anyone: taken at once.
+      const elsewhere = await enqueue('test', 'y');
+      await until(elsewhere, 'done');
+      expect(await state(first)).toBe('queued');
+      // Near busy (its one slot running x's review, a role the other agent lacks): the other agent takes x's test run.
+      const next = await enqueue('reviewer', 'x');
+      const held = await claimJob(d.client, next, 'near');
+      await until(first, 'done');
+      // Near free again, then gone (its heartbeat lapsing): the other agent takes x's next test run.
+      await completeJob(d.client, next, held!.attempt, { ok: true, inputs: [] });
+      const second = await enqueue('test', 'x');
+      await waited(1000);
+      expect(await state(second)).toBe('queued');
+      clearInterval(beating);
+      beating = undefined;
+      await until(second, 'done');
+      expect(ranBy).toEqual(['other', 'other', 'other']);
+    } finally {
+      if (beating) clearInterval(beating);
+      await other.stop();
+    }
+  }, 60_000);
 });

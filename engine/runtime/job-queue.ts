@@ -22,6 +22,7 @@ import {
   connect,
   isStaleAttempt,
   type JobKey,
+  nearElsewhere,
   type JobResult,
   type QueuedJob,
   QUIET,
@@ -321,12 +322,14 @@ function quietLibraryTraces(): void {
  */
 export async function startWorkers(o: WorkerOptions): Promise<{ stop(): Promise<void> }> {
   const beat = await connect(o.url);
+  // Heartbeats and the pool's asks of which jobs to leave share the connection, one query at a time.
+  const one = serialized(beat);
   const locks: string[] = [];
   const events = new EventEmitter();
   events.on('worker:create', ({ worker }: { worker: { workerId: string } }) => locks.push(worker.workerId));
   const heartbeat = async (): Promise<void> => {
-    await beat.query('select tron_heartbeat($1, $2, $3, $4, $5)', [o.agent, hostname(), o.roles, o.slots, locks]);
-    await beat.query('select tron_reap($1::interval)', [`${Math.ceil(o.heartbeatMs * 1.5)} milliseconds`]);
+    await one.query('select tron_heartbeat($1, $2, $3, $4, $5)', [o.agent, hostname(), o.roles, o.slots, locks]);
+    await one.query('select tron_reap($1::interval)', [`${Math.ceil(o.heartbeatMs * 1.5)} milliseconds`]);
   };
   const task: Task = async (payload, helpers) => {
     const key = payload as JobKey;
@@ -361,6 +364,8 @@ export async function startWorkers(o: WorkerOptions): Promise<{ stop(): Promise<
       taskList,
       // No schedule: never read a `crontab` file from the working folder (a worker could have written one).
       parsedCronItems: [],
+      // A block's jobs are left to the agent near its work while it is alive and free (pg-jobs.ts, NEAR_MIGRATION).
+      forbiddenFlags: () => nearElsewhere(one, o.agent, Math.ceil(o.heartbeatMs * 1.5)),
     });
     await heartbeat();
   } catch (err) {

@@ -198,6 +198,25 @@ describe('removeWorktree', () => {
     expect(await revParse(r.dir, 'refs/heads/tron/login')).toBeDefined();
   });
 
+  it('removes a locked worktree, and leaves alone the record another repository’s worktree has when a .git file names it', async () => {
+    const r = await repo();
+    const locked = await createWorktree(r.dir, { id: 'locked', base: 'HEAD' });
+    await r.git('worktree', 'lock', locked.path);
+    await removeWorktree(r.dir, locked.path);
+    expect(existsSync(locked.path)).toBe(false);
+    expect(await r.git('worktree', 'list', '--porcelain')).not.toContain('locked');
+    // A worker points its worktree's .git at another repository's worktree record.
+    const other = await repo();
+    const theirs = await createWorktree(other.dir, { id: 'theirs', base: 'HEAD' });
+    const wt = await createWorktree(r.dir, { id: 'login', base: 'HEAD' });
+    await writeFile(join(wt.path, '.git'), `gitdir: ${join(other.dir, '.git', 'worktrees', 'theirs')}\n`);
+    await removeWorktree(r.dir, wt.path);
+    expect(existsSync(wt.path)).toBe(false);
+    expect(await r.git('worktree', 'list', '--porcelain')).not.toContain('login');
+    expect(existsSync(join(other.dir, '.git', 'worktrees', 'theirs'))).toBe(true);
+    expect(await other.at(theirs.path).git('status', '--porcelain')).toBe('');
+  });
+
   it('refuses any path outside .tron/worktrees', async () => {
     const r = await repo();
     await expect(removeWorktree(r.dir, r.dir)).rejects.toMatchObject({ code: 'TRON_WORKTREE_OUTSIDE' });

@@ -142,6 +142,13 @@ export async function removeWorktree(repo: string, path: string): Promise<void> 
     throw new GitFailure('TRON_WORKTREE_OUTSIDE', `refusing to remove ${target}: it is not inside ${root}`);
   }
   if (existsSync(target)) {
+    // What `worktree remove --force --force` does, without a process: the folder, then git's record of it.
+    const admin = await soundAdmin(repo, target);
+    if (admin !== undefined) {
+      await rm(target, { recursive: true, force: true });
+      await rm(admin, { recursive: true, force: true });
+      return;
+    }
     // Double force also removes a locked worktree; failure is fine when it was never registered.
     const removed = await runGit(repo, ['worktree', 'remove', '--force', '--force', target]);
     await rm(target, { recursive: true, force: true });
@@ -229,6 +236,21 @@ export async function pruneWorktrees(repo: string): Promise<void> {
   await gitOut(repo, ['worktree', 'prune']);
 }
 
+/**
+ * The folder where git keeps its record of the worktree at `path` (`<common dir>/worktrees/<name>`),
+ * when the worktree's `.git` file names it and it names the worktree back; else undefined.
+ * The `.git` file is the worker's to write: one naming anything else is not believed.
+ */
+async function soundAdmin(repo: string, path: string): Promise<string | undefined> {
+  const dotGit = join(resolve(path), '.git');
+  const named = /^gitdir: (.*)$/m.exec(await readFile(dotGit, 'utf8').catch(() => ''))?.[1]?.trim();
+  if (!named) return undefined;
+  const admin = resolve(path, named);
+  if (dirname(admin) !== join(await commonDir(repo), 'worktrees')) return undefined;
+  const back = (await readFile(join(admin, 'gitdir'), 'utf8').catch(() => '')).trim();
+  return back !== '' && resolve(back) === dotGit ? admin : undefined;
+}
+
 /** What a worktree's admin folder holds while a git operation is under way in it. */
 const UNDER_WAY = ['rebase-merge', 'rebase-apply', 'MERGE_HEAD', 'CHERRY_PICK_HEAD', 'REVERT_HEAD', 'sequencer', 'BISECT_LOG', 'locked'];
 
@@ -243,13 +265,8 @@ const UNDER_WAY = ['rebase-merge', 'rebase-apply', 'MERGE_HEAD', 'CHERRY_PICK_HE
  */
 export async function reuseBuildWorktree(repo: string, id: string, sha: Sha): Promise<boolean> {
   const path = worktreePath(repo, id);
-  const dotGit = join(path, '.git');
-  const named = /^gitdir: (.*)$/m.exec(await readFile(dotGit, 'utf8').catch(() => ''))?.[1]?.trim();
-  if (!named) return false;
-  const admin = resolve(path, named);
-  if (dirname(admin) !== join(await commonDir(repo), 'worktrees')) return false;
-  const back = (await readFile(join(admin, 'gitdir'), 'utf8').catch(() => '')).trim();
-  if (back === '' || resolve(back) !== dotGit) return false;
+  const admin = await soundAdmin(repo, path);
+  if (admin === undefined) return false;
   if ((await readFile(join(admin, 'HEAD'), 'utf8').catch(() => '')).trim() !== `ref: refs/heads/tron/${id}`) return false;
   if (UNDER_WAY.some((f) => existsSync(join(admin, f)))) return false;
   const reset = await runGit(path, ['reset', '--hard', '--quiet', sha]);

@@ -15,6 +15,9 @@ import { dropWorkRef } from './work-ref.ts';
 export const wrapBlock = effect({
   run: async (c, e: EventOf<'wrap.requested'>): Promise<EventBody> => {
     const branch = `tron/${e.block}`;
+    // Landed: its work ref on the remote (turns on agents) goes too — asked first, so the
+    // blocks of one landing go in one push while their worktrees are removed one by one.
+    const dropped = dropWorkRef(c, e.block);
     const sha = await c.queues.worktrees.run(async () => {
       for (const path of [git.reviewPath(c.repo, e.block), git.worktreePath(c.repo, e.block)]) {
         if (existsSync(path)) await git.removeWorktree(c.repo, path);
@@ -22,8 +25,7 @@ export const wrapBlock = effect({
       return git.revParse(c.repo, `refs/heads/${branch}`);
     });
     const orphan = sha === undefined ? undefined : await dropBranch(c, e.block, branch, sha);
-    // Landed: its work ref on the remote (turns on agents) goes too.
-    await dropWorkRef(c, e.block);
+    await dropped;
     return { type: 'block.wrapped', block: e.block, summary: e.summary, ...(orphan ? { orphan } : {}) };
   },
   // The block has landed; what its worker left that git will not remove stays for `tron clean`.

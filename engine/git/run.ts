@@ -37,9 +37,10 @@
  *
  * The engine makes no commits; the reflog entries of the refs it moves are signed `tron`,
  * not whoever HOME names. Each outcome comes back as a value, so callers decide which
- * exit statuses are normal answers. Two spawners share the rule: node's child_process
+ * exit statuses are normal answers. Three spawners share the rule: node's child_process
  * where the exit status is the answer or stdin carries input (`update-ref --stdin`,
- * `patch-id`), and simple-git for the listings it parses (status, branches, log).
+ * `patch-id`), simple-git for the listings it parses (status, branches, log), and a
+ * repository's long-lived `cat-file --batch-check` that resolves names (resolver.ts).
  */
 import { lstat, readFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';

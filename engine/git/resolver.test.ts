@@ -105,7 +105,12 @@ describe('revParse by a long-lived resolver', () => {
       `import { revParse } from ${JSON.stringify(index)};\nconsole.log(await revParse(process.argv[2], 'refs/heads/main'));\n`,
     );
     try {
-      const run = await execa('node', ['--import', 'tsx', script, r.dir], { timeout: 30_000, reject: false });
+      // No tsx compile cache left in the temporary folder.
+      const run = await execa('node', ['--import', 'tsx', script, r.dir], {
+        timeout: 30_000,
+        reject: false,
+        env: { ...process.env, TSX_DISABLE_CACHE: '1' },
+      });
       expect(run.timedOut).toBe(false);
       expect(run.stdout.trim()).toBe(await r.git('rev-parse', 'HEAD'));
     } finally {

@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import pg from 'pg';
 import { ManualClock } from '../core/clock.ts';
 import { acquireLease } from '../log/lease.ts';
-import { agentGrants, completeJob, migrateJobs, STALE_ATTEMPT } from '../log/pg-jobs.ts';
+import { agentGrants, completeJob, JOB_MIGRATIONS, migrateJobs, QUIET, STALE_ATTEMPT } from '../log/pg-jobs.ts';
 import { type Database, openDatabase, PgEventLog } from '../log/pg-log.ts';
 import { requireAll, skipWithout } from '../testing/needs.ts';
 import { needPostgres, type TestDatabase, testDatabase } from '../testing/postgres.ts';
@@ -102,5 +102,44 @@ describe.skipIf(NO_DATABASE)('the agents’ database role', () => {
       await agent.end();
     }
     await log.close();
+  }, 60_000);
+
+  it('lets a role granted before version 3 of the queue’s schema ask which jobs to leave, once the engine migrated it', async () => {
+    const admin = new pg.Client({ connectionString: server.url });
+    await admin.connect();
+    await admin.query('create database tron_older').finally(() => admin.end());
+    const url = new URL(server.url);
+    url.pathname = '/tron_older';
+    const older = await openDatabase(url.toString());
+    try {
+      // The queue's schema as version 2 left it, and the agents' role as it was granted then.
+      const { runMigrations } = await import('graphile-worker');
+      await runMigrations({ connectionString: url.toString(), logger: QUIET });
+      await older.client.query(
+        'create table tron_queue_schema (version integer primary key, applied_at timestamptz not null default now())',
+      );
+      for (const [i, sql] of JOB_MIGRATIONS.slice(0, 2).entries()) {
+        await older.client.query(sql);
+        await older.client.query('insert into tron_queue_schema (version) values ($1)', [i + 1]);
+      }
+      await older.client.query(`create role tron_older_agent login password 'older'`);
+      const before = agentGrants('tron_older_agent').replace(/,\s*tron_near_elsewhere\(text, interval\)/, '');
+      expect(before).not.toContain('tron_near_elsewhere');
+      await older.client.query(before);
+      await migrateJobs(older);
+      const agentAt = new URL(url);
+      agentAt.username = 'tron_older_agent';
+      agentAt.password = 'older';
+      const agent = new pg.Client({ connectionString: agentAt.toString() });
+      await agent.connect();
+      try {
+        const { rows } = await agent.query(`select tron_near_elsewhere('someone', '1 second') as f`);
+        expect(rows[0].f).toEqual([]);
+      } finally {
+        await agent.end();
+      }
+    } finally {
+      await older.end();
+    }
   }, 60_000);
 });

@@ -19,7 +19,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { lstat } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
-import { gitEnv, SAFE_CONFIG, type Sha } from './run.ts';
+import { gitEnv, isFullSha, SAFE_CONFIG, type Sha } from './run.ts';
 
 /** How long an unused resolver stays: a run's lookups come in bursts, a repository left alone frees its process. */
 const IDLE_MS = 5000;
@@ -71,8 +71,8 @@ class Resolver {
       this.buffered = this.buffered.slice(nl + 1);
       const answer = this.waiting.shift();
       if (!answer) continue;
-      const commit = /^([0-9a-f]{40}|[0-9a-f]{64}) commit$/.exec(line);
-      if (commit) answer(commit[1]);
+      const [name, type] = line.split(' ');
+      if (type === 'commit' && isFullSha(name)) answer(name);
       else if (line.endsWith(' missing')) answer(undefined);
       else answer('unsure');
     }

@@ -170,16 +170,15 @@ export async function clearStaleLocks(repo: string, name: string, branch?: strin
   await Promise.all(locks.map((file) => rm(file, { force: true })));
 }
 
-/** The worktree's folder inside the common git dir: read from its `.git` file when it exists. */
+/** The folder the `.git` file of the worktree at `path` names (resolved against it); undefined when there is none. */
+async function namedByDotGit(path: string): Promise<string | undefined> {
+  const named = /^gitdir: (.*)$/m.exec(await readFile(join(path, '.git'), 'utf8').catch(() => ''))?.[1]?.trim();
+  return named ? resolve(path, named) : undefined;
+}
+
+/** The worktree's folder inside the common git dir: read from its `.git` file when it exists, else git's default admin name. */
 async function adminDir(repo: string, name: string): Promise<string> {
-  const dotGit = join(resolve(repo), WORKTREES_DIR, name, '.git');
-  try {
-    const m = /^gitdir: (.*)$/m.exec(await readFile(dotGit, 'utf8'));
-    if (m?.[1]) return resolve(join(resolve(repo), WORKTREES_DIR, name), m[1].trim());
-  } catch {
-    // No worktree folder: fall back to git's default admin name.
-  }
-  return join(await commonDir(repo), 'worktrees', name);
+  return (await namedByDotGit(join(resolve(repo), WORKTREES_DIR, name))) ?? join(await commonDir(repo), 'worktrees', name);
 }
 
 /** Each folder's common git directory, asked of git once per process: where a repository keeps it does not move. */
@@ -242,13 +241,11 @@ export async function pruneWorktrees(repo: string): Promise<void> {
  * The `.git` file is the worker's to write: one naming anything else is not believed.
  */
 async function soundAdmin(repo: string, path: string): Promise<string | undefined> {
-  const dotGit = join(resolve(path), '.git');
-  const named = /^gitdir: (.*)$/m.exec(await readFile(dotGit, 'utf8').catch(() => ''))?.[1]?.trim();
-  if (!named) return undefined;
-  const admin = resolve(path, named);
+  const admin = await namedByDotGit(resolve(path));
+  if (admin === undefined) return undefined;
   if (dirname(admin) !== join(await commonDir(repo), 'worktrees')) return undefined;
   const back = (await readFile(join(admin, 'gitdir'), 'utf8').catch(() => '')).trim();
-  return back !== '' && resolve(back) === dotGit ? admin : undefined;
+  return back !== '' && resolve(back) === join(resolve(path), '.git') ? admin : undefined;
 }
 
 /** What a worktree's admin folder holds while a git operation is under way in it. */

@@ -38,9 +38,10 @@ export const taskOf = (role: string): string => `tron_${role}`;
  * review and its next builder turn are flagged `near:<role>:<agent>`, the agent whose builder
  * turn of the block ended last: that clone holds the block's sha and its worktree, so it
  * fetches nothing and checks out little. Every other agent leaves such a job alone while that
- * agent is alive, holds the job's role and has a free slot (`tron_near_elsewhere`, graphile-worker's forbidden flags),
- * and takes it otherwise — so a preference, never a wait on a busy or dead agent: a job is
- * at most one poll late (the pool's poll interval) when that agent filled its slots meanwhile.
+ * agent is alive, holds the job's role and has a free slot (`tron_near_elsewhere`,
+ * graphile-worker's forbidden flags), and takes it otherwise — so a preference, never a wait
+ * on a busy or dead agent: a job is at most one poll late (the pool's poll interval) when
+ * that agent filled its slots meanwhile.
  * Which agent runs a job changes nothing the engine decides.
  */
 const NEAR_MIGRATION = `

@@ -322,6 +322,8 @@ function quietLibraryTraces(): void {
  */
 export async function startWorkers(o: WorkerOptions): Promise<{ stop(): Promise<void> }> {
   const beat = await connect(o.url);
+  // A pool not heard from for this long is dead: its jobs are unlocked, and none are left to it.
+  const lapseMs = Math.ceil(o.heartbeatMs * 1.5);
   // Heartbeats and the pool's asks of which jobs to leave share the connection, one query at a time.
   const one = serialized(beat);
   const locks: string[] = [];
@@ -329,7 +331,7 @@ export async function startWorkers(o: WorkerOptions): Promise<{ stop(): Promise<
   events.on('worker:create', ({ worker }: { worker: { workerId: string } }) => locks.push(worker.workerId));
   const heartbeat = async (): Promise<void> => {
     await one.query('select tron_heartbeat($1, $2, $3, $4, $5)', [o.agent, hostname(), o.roles, o.slots, locks]);
-    await one.query('select tron_reap($1::interval)', [`${Math.ceil(o.heartbeatMs * 1.5)} milliseconds`]);
+    await one.query('select tron_reap($1::interval)', [`${lapseMs} milliseconds`]);
   };
   const task: Task = async (payload, helpers) => {
     const key = payload as JobKey;
@@ -365,7 +367,7 @@ export async function startWorkers(o: WorkerOptions): Promise<{ stop(): Promise<
       // No schedule: never read a `crontab` file from the working folder (a worker could have written one).
       parsedCronItems: [],
       // A block's jobs are left to the agent near its work while it is alive and free (pg-jobs.ts, NEAR_MIGRATION).
-      forbiddenFlags: () => nearElsewhere(one, o.agent, Math.ceil(o.heartbeatMs * 1.5)),
+      forbiddenFlags: () => nearElsewhere(one, o.agent, lapseMs),
     });
     await heartbeat();
   } catch (err) {

@@ -47,6 +47,8 @@ export interface BlockIndex {
   queued: number;
   /** Blocks past their build and on their way to the lane: their gate or their review is under way (see `approaching`). */
   approaching: number;
+  /** The same blocks, by register position: what a speculative stack ([merge] speculate) takes. */
+  onTheirWay: SortedMap<number, string>;
   /** Pending blocks whose dependencies have all landed, in dispatch order. */
   ready: SortedMap<ReadyKey, string>;
   /** Pending blocks with an abandoned dependency, by register position: they are to be parked. */
@@ -109,6 +111,7 @@ export function indexBlocks(blocks: SortedMap<string, BlockState>, order: readon
     busy: 0,
     queued: 0,
     approaching: 0,
+    onTheirWay: SortedMap.empty(byNumber),
     ready: SortedMap.empty(byReadiness),
     orphaned: SortedMap.empty(byNumber),
   };
@@ -126,6 +129,7 @@ export function indexBlocks(blocks: SortedMap<string, BlockState>, order: readon
     index.busy += bit(counted, BUSY);
     index.queued += bit(counted, QUEUED);
     index.approaching += bit(counted, APPROACHING);
+    if (counted & APPROACHING) index.onTheirWay = index.onTheirWay.set(i, id);
     if (isReady(blocks, b)) index.ready = index.ready.set({ priority: b.info.priority, id }, id);
     if (isOrphaned(blocks, b)) index.orphaned = index.orphaned.set(i, id);
   });
@@ -158,6 +162,10 @@ export function reindex(index: BlockIndex, blocks: SortedMap<string, BlockState>
       queued: index.queued + bit(after, QUEUED) - bit(before, QUEUED),
       approaching: index.approaching + bit(after, APPROACHING) - bit(before, APPROACHING),
     };
+    if ((before ^ after) & APPROACHING) {
+      const at = index.position.get(b.id)!;
+      index = { ...index, onTheirWay: after & APPROACHING ? index.onTheirWay.set(at, b.id) : index.onTheirWay.delete(at) };
+    }
   }
   if (was.phase === b.phase && was.info === b.info) return index;
   if (was.info.priority !== b.info.priority) index = { ...index, ready: index.ready.delete({ priority: was.info.priority, id: b.id }) };

@@ -121,6 +121,12 @@ export const EVENT_SCHEMAS = {
             .describe(
               'a free lane waits for blocks past their build (being checked or reviewed) while its queue is short of a batch (absent: no)',
             ),
+          speculate: z
+            .boolean()
+            .optional()
+            .describe(
+              'with gather: a free lane stacks the blocks being challenged or reviewed with those queued, and tests the stack while their turns run; it lands once each is approved at the sha stacked (absent: no)',
+            ),
         })
         .optional()
         .describe(
@@ -401,7 +407,9 @@ export const EVENT_SCHEMAS = {
   // ---- the merge lane ----
   'merge.queued': z
     .strictObject({ block })
-    .describe("decision: the approved block joins the merge lane's queue, to be stacked on trunk when the lane is free."),
+    .describe(
+      "decision: the approved block joins the merge lane's queue, to be stacked on trunk when the lane is free — or, stacked already while it was reviewed ([merge] speculate), joins its stack at the sha stacked.",
+    ),
   'lane.stacked': z
     .strictObject({
       stack,
@@ -410,11 +418,17 @@ export const EVENT_SCHEMAS = {
         .array(
           z.strictObject({
             block,
-            sha: sha.describe('its approved head'),
+            sha: sha.describe('its approved head (for a block awaiting approval: the sha being challenged or reviewed)'),
             patch_id: z.string().optional().describe('the patch id the engine holds for it, which spares the rebase computing it again'),
           }),
         )
         .min(1),
+      awaiting: z
+        .array(block)
+        .optional()
+        .describe(
+          '[merge] speculate: the blocks of the stack not yet approved — challenged or reviewed at the sha given, stacked before their verdict. The stack lands only once each is approved at that sha, and is given up when one is not (absent: none)',
+        ),
     })
     .describe(
       "decision: the lane takes the first blocks of its queue (at most [merge] batch) as one stack on trunk: in its own checkout the engine replays each block's own commits onto the one before, with no worker (a rebase).",

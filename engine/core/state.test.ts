@@ -32,6 +32,7 @@ function scanned(s: EngineState) {
     busy: all.filter((b) => open(b) && b.waiting.on !== 'lane' && b.waiting.on !== 'worker').length,
     queued: all.filter((b) => open(b) && b.waiting.on === 'lane').length,
     approaching: all.filter(approaching).length,
+    onTheirWay: all.filter(approaching).map((b) => b.id),
     ready: all
       .filter((b) => b.phase === 'pending' && b.info.depends_on.every((d) => phase(d) === 'landed'))
       .sort((a, b) => a.info.priority - b.info.priority || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
@@ -42,7 +43,16 @@ function scanned(s: EngineState) {
 
 function indexed(s: EngineState) {
   const { active, inFlight, busy, queued, approaching } = s.index;
-  return { active, inFlight, busy, queued, approaching, ready: [...s.index.ready.values()], orphaned: [...s.index.orphaned.values()] };
+  return {
+    active,
+    inFlight,
+    busy,
+    queued,
+    approaching,
+    onTheirWay: [...s.index.onTheirWay.values()],
+    ready: [...s.index.ready.values()],
+    orphaned: [...s.index.orphaned.values()],
+  };
 }
 
 /** `settled` as it was before the index: the walk over every block, with no shortcut. */

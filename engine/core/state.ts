@@ -197,6 +197,8 @@ export interface Lane {
   verifyTrunk: boolean;
   /** Wait, while the queue is short of a batch, for blocks past their build ([merge] gather). */
   gather: boolean;
+  /** With gather: stack the blocks being challenged or reviewed too, tested while their turns run ([merge] speculate). */
+  speculate: boolean;
   /** Approved blocks waiting to be stacked, in order. */
   queue: readonly string[];
   /** The stack in flight. */
@@ -219,6 +221,11 @@ export interface Stack {
   trunk: string;
   /** The blocks it was formed from, in order. */
   asked: readonly string[];
+  /**
+   * [merge] speculate: the blocks stacked before their approval, each at the sha stacked,
+   * not yet approved (merge.queued takes one out). Set, even empty, on a speculative stack.
+   */
+  awaiting?: readonly { block: string; sha: string }[];
   /** The blocks that replayed onto it, each at its own commit (the top of its prefix), bottom first. */
   entries: readonly { block: string; sha: string }[];
   /** The longest prefix known green (0: trunk itself). */
@@ -262,7 +269,7 @@ export function initialState(): EngineState {
     watch: false,
     blocks,
     order: [],
-    lane: { batch: 8, verifyTrunk: false, gather: false, queue: [], stacks: 0, verifying: 0, trunkRed: false },
+    lane: { batch: 8, verifyTrunk: false, gather: false, speculate: false, queue: [], stacks: 0, verifying: 0, trunkRed: false },
     pagesPending: [],
     registered: false,
     finished: false,
@@ -362,7 +369,13 @@ const reducers = {
       ...(b.block_tokens !== undefined && { blockTokens: b.block_tokens }),
       ...(b.run_usd !== undefined && { runUsd: b.run_usd }),
     };
-    s.lane = { ...s.lane, batch: e.merge?.batch ?? 8, verifyTrunk: e.merge?.verify_trunk ?? false, gather: e.merge?.gather ?? false };
+    s.lane = {
+      ...s.lane,
+      batch: e.merge?.batch ?? 8,
+      verifyTrunk: e.merge?.verify_trunk ?? false,
+      gather: e.merge?.gather ?? false,
+      speculate: e.merge?.speculate ?? false,
+    };
     if (e.remote) s.lane = { ...s.lane, remote: { retries: e.remote.retries, backoffMs: e.remote.backoff_ms } };
     // PR mode: one block per stack, so each pull request's hosted checks run on the very sha that lands.
     if (e.forge?.land === 'pr')
@@ -571,19 +584,39 @@ const reducers = {
       rounds: e.from === 'review' && e.to === 'build' ? { ...b.rounds, review: b.rounds.review + 1 } : b.rounds,
     })),
   'merge.queued': (s, e) => {
-    if (!s.blocks.has(e.block)) return;
+    const b = s.blocks.get(e.block);
+    if (!b) return;
+    // Approved at the sha its stack holds: it joins the stack, which may now land.
+    const stack = s.lane.stack;
+    if (stack?.awaiting?.some((a) => a.block === e.block && a.sha === b.attested)) {
+      s.lane = { ...s.lane, stack: { ...stack, awaiting: stack.awaiting.filter((a) => a.block !== e.block) } };
+      patch(s, e.block, () => ({ waiting: { on: 'stack' } }));
+      return;
+    }
     patch(s, e.block, () => ({ waiting: { on: 'lane' } }));
     if (!s.lane.queue.includes(e.block)) s.lane = { ...s.lane, queue: [...s.lane.queue, e.block] };
   },
   'lane.stacked': (s, e) => {
     const ids = e.blocks.map((b) => b.block);
+    const awaiting = e.awaiting && e.blocks.filter((b) => e.awaiting!.includes(b.block)).map((b) => ({ block: b.block, sha: b.sha }));
     s.lane = {
       ...s.lane,
       stacks: e.stack,
       queue: s.lane.queue.filter((id) => !ids.includes(id)),
-      stack: { id: e.stack, trunk: e.trunk_sha, asked: ids, entries: [], green: 0, pending: true, landing: [], landed: [] },
+      stack: {
+        id: e.stack,
+        trunk: e.trunk_sha,
+        asked: ids,
+        ...(awaiting && { awaiting }),
+        entries: [],
+        green: 0,
+        pending: true,
+        landing: [],
+        landed: [],
+      },
     };
-    for (const id of ids) patch(s, id, () => ({ waiting: { on: 'stack' } }));
+    // A block awaiting its verdict goes on with its turn; it waits on the stack once approved.
+    for (const id of ids) if (!e.awaiting?.includes(id)) patch(s, id, () => ({ waiting: { on: 'stack' } }));
   },
   'rebase.done': (s, e) => {
     const stack = s.lane.stack;

@@ -22,7 +22,7 @@ export const CONFIG_DEFAULTS = {
   trunk: 'main',
   max_parallel: 4,
   timeouts: { turn: '20m', test: '10m' },
-  merge: { batch: 8, verify_trunk: false, gather: true },
+  merge: { batch: 8, verify_trunk: false, gather: true, speculate: true },
   remote: { name: 'origin', push_branches: false, timeout: '60s', retries: 6, backoff: '5s' },
 } as const;
 
@@ -88,6 +88,7 @@ const MergeTable = z.strictObject({
   batch: z.number().int().min(1).max(64).default(CONFIG_DEFAULTS.merge.batch),
   verify_trunk: z.boolean().default(CONFIG_DEFAULTS.merge.verify_trunk),
   gather: z.boolean().default(CONFIG_DEFAULTS.merge.gather),
+  speculate: z.boolean().default(CONFIG_DEFAULTS.merge.speculate),
 });
 
 /** What `[notify]` can tell of: a page to the operator, a block landed, the run's end. */
@@ -233,7 +234,7 @@ export interface Config {
     testNetwork: boolean;
   };
   /** The merge lane: the most blocks tested together as one stack, and the optional check of trunk after a landing. */
-  merge: { batch: number; verifyTrunk: boolean; gather: boolean };
+  merge: { batch: number; verifyTrunk: boolean; gather: boolean; speculate: boolean };
   timeouts: {
     /** Budget of one worker turn. */
     turnMs: number;
@@ -413,7 +414,7 @@ function toConfig(raw: z.infer<typeof ConfigTable>): Config {
     testEnv: raw.test_env,
     sandbox: { mode: raw.sandbox.mode, testNetwork: raw.sandbox.test_network },
     ...(raw.setup !== undefined && { setup: raw.setup }),
-    merge: { batch: raw.merge.batch, verifyTrunk: raw.merge.verify_trunk, gather: raw.merge.gather },
+    merge: { batch: raw.merge.batch, verifyTrunk: raw.merge.verify_trunk, gather: raw.merge.gather, speculate: raw.merge.speculate },
     timeouts: { turnMs: ms(raw.timeouts.turn), testMs: ms(raw.timeouts.test) },
     limits: { replyBytes: parseSize(raw.limits.reply)! },
     workers,

@@ -148,7 +148,11 @@ export class Narrator {
       case 'land.refused':
         return [`${e.blocks.join(', ')}: landing refused — ${e.detail}`];
       case 'lane.stacked':
-        return [`lane: stack ${e.stack} — ${e.blocks.map((b) => b.block).join(', ')} on ${this.trunk || 'trunk'} at ${short(e.trunk_sha)}`];
+        return [
+          `lane: stack ${e.stack} — ${e.blocks.map((b) => b.block).join(', ')} on ${this.trunk || 'trunk'} at ${short(e.trunk_sha)}${
+            e.awaiting ? ` (tested while ${e.awaiting.join(', ')} ${e.awaiting.length === 1 ? 'is' : 'are'} judged)` : ''
+          }`,
+        ];
       case 'candidate.tested': {
         if (e.ok) return [];
         const run = e.tests ?? e.setup;

@@ -103,10 +103,21 @@ export function testIntervals(events: readonly TronEvent[]): Interval[] {
   return [...facts, ...lane, ...trunk];
 }
 
-/** Waits in the merge lane's queue: merge.queued → lane.stacked (or the block leaving the queue, parked or abandoned). */
+/**
+ * Waits in the merge lane's queue: merge.queued → lane.stacked (or the block leaving the
+ * queue, parked or abandoned). A block stacked before its verdict ([merge] speculate)
+ * waited in no queue: its approval joins the stack it is in.
+ */
 export function mergeWaitIntervals(events: readonly TronEvent[]): Interval[] {
+  const awaited = new Set<string>();
+  const queued = events.filter((e) => {
+    if (e.type === 'lane.stacked') for (const id of e.awaiting ?? []) awaited.add(id);
+    else if (e.type === 'lane.closed') awaited.clear();
+    else if (e.type === 'merge.queued' && awaited.delete(e.block)) return false;
+    return true;
+  });
   return pair(
-    events,
+    queued,
     (e) => (e.type === 'merge.queued' ? e.block : undefined),
     (e) => (e.type === 'lane.stacked' ? e.blocks.map((b) => b.block) : undefined),
     (e) => (e.type === 'block.parked' || e.type === 'block.abandoned' ? e.block : undefined),

@@ -42,7 +42,12 @@ export function runStarted(
       ...(budgets.blockTokens !== undefined && { block_tokens: budgets.blockTokens }),
       ...(budgets.runUsd !== undefined && { run_usd: budgets.runUsd }),
     },
-    merge: { batch: o.config.merge.batch, verify_trunk: o.config.merge.verifyTrunk, gather: o.config.merge.gather },
+    merge: {
+      batch: o.config.merge.batch,
+      verify_trunk: o.config.merge.verifyTrunk,
+      gather: o.config.merge.gather,
+      speculate: o.config.merge.speculate,
+    },
     ...(o.remote &&
       o.config.remote && {
         remote: {

@@ -14,7 +14,7 @@ export const sha = (n: number) => n.toString(16).padStart(40, '0');
 export interface BootOptions {
   maxParallel?: number;
   watch?: boolean;
-  merge?: { batch: number; verify_trunk: boolean; gather?: boolean };
+  merge?: { batch: number; verify_trunk: boolean; gather?: boolean; speculate?: boolean };
   budgets?: { block_usd?: number; block_tokens?: number; run_usd?: number };
   /** [forge], as run.started records it (land = "pr": PR mode). */
   forge?: {

@@ -65,6 +65,8 @@ export interface RunConfig {
   batch: number;
   verifyTrunk: boolean;
   gather: boolean;
+  /** [merge] speculate: not drawn (a draw would shift every recorded schedule after it) — an even seed that gathers speculates. */
+  speculate: boolean;
   architect: boolean;
   budgets: { block_usd?: number; run_usd?: number };
   teammates: boolean;
@@ -175,6 +177,7 @@ export class Sim {
       batch,
       verifyTrunk,
       gather,
+      speculate: gather && this.o.seed % 2 === 0,
       architect,
       budgets: {
         ...(budgets === 'block' || budgets === 'both' ? { block_usd: 1 } : {}),
@@ -278,7 +281,7 @@ export class Sim {
       watch: false,
       pid: this.runNo,
       budgets: cfg.budgets,
-      merge: { batch: cfg.batch, verify_trunk: cfg.verifyTrunk, gather: cfg.gather },
+      merge: { batch: cfg.batch, verify_trunk: cfg.verifyTrunk, gather: cfg.gather, speculate: cfg.speculate },
       ...(cfg.remote ? { remote: REMOTE } : {}),
       ...(cfg.pr ? { forge: { ...FORGE, require_human_approval: cfg.pr.approval } } : {}),
     });

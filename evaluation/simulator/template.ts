@@ -84,7 +84,7 @@ export function renderTemplate(s: Shrunk, o: { mutation?: string } = {}): string
     config: {
       max_parallel: cfg.maxParallel,
       ...(cfg.architect ? { architect: true } : {}),
-      merge: { batch: cfg.batch, verify_trunk: cfg.verifyTrunk, gather: cfg.gather },
+      merge: { batch: cfg.batch, verify_trunk: cfg.verifyTrunk, gather: cfg.gather, speculate: cfg.speculate },
       ...(Object.keys(cfg.budgets).length > 0 ? { budgets: cfg.budgets } : {}),
     },
     // A teammate's push is staged by the world at its moment, which a template cannot: listed by unplayable() instead.

@@ -16,7 +16,8 @@
  * candidate test would repeat that very run, and is skipped).
  */
 import type { BodyOf, Fact } from '../events.ts';
-import type { Stack } from '../state.ts';
+import type { BlockState, Stack } from '../state.ts';
+import { approaching } from '../block-index.ts';
 import { dispatch, type Step, wrapSummary } from './step.ts';
 import { escalate } from './escalate.ts';
 import { runOutput } from '../test-output.ts';
@@ -25,17 +26,89 @@ import { runOutput } from '../test-output.ts';
  * From schedule, after every input: a free lane takes the first blocks of its queue as one
  * stack. With [merge] gather, while the queue is short of a batch it first waits for the
  * blocks on their way (gate or review under way: `approaching`) — one test for all of
- * them instead of a stack each; each of those inputs brings the lane back here.
+ * them instead of a stack each; each of those inputs brings the lane back here. With
+ * [merge] speculate it waits only while one of them is in its gate: once each is being
+ * challenged or reviewed, they are stacked behind the queue at the shas being judged — the
+ * stack gather would have waited to form — and it is rebased and tested while their turns
+ * run (`settleSpeculation`). A block that comes on its way later is not waited for.
  */
 export function stackNext(step: Step): void {
   const s = step.s;
   if (s.lane.stack || s.trunkHalt !== undefined || s.lane.queue.length === 0) return;
-  if (s.lane.gather && s.lane.queue.length < s.lane.batch && s.index.approaching > 0) return;
-  const blocks = s.lane.queue.slice(0, s.lane.batch).map((id) => {
+  let early: StackedBlock[] = [];
+  if (s.lane.gather && s.lane.queue.length < s.lane.batch && s.index.approaching > 0) {
+    const judged = s.lane.speculate ? beingJudged(step) : undefined;
+    if (!judged) return;
+    early = judged;
+  }
+  const queued = s.lane.queue.slice(0, s.lane.batch).map((id): StackedBlock => {
     const b = step.block(id);
     return { block: id, sha: b.attested!, ...(b.patchId !== undefined ? { patch_id: b.patchId } : {}) };
   });
-  step.emit({ type: 'lane.stacked', stack: s.lane.stacks + 1, trunk_sha: s.trunkSha!, blocks });
+  const blocks = [...queued, ...early].slice(0, s.lane.batch);
+  const awaiting = blocks.slice(queued.length).map((x) => x.block);
+  step.emit({ type: 'lane.stacked', stack: s.lane.stacks + 1, trunk_sha: s.trunkSha!, blocks, ...(awaiting.length > 0 && { awaiting }) });
+}
+
+type StackedBlock = BodyOf<'lane.stacked'>['blocks'][number];
+
+/** The blocks on their way, in register order, each at the sha being judged; undefined while one of them is still in its gate. */
+function beingJudged(step: Step): StackedBlock[] | undefined {
+  const out: StackedBlock[] = [];
+  for (const id of step.s.index.onTheirWay.values()) {
+    const b = step.block(id);
+    const sha = judgedAt(b);
+    if (sha === undefined) return undefined;
+    const patchId = b.attested === sha ? b.patchId : b.observed?.head === sha ? b.observed.patch_id : undefined;
+    out.push({ block: id, sha, ...(patchId !== undefined ? { patch_id: patchId } : {}) });
+  }
+  return out;
+}
+
+/** The sha whose verdict a block's turn will give: its challenge's (the facts' head) or its review's; undefined for any other turn. */
+function judgedAt(b: BlockState): string | undefined {
+  if (!approaching(b) || b.waiting.on !== 'turn') return undefined;
+  const turn = b.waiting.turn;
+  const kind = turn.kind === 'restate' ? turn.restating : turn.kind;
+  return kind === 'challenge' ? b.challenged : kind === 'review' ? b.attested : undefined;
+}
+
+/** A speculative stack's blocks still awaiting their verdict — those the rebase kept (all of them until it reports). */
+function unapproved(stack: Stack): readonly { block: string; sha: string }[] {
+  const awaiting = stack.awaiting ?? [];
+  return stack.entries.length === 0 ? awaiting : awaiting.filter((a) => stack.entries.some((x) => x.block === a.block));
+}
+
+/**
+ * From schedule, after every input, for a stack formed before its blocks' verdicts
+ * ([merge] speculate). While its rebase or test runs nothing is decided: that effect owns
+ * `_lane`. Then, a block that was not approved at the sha stacked (sent back, its review
+ * asked for changes, parked, or its challenge brought new commits) gives the stack up: the
+ * approved blocks go back to the front of the queue, the next stack is formed without it.
+ * Once every block is approved, the stack goes on where it waited — lands, bisects, or
+ * (a lone block on trunk as it is) lands as its gate tested it.
+ */
+export function settleSpeculation(step: Step): void {
+  const stack = step.s.lane.stack;
+  if (!stack?.awaiting || stack.pending || stack.landing.length > 0 || stack.pr) return;
+  const awaiting = unapproved(stack);
+  const gone = awaiting.find((a) => judgedAt(step.block(a.block)) !== a.sha);
+  if (gone) {
+    close(step, `${gone.block} was stacked before its verdict and not approved at ${gone.sha.slice(0, 12)}; the stack was given up`);
+    return;
+  }
+  if (awaiting.length > 0 || stack.entries.length === 0) return;
+  const n = stack.entries.length;
+  if (stack.green === n || stack.red) {
+    judge(step, stack);
+    return;
+  }
+  const top = stack.entries.at(-1)!;
+  if (n === 1 && step.block(top.block).greenAt === top.sha) {
+    land(step, stack, 1, 'gate');
+    return;
+  }
+  step.emit({ type: 'candidate.requested', stack: stack.id, sha: top.sha, blocks: stack.entries.map((x) => x.block) });
 }
 
 export function onRebased(step: Step, e: BodyOf<'rebase.done'>): void {
@@ -47,8 +120,11 @@ export function onRebased(step: Step, e: BodyOf<'rebase.done'>): void {
     close(step, `${detail}; the stack was given up`);
     return;
   }
+  const awaited = new Set((stack.awaiting ?? []).map((a) => a.block));
   for (const r of e.results) {
     if (r.outcome === 'fast_forward' || r.outcome === 'clean') continue;
+    // Not yet approved: left out of this stack, it meets trunk's change once it is (the next stack).
+    if (awaited.has(r.block)) continue;
     // Only a block replayed straight onto trunk meets trunk alone; one that clashed with a
     // block below it in the stack waits for the next stack, where it is at the bottom.
     if (r.onto !== stack.trunk) continue;
@@ -65,8 +141,12 @@ export function onRebased(step: Step, e: BodyOf<'rebase.done'>): void {
     return;
   }
   const top = entries.at(-1)!;
-  if (entries.length === 1 && step.block(top.block).greenAt === top.sha) {
-    land(step, step.s.lane.stack!, 1, 'gate');
+  const awaiting = unapproved(step.s.lane.stack!);
+  // A block stacked before its verdict that no longer awaits it at that sha: settleSpeculation gives the stack up.
+  if (awaiting.some((a) => judgedAt(step.block(a.block)) !== a.sha)) return;
+  // A lone block on trunk as it is: its gate's run is the test (once it is approved, if it awaits its verdict).
+  if (entries.length === 1 && (step.block(top.block).greenAt === top.sha || awaiting.some((a) => a.sha === top.sha))) {
+    if (awaiting.length === 0) land(step, step.s.lane.stack!, 1, 'gate');
     return;
   }
   step.emit({ type: 'candidate.requested', stack: stack.id, sha: top.sha, blocks: entries.map((x) => x.block) });
@@ -87,6 +167,13 @@ export function onCandidateTested(step: Step, e: BodyOf<'candidate.tested'>): vo
   const stack = step.s.lane.stack;
   // A test nobody awaits (the fold left it out) finds the stack busy or landing: nothing to decide.
   if (stack?.id !== e.stack || stack.pending || stack.landing.length > 0) return;
+  // Blocks stacked before their verdict: the result waits for them (settleSpeculation).
+  if (unapproved(stack).length > 0) return;
+  judge(step, stack);
+}
+
+/** A stack's tests so far decide: land the green whole, bisect, or hand back its culprit (and land the green prefix). */
+function judge(step: Step, stack: Stack): void {
   const n = stack.entries.length;
   if (stack.green === n) {
     land(step, stack, n, 'lane');

@@ -12,7 +12,11 @@ const only = <K extends EventBody['type']>(out: EventBody[], type: K) =>
   out.filter((e): e is Extract<EventBody, { type: K }> => e.type === type);
 
 /** Blocks `ids` built (DONE); `judge` of them then observed green, block number i at sha(10 + i). */
-function built(ids: string[], judge = ids, merge: typeof SPECULATE | { batch: number; verify_trunk: boolean; gather: boolean } = SPECULATE) {
+function built(
+  ids: string[],
+  judge = ids,
+  merge: typeof SPECULATE | { batch: number; verify_trunk: boolean; gather: boolean } = SPECULATE,
+) {
   const d = new Driver();
   d.boot(
     ids.map((id) => ({ id })),
@@ -31,7 +35,14 @@ function rebased(d: Driver, ids: string[], outcomes: Record<string, 'conflict'> 
   let onto = T;
   const results = ids.map((id, i) => {
     if (outcomes[id] === 'conflict') return { block: id, outcome: 'conflict' as const, onto, patch_before: 'p', files: ['notes.txt'] };
-    const r = { block: id, outcome: i === 0 ? ('fast_forward' as const) : ('clean' as const), onto, sha: R(i + 1), patch_before: 'p', patch_after: 'p' };
+    const r = {
+      block: id,
+      outcome: i === 0 ? ('fast_forward' as const) : ('clean' as const),
+      onto,
+      sha: R(i + 1),
+      patch_before: 'p',
+      patch_after: 'p',
+    };
     onto = R(i + 1);
     return r;
   });
@@ -110,7 +121,9 @@ describe('the merge lane with [merge] speculate', () => {
     const after = d.feed({ type: 'candidate.tested', stack: 1, sha: R(2), blocks: ['a', 'b'], ok: true, tests: GREEN });
     expect(only(after, 'land.intent')).toEqual([]);
     expect(only(after, 'lane.closed')).toEqual([expect.objectContaining({ stack: 1, landed: [], returned: ['a'] })]);
-    expect(only(after, 'lane.stacked')).toEqual([{ type: 'lane.stacked', stack: 2, trunk_sha: T, blocks: [{ block: 'a', sha: sha(10), patch_id: 'p' }] }]);
+    expect(only(after, 'lane.stacked')).toEqual([
+      { type: 'lane.stacked', stack: 2, trunk_sha: T, blocks: [{ block: 'a', sha: sha(10), patch_id: 'p' }] },
+    ]);
   });
 
   it('gives the stack up at once, between its effects, when a block is parked before its verdict', () => {

@@ -13,7 +13,11 @@
  *   stack's time goes (rebase, candidate test, landing);
  * - the parallel efficiency of 6 slow builders (4 s each) at max_parallel 6, defined as
  *   t(one such block alone) / t(all six at max_parallel 6): 1 when six blocks take no
- *   longer than one, 1/6 when they take six times as long — goal: ≥ 0.8.
+ *   longer than one, 1/6 when they take six times as long — goal: ≥ 0.8;
+ * - what `[merge] speculate` saves when reviews are slow: four blocks whose reviews take
+ *   0.3 s (the first) and 2 s (the others), with a suite of 1.5 s, run with speculate and
+ *   without — the last approval → the last landing, and the runs' walls. With it, the
+ *   stack of four is tested while three of the reviews run.
  *
  * TRON_BENCH_LANE=0 skips it; TRON_BENCH_LANE_SIZES=10,40, TRON_BENCH_SLOW_MS=4000 and
  * TRON_BENCH_REPEATS=3 change the sizes, the slow builders' time and how many times each
@@ -67,6 +71,8 @@ interface LaneRun {
   wallMs: number;
   /** Mean time from a block's approval (its first merge.queued) to its block.landed. */
   approvedToLandedMs: number;
+  /** From the run's last approval (merge.queued) to its last block.landed. */
+  lastApprovalToLandedMs: number;
   laneBusyMs: number;
   stacks: number;
   mergeTurns: number;
@@ -76,17 +82,35 @@ interface LaneRun {
   failed?: TronEvent;
 }
 
+/** A reviewer that approves after 0.3 s (the first block) or 2 s (any other): reviews that end apart. */
+const SLOW_REVIEWS = `[workers.reviewer]\nadapter = "command"\ncommand = ["sh", "-c", "cat > /dev/null; if [ \\"$TRON_BLOCK\\" = b001 ]; then sleep 0.3; else sleep 2; fi; echo '>>APPROVE'"]\n`;
+
+/** A test of the suite that takes 1.5 s. */
+const SLOW_TEST = {
+  'test/slow.test.js': `const { test } = require('node:test');
+test('takes its time', () => new Promise((done) => setTimeout(done, 1500)));
+`,
+};
+
+/** The run's shape beyond its size: slow reviews and a slow suite, and [merge] speculate on or off. */
+interface Shape {
+  slowReviews?: boolean;
+  speculate?: boolean;
+}
+
 /** One `tron start` of `blocks` independent blocks at `maxParallel`, each builder taking `sleep` seconds. */
-async function laneRun(blocks: number, maxParallel: number, sleep: number): Promise<LaneRun> {
+async function laneRun(blocks: number, maxParallel: number, sleep: number, shape: Shape = {}): Promise<LaneRun> {
   const scripts = mkdtempSync(join(tmpdir(), 'tron-bench-workers-'));
   const builderPath = writeBuilder(scripts, builder(sleep));
   const ids = Array.from({ length: blocks }, (_, i) => `b${String(i + 1).padStart(3, '0')}`);
+  const workers = approvingWorkers(builderPath);
   const repo = await makeProject({
     blocks: Object.fromEntries(ids.map((id) => [id, {}])),
-    files: SUITE,
+    files: shape.slowReviews ? { ...SUITE, ...SLOW_TEST } : SUITE,
     config: configFile({
       maxParallel,
-      workers: approvingWorkers(builderPath),
+      workers: shape.slowReviews ? `${workers.slice(0, workers.indexOf('[workers.reviewer]'))}${SLOW_REVIEWS}` : workers,
+      ...(shape.speculate !== undefined && { extra: `\n[merge]\nspeculate = ${shape.speculate}\n` }),
     }).replace('test = "node test.js"', 'test = "node --test test/"'),
   });
   try {
@@ -115,7 +139,9 @@ async function laneRun(blocks: number, maxParallel: number, sleep: number): Prom
       if (e.type === 'merge.queued' && !approved.has(e.block)) approved.set(e.block, e.ts);
       if (e.type === 'block.landed' && approved.has(e.block)) waits.push(e.ts - approved.get(e.block)!);
     }
+    const lastLanded = events.findLast((e) => e.type === 'block.landed')?.ts ?? Number.NaN;
     return {
+      lastApprovalToLandedMs: lastLanded - Math.max(...approved.values()),
       approvedToLandedMs: waits.reduce((a, b) => a + b, 0) / Math.max(1, waits.length),
       parts,
       blocks,
@@ -196,5 +222,17 @@ export async function benchLane(): Promise<void> {
   console.log(`builder merge turns, all runs: ${turns} (goal 0: no two blocks touch the same file)`);
   console.log(
     `parallel efficiency, t(1 block) / t(6 blocks at max_parallel 6), medians: ${s(one.wallMs)} / ${s(six.wallMs)} = ${efficiency.toFixed(2)} (goal ≥ 0.8)`,
+  );
+  const plain: LaneRun[] = [];
+  const speculative: LaneRun[] = [];
+  for (let i = 0; i < repeats; i++) {
+    plain.push(await laneRun(4, 4, 0, { slowReviews: true, speculate: false }));
+    line('4 blocks, reviews 0.3/2 s, suite 1.5 s', plain.at(-1)!);
+    speculative.push(await laneRun(4, 4, 0, { slowReviews: true, speculate: true }));
+    line('  the same with [merge] speculate', speculative.at(-1)!);
+  }
+  const [off, on] = [median(plain), median(speculative)];
+  console.log(
+    `[merge] speculate, slow reviews: last approval → last landing ${Math.round(off.lastApprovalToLandedMs)} ms without, ${Math.round(on.lastApprovalToLandedMs)} ms with; wall ${s(off.wallMs)} → ${s(on.wallMs)} (medians)`,
   );
 }

@@ -14,8 +14,8 @@
  *
  * Then the simulator's steps per second (evaluation/bench-simulator.ts), and the merge lane
  * on real git (evaluation/bench-lane.ts): per-block wall at 10 and 40
- * blocks, the lane's busy share, builder merge turns, and the parallel efficiency of slow
- * builders.
+ * blocks, the lane's busy share, builder merge turns, the parallel efficiency of slow
+ * builders, and what [merge] speculate saves when reviews are slow.
  *
  * Then `tron serve` under load (evaluation/bench-serve.ts): the engine's WAKE latency with
  * and without 50 SSE clients following a run that appends an event every millisecond.

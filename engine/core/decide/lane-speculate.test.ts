@@ -54,6 +54,12 @@ const confirmAndApprove = (d: Driver, id: string) => [
   ...d.answer(id, '>>APPROVE'),
 ];
 
+/** a and b as the lane stacks them, at the heads their gates observed. */
+const A_AND_B = [
+  { block: 'a', sha: sha(10), patch_id: 'p' },
+  { block: 'b', sha: sha(11), patch_id: 'p' },
+];
+
 /** a and b both being judged, then a approved: the speculative stack [a, b]; its decisions. */
 function stackedWhileJudged(): { d: Driver; out: EventBody[] } {
   const d = built(['a', 'b']);
@@ -69,10 +75,7 @@ describe('the merge lane with [merge] speculate', () => {
         type: 'lane.stacked',
         stack: 1,
         trunk_sha: T,
-        blocks: [
-          { block: 'a', sha: sha(10), patch_id: 'p' },
-          { block: 'b', sha: sha(11), patch_id: 'p' },
-        ],
+        blocks: A_AND_B,
         awaiting: ['b'],
       },
     ]);
@@ -161,10 +164,7 @@ describe('the merge lane with [merge] speculate', () => {
         type: 'lane.stacked',
         stack: 1,
         trunk_sha: T,
-        blocks: [
-          { block: 'a', sha: sha(10), patch_id: 'p' },
-          { block: 'b', sha: sha(11), patch_id: 'p' },
-        ],
+        blocks: A_AND_B,
       },
     ]);
   });

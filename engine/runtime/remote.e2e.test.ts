@@ -162,6 +162,31 @@ echo ">>DONE"
     expect(ofType(run.events, 'block.landed')).toEqual([]);
     expect(await p.bare.git('for-each-ref', 'refs/tron/')).toBe('');
   }, 180_000);
+
+  it('stacks on the trunk a teammate pushed while the block was built: the replay made meanwhile on the old trunk is dropped', async () => {
+    const p = await project({
+      // The teammate pushes from a clone of their own while the block is built; the builder's own work stays its own.
+      builder: (bare) => `${builderPrelude('sly.txt exists')}mate=$(mktemp -d)
+git clone -q ${bare} "$mate" && (cd "$mate" && echo "a teammate was here" > mate.txt && git add mate.txt &&
+  git -c user.name=Mate -c user.email=mate@example.invalid commit -qm "Teammate: mate.txt" && git push -q origin HEAD:main) >/dev/null 2>&1
+rm -rf "$mate"
+echo sly > sly.txt
+git add -A && git commit -qm "Build sly" >/dev/null 2>&1
+echo ">>DONE"
+`,
+    });
+    const run = await runTron(p.repo, { env: p.env });
+    expect(run.exit, run.output.join('\n')).toBe(0);
+    const theirs = await p.bare.git('rev-parse', 'main~1');
+    expect(await p.bare.git('log', '-1', '--format=%s', theirs)).toBe('Teammate: mate.txt');
+    expect(await p.bare.git('log', '-1', '--format=%s', 'main')).toBe('Build sly');
+    // Found before the stack, not by a refused landing: the stack was replayed onto the teammate's commit.
+    expect(ofType(run.events, 'remote.fetched').map((e) => e.sha)).toEqual([theirs]);
+    expect(ofType(run.events, 'remote.moved')).toEqual([]);
+    const rebased = ofType(run.events, 'rebase.done');
+    expect(rebased.map((e) => [e.trunk_sha, e.results.map((r) => [r.block, r.onto])])).toEqual([[theirs, [['sly', theirs]]]]);
+    expect(await p.repo.git('rev-parse', 'main')).toBe(await p.bare.git('rev-parse', 'main'));
+  }, 180_000);
 });
 
 describe('a run with [remote], killed at any instant of its network calls', () => {

@@ -25,12 +25,25 @@ type RebaseResult = EventOf<'rebase.done'>['results'][number];
  */
 export const stackBlocks = effect({ run: (c, e: EventOf<'lane.stacked'>) => fetchThenStack(c, e) });
 
-/** [remote]: the remote's trunk first (remote.ts); trunk touched locally is found in `stack`, as without one. */
+/**
+ * [remote]: the remote's trunk is fetched (remote.ts) while the stack is replayed onto
+ * trunk as the engine holds it, in the object store and `_lane` — neither of which the
+ * fetch touches. Mostly the remote's trunk is where the engine left it, and that replay
+ * stands; when someone else moved it, the replay is dropped and done again on the trunk
+ * fetched. Trunk touched locally is found in `stack`, as without a remote.
+ */
 async function fetchThenStack(c: EffectContext, e: EventOf<'lane.stacked'>): Promise<EventBody | EventBody[]> {
   if (!c.remote || (await git.currentTrunkSha(c.repo, c.config.trunk)) !== e.trunk_sha) return stack(c, e);
-  const before = await fetchBeforeStack(c, c.remote, e);
+  // The replay's failure counts only if the replay does: not when the remote moved under it.
+  const replaying = stack(c, e).then(
+    (done) => ({ done }),
+    (error: unknown) => ({ error }),
+  );
+  const [before, replayed] = await Promise.all([fetchBeforeStack(c, c.remote, e), replaying]);
   if (!before.go) return before.events;
-  return [...before.events, await stack(c, { ...e, trunk_sha: before.trunk })];
+  if (before.trunk !== e.trunk_sha) return [...before.events, await stack(c, { ...e, trunk_sha: before.trunk })];
+  if ('error' in replayed) throw replayed.error;
+  return [...before.events, replayed.done];
 }
 
 async function stack(c: EffectContext, e: EventOf<'lane.stacked'>): Promise<EventBody> {

@@ -30,7 +30,7 @@ import { runOutput } from '../test-output.ts';
  * [merge] speculate it waits only while one of them is in its gate: once each is being
  * challenged or reviewed, they are stacked behind the queue at the shas being judged — the
  * stack gather would have waited to form — and it is rebased and tested while their turns
- * run (`settleSpeculation`). A block that comes on its way later is not waited for.
+ * run (`settleStack`). A block that comes on its way later is not waited for.
  */
 export function stackNext(step: Step): void {
   const s = step.s;
@@ -79,18 +79,32 @@ function unapproved(stack: Stack): readonly { block: string; sha: string }[] {
   return stack.entries.length === 0 ? awaiting : awaiting.filter((a) => stack.entries.some((x) => x.block === a.block));
 }
 
+/** A block of the stack abandoned since it was stacked (withdrawn on the forge): the stack cannot land with it. */
+function abandonedIn(step: Step, stack: Stack): string | undefined {
+  const blocks = stack.entries.length > 0 ? stack.entries.map((x) => x.block) : stack.asked;
+  return blocks.find((id) => step.block(id).phase === 'abandoned');
+}
+
 /**
- * From schedule, after every input, for a stack formed before its blocks' verdicts
- * ([merge] speculate). While its rebase or test runs nothing is decided: that effect owns
- * `_lane`. Then, a block that was not approved at the sha stacked (sent back, its review
- * asked for changes, parked, or its challenge brought new commits) gives the stack up: the
- * approved blocks go back to the front of the queue, the next stack is formed without it.
- * Once every block is approved, the stack goes on where it waited — lands, bisects, or
- * (a lone block on trunk as it is) lands as its gate tested it.
+ * From schedule, after every input: what a stack waits for between its effects. While its
+ * rebase or test runs nothing is decided — that effect owns `_lane`, and the next stack
+ * must not start there under it. Then a stack holding a block abandoned meanwhile is given
+ * up, the others going back to the front of the queue. A stack formed before its blocks'
+ * verdicts ([merge] speculate) is given up the same way by a block not approved at the sha
+ * stacked (sent back, its review asked for changes, parked, or its challenge brought new
+ * commits), and the next stack is formed without it. Once every block is approved, the
+ * stack goes on where it waited — lands, bisects, or (a lone block on trunk as it is)
+ * lands as its gate tested it.
  */
-export function settleSpeculation(step: Step): void {
+export function settleStack(step: Step): void {
   const stack = step.s.lane.stack;
-  if (!stack?.awaiting || stack.pending || stack.landing.length > 0 || stack.pr) return;
+  if (!stack || stack.pending || stack.landing.length > 0 || stack.pr) return;
+  const abandoned = abandonedIn(step, stack);
+  if (abandoned) {
+    close(step, `${abandoned} was abandoned; the stack was given up`);
+    return;
+  }
+  if (!stack.awaiting) return;
   const awaiting = unapproved(stack);
   const gone = awaiting.find((a) => judgedAt(step.block(a.block)) !== a.sha);
   if (gone) {
@@ -142,8 +156,8 @@ export function onRebased(step: Step, e: BodyOf<'rebase.done'>): void {
   }
   const top = entries.at(-1)!;
   const awaiting = unapproved(step.s.lane.stack!);
-  // A block stacked before its verdict that no longer awaits it at that sha: settleSpeculation gives the stack up.
-  if (awaiting.some((a) => judgedAt(step.block(a.block)) !== a.sha)) return;
+  // A block abandoned meanwhile, or stacked before its verdict and no longer awaiting it at that sha: settleStack gives the stack up.
+  if (abandonedIn(step, stack) || awaiting.some((a) => judgedAt(step.block(a.block)) !== a.sha)) return;
   // A lone block on trunk as it is: its gate's run is the test (once it is approved, if it awaits its verdict).
   if (entries.length === 1 && (step.block(top.block).greenAt === top.sha || awaiting.some((a) => a.sha === top.sha))) {
     if (awaiting.length === 0) land(step, step.s.lane.stack!, 1, 'gate');
@@ -167,8 +181,8 @@ export function onCandidateTested(step: Step, e: BodyOf<'candidate.tested'>): vo
   const stack = step.s.lane.stack;
   // A test nobody awaits (the fold left it out) finds the stack busy or landing: nothing to decide.
   if (stack?.id !== e.stack || stack.pending || stack.landing.length > 0) return;
-  // Blocks stacked before their verdict: the result waits for them (settleSpeculation).
-  if (unapproved(stack).length > 0) return;
+  // Blocks stacked before their verdict: the result waits for them; a block abandoned meanwhile: given up (settleStack).
+  if (unapproved(stack).length > 0 || abandonedIn(step, stack)) return;
   judge(step, stack);
 }
 

@@ -5,7 +5,7 @@
  */
 import type { BlockState, EngineState } from '../state.ts';
 import { finishRun, releaseHeld, TERMINAL, type Step } from './step.ts';
-import { settleSpeculation, stackNext } from './lane.ts';
+import { settleStack, stackNext } from './lane.ts';
 
 /** After every input: fill free slots, give a free merge lane its next stack, and end the run when settled. */
 export function schedule(step: Step): void {
@@ -27,7 +27,7 @@ export function schedule(step: Step): void {
     const b = step.block(next[1]);
     step.emit({ type: 'worktree.requested', block: b.id, attempt: b.attempt + 1, base: step.s.trunkSha! });
   }
-  settleSpeculation(step);
+  settleStack(step);
   stackNext(step);
   if (!step.s.watch && settled(step.s)) {
     const landedAll = step.s.order.every((id) => step.s.blocks.get(id)!.phase === 'landed');

@@ -58,22 +58,56 @@ describe('a block withdrawn on the forge', () => {
     expect(d.observe('a', sha(5)).filter((e) => 'block' in e && e.block === 'a')).toEqual([]);
   });
 
-  it('closes the stack it is in, so nothing of it lands, and the stack above it goes back to the queue', () => {
+  it('gives up the stack it is in once the stack’s rebase has reported, so nothing of it lands, and the others go back to the queue', () => {
     const d = new Driver();
-    d.boot([{ id: 'a' }]);
+    d.boot([{ id: 'a' }, { id: 'b' }], { maxParallel: 2 });
     d.approve('a', sha(10));
+    d.approve('b', sha(11));
     const stack = d.state.lane.stack!;
     expect(stack.asked).toEqual(['a']);
-    const out = d.feed(withdrawn('a'));
-    expect(out.map((e) => e.type)).toEqual(expect.arrayContaining(['block.abandoned', 'lane.closed']));
-    // The stack's rebase reports afterwards: it belongs to a closed stack and lands nothing.
+    d.landStack({ a: sha(10) });
+    const next = d.state.lane.stack!;
+    expect(next.asked).toEqual(['b']);
+    // Its rebase is under way in the lane's checkout: no other stack may start there before it reports.
+    const out = d.feed(withdrawn('b'));
+    expect(out.map((e) => e.type)).toContain('block.abandoned');
+    expect(out.map((e) => e.type)).not.toContain('lane.closed');
     const late = d.feed({
       type: 'rebase.done',
-      stack: stack.id,
-      trunk_sha: sha(1),
-      results: [{ block: 'a', outcome: 'fast_forward', onto: sha(1), sha: sha(10), patch_before: 'p', patch_after: 'p' }],
+      stack: next.id,
+      trunk_sha: sha(10),
+      results: [{ block: 'b', outcome: 'fast_forward', onto: sha(10), sha: sha(11), patch_before: 'p', patch_after: 'p' }],
     });
     expect(late.some((e) => e.type === 'land.intent' || e.type === 'candidate.requested')).toBe(false);
+    expect(late).toContainEqual(expect.objectContaining({ type: 'lane.closed', stack: next.id, landed: [], returned: [] }));
+    expect(d.state.lane.stack).toBeUndefined();
+  });
+
+  it('gives up a stack whose test was running when one of its blocks was withdrawn, whatever the test says', () => {
+    const d = new Driver();
+    d.boot([{ id: 'x' }, { id: 'a' }, { id: 'b' }], { maxParallel: 3 });
+    d.approve('x', sha(9));
+    d.approve('a', sha(10));
+    d.approve('b', sha(11));
+    d.landStack({ x: sha(9) });
+    const stack = d.state.lane.stack!;
+    expect(stack.asked).toEqual(['a', 'b']);
+    const rebased = d.feed({
+      type: 'rebase.done',
+      stack: stack.id,
+      trunk_sha: sha(9),
+      results: [
+        { block: 'a', outcome: 'fast_forward', onto: sha(9), sha: sha(10), patch_before: 'p', patch_after: 'p' },
+        { block: 'b', outcome: 'clean', onto: sha(10), sha: sha(21), patch_before: 'p', patch_after: 'p' },
+      ],
+    });
+    expect(rebased).toContainEqual(expect.objectContaining({ type: 'candidate.requested', sha: sha(21) }));
+    expect(d.feed(withdrawn('b')).map((e) => e.type)).not.toContain('lane.closed');
+    const tested = d.feed({ type: 'candidate.tested', stack: stack.id, sha: sha(21), blocks: ['a', 'b'], ok: true, tests: GREEN });
+    expect(tested.some((e) => e.type === 'land.intent')).toBe(false);
+    expect(tested).toContainEqual(expect.objectContaining({ type: 'lane.closed', returned: ['a'] }));
+    // a goes on alone.
+    expect(tested).toContainEqual(expect.objectContaining({ type: 'lane.stacked', blocks: [expect.objectContaining({ block: 'a' })] }));
   });
 
   it('changes nothing for a landed block, nor for one whose landing is under way', () => {

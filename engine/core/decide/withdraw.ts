@@ -8,7 +8,9 @@
  * reason — the same as a pull request a person closes (pr.ts): closing an issue says
  * "not this", and an abandoned block is what tron's report and its dependents' parking
  * already know how to tell. Its running turn is stopped (block.abandoned's effect); a
- * stack it is in is closed, the blocks above it going back to the queue.
+ * stack it is in is given up — at once when it waits on its pull request, else once the
+ * stack's rebase or test under way has reported (lane.ts settleStack: never under it) —
+ * the other blocks going back to the queue.
  *
  * Nothing changes for a block that has landed (tron closes a landed block's issue itself),
  * was given up already, or whose landing is under way (trunk may already have moved: the
@@ -23,7 +25,6 @@ export function onIssueWithdrawn(step: Step, e: BodyOf<'issue.withdrawn'>): void
   const b = step.s.blocks.get(e.block);
   if (!b || TERMINAL.has(b.phase) || b.phase === 'wrap') return;
   const stack = step.s.lane.stack;
-  const stacked = stack?.asked.includes(e.block) === true;
   if (stack?.asked.includes(e.block) && stack.landing.length > 0) return;
   const said = e.words ? ` (the last comment there, ${e.words})` : '';
   const reason =
@@ -31,5 +32,6 @@ export function onIssueWithdrawn(step: Step, e: BodyOf<'issue.withdrawn'>): void
       ? `${e.by ?? 'a person'} closed its issue #${e.issue}${said}`
       : `the intake label was taken off its issue #${e.issue}${said}`;
   abandon(step, e.block, reason);
-  if (stacked) close(step, `${e.block} withdrawn on the forge (issue #${e.issue} ${e.action})`);
+  // A stack waiting on its pull request has nothing under way in the lane's checkout: given up at once.
+  if (stack?.asked.includes(e.block) && stack.pr) close(step, `${e.block} withdrawn on the forge (issue #${e.issue} ${e.action})`);
 }

@@ -44,6 +44,20 @@ describe('Board', () => {
     expect(boardAt(34).board.render(at.ts, 200)).toMatch(/^merge lane: free$/m);
   });
 
+  it('names the blocks a speculative stack still awaits the verdict on, and what it holds for them', () => {
+    const run = readLog(join(import.meta.dirname, '..', '..', 'runs', 'lane-speculate', 'events.jsonl')).events;
+    const at = (type: string, n = 1) => run.filter((e) => e.type === type)[n - 1]!.seq;
+    const frame = (seq: number) => {
+      const board = new Board();
+      for (const e of run.slice(0, seq)) board.event(e);
+      return board.render(run[seq - 1]!.ts, 200);
+    };
+    expect(frame(at('lane.stacked'))).toMatch(/^merge lane: stack 1 \(a, b\) — rebasing, awaiting the verdict on b$/m);
+    expect(frame(at('candidate.requested'))).toMatch(/^merge lane: stack 1 \(a, b\) — testing [0-9a-f]{12}, awaiting the verdict on b$/m);
+    expect(frame(at('candidate.tested'))).toMatch(/^merge lane: stack 1 \(a, b\) — green, awaiting the verdict on b$/m);
+    expect(frame(at('lane.stacked', 2))).toMatch(/^merge lane: stack 2 \(a\) — rebasing$/m);
+  });
+
   it('counts landed blocks and shows no rows once the run is over', () => {
     const { board, at } = boardAt(RUN.length);
     const frame = board.render(at.ts, 200).split('\n');

@@ -162,7 +162,18 @@ export class Board {
     const stack = s.lane.stack;
     if (!stack) return `merge lane: free${queued}`;
     const blocks = stack.entries.length > 0 ? stack.entries.map((e) => e.block) : stack.asked;
-    const doing = stack.landing.length > 0 ? 'landing' : stack.testing ? `testing ${stack.testing.slice(0, 12)}` : 'rebasing';
-    return `merge lane: stack ${stack.id} (${blocks.join(', ')}) — ${doing}${queued}`;
+    // [merge] speculate: blocks of the stack still being challenged or reviewed, and what the lane holds for them.
+    const awaited = (stack.awaiting ?? []).map((a) => a.block).filter((id) => blocks.includes(id));
+    const held = stack.green === stack.entries.length ? 'green' : stack.red ? 'red' : 'rebased';
+    const doing =
+      stack.landing.length > 0
+        ? 'landing'
+        : stack.testing
+          ? `testing ${stack.testing.slice(0, 12)}`
+          : stack.pending || awaited.length === 0
+            ? 'rebasing'
+            : held;
+    const verdicts = awaited.length > 0 ? `, awaiting the verdict on ${awaited.join(', ')}` : '';
+    return `merge lane: stack ${stack.id} (${blocks.join(', ')}) — ${doing}${verdicts}${queued}`;
   }
 }

@@ -229,7 +229,7 @@ export async function migrateJobs(db: Database): Promise<void> {
     );
     const { rows } = await client.query<{ v: number | null }>('select max(version) as v from tron_queue_schema');
     const current = rows[0]?.v ?? 0;
-    if (current > JOB_MIGRATIONS.length) throw new SchemaNewerError(db.url, current);
+    if (current > JOB_MIGRATIONS.length) throw new SchemaNewerError(db.url, current, 'tron_queue_schema', JOB_MIGRATIONS.length);
     for (let v = current + 1; v <= JOB_MIGRATIONS.length; v += 1) {
       await client.query(JOB_MIGRATIONS[v - 1]!);
       await client.query('insert into tron_queue_schema (version) values ($1)', [v]);

@@ -4,6 +4,7 @@ import { ManualClock } from '../core/clock.ts';
 import type { EventBody } from '../core/events.ts';
 import { skipWithoutPostgres, testDatabase, useTestDatabase } from '../testing/postgres.ts';
 import { readLog } from './eventlog.ts';
+import { JOB_MIGRATIONS, migrateJobs } from './pg-jobs.ts';
 import { acquireLease, awaitLease, LeaseHeldError } from './lease.ts';
 import {
   DatabaseUnreachableError,
@@ -152,6 +153,27 @@ describe.skipIf(NO_DATABASE)('the event log in PostgreSQL', () => {
     }
     const { rows } = await d.client.query('select max(version) as v from tron_schema');
     expect(rows[0].v).toBe(SCHEMA_VERSION);
+  });
+
+  it('refuses a job queue whose schema is newer than this tron, naming that schema and the version it knows', async () => {
+    const d = await db();
+    await migrateJobs(d);
+    const newer = JOB_MIGRATIONS.length + 1;
+    await d.client.query('insert into tron_queue_schema (version) values ($1)', [newer]);
+    try {
+      const err = await migrateJobs(d).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(err).toBeInstanceOf(SchemaNewerError);
+      expect((err as SchemaNewerError).problems[0]).toMatchObject({
+        code: 'TRON_DB_SCHEMA_NEWER',
+        path: expect.stringContaining('(tron_queue_schema)'),
+        message: expect.stringContaining(`(tron_queue_schema) is version ${newer}, and this tron knows up to ${JOB_MIGRATIONS.length}`),
+      });
+    } finally {
+      await d.client.query('delete from tron_queue_schema where version = $1', [newer]);
+    }
   });
 
   it('brings a schema of an older tron up to this version at open, one migration a version, keeping its rows — and two opens at once migrate once', async () => {

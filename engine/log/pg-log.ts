@@ -109,12 +109,13 @@ export class DatabaseUnreachableError extends Error {
 /** The database's schema was made by a newer tron: this one must not write (or misread) it. */
 export class SchemaNewerError extends InputError {
   readonly code = 'TRON_DB_SCHEMA_NEWER' satisfies InputCode;
-  constructor(url: string, found: number) {
+  /** `table` and `known`: the schema refused — the log's (tron_schema) unless the queue's is named. */
+  constructor(url: string, found: number, table = 'tron_schema', known = SCHEMA_VERSION) {
     super([
       {
         code: 'TRON_DB_SCHEMA_NEWER',
-        path: `${redact(url)} (tron_schema)`,
-        message: `the database's schema is version ${found}, and this tron knows up to ${SCHEMA_VERSION}; upgrade tron on this host to the version the other hosts run`,
+        path: `${redact(url)} (${table})`,
+        message: `the database's schema (${table}) is version ${found}, and this tron knows up to ${known}; upgrade tron on this host to the version the other hosts run`,
       },
     ]);
     this.name = 'SchemaNewerError';

@@ -8,7 +8,7 @@
  * forged result of a dead attempt is refused by the database.
  */
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { execa, type ResultPromise } from 'execa';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
@@ -19,7 +19,7 @@ import { configFile, landingSim, makeProject } from '../testing/project.ts';
 import { type BareRemote, makeBareRemote, serveDaemon } from '../testing/remote-server.ts';
 import { GIT_IDENTITY_ENV, type TestRepo } from '../testing/repo.ts';
 import { approvingWorkers, builderPrelude, writeBuilder } from '../testing/workers.ts';
-import { completeJob, STALE_ATTEMPT } from '../log/pg-jobs.ts';
+import { completeJob, JOB_MIGRATIONS, migrateJobs, STALE_ATTEMPT } from '../log/pg-jobs.ts';
 import { type Database, openDatabase } from '../log/pg-log.ts';
 
 const POSTGRES = needPostgres();
@@ -229,6 +229,39 @@ describe.skipIf(NO_DATABASE)('tron agent with [cluster] database', () => {
       expect(away.stderr).not.toContain('secret');
     } finally {
       await repo.cleanup();
+    }
+  }, 60_000);
+
+  it('refuses, with exit 2 and a clear message, a job queue a newer tron migrated, and claims nothing', async () => {
+    const db = await openDatabase(server.url);
+    await migrateJobs(db);
+    const newer = JOB_MIGRATIONS.length + 1;
+    await db.client.query('insert into tron_queue_schema (version) values ($1)', [newer]);
+    const origin = await makeProject({ blocks: { alpha: {} }, sim: landingSim(['alpha']) });
+    const clone = await makeProject({ blocks: { alpha: {} }, config: configFile({ extra: '\n[remote]\n' }) });
+    try {
+      await clone.git('remote', 'add', 'origin', origin.dir);
+      const agent = execa('node', [BIN, 'agent', '--repo', clone.dir, '--database', server.url], {
+        env: ENV,
+        reject: false,
+        stdin: 'ignore',
+        timeout: 30_000,
+      });
+      const refused = await agent;
+      expect(refused.exitCode, refused.stderr).toBe(2);
+      expect(refused.stderr).toContain('TRON_DB_SCHEMA_NEWER');
+      expect(refused.stderr).toContain(`(tron_queue_schema) is version ${newer}, and this tron knows up to ${JOB_MIGRATIONS.length}`);
+      expect(refused.stderr).toContain('upgrade tron on this host');
+      expect(refused.stderr).not.toMatch(/\n\s+at /);
+      // It never joined the agents (an agent's name: its host and pid).
+      const { rows } = await db.client.query(`select count(*)::int as n from tron_agents where worker = $1`, [
+        `agent ${hostname()} pid ${agent.pid}`,
+      ]);
+      expect(rows[0].n).toBe(0);
+    } finally {
+      await db.client.query('delete from tron_queue_schema where version = $1', [newer]);
+      await db.end();
+      await Promise.all([origin.cleanup(), clone.cleanup()]);
     }
   }, 60_000);
 

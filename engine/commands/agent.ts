@@ -26,7 +26,7 @@ import * as git from '../git/index.ts';
 import { gitOut } from '../git/run.ts';
 import { credentialPaths, fetchRef, fetchTrunk, fetchTrunkAndWork, openRemote, pushRef, type Remote, remoteAccess } from '../git/remote.ts';
 import { databaseUrl } from '../log/cluster.ts';
-import type { Claimed, JobKey, JobResult } from '../log/pg-jobs.ts';
+import { checkQueueVersion, type Claimed, connect, type JobKey, type JobResult } from '../log/pg-jobs.ts';
 import { redact } from '../log/pg-log.ts';
 import { CheckoutPool } from '../runtime/effects/checkouts.ts';
 import { type EffectContext, errorLine, Queues } from '../runtime/effects/context.ts';
@@ -124,6 +124,13 @@ export async function agentCommand(o: AgentOptions): Promise<number> {
   const heartbeatMs = config.cluster?.heartbeatMs ?? 2000;
   let control: AgentControl | undefined;
   const pool = await untilSchema(stop.signal, heartbeatMs, o.print, async () => {
+    // A queue a newer tron migrated is refused, as an engine refuses it: upgrade this host first.
+    const probe = await connect(url);
+    try {
+      await checkQueueVersion(probe, url);
+    } finally {
+      await probe.end().catch(() => undefined);
+    }
     // The engine's asks of the turns held here (stop, probe), and their notes (runtime/agent-control.ts).
     control ??= await AgentControl.open(url, name, heartbeatMs, o.clock, o.print);
     return startWorkers({

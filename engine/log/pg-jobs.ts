@@ -84,6 +84,24 @@ const NEAR_MIGRATION = `
   end $$;
 `;
 
+/**
+ * Version 4: the queue's schema version, for an agent to read at start (its role reads no
+ * table of tron's): an agent of an older tron refuses a newer queue, as an engine does.
+ */
+const VERSION_MIGRATION = `
+  create function tron_queue_version() returns integer
+  language sql stable security definer set search_path = public, pg_temp as $$
+    select max(version) from tron_queue_schema;
+  $$;
+  revoke execute on function tron_queue_version() from public;
+  do $$ declare r text; begin
+    for r in select distinct grantee from information_schema.routine_privileges
+              where routine_name = 'tron_claim' and privilege_type = 'EXECUTE' and grantee <> current_user loop
+      execute format('grant execute on function tron_queue_version() to %I', r);
+    end loop;
+  end $$;
+`;
+
 /** The queue's schema, one migration a version (`tron_queue_schema`); never edited once released. */
 export const JOB_MIGRATIONS: readonly string[] = [
   `
@@ -185,12 +203,30 @@ export const JOB_MIGRATIONS: readonly string[] = [
   CONTROL_MIGRATION,
   // 3: a block's jobs go near its work (NEAR_MIGRATION).
   NEAR_MIGRATION,
+  // 4: the version, readable by an agent (VERSION_MIGRATION).
+  VERSION_MIGRATION,
 ];
+
+/**
+ * An agent's check at start: the queue's schema (read through tron_queue_version, which a
+ * queue older than version 4 lacks — it is then older than this tron, and fine) is not
+ * newer than this tron knows. Refused with SchemaNewerError otherwise.
+ */
+export async function checkQueueVersion(client: pg.ClientBase, url: string): Promise<void> {
+  const version = await client.query<{ v: number | null }>('select tron_queue_version() as v').then(
+    (r) => r.rows[0]?.v ?? 0,
+    (err: unknown) => {
+      if ((err as { code?: unknown }).code === '42883') return 0;
+      throw err;
+    },
+  );
+  if (version > JOB_MIGRATIONS.length) throw new SchemaNewerError(url, version, 'tron_queue_schema', JOB_MIGRATIONS.length);
+}
 
 /**
  * What the agents' role is granted (docs/cluster.md, "Roles"): graphile-worker's own tables
  * and functions — to claim, finish and retry jobs; a policy on each of its tables that keep
- * row-level security — and tron's five queue functions. Nothing
+ * row-level security — and tron's six queue functions. Nothing
  * of the log, the lease or tron_jobs itself: an agent reads a job's request and writes its
  * result only through tron_claim and tron_complete, fenced by attempt.
  */
@@ -208,7 +244,7 @@ do $$ declare t text; begin
 end $$;
 grant execute on function tron_heartbeat(text, text, text[], integer, text[]), tron_reap(interval),
   tron_claim(text, text, integer, text), tron_complete(text, text, integer, integer, jsonb),
-  tron_near_elsewhere(text, interval) to ${role};
+  tron_near_elsewhere(text, interval), tron_queue_version() to ${role};
 grant execute on function ${CONTROL_FUNCTIONS} to ${role};`;
 }
 

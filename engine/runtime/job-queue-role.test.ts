@@ -104,7 +104,7 @@ describe.skipIf(NO_DATABASE)('the agents’ database role', () => {
     await log.close();
   }, 60_000);
 
-  it('lets a role granted before version 3 of the queue’s schema ask which jobs to leave, once the engine migrated it', async () => {
+  it('lets a role granted before version 3 of the queue’s schema ask which jobs to leave and the queue’s version, once the engine migrated it', async () => {
     const admin = new pg.Client({ connectionString: server.url });
     await admin.connect();
     await admin.query('create database tron_older').finally(() => admin.end());
@@ -123,8 +123,9 @@ describe.skipIf(NO_DATABASE)('the agents’ database role', () => {
         await older.client.query('insert into tron_queue_schema (version) values ($1)', [i + 1]);
       }
       await older.client.query(`create role tron_older_agent login password 'older'`);
-      const before = agentGrants('tron_older_agent').replace(/,\s*tron_near_elsewhere\(text, interval\)/, '');
+      const before = agentGrants('tron_older_agent').replace(/,\s*tron_near_elsewhere\(text, interval\), tron_queue_version\(\)/, '');
       expect(before).not.toContain('tron_near_elsewhere');
+      expect(before).not.toContain('tron_queue_version');
       await older.client.query(before);
       await migrateJobs(older);
       const agentAt = new URL(url);
@@ -135,6 +136,8 @@ describe.skipIf(NO_DATABASE)('the agents’ database role', () => {
       try {
         const { rows } = await agent.query(`select tron_near_elsewhere('someone', '1 second') as f`);
         expect(rows[0].f).toEqual([]);
+        const version = await agent.query('select tron_queue_version() as v');
+        expect(version.rows[0].v).toBe(JOB_MIGRATIONS.length);
       } finally {
         await agent.end();
       }

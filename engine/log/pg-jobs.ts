@@ -34,6 +34,18 @@ export const RESULTS_CHANNEL = 'tron_results';
 export const taskOf = (role: string): string => `tron_${role}`;
 
 /**
+ * A migration's grant of a new function to the agents' roles made before it (those
+ * `agentGrants` gave tron_claim): their hosts call it with no grant run again.
+ */
+const grantedToAgentRoles = (fn: string): string => `  do $$ declare r text; begin
+    for r in select distinct grantee from information_schema.routine_privileges
+              where routine_name = 'tron_claim' and privilege_type = 'EXECUTE' and grantee <> current_user loop
+      execute format('grant execute on function ${fn} to %I', r);
+    end loop;
+  end $$;
+`;
+
+/**
  * Version 3: **a block's jobs go near its work.** A block's gate test run, its challenge, its
  * review and its next builder turn are flagged `near:<role>:<agent>`, the agent whose builder
  * turn of the block ended last: that clone holds the block's sha and its worktree, so it
@@ -76,13 +88,7 @@ const NEAR_MIGRATION = `
   $$;
   revoke execute on function tron_near_elsewhere(text, interval) from public;
   -- The agents' roles granted before this version (agentGrants) may ask it too.
-  do $$ declare r text; begin
-    for r in select distinct grantee from information_schema.routine_privileges
-              where routine_name = 'tron_claim' and privilege_type = 'EXECUTE' and grantee <> current_user loop
-      execute format('grant execute on function tron_near_elsewhere(text, interval) to %I', r);
-    end loop;
-  end $$;
-`;
+${grantedToAgentRoles('tron_near_elsewhere(text, interval)')}`;
 
 /**
  * Version 4: the queue's schema version, for an agent to read at start (its role reads no
@@ -94,13 +100,7 @@ const VERSION_MIGRATION = `
     select max(version) from tron_queue_schema;
   $$;
   revoke execute on function tron_queue_version() from public;
-  do $$ declare r text; begin
-    for r in select distinct grantee from information_schema.routine_privileges
-              where routine_name = 'tron_claim' and privilege_type = 'EXECUTE' and grantee <> current_user loop
-      execute format('grant execute on function tron_queue_version() to %I', r);
-    end loop;
-  end $$;
-`;
+${grantedToAgentRoles('tron_queue_version()')}`;
 
 /** The queue's schema, one migration a version (`tron_queue_schema`); never edited once released. */
 export const JOB_MIGRATIONS: readonly string[] = [

@@ -112,17 +112,18 @@ export function settleStack(step: Step): void {
     return;
   }
   if (awaiting.length > 0 || stack.entries.length === 0) return;
-  const n = stack.entries.length;
-  if (stack.green === n || stack.red) {
-    judge(step, stack);
-    return;
-  }
+  if (stack.green === stack.entries.length || stack.red) judge(step, stack);
+  else testOrLand(step, stack);
+}
+
+/**
+ * A rebased stack, its blocks approved: its top is tested — or, a lone block on trunk as it
+ * is that its gate found green, it lands on that run (the candidate test would repeat it).
+ */
+function testOrLand(step: Step, stack: Stack): void {
   const top = stack.entries.at(-1)!;
-  if (n === 1 && step.block(top.block).greenAt === top.sha) {
-    land(step, stack, 1, 'gate');
-    return;
-  }
-  step.emit({ type: 'candidate.requested', stack: stack.id, sha: top.sha, blocks: stack.entries.map((x) => x.block) });
+  if (stack.entries.length === 1 && step.block(top.block).greenAt === top.sha) land(step, stack, 1, 'gate');
+  else step.emit({ type: 'candidate.requested', stack: stack.id, sha: top.sha, blocks: stack.entries.map((x) => x.block) });
 }
 
 export function onRebased(step: Step, e: BodyOf<'rebase.done'>): void {
@@ -158,12 +159,9 @@ export function onRebased(step: Step, e: BodyOf<'rebase.done'>): void {
   const awaiting = unapproved(step.s.lane.stack!);
   // A block abandoned meanwhile, or stacked before its verdict and no longer awaiting it at that sha: settleStack gives the stack up.
   if (abandonedIn(step, stack) || awaiting.some((a) => judgedAt(step.block(a.block)) !== a.sha)) return;
-  // A lone block on trunk as it is: its gate's run is the test (once it is approved, if it awaits its verdict).
-  if (entries.length === 1 && (step.block(top.block).greenAt === top.sha || awaiting.some((a) => a.sha === top.sha))) {
-    if (awaiting.length === 0) land(step, step.s.lane.stack!, 1, 'gate');
-    return;
-  }
-  step.emit({ type: 'candidate.requested', stack: stack.id, sha: top.sha, blocks: entries.map((x) => x.block) });
+  // A lone block on trunk as it is, still judged: its gate's run will be the test once it is approved (settleStack).
+  if (entries.length === 1 && awaiting.some((a) => a.sha === top.sha)) return;
+  testOrLand(step, step.s.lane.stack!);
 }
 
 /** A rebase onto trunk that conflicts: the builder's own session brings the branch up to date, within the merge budget. */

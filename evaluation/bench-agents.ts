@@ -12,7 +12,11 @@
  *   take no longer than one. The six are independent (each builder writes a file of its
  *   own), so all six are dispatched at once and land in one stack. Printed beside it, not
  *   the goal: the builders' share, 6 × 4 s / (6 agents × t(6 blocks)) — the rest of a
- *   block's wall is its gate, evidence and review turns and the landing, in both runs;
+ *   block's wall is its gate, evidence and review turns and the landing, in both runs —
+ *   and how busy the machine's cores were from the last builder's end to the run's end
+ *   (/proc/stat): with that much CPU work and no core ever idle, t(6 blocks) could not be
+ *   below the builders' end + that work / the cores, so t(1) over that is the most these
+ *   cores allow;
  * - **events per second of the single writer with 8 agents and instant workers**: eight
  *   agent processes that finish every job at once, and a writer that keeps 16 jobs in flight,
  *   appending each result and the next decision with its job, for 5 s.
@@ -188,6 +192,43 @@ function treeCpuMs(agents: readonly ResultPromise[]): number {
   return of('self') + agents.reduce((sum, a) => sum + (a.pid ? of(a.pid) : 0), 0);
 }
 
+/** The whole machine's CPU so far, all cores, in ms (/proc/stat's first line): busy, and busy + idle. */
+function machineCpu(): { busy: number; all: number } {
+  try {
+    // user nice system idle iowait irq softirq steal, in USER_HZ (100 a second).
+    const [user, nice, system, idle, iowait, irq, softirq, steal] = readFileSync('/proc/stat', 'utf8')
+      .split('\n')[0]!
+      .trim()
+      .split(/\s+/)
+      .slice(1)
+      .map(Number);
+    const busy = user! + nice! + system! + irq! + softirq! + (steal ?? 0);
+    return { busy: busy * 10, all: (busy + idle! + iowait!) * 10 };
+  } catch {
+    return { busy: 0, all: 0 };
+  }
+}
+
+/**
+ * What the machine did after a run's builders ended (the last build turn's reply) to its
+ * end, from `samples` of machineCpu taken during it: the cores' busy share, and the least
+ * wall the run could have had on these cores with that much CPU work after its builders.
+ */
+function afterBuilders(events: readonly TronEvent[], samples: ReadonlyArray<{ at: number; busy: number; all: number }>) {
+  const started = events.find((e) => e.type === 'run.started')!.ts;
+  const finished = events.findLast((e) => e.type === 'run.finished')!.ts;
+  // Each block's first builder reply ends its build; after the last of those the cores had all the rest to do.
+  const builds = new Map<string, number>();
+  for (const e of events) if (e.type === 'reply.received' && e.role === 'builder' && !builds.has(e.block)) builds.set(e.block, e.ts);
+  const from = Math.max(...builds.values());
+  const at = (t: number) => samples.find((x) => x.at >= t) ?? samples.at(-1)!;
+  const a = at(from);
+  const b = at(finished);
+  const busy = b.busy - a.busy;
+  const share = b.all > a.all ? busy / (b.all - a.all) : Number.NaN;
+  return { tail: finished - from, share, bound: from - started + busy / availableParallelism() };
+}
+
 /** Wall (run.started → run.finished) of a run's events. */
 function wallOf(events: readonly TronEvent[]): number {
   return events.findLast((e) => e.type === 'run.finished')!.ts - events.find((e) => e.type === 'run.started')!.ts;
@@ -239,11 +280,16 @@ async function printTrace(db: Database, repository: string, run: string, events:
   }
 }
 
-async function sixAgents(
-  url: string,
-  slowMs: number,
-  repeats: number,
-): Promise<{ runs: Array<{ one: number; six: number; sixCpu: number; load: number }>; claimP50: number; claimP99: number }> {
+/** One pair: the walls (ms), the six-block run's CPU, what its cores did after its builders, the load average. */
+interface Run {
+  one: number;
+  six: number;
+  sixCpu: number;
+  after: ReturnType<typeof afterBuilders>;
+  load: number;
+}
+
+async function sixAgents(url: string, slowMs: number, repeats: number): Promise<{ runs: Run[]; claimP50: number; claimP99: number }> {
   const scratch = mkdtempSync(join(tmpdir(), 'tron-bench-agents-'));
   const bare = await makeBareRemote();
   const served = await serveDaemon(bare);
@@ -270,7 +316,12 @@ async function sixAgents(
     }
     const start = async () => {
       const cpu0 = treeCpuMs(agents);
+      const samples: Array<{ at: number; busy: number; all: number }> = [];
+      const sample = () => samples.push({ at: Date.now(), ...machineCpu() });
+      const sampler = setInterval(sample, 20);
       const started = await execa('node', [BIN, 'start', '--repo', repo.dir, '--plain'], { env: ENV, reject: false, stdin: 'ignore' });
+      clearInterval(sampler);
+      sample();
       if (started.exitCode !== 0) throw new Error(`tron start exited ${started.exitCode}: ${started.stdout}\n${started.stderr}`);
       const { run, events } = lastRun(repo.dir);
       const cpu = treeCpuMs(agents) - cpu0;
@@ -278,7 +329,7 @@ async function sixAgents(
         await printTrace(db, 'bench-six', run, events);
         console.log(`CPU used by the run (engine, agents, their git and workers, the remote): ${Math.round(cpu)} ms`);
       }
-      return { wall: wallOf(events), cpu };
+      return { wall: wallOf(events), cpu, after: afterBuilders(events, samples) };
     };
     const { writeFileSync } = await import('node:fs');
     const { blockFile } = await import('../engine/testing/project.ts');
@@ -288,7 +339,7 @@ async function sixAgents(
       await repo.commitAll(`blocks ${ids.join(', ')}`);
       await repo.git('push', '-q', bare.dir, 'main');
     };
-    const runs: Array<{ one: number; six: number; sixCpu: number; load: number }> = [];
+    const runs: Run[] = [];
     // The one-block and six-block runs in turn, so both see the same machine.
     for (let k = 1; k <= repeats; k += 1) {
       if (k > 1) await add([`solo${k}`]);
@@ -296,7 +347,7 @@ async function sixAgents(
       const one = (await start()).wall;
       await add(Array.from({ length: 6 }, (_, i) => (k === 1 ? `b${i + 1}` : `r${k}b${i + 1}`)));
       const six = await start();
-      runs.push({ one, six: six.wall, sixCpu: six.cpu, load: (load + loadavg()[0]!) / 2 });
+      runs.push({ one, six: six.wall, sixCpu: six.cpu, after: six.after, load: (load + loadavg()[0]!) / 2 });
     }
     const { rows } = await db.client.query<{ p50: number; p99: number }>(
       `select percentile_cont(0.5) within group (order by ms) as p50, percentile_cont(0.99) within group (order by ms) as p99
@@ -338,9 +389,10 @@ export async function benchAgents(): Promise<void> {
       `${'turn committed → claimed by an agent process'.padEnd(44)} ${s.claimP50.toFixed(1).padStart(8)} ms p50, ${s.claimP99.toFixed(1)} ms p99 (the database's clock)`,
     );
     const sec = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
+    const pctOf = (x: number) => `${Math.round(x * 100)}%`;
     for (const r of s.runs)
       console.log(
-        `  one block ${sec(r.one)}, six blocks ${sec(r.six)}: ${(r.one / r.six).toFixed(2)}, builders' share ${((6 * slowMs) / (6 * r.six)).toFixed(2)}, CPU of the six ${sec(r.sixCpu)} (load average ${r.load.toFixed(1)})`,
+        `  one block ${sec(r.one)}, six blocks ${sec(r.six)}: ${(r.one / r.six).toFixed(2)}, builders' share ${((6 * slowMs) / (6 * r.six)).toFixed(2)}, CPU of the six ${sec(r.sixCpu)}; after its builders ${sec(r.after.tail)}, the cores ${pctOf(r.after.share)} busy (load average ${r.load.toFixed(1)})`,
       );
     const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
     const one = median(s.runs.map((r) => r.one));
@@ -355,6 +407,12 @@ export async function benchAgents(): Promise<void> {
     // The builders sleep; what the run does around them is CPU, most of it in the ~2 s after they end, on this host's cores.
     console.log(
       `${'  CPU the six-block run used'.padEnd(44)} ${sec(median(s.runs.map((r) => r.sixCpu)))} (engine, agents, their git and workers, the remote; all on these ${availableParallelism()} cores)`,
+    );
+    // How much of the gap is the cores: had the CPU work after the builders run with no core ever idle, t(6) would have been `bound`.
+    const share = median(s.runs.map((r) => r.after.share));
+    const bound = median(s.runs.map((r) => r.after.bound));
+    console.log(
+      `${'  the cores after the builders ended'.padEnd(44)} ${pctOf(share)} busy (the whole machine's CPU, /proc/stat); with none idle, t(6 blocks) ≥ ${sec(bound)}: at best ${(one / bound).toFixed(2)} on these ${availableParallelism()} cores`,
     );
     if (only) return;
     const w = await writerThroughput(server.url);

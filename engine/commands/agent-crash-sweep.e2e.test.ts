@@ -114,8 +114,11 @@ describe.skipIf(NO_DATABASE)('the crash sweep across two engines and three agent
         agent.stderr!.on('data', take);
         agents.push(agent);
       }
-      const start = (extra: string[], env: Record<string, string>) => {
-        const p = execa('node', [BIN, 'start', '--repo', repo.dir, '--plain', ...extra], {
+      // The standby leads from a clone of its own, as on another host: the log, the key and the work come from the database and the remote.
+      const standbyDir = join(scratch, 'standby');
+      await execa('git', ['clone', '-q', served.url, standbyDir], { env: ENV });
+      const start = (extra: string[], env: Record<string, string>, dir = repo.dir) => {
+        const p = execa('node', [BIN, 'start', '--repo', dir, '--plain', ...extra], {
           env: { ...ENV, ...env },
           reject: false,
           stdin: 'ignore',
@@ -137,7 +140,7 @@ describe.skipIf(NO_DATABASE)('the crash sweep across two engines and three agent
           (await db.client.query('select 1 from tron_lease where repository = $1', [repository])).rows.length === 0
         )
           await new Promise((r) => setTimeout(r, 20));
-        const standby = start(['--standby'], {});
+        const standby = start(['--standby'], {}, standbyDir);
         // alpha's first build hangs on whichever agent claimed it (under the leader, or the standby): that agent dies as a lost host.
         while (!existsSync(held!)) await new Promise((r) => setTimeout(r, 50));
         const { rows } = await db.client.query<{ worker: string; run: string; seq: number }>(
@@ -166,8 +169,11 @@ describe.skipIf(NO_DATABASE)('the crash sweep across two engines and three agent
         expect(runs.at(-1)!.some((e) => e.type === 'recovery.started')).toBe(true);
         expect(JSON.stringify(runs.flat())).not.toContain('forged');
       }
-      // Nothing lost, nothing landed twice: every block landed once, here and on the remote's trunk.
-      const landed = (await repo.git('for-each-ref', '--format=%(refname:short)', 'refs/tron/landed/')).split('\n').sort();
+      // The clone the last engine led from: the standby's after a crash.
+      const last = crashAt === undefined ? repo.dir : standbyDir;
+      const git = async (...args: string[]) => (await execa('git', args, { cwd: last, env: ENV })).stdout.trim();
+      // Nothing lost, nothing landed twice: every block landed once, there and on the remote's trunk.
+      const landed = (await git('for-each-ref', '--format=%(refname:short)', 'refs/tron/landed/')).split('\n').sort();
       expect(landed).toEqual(IDS.map((id) => `tron/landed/${id}`));
       const subjects = (await bare.git('log', '--format=%s', 'main')).split('\n');
       for (const id of IDS)
@@ -189,14 +195,15 @@ describe.skipIf(NO_DATABASE)('the crash sweep across two engines and three agent
         expect(recorded + (recorded === 0 && recovered ? 1 : 0), `${id}'s landing recorded once`).toBe(1);
         expect(recorded).toBeLessThanOrEqual(1);
       }
-      expect(await repo.git('rev-list', '--min-parents=2', 'main')).toBe('');
+      expect(await git('rev-list', '--min-parents=2', 'main')).toBe('');
+      expect(await git('rev-parse', 'main'), "the clone's trunk is the remote's").toBe(await bare.git('rev-parse', 'main'));
       // Every landed sha is green, tested again here.
       for (const id of IDS) {
-        const sha = await repo.git('rev-parse', `refs/tron/landed/${id}`);
+        const sha = await git('rev-parse', `refs/tron/landed/${id}`);
         const dir = join(scratch, `check-${id}`);
-        await repo.git('worktree', 'add', '-q', '--detach', dir, sha);
+        await git('worktree', 'add', '-q', '--detach', dir, sha);
         expect((await execa('node', ['test.js'], { cwd: dir, reject: false })).exitCode, `${id} green at ${sha}`).toBe(0);
-        await repo.git('worktree', 'remove', '--force', dir);
+        await git('worktree', 'remove', '--force', dir);
       }
       // The work refs went with the landings.
       expect(await bare.git('for-each-ref', 'refs/tron/work/')).toBe('');

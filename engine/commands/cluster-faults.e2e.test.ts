@@ -239,13 +239,15 @@ describe.skipIf(NO_SERVER)('faults of the engine and the database', () => {
     }
     // The password is never printed.
     expect(status.stdout).not.toContain('reads@');
-    // And it cannot write: not a line, not a lease.
+    // And it cannot write: not a line, not a lease; nor read the repository's key.
     const raw = new pg.Client({ connectionString: reader });
     await raw.connect();
     try {
       for (const sql of [
         `insert into tron_events (repository, run, seq, generation, line) values ('read-only', 'x', 1, 1, '{}')`,
         `update tron_lease set generation = 99`,
+        // Nor learn the key the engines sign the lines with.
+        'select key from tron_keys',
       ]) {
         const code = await raw.query(sql).then(
           () => undefined,

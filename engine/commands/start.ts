@@ -3,6 +3,7 @@
  * drive every ready block to a terminal phase. Bad input is reported before anything
  * in the repository changes: no branch, worktree, run directory or event.
  */
+import { sharedKey } from '../log/pg-keys.ts';
 import { existsSync, mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { Clock } from '../core/clock.ts';
@@ -20,7 +21,7 @@ import { chooseSandbox } from '../workers/sandbox.ts';
 import type { WorkerAdapter } from '../workers/adapter.ts';
 import type { WorkerRole } from '../core/roles.ts';
 import { carrySessions, clearInterruptedLanding, recover, type Recovery } from '../runtime/recovery.ts';
-import { catchUpFromRemote } from '../runtime/remote-recovery.ts';
+import { catchUpFromRemote, followRemote, restoreWork } from '../runtime/remote-recovery.ts';
 import { catchUpFromQueue } from '../runtime/queue-recovery.ts';
 import { credentialPaths, openRemote, remoteAccess } from '../git/remote.ts';
 import { readInbox } from '../runtime/inbox.ts';
@@ -158,7 +159,8 @@ async function startHolding(
   });
   try {
     // The key that signs this run's log and checks answers; made on the first start.
-    const { key, created: keyCreated } = repoKey(repo, { create: true });
+    // With a database, the repository's key there (pg-keys.ts): an engine in a clone of its own checks the lines its predecessor signed.
+    const { key, created: keyCreated } = seat ? await sharedKey(seat.db, seat.lease, repo) : repoKey(repo, { create: true });
     // Every worker and test process of the run carries the marker, so recovery can tell them from strangers.
     const marker = randomBytes(12).toString('hex');
     // The forge's token is tron's alone: no worker or test is given an environment that holds it.
@@ -181,6 +183,9 @@ async function startHolding(
         })
       : undefined;
     const fromRemote = remote ? await catchUpFromRemote(repo, remote, previous) : [];
+    // A clone that did not make the run's landings (a standby on another host) takes them from the remote, not builds them again.
+    const followed = remote ? [...(await followRemote(repo, remote, previous)), ...(await restoreWork(repo, remote, previous))] : [];
+    for (const e of followed) if (e.type === 'remote.followed' || e.type === 'work.restored') o.print(`tron: ${e.detail}`);
     // [forge] merge = "queue": a pull request the queue merged while tron was stopped is recorded as landed (queue-recovery.ts).
     const fromQueue =
       remote && forgeRun && config.forge?.merge === 'queue' ? await catchUpFromQueue(repo, remote, forgeRun.forge, previous) : [];
@@ -246,7 +251,8 @@ async function startHolding(
       runId,
       config,
       spineFile: SPINE_FILE,
-      trunkSha,
+      // Where trunk is now: a landing made local from the remote moved it since the lease was taken.
+      trunkSha: await git.currentTrunkSha(repo, config.trunk),
       startedAt,
       sandbox: { kind: sandbox.sandbox.kind, ...(sandbox.notice ? { why: sandbox.notice } : {}) },
     });
@@ -307,7 +313,7 @@ async function startHolding(
       report: renderReport,
       onOutput: reporter.output,
       watch: Boolean(o.watch),
-      boot: [recovery.events[0]!, ...cleared, ...fromRemote, ...recovery.events.slice(1)],
+      boot: [recovery.events[0]!, ...cleared, ...fromRemote, ...followed, ...recovery.events.slice(1)],
       ...(remote && { remote }),
       ...(forgeRun && { forge: forgeRun.forge }),
       consumed: recovery.answered,

@@ -576,6 +576,24 @@ export const EVENT_SCHEMAS = {
     .describe(
       'note: at boot, the remote already held a landing the previous run announced and never recorded (killed mid-push): local trunk and the landed refs were moved to match, so it is recognised, not pushed again.',
     ),
+  'remote.followed': z
+    .strictObject({
+      from: sha.describe('local trunk before: behind the remote’s'),
+      to: sha.describe('the remote’s trunk, where local trunk (and your checkout of it) now is'),
+      blocks: z.array(stackEntry).describe('the landed refs made local: each block the log records landed there, as the remote has it'),
+      detail: z.string(),
+    })
+    .describe(
+      'note: at boot, this clone lacked landings the run’s log records — it did not make them (a standby on another host, a new clone) — and the remote holds them: local trunk fast-forwarded to the remote’s and their landed refs were made local, so recovery finds those blocks landed instead of building them again.',
+    ),
+  'work.restored': z
+    .strictObject({
+      blocks: z.array(stackEntry).describe('each block and its attested sha, now its branch here'),
+      detail: z.string(),
+    })
+    .describe(
+      "note: at boot, this clone lacked the verified work of blocks the run's log has at review or merge (it did not make it: a standby on another host); the remote had it (`refs/tron/work/<id>` of the agents, or `tron/<id>` of push_branches), so each block's branch was made at its attested sha and it resumes there.",
+    ),
   // ---- the forge ([forge] land = "pr") ----
   'pr.requested': z
     .strictObject({

@@ -396,6 +396,20 @@ export const PROBLEMS = {
     summary: "Another engine holds this repository's lease in the database, and it has not lapsed: one engine leads a repository.",
     fix: 'Stop the other engine (the message names its host and pid), or start this one with `tron start --standby` to take over when it dies.',
   },
+  TRON_KEY_CONFLICT: {
+    area: 'log',
+    kind: 'input',
+    summary:
+      "This clone signs its logs with a key of its own, and the database's runs of the repository are signed with another (the repository's key in `tron_keys`): one engine could not check the other's lines.",
+    fix: "Start the engine (or the standby) in a clone that has no run of its own yet: it takes the database's key. The message names this clone's key file and its runs.",
+  },
+  TRON_KEY_UNKNOWN: {
+    area: 'log',
+    kind: 'input',
+    summary:
+      "The database's runs of the repository were signed with a key this host does not hold, and the database holds none yet: an older tron wrote them, which kept its key on its own host.",
+    fix: 'Start the engine once, with this version of tron, on the host whose clone wrote those runs: it puts its key in the database, and every other host takes it from there.',
+  },
   TRON_LEASE_LOST: {
     area: 'log',
     kind: 'fault',

@@ -698,6 +698,8 @@ const reducers = {
   'remote.retry': (s, e) => stackPending(s, e.stack, true),
   'remote.waited': (s, e) => stackPending(s, e.stack, false),
   'remote.recovered': nothing,
+  'remote.followed': nothing,
+  'work.restored': nothing,
   'pr.requested': (s, e) => {
     const stack = s.lane.stack;
     if (stack?.id !== e.stack) return;

@@ -90,6 +90,7 @@ export {
   checkMainCheckout,
   clearLandingLocks,
   land,
+  followLandings,
   followTrunk,
   landStack,
   moveRefs,

@@ -11,7 +11,7 @@
  * careless or naive forgery, not a worker that goes looking for the key (docs/SECURITY.md).
  */
 import { createHash, createHmac, randomBytes } from 'node:crypto';
-import { linkSync, mkdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { linkSync, mkdirSync, readFileSync, realpathSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { basename, dirname, isAbsolute, join, resolve } from 'node:path';
 import { InputError } from '../core/errors.ts';
@@ -76,6 +76,18 @@ export function repoKey(repo: string, opts: { create?: boolean } = {}): RepoKey 
   } finally {
     rmSync(tmp, { force: true });
   }
+}
+
+/**
+ * Makes `key` the repository's key here, in place of the one it had: written beside the
+ * file and renamed over it, so a reader sees the old key or the new one, never half.
+ */
+export function adoptKey(repo: string, key: Buffer): void {
+  const file = keyPath(repo);
+  const tmp = `${file}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`;
+  mkdirSync(dirname(file), { recursive: true, mode: 0o700 });
+  writeFileSync(tmp, `${key.toString('hex')}\n`, { mode: 0o600, flag: 'wx' });
+  renameSync(tmp, file);
 }
 
 function readKey(file: string): Buffer | undefined {

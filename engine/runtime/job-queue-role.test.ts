@@ -80,6 +80,7 @@ describe.skipIf(NO_DATABASE)('the agents’ database role', () => {
       for (const sql of [
         'select line from tron_events',
         'select * from tron_lease',
+        'select key from tron_keys',
         'select request from tron_jobs',
         `update tron_lease set generation = generation + 1`,
         `insert into tron_jobs (repository, run, seq, generation, kind, role, request) values ('roles', 'r', 1, 1, 'k', 'test', '{}')`,

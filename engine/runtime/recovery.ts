@@ -76,6 +76,9 @@ export async function recover(opts: {
   for (let resumed of plan.recovered) {
     if (resumed.phase === 'review' || resumed.phase === 'merge') {
       try {
+        // Verified work this clone never held (the run led from another clone, and the remote had none of it) is not here to resume.
+        if (resumed.sha && (await git.revParse(repo, resumed.sha)) === undefined)
+          throw new Error(`its attested commit ${resumed.sha.slice(0, 12)} is not in this clone`);
         await git.resetWorktree(repo, resumed.block);
       } catch (error) {
         // A worktree git cannot read is the block's, not the start's: the block is dispatched

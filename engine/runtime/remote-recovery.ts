@@ -15,7 +15,10 @@ import { join } from 'node:path';
 import type { EventBody, EventOf, TronEvent } from '../core/events.ts';
 import { readLog } from '../log/eventlog.ts';
 import * as git from '../git/index.ts';
-import { fetchTrunk, readRemote, type Remote } from '../git/remote.ts';
+import { fetchRefs, fetchTrunk, listRemoteRefs, readRemote, type Remote } from '../git/remote.ts';
+import { gitOut, runGit } from '../git/run.ts';
+import { apply, initialState } from '../core/state.ts';
+import { workRefOf } from './effects/work-ref.ts';
 
 /** The previous run's last landing that never ended (no block.landed, no refusal, no restack). */
 export function openLanding(events: readonly TronEvent[]): EventOf<'land.intent'> | undefined {
@@ -57,6 +60,120 @@ export async function catchUpFromRemote(repo: string, remote: Remote, previousRu
       blocks: open.blocks,
       sha: open.sha,
       detail: `the remote ${remote.name} already had the landing of ${open.blocks.map((b) => b.block).join(', ')} (the previous run was stopped before it recorded it): local ${remote.trunk} and the landed refs follow`,
+    },
+  ];
+}
+
+/**
+ * Blocks a run's log records landed (`block.landed`, a landing's intent, a recovery that
+ * found them landed) and the sha each landed at: where recovery looks for their landed refs.
+ */
+function landingsIn(events: readonly TronEvent[]): Map<string, string> {
+  const landed = new Map<string, string>();
+  for (const e of events) {
+    if (e.type === 'block.landed') landed.set(e.block, e.sha);
+    else if (e.type === 'land.intent') for (const b of e.blocks) landed.set(b.block, b.sha);
+    else if (e.type === 'block.recovered' && e.sha && (e.phase === 'landed' || e.phase === 'wrap')) landed.set(e.block, e.sha);
+  }
+  return landed;
+}
+
+/**
+ * A clone that did not make the landings its run's log records — a standby on another
+ * host, a new clone of a repository whose log is in a database — lacks their landed refs,
+ * and its trunk is behind: recovery would build those blocks again. The remote has them.
+ * Before recovery, when the previous log records a landing this clone has no landed ref
+ * for, the remote's trunk and landed refs are read: local trunk fast-forwards to the
+ * remote's (your checkout follows), and each such block whose landed ref the remote holds
+ * at the very sha the log records gets it here. Recovery then checks them as ever (on
+ * trunk's first-parent history, recorded by the log). A remote that cannot be read, a
+ * remote trunk that does not descend from this one, or nothing missing: nothing moves.
+ */
+export async function followRemote(repo: string, remote: Remote, previousRunDir: string | undefined): Promise<EventBody[]> {
+  if (!previousRunDir || !existsSync(join(previousRunDir, 'events.jsonl'))) return [];
+  const here = await git.landedRefs(repo);
+  const missing = [...landingsIn(readLog(join(previousRunDir, 'events.jsonl')).events)].filter(([id]) => !here.has(id));
+  if (missing.length === 0) return [];
+  const fetched = await fetchTrunk(repo, remote);
+  if (!fetched.ok || fetched.sha === undefined) return [];
+  const read = await readRemote(repo, remote);
+  if (!read.ok || read.refs.trunk !== fetched.sha) return [];
+  const from = await git.currentTrunkSha(repo, remote.trunk);
+  const to = fetched.sha;
+  if (from !== to && !(await git.isAncestor(repo, from, to))) return [];
+  const blocks: { block: string; sha: string }[] = [];
+  for (const [id, sha] of missing)
+    if (read.refs.landed.get(id) === sha && (await git.isAncestor(repo, sha, to))) blocks.push({ block: id, sha });
+  if (blocks.length === 0 && from === to) return [];
+  const followed = await git.followLandings(repo, {
+    trunk: remote.trunk,
+    from,
+    to,
+    landed: blocks.map((b) => ({ id: b.block, sha: b.sha })),
+  });
+  if (!followed.moved) return [];
+  const names = blocks.map((b) => b.block).join(', ');
+  const checkout =
+    followed.checkout?.state === 'failed' ? `; your checkout of ${remote.trunk} could not follow: ${followed.checkout.message}` : '';
+  return [
+    {
+      type: 'remote.followed',
+      from,
+      to,
+      blocks,
+      detail: `this clone lacked what ${remote.name} holds of the run${from === to ? '' : `: ${remote.trunk} fast-forwarded ${from.slice(0, 12)} → ${to.slice(0, 12)}`}${blocks.length > 0 ? `; the landed refs of ${names} made local` : ''}${checkout}`,
+    },
+  ];
+}
+
+/**
+ * Verified work a clone that did not make it lacks: a block the previous log has at review
+ * or merge resumes there at its attested sha (core/recover.ts), which only the leader's
+ * clone held — unless the remote has it: `refs/tron/work/<id>` (the agents' pushes) or
+ * `tron/<id>` (`push_branches`). Before recovery, for each such block whose branch and
+ * attested commit are missing here, those refs are fetched, and the branch is made at the
+ * attested sha when it came with them. What cannot be fetched stays missing: recovery then
+ * dispatches the block again from trunk, as for any work the crash took.
+ */
+export async function restoreWork(repo: string, remote: Remote, previousRunDir: string | undefined): Promise<EventBody[]> {
+  if (!previousRunDir || !existsSync(join(previousRunDir, 'events.jsonl'))) return [];
+  const prev = readLog(join(previousRunDir, 'events.jsonl')).events.reduce(apply, initialState());
+  const lacking: { block: string; sha: string }[] = [];
+  for (const [id, b] of prev.blocks) {
+    if (!b.attested || (b.phase !== 'review' && b.phase !== 'merge')) continue;
+    if ((await git.revParse(repo, `refs/heads/tron/${id}`)) !== undefined || (await git.revParse(repo, b.attested)) !== undefined) continue;
+    lacking.push({ block: id, sha: b.attested });
+  }
+  if (lacking.length === 0) return [];
+  const names = lacking.flatMap((l) => [workRefOf(l.block), `refs/heads/tron/${l.block}`]);
+  const listed = await listRemoteRefs(repo, remote, names);
+  if (!listed.ok) return [];
+  const pairs = names.filter((n) => listed.refs.has(n)).map((n, i) => [n, `refs/tron/restored/${i}`] as const);
+  if (pairs.length === 0) return [];
+  const fetched = await fetchRefs(repo, remote, pairs);
+  // The refs only brought the objects: they go again, whatever came.
+  await gitOut(repo, ['update-ref', '--stdin'], `${pairs.map(([, into]) => `delete ${into}`).join('\n')}\n`).catch(() => undefined);
+  if (!fetched.ok) return [];
+  const restored: { block: string; sha: string }[] = [];
+  for (const l of lacking) {
+    if ((await git.revParse(repo, l.sha)) === undefined) continue;
+    // Created only: a branch made meanwhile is nobody's to overwrite.
+    const made = await runGit(repo, [
+      'update-ref',
+      '-m',
+      `tron: ${l.block}'s verified work from ${remote.name}`,
+      `refs/heads/tron/${l.block}`,
+      l.sha,
+      '',
+    ]);
+    if (made.exitCode === 0) restored.push(l);
+  }
+  if (restored.length === 0) return [];
+  return [
+    {
+      type: 'work.restored',
+      blocks: restored,
+      detail: `this clone lacked the verified work of ${restored.map((r) => `${r.block} (${r.sha.slice(0, 12)})`).join(', ')}; fetched from ${remote.name}, it resumes where the run left it`,
     },
   ];
 }

@@ -92,7 +92,9 @@ function landingsIn(events: readonly TronEvent[]): Map<string, string> {
 export async function followRemote(repo: string, remote: Remote, previousRunDir: string | undefined): Promise<EventBody[]> {
   if (!previousRunDir || !existsSync(join(previousRunDir, 'events.jsonl'))) return [];
   const here = await git.landedRefs(repo);
-  const missing = [...landingsIn(readLog(join(previousRunDir, 'events.jsonl')).events)].filter(([id]) => !here.has(id));
+  const missing = [...landingsIn(readLog(join(previousRunDir, 'events.jsonl')).events)]
+    .filter(([id]) => !here.has(id))
+    .sort(([a], [b]) => (a < b ? -1 : 1));
   if (missing.length === 0) return [];
   const fetched = await fetchTrunk(repo, remote);
   if (!fetched.ok || fetched.sha === undefined) return [];

@@ -290,6 +290,12 @@ describe.skipIf(NO_DATABASE)('tron agent with [cluster] database', () => {
       // The builders' work went through the remote, and its refs went with the blocks' landing (effects/work-ref.ts).
       const works = (await c.bare.git('for-each-ref', '--format=%(refname)', 'refs/tron/work/')).split('\n').filter(Boolean);
       expect(works).toEqual([]);
+      // What each turn printed on its agent is read on the engine's host: its end came back with the result.
+      const logs = await execa('node', [BIN, 'logs', '--repo', c.repo.dir, 'beta'], { env: ENV, reject: false });
+      expect(logs.exitCode, logs.stderr).toBe(0);
+      expect(logs.stdout).toMatch(/── beta · builder · build · .* turn 1 · .*──\n» run on agent [^;]+; all of it here/);
+      expect(logs.stdout).toContain('>>DONE');
+      expect(logs.stdout).toContain('>>APPROVE');
     });
   }, 300_000);
 

@@ -43,6 +43,7 @@ import { createWorker } from '../workers/create.ts';
 import { chooseSandbox } from '../workers/sandbox.ts';
 import { checkProject, requireRepo } from './project-check.ts';
 import { stateHome } from '../log/keys.ts';
+import { AGENT_OUTPUT_CHARS, endOf, turnLogPath } from '../log/turn-log.ts';
 
 /** The roles an agent may take: worker turns, and `test` — the suites of the engine's test runs (runtime/agent-tests.ts). */
 export const AGENT_ROLES = ['builder', 'reviewer', 'architect', 'test'] as const;
@@ -308,16 +309,18 @@ async function runHeldTurn(
     step('worktree');
     const result = await runJob(fx, claimed.kind, r);
     step('turn');
+    // The end of what the turn printed goes with its result: the engine keeps it as the turn's file (turn-log.ts).
+    const output = endOf(turnLogPath(runDir, e.block, e.session, e.turn), AGENT_OUTPUT_CHARS);
     // A stopped builder's work is not pushed: the engine decides where its next turn starts.
     if (!result.ok || e.role !== 'builder' || held.stopped !== undefined)
-      return result.ok ? { ok: true, inputs: [...inputs, ...result.inputs], steps } : result;
+      return result.ok ? { ok: true, inputs: [...inputs, ...result.inputs], steps, output } : result;
     const head = await git.revParse(base.repo, `refs/heads/tron/${e.block}`);
     if (head && head !== fetched.sha) {
       const pushed = await pushRef(base.repo, remote, work, head, fetched.sha);
       if (!pushed.ok) throw new Error(`cannot push ${e.block}'s work to ${remote.name} ${work}: ${pushed.message}`);
     }
     step('push');
-    return { ok: true, inputs: [...inputs, ...result.inputs], steps, ...(head ? { work: head } : {}) };
+    return { ok: true, inputs: [...inputs, ...result.inputs], steps, output, ...(head ? { work: head } : {}) };
   } catch (err) {
     // What fails on this host fails the turn, decided like any failed turn.
     const detail = `the turn could not be carried out on ${hostname()}: ${errorLine(err)}`;

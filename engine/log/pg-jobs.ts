@@ -322,7 +322,16 @@ export function linesStatement(
  * holds that commit, never a reason to believe anything (the gate reads what the engine holds).
  */
 export type JobResult =
-  | { ok: true; inputs: unknown[]; steps?: Record<string, number>; work?: string }
+  | {
+      ok: true;
+      inputs: unknown[];
+      steps?: Record<string, number>;
+      work?: string;
+      /** A turn's: the end of its output on the agent (at most turn-log.ts AGENT_OUTPUT_CHARS characters). */
+      output?: string;
+      /** Who ran it: the claiming worker, as `tron_jobs` records it (filled in by the engine's read, never by the agent). */
+      worker?: string;
+    }
   | { ok: false; error: { message: string; code?: string; name?: string; path?: string } };
 
 /** A claimed job: the attempt that now holds it and its whole input. */

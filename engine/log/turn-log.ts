@@ -9,7 +9,7 @@
  * A turn's file is bounded: past `TURN_LOG_CAP` bytes a `[truncated …]` line is written
  * once and the rest is dropped (the live board still sees it).
  */
-import { closeSync, mkdirSync, openSync, writeSync } from 'node:fs';
+import { closeSync, existsSync, fstatSync, mkdirSync, openSync, readSync, writeFileSync, writeSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 
 /** Bytes kept per turn. */
@@ -79,4 +79,42 @@ export class TurnLog {
 
 function sizeOf(bytes: number): string {
   return bytes >= 1024 * 1024 ? `${Math.round(bytes / 1024 / 1024)} MB` : `${bytes} bytes`;
+}
+
+/** How much of a turn's output run on a `tron agent` comes back with its result (the whole stays on the agent). */
+export const AGENT_OUTPUT_CHARS = 64 * 1024;
+
+/** The end of a file, at most `chars` characters of it; "" when it cannot be read. */
+export function endOf(file: string, chars: number): string {
+  let fd: number | undefined;
+  try {
+    fd = openSync(file, 'r');
+    const size = fstatSync(fd).size;
+    const from = Math.max(0, size - chars * 4);
+    const buffer = Buffer.alloc(size - from);
+    const n = readSync(fd, buffer, 0, buffer.length, from);
+    return buffer.subarray(0, n).toString('utf8').slice(-chars);
+  } catch {
+    return '';
+  } finally {
+    if (fd !== undefined) closeSync(fd);
+  }
+}
+
+/**
+ * A turn a `tron agent` ran: the end of its output, as its result brought it, becomes the
+ * turn's file here (under a note that says where the whole is), so `tron logs BLOCK` shows
+ * it on the engine's host as it shows a turn run here. A file already there is left alone.
+ */
+export function keepAgentOutput(runDir: string, at: { block: string; session: string; turn: number }, agent: string, output: string): void {
+  const path = turnLogPath(runDir, at.block, at.session, at.turn);
+  if (existsSync(path)) return;
+  mkdirSync(dirname(path), { recursive: true });
+  const text = output.slice(-AGENT_OUTPUT_CHARS);
+  const whole = text.length < output.length || output.length >= AGENT_OUTPUT_CHARS ? 'its last 64 KiB' : 'all of it';
+  writeFileSync(
+    path,
+    `${NOTE_MARK}run on ${agent}; ${whole} here (the whole stays on that host, under its clone's .git/tron-agent/)\n${text}${text === '' || text.endsWith('\n') ? '' : '\n'}`,
+    { flag: 'wx' },
+  );
 }

@@ -22,7 +22,8 @@
  * The ref goes when the last run of that sha ends; refs a crashed engine left are swept
  * before its successor's first push.
  */
-import { closeSync, fstatSync, mkdirSync, openSync, readSync, writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { AGENT_OUTPUT_CHARS, endOf } from '../log/turn-log.ts';
 import { dirname, join } from 'node:path';
 import { z } from 'zod';
 import { EVENT_SCHEMAS, type TestRun, type TronEvent } from '../core/events.ts';
@@ -52,7 +53,7 @@ export interface SuiteRequest extends SuiteAt {
 }
 
 /** The most of a run's output (characters) that travels back with its report: its end, where failures are. */
-const OUTPUT_CHARS = 64 * 1024;
+const OUTPUT_CHARS = AGENT_OUTPUT_CHARS;
 
 /** A run as an event records it, with bounds on what an agent could make as large as it likes. */
 const testRun = EVENT_SCHEMAS['trunk.tested'].shape.tests.extend({
@@ -301,8 +302,8 @@ export async function runSuiteHere(base: AgentBase, claimed: Claimed, key: JobKe
       setup: suite.setup && clip(suite.setup),
       tests: suite.tests && clip(suite.tests),
       output: {
-        ...(suite.setup ? { setup: tail(join(runDir, suite.setup.log)) } : {}),
-        ...(suite.tests ? { tests: tail(join(runDir, suite.tests.log)) } : {}),
+        ...(suite.setup ? { setup: endOf(join(runDir, suite.setup.log), OUTPUT_CHARS) } : {}),
+        ...(suite.tests ? { tests: endOf(join(runDir, suite.tests.log), OUTPUT_CHARS) } : {}),
       },
     };
     return { ok: true, inputs: [report] };
@@ -321,21 +322,4 @@ function clip(run: TestRun): TestRun {
     tail: run.tail.slice(-OUTPUT_CHARS),
     ...(run.failures !== undefined ? { failures: run.failures.slice(0, OUTPUT_CHARS) } : {}),
   };
-}
-
-/** The end of a file, at most OUTPUT_CHARS characters of it. */
-function tail(file: string): string {
-  let fd: number | undefined;
-  try {
-    fd = openSync(file, 'r');
-    const size = fstatSync(fd).size;
-    const from = Math.max(0, size - OUTPUT_CHARS * 4);
-    const buffer = Buffer.alloc(size - from);
-    const n = readSync(fd, buffer, 0, buffer.length, from);
-    return buffer.subarray(0, n).toString('utf8').slice(-OUTPUT_CHARS);
-  } catch {
-    return '';
-  } finally {
-    if (fd !== undefined) closeSync(fd);
-  }
 }

@@ -14,7 +14,8 @@ import { EventEmitter } from 'node:events';
 import { hostname } from 'node:os';
 import type { Runner, Task } from 'graphile-worker';
 import type pg from 'pg';
-import type { DecisionType, EventBody, TronEvent } from '../core/events.ts';
+import type { DecisionType, EventBody, EventOf, TronEvent } from '../core/events.ts';
+import { keepAgentOutput } from '../log/turn-log.ts';
 import {
   type Claimed,
   claimJob,
@@ -182,10 +183,23 @@ export class JobBroker {
     // A builder's commits were made on an agent and pushed to the remote: they come into the
     // block's worktree here before its reply is decided on (the gate reads them there).
     const block = (job.decision as { block: string }).block;
+    // A turn's output stays on its agent; the end of it comes with the result, and is this run's turn file (turn-log.ts).
+    const kept =
+      job.decision.type === 'block.dispatched'
+        ? result.then((r) => {
+            const e = job.decision as EventOf<'block.dispatched'>;
+            try {
+              if (typeof r.output === 'string') keepAgentOutput(this.fx!.runDir, e, r.worker ?? 'an agent', r.output);
+            } catch {
+              // Its output is for reading later; never a reason to fail the turn.
+            }
+            return r;
+          })
+        : result;
     const adopted =
       role !== 'builder'
-        ? result.then(inputs)
-        : result.then(async (r) => {
+        ? kept.then(inputs)
+        : kept.then(async (r) => {
             const fx = this.fx!;
             // Builders that finish together: their work comes in one fetch (work-fetch.ts).
             this.fetches ??= fx.remote && new WorkFetches(fx.repo, fx.remote);
@@ -247,8 +261,8 @@ export class JobBroker {
     }
     const client = this.serial!;
     this.checking = client
-      .query<{ seq: number; outcome: JobResult }>(
-        `select seq, outcome from tron_jobs where repository = $1 and run = $2 and state = 'done' and seq = any($3::integer[])`,
+      .query<{ seq: number; outcome: JobResult; worker: string | null }>(
+        `select seq, outcome, worker from tron_jobs where repository = $1 and run = $2 and state = 'done' and seq = any($3::integer[])`,
         [this.o.at.repository, this.o.at.run, [...this.waiting.keys()]],
       )
       .then(
@@ -257,7 +271,7 @@ export class JobBroker {
             const w = this.waiting.get(row.seq);
             if (!w) continue;
             this.waiting.delete(row.seq);
-            if (row.outcome.ok) w.resolve(row.outcome);
+            if (row.outcome.ok) w.resolve({ ...row.outcome, worker: row.worker ?? 'an agent' });
             else w.reject(errorOf(row.outcome));
           }
         },

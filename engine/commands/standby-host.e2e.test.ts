@@ -105,6 +105,23 @@ describe.skipIf(skipWithoutPostgres('an engine in a clone of its own'))('an engi
     expect(existsSync(join(second, 'gamma.txt'))).toBe(true);
   }, 180_000);
 
+  it('stops with TRON_TRUNK_DIVERGED, building nothing and moving nothing, when its trunk has commits the remote lacks', async () => {
+    const { p, second, start, git } = await twoHosts('diverged');
+    expect((await start(p.repo.dir)).exitCode).toBe(0);
+    writeFileSync(join(second, 'local.txt'), 'only here\n');
+    await git(second, 'add', 'local.txt');
+    await git(second, '-c', 'user.name=Dev', '-c', 'user.email=dev@example.invalid', 'commit', '-qm', 'A commit only this clone has');
+    const head = await git(second, 'rev-parse', 'main');
+
+    const refused = await start(second);
+    expect(refused.exitCode, `${refused.stdout}\n${refused.stderr}`).toBe(2);
+    expect(refused.stderr).toContain('TRON_TRUNK_DIVERGED');
+    expect(refused.stderr).toContain('lacks the landings of alpha, beta, gamma');
+    expect(`${refused.stdout}\n${refused.stderr}`).not.toMatch(/\n\s+at /);
+    expect(await git(second, 'rev-parse', 'main')).toBe(head);
+    expect(await git(second, 'for-each-ref', 'refs/tron/landed/')).toBe('');
+  }, 180_000);
+
   it('takes over from a SIGKILLed leader as a standby: verified work resumes from the remote, every block lands once', async () => {
     const workers = mkdtempSync(join(tmpdir(), 'tron-second-host-workers-'));
     scratch.push(workers);

@@ -396,6 +396,13 @@ export const PROBLEMS = {
     summary: "Another engine holds this repository's lease in the database, and it has not lapsed: one engine leads a repository.",
     fix: 'Stop the other engine (the message names its host and pid), or start this one with `tron start --standby` to take over when it dies.',
   },
+  TRON_TRUNK_DIVERGED: {
+    area: 'remote',
+    kind: 'input',
+    summary:
+      "This clone lacks landings the run's log records, and the remote's trunk, which holds them, does not descend from this clone's trunk: it has commits the remote lacks, or the remote's history was rewritten.",
+    fix: "Push this clone's commits on trunk, or reset its trunk to the remote's, then start again: the landings are then taken from the remote, not built again.",
+  },
   TRON_KEY_CONFLICT: {
     area: 'log',
     kind: 'input',

@@ -15,8 +15,8 @@ import { join } from 'node:path';
 import type { EventBody, EventOf, TronEvent } from '../core/events.ts';
 import { readLog } from '../log/eventlog.ts';
 import * as git from '../git/index.ts';
-import { fetchRefs, fetchTrunk, listRemoteRefs, readRemote, type Remote } from '../git/remote.ts';
-import { gitOut, runGit } from '../git/run.ts';
+import { fetchRefs, fetchTrunk, listRemoteRefs, readRemote, type Remote, remoteProblemCode } from '../git/remote.ts';
+import { GitFailure, GitStateError, gitOut, runGit } from '../git/run.ts';
 import { apply, initialState } from '../core/state.ts';
 import { workRefOf } from './effects/work-ref.ts';
 
@@ -86,8 +86,10 @@ function landingsIn(events: readonly TronEvent[]): Map<string, string> {
  * for, the remote's trunk and landed refs are read: local trunk fast-forwards to the
  * remote's (your checkout follows), and each such block whose landed ref the remote holds
  * at the very sha the log records gets it here. Recovery then checks them as ever (on
- * trunk's first-parent history, recorded by the log). A remote that cannot be read, a
- * remote trunk that does not descend from this one, or nothing missing: nothing moves.
+ * trunk's first-parent history, recorded by the log). Nothing missing: no network call. A
+ * remote that cannot be read, or whose trunk does not descend from this one, stops the
+ * start (exit 1, the remote's code; exit 2, TRON_TRUNK_DIVERGED) rather than let recovery
+ * build landed blocks again.
  */
 export async function followRemote(repo: string, remote: Remote, previousRunDir: string | undefined): Promise<EventBody[]> {
   if (!previousRunDir || !existsSync(join(previousRunDir, 'events.jsonl'))) return [];
@@ -96,13 +98,24 @@ export async function followRemote(repo: string, remote: Remote, previousRunDir:
     .filter(([id]) => !here.has(id))
     .sort(([a], [b]) => (a < b ? -1 : 1));
   if (missing.length === 0) return [];
+  // Without the remote's word this clone would build landed blocks again: the start stops instead, and is tried again.
+  const lacking = `this clone lacks the landings of ${missing.map(([id]) => id).join(', ')} that the run's log records`;
   const fetched = await fetchTrunk(repo, remote);
-  if (!fetched.ok || fetched.sha === undefined) return [];
-  const read = await readRemote(repo, remote);
-  if (!read.ok || read.refs.trunk !== fetched.sha) return [];
+  const read = fetched.ok ? await readRemote(repo, remote) : fetched;
+  if (!read.ok)
+    throw new GitFailure(
+      remoteProblemCode(read),
+      `${lacking}, and ${remote.name} could not be read (${read.reason}): ${read.message.split('\n')[0]}; start again once it answers`,
+    );
+  const to = read.refs.trunk;
+  if (!fetched.ok || fetched.sha === undefined || to !== fetched.sha) return [];
   const from = await git.currentTrunkSha(repo, remote.trunk);
-  const to = fetched.sha;
-  if (from !== to && !(await git.isAncestor(repo, from, to))) return [];
+  if (from !== to && !(await git.isAncestor(repo, from, to)))
+    throw new GitStateError(
+      'TRON_TRUNK_DIVERGED',
+      `refs/heads/${remote.trunk}`,
+      `${lacking}, and ${remote.name}'s ${remote.trunk} (${to.slice(0, 12)}) does not descend from this clone's (${from.slice(0, 12)}): push your commits, or reset ${remote.trunk} to ${remote.name}'s (git reset --hard ${remote.name}/${remote.trunk} on it), then start again`,
+    );
   const blocks: { block: string; sha: string }[] = [];
   for (const [id, sha] of missing)
     if (read.refs.landed.get(id) === sha && (await git.isAncestor(repo, sha, to))) blocks.push({ block: id, sha });

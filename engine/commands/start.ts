@@ -169,7 +169,8 @@ async function startHolding(
     if (seat) await bringLatestRun(seat, join(repo, '.tron', 'runs'));
     const previous = latestRun(repo);
     // A config a worker may have rewritten while the previous run ran is not used unseen.
-    const configChanged = configChangedInRun(repo, previousEvents(previous));
+    const before = previousEvents(previous);
+    const configChanged = configChangedInRun(repo, before);
     if (configChanged) throw new InputError([configChanged]);
     // A landing the previous run died in the middle of: its git locks first, then the checkout it was moving.
     const cleared = await clearInterruptedLanding(repo, previous);
@@ -184,7 +185,7 @@ async function startHolding(
       : undefined;
     const fromRemote = remote ? await catchUpFromRemote(repo, remote, previous) : [];
     // A clone that did not make the run's landings (a standby on another host) takes them from the remote, not builds them again.
-    const followed = remote ? [...(await followRemote(repo, remote, previous)), ...(await restoreWork(repo, remote, previous))] : [];
+    const followed = remote ? [...(await followRemote(repo, remote, before)), ...(await restoreWork(repo, remote, before))] : [];
     for (const e of followed) if (e.type === 'remote.followed' || e.type === 'work.restored') o.print(`tron: ${e.detail}`);
     // [forge] merge = "queue": a pull request the queue merged while tron was stopped is recorded as landed (queue-recovery.ts).
     const fromQueue =

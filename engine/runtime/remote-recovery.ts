@@ -91,12 +91,11 @@ function landingsIn(events: readonly TronEvent[]): Map<string, string> {
  * start (exit 1, the remote's code; exit 2, TRON_TRUNK_DIVERGED) rather than let recovery
  * build landed blocks again.
  */
-export async function followRemote(repo: string, remote: Remote, previousRunDir: string | undefined): Promise<EventBody[]> {
-  if (!previousRunDir || !existsSync(join(previousRunDir, 'events.jsonl'))) return [];
+export async function followRemote(repo: string, remote: Remote, previous: readonly TronEvent[]): Promise<EventBody[]> {
+  const recorded = landingsIn(previous);
+  if (recorded.size === 0) return [];
   const here = await git.landedRefs(repo);
-  const missing = [...landingsIn(readLog(join(previousRunDir, 'events.jsonl')).events)]
-    .filter(([id]) => !here.has(id))
-    .sort(([a], [b]) => (a < b ? -1 : 1));
+  const missing = [...recorded].filter(([id]) => !here.has(id)).sort(([a], [b]) => (a < b ? -1 : 1));
   if (missing.length === 0) return [];
   // Without the remote's word this clone would build landed blocks again: the start stops instead, and is tried again.
   const lacking = `this clone lacks the landings of ${missing.map(([id]) => id).join(', ')} that the run's log records`;
@@ -150,9 +149,10 @@ export async function followRemote(repo: string, remote: Remote, previousRunDir:
  * attested sha when it came with them. What cannot be fetched stays missing: recovery then
  * dispatches the block again from trunk, as for any work the crash took.
  */
-export async function restoreWork(repo: string, remote: Remote, previousRunDir: string | undefined): Promise<EventBody[]> {
-  if (!previousRunDir || !existsSync(join(previousRunDir, 'events.jsonl'))) return [];
-  const prev = readLog(join(previousRunDir, 'events.jsonl')).events.reduce(apply, initialState());
+export async function restoreWork(repo: string, remote: Remote, previous: readonly TronEvent[]): Promise<EventBody[]> {
+  // Only a run that verified work can have left some elsewhere: most starts fold nothing.
+  if (!previous.some((e) => e.type === 'gate.passed' || e.type === 'block.recovered')) return [];
+  const prev = previous.reduce(apply, initialState());
   const lacking: { block: string; sha: string }[] = [];
   for (const [id, b] of prev.blocks) {
     if (!b.attested || (b.phase !== 'review' && b.phase !== 'merge')) continue;

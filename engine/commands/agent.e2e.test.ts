@@ -296,6 +296,18 @@ describe.skipIf(NO_DATABASE)('tron agent with [cluster] database', () => {
       expect(logs.stdout).toMatch(/── beta · builder · build · .* turn 1 · .*──\n» run on agent [^;]+; all of it here/);
       expect(logs.stdout).toContain('>>DONE');
       expect(logs.stdout).toContain('>>APPROVE');
+      // And from any host, through the database: the end each agent sent with its result.
+      const elsewhere = mkdtempSync(join(tmpdir(), 'tron-logs-elsewhere-'));
+      onTestFinished(() => rmSync(elsewhere, { recursive: true, force: true }));
+      const read = await execa('node', [BIN, 'logs', '--database', server.url, '--run', alpha.run, 'beta'], {
+        env: ENV,
+        cwd: elsewhere,
+        reject: false,
+      });
+      expect(read.exitCode, read.stderr).toBe(0);
+      expect(read.stdout).toMatch(/── beta · builder · build · .* turn 1 · .*──\n» run on agent [^;]+; the end of its output/);
+      expect(read.stdout).toContain('>>DONE');
+      expect(read.stdout).not.toContain("on the engine's host");
     });
   }, 300_000);
 

@@ -21,7 +21,7 @@ import type { EventOf, TronEvent } from '../core/events.ts';
 import { InputError } from '../core/errors.ts';
 import { parseEventLine } from '../log/eventlog-line.ts';
 import { isHolderAlive, readLock } from '../log/lockfile.ts';
-import { turnLogPath } from '../log/turn-log.ts';
+import { NOTE_MARK, turnLogPath } from '../log/turn-log.ts';
 import { runDirs, selectRun } from '../log/run-select.ts';
 import { DatabaseRun, type DatabaseSource, databaseToRead, latestRunWithTurn } from '../log/db-read.ts';
 import { Narrator, clockTime, stampLines } from '../render/narrate.ts';
@@ -117,6 +117,8 @@ interface RunReader {
   label: string;
   /** The run directory on this host (turn output, the narrator's paths); undefined when this host has none. */
   runDir: string | undefined;
+  /** The end of a turn's output that a `tron agent` ran, from the database (for a turn whose file is not on this host). */
+  agentTurnOutput?(seq: number): Promise<{ output: string; worker: string } | undefined>;
   end(): Promise<void>;
 }
 
@@ -163,6 +165,7 @@ async function databaseReader(o: LogsOptions, repo: string, source: DatabaseSour
     writerAlive: async () => (await run.leader()) !== undefined,
     label: run.label,
     runDir: source.repository !== undefined && existsSync(local) ? local : undefined,
+    agentTurnOutput: (at) => run.agentTurnOutput(at),
     end: () => run.end(),
   };
 }
@@ -237,9 +240,20 @@ async function follow(o: LogsOptions, repo: string, reader: RunReader): Promise<
         continue;
       }
       o.print(`── ${block} · ${t.role} · ${t.kind} · ${t.session} turn ${t.turn} · ${clockTime(t.ts)} ──`);
-      if (runDir !== undefined) current = { file: turnLogPath(runDir, block, t.session, t.turn), offset: 0 };
-      // The turn's output is a file on the engine's host; the database holds the events only.
-      else o.print("(the turn's output is on the engine's host: tron logs there shows it)");
+      const file = runDir === undefined ? undefined : turnLogPath(runDir, block, t.session, t.turn);
+      if (file !== undefined && existsSync(file)) current = { file, offset: 0 };
+      else {
+        current = undefined;
+        // Not on this host: a turn an agent ran sent the end of its output to the database with its result.
+        const sent = await reader.agentTurnOutput?.(t.seq);
+        if (sent)
+          o.write(
+            `${NOTE_MARK}run on ${sent.worker}; the end of its output (the whole stays on that host)\n${sent.output}${sent.output.endsWith('\n') ? '' : '\n'}`,
+          );
+        else if (file === undefined) o.print("(the turn's output is on the engine's host: tron logs there shows it)");
+        // A file not made yet: the turn's first words are on their way (followed below).
+        else current = { file, offset: 0 };
+      }
       turnsSeen += 1;
     }
     drain();

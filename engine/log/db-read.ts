@@ -117,6 +117,24 @@ export class DatabaseRun {
     return readRunFiles(this.db, this.at);
   }
 
+  /**
+   * The end of the output of the turn decided at `seq`, as the `tron agent` that ran it sent
+   * it with its result (turn-log.ts), and that agent; undefined for a turn not run on an
+   * agent, not ended yet, or a role that may not read the jobs' table.
+   */
+  async agentTurnOutput(seq: number): Promise<{ output: string; worker: string } | undefined> {
+    try {
+      const { rows } = await this.db.client.query<{ output: string | null; worker: string | null }>(
+        `select outcome->>'output' as output, worker from tron_jobs where repository = $1 and run = $2 and seq = $3 and state = 'done'`,
+        [this.at.repository, this.at.run, seq],
+      );
+      const row = rows[0];
+      return row?.output == null ? undefined : { output: row.output, worker: row.worker ?? 'an agent' };
+    } catch {
+      return undefined;
+    }
+  }
+
   /** The engine leading the run's repository now (its lease is live), if any. */
   async leader(): Promise<{ holder: string; generation: number } | undefined> {
     const { rows } = await this.db.client.query<{ holder: string; generation: string }>(

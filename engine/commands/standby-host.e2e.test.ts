@@ -122,7 +122,7 @@ describe.skipIf(skipWithoutPostgres('an engine in a clone of its own'))('an engi
     expect(await git(second, 'for-each-ref', 'refs/tron/landed/')).toBe('');
   }, 180_000);
 
-  it('takes over from a SIGKILLed leader as a standby: verified work resumes from the remote, every block lands once', async () => {
+  it('takes over from a SIGKILLed leader as a standby: verified work, kept on the remote, resumes there; every block lands once', async () => {
     const workers = mkdtempSync(join(tmpdir(), 'tron-second-host-workers-'));
     scratch.push(workers);
     const held = join(workers, 'beta.held');
@@ -138,7 +138,7 @@ fi
 echo '>>APPROVE'
 `,
     );
-    const { p, second, start, git } = await twoHosts('handover', { remote: 'push_branches = true', reviewer });
+    const { p, second, start, git } = await twoHosts('handover', { reviewer });
     // Made (migrated) before the leader starts, so the lease can be watched from the first instant.
     const watch = await db.open();
     const leader = start(p.repo.dir);
@@ -147,9 +147,11 @@ echo '>>APPROVE'
       await new Promise((r) => setTimeout(r, 20));
     }
     const standby = start(second, '--standby');
-    // beta is under review, its attested head pushed as tron/beta: then its leader's host is lost.
-    while (!existsSync(held) || (await p.bare.git('for-each-ref', 'refs/heads/tron/beta')) === '') {
+    // beta is under review, its verified work kept on the remote (refs/tron/work/beta): then its leader's host is lost.
+    const deadline = Date.now() + 60_000;
+    while (!existsSync(held) || (await p.bare.git('for-each-ref', 'refs/tron/work/beta')) === '') {
       expect(leader.exitCode, `the leader ended early: ${leader.stdout}`).toBeNull();
+      expect(Date.now() < deadline, "beta's review hung, its work on the remote (refs/tron/work/beta), within a minute").toBe(true);
       await new Promise((r) => setTimeout(r, 50));
     }
     leader.kill('SIGKILL');
@@ -168,5 +170,7 @@ echo '>>APPROVE'
     expect(beta).toMatchObject({ phase: 'review' });
     expect(took!.filter((e) => e.type === 'block.dispatched' && e.block === 'beta' && e.role === 'builder')).toEqual([]);
     expect(took!.some((e) => e.type === 'log.foreign')).toBe(false);
+    // The work refs went with the landings.
+    expect(await p.bare.git('for-each-ref', 'refs/tron/work/')).toBe('');
   }, 180_000);
 });

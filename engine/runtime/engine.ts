@@ -91,6 +91,7 @@ export class Engine {
       ...(o.remote && { remote: o.remote }),
       ...(o.forge && { forge: o.forge }),
       ...(o.jobs?.suites && { suites: o.jobs.suites }),
+      ...(o.jobs && o.remote && o.config.cluster?.jobs !== 'agents' && { keepWork: true }),
       workers: o.workers,
       turns: this.turns,
       ...(o.onOutput ? { onOutput: o.onOutput } : {}),

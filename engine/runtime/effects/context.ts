@@ -70,6 +70,12 @@ export interface EffectContext {
   suites?: RemoteSuites;
   /** The turns `tron agent`s run for this engine (engine/runtime/agent-turns.ts): probed there, not here. */
   agentTurns?: AgentTurnsPort;
+  /**
+   * A database and a remote, turns run here: each block's verified work is pushed to its
+   * work ref (effects/work-ref.ts), where a standby in another clone finds it
+   * (runtime/remote-recovery.ts restoreWork). With agents their builders push it already.
+   */
+  keepWork?: boolean;
 }
 
 /** What the liveness effects need of the turns running on agents. */

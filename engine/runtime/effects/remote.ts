@@ -17,6 +17,7 @@
  * - A network failure comes back as `remote.failed` with the remote's words; the wait
  *   before a retry is its own effect (`remote.retry` → `remote.waited`), so replay holds.
  */
+import { keepWork } from './work-ref.ts';
 import type { EventBody, EventOf } from '../../core/events.ts';
 import * as git from '../../git/index.ts';
 import {
@@ -121,7 +122,9 @@ export const waitRetry = effect({
  * `[remote] push_branches`: a block that passed its gate is pushed as `tron/<id>`. A
  * branch already there is moved only when it holds a sha this run attested for the block
  * (tron's own earlier push); anything else is someone's and stays. Off the lane's path:
- * the outcome is a note, never a decision.
+ * the outcome is a note, never a decision. With a database and turns run here, the
+ * attested head also goes to the block's work ref, for a standby in another clone
+ * (work-ref.ts keepWork).
  */
 export const pushBranch = effect({
   request: (e: EventOf<'gate.passed'>, at: Moment) => ({
@@ -130,6 +133,7 @@ export const pushBranch = effect({
     ours: at.state.lane.remote ? at.history.flatMap((h) => (h.type === 'gate.passed' && h.block === e.block ? [h.sha] : [])) : [],
   }),
   run: async (c, r: { block: string; sha: string; ours: string[] }) => {
+    await keepWork(c, r.block, r.sha);
     if (!c.remote || !c.config.remote?.pushBranches) return undefined;
     const read = await readRemote(c.repo, c.remote);
     const note = (ok: boolean, detail?: string): undefined => {

@@ -8,7 +8,7 @@
  * that work is its block branch, kept as an orphan when it is retired (effects/worktree.ts).
  */
 import type { EventOf } from '../../core/events.ts';
-import { deleteRemoteRef, type PushResult, type Remote } from '../../git/remote.ts';
+import { deleteRemoteRef, listRemoteRefs, type PushResult, pushRef, type Remote } from '../../git/remote.ts';
 import { Coalesced } from './coalesce.ts';
 import { type EffectContext, effect, errorLine } from './context.ts';
 
@@ -28,9 +28,14 @@ const drops = new WeakMap<Remote, Coalesced<string, PushResult>>();
  * Deletes the block's work ref on the remote when turns run on agents. Never throws: a
  * ref left behind is only clutter (the next attempt's deletion, or `git push :ref`, takes it).
  */
-export async function dropWorkRef(c: Pick<EffectContext, 'repo' | 'config' | 'remote' | 'print'>, block: string): Promise<void> {
+export async function dropWorkRef(
+  c: Pick<EffectContext, 'repo' | 'config' | 'remote' | 'print' | 'keepWork'>,
+  block: string,
+): Promise<void> {
   const remote = c.remote;
-  if (c.config.cluster?.jobs !== 'agents' || !remote) return;
+  if ((c.config.cluster?.jobs !== 'agents' && !c.keepWork) || !remote) return;
+  // A push of the block's verified work still under way goes first: else it would put the ref back after its deletion.
+  await kept.get(remote)?.get(block);
   let batch = drops.get(remote);
   if (!batch) {
     const all = async (blocks: string[]) => {
@@ -42,6 +47,40 @@ export async function dropWorkRef(c: Pick<EffectContext, 'repo' | 'config' | 're
   }
   const gone = await batch.ask(block);
   if (!gone.ok) c.print(`tron: could not delete ${workRefOf(block)} on ${remote.name}: ${gone.message.split('\n')[0]}`);
+}
+
+/**
+ * A block that passed its gate, with turns run here and a standby possible (`keepWork`):
+ * its attested head goes to its work ref, by lease against what is there — a standby in
+ * another clone resumes it from there (runtime/remote-recovery.ts restoreWork) instead of
+ * building it again. Never throws: a push that fails only leaves the standby less to find.
+ */
+export function keepWork(c: Pick<EffectContext, 'repo' | 'remote' | 'print' | 'keepWork'>, block: string, sha: string): Promise<void> {
+  const remote = c.remote;
+  if (!c.keepWork || !remote) return Promise.resolve();
+  const pushes = kept.get(remote) ?? new Map<string, Promise<void>>();
+  kept.set(remote, pushes);
+  const before = pushes.get(block) ?? Promise.resolve();
+  const now = before.then(() => pushWork(c, remote, block, sha));
+  pushes.set(block, now);
+  void now.finally(() => pushes.get(block) === now && pushes.delete(block));
+  return now;
+}
+
+/** The pushes of verified work under way, by remote and block: a deletion of the block's ref waits for its push. */
+const kept = new WeakMap<Remote, Map<string, Promise<void>>>();
+
+async function pushWork(c: Pick<EffectContext, 'repo' | 'print'>, remote: Remote, block: string, sha: string): Promise<void> {
+  try {
+    const listed = await listRemoteRefs(c.repo, remote, [workRefOf(block)]);
+    if (!listed.ok) throw new Error(listed.message);
+    const there = listed.refs.get(workRefOf(block));
+    if (there === sha) return;
+    const pushed = await pushRef(c.repo, remote, workRefOf(block), sha, there);
+    if (!pushed.ok) throw new Error(pushed.message);
+  } catch (error) {
+    c.print(`tron: could not keep ${block}'s verified work as ${workRefOf(block)} on ${remote.name}: ${errorLine(error).split('\n')[0]}`);
+  }
 }
 
 /** An abandoned block: its turns stop now, and its work on the remote goes. */

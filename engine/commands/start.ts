@@ -3,7 +3,6 @@
  * drive every ready block to a terminal phase. Bad input is reported before anything
  * in the repository changes: no branch, worktree, run directory or event.
  */
-import { sharedKey } from '../log/pg-keys.ts';
 import { existsSync, mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { Clock } from '../core/clock.ts';
@@ -22,6 +21,7 @@ import type { WorkerAdapter } from '../workers/adapter.ts';
 import type { WorkerRole } from '../core/roles.ts';
 import { carrySessions, clearInterruptedLanding, recover, type Recovery } from '../runtime/recovery.ts';
 import { catchUpFromRemote, followRemote, restoreWork } from '../runtime/remote-recovery.ts';
+import { sharedKey } from '../log/pg-keys.ts';
 import { catchUpFromQueue } from '../runtime/queue-recovery.ts';
 import { credentialPaths, openRemote, remoteAccess } from '../git/remote.ts';
 import { readInbox } from '../runtime/inbox.ts';

@@ -25,8 +25,9 @@ export const ALL_WORK_REFS = `${WORK_PREFIX}*`;
 const drops = new WeakMap<Remote, Coalesced<string, PushResult>>();
 
 /**
- * Deletes the block's work ref on the remote when turns run on agents. Never throws: a
- * ref left behind is only clutter (the next attempt's deletion, or `git push :ref`, takes it).
+ * Deletes the block's work ref on the remote when turns run on agents, or the engine keeps
+ * verified work there (`keepWork`). Never throws: a ref left behind is only clutter (the
+ * next attempt's deletion, or `git push :ref`, takes it).
  */
 export async function dropWorkRef(
   c: Pick<EffectContext, 'repo' | 'config' | 'remote' | 'print' | 'keepWork'>,

@@ -6,6 +6,8 @@
  * (a fresh worktree at the block's base) — so a new attempt starts from the base, as the
  * engine decided, never silently from an earlier attempt's work. The engine's own copy of
  * that work is its block branch, kept as an orphan when it is retired (effects/worktree.ts).
+ * With turns run in the engine's process (a database and a remote, no agents) the engine
+ * puts each block's verified work there itself (`keepWork`), for a standby in another clone.
  */
 import type { EventOf } from '../../core/events.ts';
 import { deleteRemoteRef, listRemoteRefs, type PushResult, pushRef, type Remote } from '../../git/remote.ts';

@@ -173,7 +173,7 @@ async function startHolding(
     const configChanged = configChangedInRun(repo, before);
     if (configChanged) throw new InputError([configChanged]);
     // A landing the previous run died in the middle of: its git locks first, then the checkout it was moving.
-    const cleared = await clearInterruptedLanding(repo, previous);
+    const cleared = await clearInterruptedLanding(repo, before);
     // [remote]: opened once (its URL read now, not again); what it already holds of an unrecorded landing is made local.
     const remote = config.remote
       ? await openRemote(repo, {
@@ -183,16 +183,16 @@ async function startHolding(
           access: await remoteAccess(o.env),
         })
       : undefined;
-    const fromRemote = remote ? await catchUpFromRemote(repo, remote, previous) : [];
+    const fromRemote = remote ? await catchUpFromRemote(repo, remote, before) : [];
     // A clone that did not make the run's landings (a standby on another host) takes them from the remote, not builds them again.
     const followed = remote ? [...(await followRemote(repo, remote, before)), ...(await restoreWork(repo, remote, before))] : [];
     for (const e of followed) if (e.type === 'remote.followed' || e.type === 'work.restored') o.print(`tron: ${e.detail}`);
     // [forge] merge = "queue": a pull request the queue merged while tron was stopped is recorded as landed (queue-recovery.ts).
     const fromQueue =
-      remote && forgeRun && config.forge?.merge === 'queue' ? await catchUpFromQueue(repo, remote, forgeRun.forge, previous) : [];
+      remote && forgeRun && config.forge?.merge === 'queue' ? await catchUpFromQueue(repo, remote, forgeRun.forge, before) : [];
     fromRemote.push(...fromQueue);
     for (const e of fromRemote) if (e.type === 'remote.recovered') o.print(`tron: ${e.detail}`);
-    const caughtUp = await git.catchUpCheckout(repo, config.trunk, landedFrom(previous));
+    const caughtUp = await git.catchUpCheckout(repo, config.trunk, landedFrom(before));
     if (caughtUp)
       o.print(
         `tron: your checkout of ${config.trunk} was left at ${caughtUp.slice(0, 12)} by an interrupted landing; moved it to ${trunkSha.slice(0, 12)}`,
@@ -229,7 +229,7 @@ async function startHolding(
     const idle =
       o.watch || cleared.length > 0 || fromRemote.length > 0
         ? undefined
-        : nothingToDo(previous, recovery, blocks, readInbox(repo, key, new Set(recovery.answered)).answers.length);
+        : nothingToDo(previous, before, recovery, blocks, readInbox(repo, key, new Set(recovery.answered)).answers.length);
     if (idle) {
       // A landing a killed run could not tell its issue is told now (engine/forge/progress.ts).
       if (forgeRun && Object.keys(forgeRun.issues).length > 0)
@@ -399,12 +399,13 @@ async function startHolding(
  */
 function nothingToDo(
   previous: string | undefined,
+  events: readonly TronEvent[],
   recovery: Recovery,
   register: readonly Block[],
   answersWaiting: number,
 ): { exit: number; summary: string; parked: BodyOf<'block.recovered'>[]; blocked: { block: string; blocker: Blocker }[] } | undefined {
   if (!previous || answersWaiting > 0) return undefined;
-  if (!readLog(join(previous, 'events.jsonl')).events.some((e) => e.type === 'run.finished')) return undefined;
+  if (!events.some((e) => e.type === 'run.finished')) return undefined;
   const resumed: BodyOf<'block.recovered'>[] = [];
   for (const e of recovery.events) {
     if (e.type === 'recovery.started') continue;
@@ -475,10 +476,9 @@ function previousEvents(runDir: string | undefined): TronEvent[] {
 }
 
 /** Trunk shas the previous run landed from (and started at): where an interrupted landing may have left the checkout. */
-function landedFrom(runDir: string | undefined): string[] {
-  if (!runDir || !existsSync(join(runDir, 'events.jsonl'))) return [];
+function landedFrom(events: readonly TronEvent[]): string[] {
   const shas: string[] = [];
-  for (const e of readLog(join(runDir, 'events.jsonl')).events) {
+  for (const e of events) {
     if (e.type === 'land.intent') shas.push(e.from);
     if (e.type === 'run.started') shas.push(e.trunk_sha);
   }

@@ -156,6 +156,20 @@ describe('forged lines in the event log', () => {
     expect(isSameProcess(pid, start)).toBe(true);
   });
 
+  it('sets aside a whole log with a line that is not JSON in its middle: the next start reports it and goes on', async () => {
+    const repo = await parkedProject();
+    const first = await runTron(repo);
+    const lines = first.events.map((e) => JSON.stringify(e));
+    lines.splice(2, 0, 'not a line tron wrote');
+    writeFileSync(eventsFile(first), `${lines.join('\n')}\n`);
+    const next = await runTron(repo);
+    expect(next.exit, next.output.join('\n')).toBe(3);
+    expect(ofType(next.events, 'log.foreign')).toMatchObject([
+      { lines: [], detail: expect.stringContaining('the whole log was set aside') },
+    ]);
+    expect(next.output.join('\n')).not.toContain('TRON_LOG_CORRUPT');
+  });
+
   it('sets aside a whole unsigned log where the repository signs its logs', async () => {
     const repo = await parkedProject();
     const first = await runTron(repo);

@@ -15,14 +15,11 @@
  * tree, the lane finds trunk moved and pages. A forge or remote that cannot be read here
  * only leaves the same to the lane.
  */
-import { existsSync } from 'node:fs';
-import { join } from 'node:path';
 import type { EventBody, EventOf, TronEvent } from '../core/events.ts';
 import type { Forge } from '../forge/forge.ts';
 import * as git from '../git/index.ts';
 import { fetchTrunk, pushLanding, readRemote, type Remote } from '../git/remote.ts';
 import { runGit } from '../git/run.ts';
-import { readLog } from '../log/eventlog.ts';
 
 /** The previous run's last ask of the queue whose stack never ended (no landing announced, not closed). */
 export function openQueued(events: readonly TronEvent[]): EventOf<'pr.requested'> | undefined {
@@ -34,14 +31,8 @@ export function openQueued(events: readonly TronEvent[]): EventOf<'pr.requested'
   return open;
 }
 
-export async function catchUpFromQueue(
-  repo: string,
-  remote: Remote,
-  forge: Forge,
-  previousRunDir: string | undefined,
-): Promise<EventBody[]> {
-  if (!previousRunDir || !existsSync(join(previousRunDir, 'events.jsonl'))) return [];
-  const open = openQueued(readLog(join(previousRunDir, 'events.jsonl')).events);
+export async function catchUpFromQueue(repo: string, remote: Remote, forge: Forge, previous: readonly TronEvent[]): Promise<EventBody[]> {
+  const open = openQueued(previous);
   if (!open) return [];
   try {
     const top = open.blocks.at(-1)!;

@@ -192,11 +192,10 @@ function olderLogs(repo: string, previousRunDir: string | undefined, keyCreated:
 
 /**
  * A landing announced (land.intent) and never seen to end leaves git's lock files behind:
- * remove them. Runs at boot, under the engine lock, before anything reads the checkout.
+ * remove them. Runs at boot, under the engine lock, before anything reads the checkout;
+ * `events` are the previous run's, as start read them (none when its log could not be read).
  */
-export async function clearInterruptedLanding(repo: string, previousRunDir: string | undefined): Promise<EventBody[]> {
-  if (!previousRunDir || !existsSync(join(previousRunDir, 'events.jsonl'))) return [];
-  const events = readLog(join(previousRunDir, 'events.jsonl')).events;
+export async function clearInterruptedLanding(repo: string, events: readonly TronEvent[]): Promise<EventBody[]> {
   const started = events.find((e) => e.type === 'run.started');
   let open: Extract<TronEvent, { type: 'land.intent' }> | undefined;
   for (const e of events) {

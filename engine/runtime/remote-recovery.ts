@@ -10,10 +10,7 @@
  * as they are: the lane's push finds the landing there later (git/remote.ts: a refused
  * lease on landed refs that are ours counts as pushed).
  */
-import { existsSync } from 'node:fs';
-import { join } from 'node:path';
 import type { EventBody, EventOf, TronEvent } from '../core/events.ts';
-import { readLog } from '../log/eventlog.ts';
 import * as git from '../git/index.ts';
 import { fetchRefs, fetchTrunk, listRemoteRefs, readRemote, type Remote, remoteProblemCode } from '../git/remote.ts';
 import { GitFailure, GitStateError, gitOut, runGit } from '../git/run.ts';
@@ -35,9 +32,8 @@ export function openLanding(events: readonly TronEvent[]): EventOf<'land.intent'
  * Makes local what the remote already has of the previous run's unfinished landing
  * (see the file comment); returns the note that says so, or nothing.
  */
-export async function catchUpFromRemote(repo: string, remote: Remote, previousRunDir: string | undefined): Promise<EventBody[]> {
-  if (!previousRunDir || !existsSync(join(previousRunDir, 'events.jsonl'))) return [];
-  const open = openLanding(readLog(join(previousRunDir, 'events.jsonl')).events);
+export async function catchUpFromRemote(repo: string, remote: Remote, previous: readonly TronEvent[]): Promise<EventBody[]> {
+  const open = openLanding(previous);
   if (!open) return [];
   const fetched = await fetchTrunk(repo, remote);
   if (!fetched.ok || fetched.sha === undefined) return [];

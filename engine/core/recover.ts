@@ -75,14 +75,24 @@ export function planRecovery(events: readonly TronEvent[], blocks: readonly Bloc
   return { untrusted, recovered, answered };
 }
 
+/** The landings one line records, as [block, sha]: the landing, its announced intent, or a recovered landing. */
+function landingsOf(e: TronEvent): ReadonlyArray<readonly [string, string]> {
+  if (e.type === 'block.landed') return [[e.block, e.sha]];
+  if (e.type === 'land.intent') return e.blocks.map((b) => [b.block, b.sha] as const);
+  if (e.type === 'block.recovered' && e.sha && (e.phase === 'landed' || e.phase === 'wrap')) return [[e.block, e.sha]];
+  return [];
+}
+
 /** Whether a log records block `id` landing at `sha`: the landing, its announced intent, or a recovered landing. */
 export function recordsLanding(events: readonly TronEvent[], id: string, sha: string): boolean {
-  return events.some(
-    (e) =>
-      (e.type === 'block.landed' && e.block === id && e.sha === sha) ||
-      (e.type === 'land.intent' && e.blocks.some((b) => b.block === id && b.sha === sha)) ||
-      (e.type === 'block.recovered' && e.block === id && e.sha === sha && (e.phase === 'landed' || e.phase === 'wrap')),
-  );
+  return events.some((e) => landingsOf(e).some(([b, s]) => b === id && s === sha));
+}
+
+/** Every landing a log records, block → the shas it is recorded landing at (as recordsLanding reads them). */
+export function recordedLandings(events: readonly TronEvent[]): Map<string, Set<string>> {
+  const landed = new Map<string, Set<string>>();
+  for (const e of events) for (const [b, s] of landingsOf(e)) landed.set(b, (landed.get(b) ?? new Set()).add(s));
+  return landed;
 }
 
 function resumeAt(

@@ -15,6 +15,7 @@ import * as git from '../git/index.ts';
 import { fetchRefs, fetchTrunk, listRemoteRefs, readRemote, type Remote, remoteProblemCode } from '../git/remote.ts';
 import { GitFailure, GitStateError, gitOut, runGit } from '../git/run.ts';
 import { apply, initialState } from '../core/state.ts';
+import { recordedLandings } from '../core/recover.ts';
 import { workRefOf } from './effects/work-ref.ts';
 
 /** The previous run's last landing that never ended (no block.landed, no refusal, no restack). */
@@ -61,20 +62,6 @@ export async function catchUpFromRemote(repo: string, remote: Remote, previous: 
 }
 
 /**
- * Blocks a run's log records landed (`block.landed`, a landing's intent, a recovery that
- * found them landed) and the sha each landed at: where recovery looks for their landed refs.
- */
-function landingsIn(events: readonly TronEvent[]): Map<string, string> {
-  const landed = new Map<string, string>();
-  for (const e of events) {
-    if (e.type === 'block.landed') landed.set(e.block, e.sha);
-    else if (e.type === 'land.intent') for (const b of e.blocks) landed.set(b.block, b.sha);
-    else if (e.type === 'block.recovered' && e.sha && (e.phase === 'landed' || e.phase === 'wrap')) landed.set(e.block, e.sha);
-  }
-  return landed;
-}
-
-/**
  * A clone that did not make the landings its run's log records — a standby on another
  * host, a new clone of a repository whose log is in a database — lacks their landed refs,
  * and its trunk is behind: recovery would build those blocks again. The remote has them.
@@ -88,7 +75,7 @@ function landingsIn(events: readonly TronEvent[]): Map<string, string> {
  * build landed blocks again.
  */
 export async function followRemote(repo: string, remote: Remote, previous: readonly TronEvent[]): Promise<EventBody[]> {
-  const recorded = landingsIn(previous);
+  const recorded = recordedLandings(previous);
   if (recorded.size === 0) return [];
   const here = await git.landedRefs(repo);
   const missing = [...recorded].filter(([id]) => !here.has(id)).sort(([a], [b]) => (a < b ? -1 : 1));
@@ -112,8 +99,10 @@ export async function followRemote(repo: string, remote: Remote, previous: reado
       `${lacking}, and ${remote.name}'s ${remote.trunk} (${to.slice(0, 12)}) does not descend from this clone's (${from.slice(0, 12)}): push your commits, or reset ${remote.trunk} to ${remote.name}'s (git reset --hard ${remote.name}/${remote.trunk} on it), then start again`,
     );
   const blocks: { block: string; sha: string }[] = [];
-  for (const [id, sha] of missing)
-    if (read.refs.landed.get(id) === sha && (await git.isAncestor(repo, sha, to))) blocks.push({ block: id, sha });
+  for (const [id, shas] of missing) {
+    const sha = read.refs.landed.get(id);
+    if (sha !== undefined && shas.has(sha) && (await git.isAncestor(repo, sha, to))) blocks.push({ block: id, sha });
+  }
   if (blocks.length === 0 && from === to) return [];
   const followed = await git.followLandings(repo, {
     trunk: remote.trunk,

@@ -159,6 +159,9 @@ describe.skipIf(NO_DATABASE)('turns on agents, stopped and timed as the engineâ€
       // The worker's process on the agent's host went with the turn, before the engine exited.
       expect(alive(worker), `worker ${worker}\n${s.out()}`).toBe(false);
       expect(s.out()).toContain('its turn is stopped');
+      // Stopped, alpha waits for no answer: the next start goes on with it.
+      expect(stopped.stdout).toContain('alpha is unfinished â€” the next `tron start` goes on with it');
+      expect(stopped.stdout).not.toContain('alpha is parked');
       const [first] = await runs(s.db, 'stopped');
       const types = first!.map((e) => e.type);
       expect(types).toContain('run.stopping');

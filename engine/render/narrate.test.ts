@@ -87,6 +87,34 @@ describe('Narrator', () => {
     expect(text).toMatch(/tron: w is parked\n {2}answer: tron answer/);
   });
 
+  it('after a stop, tells a block still under way from a parked one: only the parked one is offered an answer', () => {
+    const text = tell([
+      { type: 'block.parked', block: 'stuck', reason: 'the builder said BLOCKED' },
+      { type: 'block.parked', block: 'freed', reason: 'the builder said BLOCKED' },
+      { type: 'block.phase', block: 'freed', from: 'parked', to: 'build', on: 'RETRY' },
+      { type: 'run.stopping', signal: 'SIGTERM' },
+      {
+        type: 'run.finished',
+        reason: 'signal',
+        exit: 143,
+        landed: [],
+        parked: ['stuck', 'freed', 'busy'],
+        abandoned: [],
+        detail: 'stopped by SIGTERM',
+      },
+    ]);
+    expect(text).toContain('tron: freed, busy are unfinished — the next `tron start` goes on with them');
+    expect(text).toMatch(/tron: stuck is parked: the builder said BLOCKED\n {2}answer: tron answer/);
+    expect(text).not.toMatch(/(freed|busy) is parked/);
+    expect(text).toContain('0 landed, 2 unfinished, 1 parked, 0 abandoned (stopped by SIGTERM)');
+  });
+
+  it('counts every open block of a run that ended by itself as parked', () => {
+    const text = tell([{ type: 'run.finished', reason: 'done', exit: 3, landed: [], parked: ['w'], abandoned: [] }]);
+    expect(text).toMatch(/tron: w is parked\n {2}answer: tron answer/);
+    expect(text).not.toContain('unfinished');
+  });
+
   it("carries a review's CHANGES notes on the transition back to build", () => {
     const text = tell([
       { type: 'reply.accepted', block: 'w', session: 'w.1.reviewer', turn: 1, word: 'CHANGES', payload: { notes: 'name the export' } },

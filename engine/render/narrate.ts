@@ -16,6 +16,7 @@ import type { EventOf, TronEvent } from '../core/events.ts';
 import { answerCommand } from '../gateway/answer-command.ts';
 import { blockerWords, type Blocker } from '../core/blocked.ts';
 import { failureExcerpt } from '../core/test-output.ts';
+import { ParkedNow } from './parked-now.ts';
 
 export { answerCommand };
 
@@ -84,6 +85,7 @@ export class Narrator {
   /** Each block's dependencies (from the register), and the blocks abandoned so far. */
   private readonly dependsOn = new Map<string, readonly string[]>();
   private readonly abandoned = new Set<string>();
+  private readonly parkedNow = new ParkedNow();
   /** The stack being landed: its blocks, and those of them whose landing was reported. */
   private landing: { stack: number; blocks: string[]; landed: number } | undefined;
 
@@ -91,6 +93,7 @@ export class Narrator {
 
   /** The lines one event adds to the story (often none). */
   lines(e: TronEvent): string[] {
+    this.parkedNow.see(e);
     switch (e.type) {
       case 'run.started':
         this.run = e.run;
@@ -258,7 +261,13 @@ export class Narrator {
 
   private finished(e: EventOf<'run.finished'>): string[] {
     const out: string[] = [];
-    for (const id of e.parked) {
+    // A run stopped early counts its unfinished blocks with the parked: those wait for no answer.
+    const { parked, unfinished } = this.parkedNow.split(e);
+    if (unfinished.length > 0)
+      out.push(
+        `tron: ${unfinished.join(', ')} ${unfinished.length === 1 ? 'is' : 'are'} unfinished — the next \`tron start\` goes on with ${unfinished.length === 1 ? 'it' : 'them'}`,
+      );
+    for (const id of parked) {
       const reason = this.reasons.get(id);
       const why = this.paged.has(id) || !reason ? '' : `: ${this.once(id, reason)}`;
       out.push(`tron: ${id} is parked${why}\n  answer: ${answerCommand(this.o.repo, id)}`);
@@ -273,7 +282,7 @@ export class Narrator {
       const reason = this.reasons.get(id);
       out.push(`tron: ${id} was abandoned${reason ? `: ${firstLine(reason)}` : ''}`);
     }
-    const counts = `${e.landed.length} landed, ${e.parked.length} parked, ${blocked.length > 0 ? `${blocked.length} blocked, ` : ''}${e.abandoned.length} abandoned`;
+    const counts = `${e.landed.length} landed, ${unfinished.length > 0 ? `${unfinished.length} unfinished, ` : ''}${parked.length} parked, ${blocked.length > 0 ? `${blocked.length} blocked, ` : ''}${e.abandoned.length} abandoned`;
     const where = this.o.runDir ? `; run directory: ${this.o.runDir}` : '';
     out.push(`tron: run ${this.run} finished (exit ${e.exit}) — ${counts}${e.detail ? ` (${e.detail})` : ''}${where}`);
     return out;

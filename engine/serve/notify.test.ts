@@ -4,7 +4,8 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { EventOf } from '../core/events.ts';
+import type { EventBody, EventOf, TronEvent } from '../core/events.ts';
+import { Notifier } from './notify.ts';
 import { parseConfig } from '../project/config.ts';
 import { configFile, landingSim, makeProject, ofType, runTron } from '../testing/project.ts';
 import type { TestRepo } from '../testing/repo.ts';
@@ -116,6 +117,34 @@ describe('[notify]', () => {
     const failed = deliveries(run).filter((d) => d.type === 'notify.failed');
     expect(failed.map((d) => d.on).sort()).toEqual(['landed', 'landed', 'run']);
     for (const d of failed) expect(d).toMatchObject({ channel: 'webhook', attempts: 2, error: expect.stringMatching(/timeout|aborted/i) });
+  });
+
+  it("says a stopped run's blocks still under way apart from the parked ones, which alone need an answer", async () => {
+    const hook = await listen((_n, _body, res) => res.writeHead(200).end());
+    scratch = mkdtempSync(join(tmpdir(), 'tron-notify-'));
+    const notifier = new Notifier({
+      config: { webhook: hook.url, on: ['run'], attempts: 1, backoffMs: 10, timeoutMs: 2000 },
+      repo: scratch,
+      runDir: scratch,
+      record: () => true,
+    });
+    const bodies: EventBody[] = [
+      { type: 'block.parked', block: 'stuck', reason: 'BLOCKED' },
+      {
+        type: 'run.finished',
+        reason: 'signal',
+        exit: 143,
+        landed: [],
+        parked: ['stuck', 'busy'],
+        abandoned: [],
+        detail: 'stopped by SIGINT',
+      },
+    ];
+    for (const [i, b] of bodies.entries()) notifier.event({ v: 1, seq: i + 1, ts: i, ...b } as TronEvent);
+    await notifier.close();
+    expect(hook.bodies.map((b) => JSON.parse(b).text)).toEqual([
+      expect.stringContaining('0 landed, 1 unfinished, 1 parked, 0 abandoned; parked: stuck'),
+    ]);
   });
 
   it('is a checked table: an unknown key is an error, and it needs somewhere to deliver', () => {

@@ -19,6 +19,7 @@ import { join } from 'node:path';
 import { execa } from 'execa';
 import type { BodyOf, EventBody, TronEvent } from '../core/events.ts';
 import type { NotifyConfig, NotifyOn } from '../project/config.ts';
+import { ParkedNow } from '../render/parked-now.ts';
 
 export interface NotifierOptions {
   config: NotifyConfig;
@@ -50,6 +51,7 @@ export class Notifier {
   /** Past close's grace: no more tries, sleeps end now. */
   private cut = false;
   private readonly wakeups = new Set<() => void>();
+  private readonly parkedNow = new ParkedNow();
 
   constructor(private readonly o: NotifierOptions) {}
 
@@ -57,6 +59,7 @@ export class Notifier {
   event(e: TronEvent): void {
     try {
       if (e.type === 'run.started') this.run = e.run;
+      this.parkedNow.see(e);
       const n = this.notification(e);
       if (!n || !this.o.config.on.includes(n.on)) return;
       for (const channel of ['webhook', 'command'] as const) {
@@ -111,12 +114,14 @@ export class Notifier {
           block: e.block,
           text: `tron: ${e.block} landed (${e.sha.slice(0, 12)}); trunk is at ${e.top.slice(0, 12)}`,
         };
-      case 'run.finished':
+      case 'run.finished': {
+        const { parked, unfinished } = this.parkedNow.split(e);
         return {
           ...base,
           on: 'run',
-          text: `tron: run ${this.run} finished (exit ${e.exit}, ${e.reason}) — ${e.landed.length} landed, ${e.parked.length} parked, ${e.abandoned.length} abandoned${e.parked.length > 0 ? `; parked: ${e.parked.join(', ')}` : ''}`,
+          text: `tron: run ${this.run} finished (exit ${e.exit}, ${e.reason}) — ${e.landed.length} landed, ${unfinished.length > 0 ? `${unfinished.length} unfinished, ` : ''}${parked.length} parked, ${e.abandoned.length} abandoned${parked.length > 0 ? `; parked: ${parked.join(', ')}` : ''}`,
         };
+      }
       default:
         return undefined;
     }

@@ -148,6 +148,10 @@ export async function agentCommand(o: AgentOptions): Promise<number> {
           ? runSuiteHere({ ...base, remote }, claimed, key, name)
           : runTurnHere({ ...base, remote }, remote, claimed, key, control!.hold(key, claimed.attempt)),
     });
+  }).catch(async (err: unknown) => {
+    // What could not start leaves nothing open behind it: the agent exits with the error.
+    await control?.close();
+    throw err;
   });
   if (!pool) {
     await control?.close();

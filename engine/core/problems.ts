@@ -384,6 +384,13 @@ export const PROBLEMS = {
     summary: 'The database of `[cluster] database` (or `TRON_DATABASE_URL`, `--database`) cannot be reached, or refused the connection.',
     fix: 'Check that PostgreSQL runs and that the URL, user and password are right (`psql URL` tries the same); docs/cluster.md has the set-up.',
   },
+  TRON_DB_FULL: {
+    area: 'log',
+    kind: 'fault',
+    summary:
+      'The database refused one more connection: its `max_connections` is reached, or the CONNECTION LIMIT of the role in the URL. Each `tron agent` holds 3 connections plus one a slot; an engine up to 4, plus its slots when it runs jobs itself.',
+    fix: 'Raise `max_connections` in postgresql.conf (and restart PostgreSQL) or the role\'s limit (`ALTER ROLE … CONNECTION LIMIT`), or run fewer agents or slots; docs/cluster.md, "Connections", has the sums.',
+  },
   TRON_DB_SCHEMA_NEWER: {
     area: 'log',
     kind: 'input',

@@ -22,7 +22,7 @@
 import pg from 'pg';
 import type { Database, RunKey } from './pg-log.ts';
 import { CONTROL_FUNCTIONS, CONTROL_MIGRATION } from './pg-job-control.ts';
-import { DatabaseUnreachableError, SchemaNewerError } from './pg-log.ts';
+import { connectFailure, isDatabaseFull, SchemaNewerError } from './pg-log.ts';
 
 /** The SQLSTATE of a refused result: the attempt that reports is not the job's current one. */
 export const STALE_ATTEMPT = 'TRN02';
@@ -255,7 +255,10 @@ grant execute on function ${CONTROL_FUNCTIONS} to ${role};`;
 export async function migrateJobs(db: Database): Promise<void> {
   // Loaded here, not at the top: a start without [cluster] database never needs it (~170 ms).
   const { runMigrations } = await import('graphile-worker');
-  await runMigrations({ connectionString: db.url, logger: QUIET });
+  // graphile-worker connects on its own: a database with no connection left says so as tron's connects do.
+  await runMigrations({ connectionString: db.url, logger: QUIET }).catch((err: unknown) => {
+    throw isDatabaseFull(err) ? connectFailure(db.url, err) : err;
+  });
   const client = db.client;
   await client.query('begin');
   try {
@@ -394,7 +397,7 @@ export async function connect(url: string): Promise<pg.Client> {
   try {
     await client.connect();
   } catch (err) {
-    throw new DatabaseUnreachableError(url, (err as Error).message);
+    throw connectFailure(url, err);
   }
   return client;
 }

@@ -119,6 +119,38 @@ export class DatabaseUnreachableError extends Error {
   }
 }
 
+/** PostgreSQL's SQLSTATE for a connection refused because the server or the role has no connection left. */
+const TOO_MANY_CONNECTIONS = '53300';
+
+/**
+ * The database refused one more connection: `max_connections` is reached, or the role's
+ * CONNECTION LIMIT. Each tron agent holds 3 + its slots, an engine up to 4, or 4 + its
+ * slots when it runs jobs itself (docs/cluster.md, "Connections").
+ */
+export class DatabaseFullError extends Error {
+  readonly code = 'TRON_DB_FULL' satisfies FaultCode;
+  constructor(url: string, reason: string) {
+    super(
+      coded(
+        'TRON_DB_FULL',
+        `the database at ${redact(url)} takes no more connections (${reason}); each tron agent holds 3 + its slots and an engine up to 4 (4 + its slots when it runs jobs itself): raise max_connections or the role's CONNECTION LIMIT (docs/cluster.md, "Connections")`,
+      ),
+    );
+    this.name = 'DatabaseFullError';
+  }
+}
+
+/** Whether `err` is PostgreSQL refusing a connection for want of one (too many clients, or the role's limit). */
+export function isDatabaseFull(err: unknown): boolean {
+  return (err as { code?: unknown } | undefined)?.code === TOO_MANY_CONNECTIONS;
+}
+
+/** A failed connect, as tron says it: no connection left (TRON_DB_FULL), else unreachable. */
+export function connectFailure(url: string, err: unknown): Error {
+  const reason = (err as Error).message;
+  return isDatabaseFull(err) ? new DatabaseFullError(url, reason) : new DatabaseUnreachableError(url, reason);
+}
+
 /** The database's schema was made by a newer tron: this one must not write (or misread) it. */
 export class SchemaNewerError extends InputError {
   readonly code = 'TRON_DB_SCHEMA_NEWER' satisfies InputCode;
@@ -187,7 +219,7 @@ export async function openDatabase(url: string): Promise<Database> {
   try {
     await client.connect();
   } catch (err) {
-    throw new DatabaseUnreachableError(url, (err as Error).message);
+    throw connectFailure(url, err);
   }
   try {
     await migrate(client, url);

@@ -8,8 +8,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import pg from 'pg';
 import { ManualClock } from '../core/clock.ts';
 import { acquireLease } from '../log/lease.ts';
-import { agentGrants, completeJob, JOB_MIGRATIONS, migrateJobs, QUIET, STALE_ATTEMPT } from '../log/pg-jobs.ts';
-import { type Database, openDatabase, PgEventLog } from '../log/pg-log.ts';
+import { agentGrants, completeJob, connect, JOB_MIGRATIONS, migrateJobs, QUIET, STALE_ATTEMPT } from '../log/pg-jobs.ts';
+import { type Database, DatabaseFullError, openDatabase, PgEventLog } from '../log/pg-log.ts';
+import { agentCommand } from '../commands/agent.ts';
+import { configFile, makeProject } from '../testing/project.ts';
+import { makeBareRemote } from '../testing/remote-server.ts';
 import { requireAll, skipWithout } from '../testing/needs.ts';
 import { needPostgres, type TestDatabase, testDatabase } from '../testing/postgres.ts';
 import { startWorkers } from './job-queue.ts';
@@ -144,6 +147,44 @@ describe.skipIf(NO_DATABASE)('the agents’ database role', () => {
       }
     } finally {
       await older.end();
+    }
+  }, 60_000);
+
+  it('ends an agent that the database has no connection left for with TRON_DB_FULL, leaving no connection of its own open', async () => {
+    const bare = await makeBareRemote();
+    const repo = await makeProject({
+      blocks: {},
+      config: configFile({ extra: `\n[remote]\n\n[cluster]\njobs = "agents"\n` }),
+    });
+    // The superuser's own connection (the log's went with the first test's log).
+    const admin = new pg.Client({ connectionString: server.url });
+    await admin.connect();
+    const held = async () =>
+      Number((await admin.query(`select count(*) as n from pg_stat_activity where usename = 'tron_agent'`)).rows[0].n);
+    try {
+      await repo.git('remote', 'add', 'origin', bare.dir);
+      // Two connections: the agent's asks and its heartbeat; the queue's own listener finds none left.
+      await admin.query('alter role tron_agent connection limit 2');
+      const started = agentCommand({
+        repo: repo.dir,
+        database: agentUrl,
+        roles: ['test'],
+        clock: new ManualClock(0),
+        env: { ...process.env, TRON_DATABASE_URL: '' },
+        print: () => undefined,
+      });
+      await expect(started).rejects.toMatchObject({ code: 'TRON_DB_FULL', message: expect.stringContaining('CONNECTION LIMIT') });
+      // Nothing it opened stays open (an open connection kept the agent's process alive after the error).
+      for (let i = 0; i < 100 && (await held()) > 0; i += 1) await new Promise((r) => setTimeout(r, 50));
+      expect(await held()).toBe(0);
+      // A plain connect says the same.
+      await admin.query('alter role tron_agent connection limit 0');
+      await expect(connect(agentUrl)).rejects.toBeInstanceOf(DatabaseFullError);
+    } finally {
+      await admin.query('alter role tron_agent connection limit -1');
+      await admin.end();
+      await repo.cleanup();
+      await bare.cleanup();
     }
   }, 60_000);
 });

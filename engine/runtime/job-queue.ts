@@ -31,7 +31,7 @@ import {
   taskOf,
 } from '../log/pg-jobs.ts';
 import { migrateJobs } from '../log/pg-jobs.ts';
-import type { Database, PgEventLog, RunKey } from '../log/pg-log.ts';
+import { connectFailure, type Database, isDatabaseFull, type PgEventLog, type RunKey } from '../log/pg-log.ts';
 import type { Config } from '../project/config.ts';
 import type { RunLog } from '../log/run-log.ts';
 import type { EffectContext, Outcome } from './effects/context.ts';
@@ -386,7 +386,8 @@ export async function startWorkers(o: WorkerOptions): Promise<{ stop(): Promise<
     await heartbeat();
   } catch (err) {
     await beat.end().catch(() => undefined);
-    throw err;
+    // graphile-worker's pool connects on its own: no connection left is said as tron's connects say it.
+    throw isDatabaseFull(err) ? connectFailure(o.url, err) : err;
   }
   const timer = setInterval(() => void heartbeat().catch(() => undefined), o.heartbeatMs);
   timer.unref();

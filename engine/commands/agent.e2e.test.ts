@@ -33,6 +33,7 @@ const ENV = { ...GIT_IDENTITY_ENV, GIT_CONFIG_GLOBAL: '/dev/null', GIT_CONFIG_NO
  */
 function builder(held: string, first: 'hang' | { slow: number }): string {
   return `${builderPrelude('the file and its test')}if [ "$TRON_BLOCK" = alpha ] && [ ! -e "${held}" ]; then
+  echo "alpha is thinking"
   echo $$ > "${held}.tmp" && mv "${held}.tmp" "${held}"
   ${first === 'hang' ? 'exec sleep 60' : `sleep ${first.slow}`}
 fi
@@ -267,8 +268,16 @@ describe.skipIf(NO_DATABASE)('tron agent with [cluster] database', () => {
 
   it('lands every block with three agents in their own clones, re-running a killed agent’s turn as a new attempt and refusing its late result', async () => {
     await withCluster('agents', 'hang', async (c) => {
-      // alpha's builder hangs on whichever agent claimed it: that agent dies as a lost host would.
+      // alpha's builder hangs on whichever agent claimed it: what it printed reaches the engine's host meanwhile.
       const holding = await c.holdingAlpha();
+      const live = async () => (await execa('node', [BIN, 'logs', '--repo', c.repo.dir, 'alpha'], { env: ENV, reject: false })).stdout;
+      let seen = await live();
+      for (let i = 0; i < 100 && !seen.includes('alpha is thinking'); i += 1) {
+        await new Promise((r) => setTimeout(r, 100));
+        seen = await live();
+      }
+      expect(seen).toMatch(/» run on agent [^;]+; its output as it came[^\n]*\nalpha is thinking/);
+      // Then that agent dies as a lost host would.
       holding.agent.kill('SIGKILL');
       process.kill(Number(readFileSync(c.held, 'utf8')), 'SIGKILL');
       const run = await c.engine;
@@ -293,9 +302,17 @@ describe.skipIf(NO_DATABASE)('tron agent with [cluster] database', () => {
       // What each turn printed on its agent is read on the engine's host: its end came back with the result.
       const logs = await execa('node', [BIN, 'logs', '--repo', c.repo.dir, 'beta'], { env: ENV, reject: false });
       expect(logs.exitCode, logs.stderr).toBe(0);
-      expect(logs.stdout).toMatch(/── beta · builder · build · .* turn 1 · .*──\n» run on agent [^;]+; all of it here/);
+      expect(logs.stdout).toMatch(
+        /── beta · builder · build · .* turn 1 · .*──\n» run on agent [^;]+; (all of it here|its output as it came)/,
+      );
       expect(logs.stdout).toContain('>>DONE');
       expect(logs.stdout).toContain('>>APPROVE');
+      // alpha's first build: what the dead attempt printed, then the second attempt's whole output, each under its agent.
+      const alphaLogs = (await execa('node', [BIN, 'logs', '--repo', c.repo.dir, 'alpha'], { env: ENV, reject: false })).stdout;
+      expect(alphaLogs).toMatch(/alpha is thinking\n\n» run on agent [^;]+ \(attempt 2\); its output as it came[^\n]*\n(.*\n)*>>DONE/);
+      // Kept in the turn's file, the streamed output leaves the database.
+      const { rows: notes } = await c.db.client.query(`select count(*)::int as n from tron_job_notes where body ->> 'kind' = 'output'`);
+      expect(notes[0].n).toBe(0);
       // And from any host, through the database: the end each agent sent with its result.
       const elsewhere = mkdtempSync(join(tmpdir(), 'tron-logs-elsewhere-'));
       onTestFinished(() => rmSync(elsewhere, { recursive: true, force: true }));

@@ -26,7 +26,7 @@ import * as git from '../git/index.ts';
 import { gitOut } from '../git/run.ts';
 import { credentialPaths, fetchRef, fetchTrunk, fetchTrunkAndWork, openRemote, pushRef, type Remote, remoteAccess } from '../git/remote.ts';
 import { databaseUrl } from '../log/cluster.ts';
-import { checkQueueVersion, type Claimed, connect, type JobKey, type JobResult } from '../log/pg-jobs.ts';
+import { checkQueueVersion, type Claimed, connect, type JobKey, type JobResult, OUTPUT_NOTES_VERSION } from '../log/pg-jobs.ts';
 import { redact } from '../log/pg-log.ts';
 import { CheckoutPool } from '../runtime/effects/checkouts.ts';
 import { type EffectContext, errorLine, Queues } from '../runtime/effects/context.ts';
@@ -43,7 +43,7 @@ import { createWorker } from '../workers/create.ts';
 import { chooseSandbox } from '../workers/sandbox.ts';
 import { checkProject, requireRepo } from './project-check.ts';
 import { stateHome } from '../log/keys.ts';
-import { AGENT_OUTPUT_CHARS, endOf, turnLogPath } from '../log/turn-log.ts';
+import { AGENT_OUTPUT_BYTES, followOutput, tailOf, turnLogPath } from '../log/turn-log.ts';
 
 /** The roles an agent may take: worker turns, and `test` — the suites of the engine's test runs (runtime/agent-tests.ts). */
 export const AGENT_ROLES = ['builder', 'reviewer', 'architect', 'test'] as const;
@@ -124,11 +124,13 @@ export async function agentCommand(o: AgentOptions): Promise<number> {
   }
   const heartbeatMs = config.cluster?.heartbeatMs ?? 2000;
   let control: AgentControl | undefined;
+  let streams = false;
   const pool = await untilSchema(stop.signal, heartbeatMs, o.print, async () => {
     // A queue a newer tron migrated is refused, as an engine refuses it: upgrade this host first.
     const probe = await connect(url);
     try {
-      await checkQueueVersion(probe, url);
+      // An engine that migrated the queue to this version reads a turn's output as it comes: only then is it sent.
+      streams = (await checkQueueVersion(probe, url)) >= OUTPUT_NOTES_VERSION;
     } finally {
       await probe.end().catch(() => undefined);
     }
@@ -146,7 +148,7 @@ export async function agentCommand(o: AgentOptions): Promise<number> {
       run: (claimed, key) =>
         claimed.role === 'test'
           ? runSuiteHere({ ...base, remote }, claimed, key, name)
-          : runTurnHere({ ...base, remote }, remote, claimed, key, control!.hold(key, claimed.attempt)),
+          : runTurnHere({ ...base, remote }, remote, claimed, key, control!.hold(key, claimed.attempt), streams),
     });
   }).catch(async (err: unknown) => {
     // What could not start leaves nothing open behind it: the agent exits with the error.
@@ -163,6 +165,9 @@ export async function agentCommand(o: AgentOptions): Promise<number> {
   await control?.close();
   return 0;
 }
+
+/** How often a running turn's new output is sent to the engine. */
+const OUTPUT_EVERY_MS = 1000;
 
 /** PostgreSQL's words for a schema not made yet: no such function, table or schema. */
 const NO_SCHEMA = new Set(['42883', '42P01', '3F000']);
@@ -214,9 +219,10 @@ async function runTurnHere(
   claimed: Claimed,
   key: JobKey,
   held: HeldTurn,
+  streams: boolean,
 ): Promise<JobResult> {
   try {
-    return await runHeldTurn(base, remote, claimed, key, held);
+    return await runHeldTurn(base, remote, claimed, key, held, streams);
   } finally {
     // The turn's notes are recorded before its result: the engine reads them to the last when the result comes.
     await held.flushed();
@@ -230,6 +236,7 @@ async function runHeldTurn(
   claimed: Claimed,
   key: JobKey,
   held: HeldTurn,
+  streams: boolean,
 ): Promise<JobResult> {
   const r = claimed.request as TurnRequest;
   const e = r.decision;
@@ -311,20 +318,29 @@ async function runHeldTurn(
       throw new Error(`the remote's ${work} does not hold ${r.sha}, the sha to review`);
     }
     step('worktree');
-    const result = await runJob(fx, claimed.kind, r);
+    // What the turn prints goes to the engine as it comes (`tron logs -f` there follows it), and its end with the result.
+    const file = turnLogPath(runDir, e.block, e.session, e.turn);
+    const following = streams
+      ? followOutput(file, (offset, text) => held.note({ kind: 'output', offset, text }), OUTPUT_EVERY_MS)
+      : undefined;
+    let result: JobResult;
+    try {
+      result = await runJob(fx, claimed.kind, r);
+    } finally {
+      following?.stop();
+    }
     step('turn');
-    // The end of what the turn printed goes with its result: the engine keeps it as the turn's file (turn-log.ts).
-    const output = endOf(turnLogPath(runDir, e.block, e.session, e.turn), AGENT_OUTPUT_CHARS);
+    const { text: output, from: outputAt } = tailOf(file, AGENT_OUTPUT_BYTES);
     // A stopped builder's work is not pushed: the engine decides where its next turn starts.
     if (!result.ok || e.role !== 'builder' || held.stopped !== undefined)
-      return result.ok ? { ok: true, inputs: [...inputs, ...result.inputs], steps, output } : result;
+      return result.ok ? { ok: true, inputs: [...inputs, ...result.inputs], steps, output, outputAt } : result;
     const head = await git.revParse(base.repo, `refs/heads/tron/${e.block}`);
     if (head && head !== fetched.sha) {
       const pushed = await pushRef(base.repo, remote, work, head, fetched.sha);
       if (!pushed.ok) throw new Error(`cannot push ${e.block}'s work to ${remote.name} ${work}: ${pushed.message}`);
     }
     step('push');
-    return { ok: true, inputs: [...inputs, ...result.inputs], steps, output, ...(head ? { work: head } : {}) };
+    return { ok: true, inputs: [...inputs, ...result.inputs], steps, output, outputAt, ...(head ? { work: head } : {}) };
   } catch (err) {
     // What fails on this host fails the turn, decided like any failed turn.
     const detail = `the turn could not be carried out on ${hostname()}: ${errorLine(err)}`;

@@ -122,7 +122,35 @@ export const CONTROL_FUNCTIONS =
 export type JobNote =
   | { kind: 'started' }
   | { kind: 'spawned'; pid: number; start_time: string; agent?: string }
-  | { kind: 'exited'; pid: number; code: number | null; signal: string | null; agent?: string };
+  | { kind: 'exited'; pid: number; code: number | null; signal: string | null; agent?: string }
+  /** The turn's output from byte `offset` of its file on the agent (version 5 of the queue's schema; turn-log.ts followOutput). */
+  | { kind: 'output'; offset: number; text: string };
+
+/** The largest `text` of an output note (characters); the database refuses a longer one. */
+export const OUTPUT_NOTE_CHARS = 32 * 1024;
+
+/**
+ * Version 5 of the queue's schema: a turn's output comes to the engine as it is written
+ * (notes of kind `output`), and the notes' kinds are checked — an agent's note of a kind
+ * no engine reads, or an output note past its size, is refused. An agent streams its
+ * turns' output only to a queue at this version: an older engine would not read it.
+ */
+export const OUTPUT_MIGRATION = `
+  alter table tron_job_notes add constraint tron_job_notes_kind check (coalesce(
+    body ->> 'kind' in ('started', 'spawned', 'exited')
+    or (body ->> 'kind' = 'output' and jsonb_typeof(body -> 'offset') = 'number' and jsonb_typeof(body -> 'text') = 'string'
+        and length(body ->> 'text') <= ${OUTPUT_NOTE_CHARS}),
+    false));
+`;
+
+/** Removes the output notes of a job the engine has kept the output of (its turn's file holds them now). */
+export async function dropOutputNotes(client: pg.ClientBase, key: JobKey): Promise<void> {
+  await client.query(`delete from tron_job_notes where repository = $1 and run = $2 and seq = $3 and body ->> 'kind' = 'output'`, [
+    key.repository,
+    key.run,
+    key.seq,
+  ]);
+}
 
 /** An open ask of a job an agent holds. */
 export interface Ask extends JobKey {

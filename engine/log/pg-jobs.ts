@@ -21,7 +21,7 @@
  */
 import pg from 'pg';
 import type { Database, RunKey } from './pg-log.ts';
-import { CONTROL_FUNCTIONS, CONTROL_MIGRATION } from './pg-job-control.ts';
+import { CONTROL_FUNCTIONS, CONTROL_MIGRATION, OUTPUT_MIGRATION } from './pg-job-control.ts';
 import { connectFailure, isDatabaseFull, SchemaNewerError } from './pg-log.ts';
 
 /** The SQLSTATE of a refused result: the attempt that reports is not the job's current one. */
@@ -205,14 +205,19 @@ export const JOB_MIGRATIONS: readonly string[] = [
   NEAR_MIGRATION,
   // 4: the version, readable by an agent (VERSION_MIGRATION).
   VERSION_MIGRATION,
+  // 5: a turn's output as it comes, and the notes' kinds checked (engine/log/pg-job-control.ts).
+  OUTPUT_MIGRATION,
 ];
+
+/** The queue's version from which an agent sends its turns' output as it comes: the engine migrating to it reads them. */
+export const OUTPUT_NOTES_VERSION = 5;
 
 /**
  * An agent's check at start: the queue's schema (read through tron_queue_version, which a
  * queue older than version 4 lacks — it is then older than this tron, and fine) is not
- * newer than this tron knows. Refused with SchemaNewerError otherwise.
+ * newer than this tron knows. Refused with SchemaNewerError otherwise; else its version.
  */
-export async function checkQueueVersion(client: pg.ClientBase, url: string): Promise<void> {
+export async function checkQueueVersion(client: pg.ClientBase, url: string): Promise<number> {
   const version = await client.query<{ v: number | null }>('select tron_queue_version() as v').then(
     (r) => r.rows[0]?.v ?? 0,
     (err: unknown) => {
@@ -221,6 +226,7 @@ export async function checkQueueVersion(client: pg.ClientBase, url: string): Pro
     },
   );
   if (version > JOB_MIGRATIONS.length) throw new SchemaNewerError(url, version, 'tron_queue_schema', JOB_MIGRATIONS.length);
+  return version;
 }
 
 /**
@@ -330,10 +336,14 @@ export type JobResult =
       inputs: unknown[];
       steps?: Record<string, number>;
       work?: string;
-      /** A turn's: the end of its output on the agent (at most turn-log.ts AGENT_OUTPUT_CHARS characters). */
+      /** A turn's: the end of its output on the agent (at most turn-log.ts AGENT_OUTPUT_BYTES bytes of it). */
       output?: string;
+      /** Where in the turn's file on the agent `output` starts (bytes): the engine adds what its output notes did not bring. */
+      outputAt?: number;
       /** Who ran it: the claiming worker, as `tron_jobs` records it (filled in by the engine's read, never by the agent). */
       worker?: string;
+      /** The attempt whose result it is, as `tron_jobs` records it (filled in by the engine's read, never by the agent). */
+      attempt?: number;
     }
   | { ok: false; error: { message: string; code?: string; name?: string; path?: string } };
 

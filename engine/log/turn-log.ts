@@ -9,7 +9,7 @@
  * A turn's file is bounded: past `TURN_LOG_CAP` bytes a `[truncated …]` line is written
  * once and the rest is dropped (the live board still sees it).
  */
-import { closeSync, existsSync, fstatSync, mkdirSync, openSync, readSync, writeFileSync, writeSync } from 'node:fs';
+import { appendFileSync, closeSync, existsSync, fstatSync, mkdirSync, openSync, readSync, writeFileSync, writeSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 
 /** Bytes kept per turn. */
@@ -101,20 +101,144 @@ export function endOf(file: string, chars: number): string {
   }
 }
 
+/** How much of a turn's output a `tron agent` sends while the turn runs (bytes); past it, only the end comes, with the result. */
+export const STREAMED_BYTES = 1024 * 1024;
+
+/** The most one output note carries (bytes: never more characters than the database takes, pg-job-control.ts). */
+const NOTE_BYTES = 32 * 1024;
+
+/** How many of `buf`'s bytes, from its start, make whole UTF-8 characters (a character cut at the end waits for its rest). */
+function wholeChars(buf: Buffer): number {
+  let i = buf.length - 1;
+  while (i >= 0 && buf.length - i <= 3 && (buf[i]! & 0xc0) === 0x80) i -= 1;
+  if (i < 0 || buf.length - i > 3 + 1) return buf.length;
+  const lead = buf[i]!;
+  const need = lead >= 0xf0 ? 4 : lead >= 0xe0 ? 3 : lead >= 0xc0 ? 2 : 1;
+  return buf.length - i >= need ? buf.length : i;
+}
+
 /**
- * A turn a `tron agent` ran: the end of its output, as its result brought it, becomes the
- * turn's file here (under a note that says where the whole is), so `tron logs BLOCK` shows
- * it on the engine's host as it shows a turn run here. A file already there is left alone.
+ * The agent's side: the output a turn writes to `file`, sent as it grows — every `everyMs`,
+ * what was added since, in notes of at most 32 KiB from their byte `offset` in the file,
+ * up to STREAMED_BYTES in all. `stop` ends it; the end of the output goes with the result.
  */
-export function keepAgentOutput(runDir: string, at: { block: string; session: string; turn: number }, agent: string, output: string): void {
+export function followOutput(file: string, send: (offset: number, text: string) => void, everyMs: number): { stop(): void } {
+  let offset = 0;
+  const tick = () => {
+    let fd: number | undefined;
+    try {
+      fd = openSync(file, 'r');
+      for (;;) {
+        const room = Math.min(NOTE_BYTES, STREAMED_BYTES - offset);
+        if (room <= 0) return;
+        const buffer = Buffer.alloc(room);
+        const n = readSync(fd, buffer, 0, room, offset);
+        const whole = wholeChars(buffer.subarray(0, n));
+        if (whole === 0) return;
+        send(offset, buffer.subarray(0, whole).toString('utf8'));
+        offset += whole;
+        if (n < room) return;
+      }
+    } catch {
+      // Not written yet, or gone: the next look, or the result, brings it.
+    } finally {
+      if (fd !== undefined) closeSync(fd);
+    }
+  };
+  const timer = setInterval(tick, everyMs);
+  timer.unref();
+  return { stop: () => clearInterval(timer) };
+}
+
+/** How much of a turn's output run on a `tron agent` comes back with its result (bytes; the whole stays on the agent). */
+export const AGENT_OUTPUT_BYTES = 64 * 1024;
+
+/** The last `bytes` bytes of a finished turn's file, from a character's start, and the byte offset they start at. */
+export function tailOf(file: string, bytes: number): { text: string; from: number } {
+  let fd: number | undefined;
+  try {
+    fd = openSync(file, 'r');
+    const size = fstatSync(fd).size;
+    let from = Math.max(0, size - bytes);
+    const buffer = Buffer.alloc(size - from);
+    const n = readSync(fd, buffer, 0, buffer.length, from);
+    let skip = 0;
+    while (skip < n && skip < 3 && (buffer[skip]! & 0xc0) === 0x80) skip += 1;
+    from += skip;
+    return { text: buffer.subarray(skip, n).toString('utf8'), from };
+  } catch {
+    return { text: '', from: 0 };
+  } finally {
+    if (fd !== undefined) closeSync(fd);
+  }
+}
+
+/** How far a turn's output notes brought its file on the engine's host: the attempt whose output it holds, and how many bytes of it. */
+export interface StreamedOutput {
+  attempt: number;
+  bytes: number;
+}
+
+/**
+ * The engine's side: one output note of a turn run on an agent, added to the turn's file
+ * here (`tron logs -f BLOCK` follows it). Each attempt starts under a line naming its
+ * agent; a note that repeats what the file holds is dropped, and one past it says how
+ * much is missing. What comes of an untrusted agent is bounded: never past TURN_LOG_CAP.
+ */
+export function streamAgentOutput(
+  runDir: string,
+  at: { block: string; session: string; turn: number },
+  agent: string,
+  was: StreamedOutput | undefined,
+  note: { attempt: number; offset: number; text: string },
+): StreamedOutput {
   const path = turnLogPath(runDir, at.block, at.session, at.turn);
-  if (existsSync(path)) return;
+  let now = was;
+  if (now === undefined || note.attempt > now.attempt) {
+    mkdirSync(dirname(path), { recursive: true });
+    const head = `${NOTE_MARK}run on ${agent}${note.attempt > 1 ? ` (attempt ${note.attempt})` : ''}; its output as it came (the whole stays on that host, under its clone's .git/tron-agent/)\n`;
+    appendFileSync(path, now === undefined ? head : `\n${head}`);
+    now = { attempt: note.attempt, bytes: 0 };
+  }
+  if (note.attempt < now.attempt || note.offset < now.bytes) return now;
+  const text = Buffer.from(note.text);
+  if (note.offset + text.length > TURN_LOG_CAP) return now;
+  if (note.offset > now.bytes) appendFileSync(path, `\n${NOTE_MARK}${note.offset - now.bytes} bytes not shown here\n`);
+  appendFileSync(path, text);
+  return { attempt: now.attempt, bytes: note.offset + text.length };
+}
+
+/**
+ * A turn a `tron agent` ran: the end of its output, as its result brought it, completes the
+ * turn's file here, so `tron logs BLOCK` shows it on the engine's host as it shows a turn
+ * run here. When its output notes made the file (`streamed`, of the same attempt), only
+ * what they did not bring is added — the result's `output` starts at byte `outputAt` of the
+ * agent's file. Otherwise the end is the file, under a note that says where the whole is;
+ * a file already there (of an agent that sends no offset) is left alone.
+ */
+export function keepAgentOutput(
+  runDir: string,
+  at: { block: string; session: string; turn: number },
+  agent: string,
+  output: string,
+  o: { streamed?: StreamedOutput; outputAt?: number } = {},
+): void {
+  const path = turnLogPath(runDir, at.block, at.session, at.turn);
+  if (existsSync(path)) {
+    if (o.streamed === undefined || o.outputAt === undefined) return;
+    const bytes = Buffer.from(output);
+    const skip = o.streamed.bytes - o.outputAt;
+    if (skip >= bytes.length) return;
+    if (skip < 0) appendFileSync(path, `\n${NOTE_MARK}${-skip} bytes not shown here; the last ${bytes.length}:\n`);
+    appendFileSync(path, skip > 0 ? bytes.subarray(skip) : bytes);
+    return;
+  }
   mkdirSync(dirname(path), { recursive: true });
   const text = output.slice(-AGENT_OUTPUT_CHARS);
-  const whole = text.length < output.length || output.length >= AGENT_OUTPUT_CHARS ? 'its last 64 KiB' : 'all of it';
+  const cut = o.outputAt !== undefined ? o.outputAt > 0 : text.length < output.length || output.length >= AGENT_OUTPUT_CHARS;
   writeFileSync(
     path,
-    `${NOTE_MARK}run on ${agent}; ${whole} here (the whole stays on that host, under its clone's .git/tron-agent/)\n${text}${text === '' || text.endsWith('\n') ? '' : '\n'}`,
+    `${NOTE_MARK}run on ${agent}; ${cut ? 'its last 64 KiB' : 'all of it'} here (the whole stays on that host, under its clone's .git/tron-agent/)\n${text}${text === '' || text.endsWith('\n') ? '' : '\n'}`,
     { flag: 'wx' },
   );
 }

@@ -18,7 +18,18 @@
  *   (`worker.spawned`/`worker.exited`, naming the agent: recovery leaves those pids alone).
  */
 import type { EventBody, EventOf } from '../core/events.ts';
-import { askProbe, askStop, answerOf, failJob, type JobNote, jobProgress, NOTES_CHANNEL, serialized } from '../log/pg-job-control.ts';
+import {
+  askProbe,
+  askStop,
+  answerOf,
+  dropOutputNotes,
+  failJob,
+  type JobNote,
+  jobProgress,
+  NOTES_CHANNEL,
+  serialized,
+} from '../log/pg-job-control.ts';
+import { keepAgentOutput, type StreamedOutput, streamAgentOutput } from '../log/turn-log.ts';
 import { connect, type JobKey, type JobResult } from '../log/pg-jobs.ts';
 import type { RunKey } from '../log/pg-log.ts';
 import type { AgentTurnsPort, EffectContext, Outcome } from './effects/context.ts';
@@ -40,6 +51,8 @@ interface Watched {
   /** The id of the last note taken. */
   lastNote: number;
   done: boolean;
+  /** How far its output notes brought the turn's file here. */
+  output?: StreamedOutput;
 }
 
 export class AgentTurns implements AgentTurnsPort {
@@ -193,9 +206,49 @@ export class AgentTurns implements AgentTurnsPort {
       this.fx.turns.arm(w.e.session, w.e.turn, turnBudget(this.fx, w.e));
       return;
     }
+    if (n.body.kind === 'output') {
+      // The agent's words, bounded: a note the database let through (its kind and size checked) that is not text is dropped.
+      const { offset, text } = n.body;
+      if (!Number.isSafeInteger(offset) || offset < 0 || typeof text !== 'string') return;
+      try {
+        w.output = streamAgentOutput(this.fx.runDir, at, n.worker ?? 'an agent', w.output, { attempt: n.attempt, offset, text });
+      } catch {
+        // The turn's file is for reading; never a reason to stop following the turn.
+      }
+      return;
+    }
+    if (n.body.kind !== 'spawned' && n.body.kind !== 'exited') return;
     const agent = n.body.agent ?? n.worker ?? 'an agent';
     if (n.body.kind === 'spawned') this.fx.note({ type: 'worker.spawned', ...at, pid: n.body.pid, start_time: n.body.start_time, agent });
     else this.fx.note({ type: 'worker.exited', ...at, pid: n.body.pid, code: n.body.code, signal: n.body.signal, agent });
+  }
+
+  /**
+   * A finished turn's output, kept as its file here: its notes read to the last, then what
+   * they did not bring added from the result (turn-log.ts keepAgentOutput); the job's output
+   * notes then go from the database.
+   */
+  async keepOutput(
+    e: EventOf<'block.dispatched'>,
+    r: { output?: unknown; outputAt?: unknown; attempt?: number; worker?: string },
+  ): Promise<void> {
+    const w = this.watched.get(e.seq);
+    if (w) await this.drain(w).catch(() => undefined);
+    if (typeof r.output !== 'string') return;
+    const outputAt = Number.isSafeInteger(r.outputAt) && (r.outputAt as number) >= 0 ? (r.outputAt as number) : undefined;
+    let streamed = w?.output;
+    try {
+      // The file holds an earlier attempt's output (its agent died): this attempt's goes under a line of its own.
+      if (streamed && r.attempt !== undefined && streamed.attempt < r.attempt)
+        streamed = streamAgentOutput(this.fx.runDir, e, r.worker ?? 'an agent', streamed, { attempt: r.attempt, offset: 0, text: '' });
+    } catch {
+      streamed = undefined;
+    }
+    keepAgentOutput(this.fx.runDir, e, r.worker ?? 'an agent', r.output, {
+      ...(streamed ? { streamed } : {}),
+      ...(outputAt !== undefined ? { outputAt } : {}),
+    });
+    if (w?.output) await dropOutputNotes(this.db, w.key).catch(() => undefined);
   }
 
   /** The notes of a job that just ended, read to its last (its agent sent them before its result). */

@@ -16,7 +16,7 @@ import { makeBareRemote } from '../testing/remote-server.ts';
 import { requireAll, skipWithout } from '../testing/needs.ts';
 import { needPostgres, type TestDatabase, testDatabase } from '../testing/postgres.ts';
 import { startWorkers } from './job-queue.ts';
-import { asksFor, noteJob } from '../log/pg-job-control.ts';
+import { asksFor, noteJob, OUTPUT_NOTE_CHARS } from '../log/pg-job-control.ts';
 
 // A cluster of this file's own, where the test is the superuser. The URL is given back
 // after: a test process may run other files after this one (vitest.config.ts: isolate).
@@ -162,6 +162,18 @@ describe.skipIf(NO_DATABASE)('the agents’ database role', () => {
     const held = async () =>
       Number((await admin.query(`select count(*) as n from pg_stat_activity where usename = 'tron_agent'`)).rows[0].n);
     try {
+      // By the way: the notes' kinds and an output note's size are checked in SQL (version 5 of the queue's schema).
+      for (const body of [
+        { kind: 'bogus' },
+        { kind: 'output', offset: 0, text: 'x'.repeat(OUTPUT_NOTE_CHARS + 1) },
+        { kind: 'output', text: 'no offset' },
+        { text: 'no kind' },
+      ]) {
+        const insert = admin.query(`insert into tron_job_notes (repository, run, seq, attempt, body) values ('roles', 'r', 1, 1, $1)`, [
+          JSON.stringify(body),
+        ]);
+        await expect(insert, JSON.stringify(body).slice(0, 60)).rejects.toMatchObject({ code: '23514' });
+      }
       await repo.git('remote', 'add', 'origin', bare.dir);
       // Two connections: the agent's asks and its heartbeat; the queue's own listener finds none left.
       await admin.query('alter role tron_agent connection limit 2');

@@ -186,10 +186,11 @@ export class JobBroker {
     // A turn's output stays on its agent; the end of it comes with the result, and is this run's turn file (turn-log.ts).
     const kept =
       job.decision.type === 'block.dispatched'
-        ? result.then((r) => {
+        ? result.then(async (r) => {
             const e = job.decision as EventOf<'block.dispatched'>;
             try {
-              if (typeof r.output === 'string') keepAgentOutput(this.fx!.runDir, e, r.worker ?? 'an agent', r.output);
+              if (this.agentTurns) await this.agentTurns.keepOutput(e, r);
+              else if (typeof r.output === 'string') keepAgentOutput(this.fx!.runDir, e, r.worker ?? 'an agent', r.output);
             } catch {
               // Its output is for reading later; never a reason to fail the turn.
             }
@@ -261,8 +262,8 @@ export class JobBroker {
     }
     const client = this.serial!;
     this.checking = client
-      .query<{ seq: number; outcome: JobResult; worker: string | null }>(
-        `select seq, outcome, worker from tron_jobs where repository = $1 and run = $2 and state = 'done' and seq = any($3::integer[])`,
+      .query<{ seq: number; outcome: JobResult; worker: string | null; attempt: number }>(
+        `select seq, outcome, worker, attempt from tron_jobs where repository = $1 and run = $2 and state = 'done' and seq = any($3::integer[])`,
         [this.o.at.repository, this.o.at.run, [...this.waiting.keys()]],
       )
       .then(
@@ -271,7 +272,7 @@ export class JobBroker {
             const w = this.waiting.get(row.seq);
             if (!w) continue;
             this.waiting.delete(row.seq);
-            if (row.outcome.ok) w.resolve({ ...row.outcome, worker: row.worker ?? 'an agent' });
+            if (row.outcome.ok) w.resolve({ ...row.outcome, worker: row.worker ?? 'an agent', attempt: row.attempt });
             else w.reject(errorOf(row.outcome));
           }
         },

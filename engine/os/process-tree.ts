@@ -237,3 +237,12 @@ export async function endRun(run: RunProcesses, graceMs: number): Promise<void> 
 export function killRun(run: RunProcesses): number {
   return signalAll(run, 'SIGKILL');
 }
+
+/**
+ * SIGKILLs every process of the run and resolves once none is left (a killed process is
+ * gone only when the kernel next runs it: on a busy machine, some milliseconds later), or
+ * after `ms`, sending the signal again to any that appeared meanwhile.
+ */
+export async function killRunAndWait(run: RunProcesses, ms = 2000): Promise<void> {
+  for (let waited = 0; killRun(run) > 0 && waited < ms; waited += POLL_MS) await delay(POLL_MS);
+}

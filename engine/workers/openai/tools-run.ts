@@ -9,7 +9,7 @@
 import { spawn } from 'node:child_process';
 import { formatDuration } from '../../core/duration.ts';
 import { processStartTime } from '../../os/proc.ts';
-import { MARK_VAR, killRun, newMark } from '../../os/process-tree.ts';
+import { MARK_VAR, killRun, killRunAndWait, newMark } from '../../os/process-tree.ts';
 import { NO_SANDBOX, type Confinement, type Entered, type Sandbox } from '../sandbox.ts';
 
 /** Longest output (stdout and stderr together) a result carries; the middle is cut beyond it. */
@@ -79,9 +79,10 @@ export async function runCommand(command: { argv: string[] } | { shell: string }
       resolve(`$ ${label}\n${status}\n${output.render()}`);
     };
     child.on('error', (error) => finish(`error: could not start the command: ${error.message}`));
-    child.on('close', (code, signal) => {
-      // The command may have left children behind holding no pipe: end the group anyway.
-      killGroup();
+    child.on('close', async (code, signal) => {
+      // The command may have left children behind holding no pipe: end the group anyway,
+      // and say what was killed only once it is gone.
+      if (pid !== undefined) await killRunAndWait({ root: pid, mark, since: Number(startTime ?? 0) });
       if (pid !== undefined) options.onExit?.({ pid, code, signal });
       if (ended === 'timeout') {
         finish(`error: timed out after ${formatDuration(options.timeoutMs)}; the command and its children were killed`);

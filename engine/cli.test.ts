@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { execa } from 'execa';
 import { COMMANDS } from './cli.ts';
 import { tronPath } from './root.ts';
+import { makeProject } from './testing/project.ts';
 
 const BIN = tronPath('bin', 'tron.js');
 const tron = (...args: string[]) => execa('node', [BIN, ...args], { reject: false, stdin: 'ignore' });
@@ -78,6 +79,27 @@ describe('the tron command line', () => {
     expect(expectUsageRefusal(await tron('status', '--repo'))).toContain('--repo needs a value: --repo DIR');
     expect(expectUsageRefusal(await tron('completion', 'fish'))).toContain('SHELL fish: not one of bash, zsh');
     expect(expectUsageRefusal(await tron('clean', '--keep', 'many'))).toContain('--keep');
+  });
+
+  it('refuses a --database or TRON_DATABASE_URL that is no PostgreSQL URL, without repeating it (it may hold a password)', async () => {
+    const refused = expectUsageRefusal(await tron('status', '--database', 'tron:s3cret@db.example/tron'));
+    expect(refused).toContain('--database must be a PostgreSQL URL, e.g. "postgres://tron@db.example:5432/tron"');
+    expect(refused).not.toContain('s3cret');
+    expect(expectUsageRefusal(await tron('agent', '--database', 'db.example'))).toContain('--database must be a PostgreSQL URL');
+    const project = await makeProject({ blocks: {} });
+    try {
+      const env = await execa('node', [BIN, 'status', '--repo', project.dir], {
+        reject: false,
+        stdin: 'ignore',
+        env: { TRON_DATABASE_URL: 'tron:s3cret@db.example' },
+      });
+      expect(env.exitCode).toBe(2);
+      expect(env.stderr).toMatch(/TRON_USAGE[^\n]*TRON_DATABASE_URL[^\n]*must be a PostgreSQL URL/);
+      expect(env.stderr).not.toContain('s3cret');
+      expect(env.stderr).not.toMatch(/\n\s+at /);
+    } finally {
+      await project.cleanup();
+    }
   });
 
   it('gives every command of the table a help that exits 0', async () => {

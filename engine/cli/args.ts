@@ -25,6 +25,8 @@ export interface OptionSpec {
   /** What the shell completes the value with. */
   complete?: Completion;
   short?: string;
+  /** The shape a string option's value must have, and what the problem says when it has not (never the value: it may be secret). */
+  form?: { pattern: RegExp; says: string };
 }
 
 export interface ArgSpec {
@@ -130,6 +132,7 @@ export function parseCommand(name: string, c: CommandSpec, argv: readonly string
         return refuse(`${t.rawName} needs a value: ${optionForm(t.name, spec)}`);
       if (spec.choices && !spec.choices.includes(v))
         return refuse(`${t.rawName} ${v}: not one of ${spec.choices.join(', ')}${didYouMean(v, spec.choices)}`);
+      if (spec.form && !spec.form.pattern.test(v)) return refuse(`${t.rawName} ${spec.form.says}`);
     }
   }
   const required = c.args.filter((a) => !a.optional).length;

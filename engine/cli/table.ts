@@ -5,6 +5,10 @@
  * same names, so the table can be read by the docs without loading any command.
  */
 import type { CommandSpec, OptionSpec } from './args.ts';
+import { POSTGRES_URL, POSTGRES_URL_FORM } from '../core/database-url.ts';
+
+/** Every --database takes a PostgreSQL URL (the problem never repeats it: it may hold a password). */
+const DATABASE_URL = { pattern: POSTGRES_URL, says: POSTGRES_URL_FORM };
 
 export const repoOption = {
   repo: { type: 'string', value: 'DIR', complete: 'dir', description: 'the target repository (default: the current directory)' },
@@ -13,6 +17,7 @@ export const repoOption = {
 const databaseOption = {
   database: {
     type: 'string',
+    form: DATABASE_URL,
     value: 'URL',
     description: "read the run from tron's PostgreSQL database, from any host (RUN is then a run id; with --repo, that repository's runs)",
   },
@@ -58,6 +63,7 @@ const TABLE = {
       ...repoOption,
       database: {
         type: 'string',
+        form: DATABASE_URL,
         value: 'URL',
         description: "tron's PostgreSQL database (default: TRON_DATABASE_URL, then [cluster] database)",
       },
@@ -83,6 +89,7 @@ const TABLE = {
       json: { type: 'boolean', description: 'print JSON (camelCase keys, times in ms)' },
       database: {
         type: 'string',
+        form: DATABASE_URL,
         value: 'URL',
         description: "read the latest run from tron's PostgreSQL database (any host; no repository needed)",
       },
@@ -108,6 +115,7 @@ const TABLE = {
       json: { type: 'boolean', description: 'print JSON (camelCase keys, times in ms)' },
       database: {
         type: 'string',
+        form: DATABASE_URL,
         value: 'URL',
         description: "read the run from tron's PostgreSQL database (any host); RUN is then a run id",
       },
@@ -189,6 +197,7 @@ const TABLE = {
       port: { type: 'string', value: 'PORT', description: 'the port (default 4680; 0: any free port)' },
       database: {
         type: 'string',
+        form: DATABASE_URL,
         value: 'URL',
         description:
           "serve the latest run in tron's PostgreSQL database, from any host (with --repo, that repository's); answers are refused",

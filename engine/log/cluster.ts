@@ -5,6 +5,7 @@
  * recovery — which reads `.tron/runs/<run>/events.jsonl` — resumes what any host's engine
  * wrote. The lines are the table's, signed as ever: recovery checks their chain.
  */
+import { POSTGRES_URL, POSTGRES_URL_FORM } from '../core/database-url.ts';
 import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import type { ClusterConfig } from '../project/config.ts';
@@ -27,6 +28,10 @@ import {
 /** The database a repository's engine uses: `TRON_DATABASE_URL` first, then `[cluster] database`; none: the file log. */
 export function databaseUrl(cluster: ClusterConfig | undefined, env: Readonly<Record<string, string | undefined>>): string | undefined {
   const url = env.TRON_DATABASE_URL?.trim();
+  if (url && !POSTGRES_URL.test(url))
+    throw new InputError([
+      { code: 'TRON_USAGE', path: 'TRON_DATABASE_URL', message: `${POSTGRES_URL_FORM} (or unset, for [cluster] database)` },
+    ]);
   return url ? url : cluster?.database;
 }
 

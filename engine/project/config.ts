@@ -3,6 +3,7 @@
  * ignored), then normalised into a typed `Config` with durations in ms. Every problem is
  * collected, so the user sees all of them at once, each with its file, key and fix.
  */
+import { POSTGRES_URL, POSTGRES_URL_FORM } from '../core/database-url.ts';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
@@ -173,7 +174,7 @@ const ClusterTable = z.strictObject({
   // refine, not regex: a refinement's message is what the problem says (config-problems.ts).
   database: z
     .string()
-    .refine((s) => /^postgres(ql)?:\/\/\S+$/.test(s), { message: 'must be a PostgreSQL URL, e.g. "postgres://tron@db.example:5432/tron"' })
+    .refine((s) => POSTGRES_URL.test(s), { message: POSTGRES_URL_FORM })
     .optional(),
   repository: z
     .string()

@@ -5,6 +5,7 @@
  * - **decision → job claimed**, p50 and p99 (goal p50 ≤ 50 ms): from the moment a decision
  *   is appended (with its job: one group-commit insert) to the moment a worker pool has
  *   claimed it (graphile-worker woken by NOTIFY, then `tron_claim`), 200 decisions 15 ms apart;
+ *   and the same with 20 idle pools of one slot, every one woken by each job (the herd);
  * - **six 4 s builders on six agents**: whole `tron start` runs with `[cluster] jobs =
  *   "agents"`, six `tron agent` processes each in its own clone of a served remote. The
  *   efficiency is t(1 block) / t(6 blocks), each the wall from run.started to run.finished,
@@ -64,19 +65,27 @@ async function writer(url: string, repository: string) {
   return { db, log };
 }
 
-async function dispatchLatency(url: string, n = 200): Promise<{ p50: number; p99: number }> {
-  const { log } = await writer(url, 'bench-dispatch');
+/**
+ * Decision → claimed, `n` decisions 15 ms apart, with `pools` idle pools holding the role:
+ * each job wakes every one of them (graphile-worker's NOTIFY), one claims it.
+ */
+async function dispatchLatency(url: string, n = 200, pools = 1): Promise<{ p50: number; p99: number }> {
+  const { log } = await writer(url, `bench-dispatch-${pools}`);
   const appended = new Map<number, number>();
   const lat: number[] = [];
-  const pool = await startWorkers({
-    url,
-    roles: ['test'],
-    slots: 2,
-    agent: 'bench',
-    heartbeatMs: 2000,
-    onClaimed: (key) => lat.push(performance.now() - appended.get(key.seq)!),
-    run: async () => ({ ok: true, inputs: [] }),
-  });
+  const started = [];
+  for (let i = 0; i < pools; i += 1)
+    started.push(
+      await startWorkers({
+        url,
+        roles: ['test'],
+        slots: pools === 1 ? 2 : 1,
+        agent: `bench ${i}`,
+        heartbeatMs: 2000,
+        onClaimed: (key) => lat.push(performance.now() - appended.get(key.seq)!),
+        run: async () => ({ ok: true, inputs: [] }),
+      }),
+    );
   try {
     const warm = 10;
     for (let i = 0; i < n + warm; i += 1) {
@@ -89,7 +98,7 @@ async function dispatchLatency(url: string, n = 200): Promise<{ p50: number; p99
     const kept = lat.slice(warm);
     return { p50: pct(kept, 0.5), p99: pct(kept, 0.99) };
   } finally {
-    await pool.stop();
+    for (const pool of started) await pool.stop();
     await log.close();
   }
 }
@@ -380,6 +389,11 @@ export async function benchAgents(): Promise<void> {
       const d = await dispatchLatency(server.url);
       console.log(
         `${'decision → job claimed'.padEnd(44)} ${d.p50.toFixed(1).padStart(8)} ms p50, ${d.p99.toFixed(1)} ms p99 (goal p50 ≤ 50 ms)`,
+      );
+      // Every job wakes every idle agent (NOTIFY), each asking the queue: what twenty cost (4 connections each, under the default 100).
+      const herd = await dispatchLatency(server.url, 200, 20);
+      console.log(
+        `${'  the same, 20 idle agents woken by each'.padEnd(44)} ${herd.p50.toFixed(1).padStart(8)} ms p50, ${herd.p99.toFixed(1)} ms p99`,
       );
     }
     const slowMs = Number(process.env.TRON_BENCH_SLOW_MS ?? 4000);

@@ -285,4 +285,17 @@ echo ">>DONE"
     expect(refused.stderr).toContain('[cluster] database');
     expect(existsSync(join(repo.dir, '.tron', 'runs'))).toBe(false);
   });
+
+  it('refuses jobs on agents without a remote as a usage mistake, before any run directory is made', async () => {
+    const noRemote = await makeProject({
+      blocks: { alpha: {} },
+      sim: landingSim(['alpha']),
+      config: configFile({ extra: `\n[cluster]\ndatabase = "${server.url}"\nrepository = "no-remote"\njobs = "agents"\n` }),
+    });
+    repos.push(noRemote);
+    const refused = await cli(['start', '--repo', noRemote.dir]);
+    expect(refused.exitCode, refused.stderr).toBe(2);
+    expect(refused.stderr).toContain('TRON_USAGE: [cluster] jobs');
+    expect(existsSync(join(noRemote.dir, '.tron', 'runs'))).toBe(false);
+  });
 });

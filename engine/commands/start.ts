@@ -37,7 +37,8 @@ import { liveBoard, plainReporter, type Reporter } from '../render/reporter.ts';
 import { renderReport } from '../render/report.ts';
 import { Notifier } from '../serve/notify.ts';
 import type { Config } from '../project/config.ts';
-import { brokerFor } from '../runtime/job-queue.ts';
+import { brokerFor, checkJobsConfig } from '../runtime/job-queue.ts';
+import { migrateJobs } from '../log/pg-jobs.ts';
 import { bringLatestRun, databaseUrl, repositoryName, type Seat, takeSeat } from '../log/cluster.ts';
 import { forgeAtStart, type ForgeRun, withoutForgeToken } from '../forge/session.ts';
 import { ForgeProgress, tellRecovered } from '../forge/progress.ts';
@@ -97,6 +98,8 @@ export async function startCommand(o: StartOptions): Promise<number> {
   const seat = await clusterSeat(repo, config, o);
   if (seat === null) return 1;
   try {
+    // The queue's schema too, before the run's directory is made: a database that cannot take it leaves nothing behind.
+    if (seat) await migrateJobs(seat.db);
     // Read once the lease is held: a standby may have waited while the leader moved trunk.
     const trunkSha = await git.currentTrunkSha(repo, config.trunk);
     return await startHolding(o, repo, config, blocks, spine, sandbox, trunkSha, seat, forgeRun);
@@ -108,6 +111,7 @@ export async function startCommand(o: StartOptions): Promise<number> {
 /** Takes the database's lease when there is a database; null when a standby was stopped while it waited. */
 async function clusterSeat(repo: string, config: Config, o: StartOptions): Promise<Seat | undefined | null> {
   const url = databaseUrl(config.cluster, o.env);
+  if (url) checkJobsConfig(config);
   if (!url) {
     if (o.standby)
       throw new InputError([
@@ -284,7 +288,7 @@ async function startHolding(
     let poller: IssuePoller | undefined;
     // With a database the table is the log; the run directory gets a copy when the run ends (pg-log.ts).
     const pgLog = seat ? await seat.openLog(runId, key, join(runDir, 'events.jsonl')) : undefined;
-    const jobs = seat && pgLog ? await brokerFor(seat.db, pgLog, config) : undefined;
+    const jobs = seat && pgLog ? brokerFor(seat.db, pgLog, config) : undefined;
     const engine: Engine = new Engine({
       ...(pgLog ? { log: (clock: Clock) => pgLog.attach(clock) } : {}),
       ...(jobs ? { jobs } : {}),

@@ -11,7 +11,12 @@ import { acquireLease } from '../log/lease.ts';
 import { agentGrants, completeJob, connect, JOB_MIGRATIONS, migrateJobs, QUIET, STALE_ATTEMPT } from '../log/pg-jobs.ts';
 import { type Database, DatabaseFullError, openDatabase, PgEventLog } from '../log/pg-log.ts';
 import { agentCommand } from '../commands/agent.ts';
-import { configFile, makeProject } from '../testing/project.ts';
+import { configFile, landingSim, makeProject } from '../testing/project.ts';
+import { GIT_IDENTITY_ENV } from '../testing/repo.ts';
+import { BIN } from '../testing/crash.ts';
+import { execa } from 'execa';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
 import { makeBareRemote } from '../testing/remote-server.ts';
 import { requireAll, skipWithout } from '../testing/needs.ts';
 import { needPostgres, type TestDatabase, testDatabase } from '../testing/postgres.ts';
@@ -199,4 +204,37 @@ describe.skipIf(NO_DATABASE)('the agents’ database role', () => {
       await bare.cleanup();
     }
   }, 60_000);
+  it('stops a tron start that the database has no connection to spare for with TRON_DB_FULL, before any run directory is made', async () => {
+    // A role that owns a database of its own, with one connection: the lease's is the last, the queue's migration finds none.
+    const admin = new pg.Client({ connectionString: server.url });
+    await admin.connect();
+    await admin.query(`create role tron_one login password 'one' connection limit 1`);
+    await admin.query('create database tron_one owner tron_one');
+    const url = new URL(server.url);
+    url.username = 'tron_one';
+    url.password = 'one';
+    url.pathname = '/tron_one';
+    const repo = await makeProject({
+      blocks: { alpha: {} },
+      sim: landingSim(['alpha']),
+      config: configFile({ extra: `\n[cluster]\nrepository = "one"\n` }),
+    });
+    try {
+      const started = await execa('node', [BIN, 'start', '--repo', repo.dir, '--plain'], {
+        reject: false,
+        stdin: 'ignore',
+        env: { ...GIT_IDENTITY_ENV, TRON_DATABASE_URL: url.toString() },
+        timeout: 60_000,
+      });
+      expect(started.exitCode, `${started.stdout}\n${started.stderr}`).toBe(1);
+      expect(started.stderr).toContain('TRON_DB_FULL');
+      expect(started.stderr).not.toMatch(/\n\s+at /);
+      expect(existsSync(join(repo.dir, '.tron', 'runs'))).toBe(false);
+    } finally {
+      await repo.cleanup();
+      await admin.query('drop database tron_one with (force)');
+      await admin.query('drop role tron_one');
+      await admin.end();
+    }
+  }, 90_000);
 });

@@ -30,7 +30,6 @@ import {
   RESULTS_CHANNEL,
   taskOf,
 } from '../log/pg-jobs.ts';
-import { migrateJobs } from '../log/pg-jobs.ts';
 import { connectFailure, type Database, isDatabaseFull, type PgEventLog, type RunKey } from '../log/pg-log.ts';
 import type { Config } from '../project/config.ts';
 import type { RunLog } from '../log/run-log.ts';
@@ -405,8 +404,8 @@ export async function startWorkers(o: WorkerOptions): Promise<{ stop(): Promise<
   };
 }
 
-/** The engine's broker for a run logged in the database: the queue's schema migrated, the pool as [cluster] says. */
-export async function brokerFor(db: Database, log: PgEventLog, config: Config): Promise<JobBroker> {
+/** `[cluster] jobs = "agents"` without `[remote]`: a usage mistake, said before anything changes. */
+export function checkJobsConfig(config: Config): void {
   if (config.cluster?.jobs === 'agents' && !config.remote)
     throw new InputError([
       {
@@ -416,7 +415,11 @@ export async function brokerFor(db: Database, log: PgEventLog, config: Config): 
           '"agents" runs turns and test runs on other hosts, which fetch and push through the remote: add [remote] to .tron/config.toml',
       },
     ]);
-  await migrateJobs(db);
+}
+
+/** The engine's broker for a run logged in the database (the queue's schema migrated: migrateJobs), the pool as [cluster] says. */
+export function brokerFor(db: Database, log: PgEventLog, config: Config): JobBroker {
+  checkJobsConfig(config);
   return new JobBroker({
     url: db.url,
     log,

@@ -381,8 +381,16 @@ export const PROBLEMS = {
   TRON_DB_UNREACHABLE: {
     area: 'log',
     kind: 'fault',
-    summary: 'The database of `[cluster] database` (or `TRON_DATABASE_URL`, `--database`) cannot be reached, or refused the connection.',
-    fix: 'Check that PostgreSQL runs and that the URL, user and password are right (`psql URL` tries the same); docs/cluster.md has the set-up.',
+    summary:
+      'The database of `[cluster] database` (or `TRON_DATABASE_URL`, `--database`) cannot be reached: nothing answers at its host and port, or not in time.',
+    fix: "Check that PostgreSQL runs and that the URL's host and port are right (`psql URL` tries the same); docs/cluster.md has the set-up.",
+  },
+  TRON_DB_REFUSED: {
+    area: 'log',
+    kind: 'input',
+    summary:
+      'The database server answered and refused the URL: its user or password (password authentication failed, no such role, no entry in pg_hba.conf), or its database (there is none of that name).',
+    fix: 'Correct the user, password or database name in the URL (`[cluster] database`, `TRON_DATABASE_URL` or `--database`; `psql URL` tries the same), or create the database; docs/cluster.md has the set-up.',
   },
   TRON_DB_FULL: {
     area: 'log',

@@ -1,5 +1,6 @@
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
+import { InputError } from '../core/errors.ts';
 import { ManualClock } from '../core/clock.ts';
 import type { EventBody } from '../core/events.ts';
 import { skipWithoutPostgres, testDatabase, useTestDatabase } from '../testing/postgres.ts';
@@ -232,5 +233,26 @@ describe.skipIf(NO_DATABASE)('the event log in PostgreSQL', () => {
       /^TRON_DB_UNREACHABLE: cannot reach the database at postgres:\/\/tron:\*\*\*@127\.0\.0\.1:1\/tron: /,
     );
     expect((err as Error).message).not.toContain('hunter2');
+  });
+
+  it('takes a server that refuses the URL — no such database, no such user — for a mistake in the URL, exit 2, without the password', async () => {
+    const noDatabase = new URL(server.url);
+    noDatabase.pathname = '/tron_no_such_database';
+    const missing = await openDatabase(noDatabase.toString()).catch((e: unknown) => e);
+    expect(missing).toBeInstanceOf(InputError);
+    expect((missing as InputError).problems[0]).toMatchObject({
+      code: 'TRON_DB_REFUSED',
+      message: expect.stringMatching(/database "tron_no_such_database" does not exist; name a database it has, or create it/),
+    });
+    const noUser = new URL(server.url);
+    noUser.username = 'tron_no_such_user';
+    noUser.password = 'hunter2';
+    const refused = await openDatabase(noUser.toString()).catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(InputError);
+    expect((refused as InputError).problems[0]).toMatchObject({
+      code: 'TRON_DB_REFUSED',
+      message: expect.stringContaining('correct the user or password in the URL'),
+    });
+    expect(JSON.stringify((refused as InputError).problems)).not.toContain('hunter2');
   });
 });

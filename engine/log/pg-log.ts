@@ -112,7 +112,7 @@ export class DatabaseUnreachableError extends Error {
     super(
       coded(
         'TRON_DB_UNREACHABLE',
-        `cannot reach the database at ${redact(url)}: ${reason}; check that it runs and the URL, user and password`,
+        `cannot reach the database at ${redact(url)}: ${reason}; check that it runs, and the URL's host and port`,
       ),
     );
     this.name = 'DatabaseUnreachableError';
@@ -145,10 +145,33 @@ export function isDatabaseFull(err: unknown): boolean {
   return (err as { code?: unknown } | undefined)?.code === TOO_MANY_CONNECTIONS;
 }
 
-/** A failed connect, as tron says it: no connection left (TRON_DB_FULL), else unreachable. */
+/** SQLSTATEs of a server that answered and refused what the URL says: its user or password (28…), or its database (3D000). */
+const REFUSED = /^(28|3D000$)/;
+
+/** The database answered and refused the URL's user, password or database name: a mistake in the URL, not a fault. */
+export class DatabaseRefusedError extends InputError {
+  readonly code = 'TRON_DB_REFUSED' satisfies InputCode;
+  constructor(url: string, reason: string, noDatabase: boolean) {
+    super([
+      {
+        code: 'TRON_DB_REFUSED',
+        path: redact(url),
+        message: noDatabase
+          ? `the server answered: ${reason}; name a database it has, or create it (\`createdb -O <user> <name>\`; docs/cluster.md, "Set-up")`
+          : `the server answered: ${reason}; correct the user or password in the URL ([cluster] database, TRON_DATABASE_URL or --database; \`psql URL\` tries the same)`,
+      },
+    ]);
+    this.name = 'DatabaseRefusedError';
+  }
+}
+
+/** A failed connect, as tron says it: no connection left (TRON_DB_FULL), the URL refused (TRON_DB_REFUSED), else unreachable. */
 export function connectFailure(url: string, err: unknown): Error {
   const reason = (err as Error).message;
-  return isDatabaseFull(err) ? new DatabaseFullError(url, reason) : new DatabaseUnreachableError(url, reason);
+  const code = String((err as { code?: unknown } | undefined)?.code ?? '');
+  if (isDatabaseFull(err)) return new DatabaseFullError(url, reason);
+  if (REFUSED.test(code)) return new DatabaseRefusedError(url, reason, code === '3D000');
+  return new DatabaseUnreachableError(url, reason);
 }
 
 /** The database's schema was made by a newer tron: this one must not write (or misread) it. */

@@ -277,6 +277,23 @@ describe.skipIf(NO_DATABASE)('tron agent with [cluster] database', () => {
         seen = await live();
       }
       expect(seen).toMatch(/» run on agent [^;]+; its output as it came[^\n]*\nalpha is thinking/);
+      // And on a host without the repository, through the database, as it runs.
+      const away = mkdtempSync(join(tmpdir(), 'tron-logs-away-'));
+      onTestFinished(() => rmSync(away, { recursive: true, force: true }));
+      const following = execa('node', [BIN, 'logs', '-f', '--database', server.url, 'alpha'], {
+        env: ENV,
+        cwd: away,
+        reject: false,
+        buffer: false,
+      });
+      let followed = '';
+      following.stdout!.on('data', (chunk: Buffer) => {
+        followed += chunk.toString();
+      });
+      for (let i = 0; i < 100 && !followed.includes('alpha is thinking'); i += 1) await new Promise((r) => setTimeout(r, 100));
+      following.kill('SIGTERM');
+      await following;
+      expect(followed).toMatch(/── alpha · builder · build · [^\n]*\n» run on agent [^;]+; its output as it came[^\n]*\nalpha is thinking/);
       // Then that agent dies as a lost host would.
       holding.agent.kill('SIGKILL');
       process.kill(Number(readFileSync(c.held, 'utf8')), 'SIGKILL');

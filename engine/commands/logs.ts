@@ -21,7 +21,7 @@ import type { EventOf, TronEvent } from '../core/events.ts';
 import { InputError } from '../core/errors.ts';
 import { parseEventLine } from '../log/eventlog-line.ts';
 import { isHolderAlive, readLock } from '../log/lockfile.ts';
-import { NOTE_MARK, turnLogPath } from '../log/turn-log.ts';
+import { NOTE_MARK, outputRest, outputStep, type StreamedOutput, turnLogPath } from '../log/turn-log.ts';
 import { runDirs, selectRun } from '../log/run-select.ts';
 import { DatabaseRun, type DatabaseSource, databaseToRead, latestRunWithTurn } from '../log/db-read.ts';
 import { Narrator, clockTime, stampLines } from '../render/narrate.ts';
@@ -119,6 +119,8 @@ interface RunReader {
   runDir: string | undefined;
   /** The end of a turn's output that a `tron agent` ran, from the database (for a turn whose file is not on this host). */
   agentTurnOutput?(seq: number): Promise<{ output: string; worker: string } | undefined>;
+  /** A turn on an agent as it runs: its output notes after `after`, and its result's end once it ended (db-read.ts). */
+  agentTurnProgress?: DatabaseRun['agentTurnProgress'];
   end(): Promise<void>;
 }
 
@@ -166,6 +168,7 @@ async function databaseReader(o: LogsOptions, repo: string, source: DatabaseSour
     label: run.label,
     runDir: source.repository !== undefined && existsSync(local) ? local : undefined,
     agentTurnOutput: (at) => run.agentTurnOutput(at),
+    agentTurnProgress: (at, after) => run.agentTurnProgress(at, after),
     end: () => run.end(),
   };
 }
@@ -215,8 +218,35 @@ async function follow(o: LogsOptions, repo: string, reader: RunReader): Promise<
   // The console's telling of a failed gate: the failing tests and the log's path.
   const narrator = new Narrator({ repo, ...(runDir !== undefined ? { runDir } : {}) });
   let current: { file: string; offset: number } | undefined;
+  // A turn running on an agent, followed through the database from a host without its file.
+  let remote: { seq: number; after: number; streamed: StreamedOutput | undefined } | undefined;
   let turnsSeen = 0;
-  const drain = () => {
+  const write = (parts: Array<string | Buffer>) => {
+    for (const part of parts) o.write(typeof part === 'string' ? part : part.toString('utf8'));
+  };
+  const drainRemote = async (): Promise<void> => {
+    if (!remote) return;
+    const at = remote;
+    const progress = await reader.agentTurnProgress!(at.seq, at.after);
+    if (!progress) return;
+    for (const n of progress.notes) {
+      const step = outputStep(progress.worker ?? 'an agent', at.streamed, n);
+      write(step.write);
+      at.streamed = step.now;
+      at.after = n.id;
+    }
+    if (!progress.done) return;
+    remote = undefined;
+    const { output, outputAt, attempt } = progress.done;
+    if (output === null) o.print("(the turn's output is on the engine's host: tron logs there shows it)");
+    else if (at.streamed && at.streamed.attempt === attempt && outputAt !== undefined) write(outputRest(output, at.streamed, outputAt));
+    else
+      o.write(
+        `${at.streamed ? '\n' : ''}${NOTE_MARK}run on ${progress.worker ?? 'an agent'}; the end of its output (the whole stays on that host)\n${output}${output.endsWith('\n') ? '' : '\n'}`,
+      );
+  };
+  const drain = async () => {
+    await drainRemote();
     if (!current) return;
     const text = readFrom(current.file, current.offset, (n) => (current!.offset += n));
     if (text) o.write(text);
@@ -231,7 +261,7 @@ async function follow(o: LogsOptions, repo: string, reader: RunReader): Promise<
     }
     // Show every turn in order; all but the newest are over.
     while (shown.length > 0) {
-      drain();
+      await drain();
       const t = shown.shift()!;
       if ('gate' in t) {
         o.print(`── ${block} · gate failed · ${clockTime(t.ts)} ──`);
@@ -244,7 +274,17 @@ async function follow(o: LogsOptions, repo: string, reader: RunReader): Promise<
       if (file !== undefined && existsSync(file)) current = { file, offset: 0 };
       else {
         current = undefined;
-        // Not on this host: a turn an agent ran sent the end of its output to the database with its result.
+        // Not on this host: a turn an agent runs sends its output to the database as it comes, and its end with its result.
+        const progress = file === undefined ? await reader.agentTurnProgress?.(t.seq, 0) : undefined;
+        // Queued, or on an agent (an agent's name starts so: agent.ts), or ended with its end: followed there.
+        const onAgent =
+          progress && (progress.done ? progress.done.output !== null : progress.worker === null || progress.worker.startsWith('agent '));
+        if (progress && onAgent) {
+          remote = { seq: t.seq, after: 0, streamed: undefined };
+          await drainRemote();
+          turnsSeen += 1;
+          continue;
+        }
         const sent = await reader.agentTurnOutput?.(t.seq);
         if (sent)
           o.write(
@@ -256,7 +296,7 @@ async function follow(o: LogsOptions, repo: string, reader: RunReader): Promise<
       }
       turnsSeen += 1;
     }
-    drain();
+    await drain();
     if (!o.follow || finished || stopped() || last) break;
     if (!(await reader.writerAlive())) last = true;
     await delay(pollMs);

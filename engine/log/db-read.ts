@@ -135,6 +135,57 @@ export class DatabaseRun {
     }
   }
 
+  /**
+   * A turn on an agent as far as the database has it: its output notes after note `after`
+   * (kept there while it runs: the engine deletes them once it kept the output), and once it
+   * ended, its result's end and where that starts. Undefined for a role that may not read them.
+   */
+  async agentTurnProgress(
+    seq: number,
+    after: number,
+  ): Promise<
+    | {
+        notes: Array<{ id: number; attempt: number; offset: number; text: string }>;
+        worker: string | null;
+        /** Once the job ended: its result's end (null for a turn the engine ran itself: its output is on the engine's host). */
+        done?: { output: string | null; outputAt: number | undefined; attempt: number };
+      }
+    | undefined
+  > {
+    try {
+      const notes = await this.db.client.query<{ id: string; attempt: number; offset: unknown; text: unknown }>(
+        `select id, attempt, body -> 'offset' as offset, body ->> 'text' as text from tron_job_notes
+          where repository = $1 and run = $2 and seq = $3 and id > $4 and body ->> 'kind' = 'output' order by id`,
+        [this.at.repository, this.at.run, seq, after],
+      );
+      const job = await this.db.client.query<{
+        state: string;
+        attempt: number;
+        worker: string | null;
+        output: string | null;
+        output_at: unknown;
+      }>(
+        `select state, attempt, worker, outcome ->> 'output' as output, outcome -> 'outputAt' as output_at from tron_jobs
+          where repository = $1 and run = $2 and seq = $3`,
+        [this.at.repository, this.at.run, seq],
+      );
+      const row = job.rows[0];
+      const outputAt = Number.isSafeInteger(row?.output_at) && (row!.output_at as number) >= 0 ? (row!.output_at as number) : undefined;
+      return {
+        // What an agent wrote: only well-formed notes are taken.
+        notes: notes.rows.flatMap((n) =>
+          Number.isSafeInteger(n.offset) && (n.offset as number) >= 0 && typeof n.text === 'string'
+            ? [{ id: Number(n.id), attempt: n.attempt, offset: n.offset as number, text: n.text }]
+            : [],
+        ),
+        worker: row?.worker ?? null,
+        ...(row?.state === 'done' || row?.state === 'dropped' ? { done: { output: row.output, outputAt, attempt: row.attempt } } : {}),
+      };
+    } catch {
+      return undefined;
+    }
+  }
+
   /** The engine leading the run's repository now (its lease is live), if any. */
   async leader(): Promise<{ holder: string; generation: number } | undefined> {
     const { rows } = await this.db.client.query<{ holder: string; generation: string }>(

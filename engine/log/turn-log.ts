@@ -180,11 +180,42 @@ export interface StreamedOutput {
 }
 
 /**
- * The engine's side: one output note of a turn run on an agent, added to the turn's file
- * here (`tron logs -f BLOCK` follows it). Each attempt starts under a line naming its
- * agent; a note that repeats what the file holds is dropped, and one past it says how
- * much is missing. What comes of an untrusted agent is bounded: never past TURN_LOG_CAP.
+ * What one output note of a turn run on an agent adds to the turn's text, wherever it is
+ * written (the engine's file, a reader's terminal): a line naming the agent when an attempt
+ * starts, a note of the bytes missing when it skips some, then its own text — nothing for a
+ * note that repeats what is there, or an older attempt's. What comes of an untrusted agent
+ * is bounded: never past TURN_LOG_CAP.
  */
+export function outputStep(
+  agent: string,
+  was: StreamedOutput | undefined,
+  note: { attempt: number; offset: number; text: string },
+): { write: Array<string | Buffer>; now: StreamedOutput } {
+  const write: Array<string | Buffer> = [];
+  let now = was;
+  if (now === undefined || note.attempt > now.attempt) {
+    const head = `${NOTE_MARK}run on ${agent}${note.attempt > 1 ? ` (attempt ${note.attempt})` : ''}; its output as it came (the whole stays on that host, under its clone's .git/tron-agent/)\n`;
+    write.push(now === undefined ? head : `\n${head}`);
+    now = { attempt: note.attempt, bytes: 0 };
+  }
+  if (note.attempt < now.attempt || note.offset < now.bytes) return { write, now };
+  const text = Buffer.from(note.text);
+  if (note.offset + text.length > TURN_LOG_CAP) return { write, now };
+  if (note.offset > now.bytes) write.push(`\n${NOTE_MARK}${note.offset - now.bytes} bytes not shown here\n`);
+  write.push(text);
+  return { write, now: { attempt: now.attempt, bytes: note.offset + text.length } };
+}
+
+/** What a finished turn's result adds to what its output notes brought (`streamed`): the part of its end (from byte `outputAt`) not there yet. */
+export function outputRest(output: string, streamed: StreamedOutput, outputAt: number): Array<string | Buffer> {
+  const bytes = Buffer.from(output);
+  const skip = streamed.bytes - outputAt;
+  if (skip >= bytes.length) return [];
+  if (skip < 0) return [`\n${NOTE_MARK}${-skip} bytes not shown here; the last ${bytes.length}:\n`, bytes];
+  return [bytes.subarray(skip)];
+}
+
+/** The engine's side: one output note of a turn run on an agent, added to the turn's file here (`tron logs -f BLOCK` follows it). */
 export function streamAgentOutput(
   runDir: string,
   at: { block: string; session: string; turn: number },
@@ -193,19 +224,10 @@ export function streamAgentOutput(
   note: { attempt: number; offset: number; text: string },
 ): StreamedOutput {
   const path = turnLogPath(runDir, at.block, at.session, at.turn);
-  let now = was;
-  if (now === undefined || note.attempt > now.attempt) {
-    mkdirSync(dirname(path), { recursive: true });
-    const head = `${NOTE_MARK}run on ${agent}${note.attempt > 1 ? ` (attempt ${note.attempt})` : ''}; its output as it came (the whole stays on that host, under its clone's .git/tron-agent/)\n`;
-    appendFileSync(path, now === undefined ? head : `\n${head}`);
-    now = { attempt: note.attempt, bytes: 0 };
-  }
-  if (note.attempt < now.attempt || note.offset < now.bytes) return now;
-  const text = Buffer.from(note.text);
-  if (note.offset + text.length > TURN_LOG_CAP) return now;
-  if (note.offset > now.bytes) appendFileSync(path, `\n${NOTE_MARK}${note.offset - now.bytes} bytes not shown here\n`);
-  appendFileSync(path, text);
-  return { attempt: now.attempt, bytes: note.offset + text.length };
+  const { write, now } = outputStep(agent, was, note);
+  if (write.length > 0) mkdirSync(dirname(path), { recursive: true });
+  for (const part of write) appendFileSync(path, part);
+  return now;
 }
 
 /**
@@ -226,11 +248,7 @@ export function keepAgentOutput(
   const path = turnLogPath(runDir, at.block, at.session, at.turn);
   if (existsSync(path)) {
     if (o.streamed === undefined || o.outputAt === undefined) return;
-    const bytes = Buffer.from(output);
-    const skip = o.streamed.bytes - o.outputAt;
-    if (skip >= bytes.length) return;
-    if (skip < 0) appendFileSync(path, `\n${NOTE_MARK}${-skip} bytes not shown here; the last ${bytes.length}:\n`);
-    appendFileSync(path, skip > 0 ? bytes.subarray(skip) : bytes);
+    for (const part of outputRest(output, o.streamed, o.outputAt)) appendFileSync(path, part);
     return;
   }
   mkdirSync(dirname(path), { recursive: true });

@@ -21,6 +21,7 @@ import { GIT_IDENTITY_ENV, type TestRepo } from '../testing/repo.ts';
 import { approvingWorkers, builderPrelude, writeBuilder } from '../testing/workers.ts';
 import { completeJob, JOB_MIGRATIONS, migrateJobs, STALE_ATTEMPT } from '../log/pg-jobs.ts';
 import { type Database, openDatabase } from '../log/pg-log.ts';
+import { processStartTime } from '../os/proc.ts';
 
 const POSTGRES = needPostgres();
 const NO_DATABASE = skipWithout('tron agent with [cluster] database', POSTGRES);
@@ -343,6 +344,42 @@ describe.skipIf(NO_DATABASE)('tron agent with [cluster] database', () => {
       expect(read.stdout).toContain('>>DONE');
       expect(read.stdout).not.toContain("on the engine's host");
     });
+  }, 300_000);
+
+  it('stops on its agent the turn a SIGKILLed leader left running as soon as the next leader starts, and lands every block once', async () => {
+    await withCluster(
+      'orphaned',
+      'hang',
+      async (c) => {
+        // alpha's builder hangs on an agent (sleep 60); the leader dies, the agent lives on.
+        const holding = await c.holdingAlpha();
+        const worker = Number(readFileSync(c.held, 'utf8'));
+        // A process there, and not a zombie: it still runs.
+        const alive = (pid: number) => processStartTime(pid) !== undefined;
+        c.engine.kill('SIGKILL');
+        await c.engine;
+        expect(alive(worker)).toBe(true);
+        // The next leader (a standby: it waits out the dead one's lease) drops what it left.
+        const next = execa('node', [BIN, 'start', '--repo', c.repo.dir, '--plain', '--standby'], {
+          env: ENV,
+          reject: false,
+          stdin: 'ignore',
+          timeout: 240_000,
+        });
+        for (let i = 0; i < 200 && alive(worker); i += 1) await new Promise((r) => setTimeout(r, 100));
+        // Gone within seconds of the takeover — not at its 60 s sleep's end, nor the turn's timeout.
+        expect(alive(worker), `worker ${worker}\n${c.outs.join('\n---\n')}`).toBe(false);
+        const index = c.agents.indexOf(holding.agent);
+        expect(c.outs[index]).toMatch(/no longer holds its job; its turn is stopped/);
+        const run = await next;
+        expect(run.exitCode, `${run.stdout}\n${run.stderr}\n${c.outs.join('\n---\n')}`).toBe(0);
+        const { rows } = await c.db.client.query(
+          `select count(*)::int as n from tron_jobs where repository = 'orphaned' and state = 'dropped'`,
+        );
+        expect(rows[0].n).toBeGreaterThanOrEqual(1);
+      },
+      '2s',
+    );
   }, 300_000);
 
   it('re-runs the turn of an agent paused past its heartbeats, and refuses its result when it wakes: the job delivered twice lands once', async () => {

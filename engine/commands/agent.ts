@@ -147,7 +147,7 @@ export async function agentCommand(o: AgentOptions): Promise<number> {
         o.print(`tron agent: the result of job ${key.seq} attempt ${attempt} was refused: the job was given to another attempt`),
       run: (claimed, key) =>
         claimed.role === 'test'
-          ? runSuiteHere({ ...base, remote }, claimed, key, name)
+          ? runSuiteHereHeld({ ...base, remote }, claimed, key, name, control!.hold(key, claimed.attempt))
           : runTurnHere({ ...base, remote }, remote, claimed, key, control!.hold(key, claimed.attempt), streams),
     });
   }).catch(async (err: unknown) => {
@@ -164,6 +164,27 @@ export async function agentCommand(o: AgentOptions): Promise<number> {
   await pool.stop();
   await control?.close();
   return 0;
+}
+
+/**
+ * A test job, held as a turn is: an attempt that no longer holds its job (its engine lost the
+ * lease, and the new leader dropped the job; or the job was given to another) has its test
+ * processes ended at this agent's next look, rather than run on to its timeout.
+ */
+async function runSuiteHereHeld(
+  base: Parameters<typeof runSuiteHere>[0],
+  claimed: Claimed,
+  key: JobKey,
+  name: string,
+  held: HeldTurn,
+): Promise<JobResult> {
+  const stop = held.turns.start(`test ${key.seq}`, `test ${key.seq}`, 0);
+  try {
+    return await runSuiteHere(base, claimed, key, name, stop);
+  } finally {
+    held.turns.end(`test ${key.seq}`, 0);
+    held.release();
+  }
 }
 
 /** How often a running turn's new output is sent to the engine. */

@@ -38,7 +38,7 @@ import { renderReport } from '../render/report.ts';
 import { Notifier } from '../serve/notify.ts';
 import type { Config } from '../project/config.ts';
 import { brokerFor, checkJobsConfig } from '../runtime/job-queue.ts';
-import { migrateJobs } from '../log/pg-jobs.ts';
+import { dropEarlierJobs, migrateJobs } from '../log/pg-jobs.ts';
 import { bringLatestRun, databaseUrl, repositoryName, type Seat, takeSeat } from '../log/cluster.ts';
 import { forgeAtStart, type ForgeRun, withoutForgeToken } from '../forge/session.ts';
 import { ForgeProgress, tellRecovered } from '../forge/progress.ts';
@@ -99,7 +99,11 @@ export async function startCommand(o: StartOptions): Promise<number> {
   if (seat === null) return 1;
   try {
     // The queue's schema too, before the run's directory is made: a database that cannot take it leaves nothing behind.
-    if (seat) await migrateJobs(seat.db);
+    if (seat) {
+      await migrateJobs(seat.db);
+      // What an earlier leader left running on agents stops there now, not at its timeout.
+      await dropEarlierJobs(seat.db.client, repositoryName(repo, config.cluster), seat.lease.generation);
+    }
     // Read once the lease is held: a standby may have waited while the leader moved trunk.
     const trunkSha = await git.currentTrunkSha(repo, config.trunk);
     return await startHolding(o, repo, config, blocks, spine, sandbox, trunkSha, seat, forgeRun);

@@ -379,6 +379,21 @@ export async function nearElsewhere(client: pg.ClientBase, worker: string, lapse
   }
 }
 
+/**
+ * The jobs an earlier leader of the repository left queued or running (a generation before
+ * `generation`, this engine's): dropped, as a claim of one would be. Their results would
+ * never be read; an agent running one finds at its next look that its attempt no longer
+ * holds the job (`tron_lost`) and ends its turn or test run, rather than let it run on to
+ * its timeout beside the new leader's. How many were dropped.
+ */
+export async function dropEarlierJobs(client: pg.ClientBase, repository: string, generation: number): Promise<number> {
+  const { rowCount } = await client.query(
+    `update tron_jobs set state = 'dropped' where repository = $1 and generation < $2 and state in ('queued', 'running')`,
+    [repository, generation],
+  );
+  return rowCount ?? 0;
+}
+
 /** Records the result of `attempt`; the database refuses it (STALE_ATTEMPT) unless that attempt holds the job. */
 export async function completeJob(client: pg.ClientBase, key: JobKey, attempt: number, result: JobResult): Promise<void> {
   await client.query('select tron_complete($1, $2, $3, $4, $5)', [key.repository, key.run, key.seq, attempt, JSON.stringify(result)]);

@@ -257,7 +257,7 @@ export type AgentBase = Omit<EffectContext, 'runDir' | 'input' | 'turns'> & { re
  * run there under this host's sandbox and minimal environment with the engine's test
  * settings, and the report says the sha the checkout held.
  */
-export async function runSuiteHere(base: AgentBase, claimed: Claimed, key: JobKey, agent: string): Promise<JobResult> {
+export async function runSuiteHere(base: AgentBase, claimed: Claimed, key: JobKey, agent: string, stop?: AbortSignal): Promise<JobResult> {
   const r = claimed.request as SuiteRequest;
   const runDir = join(base.repo, '.git', 'tron-agent', key.run);
   mkdirSync(runDir, { recursive: true });
@@ -295,6 +295,7 @@ export async function runSuiteHere(base: AgentBase, claimed: Claimed, key: JobKe
       session: r.session,
       log: r.log,
       ...(r.yieldToLane ? { yieldToLane: true } : {}),
+      ...(stop ? { signal: stop } : {}),
     });
     const report: SuiteReport = {
       sha: tested ?? '',

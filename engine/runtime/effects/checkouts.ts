@@ -111,7 +111,7 @@ export async function checkout(c: Pick<EffectContext, 'repo' | 'queues'>, name: 
  */
 export async function runSuite(
   c: EffectContext,
-  opts: { dir: string; block: string; session: string; log: string; yieldToLane?: boolean },
+  opts: { dir: string; block: string; session: string; log: string; yieldToLane?: boolean; signal?: AbortSignal },
 ): Promise<SuiteRun> {
   // A run the lane does not wait for gives the CPU to one it does.
   const niceness = opts.yieldToLane ? YIELDING : 0;
@@ -132,9 +132,10 @@ export async function runSuite(
         // Installs need the registry: setup keeps the network; the test run goes without unless test_network.
         network: true,
         ...testProcesses(c, opts.block, `${opts.session}:setup`),
+        ...(opts.signal ? { signal: opts.signal } : {}),
       }),
     );
-    if (!passed(setup)) return { setup, tests: null };
+    if (!passed(setup) || opts.signal?.aborted) return { setup, tests: null };
   }
   const tests = await timed(() =>
     runTests({
@@ -146,6 +147,7 @@ export async function runSuite(
       niceness,
       ...testSetting(c),
       ...testProcesses(c, opts.block, opts.session),
+      ...(opts.signal ? { signal: opts.signal } : {}),
     }),
   );
   return { setup, tests };

@@ -108,6 +108,19 @@ function suite(sandbox: Sandbox) {
     expect(running(shell)).toEqual([]);
   });
 
+  it('ends the whole tree when its signal aborts (a job its agent no longer holds), long before its timeout', async () => {
+    const child = uniqueSleep();
+    const shell = uniqueSleep();
+    const stop = new AbortController();
+    setTimeout(() => stop.abort(), 300);
+    // Its timeout (60 s) never comes: ended by the signal, the run is not timed out.
+    const result = await run(`(setsid sleep ${child} &); echo started; sleep ${shell}`, { signal: stop.signal });
+    expect(result).toMatchObject({ timed_out: false });
+    expect(result.exit).not.toBe(0);
+    expect(running(child)).toEqual([]);
+    expect(running(shell)).toEqual([]);
+  });
+
   it("gives the run the minimal environment and test_env, never the engine's secrets", async () => {
     const result = await run('env | sort', {
       env: { PATH: process.env.PATH, HOME: '/home/tester', OPENAI_API_KEY: 'sk-engine-secret', DATABASE_URL: 'postgres://db' },

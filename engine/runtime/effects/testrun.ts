@@ -61,6 +61,8 @@ export interface TestRunOptions {
   /** The test process started / ended: recorded, so recovery can kill one a crash left running. */
   onSpawn?: (pid: number) => void;
   onExit?: (pid: number, code: number | null) => void;
+  /** Ends the run early, every process of it (a job its agent no longer holds: runtime/agent-tests.ts). */
+  signal?: AbortSignal;
 }
 
 /** The environment of a test run: the minimal base, `test_env`, CI, and the run's marker. */
@@ -149,8 +151,14 @@ async function runTree(
     timedOut = true;
     stopping = endRun(run, graceMs);
   }, opts.timeoutMs);
+  const stop = () => {
+    stopping ??= endRun(run, graceMs);
+  };
+  if (opts.signal?.aborted) stop();
+  else opts.signal?.addEventListener('abort', stop, { once: true });
   const code = await new Promise<number | null>((resolve) => child.once('exit', (c) => resolve(c)));
   clearTimeout(timer);
+  opts.signal?.removeEventListener('abort', stop);
   opts.onExit?.(pid, code);
   await stopping;
   // Whatever the shell left behind ends with the run, whether it finished or timed out.

@@ -15,6 +15,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TestRun, TronEvent } from '../core/events.ts';
 import { completeJob, STALE_ATTEMPT } from '../log/pg-jobs.ts';
 import { type Database, openDatabase } from '../log/pg-log.ts';
+import { processStartTime } from '../os/proc.ts';
 import { startWorkers } from '../runtime/job-queue.ts';
 import { BIN } from '../testing/crash.ts';
 import { requireAll, skipWithout } from '../testing/needs.ts';
@@ -258,6 +259,39 @@ describe.skipIf(NO_DATABASE)('test runs on tron agents', () => {
         expect(result.tests.ran_on).toBe(again.worker);
         expect(all.filter((e) => e.type === 'tests.refused')).toEqual([]);
         expectLandingsTested(all, (ranOn) => ranOn?.startsWith('agent ') ?? false);
+      },
+    );
+  }, 300_000);
+
+  it('ends on its agent the test run a SIGKILLed leader left running, once the next leader starts, and lands every block once', async () => {
+    let held = '';
+    await withCluster(
+      'test-orphaned',
+      ['builder,reviewer', 'test'],
+      (scratch) => {
+        held = join(scratch, 'test.held');
+        return { 'tests/hold.test.js': holdOnce(held) };
+      },
+      async (c) => {
+        // alpha's first test run hangs (60 s) on the test agent; the leader dies, the agent lives on.
+        while (!existsSync(held)) await new Promise((r) => setTimeout(r, 50));
+        const test = Number(readFileSync(held, 'utf8'));
+        const alive = (pid: number) => processStartTime(pid) !== undefined;
+        c.engine.kill('SIGKILL');
+        await c.engine;
+        expect(alive(test)).toBe(true);
+        // The next leader waits out the dead one's lease (10 s), then drops what it left; the agent ends the run.
+        const next = execa('node', [BIN, 'start', '--repo', c.repo.dir, '--plain', '--standby'], {
+          env: ENV,
+          reject: false,
+          stdin: 'ignore',
+          timeout: 240_000,
+        });
+        for (let i = 0; i < 400 && alive(test); i += 1) await new Promise((r) => setTimeout(r, 100));
+        expect(alive(test), `test process ${test}\n${c.outs.join('\n---\n')}`).toBe(false);
+        expect(c.outs[1]).toMatch(/no longer holds its job/);
+        const run = await next;
+        expect(run.exitCode, `${run.stdout}\n${run.stderr}\n${c.outs.join('\n---\n')}`).toBe(0);
       },
     );
   }, 300_000);

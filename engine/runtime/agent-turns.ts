@@ -53,6 +53,8 @@ interface Watched {
   done: boolean;
   /** How far its output notes brought the turn's file here. */
   output?: StreamedOutput;
+  /** Its notes were read to the last once its result came (keepOutput). */
+  drained?: boolean;
 }
 
 export class AgentTurns implements AgentTurnsPort {
@@ -105,7 +107,8 @@ export class AgentTurns implements AgentTurnsPort {
     this.look();
     const ended = async (): Promise<void> => {
       w.done = true;
-      await this.drain(w).catch(() => undefined);
+      // Read to the last already when its output was kept (no note comes after a result).
+      if (!w.drained) await this.drain(w).catch(() => undefined);
       this.watched.delete(e.seq);
       this.fx.turns.end(e.session, e.turn);
     };
@@ -233,7 +236,13 @@ export class AgentTurns implements AgentTurnsPort {
     r: { output?: unknown; outputAt?: unknown; attempt?: number; worker?: string },
   ): Promise<void> {
     const w = this.watched.get(e.seq);
-    if (w) await this.drain(w).catch(() => undefined);
+    if (w)
+      await this.drain(w).then(
+        () => {
+          w.drained = true;
+        },
+        () => undefined,
+      );
     if (typeof r.output !== 'string') return;
     const outputAt = Number.isSafeInteger(r.outputAt) && (r.outputAt as number) >= 0 ? (r.outputAt as number) : undefined;
     let streamed = w?.output;

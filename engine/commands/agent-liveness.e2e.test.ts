@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { execa, type ResultPromise } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BIN } from '../testing/crash.ts';
+import { BIN, running } from '../testing/crash.ts';
 import { requireAll, skipWithout } from '../testing/needs.ts';
 import { needPostgres, type TestDatabase, testDatabase } from '../testing/postgres.ts';
 import { configFile, makeProject } from '../testing/project.ts';
@@ -35,16 +35,6 @@ printf "require('node:assert').ok(require('node:fs').existsSync(__dirname + '/..
 git add -A && git commit -qm "Build $TRON_BLOCK" >/dev/null 2>&1
 echo ">>DONE"
 `;
-}
-
-/** Whether a process with this pid exists (a zombie not yet reaped counts as gone: it runs nothing). */
-function alive(pid: number): boolean {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat.slice(stat.lastIndexOf(')') + 2)[0] !== 'Z';
-  } catch {
-    return false;
-  }
 }
 
 interface Setup {
@@ -152,12 +142,12 @@ describe.skipIf(NO_DATABASE)('turns on agents, stopped and timed as the engineâ€
         await new Promise((r) => setTimeout(r, 50));
       }
       const worker = Number(readFileSync(s.held, 'utf8'));
-      expect(alive(worker)).toBe(true);
+      expect(running(worker)).toBe(true);
       engine.kill('SIGTERM');
       const stopped = await engine;
       expect(stopped.signal, String(stopped.stdout)).toBeUndefined();
       // The worker's process on the agent's host went with the turn, before the engine exited.
-      expect(alive(worker), `worker ${worker}\n${s.out()}`).toBe(false);
+      expect(running(worker), `worker ${worker}\n${s.out()}`).toBe(false);
       expect(s.out()).toContain('its turn is stopped');
       // Stopped, alpha waits for no answer: the next start goes on with it.
       expect(stopped.stdout).toContain('alpha is unfinished â€” the next `tron start` goes on with it');
@@ -209,7 +199,7 @@ describe.skipIf(NO_DATABASE)('turns on agents, stopped and timed as the engineâ€
         expect(rows).toEqual([{ state: 'done', attempt: 1 }]);
         // Back on line, the agent finds its attempt no longer holds the job, and stops the turn there.
         s.agent.kill('SIGCONT');
-        while (alive(worker)) await new Promise((r) => setTimeout(r, 50));
+        while (running(worker)) await new Promise((r) => setTimeout(r, 50));
         expect(s.out()).toContain('no longer holds its job; its turn is stopped');
       } finally {
         s.agent.kill('SIGKILL');
@@ -233,7 +223,7 @@ describe.skipIf(NO_DATABASE)('turns on agents, stopped and timed as the engineâ€
         const run = await s.start();
         expect(run.exitCode, `${run.stdout}\n${run.stderr}\n${s.out()}`).toBe(0);
         const worker = Number(readFileSync(s.held, 'utf8'));
-        expect(alive(worker), `worker ${worker}`).toBe(false);
+        expect(running(worker), `worker ${worker}`).toBe(false);
         const [events] = await runs(s.db, 'silent');
         const alpha = events!.filter((e) => e.block === 'alpha');
         const live = alpha

@@ -15,9 +15,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TestRun, TronEvent } from '../core/events.ts';
 import { completeJob, STALE_ATTEMPT } from '../log/pg-jobs.ts';
 import { type Database, openDatabase } from '../log/pg-log.ts';
-import { processStartTime } from '../os/proc.ts';
 import { startWorkers } from '../runtime/job-queue.ts';
-import { BIN } from '../testing/crash.ts';
+import { BIN, leaderDiesUntilGone } from '../testing/crash.ts';
 import { requireAll, skipWithout } from '../testing/needs.ts';
 import { needPostgres, type TestDatabase, testDatabase } from '../testing/postgres.ts';
 import { configFile, makeProject } from '../testing/project.ts';
@@ -276,19 +275,9 @@ describe.skipIf(NO_DATABASE)('test runs on tron agents', () => {
         // alpha's first test run hangs (60 s) on the test agent; the leader dies, the agent lives on.
         while (!existsSync(held)) await new Promise((r) => setTimeout(r, 50));
         const test = Number(readFileSync(held, 'utf8'));
-        const alive = (pid: number) => processStartTime(pid) !== undefined;
-        c.engine.kill('SIGKILL');
-        await c.engine;
-        expect(alive(test)).toBe(true);
         // The next leader waits out the dead one's lease (10 s), then drops what it left; the agent ends the run.
-        const next = execa('node', [BIN, 'start', '--repo', c.repo.dir, '--plain', '--standby'], {
-          env: ENV,
-          reject: false,
-          stdin: 'ignore',
-          timeout: 240_000,
-        });
-        for (let i = 0; i < 400 && alive(test); i += 1) await new Promise((r) => setTimeout(r, 100));
-        expect(alive(test), `test process ${test}\n${c.outs.join('\n---\n')}`).toBe(false);
+        const { next, gone } = await leaderDiesUntilGone(c.engine, c.repo.dir, ENV, test, 40_000);
+        expect(gone, `test process ${test}\n${c.outs.join('\n---\n')}`).toBe(true);
         expect(c.outs[1]).toMatch(/no longer holds its job/);
         const run = await next;
         expect(run.exitCode, `${run.stdout}\n${run.stderr}\n${c.outs.join('\n---\n')}`).toBe(0);

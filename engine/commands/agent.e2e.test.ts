@@ -12,7 +12,7 @@ import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { execa, type ResultPromise } from 'execa';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
-import { BIN } from '../testing/crash.ts';
+import { BIN, leaderDiesUntilGone } from '../testing/crash.ts';
 import { requireAll, skipWithout } from '../testing/needs.ts';
 import { needPostgres, type TestDatabase, testDatabase } from '../testing/postgres.ts';
 import { configFile, landingSim, makeProject } from '../testing/project.ts';
@@ -21,7 +21,6 @@ import { GIT_IDENTITY_ENV, type TestRepo } from '../testing/repo.ts';
 import { approvingWorkers, builderPrelude, writeBuilder } from '../testing/workers.ts';
 import { completeJob, JOB_MIGRATIONS, migrateJobs, STALE_ATTEMPT } from '../log/pg-jobs.ts';
 import { type Database, openDatabase } from '../log/pg-log.ts';
-import { processStartTime } from '../os/proc.ts';
 
 const POSTGRES = needPostgres();
 const NO_DATABASE = skipWithout('tron agent with [cluster] database', POSTGRES);
@@ -354,21 +353,10 @@ describe.skipIf(NO_DATABASE)('tron agent with [cluster] database', () => {
         // alpha's builder hangs on an agent (sleep 60); the leader dies, the agent lives on.
         const holding = await c.holdingAlpha();
         const worker = Number(readFileSync(c.held, 'utf8'));
-        // A process there, and not a zombie: it still runs.
-        const alive = (pid: number) => processStartTime(pid) !== undefined;
-        c.engine.kill('SIGKILL');
-        await c.engine;
-        expect(alive(worker)).toBe(true);
-        // The next leader (a standby: it waits out the dead one's lease) drops what it left.
-        const next = execa('node', [BIN, 'start', '--repo', c.repo.dir, '--plain', '--standby'], {
-          env: ENV,
-          reject: false,
-          stdin: 'ignore',
-          timeout: 240_000,
-        });
-        for (let i = 0; i < 200 && alive(worker); i += 1) await new Promise((r) => setTimeout(r, 100));
-        // Gone within seconds of the takeover — not at its 60 s sleep's end, nor the turn's timeout.
-        expect(alive(worker), `worker ${worker}\n${c.outs.join('\n---\n')}`).toBe(false);
+        // The next leader (a standby: it waits out the dead one's lease) drops what it left: the
+        // worker is gone within seconds of the takeover — not at its 60 s sleep's end, nor the turn's timeout.
+        const { next, gone } = await leaderDiesUntilGone(c.engine, c.repo.dir, ENV, worker, 20_000);
+        expect(gone, `worker ${worker}\n${c.outs.join('\n---\n')}`).toBe(true);
         const index = c.agents.indexOf(holding.agent);
         expect(c.outs[index]).toMatch(/no longer holds its job; its turn is stopped/);
         const run = await next;

@@ -3,7 +3,8 @@ import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'nod
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { execa } from 'execa';
-import { logsCommand, wholeCharacters } from './logs.ts';
+import { logsCommand } from './logs.ts';
+import { wholeCharacters } from '../log/turn-log.ts';
 import { makeProject, runTron } from '../testing/project.ts';
 import { commandConfig, slowBuilder } from '../testing/workers.ts';
 import { BIN } from '../testing/crash.ts';

@@ -21,7 +21,7 @@ import type { EventOf, TronEvent } from '../core/events.ts';
 import { InputError } from '../core/errors.ts';
 import { parseEventLine } from '../log/eventlog-line.ts';
 import { isHolderAlive, readLock } from '../log/lockfile.ts';
-import { NOTE_MARK, outputRest, outputStep, type StreamedOutput, turnLogPath } from '../log/turn-log.ts';
+import { NOTE_MARK, outputRest, outputStep, type StreamedOutput, turnLogPath, wholeCharacters } from '../log/turn-log.ts';
 import { runDirs, selectRun } from '../log/run-select.ts';
 import { DatabaseRun, type DatabaseSource, databaseToRead, latestRunWithTurn } from '../log/db-read.ts';
 import { Narrator, clockTime, stampLines } from '../render/narrate.ts';
@@ -90,16 +90,6 @@ function readFrom(file: string, offset: number, advance: (n: number) => void): s
   } finally {
     closeSync(fd);
   }
-}
-
-/** How many of the first `n` bytes end on a whole UTF-8 character (a writer may be mid-character). */
-export function wholeCharacters(buf: Buffer, n: number): number {
-  let lead = n - 1;
-  while (lead >= 0 && n - lead <= 4 && (buf[lead]! & 0xc0) === 0x80) lead--;
-  if (lead < 0) return n;
-  const b = buf[lead]!;
-  const len = b >= 0xf0 ? 4 : b >= 0xe0 ? 3 : b >= 0xc0 ? 2 : 1;
-  return lead + len > n ? lead : n;
 }
 
 /** Whether the run's writer is still at work (it holds the run's events.lock). */
@@ -190,6 +180,13 @@ export async function logsCommand(o: LogsOptions): Promise<number> {
   }
 }
 
+/** A turn's end as its agent sent it with its result, under a line naming the agent. */
+function endOfTurn(worker: string, output: string): string {
+  return `${NOTE_MARK}run on ${worker}; the end of its output (the whole stays on that host)\n${output}${output.endsWith('\n') ? '' : '\n'}`;
+}
+
+type TurnProgress = NonNullable<Awaited<ReturnType<DatabaseRun['agentTurnProgress']>>>;
+
 async function follow(o: LogsOptions, repo: string, reader: RunReader): Promise<number> {
   const { runDir } = reader;
   const pollMs = o.pollMs ?? 200;
@@ -224,10 +221,10 @@ async function follow(o: LogsOptions, repo: string, reader: RunReader): Promise<
   const write = (parts: Array<string | Buffer>) => {
     for (const part of parts) o.write(typeof part === 'string' ? part : part.toString('utf8'));
   };
-  const drainRemote = async (): Promise<void> => {
+  const drainRemote = async (read?: TurnProgress): Promise<void> => {
     if (!remote) return;
     const at = remote;
-    const progress = await reader.agentTurnProgress!(at.seq, at.after);
+    const progress = read ?? (await reader.agentTurnProgress!(at.seq, at.after));
     if (!progress) return;
     for (const n of progress.notes) {
       const step = outputStep(progress.worker ?? 'an agent', at.streamed, n);
@@ -240,10 +237,7 @@ async function follow(o: LogsOptions, repo: string, reader: RunReader): Promise<
     const { output, outputAt, attempt } = progress.done;
     if (output === null) o.print("(the turn's output is on the engine's host: tron logs there shows it)");
     else if (at.streamed && at.streamed.attempt === attempt && outputAt !== undefined) write(outputRest(output, at.streamed, outputAt));
-    else
-      o.write(
-        `${at.streamed ? '\n' : ''}${NOTE_MARK}run on ${progress.worker ?? 'an agent'}; the end of its output (the whole stays on that host)\n${output}${output.endsWith('\n') ? '' : '\n'}`,
-      );
+    else o.write(`${at.streamed ? '\n' : ''}${endOfTurn(progress.worker ?? 'an agent', output)}`);
   };
   const drain = async () => {
     await drainRemote();
@@ -281,15 +275,12 @@ async function follow(o: LogsOptions, repo: string, reader: RunReader): Promise<
           progress && (progress.done ? progress.done.output !== null : progress.worker === null || progress.worker.startsWith('agent '));
         if (progress && onAgent) {
           remote = { seq: t.seq, after: 0, streamed: undefined };
-          await drainRemote();
+          await drainRemote(progress);
           turnsSeen += 1;
           continue;
         }
         const sent = await reader.agentTurnOutput?.(t.seq);
-        if (sent)
-          o.write(
-            `${NOTE_MARK}run on ${sent.worker}; the end of its output (the whole stays on that host)\n${sent.output}${sent.output.endsWith('\n') ? '' : '\n'}`,
-          );
+        if (sent) o.write(endOfTurn(sent.worker, sent.output));
         else if (file === undefined) o.print("(the turn's output is on the engine's host: tron logs there shows it)");
         // A file not made yet: the turn's first words are on their way (followed below).
         else current = { file, offset: 0 };

@@ -101,20 +101,23 @@ export function endOf(file: string, chars: number): string {
   }
 }
 
+/** Where the whole of an agent's turn output is, as a turn's file here says. */
+const WHOLE_ON_AGENT = "the whole stays on that host, under its clone's .git/tron-agent/";
+
 /** How much of a turn's output a `tron agent` sends while the turn runs (bytes); past it, only the end comes, with the result. */
 export const STREAMED_BYTES = 1024 * 1024;
 
 /** The most one output note carries (bytes: never more characters than the database takes, pg-job-control.ts). */
 const NOTE_BYTES = 32 * 1024;
 
-/** How many of `buf`'s bytes, from its start, make whole UTF-8 characters (a character cut at the end waits for its rest). */
-function wholeChars(buf: Buffer): number {
-  let i = buf.length - 1;
-  while (i >= 0 && buf.length - i <= 3 && (buf[i]! & 0xc0) === 0x80) i -= 1;
-  if (i < 0 || buf.length - i > 3 + 1) return buf.length;
-  const lead = buf[i]!;
-  const need = lead >= 0xf0 ? 4 : lead >= 0xe0 ? 3 : lead >= 0xc0 ? 2 : 1;
-  return buf.length - i >= need ? buf.length : i;
+/** How many of the first `n` bytes end on a whole UTF-8 character (a writer may be mid-character). */
+export function wholeCharacters(buf: Buffer, n: number): number {
+  let lead = n - 1;
+  while (lead >= 0 && n - lead <= 4 && (buf[lead]! & 0xc0) === 0x80) lead--;
+  if (lead < 0) return n;
+  const b = buf[lead]!;
+  const len = b >= 0xf0 ? 4 : b >= 0xe0 ? 3 : b >= 0xc0 ? 2 : 1;
+  return lead + len > n ? lead : n;
 }
 
 /**
@@ -133,7 +136,7 @@ export function followOutput(file: string, send: (offset: number, text: string) 
         if (room <= 0) return;
         const buffer = Buffer.alloc(room);
         const n = readSync(fd, buffer, 0, room, offset);
-        const whole = wholeChars(buffer.subarray(0, n));
+        const whole = wholeCharacters(buffer, n);
         if (whole === 0) return;
         send(offset, buffer.subarray(0, whole).toString('utf8'));
         offset += whole;
@@ -194,7 +197,7 @@ export function outputStep(
   const write: Array<string | Buffer> = [];
   let now = was;
   if (now === undefined || note.attempt > now.attempt) {
-    const head = `${NOTE_MARK}run on ${agent}${note.attempt > 1 ? ` (attempt ${note.attempt})` : ''}; its output as it came (the whole stays on that host, under its clone's .git/tron-agent/)\n`;
+    const head = `${NOTE_MARK}run on ${agent}${note.attempt > 1 ? ` (attempt ${note.attempt})` : ''}; its output as it came (${WHOLE_ON_AGENT})\n`;
     write.push(now === undefined ? head : `\n${head}`);
     now = { attempt: note.attempt, bytes: 0 };
   }
@@ -256,7 +259,7 @@ export function keepAgentOutput(
   const cut = o.outputAt !== undefined ? o.outputAt > 0 : text.length < output.length || output.length >= AGENT_OUTPUT_CHARS;
   writeFileSync(
     path,
-    `${NOTE_MARK}run on ${agent}; ${cut ? 'its last 64 KiB' : 'all of it'} here (the whole stays on that host, under its clone's .git/tron-agent/)\n${text}${text === '' || text.endsWith('\n') ? '' : '\n'}`,
+    `${NOTE_MARK}run on ${agent}; ${cut ? 'its last 64 KiB' : 'all of it'} here (${WHOLE_ON_AGENT})\n${text}${text === '' || text.endsWith('\n') ? '' : '\n'}`,
     { flag: 'wx' },
   );
 }

@@ -417,9 +417,8 @@ export function checkJobsConfig(config: Config): void {
     ]);
 }
 
-/** The engine's broker for a run logged in the database (the queue's schema migrated: migrateJobs), the pool as [cluster] says. */
+/** The engine's broker for a run logged in the database (its settings checked: checkJobsConfig; the queue's schema migrated: migrateJobs), the pool as [cluster] says. */
 export function brokerFor(db: Database, log: PgEventLog, config: Config): JobBroker {
-  checkJobsConfig(config);
   return new JobBroker({
     url: db.url,
     log,

@@ -5,7 +5,8 @@
 import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { execa } from 'execa';
+import { execa, type ResultPromise } from 'execa';
+import { processStartTime } from '../os/proc.ts';
 import { configFile, makeProject } from './project.ts';
 import { approvingWorkers, builderPrelude, writeBuilder } from './workers.ts';
 import { GIT_IDENTITY_ENV, type TestRepo } from './repo.ts';
@@ -167,4 +168,34 @@ export function allRuns(repo: TestRepo): TronEvent[][] {
     .sort()
     .filter((id) => existsSync(join(runs, id, 'events.jsonl')))
     .map((id) => readLog(join(runs, id, 'events.jsonl')).events);
+}
+
+/** Whether a process with this pid still runs (a zombie not yet reaped does not). */
+export function running(pid: number): boolean {
+  return processStartTime(pid) !== undefined;
+}
+
+/**
+ * A leader with turns or test runs on agents dies (SIGKILL) while `pid` — a worker or a test
+ * process on an agent — runs on; a `--standby` started in `repoDir` takes over. Resolves with
+ * that next leader once `pid` is gone, or after `withinMs` (then `gone` is false).
+ */
+export async function leaderDiesUntilGone(
+  leader: ResultPromise,
+  repoDir: string,
+  env: Record<string, string>,
+  pid: number,
+  withinMs: number,
+): Promise<{ next: ResultPromise; gone: boolean }> {
+  leader.kill('SIGKILL');
+  await leader;
+  if (!running(pid)) throw new Error(`process ${pid} ended with the leader: nothing was left running to take over`);
+  const next = execa('node', [BIN, 'start', '--repo', repoDir, '--plain', '--standby'], {
+    env,
+    reject: false,
+    stdin: 'ignore',
+    timeout: 240_000,
+  });
+  for (let waited = 0; waited < withinMs && running(pid); waited += 100) await new Promise((r) => setTimeout(r, 100));
+  return { next, gone: !running(pid) };
 }

@@ -73,13 +73,12 @@ const HANDLERS: { [K in CommandName]: Handler } = {
       json: Boolean(v.json),
       clock: systemClock,
       print,
-      ...(typeof v.database === 'string' ? { database: v.database } : {}),
-      env: process.env,
+      ...dbRead(v),
     });
   },
   answer: async (v, args) => {
     const { answerCommand } = await import('./commands/answer.ts');
-    return answerCommand({ repo: repoOf(v), block: args[0], line: args[1], clock: systemClock, print });
+    return answerCommand({ repo: repoOf(v), block: args[0], line: args[1], clock: systemClock, print, env: process.env });
   },
   report: async (v, args) => {
     const { reportCommand } = await import('./commands/report.ts');

@@ -3,6 +3,10 @@
  * against the glossary for the operator role and against the block's state; a bad one is
  * refused (exit 2) and nothing is written. A good one lands in `.tron/inbox/`, where a
  * running engine reads it at once, or the next `tron start` does.
+ *
+ * The block's state comes from where the run lives: with `[cluster] database` (or
+ * `TRON_DATABASE_URL`) the repository's runs in the table — a live run's lines are only
+ * there — else the latest run directory. The inbox is this host's: answer on the engine's.
  */
 import { blockedBy, blockerWords } from '../core/blocked.ts';
 import { resolve } from 'node:path';
@@ -14,6 +18,40 @@ import { foldRun, latestRun } from '../log/runs.ts';
 import type { Clock } from '../core/clock.ts';
 import { readLock } from '../log/lockfile.ts';
 import { join } from 'node:path';
+import { hostname } from 'node:os';
+import { DatabaseRun, databaseToRead } from '../log/db-read.ts';
+import { apply, type EngineState, initialState } from '../core/state.ts';
+
+/** The latest run's state and whether its engine runs: from the repository's database, or its run directories. */
+async function latestState(
+  repo: string,
+  env: Readonly<Record<string, string | undefined>>,
+): Promise<{ state: EngineState | undefined; running: string | undefined; elsewhere?: string }> {
+  const source = databaseToRead({ repo, repoGiven: true, env });
+  if (source === undefined) {
+    const run = latestRun(repo);
+    const engine = readLock(join(repo, '.tron', 'engine.lock'));
+    return { state: run ? foldRun(run) : undefined, running: engine && `the running engine (pid ${engine.pid})` };
+  }
+  const run = await DatabaseRun.open(source).catch((err: unknown) => {
+    if (err instanceof InputError && err.problems[0]?.code === 'TRON_NO_RUN') return undefined;
+    throw err;
+  });
+  if (run === undefined) return { state: undefined, running: undefined };
+  try {
+    const state = (await run.events()).reduce(apply, initialState());
+    const leader = state.finished ? undefined : await run.leader();
+    // The lease's holder is `<host> pid <pid>` (log/lease.ts): an engine on another host reads its own inbox, not this one's.
+    const host = leader?.holder.replace(/ pid \d+$/, '');
+    return {
+      state,
+      running: leader && `the running engine (${leader.holder}, generation ${leader.generation})`,
+      ...(leader && host !== hostname() ? { elsewhere: leader.holder } : {}),
+    };
+  } finally {
+    await run.end();
+  }
+}
 
 export async function answerCommand(opts: {
   repo: string;
@@ -21,6 +59,8 @@ export async function answerCommand(opts: {
   line: string | undefined;
   clock: Clock;
   print: (line: string) => void;
+  /** Where TRON_DATABASE_URL is read (default: none). */
+  env?: Readonly<Record<string, string | undefined>>;
 }): Promise<number> {
   const repo = resolve(opts.repo);
   if (!opts.block || !opts.line) {
@@ -38,8 +78,7 @@ export async function answerCommand(opts: {
       },
     ]);
   }
-  const run = latestRun(repo);
-  const state = run ? foldRun(run) : undefined;
+  const { state, running, elsewhere } = await latestState(repo, opts.env ?? {});
   const phase = state?.blocks.get(opts.block)?.phase;
   const blocker = state ? blockedBy(state, opts.block) : undefined;
   if (phase !== 'parked' || blocker?.is === 'parked') {
@@ -49,11 +88,18 @@ export async function answerCommand(opts: {
       : `${opts.block} is ${phase ?? 'not started'}, not parked; only a parked block takes an operator answer (see tron status)`;
     throw new InputError([{ code: 'TRON_ANSWER_NOT_PARKED', path: opts.block, message }]);
   }
+  if (elsewhere !== undefined)
+    throw new InputError([
+      {
+        code: 'TRON_ANSWER_ELSEWHERE',
+        path: opts.block,
+        message: `the engine running this run leads from ${elsewhere}, which reads answers from its own .tron/inbox/: run this tron answer on that host`,
+      },
+    ]);
   const file = writeAnswer(repo, opts.block, opts.line, opts.clock, repoKey(repo, { create: true }).key);
-  const engine = readLock(join(repo, '.tron', 'engine.lock'));
   opts.print(
-    engine
-      ? `tron answer: ${opts.block} answered (${file}); the running engine (pid ${engine.pid}) reads it now`
+    running
+      ? `tron answer: ${opts.block} answered (${file}); ${running} reads it now`
       : `tron answer: ${opts.block} answered (${file}); the next \`tron start\` reads it`,
   );
   return 0;

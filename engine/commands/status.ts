@@ -51,10 +51,18 @@ export interface StatusOptions {
   database?: string;
   /** Where TRON_DATABASE_URL is read (default: none). */
   env?: Readonly<Record<string, string | undefined>>;
+  /** Whether --repo was given: with --database, it narrows the runs to that repository's. */
+  repoGiven?: boolean;
 }
 
 export async function statusCommand(opts: StatusOptions): Promise<number> {
-  if (opts.database !== undefined) return statusFromDatabase({ ...opts, database: opts.database }, { url: opts.database });
+  if (opts.database !== undefined) {
+    // With --repo, that repository's runs (its name in the database); without, the run written last.
+    const source = opts.repoGiven
+      ? databaseToRead({ repo: resolve(opts.repo), repoGiven: true, database: opts.database, env: opts.env ?? {} })
+      : undefined;
+    return statusFromDatabase({ ...opts, database: opts.database }, source ?? { url: opts.database });
+  }
   const repo = resolve(opts.repo);
   requireRepo(repo);
   // A repository whose engine writes to a database: the table is the log of record (a live run's lines are there only).
@@ -126,7 +134,7 @@ async function statusFromDatabase(opts: StatusOptions & { database: string }, so
       opts.print(
         opts.json
           ? JSON.stringify({ database: redact(opts.database), run: null, engine: null, blocks: [] }, null, 2)
-          : `tron status: no run in ${redact(opts.database)} yet`,
+          : `tron status: no run${source.repository === undefined ? '' : ` of ${source.repository}`} in ${redact(opts.database)} yet`,
       );
       return 0;
     }

@@ -498,6 +498,13 @@ export const PROBLEMS = {
     summary: 'The block answered is not parked, and only a parked block takes an operator answer.',
     fix: 'See `tron status` for the phase of each block, and answer a parked one.',
   },
+  TRON_ANSWER_ELSEWHERE: {
+    area: 'answer',
+    kind: 'input',
+    summary:
+      "The block is parked in a run whose engine leads from another host: answers go to that host's `.tron/inbox/`, which this one cannot reach.",
+    fix: 'Run the same `tron answer` on the host the message names (or `tron serve` there); nothing was written here.',
+  },
   TRON_SERVE_EXPOSED: {
     area: 'serve',
     kind: 'input',

@@ -1,0 +1,107 @@
+/**
+ * The operator's commands read where the run lives: with `[cluster] database`, a live run's
+ * lines are only in the table, and several repositories may share the database. Against a
+ * real PostgreSQL (engine/testing/postgres.ts), through the CLI.
+ */
+import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { execa } from 'execa';
+import pg from 'pg';
+import { afterEach, describe, expect, it } from 'vitest';
+import { configFile, landingSim, makeProject } from '../testing/project.ts';
+import { GIT_IDENTITY_ENV, type TestRepo } from '../testing/repo.ts';
+import { skipWithoutPostgres, useTestDatabase } from '../testing/postgres.ts';
+
+const BIN = join(import.meta.dirname, '..', '..', 'bin', 'tron.js');
+const NO_DATABASE = skipWithoutPostgres("the operator's commands on a run in PostgreSQL");
+
+describe.skipIf(NO_DATABASE)("the operator's commands on a run in the database", () => {
+  const server = useTestDatabase();
+  const repos: TestRepo[] = [];
+  const dirs: string[] = [];
+  afterEach(async () => {
+    for (const r of repos.splice(0)) await r.cleanup();
+    for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+  });
+
+  const cli = (args: string[], o: { cwd?: string } = {}) =>
+    execa('node', [BIN, ...args], {
+      reject: false,
+      stdin: 'ignore',
+      ...(o.cwd ? { cwd: o.cwd } : {}),
+      env: { ...GIT_IDENTITY_ENV, TRON_DATABASE_URL: '' },
+      timeout: 120_000,
+    });
+
+  const clustered = (name: string) => `\n[sandbox]\nmode = "off"\n\n[cluster]\ndatabase = "${server.url}"\nrepository = "${name}"\n`;
+
+  /** Waits (bounded) until the table holds a line of `name`'s runs matching `like`. */
+  async function untilLine(client: pg.Client, name: string, like: string, engine: { exitCode: number | null }): Promise<void> {
+    for (let i = 0; i < 2400; i += 1) {
+      const { rows } = await client.query('select 1 from tron_events where repository = $1 and line like $2', [name, like]);
+      if (rows.length > 0) return;
+      if (engine.exitCode !== null) throw new Error(`the engine ended before ${like}`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    throw new Error(`timed out waiting for ${like}`);
+  }
+
+  it('status --database --repo shows that repository’s run, not the run another repository wrote last', async () => {
+    const one = await makeProject({ blocks: { alpha: {} }, sim: landingSim(['alpha']), config: configFile({ extra: clustered('one') }) });
+    const two = await makeProject({ blocks: { beta: {} }, sim: landingSim(['beta']), config: configFile({ extra: clustered('two') }) });
+    repos.push(one, two);
+    expect((await cli(['start', '--repo', one.dir])).exitCode).toBe(0);
+    expect((await cli(['start', '--repo', two.dir])).exitCode).toBe(0);
+    const other = mkdtempSync(join(tmpdir(), 'tron-other-host-'));
+    dirs.push(other);
+    const narrowed = await cli(['status', '--database', server.url, '--repo', one.dir, '--json'], { cwd: other });
+    expect(narrowed.exitCode, narrowed.stderr).toBe(0);
+    expect(JSON.parse(narrowed.stdout)).toMatchObject({ repository: 'one', blocks: [{ block: 'alpha', phase: 'landed' }] });
+    // Without --repo: the run written last in the whole database, as documented.
+    const latest = await cli(['status', '--database', server.url, '--json'], { cwd: other });
+    expect(JSON.parse(latest.stdout)).toMatchObject({ repository: 'two', blocks: [{ block: 'beta', phase: 'landed' }] });
+  }, 180_000);
+
+  it('tron answer takes an answer for a block parked in a live cluster run, and the run lands it', async () => {
+    const repo = await makeProject({
+      blocks: { stuck: {} },
+      sim: `[[blocks.stuck.builder]]\nreply = '>>BLOCKED {"reason":"which API?"}'\n\n[[blocks.stuck.builder]]\nwrite = { "stuck.txt" = "done\\n" }\ncommit = "Unstuck"\nreply = ">>DONE"\n`,
+      config: configFile({ extra: clustered('answered') }),
+    });
+    repos.push(repo);
+    const engine = execa('node', [BIN, 'start', '--watch', '--repo', repo.dir], {
+      reject: false,
+      stdin: 'ignore',
+      forceKillAfterDelay: false,
+      env: { ...GIT_IDENTITY_ENV, TRON_DATABASE_URL: '' },
+    });
+    const client = new pg.Client({ connectionString: server.url });
+    await client.connect();
+    try {
+      await untilLine(client, 'answered', '%"type":"page.sent"%', engine);
+      // The lease named another host (a leader elsewhere reads its own inbox): refused, nothing written here.
+      const holder = (await client.query(`select holder from tron_lease where repository = 'answered'`)).rows[0].holder as string;
+      await client.query(`update tron_lease set holder = 'db-host-2.example pid 4242' where repository = 'answered'`);
+      const elsewhere = await cli(['answer', '--repo', repo.dir, 'stuck', '>>RETRY {"guidance":"from here"}']);
+      expect(elsewhere.exitCode).toBe(2);
+      expect(elsewhere.stderr).toContain('TRON_ANSWER_ELSEWHERE');
+      expect(elsewhere.stderr).toContain('db-host-2.example pid 4242');
+      expect(existsSync(join(repo.dir, '.tron', 'inbox')) ? readdirSync(join(repo.dir, '.tron', 'inbox')) : []).toEqual([]);
+      await client.query('update tron_lease set holder = $1 where repository = $2', [holder, 'answered']);
+      const answer = await cli(['answer', '--repo', repo.dir, 'stuck', '>>RETRY {"guidance":"use the v2 API"}']);
+      expect(answer.exitCode, answer.stderr).toBe(0);
+      expect(answer.stdout).toMatch(/stuck answered .*; the running engine \(.* generation 1\) reads it now/);
+      await untilLine(client, 'answered', '%"type":"block.phase"%"block":"stuck"%"to":"landed"%', engine);
+      await untilLine(client, 'answered', '%"type":"operator.answered"%use the v2 API%', engine);
+      // Not parked any more: a second answer is refused, nothing written.
+      const again = await cli(['answer', '--repo', repo.dir, 'stuck', '>>RETRY {"guidance":"again"}']);
+      expect(again.exitCode).toBe(2);
+      expect(again.stderr).toContain('TRON_ANSWER_NOT_PARKED');
+    } finally {
+      engine.kill('SIGTERM');
+      await engine;
+      await client.end();
+    }
+  }, 180_000);
+});

@@ -12,6 +12,7 @@ import { InputError, formatProblem } from './core/errors.ts';
 import { coded } from './core/problems.ts';
 import { systemClock } from './core/clock.ts';
 import { codedLine } from './runtime/failure.ts';
+import { isConnectionLoss, readLostLine } from './log/db-lost.ts';
 import { commandHelp, parseCommand, type CommandSpec, type Values } from './cli/args.ts';
 import { COMMANDS, type CommandName } from './cli/table.ts';
 import { didYouMean } from './core/suggest.ts';
@@ -242,12 +243,20 @@ export async function main(argv: string[]): Promise<number> {
       for (const p of err.problems) console.error(formatProblem(p));
       return 2;
     }
+    // A command that only reads runs and lost the database midway changed nothing: said as the database's doing.
+    if (name !== undefined && READERS.has(name) && isConnectionLoss(err)) {
+      console.error(`tron ${name}: ${readLostLine(name, err)}`);
+      return 1;
+    }
     // A failure tron did not expect: one coded line; the stack only with --debug.
     console.error(`tron ${name ?? ''}: ${codedLine(err as Error, `tron ${name ?? ''}`.trim())}`);
     if (process.env.TRON_DEBUG === '1') console.error((err as Error).stack ?? String(err));
     return 1;
   }
 }
+
+/** The commands that only read runs (from the database with --database or [cluster]). */
+const READERS = new Set(['status', 'logs', 'report', 'replay', 'view', 'serve']);
 
 function refuse(message: string): number {
   console.error(coded('TRON_USAGE', message));

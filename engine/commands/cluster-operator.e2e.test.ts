@@ -36,11 +36,17 @@ describe.skipIf(NO_DATABASE)("the operator's commands on a run in the database",
 
   const clustered = (name: string) => `\n[sandbox]\nmode = "off"\n\n[cluster]\ndatabase = "${server.url}"\nrepository = "${name}"\n`;
 
-  /** Waits (bounded) until the table holds a line of `name`'s runs matching `like`. */
+  /** Waits (bounded) until the table holds a line of `name`'s runs matching `like` (the table may not exist yet). */
   async function untilLine(client: pg.Client, name: string, like: string, engine: { exitCode: number | null }): Promise<void> {
     for (let i = 0; i < 2400; i += 1) {
-      const { rows } = await client.query('select 1 from tron_events where repository = $1 and line like $2', [name, like]);
-      if (rows.length > 0) return;
+      const found = await client.query('select 1 from tron_events where repository = $1 and line like $2', [name, like]).then(
+        (r) => r.rows.length > 0,
+        (err: { code?: string }) => {
+          if (err.code === '42P01') return false;
+          throw err;
+        },
+      );
+      if (found) return;
       if (engine.exitCode !== null) throw new Error(`the engine ended before ${like}`);
       await new Promise((r) => setTimeout(r, 50));
     }
@@ -98,6 +104,42 @@ describe.skipIf(NO_DATABASE)("the operator's commands on a run in the database",
       const again = await cli(['answer', '--repo', repo.dir, 'stuck', '>>RETRY {"guidance":"again"}']);
       expect(again.exitCode).toBe(2);
       expect(again.stderr).toContain('TRON_ANSWER_NOT_PARKED');
+    } finally {
+      engine.kill('SIGTERM');
+      await engine;
+      await client.end();
+    }
+  }, 180_000);
+
+  it('a follower that loses the database says so with a database code, not as a failure of tron', async () => {
+    const repo = await makeProject({ blocks: {}, config: configFile({ extra: clustered('followed') }) });
+    repos.push(repo);
+    const engine = execa('node', [BIN, 'start', '--watch', '--repo', repo.dir], {
+      reject: false,
+      stdin: 'ignore',
+      forceKillAfterDelay: false,
+      env: { ...GIT_IDENTITY_ENV, TRON_DATABASE_URL: '' },
+    });
+    const client = new pg.Client({ connectionString: server.url });
+    await client.connect();
+    try {
+      await untilLine(client, 'followed', '%"type":"run.started"%', engine);
+      const follower = cli(['logs', '-f', '--database', server.url]);
+      let heard = '';
+      follower.stdout?.on('data', (chunk: Buffer) => (heard += chunk.toString()));
+      for (let i = 0; i < 1200 && !heard.includes('tron: run '); i += 1) await new Promise((r) => setTimeout(r, 50));
+      expect(heard).toContain('tron: run ');
+      // Every other backend of the database ended, as a restart or an operator would.
+      await client.query(
+        'select pg_terminate_backend(pid) from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid()',
+      );
+      const ended = await follower;
+      expect(ended.exitCode).toBe(1);
+      expect(ended.stderr).toMatch(
+        /^tron logs: TRON_DB_READ_LOST: tron logs lost its connection to tron's database \(.+\); it changed nothing/m,
+      );
+      expect(ended.stderr).not.toContain('TRON_ENGINE_FAILED');
+      expect(ended.stderr).not.toMatch(/\n\s+at /);
     } finally {
       engine.kill('SIGTERM');
       await engine;

@@ -439,6 +439,13 @@ export const PROBLEMS = {
       "The engine's lease lapsed or was taken over (a standby took over, the database was cut off): the database refused its appends, and it stopped.",
     fix: 'Nothing to repair: the engine holding the lease goes on, or the next `tron start` recovers the run. Keep the lease period longer than the pauses the host may have.',
   },
+  TRON_DB_READ_LOST: {
+    area: 'log',
+    kind: 'fault',
+    summary:
+      'A command reading runs from the database (`status`, `logs`, `report`, `replay`, `view`, `serve`) lost its connection midway: the database restarted, the network dropped, or its backend was ended. It changed nothing.',
+    fix: 'Run the command again once the database answers (`psql URL` tries the same connection).',
+  },
   TRON_DB_LOST: {
     area: 'log',
     kind: 'fault',

@@ -10,9 +10,9 @@
  */
 import { blockedBy, blockerWords } from '../core/blocked.ts';
 import { resolve } from 'node:path';
-import { InputError } from '../core/errors.ts';
+import { InputError, type Problem } from '../core/errors.ts';
 import { loadRegister } from '../project/register.ts';
-import { writeAnswer } from '../runtime/inbox.ts';
+import { parseAnswer, writeAnswer } from '../runtime/inbox.ts';
 import { repoKey } from '../log/keys.ts';
 import { foldRun, latestRun } from '../log/runs.ts';
 import type { Clock } from '../core/clock.ts';
@@ -68,26 +68,33 @@ export async function answerCommand(opts: {
       { code: 'TRON_USAGE', path: 'tron answer', message: `name the block and the answer: tron answer BLOCK '>>RETRY {"guidance":"…"}'` },
     ]);
   }
+  // Every fault of the answer at once: the block, its words, and the block's state.
+  const problems: Problem[] = [];
   const { blocks } = loadRegister(repo);
-  if (!blocks.some((b) => b.id === opts.block)) {
-    throw new InputError([
-      {
-        code: 'TRON_ANSWER_BLOCK',
-        path: opts.block,
-        message: `no block "${opts.block}" in .tron/blocks/; answer one of: ${blocks.map((b) => b.id).join(', ') || '(none)'}`,
-      },
-    ]);
+  const known = blocks.some((b) => b.id === opts.block);
+  if (!known)
+    problems.push({
+      code: 'TRON_ANSWER_BLOCK',
+      path: opts.block,
+      message: `no block "${opts.block}" in .tron/blocks/; answer one of: ${blocks.map((b) => b.id).join(', ') || '(none)'}`,
+    });
+  try {
+    parseAnswer(opts.block, opts.line);
+  } catch (err) {
+    if (!(err instanceof InputError)) throw err;
+    problems.push(...err.problems);
   }
-  const { state, running, elsewhere } = await latestState(repo, opts.env ?? {});
+  const { state, running, elsewhere } = known ? await latestState(repo, opts.env ?? {}) : { state: undefined, running: undefined };
   const phase = state?.blocks.get(opts.block)?.phase;
   const blocker = state ? blockedBy(state, opts.block) : undefined;
-  if (phase !== 'parked' || blocker?.is === 'parked') {
+  if (known && (phase !== 'parked' || blocker?.is === 'parked')) {
     // A block waiting on a parked dependency moves when that dependency does: say which one to answer.
     const message = blocker
       ? `${opts.block} is blocked: it ${blockerWords(blocker)}${blocker.is === 'parked' ? `; answer ${blocker.dependency} instead` : ''} (see tron status)`
       : `${opts.block} is ${phase ?? 'not started'}, not parked; only a parked block takes an operator answer (see tron status)`;
-    throw new InputError([{ code: 'TRON_ANSWER_NOT_PARKED', path: opts.block, message }]);
+    problems.push({ code: 'TRON_ANSWER_NOT_PARKED', path: opts.block, message });
   }
+  if (problems.length > 0) throw new InputError(problems);
   if (elsewhere !== undefined)
     throw new InputError([
       {

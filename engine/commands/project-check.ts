@@ -16,9 +16,10 @@ import { preflightWorkers } from '../workers/preflight.ts';
 /** TRON_NOT_A_REPO unless `repo` is a git repository's top (`tron start` and `tron status` both ask). */
 export function requireRepo(repo: string): void {
   if (existsSync(join(repo, '.git'))) return;
-  throw new InputError([
-    { code: 'TRON_NOT_A_REPO', path: repo, message: 'is not a git repository; run tron in the repository whose blocks it should land' },
-  ]);
+  const message = existsSync(repo)
+    ? 'is not a git repository; run tron in the repository whose blocks it should land'
+    : 'does not exist; give --repo the folder of the repository whose blocks tron should land (or run tron inside it)';
+  throw new InputError([{ code: 'TRON_NOT_A_REPO', path: repo, message }]);
 }
 
 /** TRON_TRUNK_MISSING when `trunk` names no branch of `repo`. */

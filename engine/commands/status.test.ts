@@ -1,4 +1,5 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { InputError } from '../core/errors.ts';
@@ -23,6 +24,26 @@ describe('tron status', () => {
       const error = await statusCommand({ repo: dir, json: false, clock: new ManualClock(), print: () => {} }).catch((err: unknown) => err);
       expect(error).toBeInstanceOf(InputError);
       expect((error as InputError).problems).toEqual([expect.objectContaining({ code: 'TRON_NOT_A_REPO', path: dir })]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('says a --repo folder that does not exist does not exist, not that it is no git repository', async () => {
+    const dir = join(tmpdir(), 'tron-status-nowhere', 'myapp');
+    const error = await statusCommand({ repo: dir, json: false, clock: new ManualClock(), print: () => {} }).catch((err: unknown) => err);
+    expect((error as InputError).problems).toEqual([
+      expect.objectContaining({ code: 'TRON_NOT_A_REPO', path: dir, message: expect.stringMatching(/^does not exist; give --repo/) }),
+    ]);
+  });
+
+  it('sends a repository without .tron/ to tron init, not to tron start', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'tron-status-'));
+    try {
+      execFileSync('git', ['init', '-q', dir]);
+      const lines: string[] = [];
+      expect(await statusCommand({ repo: dir, json: false, clock: new ManualClock(), print: (l) => lines.push(l) })).toBe(0);
+      expect(lines).toEqual(['tron status: no run yet, and no .tron/ here: `tron init` sets this repository up, then `tron start`']);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
@@ -100,6 +121,13 @@ describe('tron status across runs', () => {
     const parked = (await json(parkedAt + 90_000)).blocks.find((b: { block: string }) => b.block === 'stuck');
     expect(parked).toMatchObject({ phase: 'parked', ageMs: 90_000, enteredAt: parkedAt, reason: 'blocked: no access' });
     expect(parked.answer).toBeUndefined();
+
+    // A malformed answer to a block that is not parked: both faults said at once, nothing written.
+    const both = await answerCommand({ repo: repo.dir, block: 'extra', line: '>>FOO', clock: new ManualClock(4), print: () => {} }).catch(
+      (err: unknown) => err,
+    );
+    expect((both as InputError).problems.map((p) => p.code)).toEqual(['TRON_ANSWER_INVALID', 'TRON_ANSWER_NOT_PARKED']);
+    expect(existsSync(join(repo.dir, '.tron', 'inbox')) ? readdirSync(join(repo.dir, '.tron', 'inbox')) : []).toEqual([]);
 
     // The operator answers while no engine runs: status shows the answer waiting in the inbox.
     await answerCommand({

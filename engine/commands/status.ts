@@ -5,6 +5,7 @@
  * in `.tron/inbox/`. Folded from the events; `--json` gives the same with numbers (ms),
  * titles and shas, in the camelCase every JSON of the CLI uses.
  */
+import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { Clock } from '../core/clock.ts';
 import { formatDuration } from '../core/duration.ts';
@@ -73,7 +74,9 @@ export async function statusCommand(opts: StatusOptions): Promise<number> {
     opts.print(
       opts.json
         ? JSON.stringify({ repo, run: null, runDir: null, engine: null, blocks: [] }, null, 2)
-        : 'tron status: no run yet; start one with `tron start`',
+        : existsSync(join(repo, '.tron', 'config.toml'))
+          ? 'tron status: no run yet; start one with `tron start`'
+          : 'tron status: no run yet, and no .tron/ here: `tron init` sets this repository up, then `tron start`',
     );
     return 0;
   }

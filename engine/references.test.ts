@@ -60,7 +60,53 @@ function brokenReferences(root: string): string[] {
 
 const ROOT = resolve(import.meta.dirname, '..');
 
+/** A name a document places in a file: "`NAME` in `engine/….ts`", "`NAME` of `…`", "`NAME` (`…`)". */
+const PLACED = /`([A-Za-z_]\w*)`(?:\s+(?:in|of|from)\s+|\s*\()`((?:engine|evaluation|bin)\/[\w./-]+\.(?:ts|js))`/g;
+
+/**
+ * Every name a hand-written document places in a file that the file does not define, as
+ * `doc: NAME in path` — the recipes of docs/architecture.md ("add a row to `COMMANDS` in
+ * `engine/cli/table.ts`") are followed by this, so a step that names a moved table fails.
+ */
+function misplacedNames(root: string): string[] {
+  const out: string[] = [];
+  const docs = readdirSync(join(root, 'docs'))
+    .filter((f) => f.endsWith('.md'))
+    .map((f) => `docs/${f}`);
+  for (const doc of [...docs, ...(existsSync(join(root, 'README.md')) ? ['README.md'] : [])]) {
+    const text = readFileSync(join(root, doc), 'utf8');
+    // Generated documents say so in their banner; they are checked against their generators instead.
+    if (/do not edit/i.test(text.slice(0, 400))) continue;
+    for (const m of text.matchAll(PLACED)) {
+      const [, name, path] = m as unknown as [string, string, string];
+      const file = join(root, path);
+      const source = existsSync(file) ? readFileSync(file, 'utf8') : '';
+      const defined = new RegExp(`(?:const|let|var|function\\*?|class|type|interface|enum)\\s+${name}\\b|\\b${name}\\??\\s*[:=(]`);
+      if (!defined.test(source)) out.push(`${doc}: ${name} in ${path}`);
+    }
+  }
+  return out;
+}
+
 describe('references in the repository', () => {
+  it('place every name a document gives a file in that file, so the recipes name what exists', () => {
+    expect(misplacedNames(ROOT)).toEqual([]);
+  });
+
+  it('would catch a recipe naming a table in a file that does not define it', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'tron-references-'));
+    try {
+      mkdirSync(join(dir, 'engine', 'cli'), { recursive: true });
+      mkdirSync(join(dir, 'docs'));
+      writeFileSync(join(dir, 'engine', 'cli.ts'), 'export const HANDLERS = {};\n');
+      writeFileSync(join(dir, 'engine', 'cli', 'table.ts'), 'export const COMMANDS = {};\n');
+      writeFileSync(join(dir, 'docs', 'guide.md'), 'Add a row to `COMMANDS` in `engine/cli.ts`; `HANDLERS` (`engine/cli.ts`) runs it.\n');
+      expect(misplacedNames(dir)).toEqual(['docs/guide.md: COMMANDS in engine/cli.ts']);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it('name only files that are in it, and cite no note kept outside it', () => {
     expect(checkedFiles(ROOT).length).toBeGreaterThan(100);
     expect(brokenReferences(ROOT)).toEqual([]);

@@ -371,7 +371,7 @@ async function startHolding(
         process.exit(1);
       }
       stopping = true;
-      say(`tron: ${signal} — no new work; stopping the running turns (send it again to stop at once)`);
+      // Said once, by the narration of the run.stopping this records (render/narrate.ts).
       engine.stop(signal);
     };
     let stopping = false;

@@ -232,7 +232,7 @@ export class Narrator {
           : [`${e.block}: spent ${spent}, past its budget ${e.limit}; its turn is stopped`];
       }
       case 'run.stopping':
-        return [`tron: ${e.signal} — no new work; stopping the running turns`];
+        return [`tron: ${e.signal} — no new work; stopping the running turns (a second signal stops at once)`];
       case 'run.failed':
         // A coded detail names what failed and where already (engine/runtime/failure.ts).
         return [/^TRON_[A-Z_]+: /.test(e.detail) ? `tron: ${e.detail}` : `tron: an effect failed after ${e.after}: ${e.detail}`];

@@ -85,6 +85,8 @@ describe('tron start --watch', () => {
     child.kill('SIGTERM');
     const result = await child;
     expect(result.exitCode, `${result.stdout}\n${result.stderr}`).toBe(143);
+    // The stop is said once, not by the signal handler and again by the narration.
+    expect(String(result.stdout).match(/SIGTERM — no new work/g)).toEqual(['SIGTERM — no new work']);
     const events = allRuns(repo).at(-1)!;
     const last = events.at(-1)!;
     expect(last).toMatchObject({ type: 'run.finished', reason: 'signal' });

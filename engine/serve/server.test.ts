@@ -350,6 +350,22 @@ describe('tron serve: tokens', () => {
     expect([await as(a), await as(b), await as(c)]).toEqual([401, 401, 401]);
   });
 
+  it('records a removal made while no tron serve ran at the next start: the row put back after it lets nobody in', async () => {
+    repo = await makeProject({ blocks: { a: {} } });
+    const file = join(repo.dir, TOKENS_FILE);
+    const old = issueToken(repo.dir, 'old', 1000);
+    const oldRow = JSON.parse(readFileSync(file, 'utf8')).tokens[0];
+    writeFileSync(file, JSON.stringify({ tokens: [] }));
+    // What `tron serve` does as it starts.
+    const next = issueToken(repo.dir, 'next', 2000);
+    const rows = JSON.parse(readFileSync(file, 'utf8')).tokens;
+    writeFileSync(file, JSON.stringify({ tokens: [oldRow, ...rows] }));
+    serving = await serve({ repo: repo.dir, host: '127.0.0.1', port: 0, clock: systemClock });
+    const as = (t: string) => fetch(`${serving!.url}api/v1/state`, { headers: { authorization: `Bearer ${t}` } }).then((r) => r.status);
+    expect(await as(old)).toBe(401);
+    expect(await as(next)).toBe(200);
+  });
+
   it('keeps a token that fell out of the newest twenty out, its row put back', async () => {
     repo = await makeProject({ blocks: { a: {} } });
     const file = join(repo.dir, TOKENS_FILE);

@@ -537,6 +537,13 @@ export const PROBLEMS = {
     summary: 'A POST to /webhooks/github reached a `tron serve` with no webhook secret set; nothing was woken (HTTP 404).',
     fix: 'Export the variable [forge] webhook_secret_env names (TRON_WEBHOOK_SECRET) with the secret the webhook on GitHub has, and start `tron serve` again.',
   },
+  TRON_WEBHOOK_REFUSED: {
+    area: 'serve',
+    kind: 'input',
+    summary:
+      'A signed POST to /webhooks/github was larger than the cap (1 MiB; HTTP 413), did not arrive within the read timeout (5 s; 408), or came while too many were being read (503); nothing was woken.',
+    fix: 'Nothing to do for a delivery GitHub sent: the next timer read finds the change. Subscribe the webhook only to the events docs/forge.md lists, whose payloads are far smaller.',
+  },
   TRON_SERVE_FAILED: {
     area: 'serve',
     kind: 'fault',

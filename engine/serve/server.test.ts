@@ -298,7 +298,7 @@ describe('tron serve: tokens', () => {
     expect(readFileSync(file, 'utf8')).not.toContain(token);
     expect(readFileSync(join(repo.dir, '.tron', 'serve', '.gitignore'), 'utf8')).toBe('*\n');
     const rows = JSON.parse(readFileSync(file, 'utf8')).tokens;
-    expect(rows).toEqual([{ name: 'mine', sha256: sha256(token), created: 1000, mac: expect.stringMatching(/^[0-9a-f]{32}$/) }]);
+    expect(rows).toEqual([{ name: 'mine', sha256: sha256(token), created: 1000, epoch: 1, mac: expect.stringMatching(/^[0-9a-f]{32}$/) }]);
     // A forged row: the hash of a token of its own, with a made-up signature.
     rows.push({ name: 'forged', sha256: sha256('forged-token'), created: 1001, mac: '0'.repeat(32) });
     writeFileSync(file, JSON.stringify({ tokens: rows }));
@@ -306,6 +306,80 @@ describe('tron serve: tokens', () => {
     const as = (t: string) => fetch(`${serving!.url}api/v1/state`, { headers: { authorization: `Bearer ${t}` } }).then((r) => r.status);
     expect(await as('forged-token')).toBe(401);
     expect(await as(token)).toBe(200);
+  });
+
+  it('keeps a token removed from the file removed: its exact row put back lets nobody in, a new token does', async () => {
+    repo = await makeProject({ blocks: { a: {} } });
+    const file = join(repo.dir, TOKENS_FILE);
+    const old = issueToken(repo.dir, 'old', 1000);
+    serving = await serve({ repo: repo.dir, host: '127.0.0.1', port: 0, clock: systemClock });
+    const as = (t: string) => fetch(`${serving!.url}api/v1/state`, { headers: { authorization: `Bearer ${t}` } }).then((r) => r.status);
+    expect(await as(old)).toBe(200);
+    const signedRow = readFileSync(file, 'utf8');
+    writeFileSync(file, JSON.stringify({ tokens: [] }));
+    expect(await as(old)).toBe(401);
+    // The row as tron signed it, byte for byte: its epoch is at or below the mark now.
+    writeFileSync(file, signedRow);
+    expect(await as(old)).toBe(401);
+    // And stays so for the next tron serve, which knows the mark from the repository's state folder.
+    await serving.close();
+    serving = await serve({ repo: repo.dir, host: '127.0.0.1', port: 0, clock: systemClock });
+    expect(await as(old)).toBe(401);
+    const fresh = issueToken(repo.dir, 'fresh', 2000);
+    expect(await as(fresh)).toBe(200);
+    expect(await as(old)).toBe(401);
+  });
+
+  it('revokes a row removed from the middle alone: the others keep working, and an old copy of the whole file revives none', async () => {
+    repo = await makeProject({ blocks: { a: {} } });
+    const file = join(repo.dir, TOKENS_FILE);
+    const [a, b, c] = ['a', 'b', 'c'].map((name, i) => issueToken(repo!.dir, name, 1000 + i)) as [string, string, string];
+    serving = await serve({ repo: repo.dir, host: '127.0.0.1', port: 0, clock: systemClock });
+    const as = (t: string) => fetch(`${serving!.url}api/v1/state`, { headers: { authorization: `Bearer ${t}` } }).then((r) => r.status);
+    expect([await as(a), await as(b), await as(c)]).toEqual([200, 200, 200]);
+    const before = readFileSync(file, 'utf8');
+    const rows = JSON.parse(before).tokens as { name: string }[];
+    writeFileSync(file, JSON.stringify({ tokens: rows.filter((r) => r.name !== 'b') }));
+    expect([await as(a), await as(b), await as(c)]).toEqual([200, 401, 200]);
+    // b's row put back beside the others: still out, and a and c still in.
+    const now = JSON.parse(readFileSync(file, 'utf8')).tokens as { name: string }[];
+    writeFileSync(file, JSON.stringify({ tokens: [...now, rows.find((r) => r.name === 'b')] }));
+    expect([await as(a), await as(b), await as(c)]).toEqual([200, 401, 200]);
+    // The whole file as it was before b was removed: every row in it is at or below the mark.
+    writeFileSync(file, before);
+    expect([await as(a), await as(b), await as(c)]).toEqual([401, 401, 401]);
+  });
+
+  it('records a removal made while no tron serve ran at the next start: the row put back after it lets nobody in', async () => {
+    repo = await makeProject({ blocks: { a: {} } });
+    const file = join(repo.dir, TOKENS_FILE);
+    const old = issueToken(repo.dir, 'old', 1000);
+    const oldRow = JSON.parse(readFileSync(file, 'utf8')).tokens[0];
+    writeFileSync(file, JSON.stringify({ tokens: [] }));
+    // What `tron serve` does as it starts.
+    const next = issueToken(repo.dir, 'next', 2000);
+    const rows = JSON.parse(readFileSync(file, 'utf8')).tokens;
+    writeFileSync(file, JSON.stringify({ tokens: [oldRow, ...rows] }));
+    serving = await serve({ repo: repo.dir, host: '127.0.0.1', port: 0, clock: systemClock });
+    const as = (t: string) => fetch(`${serving!.url}api/v1/state`, { headers: { authorization: `Bearer ${t}` } }).then((r) => r.status);
+    expect(await as(old)).toBe(401);
+    expect(await as(next)).toBe(200);
+  });
+
+  it('keeps a token that fell out of the newest twenty out, its row put back', async () => {
+    repo = await makeProject({ blocks: { a: {} } });
+    const file = join(repo.dir, TOKENS_FILE);
+    const first = issueToken(repo.dir, 'first', 1000);
+    const firstRow = JSON.parse(readFileSync(file, 'utf8')).tokens[0];
+    let last = '';
+    for (let i = 1; i <= 20; i++) last = issueToken(repo.dir, `t${i}`, 1000 + i);
+    const rows = JSON.parse(readFileSync(file, 'utf8')).tokens as { name: string }[];
+    expect(rows.map((r) => r.name)).toEqual(Array.from({ length: 20 }, (_, i) => `t${i + 1}`));
+    writeFileSync(file, JSON.stringify({ tokens: [firstRow, ...rows] }));
+    serving = await serve({ repo: repo.dir, host: '127.0.0.1', port: 0, clock: systemClock });
+    const as = (t: string) => fetch(`${serving!.url}api/v1/state`, { headers: { authorization: `Bearer ${t}` } }).then((r) => r.status);
+    expect(await as(first)).toBe(401);
+    expect(await as(last)).toBe(200);
   });
 });
 

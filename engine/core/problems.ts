@@ -492,6 +492,13 @@ export const PROBLEMS = {
     summary: '`tron answer` names a block that is not in `.tron/blocks/`.',
     fix: 'Use one of the block ids the message lists.',
   },
+  TRON_INBOX_FILE: {
+    area: 'answer',
+    kind: 'input',
+    summary:
+      'A `.json` file in `.tron/inbox/` has a name `tron answer` never writes (`<ms>-<block>.json`); the engine leaves it unread, unmoved and out of its log.',
+    fix: "Remove the file (a worker or a tool may have put it there) and answer with `tron answer BLOCK '>>WORD …'`.",
+  },
   TRON_ANSWER_NOT_PARKED: {
     area: 'answer',
     kind: 'input',

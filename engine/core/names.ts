@@ -22,6 +22,15 @@ export function isRunId(name: unknown): name is string {
   return typeof name === 'string' && RUN_ID.test(name);
 }
 
+/**
+ * Whether `name` can be one component of a path and nothing else: no separator, not `.` or
+ * `..`, no NUL or other control character, at most 255 characters (a repository's name in
+ * the database, which the folder's name gives by default).
+ */
+export function isPlainName(name: unknown): name is string {
+  return typeof name === 'string' && /^[^/\\\p{Cc}]{1,255}$/u.test(name) && name !== '.' && name !== '..';
+}
+
 /** Whether `name` is an answer file's name as `tron answer` writes it: one plain component under .tron/inbox/. */
 export function isAnswerFile(name: unknown): name is string {
   return typeof name === 'string' && ANSWER_FILE.test(name);

@@ -16,6 +16,7 @@
 import { renameSync, writeFileSync } from 'node:fs';
 import pg from 'pg';
 import { InputError } from '../core/errors.ts';
+import { redactUrlSecrets } from '../core/database-url.ts';
 import { isPlainName, isRunId, shownName } from '../core/names.ts';
 import type { Clock } from '../core/clock.ts';
 import type { EventBody, TronEvent } from '../core/events.ts';
@@ -221,7 +222,7 @@ export class DatabaseLostError extends Error {
 
 /** A URL without its password, for messages. */
 export function redact(url: string): string {
-  return url.replace(/(\/\/[^:/@]+:)[^@]*@/, '$1***@');
+  return redactUrlSecrets(url);
 }
 
 /** A connection to tron's database, its schema migrated. */

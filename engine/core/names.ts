@@ -17,6 +17,9 @@ export const RUN_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
 /** An answer file as `tron answer` names it (inbox.ts writeAnswer): `<ms>-<block>.json`, or `<ms>-<block>-<n>.json`. */
 export const ANSWER_FILE = /^[0-9]{1,16}-[a-z0-9][a-z0-9-]{0,62}(?:-[0-9]{1,6})?\.json$/;
 
+/** A test run's output, relative to the run directory, without `.log`: `tests/<block>-gate-<sha12>`, `tests/lane-…`, `tests/trunk-…`. */
+export const TEST_LOG = /^tests\/[a-z0-9][a-z0-9-]{0,159}$/;
+
 /** Whether `name` is a run id tron could have made: one plain path component. */
 export function isRunId(name: unknown): name is string {
   return typeof name === 'string' && RUN_ID.test(name);

@@ -181,6 +181,31 @@ describe('forged lines in the event log', () => {
     expect(next.output.join('\n')).toContain('holds lines tron did not write');
   });
 
+  it("removes no lock file a signed land.intent names with a path (a stolen key): the user's Cargo.lock stays", async () => {
+    const repo = await parkedProject();
+    const first = await runTron(repo);
+    writeFileSync(join(repo.dir, 'Cargo.lock'), "# the user's lock file\n");
+    const trunk = await repo.git('rev-parse', 'main');
+    // From .git/refs/tron/landed/ (and .git/refs/heads/tron/), four and five levels up are the work tree.
+    const log = EventLog.open(first.runDir, { clock: systemClock, key: repoKey(repo.dir)!.key });
+    log.append({
+      type: 'land.intent',
+      stack: 1,
+      sha: trunk,
+      from: trunk,
+      tested: 'lane',
+      blocks: [
+        { block: '../../../../Cargo', sha: trunk },
+        { block: '../../../../../Cargo', sha: trunk },
+      ],
+    });
+    log.close();
+    const next = await runTron(repo);
+    expect(existsSync(join(repo.dir, 'Cargo.lock'))).toBe(true);
+    expect(ofType(next.events, 'lock.cleared')).toEqual([]);
+    expect(next.exit).toBe(3);
+  });
+
   it('does not kill a stranger named by a forged worker.spawned, unsigned or signed with a stolen key', async () => {
     const repo = await parkedProject();
     const first = await runTron(repo);

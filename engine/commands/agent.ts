@@ -37,6 +37,7 @@ import { ALL_WORK_REFS, WORK_PREFIX } from '../runtime/effects/work-ref.ts';
 import { workRefs } from '../runtime/work-fetch.ts';
 import { runJob, startWorkers } from '../runtime/job-queue.ts';
 import { runSuiteHere } from '../runtime/agent-tests.ts';
+import { refusedJobNames } from '../runtime/job-names.ts';
 import { loadSpine } from '../spine/load.ts';
 import type { WorkerAdapter } from '../workers/adapter.ts';
 import { createWorker } from '../workers/create.ts';
@@ -261,6 +262,8 @@ async function runHeldTurn(
 ): Promise<JobResult> {
   const r = claimed.request as TurnRequest;
   const e = r.decision;
+  const refused = refusedJobNames(key, { block: e?.block });
+  if (refused) return { ok: false, error: { message: refused } };
   const inputs: EventBody[] = [];
   held.note({ kind: 'started' });
   // The turn's logs and transcript: inside this clone's git dir, out of every checkout's way.

@@ -4,7 +4,7 @@
  * all, a second engine is refused while the lease is live, and a standby takes over from
  * an engine killed mid-run and lands everything exactly once.
  */
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { execa } from 'execa';
@@ -105,6 +105,45 @@ describe.skipIf(NO_DATABASE)('tron start with [cluster] database', () => {
     expect(none.exitCode).toBe(2);
     expect(none.stderr).toContain('TRON_RUN_NOT_FOUND');
   }, 180_000);
+
+  it('keeps the database password and the webhook secret out of the run directory, tron_run_files and tron_events', async () => {
+    // The URL as a team writes it, with its password in the user part (the local server ignores one it does not ask for).
+    const url = new URL(server.url);
+    url.password ||= 'tron-test-password';
+    const password = decodeURIComponent(url.password);
+    const webhook = 'http://127.0.0.1:9/services/T000/B000/hook-secret-4711';
+    const repo = await makeProject({
+      blocks: { alpha: {} },
+      sim: landingSim(['alpha']),
+      config: configFile({
+        extra: `\n[cluster]\ndatabase = "${url.href}"\nrepository = "secret"\n\n[notify]\nwebhook = "${webhook}"\non = ["run"]\nattempts = 1\n`,
+      }),
+    });
+    repos.push(repo);
+    const run = await cli(['start', '--repo', repo.dir, '--plain']);
+    expect(run.exitCode, run.stdout + run.stderr).toBe(0);
+    const secrets = [`:${password}@`, `:${encodeURIComponent(password)}@`, 'hook-secret-4711'];
+    const [runId] = readdirSync(join(repo.dir, '.tron', 'runs'));
+    const runDir = join(repo.dir, '.tron', 'runs', runId!);
+    const files = readdirSync(runDir, { recursive: true, encoding: 'utf8' }).filter((f) => !statSync(join(runDir, f)).isDirectory());
+    expect(files).toContain('manifest.json');
+    for (const f of files) for (const secret of secrets) expect(readFileSync(join(runDir, f), 'utf8'), f).not.toContain(secret);
+    const manifest = JSON.parse(readFileSync(join(runDir, 'manifest.json'), 'utf8'));
+    expect(manifest.config.cluster.database).toBe(url.href.replace(`:${url.password}@`, ':***@'));
+    expect(manifest.config.notify.webhook).toBe('http://127.0.0.1:9/***');
+    const db = await openDatabase(server.url);
+    try {
+      const stored = await db.client.query<{ name: string; body: string }>(
+        "select name, body from tron_run_files where repository = 'secret'",
+      );
+      expect(stored.rows.map((r) => r.name).sort()).toEqual(['manifest.json', 'workflow.toml']);
+      const lines = await runLines(db, { repository: 'secret', run: runId! });
+      for (const text of [...stored.rows.map((r) => r.body), ...lines, run.stdout, run.stderr])
+        for (const secret of secrets) expect(text).not.toContain(secret);
+    } finally {
+      await db.end();
+    }
+  }, 120_000);
 
   it('refuses a second engine on the repository while the lease is live, changing nothing', async () => {
     const repo = await clusterProject('held');

@@ -16,6 +16,7 @@
 import { z } from 'zod';
 import { FAILURE_CAUSES, RESTATABLE_KINDS, TURN_KINDS } from './roles.ts';
 import { ESCALATION, HANDLERS } from '../spine/spine.ts';
+import { ANSWER_FILE } from './names.ts';
 
 const trouble = z.enum(Object.keys(ESCALATION) as [keyof typeof ESCALATION, ...(keyof typeof ESCALATION)[]]);
 const handler = z.enum(Object.keys(HANDLERS) as [keyof typeof HANDLERS, ...(keyof typeof HANDLERS)[]]);
@@ -26,6 +27,8 @@ const block = z.string().describe('the block id');
 /** A process on a `tron agent`'s host (its pool's name): its pid means nothing on the engine's, and recovery leaves it to the agent. */
 const agent = z.string().optional().describe("the `tron agent` running the turn: the pid is on that agent's host");
 const sha = z.string().regex(/^[0-9a-f]{40}$/);
+/** An answer file's name in .tron/inbox/, as `tron answer` writes it: never a path of any other shape. */
+const answerFile = z.string().regex(ANSWER_FILE).describe('the answer file, `<ms>-<block>.json` in .tron/inbox/');
 const role = z.enum(['builder', 'reviewer', 'architect', 'operator']);
 const stack = z.number().int().min(0).describe('the stack, numbered from 1 in each run (0: a landing logged before the merge lane)');
 const stackEntry = z.strictObject({ block, sha: sha.describe("the block's own commit in the stack") });
@@ -208,10 +211,10 @@ export const EVENT_SCHEMAS = {
       'note: at boot, a git lock file on a ref only the engine writes (or taken by a landing the previous run died in the middle of) was removed.',
     ),
   'inbox.consumed': z
-    .strictObject({ file: z.string() })
+    .strictObject({ file: answerFile })
     .describe('note: an operator answer file was moved out of .tron/inbox/ into the run directory.'),
   'inbox.refused': z
-    .strictObject({ file: z.string(), block: z.string().optional(), reason: z.string() })
+    .strictObject({ file: answerFile, block: z.string().optional(), reason: z.string() })
     .describe(
       'note: a file in .tron/inbox/ was not acted on — not written by `tron answer` (no valid signature), unreadable, stale, or for a block this run does not have — and was moved to answers/refused/ in the run directory.',
     ),
@@ -743,7 +746,7 @@ export const EVENT_SCHEMAS = {
       block,
       word: z.string(),
       payload: z.record(z.string(), z.unknown()),
-      file: z.string(),
+      file: answerFile,
       trunk_sha: sha,
       written_at: z.number().int().optional().describe('when `tron answer` wrote it (ms since the epoch)'),
       by: z

@@ -460,6 +460,13 @@ export const PROBLEMS = {
       '`tron serve --database` shows runs from the database, whose engine may lead from another host: it takes no operator answer (the engine reads answers from its own host).',
     fix: "Answer on the engine's host: `tron answer`, or `tron serve` there without `--database`.",
   },
+  TRON_DB_NAME: {
+    area: 'log',
+    kind: 'input',
+    summary:
+      "A run's name in the database (`tron_events`) is not one tron writes: a run id or repository that would be a path out of the run directory. Nothing was written for it.",
+    fix: "Something other than tron wrote the table: remove that run's rows as the database's owner, and check who holds the engine's role (docs/cluster.md).",
+  },
   TRON_LOG_MISSING: {
     area: 'log',
     kind: 'input',
@@ -498,6 +505,13 @@ export const PROBLEMS = {
     kind: 'input',
     summary: '`tron answer` names a block that is not in `.tron/blocks/`.',
     fix: 'Use one of the block ids the message lists.',
+  },
+  TRON_INBOX_FILE: {
+    area: 'answer',
+    kind: 'input',
+    summary:
+      'A `.json` file in `.tron/inbox/` has a name `tron answer` never writes (`<ms>-<block>.json`); the engine leaves it unread, unmoved and out of its log.',
+    fix: "Remove the file (a worker or a tool may have put it there) and answer with `tron answer BLOCK '>>WORD …'`.",
   },
   TRON_ANSWER_NOT_PARKED: {
     area: 'answer',

@@ -1,11 +1,11 @@
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../core/clock.ts';
 import { needPostgres, type TestDatabase, testDatabase } from '../testing/postgres.ts';
 import { requireAll, skipWithout } from '../testing/needs.ts';
-import { bringLatestRun, takeSeat } from './cluster.ts';
+import { bringLatestRun, readDatabaseRun, takeSeat } from './cluster.ts';
 
 const POSTGRES = needPostgres();
 const NO_DATABASE = skipWithout('a run carried between hosts by the database', POSTGRES);
@@ -49,5 +49,60 @@ describe.skipIf(NO_DATABASE)('a run carried between hosts by the database', () =
     }
     for (const name of ['events.jsonl', 'workflow.toml', 'manifest.json'])
       expect(readFileSync(join(there, '20260101-000000-001', name), 'utf8'), name).toBe(readFileSync(join(runDir, name), 'utf8'));
+  });
+
+  it('writes no file the table names with a path: only workflow.toml and manifest.json come, in the run directory', async () => {
+    const key = Buffer.alloc(32, 3);
+    const seat = await takeSeat({ url: server.url, repository: 'planted-file', leaseMs: 30_000, print: () => undefined });
+    const runDir = join(folder(), 'runs', '20260101-000000-001');
+    mkdirSync(runDir, { recursive: true });
+    writeFileSync(join(runDir, 'manifest.json'), '{}\n');
+    const log = (await seat!.openLog('20260101-000000-001', key, join(runDir, 'events.jsonl'))).attach(new ManualClock(0));
+    log.append({ type: 'merge.queued', block: 'alpha' });
+    // A writer that is not tron adds rows whose names climb out of the run directory.
+    for (const name of ['../../planted', '../planted', 'events.jsonl'])
+      await seat!.db.client.query(
+        `insert into tron_run_files (repository, run, name, generation, body) values ('planted-file', '20260101-000000-001', $1, $2, 'planted')`,
+        [name, seat!.lease.generation],
+      );
+    await log.close();
+    const standby = await takeSeat({ url: server.url, repository: 'planted-file', leaseMs: 30_000, print: () => undefined });
+    const host = folder();
+    try {
+      expect(await bringLatestRun(standby!, join(host, 'runs'))).toBe('20260101-000000-001');
+    } finally {
+      await standby!.leave();
+    }
+    expect(readdirSync(host)).toEqual(['runs']);
+    expect(readdirSync(join(host, 'runs'))).toEqual(['20260101-000000-001']);
+    expect(readdirSync(join(host, 'runs', '20260101-000000-001')).sort()).toEqual(['events.jsonl', 'manifest.json']);
+    expect(readFileSync(join(host, 'runs', '20260101-000000-001', 'events.jsonl'), 'utf8')).not.toContain('planted');
+  });
+
+  it('refuses a run whose id in the table is a path with TRON_DB_NAME, and writes nothing for it', async () => {
+    const key = Buffer.alloc(32, 3);
+    const run = 'zz/../../../escaped';
+    const seat = await takeSeat({ url: server.url, repository: 'planted-run', leaseMs: 30_000, print: () => undefined });
+    const log = (await seat!.openLog(run, key)).attach(new ManualClock(0));
+    log.append({ type: 'merge.queued', block: 'alpha' });
+    await log.close();
+    const standby = await takeSeat({ url: server.url, repository: 'planted-run', leaseMs: 30_000, print: () => undefined });
+    const host = folder();
+    const runs = join(host, 'a', 'b', 'runs');
+    try {
+      await expect(bringLatestRun(standby!, runs)).rejects.toThrow(/TRON_DB_NAME.*run "zz\/\.\.\/\.\.\/\.\.\/escaped"/s);
+    } finally {
+      await standby!.leave();
+    }
+    expect(existsSync(join(runs, run))).toBe(false);
+    expect(readdirSync(host)).toEqual([]);
+    // Read from the database alone (status, report --database): refused alike, its password never said.
+    const refused = await readDatabaseRun(server.url).then(
+      () => '',
+      (err: Error) => err.message,
+    );
+    expect(refused).toMatch(/TRON_DB_NAME/);
+    const password = new URL(server.url).password;
+    if (password) expect(refused).not.toContain(`:${password}@`);
   });
 });

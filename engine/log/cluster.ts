@@ -14,6 +14,7 @@ import { InputError } from '../core/errors.ts';
 import type { TronEvent } from '../core/events.ts';
 import { readRunFiles, saveRunFiles } from './pg-run-files.ts';
 import {
+  checkedRunKey,
   DatabaseLostError,
   LeaseLostError,
   type Database,
@@ -179,7 +180,7 @@ export async function readDatabaseRun(
             },
       ]);
     }
-    return { at: found, events: (await readPgRun(db, found, undefined)).events };
+    return { at: checkedRunKey(found, url), events: (await readPgRun(db, found, undefined)).events };
   } finally {
     await db.end();
   }

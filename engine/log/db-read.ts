@@ -26,7 +26,7 @@ import { databaseUrl, repositoryName } from './cluster.ts';
 import { readLines } from './eventlog.ts';
 import { parseEventLine } from './eventlog-line.ts';
 import { repoKey } from './keys.ts';
-import { type Database, openDatabase, type RunKey, redact, runLines } from './pg-log.ts';
+import { checkedRunKey, type Database, openDatabase, type RunKey, redact, runLines } from './pg-log.ts';
 import { readRunFiles, type RunFileName } from './pg-run-files.ts';
 
 /** A database to read runs from, and which of its runs are meant. */
@@ -235,7 +235,7 @@ export async function findRun(db: Database, source: DatabaseSource, run: string 
     args,
   );
   const found = rows[0];
-  if (found) return found;
+  if (found) return checkedRunKey(found, source.url);
   throw new InputError([
     run === undefined
       ? { code: 'TRON_NO_RUN', path: where, message: 'the database holds no run yet; start one with `tron start`' }

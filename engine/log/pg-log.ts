@@ -16,6 +16,8 @@
 import { renameSync, writeFileSync } from 'node:fs';
 import pg from 'pg';
 import { InputError } from '../core/errors.ts';
+import { redactUrlSecrets } from '../core/database-url.ts';
+import { isPlainName, isRunId, shownName } from '../core/names.ts';
 import type { Clock } from '../core/clock.ts';
 import type { EventBody, TronEvent } from '../core/events.ts';
 import { coded, type FaultCode, type InputCode } from '../core/problems.ts';
@@ -220,7 +222,7 @@ export class DatabaseLostError extends Error {
 
 /** A URL without its password, for messages. */
 export function redact(url: string): string {
-  return url.replace(/(\/\/[^:/@]+:)[^@]*@/, '$1***@');
+  return redactUrlSecrets(url);
 }
 
 /** A connection to tron's database, its schema migrated. */
@@ -295,6 +297,23 @@ export interface RunKey {
   run: string;
 }
 
+/**
+ * A run's key as the table holds it, checked: its run id and repository become folders
+ * (`.tron/runs/<run>/`, a view's `tron-view/<repository>/<run>/`), so a row whose names
+ * are paths — written by anyone but tron — is refused with TRON_DB_NAME, never followed.
+ */
+export function checkedRunKey(at: RunKey, url: string): RunKey {
+  if (isRunId(at.run) && isPlainName(at.repository)) return at;
+  const bad = isRunId(at.run) ? `repository ${shownName(at.repository)}` : `run ${shownName(at.run)}`;
+  throw new InputError([
+    {
+      code: 'TRON_DB_NAME',
+      path: `${redact(url)}: tron_events`,
+      message: `the table holds a ${bad}, a name tron never writes (it would be a path out of the run directory); nothing was written for it — remove its rows as the database's owner, and check who holds the engine's role`,
+    },
+  ]);
+}
+
 /** The lines of one run, in seq order. */
 export async function runLines(db: Database, at: RunKey): Promise<string[]> {
   const { rows } = await db.client.query<{ line: string }>('select line from tron_events where repository = $1 and run = $2 order by seq', [
@@ -318,7 +337,7 @@ export async function latestPgRun(db: Database, repository?: string): Promise<Ru
           'select repository, run from tron_events where repository = $1 and seq = 1 order by run desc limit 1',
           [repository],
         );
-  return rows[0];
+  return rows[0] && checkedRunKey(rows[0], db.url);
 }
 
 /**

@@ -33,11 +33,15 @@ export async function saveRunFiles(db: Database, lease: Lease, run: string, runD
   );
 }
 
-/** The fixed files the table holds for a run, by name. */
+/**
+ * The fixed files the table holds for a run, by name: only the names tron keeps there
+ * (RUN_FILES). Its readers write them into a run directory by that name, so a row of any
+ * other name — `../../x`, written by anyone but tron — is left out, never a path.
+ */
 export async function readRunFiles(db: Database, at: RunKey): Promise<Partial<Record<RunFileName, string>>> {
-  const { rows } = await db.client.query<{ name: RunFileName; body: string }>(
+  const { rows } = await db.client.query<{ name: string; body: string }>(
     'select name, body from tron_run_files where repository = $1 and run = $2',
     [at.repository, at.run],
   );
-  return Object.fromEntries(rows.map((r) => [r.name, r.body]));
+  return Object.fromEntries(rows.filter((r) => (RUN_FILES as readonly string[]).includes(r.name)).map((r) => [r.name, r.body]));
 }

@@ -32,12 +32,14 @@ const duration = z
   .refine((s) => parseDuration(s) !== undefined, { message: 'a duration like "90s", "20m" or "1h"' })
   .refine((s) => parseDuration(s) !== 0, { message: 'must be longer than 0s; a zero budget would fail every turn' });
 
-/** A branch name git would accept (the common rules of `git check-ref-format --branch`). */
-const branch = z
-  .string()
-  .refine((s) => /^(?!-)(?!.*\.\.)(?!.*\/\/)(?!.*@\{)[^\s~^:?*[\\\x00-\x1f\x7f]+$/.test(s) && !/(^|\/)\.|\.lock$|[/.]$/.test(s), {
-    message: 'not a valid branch name; write the name of the branch blocks land on, e.g. "main"',
-  });
+/** Whether `s` is a branch name git would accept (the common rules of `git check-ref-format --branch`): never a path out of refs/heads/. */
+export function isBranchName(s: string): boolean {
+  return /^(?!-)(?!.*\.\.)(?!.*\/\/)(?!.*@\{)[^\s~^:?*[\\\x00-\x1f\x7f]+$/.test(s) && !/(^|\/)\.|\.lock$|[/.]$/.test(s);
+}
+
+const branch = z.string().refine(isBranchName, {
+  message: 'not a valid branch name; write the name of the branch blocks land on, e.g. "main"',
+});
 
 const TimeoutsTable = z.strictObject({
   turn: duration.default(CONFIG_DEFAULTS.timeouts.turn),

@@ -11,6 +11,7 @@ import { z } from 'zod';
 import { loadConfig, type Config } from './config.ts';
 import { parseToml, schemaProblems, type IssueStyle } from './config-problems.ts';
 import { InputError, type Problem } from '../core/errors.ts';
+import { BLOCK_ID } from '../core/names.ts';
 import { checkRegister } from './register-rules.ts';
 
 export { checkRegister, dependencyCycles, selfDependencies, unknownDependencies } from './register-rules.ts';
@@ -21,8 +22,8 @@ export const BLOCKS_DIR = '.tron/blocks';
 /** The largest block file: its brief goes into every prompt of the block. */
 export const BLOCK_FILE_LIMIT = 256 * 1024;
 
-/** A block id is its file name without `.md`. */
-export const BLOCK_ID = /^[a-z0-9][a-z0-9-]{0,62}$/;
+/** A block id is its file name without `.md` (its shape: engine/core/names.ts). */
+export { BLOCK_ID };
 
 /** One unit of work, as the register file states it. */
 export interface Block {

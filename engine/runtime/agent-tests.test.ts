@@ -3,7 +3,7 @@
  * with the queue between them replaced by a direct call (the queue itself, its attempts
  * and fencing are tested against PostgreSQL in engine/commands/agent-tests.e2e.test.ts).
  */
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync, chmodSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync, chmodSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it, onTestFinished } from 'vitest';
@@ -319,6 +319,38 @@ describe('test runs on agents', () => {
       ok: false,
       error: { message: expect.stringContaining(`origin's refs/tron/test/${s.next} holds ${s.trunk}, not ${s.next}, the sha to test`) },
     });
+  });
+
+  it('has an agent refuse a job whose run id, block or log name is a path, before anything is written', async () => {
+    const s = await setup();
+    const agent = await s.agent(NO_SANDBOX);
+    await testGit(s.fx.repo, 'push', '-q', 'origin', `${s.next}:refs/tron/test/${s.next}`);
+    const request = (over: Partial<SuiteRequest>): SuiteRequest => ({
+      ...at(s.next),
+      ref: `refs/tron/test/${s.next}`,
+      test: 'echo ran > ran.txt',
+      testMs: 10_000,
+      testEnv: [],
+      testNetwork: false,
+      ...over,
+    });
+    // From the clone's .git/tron-agent/<run>/, each climbs to the scratch folder the clone is in.
+    const planted: Array<[string, SuiteRequest, RegExp]> = [
+      ['../../../escaped-run', request({}), /run "\.\.\/\.\.\/\.\.\/escaped-run"/],
+      ['x', request({ log: '../../../../escaped-log' }), /log "\.\.\/\.\.\/\.\.\/\.\.\/escaped-log"/],
+      ['x', request({ block: '../../../../escaped-block' }), /block "\.\.\/\.\.\/\.\.\/\.\.\/escaped-block"/],
+    ];
+    for (const [run, req, said] of planted) {
+      const result = await runSuiteHere(
+        agent,
+        { attempt: 1, kind: 'tests.queued', role: 'test', request: req },
+        { repository: 'r', run, seq: 1 },
+        'a',
+      );
+      expect(result).toEqual({ ok: false, error: { message: expect.stringMatching(said) } });
+    }
+    expect(readdirSync(s.scratch).filter((f) => f.startsWith('escaped'))).toEqual([]);
+    expect(existsSync(join(s.scratch, 'clone-1', '.git', 'tron-agent'))).toBe(false);
   });
 
   describe.skipIf(BWRAP_SKIP)('in the sandbox', () => {

@@ -31,6 +31,7 @@ import * as git from '../git/index.ts';
 import { deleteRemoteRefs, fetchRef, listRemoteRefs, pushRef, type Remote } from '../git/remote.ts';
 import { gitOut } from '../git/run.ts';
 import type { Claimed, JobKey, JobResult, QueuedJob } from '../log/pg-jobs.ts';
+import { refusedJobNames } from './job-names.ts';
 import { checkout, runSuite, type SuiteRun } from './effects/checkouts.ts';
 import { type EffectContext, errorLine } from './effects/context.ts';
 import type { RemoteSuites, SuiteAt } from './effects/suites.ts';
@@ -259,6 +260,8 @@ export type AgentBase = Omit<EffectContext, 'runDir' | 'input' | 'turns'> & { re
  */
 export async function runSuiteHere(base: AgentBase, claimed: Claimed, key: JobKey, agent: string, stop?: AbortSignal): Promise<JobResult> {
   const r = claimed.request as SuiteRequest;
+  const refused = refusedJobNames(key, { block: r.block, log: r.log });
+  if (refused) return { ok: false, error: { message: refused } };
   const runDir = join(base.repo, '.git', 'tron-agent', key.run);
   mkdirSync(runDir, { recursive: true });
   const fx: EffectContext = {

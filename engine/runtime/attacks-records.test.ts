@@ -7,14 +7,14 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { appendFileSync, copyFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { appendFileSync, copyFileSync, existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { configFile, makeProject, ofType, runTron, type RunResult } from '../testing/project.ts';
 import type { TestRepo } from '../testing/repo.ts';
 import { answerCommand } from '../commands/answer.ts';
 import { ManualClock, systemClock } from '../core/clock.ts';
 import { EventLog } from '../log/eventlog.ts';
-import { repoKey } from '../log/keys.ts';
+import { repoKey, sign } from '../log/keys.ts';
 import { writeAnswer } from './inbox.ts';
 import { isSameProcess, processStartTime } from '../os/proc.ts';
 
@@ -104,6 +104,27 @@ describe('a forged operator answer', () => {
     expect(ofType(third.events, 'operator.answered')).toEqual([]);
   });
 
+  it('leaves unread, unmoved and out of the log an inbox file whose name tron answer never writes, and says so with its code', async () => {
+    const forged = JSON.stringify({ block: 'x', word: 'ABANDON', payload: { reason: 'forged' }, line: '>>ABANDON', written_at: 1 });
+    const repo = await parkedProject();
+    const key = repoKey(repo.dir, { create: true }).key;
+    const inbox = join(repo.dir, '.tron', 'inbox');
+    // A real answer, renamed: its signature holds, its name is not one tron writes.
+    const real = writeAnswer(repo.dir, 'x', '>>ABANDON {"reason":"renamed"}', new ManualClock(5), key);
+    copyFileSync(join(inbox, real), join(inbox, 'notes.json'));
+    rmSync(join(inbox, real));
+    writeFileSync(join(inbox, 'a\nb\u001b[2J.json'), forged);
+    const run = await runTron(repo);
+    expect(run.exit).toBe(3);
+    const said = run.output.filter((l) => l.includes('TRON_INBOX_FILE'));
+    expect(said).toHaveLength(2);
+    expect(said.join('\n')).toContain('"a\\nb\\u001b[2J.json" is not a name `tron answer` writes');
+    expect(said.join('\n')).not.toContain('\u001b');
+    expect(ofType(run.events, 'inbox.refused')).toEqual([]);
+    expect(ofType(run.events, 'operator.answered')).toEqual([]);
+    expect(readdirSync(inbox).sort()).toEqual(['a\nb\u001b[2J.json', 'notes.json']);
+  });
+
   it('refuses a signed answer for a block the run does not have, and the run still finishes', async () => {
     const repo = await parkedProject();
     const key = repoKey(repo.dir, { create: true }).key;
@@ -116,6 +137,35 @@ describe('a forged operator answer', () => {
 });
 
 describe('forged lines in the event log', () => {
+  it('sets aside a signed operator.answered line whose file is a path (a stolen key): nothing is moved, the repository keeps its .git', async () => {
+    const repo = await parkedProject();
+    const first = await runTron(repo);
+    const key = repoKey(repo.dir)!.key;
+    // The chain goes on from the log's last line, as the engine's own next line would.
+    const last = readFileSync(eventsFile(first), 'utf8').trimEnd().split('\n').at(-1)!;
+    const chain = /"mac":"([0-9a-f]{32})"\}$/.exec(last)![1]!;
+    const trunk = await repo.git('rev-parse', 'main');
+    const line = JSON.stringify({
+      v: 2,
+      seq: first.events.length + 1,
+      ts: Date.now(),
+      type: 'operator.answered',
+      block: 'x',
+      word: 'RETRY',
+      payload: { guidance: 'go on' },
+      file: '../../.git',
+      trunk_sha: trunk,
+    });
+    appendFileSync(eventsFile(first), `${line.slice(0, -1)},"mac":"${sign(key, chain, line)}"}\n`);
+    const next = await runTron(repo);
+    expect(existsSync(join(repo.dir, '.git', 'HEAD'))).toBe(true);
+    expect(await repo.git('rev-parse', 'main')).toBe(trunk);
+    // Signed, yet not a line of tron's: the log is set aside as foreign, and the run goes on.
+    expect(ofType(next.events, 'log.foreign')).toMatchObject([{ detail: expect.stringContaining('operator.answered: file') }]);
+    expect(ofType(next.events, 'operator.answered')).toEqual([]);
+    expect(next.exit).toBe(3);
+  });
+
   it('sets aside a line appended after run.finished with the right seq: the next start neither acts on it nor refuses', async () => {
     const repo = await parkedProject();
     const first = await runTron(repo);
@@ -129,6 +179,31 @@ describe('forged lines in the event log', () => {
     expect(ofType(next.events, 'log.foreign')).toMatchObject([{ lines: [seq, seq + 1] }]);
     expect(ofType(next.events, 'block.recovered').find((e) => e.block === 'x')).toMatchObject({ phase: 'parked' });
     expect(next.output.join('\n')).toContain('holds lines tron did not write');
+  });
+
+  it("removes no lock file a signed land.intent names with a path (a stolen key): the user's Cargo.lock stays", async () => {
+    const repo = await parkedProject();
+    const first = await runTron(repo);
+    writeFileSync(join(repo.dir, 'Cargo.lock'), "# the user's lock file\n");
+    const trunk = await repo.git('rev-parse', 'main');
+    // From .git/refs/tron/landed/ (and .git/refs/heads/tron/), four and five levels up are the work tree.
+    const log = EventLog.open(first.runDir, { clock: systemClock, key: repoKey(repo.dir)!.key });
+    log.append({
+      type: 'land.intent',
+      stack: 1,
+      sha: trunk,
+      from: trunk,
+      tested: 'lane',
+      blocks: [
+        { block: '../../../../Cargo', sha: trunk },
+        { block: '../../../../../Cargo', sha: trunk },
+      ],
+    });
+    log.close();
+    const next = await runTron(repo);
+    expect(existsSync(join(repo.dir, 'Cargo.lock'))).toBe(true);
+    expect(ofType(next.events, 'lock.cleared')).toEqual([]);
+    expect(next.exit).toBe(3);
   });
 
   it('does not kill a stranger named by a forged worker.spawned, unsigned or signed with a stolen key', async () => {

@@ -8,11 +8,17 @@
  * (engine/log/keys.ts), which the engine checks. A file in the inbox without a valid
  * signature — one a worker wrote, say, or a copy of an answer already acted on (older than
  * the block's last answer) — is refused with an `inbox.refused` note and moved aside.
+ *
+ * A file's name becomes a path (it is moved) and a field of events: only a name of the shape
+ * `tron answer` writes (engine/core/names.ts ANSWER_FILE) is ever read, moved or recorded.
+ * A `.json` file of any other name is left where it is, said once with TRON_INBOX_FILE.
  */
 import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { z } from 'zod';
 import { InputError } from '../core/errors.ts';
+import { BLOCK_ID, isAnswerFile, shownName } from '../core/names.ts';
+import { coded } from '../core/problems.ts';
 import { parseReply } from '../gateway/parse.ts';
 import type { Clock } from '../core/clock.ts';
 import { sign } from '../log/keys.ts';
@@ -63,6 +69,12 @@ export function parseAnswer(block: string, line: string): { word: string; payloa
  * half of one. `by` names who answered when it is not the console (`tron serve`).
  */
 export function writeAnswer(repo: string, block: string, line: string, clock: Clock, key: Buffer, by?: string): string {
+  // The block becomes part of a file name: its callers check it is one of the register's; this checks its shape.
+  if (!BLOCK_ID.test(block)) {
+    throw new InputError([
+      { code: 'TRON_ANSWER_BLOCK', path: shownName(block), message: 'not a block id (lowercase letters, digits and -)' },
+    ]);
+  }
   const { word, payload } = parseAnswer(block, line);
   const dir = join(repo, INBOX_DIR);
   mkdirSync(dir, { recursive: true });
@@ -81,17 +93,26 @@ const MAX_ANSWER_BYTES = 1024 * 1024;
 
 /**
  * The answers waiting in the inbox, oldest first, each signed by `tron answer` with
- * `key`; every other file is refused (unreadable, not an answer, unsigned, or signed with
- * another key). Files named in `skip` were seen already.
+ * `key`; every other file of an answer's name is refused (unreadable, not an answer,
+ * unsigned, or signed with another key). A `.json` file whose name `tron answer` never
+ * writes is `strange`: not read at all. Files named in `skip` were seen already.
  */
-export function readInbox(repo: string, key: Buffer, skip: ReadonlySet<string> = new Set()): { answers: Answer[]; refused: Refused[] } {
+export function readInbox(
+  repo: string,
+  key: Buffer,
+  skip: ReadonlySet<string> = new Set(),
+): { answers: Answer[]; refused: Refused[]; strange: string[] } {
   const dir = join(repo, INBOX_DIR);
-  const out = { answers: [] as Answer[], refused: [] as Refused[] };
+  const out = { answers: [] as Answer[], refused: [] as Refused[], strange: [] as string[] };
   if (!existsSync(dir)) return out;
   for (const file of readdirSync(dir)
     .filter((f) => f.endsWith('.json') && !f.startsWith('.'))
     .sort()) {
     if (skip.has(file)) continue;
+    if (!isAnswerFile(file)) {
+      out.strange.push(file);
+      continue;
+    }
     let answer: Answer;
     try {
       const full = join(dir, file);
@@ -121,14 +142,20 @@ export function readInbox(repo: string, key: Buffer, skip: ReadonlySet<string> =
 
 /** Moves a refused inbox file out of the inbox into the run's `answers/refused/`, where the operator can read it. */
 export function refuseAnswer(repo: string, file: string, runDir: string): void {
+  if (!isAnswerFile(file)) return;
   const from = join(repo, INBOX_DIR, file);
   if (!existsSync(from)) return;
   mkdirSync(join(runDir, 'answers', 'refused'), { recursive: true });
   renameSync(from, join(runDir, 'answers', 'refused', file));
 }
 
-/** Moves a consumed answer out of the inbox into the run directory. */
+/**
+ * Moves a consumed answer out of the inbox into the run directory. `file` comes from an
+ * event (recovery reads it from the last run's log): a name `tron answer` does not write
+ * is never a path, whatever a line says (`"../../.git"` moved the repository's git away).
+ */
 export function consumeAnswer(repo: string, file: string, runDir: string): void {
+  if (!isAnswerFile(file)) return;
   const from = join(repo, INBOX_DIR, file);
   if (!existsSync(from)) return;
   mkdirSync(join(runDir, 'answers'), { recursive: true });
@@ -192,9 +219,17 @@ export class InboxReader {
     }
   }
 
-  /** New answer files, as operator.answered inputs (each file once); the others refused with a note. */
+  /** New answer files, as operator.answered inputs (each file once); the others refused with a note, or said (strange names). */
   async read(state: Parameters<typeof sortAnswers>[1]): Promise<EventBody[]> {
-    const { accepted, refused } = sortAnswers(readInbox(this.o.repo, this.o.key, this.seen), state);
+    const inbox = readInbox(this.o.repo, this.o.key, this.seen);
+    for (const file of inbox.strange) {
+      // Never a path nor a field of an event: said once, by its escaped name, and left alone.
+      this.seen.add(file);
+      this.o.print(
+        `tron: ${coded('TRON_INBOX_FILE', `${INBOX_DIR}/${shownName(file)} is not a name \`tron answer\` writes (<ms>-<block>.json); it was not read — remove it, and answer with \`tron answer\``)}`,
+      );
+    }
+    const { accepted, refused } = sortAnswers(inbox, state);
     for (const r of refused) {
       this.seen.add(r.file);
       refuseAnswer(this.o.repo, r.file, this.o.runDir);

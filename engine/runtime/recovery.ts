@@ -28,6 +28,8 @@ import type { Clock } from '../core/clock.ts';
 import { hasMarker, isSameProcess, killGroup } from '../os/proc.ts';
 import { keyOfRunDir } from '../log/keys.ts';
 import * as git from '../git/index.ts';
+import { BLOCK_ID } from '../core/names.ts';
+import { isBranchName } from '../project/config.ts';
 import { blockChangedInRun } from './effects/engine-files.ts';
 
 export interface Recovery {
@@ -204,7 +206,10 @@ export async function clearInterruptedLanding(repo: string, events: readonly Tro
     if (e.type === 'land.refused' && open?.stack === e.stack) open = undefined;
   }
   if (!open || !started || started.type !== 'run.started') return [];
-  const ids = open.blocks.map((b) => b.block);
+  // Names from the log become lock files' paths: only a branch's and blocks' names (a forged line's "../../Cargo" is not one).
+  if (!isBranchName(started.trunk)) return [];
+  const ids = open.blocks.map((b) => b.block).filter((id) => BLOCK_ID.test(id));
+  if (ids.length === 0) return [];
   const removed = await git.clearLandingLocks(repo, started.trunk, ids);
   return removed.map((file) => ({
     type: 'lock.cleared',

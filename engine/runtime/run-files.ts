@@ -2,6 +2,10 @@
  * What a run starts from: its fixed files (manifest.json, the spine that drives it) and
  * the first inputs the loop feeds itself — run.started with the numbers it runs by, and
  * the register as loaded.
+ *
+ * The manifest is read by whoever reads the run (its directory, and `tron_run_files`,
+ * which the database's readers' role may read): no secret goes in — the database URL's
+ * password, a URL's user part, a notification webhook's path are written as `***`.
  */
 import { copyFileSync, mkdirSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
@@ -14,6 +18,7 @@ import type { Spine } from '../spine/spine.ts';
 import type { Sandbox } from '../workers/sandbox.ts';
 import type { EngineOptions } from './options.ts';
 import { redactUrl } from '../git/remote.ts';
+import { redactUrlSecrets } from '../core/database-url.ts';
 
 /** The run.started input: the run's id, trunk, and every number it runs by. */
 export function runStarted(
@@ -100,12 +105,32 @@ export function writeRunFiles(
     started_at: new Date(o.startedAt).toISOString(),
     trunk: o.config.trunk,
     trunk_sha: o.trunkSha,
-    config: { ...o.config, workers: undefined },
-    workers: o.config.workers,
+    config: { ...withoutSecrets(o.config), workers: undefined },
+    workers: withoutSecrets(o.config.workers),
     ...(o.sandbox
       ? { sandbox: { mode: o.config.sandbox.mode, used: o.sandbox.kind, ...(o.sandbox.why ? { why: o.sandbox.why } : {}) } }
       : {}),
     host: { hostname: hostname(), platform: process.platform, arch: process.arch, node: process.version },
   };
   writeFileSync(join(o.runDir, 'manifest.json'), `${JSON.stringify(manifest, null, 2)}\n`);
+}
+
+/**
+ * `value` with every URL's secrets as `***` (engine/core/database-url.ts) — the database's
+ * password, a user part, a password parameter — and a notification webhook's path and
+ * query hidden too: a chat webhook's path is its secret (`/services/T…/B…/…`).
+ */
+export function withoutSecrets<T>(value: T): T {
+  return hide(value, []) as T;
+}
+
+function hide(value: unknown, path: readonly string[]): unknown {
+  if (typeof value === 'string') {
+    if (!/^[a-z][a-z0-9+.-]*:\/\//i.test(value)) return value;
+    const url = redactUrlSecrets(value);
+    return path.join('.') === 'notify.webhook' ? url.replace(/^([a-z][a-z0-9+.-]*:\/\/[^/?#]*)[/?#][\s\S]+$/i, '$1/***') : url;
+  }
+  if (Array.isArray(value)) return value.map((v) => hide(v, path));
+  if (value && typeof value === 'object') return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, hide(v, [...path, k])]));
+  return value;
 }

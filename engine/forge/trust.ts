@@ -124,7 +124,13 @@ export class TrustingForge implements Forge {
         });
         return false;
       })();
-      verdict.catch(() => this.labelled.delete(key));
+      // Only a yes is kept (until the issue changes): a no is asked again, so a trusted person's labelling counts at once.
+      verdict.then(
+        (yes) => {
+          if (!yes) this.labelled.delete(key);
+        },
+        () => this.labelled.delete(key),
+      );
       if (issue.updatedAt) this.labelled.set(key, verdict);
     }
     return verdict;

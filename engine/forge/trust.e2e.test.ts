@@ -29,10 +29,12 @@ echo ">>DONE"
 
 const BLOCK = 'gh-1-add-a-greeting';
 
-async function setup(forge: string): Promise<ForgeProject> {
-  const p = await forgeProject({ builder: BUILDER, forge });
+async function setup(forge: string, intake = ''): Promise<ForgeProject> {
+  const p = await forgeProject({ builder: BUILDER, forge, intake });
   onTestFinished(() => p.cleanup());
   p.gh.person('mallory', { association: 'NONE', role: 'read' });
+  // Triage may close and label on GitHub, without write access.
+  p.gh.person('tess', { association: 'COLLABORATOR', role: 'triage' });
   p.gh.openIssue({ title: 'Add a greeting', body: '- [ ] greeting.txt greets', labels: ['tron'] });
   return p;
 }
@@ -128,5 +130,25 @@ describe('a stranger on the forge', () => {
     expect(red).toHaveLength(1);
     expect(await p.bare.git('show', 'main:greeting.txt')).toBe('hello');
     expect(ofType(events(p), 'forge.ignored')).toMatchObject([{ who: 'mallory-ci', what: 'check' }]);
+  });
+
+  it('does not stop a block when someone without write access closes its issue or takes its label off', async () => {
+    const p = await setup('land = "pr"\nrequire_human_approval = true\n', 'poll = "100ms"\n');
+    const running = start(p);
+    await until(() => waits(p) > 0, 'tron to wait for an approval');
+    p.gh.editIssue(1, { labels: [], by: 'tess' });
+    p.gh.editIssue(1, { state: 'closed', by: 'tess', comment: 'closing this, not needed' });
+    await until(() => ofType(events(p), 'forge.ignored').length >= 2, 'the unlabelling and the closing to be noted');
+    const before = waits(p);
+    await until(() => waits(p) >= before + 2, 'tron to go on waiting');
+    expect(ofType(events(p), 'issue.withdrawn')).toEqual([]);
+    await p.gh.review(p.gh.pulls()[0]!.number, { state: 'APPROVED', user: 'ada' });
+    expect(await running).toBe(0);
+    expect(ofType(events(p), 'block.landed')).toHaveLength(1);
+    expect(
+      ofType(events(p), 'forge.ignored')
+        .map((e) => `${e.who} ${e.what} #${e.issue}`)
+        .sort(),
+    ).toEqual(['tess closing #1', 'tess label #1']);
   });
 });

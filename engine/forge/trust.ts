@@ -137,7 +137,7 @@ export class TrustingForge implements Forge {
   }
 
   async issue(number: number): Promise<ForgeIssue | undefined> {
-    const issue = await this.inner.issue(number);
+    let issue = await this.inner.issue(number);
     if (!issue) return issue;
     if (issue.state === 'closed' && issue.closedBy && !(await this.mayClose(issue.closedBy, issue.author))) {
       this.people.ignore({
@@ -147,8 +147,9 @@ export class TrustingForge implements Forge {
         why: `${issue.closedBy} closed #${number}, but is not someone [forge] trusted names nor its author: tron goes on as if it were open`,
       });
       const { closedBy: _, ...open } = issue;
-      return { ...open, state: 'open' };
+      issue = { ...open, state: 'open' };
     }
+    // Open (or as good as open): the label, too, counts as its last trusted change left it.
     const label = this.label;
     if (issue.state === 'open' && label && !issue.labels.includes(label)) {
       const change = await this.inner.labelChange(number, label);

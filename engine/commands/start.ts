@@ -42,6 +42,7 @@ import { dropEarlierJobs, migrateJobs } from '../log/pg-jobs.ts';
 import { bringLatestRun, databaseUrl, repositoryName, type Seat, takeSeat } from '../log/cluster.ts';
 import { forgeAtStart, type ForgeRun, withoutForgeToken } from '../forge/session.ts';
 import { ForgeProgress, tellRecovered } from '../forge/progress.ts';
+import { noteIgnored } from '../forge/trust.ts';
 import { IssuePoller } from '../forge/watch.ts';
 import { watchWake } from '../forge/wake.ts';
 
@@ -336,6 +337,8 @@ async function startHolding(
         return undefined;
       },
     });
+    // [forge] trusted: what strangers said on the forge was ignored; the log says so, once each (engine/forge/trust.ts).
+    if (forgeRun) noteIgnored(forgeRun.forge, (body) => engine.record(body), say);
     // [intake]: an issue closed or unlabelled while its block is under way stops it; with --watch, new and
     // edited issues join the register as they come (engine/forge/watch.ts).
     poller = forgeRun?.intake

@@ -150,7 +150,14 @@ export const EVENT_SCHEMAS = {
           repo: z.string(),
           land: z.enum(['push', 'pr']),
           merge: z.enum(['push', 'queue']).optional().describe("queue: trunk moves through the forge's merge queue (absent: push)"),
-          required_checks: z.array(z.string()).optional().describe("absent: the trunk branch protection's"),
+          required_checks: z
+            .array(z.union([z.string(), z.strictObject({ name: z.string(), app: z.union([z.number(), z.string()]) })]))
+            .optional()
+            .describe("absent: the trunk branch protection's; a check with an app counts only from that app"),
+          trusted: z
+            .union([z.string(), z.array(z.string())])
+            .optional()
+            .describe('[forge] trusted: whose reviews, closings, labels and comments count (absent: "write")'),
           require_human_approval: z.boolean(),
           retries: z.number().int().min(0),
           backoff_ms: z.number().int().positive(),
@@ -813,6 +820,16 @@ export const EVENT_SCHEMAS = {
   'forge.failed': z
     .strictObject({ block, issue: z.number().int().positive(), about: z.string(), error: z.string() })
     .describe("note: a comment on a block's issue was given up after its last attempt; the run goes on regardless."),
+  'forge.ignored': z
+    .strictObject({
+      who: z.string().describe('the forge account (a login, or the app that reported a check)'),
+      what: z.enum(['review', 'comment', 'closing', 'label', 'check']),
+      issue: z.number().int().positive().optional().describe('the issue or pull request number'),
+      why: z.string(),
+    })
+    .describe(
+      "note: something on the forge from someone [forge] trusted does not name (a review, a closing, a label, a comment with tron's marker, a check from another app) was ignored; noted once per account, kind and issue (engine/forge/trust.ts).",
+    ),
 
   // ---- notes ----
   'worker.spawned': z

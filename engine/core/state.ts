@@ -811,6 +811,7 @@ const reducers = {
   'notify.failed': nothing,
   'forge.commented': nothing,
   'forge.failed': nothing,
+  'forge.ignored': nothing,
   // What it stops is decided (engine/core/decide/withdraw.ts) and folds as block.abandoned.
   'issue.withdrawn': nothing,
   'worker.spawned': nothing,

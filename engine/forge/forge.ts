@@ -25,6 +25,10 @@ export interface ForgeIssue {
   author: string;
   /** Who closed it, while it is closed (when the forge says). */
   closedBy?: string;
+  /** The author's standing on the repository as the forge says it (GitHub's `author_association`). */
+  association?: string;
+  /** When it last changed (any edit, label or closing): what a verdict about it is cached by. */
+  updatedAt?: string;
 }
 
 export interface ForgeComment {
@@ -32,6 +36,8 @@ export interface ForgeComment {
   body: string;
   author: string;
   url: string;
+  /** The author's standing on the repository (GitHub's `author_association`). */
+  association?: string;
 }
 
 export interface ForgePull {
@@ -52,6 +58,27 @@ export interface ForgeReview {
   author: string;
   /** The sha the review was given on. */
   sha: string;
+  /** The author's standing on the repository (GitHub's `author_association`). */
+  association?: string;
+}
+
+/**
+ * A check that must be green: its name, and the app that must report it (GitHub's app id,
+ * or its slug). Without an app, every app's latest run of the name counts, and any red wins.
+ */
+export interface RequiredCheck {
+  name: string;
+  app?: number | string;
+}
+
+/** A person's role on the repository, as the forge grants it (GitHub's `role_name`), lowest first. */
+export const ROLES = ['none', 'read', 'triage', 'write', 'maintain', 'admin'] as const;
+export type ForgeRole = (typeof ROLES)[number];
+
+/** Who last set or took off a label on an issue (the forge's issue events), and which. */
+export interface LabelChange {
+  action: 'labeled' | 'unlabeled';
+  actor: string;
 }
 
 /** One required check on a sha: green, red (with what it said), or not (yet) reported. */
@@ -61,6 +88,8 @@ export interface ForgeCheck {
   /** A red check's own words: its output's summary and text, or its description. */
   text?: string;
   url?: string;
+  /** Apps whose runs of this name were passed over: the check counts only from the app it names. */
+  ignored?: string[];
 }
 
 /**
@@ -91,10 +120,16 @@ export interface Forge {
   updatePull(number: number, p: { title: string; body: string }): Promise<void>;
   pull(number: number): Promise<ForgePull>;
   reviews(pull: number): Promise<ForgeReview[]>;
-  /** The checks `branch`'s protection requires (empty when it has none). */
-  requiredChecks(branch: string): Promise<string[]>;
-  /** The state on `sha` of each named check: a check run or a commit status of that name. */
-  checks(sha: string, names: readonly string[]): Promise<ForgeCheck[]>;
+  /** The checks `branch`'s protection requires, each with the app it names (empty when it has none). */
+  requiredChecks(branch: string): Promise<RequiredCheck[]>;
+  /** The state on `sha` of each required check: a check run (of its app, when one is named) or a commit status of that name. */
+  checks(sha: string, required: readonly RequiredCheck[]): Promise<ForgeCheck[]>;
+  /** The account the token speaks as: tron's comments are the ones it posted. */
+  self(): Promise<string>;
+  /** `login`'s role on the repository. */
+  role(login: string): Promise<ForgeRole>;
+  /** The last change of `label` on `issue` (who added or took it off), if the forge recorded one. */
+  labelChange(issue: number, label: string): Promise<LabelChange | undefined>;
   /** Puts pull request `pull` in its base branch's merge queue, only while its head is `headSha`. */
   enqueue(pull: ForgePull, headSha: string): Promise<void>;
   /** Where pull request `number` is in the merge queue. */
@@ -121,9 +156,15 @@ export function marker(block: string, kind: string, key = ''): string {
   return `<!-- tron:${block}:${kind}${key ? `:${key}` : ''} -->`;
 }
 
+/** Whether `c` is one of tron's own comments: posted by the token's account and marked. Never the text alone. */
+export function isOwnComment(c: ForgeComment, self: string): boolean {
+  return c.author === self && c.body.includes('<!-- tron:');
+}
+
 /**
- * Posts `body` (with `mark` appended) on `issue` unless a comment with that mark is
- * already there: the id of the comment that says it, and whether it is new.
+ * Posts `body` (with `mark` appended) on `issue` unless a comment with that mark, posted
+ * by tron's own account, is already there: the id of the comment that says it, and
+ * whether it is new. Anyone can write the marker; only tron's account makes it tron's.
  */
 export async function commentOnce(
   forge: Forge,
@@ -131,7 +172,8 @@ export async function commentOnce(
   mark: string,
   body: string,
 ): Promise<{ id: number; url: string; posted: boolean }> {
-  const found = (await forge.comments(issue)).find((c) => c.body.includes(mark));
+  const self = await forge.self();
+  const found = (await forge.comments(issue)).find((c) => c.author === self && c.body.includes(mark));
   if (found) return { id: found.id, url: found.url, posted: false };
   const c = await forge.comment(issue, `${body}\n\n${mark}`);
   return { id: c.id, url: c.url, posted: true };

@@ -98,12 +98,12 @@ describe('the GitHub forge', () => {
   it('reads the required checks of a protected branch, and each one on a sha: check runs and statuses, red with their words, missing when unreported', async () => {
     const sha = await clone.git('rev-parse', 'main');
     gh.protect('main', ['ci/test', 'lint', 'e2e', 'docs']);
-    expect(await forge.requiredChecks('main')).toEqual(['ci/test', 'lint', 'e2e', 'docs']);
+    expect(await forge.requiredChecks('main')).toEqual([{ name: 'ci/test' }, { name: 'lint' }, { name: 'e2e' }, { name: 'docs' }]);
     expect(await forge.requiredChecks('other')).toEqual([]);
     gh.check(sha, { name: 'ci/test', conclusion: 'failure', summary: '1 failed', text: 'FAIL sum.test.js: expected 3, got 4' });
     gh.status(sha, { context: 'lint', state: 'success' });
     gh.check(sha, { name: 'e2e', conclusion: null, status: 'in_progress' });
-    expect(await forge.checks(sha, ['ci/test', 'lint', 'e2e', 'docs'])).toMatchObject([
+    expect(await forge.checks(sha, [{ name: 'ci/test' }, { name: 'lint' }, { name: 'e2e' }, { name: 'docs' }])).toMatchObject([
       { name: 'ci/test', state: 'failure', text: '1 failed\nFAIL sum.test.js: expected 3, got 4' },
       { name: 'lint', state: 'success' },
       { name: 'e2e', state: 'pending' },

@@ -10,7 +10,19 @@
  * Lists are read with `If-None-Match`: an unchanged list is a 304, which costs no rate limit.
  */
 import { Octokit } from '@octokit/rest';
-import { type Forge, ForgeError, type ForgeCheck, type ForgeIssue, type ForgePull, type ForgeQueue, type IssueList } from './forge.ts';
+import {
+  type Forge,
+  ForgeError,
+  type ForgeCheck,
+  type ForgeIssue,
+  type ForgePull,
+  type ForgeQueue,
+  type ForgeRole,
+  type IssueList,
+  type LabelChange,
+  type RequiredCheck,
+  ROLES,
+} from './forge.ts';
 
 /**
  * The merge queue is GraphQL only on GitHub (no REST endpoint enqueues). The mutation
@@ -168,12 +180,60 @@ export class GitHubForge implements Forge {
     const all = await this.call((r, request) =>
       this.api.paginate(this.api.rest.issues.listComments, { ...r, issue_number: issue, per_page: 100, request }),
     );
-    return all.map((c) => ({ id: c.id, body: c.body ?? '', author: c.user?.login ?? '', url: c.html_url }));
+    return all.map((c) => ({
+      id: c.id,
+      body: c.body ?? '',
+      author: c.user?.login ?? '',
+      url: c.html_url,
+      association: c.author_association,
+    }));
   }
 
   async comment(issue: number, body: string) {
     const c = (await this.call((r, request) => this.api.rest.issues.createComment({ ...r, issue_number: issue, body, request }))).data;
-    return { id: c.id, body: c.body ?? '', author: c.user?.login ?? '', url: c.html_url };
+    return { id: c.id, body: c.body ?? '', author: c.user?.login ?? '', url: c.html_url, association: c.author_association };
+  }
+
+  private me: Promise<string> | undefined;
+
+  /** `GET /user`, once: the login the token speaks as. */
+  async self(): Promise<string> {
+    this.me ??= this.call((_r, request) => this.api.rest.users.getAuthenticated({ request })).then(
+      (r) => r.data.login,
+      (err: unknown) => {
+        this.me = undefined;
+        throw err;
+      },
+    );
+    return this.me;
+  }
+
+  async role(login: string): Promise<ForgeRole> {
+    try {
+      const d = (
+        await this.api.rest.repos.getCollaboratorPermissionLevel({
+          owner: this.owner,
+          repo: this.name,
+          username: login,
+          ...(this.timeoutMs && { request: { signal: AbortSignal.timeout(this.timeoutMs) } }),
+        })
+      ).data;
+      // role_name names custom and fine-grained roles' base too; permission is the older, coarser word.
+      const named = (ROLES as readonly string[]).includes(d.role_name) ? (d.role_name as ForgeRole) : undefined;
+      return named ?? ((ROLES as readonly string[]).includes(d.permission) ? (d.permission as ForgeRole) : 'none');
+    } catch (err) {
+      // Not a collaborator, or no such user: no role.
+      if ((err as Failure).status === 404) return 'none';
+      throw classify(err, this.now);
+    }
+  }
+
+  async labelChange(issue: number, label: string): Promise<LabelChange | undefined> {
+    const events = await this.call((r, request) =>
+      this.api.paginate(this.api.rest.issues.listEvents, { ...r, issue_number: issue, per_page: 100, request }),
+    );
+    const last = events.filter((e) => (e.event === 'labeled' || e.event === 'unlabeled') && 'label' in e && e.label?.name === label).at(-1);
+    return last ? { action: last.event as LabelChange['action'], actor: last.actor?.login ?? '' } : undefined;
   }
 
   async closeIssue(issue: number): Promise<void> {
@@ -206,28 +266,41 @@ export class GitHubForge implements Forge {
     const all = await this.call((r, request) =>
       this.api.paginate(this.api.rest.pulls.listReviews, { ...r, pull_number: pull, per_page: 100, request }),
     );
-    return all.map((x) => ({ state: x.state as 'APPROVED', body: x.body ?? '', author: x.user?.login ?? '', sha: x.commit_id ?? '' }));
+    return all.map((x) => ({
+      state: x.state as 'APPROVED',
+      body: x.body ?? '',
+      author: x.user?.login ?? '',
+      sha: x.commit_id ?? '',
+      association: x.author_association,
+    }));
   }
 
-  async requiredChecks(branch: string): Promise<string[]> {
+  async requiredChecks(branch: string): Promise<RequiredCheck[]> {
     try {
       const d = (await this.api.rest.repos.getStatusChecksProtection({ owner: this.owner, repo: this.name, branch })).data;
-      return [...new Set([...(d.contexts ?? []), ...(d.checks ?? []).map((c) => c.context)])];
+      // `checks` names the app each check must come from (app_id; null or -1: any app); `contexts` is the older list of names.
+      const pinned = (d.checks ?? []).map(
+        (c): RequiredCheck => ({ name: c.context, ...(c.app_id != null && c.app_id > 0 && { app: c.app_id }) }),
+      );
+      const named = new Set(pinned.map((c) => c.name));
+      return [...pinned, ...[...new Set(d.contexts ?? [])].filter((n) => !named.has(n)).map((name) => ({ name }))];
     } catch (err) {
       if ((err as Failure).status === 404) return [];
       throw classify(err, this.now);
     }
   }
 
-  async checks(sha: string, names: readonly string[]): Promise<ForgeCheck[]> {
+  async checks(sha: string, required: readonly RequiredCheck[]): Promise<ForgeCheck[]> {
     const runs = await this.call((r, request) =>
       this.api.paginate(this.api.rest.checks.listForRef, { ...r, ref: sha, per_page: 100, request }),
     );
     const status = (await this.call((r, request) => this.api.rest.repos.getCombinedStatusForRef({ ...r, ref: sha, request }))).data;
-    return names.map((name): ForgeCheck => {
-      // The latest run of that name wins, as on GitHub's checks tab.
-      const run = runs.filter((c) => c.name === name).sort((a, b) => b.id - a.id)[0];
-      if (run) {
+    return required.map(({ name, app }): ForgeCheck => {
+      const ofName = runs.filter((c) => c.name === name && (app === undefined || c.app?.id === app || c.app?.slug === app));
+      // Each app's latest run of that name, as on GitHub's checks tab; without a named app, any app's red or pending wins.
+      const latest = new Map<number, (typeof runs)[number]>();
+      for (const c of ofName.sort((a, b) => a.id - b.id)) latest.set(c.app?.id ?? 0, c);
+      const verdicts = [...latest.values()].map((run): ForgeCheck => {
         if (run.status !== 'completed') return { name, state: 'pending', ...(run.html_url && { url: run.html_url }) };
         const green = run.conclusion === 'success' || run.conclusion === 'neutral' || run.conclusion === 'skipped';
         const text = [run.output?.summary, run.output?.text].filter(Boolean).join('\n');
@@ -237,7 +310,15 @@ export class GitHubForge implements Forge {
           ...(!green && { text: text || `${name}: ${run.conclusion}` }),
           ...(run.html_url && { url: run.html_url }),
         };
-      }
+      });
+      const others = [
+        ...new Set(runs.filter((c) => c.name === name && !ofName.includes(c)).map((c) => c.app?.slug ?? String(c.app?.id ?? '?'))),
+      ];
+      const ignored = others.length > 0 ? { ignored: others } : {};
+      const worst = verdicts.find((v) => v.state === 'failure') ?? verdicts.find((v) => v.state === 'pending') ?? verdicts[0];
+      if (worst) return { ...worst, ...ignored };
+      // A check pinned to an app counts only from that app's check runs: a commit status names no app.
+      if (app !== undefined) return { name, state: 'missing', ...ignored };
       const s = status.statuses.find((x) => x.context === name);
       if (!s) return { name, state: 'missing' };
       if (s.state === 'success') return { name, state: 'success' };
@@ -289,6 +370,8 @@ interface RawIssue {
   user: { login: string } | null;
   closed_by?: { login: string } | null;
   labels: (string | { name?: string })[];
+  author_association?: string;
+  updated_at?: string;
 }
 
 function issueOf(i: RawIssue): ForgeIssue {
@@ -301,6 +384,8 @@ function issueOf(i: RawIssue): ForgeIssue {
     url: i.html_url,
     author: i.user?.login ?? '',
     ...(i.state === 'closed' && i.closed_by?.login && { closedBy: i.closed_by.login }),
+    ...(i.author_association && { association: i.author_association }),
+    ...(i.updated_at && { updatedAt: i.updated_at }),
   };
 }
 

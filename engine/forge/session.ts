@@ -13,6 +13,7 @@ import { type ForgeSettings, WEBHOOK_SECRET_ENV } from '../project/config.ts';
 import { checkRegister, type Block } from '../project/register.ts';
 import { type Forge, ForgeError } from './forge.ts';
 import { GitHubForge } from './github.ts';
+import { TrustingForge } from './trust.ts';
 import { type Intake, takeIssuesIn } from './sync.ts';
 
 /** The variable used when `token_env` is unset. */
@@ -46,8 +47,12 @@ export function forgeToken(env: Record<string, string | undefined>, settings: Fo
   ]);
 }
 
+/** The forge as the engine reads it: through `[forge] trusted` (engine/forge/trust.ts). */
 export function openForge(settings: ForgeSettings, token: string): Forge {
-  return new GitHubForge({ repo: settings.repo, token, apiUrl: settings.apiUrl, timeoutMs: settings.timeoutMs });
+  return new TrustingForge(
+    new GitHubForge({ repo: settings.repo, token, apiUrl: settings.apiUrl, timeoutMs: settings.timeoutMs }),
+    settings.trusted,
+  );
 }
 
 /** Calls `f`, waiting out rate limits and transient failures up to `settings.retries` times. */

@@ -20,7 +20,7 @@
 import type { EventBody, TronEvent } from '../core/events.ts';
 import type { Block } from '../project/register.ts';
 import { checkRegister } from '../project/register.ts';
-import { type Forge, ForgeError } from './forge.ts';
+import { type Forge, ForgeError, isOwnComment } from './forge.ts';
 import { type Intake, takeIssuesIn } from './sync.ts';
 
 export interface IssuePollerOptions {
@@ -129,7 +129,8 @@ export class IssuePoller {
       const issue = await this.o.forge.issue(number);
       const action = !issue || issue.state === 'closed' ? 'closed' : issue.labels.includes(this.o.label) ? undefined : 'unlabelled';
       if (!action) continue;
-      const said = (await this.o.forge.comments(number)).filter((c) => !c.body.includes('<!-- tron:')).at(-1);
+      const self = await this.o.forge.self();
+      const said = (await this.o.forge.comments(number)).filter((c) => !isOwnComment(c, self)).at(-1);
       this.settled.add(block);
       this.o.onWithdrawn({
         type: 'issue.withdrawn',

@@ -37,10 +37,30 @@ describe('[forge] and [intake]', () => {
     expect(parseConfig(ghe, FILE).config?.forge).toMatchObject({
       apiUrl: 'https://ghe.example/api/v3',
       land: 'pr',
-      requiredChecks: ['ci'],
+      requiredChecks: [{ name: 'ci' }],
       requireHumanApproval: true,
       tokenEnv: 'GHE_TOKEN',
+      trusted: 'write',
     });
+  });
+
+  it('reads whom to trust and the app each required check must come from', () => {
+    const toml = `${MINIMAL}\n[forge]\nrepo = "a/b"\nland = "pr"\ntrusted = ["ada", "ci-bot[bot]"]\nrequired_checks = ["lint", { name = "ci/test", app = "github-actions" }, { name = "e2e", app = 15368 }]\n\n[remote]\n`;
+    expect(parseConfig(toml, FILE).config?.forge).toMatchObject({
+      trusted: ['ada', 'ci-bot[bot]'],
+      requiredChecks: [{ name: 'lint' }, { name: 'ci/test', app: 'github-actions' }, { name: 'e2e', app: 15368 }],
+    });
+    expect(parseConfig(`${MINIMAL}\n[forge]\nrepo = "a/b"\ntrusted = "maintain"\n`, FILE).config?.forge?.trusted).toBe('maintain');
+  });
+
+  it('refuses a trusted that is neither a role tron knows nor a list of logins, and a required check with an unknown key', () => {
+    for (const bad of ['"everyone"', '[]', '["not a login"]']) {
+      const { problems } = parseConfig(`${MINIMAL}\n[forge]\nrepo = "a/b"\ntrusted = ${bad}\n`, FILE);
+      expect(problems).toMatchObject([{ code: 'TRON_CONFIG_INVALID', path: expect.stringMatching(/: forge\.trusted(\[0\])?$/) }]);
+    }
+    const { problems } = parseConfig(`${MINIMAL}\n[forge]\nrepo = "a/b"\nrequired_checks = [{ name = "ci", ap = 1 }]\n`, FILE);
+    expect(problems.map((p) => p.code)).toHaveLength(1);
+    expect(problems[0]!.path).toContain('forge.required_checks');
   });
 
   it('refuses a repo that is not owner/name, an unknown land mode and an unknown key, each at its key', () => {

@@ -157,7 +157,22 @@ const ForgeTable = z.strictObject({
   land: z.enum(FORGE_LAND).default('push'),
   merge: z.enum(FORGE_MERGE).default('push'),
   webhook_secret_env: envName.default(WEBHOOK_SECRET_ENV),
-  required_checks: z.array(z.string().min(1)).optional(),
+  /** A check's name, or its name and the app that must report it (GitHub's app id or slug). */
+  required_checks: z
+    .array(
+      z.union([
+        z.string().min(1),
+        z.strictObject({ name: z.string().min(1), app: z.union([z.number().int().positive(), z.string().min(1)]).optional() }),
+      ]),
+    )
+    .optional(),
+  /** Whose reviews, closings, labels and comments count: a least role on the repository, or these logins. */
+  trusted: z
+    .union([
+      z.enum(['write', 'maintain']),
+      z.array(z.string().regex(/^[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\[bot\])?$/, 'a forge login, e.g. "ada"')).min(1),
+    ])
+    .default('write'),
   require_human_approval: z.boolean().default(false),
   timeout: duration.default('30s'),
   retries: z.number().int().min(0).max(100).default(6),
@@ -283,8 +298,10 @@ export interface ForgeSettings {
   merge: ForgeMerge;
   /** The variable holding the secret `tron serve` checks GitHub's webhook signatures with. */
   webhookSecretEnv: string;
-  /** Checks that must be green on the landing sha; absent: the branch protection's (PR mode). */
-  requiredChecks?: string[];
+  /** Checks that must be green on the landing sha, each with the app it must come from; absent: the branch protection's (PR mode). */
+  requiredChecks?: { name: string; app?: number | string }[];
+  /** Whose reviews, closings, labels and comments count (engine/forge/trust.ts): a least role, or these logins. */
+  trusted: 'write' | 'maintain' | string[];
   requireHumanApproval: boolean;
   timeoutMs: number;
   retries: number;
@@ -459,7 +476,10 @@ function toConfig(raw: z.infer<typeof ConfigTable>): Config {
         land: raw.forge.land,
         merge: raw.forge.merge,
         webhookSecretEnv: raw.forge.webhook_secret_env,
-        ...(raw.forge.required_checks !== undefined && { requiredChecks: raw.forge.required_checks }),
+        ...(raw.forge.required_checks !== undefined && {
+          requiredChecks: raw.forge.required_checks.map((c) => (typeof c === 'string' ? { name: c } : c)),
+        }),
+        trusted: raw.forge.trusted,
         requireHumanApproval: raw.forge.require_human_approval,
         timeoutMs: ms(raw.forge.timeout),
         retries: raw.forge.retries,

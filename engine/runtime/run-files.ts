@@ -68,7 +68,10 @@ export function runStarted(
         repo: o.config.forge.repo,
         land: o.config.forge.land,
         ...(o.config.forge.land === 'pr' && o.config.forge.merge === 'queue' && { merge: 'queue' as const }),
-        ...(o.config.forge.requiredChecks && { required_checks: o.config.forge.requiredChecks }),
+        ...(o.config.forge.requiredChecks && {
+          required_checks: o.config.forge.requiredChecks.map((c) => (c.app === undefined ? c.name : { name: c.name, app: c.app })),
+        }),
+        ...(o.config.forge.trusted !== 'write' && { trusted: o.config.forge.trusted }),
         require_human_approval: o.config.forge.requireHumanApproval,
         retries: o.config.forge.retries,
         backoff_ms: o.config.forge.backoffMs,

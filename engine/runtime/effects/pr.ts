@@ -13,7 +13,7 @@
  * same request run again after a restart, never opens a second pull request.
  */
 import type { EventBody, EventOf } from '../../core/events.ts';
-import { type Forge, ForgeError, type ForgePull, upsertPull } from '../../forge/forge.ts';
+import { type Forge, ForgeError, type ForgePull, isOwnComment, upsertPull } from '../../forge/forge.ts';
 import { watchWake } from '../../forge/wake.ts';
 import { isAncestor } from '../../git/index.ts';
 import { fetchTrunk, pushBranches, readRemote } from '../../git/remote.ts';
@@ -124,7 +124,8 @@ async function observe(c: EffectContext, forge: Forge, r: PrRequest): Promise<Ev
     const { pull } = await upsertPull(forge, { head: `tron/${t.block}`, base: trunk, title: t.title, body: t.body });
     let words: string | undefined;
     if (pull.state === 'closed' && !pull.merged) {
-      const said = (await forge.comments(pull.number)).filter((x) => !x.body.includes('<!-- tron:')).at(-1);
+      const self = await forge.self();
+      const said = (await forge.comments(pull.number)).filter((x) => !isOwnComment(x, self)).at(-1);
       if (said) words = `${said.author}: ${said.body.trim().slice(0, 2000)}`;
     }
     pulls.push({ block: t.block, pull, ...(words !== undefined && { words }) });

@@ -27,8 +27,9 @@ export interface ForgeProject {
   /**
    * Hosted CI: check `name` runs on each pushed tron/* head. `script` is a shell command
    * run in a checkout of the sha; exit 0 is success, and its output is the check's text.
+   * Each call adds one more (in order); `token` reports it as another app (`gh.appToken`).
    */
-  ci(name: string, script: string): Promise<void>;
+  ci(name: string, script: string, token?: string): Promise<void>;
   cleanup(): Promise<void>;
 }
 
@@ -62,6 +63,7 @@ export async function forgeProject(opts: {
   await repo.git('push', '-q', bare.dir, 'main');
   await repo.git('remote', 'add', 'origin', served.url);
   await repo.git('fetch', '-q', 'origin');
+  const cis: Ci[] = [];
   return {
     repo,
     bare,
@@ -69,7 +71,10 @@ export async function forgeProject(opts: {
     gh,
     out,
     env: envOf(gh),
-    ci: (name, script) => installCi(bare, gh, name, script, out),
+    ci: (name, script, token) => {
+      cis.push({ name, script, token: token ?? gh.token });
+      return installCis(bare, gh, cis, out);
+    },
     async cleanup() {
       await gh.close();
       await served.stop().catch(() => undefined);
@@ -78,12 +83,24 @@ export async function forgeProject(opts: {
   };
 }
 
+/** One hosted CI: the check it reports, what it runs, and the token (the app) it reports with. */
+interface Ci {
+  name: string;
+  script: string;
+  token: string;
+}
+
 /**
  * Hosted CI for tests: a post-receive hook on `bare` that, on every push of a `tron/*`
  * branch, runs `script` in a checkout of the pushed sha (under `scratch`) and reports check
  * `name` on that sha through the test GitHub server's API, as a CI app would.
  */
 export async function installCi(bare: BareRemote, gh: GitHubServer, name: string, script: string, scratch: string): Promise<void> {
+  await installCis(bare, gh, [{ name, script, token: gh.token }], scratch);
+}
+
+/** Several hosted CIs in one post-receive hook, reported in order, each with its own token. */
+async function installCis(bare: BareRemote, gh: GitHubServer, cis: readonly Ci[], scratch: string): Promise<void> {
   const hook = `#!/usr/bin/env node
 const { execFileSync, spawnSync } = require('node:child_process');
 const { mkdtempSync, rmSync } = require('node:fs');
@@ -92,18 +109,20 @@ const lines = require('node:fs').readFileSync(0, 'utf8').trim().split('\\n');
   for (const line of lines) {
     const [, sha, ref] = line.split(' ');
     if (!ref || !ref.startsWith('refs/heads/tron/') || /^0+$/.test(sha)) continue;
-    const dir = mkdtempSync(${JSON.stringify(join(scratch, 'ci-'))});
-    execFileSync('git', ['--work-tree', dir, 'checkout', '-f', sha, '--', '.'], { env: { ...process.env, GIT_INDEX_FILE: dir + '.index' } });
-    const run = spawnSync('sh', ['-c', ${JSON.stringify(script)}], { cwd: dir, encoding: 'utf8' });
-    rmSync(dir, { recursive: true, force: true });
-    rmSync(dir + '.index', { force: true });
-    const ok = run.status === 0;
-    await fetch(${JSON.stringify(`${gh.url}/repos/${gh.owner}/${gh.repo}/check-runs`)}, {
-      method: 'POST',
-      headers: { authorization: 'token ${gh.token}', 'content-type': 'application/json' },
-      body: JSON.stringify({ name: ${JSON.stringify(name)}, head_sha: sha, status: 'completed', conclusion: ok ? 'success' : 'failure',
-        output: { title: ${JSON.stringify(name)}, summary: ok ? 'passed' : 'failed', text: (run.stdout || '') + (run.stderr || '') } }),
-    });
+    for (const ci of ${JSON.stringify(cis)}) {
+      const dir = mkdtempSync(${JSON.stringify(join(scratch, 'ci-'))});
+      execFileSync('git', ['--work-tree', dir, 'checkout', '-f', sha, '--', '.'], { env: { ...process.env, GIT_INDEX_FILE: dir + '.index' } });
+      const run = spawnSync('sh', ['-c', ci.script], { cwd: dir, encoding: 'utf8' });
+      rmSync(dir, { recursive: true, force: true });
+      rmSync(dir + '.index', { force: true });
+      const ok = run.status === 0;
+      await fetch(${JSON.stringify(`${gh.url}/repos/${gh.owner}/${gh.repo}/check-runs`)}, {
+        method: 'POST',
+        headers: { authorization: 'token ' + ci.token, 'content-type': 'application/json' },
+        body: JSON.stringify({ name: ci.name, head_sha: sha, status: 'completed', conclusion: ok ? 'success' : 'failure',
+          output: { title: ci.name, summary: ok ? 'passed' : 'failed', text: (run.stdout || '') + (run.stderr || '') } }),
+      });
+    }
   }
 })();
 `;

@@ -219,4 +219,57 @@ describe('the test GitHub server, through Octokit', () => {
       user: { login: 'maintainer' },
     });
   });
+
+  it("models people: each one's author association on what they wrote, their role on the repository, and the token's own account", async () => {
+    gh.person('mallory', { association: 'NONE', role: 'read' });
+    gh.person('tess', { role: 'triage' });
+    expect((await api.rest.users.getAuthenticated()).data.login).toBe(gh.login);
+    const n = gh.openIssue({ title: 'x', user: 'mallory', labels: ['tron'], labelledBy: 'tess' });
+    gh.editIssue(n, { comment: 'me too', by: 'mallory' });
+    gh.editIssue(n, { labels: [], by: 'ada' });
+    await api.rest.issues.createComment({ ...repo(), issue_number: n, body: 'hi' });
+    expect((await api.rest.issues.get({ ...repo(), issue_number: n })).data.author_association).toBe('NONE');
+    expect((await api.rest.issues.listComments({ ...repo(), issue_number: n })).data).toMatchObject([
+      { user: { login: 'mallory' }, author_association: 'NONE' },
+      { user: { login: gh.login }, author_association: 'MEMBER' },
+    ]);
+    expect((await api.rest.issues.listEvents({ ...repo(), issue_number: n })).data).toMatchObject([
+      { event: 'labeled', actor: { login: 'tess' }, label: { name: 'tron' } },
+      { event: 'unlabeled', actor: { login: 'ada' }, label: { name: 'tron' } },
+    ]);
+    const role = async (username: string) => (await api.rest.repos.getCollaboratorPermissionLevel({ ...repo(), username })).data;
+    expect(await role('mallory')).toMatchObject({ permission: 'read', role_name: 'read' });
+    expect(await role('tess')).toMatchObject({
+      permission: 'read',
+      role_name: 'triage',
+      user: { permissions: { triage: true, push: false } },
+    });
+    expect(await role('ada')).toMatchObject({ permission: 'write', role_name: 'write' });
+  });
+
+  it('names the app of every check run, and lets a protection require a check from one app', async () => {
+    const sha = await pushBranch('tron/c', 'c.txt');
+    const other = { id: 666, slug: 'mallory-ci' };
+    await new Octokit({ auth: gh.appToken(other), baseUrl: gh.url, request: { retries: 0 } }).rest.checks.create({
+      ...repo(),
+      name: 'ci/test',
+      head_sha: sha,
+      status: 'completed',
+      conclusion: 'success',
+    });
+    gh.protect('main', [{ context: 'ci/test', app_id: gh.ciApp.id }]);
+    expect((await api.rest.repos.getStatusChecksProtection({ ...repo(), branch: 'main' })).data).toMatchObject({
+      contexts: ['ci/test'],
+      checks: [{ context: 'ci/test', app_id: gh.ciApp.id }],
+    });
+    // Another app's green does not satisfy a check pinned to the CI app.
+    expect((await failure(api.rest.git.updateRef({ ...repo(), ref: 'heads/main', sha }))).status).toBe(422);
+    await api.rest.checks.create({ ...repo(), name: 'ci/test', head_sha: sha, status: 'completed', conclusion: 'success' });
+    expect((await api.rest.checks.listForRef({ ...repo(), ref: sha })).data.check_runs.map((c) => c.app?.slug)).toEqual([
+      'mallory-ci',
+      'github-actions',
+    ]);
+    await api.rest.git.updateRef({ ...repo(), ref: 'heads/main', sha });
+    expect(await bare.git('rev-parse', 'main')).toBe(sha);
+  });
 });

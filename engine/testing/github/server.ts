@@ -17,6 +17,16 @@
  * by git and a call of the API see the same truth. A pull whose head has reached its base
  * branch (a push of trunk) is marked merged, as GitHub does.
  *
+ * People are modelled as GitHub sees them: each login has an `author_association` (on
+ * every issue, comment, pull and review it wrote) and a role on the repository (`GET
+ * /repos/{o}/{r}/collaborators/{user}/permission`); everyone is a MEMBER with write access
+ * unless `person()` says otherwise — a stranger is `{ association: 'NONE', role: 'read' }`.
+ * The token speaks as `login` (`GET /user`): the comments and pulls it makes are that
+ * account's. Labels put on or taken off are issue events with their actor (`GET
+ * /repos/{o}/{r}/issues/{n}/events`). Every check run names the app that reported it (the
+ * token's is `ciApp`; `check()` can name another), and a branch protection's required
+ * checks may each name the app that must report them (`app_id`), as GitHub enforces.
+ *
  * The merge queue is GitHub's GraphQL (no REST endpoint enqueues): `POST /graphql`
  * answers the two operations tron sends — `enqueuePullRequest` (refused unless the queue
  * is on for the base branch, the head is `expectedHeadOid` and the pull's required checks
@@ -35,7 +45,14 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { promisify } from 'node:util';
 import {
+  type App,
+  type Association,
   checkRunOf,
+  labelEventOf,
+  type LabelEvent,
+  permissionOf,
+  type Role,
+  selfOf,
   combinedStatusOf,
   commentOf,
   issueOf,
@@ -78,12 +95,20 @@ export interface GitHubServer {
   repo: string;
   /** The token every request must carry (`Authorization: token …` or `Bearer …`). */
   token: string;
+  /** The account the token speaks as (`GET /user`): its comments and pulls are that login's. */
+  login: string;
+  /** The app the token's check runs are reported by (hosted CI). */
+  ciApp: App;
+  /** A token that speaks as GitHub App `app` (an installation token): the check runs it reports are that app's. */
+  appToken(app: App): string;
+  /** Says who `login` is on the repository: their author association and role (default MEMBER, write). */
+  person(login: string, p: { association?: Association; role?: Role }): void;
   /** Every request so far, in order. */
   seen: Seen[];
   /** Answers the next requests (that match) with these faults, one each, in order. */
   fault(...faults: Fault[]): void;
   /** Opens an issue as a person would; returns its number. */
-  openIssue(i: { title: string; body?: string; labels?: string[]; user?: string }): number;
+  openIssue(i: { title: string; body?: string; labels?: string[]; user?: string; labelledBy?: string }): number;
   /** Edits an issue as a person would. */
   editIssue(
     number: number,
@@ -99,12 +124,12 @@ export interface GitHubServer {
   /** Hosted CI reports a check run on `sha`. */
   check(
     sha: string,
-    c: { name: string; conclusion: CheckRun['conclusion']; status?: CheckRun['status']; text?: string; summary?: string },
+    c: { name: string; conclusion: CheckRun['conclusion']; status?: CheckRun['status']; text?: string; summary?: string; app?: App },
   ): void;
   /** Hosted CI reports a commit status on `sha`. */
   status(sha: string, s: { context: string; state: Status['state']; description?: string }): void;
-  /** Protects `branch`, requiring these checks (contexts) to pass. */
-  protect(branch: string, contexts: string[]): void;
+  /** Protects `branch`, requiring these checks to pass: a context, or a context from one app (`app_id`). */
+  protect(branch: string, checks: (string | { context: string; app_id: number })[]): void;
   /** Turns the merge queue on for `branch`. */
   mergeQueue(branch: string): void;
   /** Hosted CI for merge groups: called with each group's commit when the queue makes it. */
@@ -126,7 +151,9 @@ interface Store {
   reviews: Review[];
   checks: CheckRun[];
   statuses: Status[];
-  protection: Map<string, string[]>;
+  protection: Map<string, { context: string; app_id: number | null }[]>;
+  people: Map<string, { association: Association; role: Role }>;
+  labelEvents: LabelEvent[];
   /** Branches whose merge queue is on. */
   queued: Set<string>;
   /** The merge queue's entries, in order. */
@@ -157,6 +184,10 @@ export async function startGitHubServer(opts: {
   const owner = opts.owner ?? 'acme';
   const repo = opts.repo ?? 'app';
   const token = opts.token ?? 'ghp_testtoken0000000000000000000000000000';
+  const login = 'tron-bot';
+  const ciApp: App = { id: 15368, slug: 'github-actions' };
+  /** Installation tokens, each speaking as its app. */
+  const appTokens = new Map<string, App>();
   const store: Store = {
     next: 1,
     nextId: 1000,
@@ -168,6 +199,8 @@ export async function startGitHubServer(opts: {
     checks: [],
     statuses: [],
     protection: new Map(),
+    people: new Map(),
+    labelEvents: [],
     queued: new Set(),
     entries: [],
     removals: [],
@@ -180,6 +213,8 @@ export async function startGitHubServer(opts: {
   let urls: Urls = { api: '', html: '', owner, repo };
   const now = () => new Date().toISOString().replace(/\.\d+Z$/, 'Z');
   const id = () => store.nextId++;
+  const association = (user: string): Association => store.people.get(user)?.association ?? 'MEMBER';
+  const roleOf = (user: string): Role => store.people.get(user)?.role ?? 'write';
 
   const git = async (...args: string[]) =>
     (
@@ -250,11 +285,11 @@ export async function startGitHubServer(opts: {
       return;
     }
     const required = store.protection.get(pull.base.ref) ?? [];
-    const runs = required.map((ctx) => store.checks.filter((c) => c.head_sha === entry.group && c.name === ctx).at(-1));
+    const runs = required.map((r) => latestRun(entry.group!, r));
     const red = required.filter(
       (_, i) => runs[i]?.status === 'completed' && !['success', 'neutral', 'skipped'].includes(runs[i]!.conclusion ?? ''),
     );
-    if (red.length > 0) return dequeue(entry, `the required check ${red.join(', ')} failed on the merge group`);
+    if (red.length > 0) return dequeue(entry, `the required check ${red.map((r) => r.context).join(', ')} failed on the merge group`);
     if ((await missingChecks(pull.base.ref, entry.group)).length > 0) return;
     await git('update-ref', `refs/heads/${pull.base.ref}`, entry.group, base);
     await git('update-ref', '-d', groupRef(entry));
@@ -370,8 +405,22 @@ export async function startGitHubServer(opts: {
     }
     return l;
   }
-  function setLabels(issue: Issue, names: string[]) {
+  /** Sets `issue`'s labels as `actor` did: each one put on or taken off is an issue event. */
+  function setLabels(issue: Issue, names: string[], actor: string) {
+    const before = new Set(issue.labels.map((l) => l.name));
     issue.labels = [...new Set(names)].map((n) => label(n));
+    const after = new Set(issue.labels.map((l) => l.name));
+    const event = (e: LabelEvent['event'], name: string) =>
+      store.labelEvents.push({
+        id: id(),
+        issue: issue.number,
+        event: e,
+        label: { name, color: label(name).color },
+        actor,
+        created_at: now(),
+      });
+    for (const n of after) if (!before.has(n)) event('labeled', n);
+    for (const n of before) if (!after.has(n)) event('unlabeled', n);
   }
 
   type Handler = (m: RegExpMatchArray, q: URLSearchParams, body: Record<string, unknown>) => Promise<unknown> | unknown;
@@ -391,10 +440,34 @@ export async function startGitHubServer(opts: {
           .filter((i) => wanted.every((w) => i.labels.some((l) => l.name === w)))
           .filter((i) => !since || i.updated_at >= since)
           .sort((a, b) => b.number - a.number)
-          .map((i) => issueOf(urls, i));
+          .map((i) => issueOf(urls, i, association(i.user)));
       },
     ],
-    ['GET', new RegExp(`^${R}/issues/(\\d+)$`), (m) => issueOf(urls, issueOr404(Number(m[1])))],
+    [
+      'GET',
+      new RegExp(`^${R}/issues/(\\d+)$`),
+      (m) => {
+        const issue = issueOr404(Number(m[1]));
+        return issueOf(urls, issue, association(issue.user));
+      },
+    ],
+    [
+      'GET',
+      new RegExp(`^${R}/issues/(\\d+)/events$`),
+      (m) => {
+        issueOr404(Number(m[1]));
+        return store.labelEvents.filter((e) => e.issue === Number(m[1])).map((e) => labelEventOf(urls, e));
+      },
+    ],
+    ['GET', /^\/user$/, () => selfOf(urls, login)],
+    [
+      'GET',
+      new RegExp(`^${R}/collaborators/([^/]+)/permission$`),
+      (m) => {
+        const user = decodeURIComponent(m[1]!);
+        return permissionOf(urls, user, roleOf(user));
+      },
+    ],
     [
       'PATCH',
       new RegExp(`^${R}/issues/(\\d+)$`),
@@ -406,11 +479,11 @@ export async function startGitHubServer(opts: {
           issue.state = b.state;
           issue.closed_at = b.state === 'closed' ? now() : null;
           issue.state_reason = b.state === 'closed' ? ((b.state_reason as string) ?? 'completed') : null;
-          issue.closed_by = b.state === 'closed' ? 'tron-bot' : null;
+          issue.closed_by = b.state === 'closed' ? login : null;
         }
-        if (Array.isArray(b.labels)) setLabels(issue, b.labels as string[]);
+        if (Array.isArray(b.labels)) setLabels(issue, b.labels as string[], login);
         issue.updated_at = now();
-        return issueOf(urls, issue);
+        return issueOf(urls, issue, association(issue.user));
       },
     ],
     [
@@ -418,7 +491,7 @@ export async function startGitHubServer(opts: {
       new RegExp(`^${R}/issues/(\\d+)/comments$`),
       (m) => {
         issueOr404(Number(m[1]));
-        return store.comments.filter((c) => c.issue === Number(m[1])).map((c) => commentOf(urls, c));
+        return store.comments.filter((c) => c.issue === Number(m[1])).map((c) => commentOf(urls, c, association(c.user)));
       },
     ],
     [
@@ -428,11 +501,11 @@ export async function startGitHubServer(opts: {
         const issue = issueOr404(Number(m[1]));
         if (typeof b.body !== 'string' || b.body === '')
           throw new HttpError(422, 'Validation Failed', { errors: [{ resource: 'IssueComment', code: 'missing_field', field: 'body' }] });
-        const c: Comment = { id: id(), issue: issue.number, body: b.body, user: 'tron-bot', created_at: now(), updated_at: now() };
+        const c: Comment = { id: id(), issue: issue.number, body: b.body, user: login, created_at: now(), updated_at: now() };
         store.comments.push(c);
         issue.comments++;
         issue.updated_at = now();
-        return [201, commentOf(urls, c)];
+        return [201, commentOf(urls, c, association(login))];
       },
     ],
     [
@@ -443,7 +516,7 @@ export async function startGitHubServer(opts: {
         if (!c) throw new HttpError(404, 'Not Found');
         c.body = String(b.body);
         c.updated_at = now();
-        return commentOf(urls, c);
+        return commentOf(urls, c, association(c.user));
       },
     ],
     [
@@ -451,7 +524,7 @@ export async function startGitHubServer(opts: {
       new RegExp(`^${R}/issues/(\\d+)/labels$`),
       (m, _q, b) => {
         const issue = issueOr404(Number(m[1]));
-        setLabels(issue, [...issue.labels.map((l) => l.name), ...((b.labels as string[]) ?? [])]);
+        setLabels(issue, [...issue.labels.map((l) => l.name), ...((b.labels as string[]) ?? [])], login);
         return issue.labels;
       },
     ],
@@ -465,6 +538,7 @@ export async function startGitHubServer(opts: {
         setLabels(
           issue,
           issue.labels.map((l) => l.name).filter((n) => n !== name),
+          login,
         );
         return issue.labels;
       },
@@ -495,7 +569,7 @@ export async function startGitHubServer(opts: {
           .filter((p) => !head || head === `${owner}:${p.head.ref}`)
           .filter((p) => !base || base === p.base.ref)
           .sort((a, b) => b.number - a.number)
-          .map((p) => pullOf(urls, p, store.issues.get(p.number)!));
+          .map((p) => pullOf(urls, p, store.issues.get(p.number)!, association(login)));
       },
     ],
     [
@@ -528,7 +602,7 @@ export async function startGitHubServer(opts: {
           state: 'open',
           state_reason: null,
           labels: [],
-          user: 'tron-bot',
+          user: login,
           comments: 0,
           created_at: now(),
           updated_at: now(),
@@ -549,10 +623,14 @@ export async function startGitHubServer(opts: {
           draft: b.draft === true,
         };
         store.pulls.set(number, pull);
-        return [201, pullOf(urls, pull, issue)];
+        return [201, pullOf(urls, pull, issue, association(login))];
       },
     ],
-    ['GET', new RegExp(`^${R}/pulls/(\\d+)$`), async (m) => pullOf(urls, await pullOr404(Number(m[1])), store.issues.get(Number(m[1]))!)],
+    [
+      'GET',
+      new RegExp(`^${R}/pulls/(\\d+)$`),
+      async (m) => pullOf(urls, await pullOr404(Number(m[1])), store.issues.get(Number(m[1]))!, association(login)),
+    ],
     [
       'PATCH',
       new RegExp(`^${R}/pulls/(\\d+)$`),
@@ -566,7 +644,7 @@ export async function startGitHubServer(opts: {
           pull.closed_at = issue.closed_at = now();
         }
         issue.updated_at = now();
-        return pullOf(urls, pull, issue);
+        return pullOf(urls, pull, issue, association(issue.user));
       },
     ],
     [
@@ -574,7 +652,7 @@ export async function startGitHubServer(opts: {
       new RegExp(`^${R}/pulls/(\\d+)/reviews$`),
       async (m) => {
         await pullOr404(Number(m[1]));
-        return store.reviews.filter((r) => r.pull === Number(m[1])).map((r) => reviewOf(urls, r));
+        return store.reviews.filter((r) => r.pull === Number(m[1])).map((r) => reviewOf(urls, r, association(r.user)));
       },
     ],
     [
@@ -612,6 +690,7 @@ export async function startGitHubServer(opts: {
       new RegExp(`^${R}/check-runs$`),
       (_m, _q, b) => {
         const c: CheckRun = {
+          app: caller,
           id: id(),
           name: String(b.name),
           head_sha: String(b.head_sha),
@@ -654,13 +733,13 @@ export async function startGitHubServer(opts: {
       'GET',
       new RegExp(`^${R}/branches/([^/]+)/protection/required_status_checks$`),
       (m) => {
-        const contexts = store.protection.get(decodeURIComponent(m[1]!));
-        if (!contexts) throw new HttpError(404, 'Branch not protected');
+        const checks = store.protection.get(decodeURIComponent(m[1]!));
+        if (!checks) throw new HttpError(404, 'Branch not protected');
         return {
           url: `${urls.api}${R}/branches/${m[1]}/protection/required_status_checks`,
           strict: true,
-          contexts,
-          checks: contexts.map((context) => ({ context, app_id: null })),
+          contexts: checks.map((c) => c.context),
+          checks,
         };
       },
     ],
@@ -714,20 +793,29 @@ export async function startGitHubServer(opts: {
     for (const s of store.statuses) if (s.sha === sha) latest.set(s.context, s);
     return [...latest.values()];
   }
-  /** The required contexts of `branch` not green on `sha` (a check run or a status of that name). */
+  /** The latest run of a required check on `sha`: of its app, when the protection names one. */
+  function latestRun(sha: string, r: { context: string; app_id: number | null }): CheckRun | undefined {
+    return store.checks.filter((c) => c.head_sha === sha && c.name === r.context && (r.app_id === null || c.app.id === r.app_id)).at(-1);
+  }
+  /** The required contexts of `branch` not green on `sha` (a check run — of the named app — or a status of that name). */
   async function missingChecks(branch: string, sha: string): Promise<string[]> {
     const required = store.protection.get(branch) ?? [];
     const statuses = latestStatuses(sha);
-    return required.filter((ctx) => {
-      const run = store.checks.filter((c) => c.head_sha === sha && c.name === ctx).at(-1);
-      if (run)
-        return !(
-          run.status === 'completed' &&
-          (run.conclusion === 'success' || run.conclusion === 'neutral' || run.conclusion === 'skipped')
-        );
-      return statuses.find((s) => s.context === ctx)?.state !== 'success';
-    });
+    return required
+      .filter((r) => {
+        const run = latestRun(sha, r);
+        if (run)
+          return !(
+            run.status === 'completed' &&
+            (run.conclusion === 'success' || run.conclusion === 'neutral' || run.conclusion === 'skipped')
+          );
+        return r.app_id !== null || statuses.find((s) => s.context === r.context)?.state !== 'success';
+      })
+      .map((r) => r.context);
   }
+
+  /** The app the request's token speaks as (set per request, before its handler runs). */
+  let caller: App = ciApp;
 
   function send(res: ServerResponse, status: number, payload: unknown, headers: Record<string, string> = {}) {
     const text = payload === undefined ? '' : JSON.stringify(payload);
@@ -753,7 +841,8 @@ export async function startGitHubServer(opts: {
       if (opts.onServed) res.once('finish', () => opts.onServed!(one));
     };
     const auth = req.headers.authorization ?? '';
-    if (auth !== `token ${token}` && auth !== `Bearer ${token}` && auth !== `bearer ${token}`) {
+    const presented = auth.replace(/^(token|bearer) /i, '');
+    if (presented !== token && !appTokens.has(presented)) {
       record(401);
       return send(res, 401, { message: 'Bad credentials', documentation_url: 'https://docs.github.com/rest', status: '401' });
     }
@@ -777,6 +866,7 @@ export async function startGitHubServer(opts: {
       return send(res, 404, { message: 'Not Found', documentation_url: 'https://docs.github.com/rest', status: '404' });
     }
     let body: Record<string, unknown> = {};
+    caller = appTokens.get(presented) ?? ciApp;
     try {
       body = chunks.length ? (JSON.parse(Buffer.concat(chunks).toString('utf8')) as Record<string, unknown>) : {};
     } catch {
@@ -843,8 +933,20 @@ export async function startGitHubServer(opts: {
     owner,
     repo,
     token,
+    login,
+    ciApp,
     seen,
     fault: (...f) => faults.push(...f),
+    appToken(app) {
+      const t = `ghs_${app.slug.replace(/[^A-Za-z0-9]/g, '')}${String(app.id).padStart(8, '0')}`;
+      appTokens.set(t, app);
+      return t;
+    },
+    person(user, p) {
+      const role = p.role ?? roleOf(user);
+      const fallback: Association = ['none', 'read'].includes(role) ? 'NONE' : 'COLLABORATOR';
+      store.people.set(user, { role, association: p.association ?? fallback });
+    },
     openIssue(i) {
       const number = store.next++;
       const issue: Issue = {
@@ -862,8 +964,8 @@ export async function startGitHubServer(opts: {
         closed_at: null,
         pull: false,
       };
-      setLabels(issue, i.labels ?? []);
       store.issues.set(number, issue);
+      setLabels(issue, i.labels ?? [], i.labelledBy ?? issue.user);
       return number;
     },
     editIssue(number, patch) {
@@ -880,7 +982,7 @@ export async function startGitHubServer(opts: {
         issue.closed_at = patch.state === 'closed' ? now() : null;
         issue.closed_by = patch.state === 'closed' ? by : null;
       }
-      if (patch.labels !== undefined) setLabels(issue, patch.labels);
+      if (patch.labels !== undefined) setLabels(issue, patch.labels, by);
       issue.updated_at = now();
     },
     issue: (n) => store.issues.get(n),
@@ -908,9 +1010,11 @@ export async function startGitHubServer(opts: {
       }
       pull.state = issue.state = 'closed';
       pull.closed_at = issue.closed_at = now();
+      issue.closed_by = user;
     },
     check(sha, c) {
       store.checks.push({
+        app: c.app ?? ciApp,
         id: id(),
         name: c.name,
         head_sha: sha,
@@ -932,7 +1036,11 @@ export async function startGitHubServer(opts: {
         created_at: now(),
       });
     },
-    protect: (branch, contexts) => void store.protection.set(branch, contexts),
+    protect: (branch, checks) =>
+      void store.protection.set(
+        branch,
+        checks.map((c) => (typeof c === 'string' ? { context: c, app_id: null } : c)),
+      ),
     mergeQueue: (branch) => void store.queued.add(branch),
     onMergeGroup: (f) => {
       onMergeGroup = f;

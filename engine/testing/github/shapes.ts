@@ -68,7 +68,27 @@ export interface Review {
   submitted_at: string;
 }
 
+/** A person's standing as GitHub's `author_association` says it. */
+export type Association = S['author-association'];
+
+/** A GitHub App, as a check run names the app that reported it. */
+export interface App {
+  id: number;
+  slug: string;
+}
+
+/** A label put on or taken off an issue, and by whom (an issue event). */
+export interface LabelEvent {
+  id: number;
+  issue: number;
+  event: 'labeled' | 'unlabeled';
+  label: { name: string; color: string };
+  actor: string;
+  created_at: string;
+}
+
 export interface CheckRun {
+  app: App;
   id: number;
   name: string;
   head_sha: string;
@@ -115,7 +135,7 @@ function userOf(u: Urls, login: string): S['simple-user'] {
 
 const repoPath = (u: Urls) => `${u.api}/repos/${u.owner}/${u.repo}`;
 
-export function issueOf(u: Urls, i: Issue) {
+export function issueOf(u: Urls, i: Issue, association: Association) {
   return {
     id: i.id,
     node_id: `I_${i.id}`,
@@ -144,7 +164,7 @@ export function issueOf(u: Urls, i: Issue) {
     closed_by: i.state === 'closed' && i.closed_by ? userOf(u, i.closed_by) : null,
     created_at: i.created_at,
     updated_at: i.updated_at,
-    author_association: 'MEMBER' as const,
+    author_association: association,
     ...(i.pull && {
       pull_request: {
         url: `${repoPath(u)}/pulls/${i.number}`,
@@ -156,7 +176,7 @@ export function issueOf(u: Urls, i: Issue) {
   } satisfies Partial<S['issue']>;
 }
 
-export function commentOf(u: Urls, c: Comment) {
+export function commentOf(u: Urls, c: Comment, association: Association) {
   return {
     id: c.id,
     node_id: `IC_${c.id}`,
@@ -167,11 +187,11 @@ export function commentOf(u: Urls, c: Comment) {
     user: userOf(u, c.user),
     created_at: c.created_at,
     updated_at: c.updated_at,
-    author_association: 'MEMBER' as const,
+    author_association: association,
   } satisfies Partial<S['issue-comment']>;
 }
 
-export function pullOf(u: Urls, p: Pull, i: Issue) {
+export function pullOf(u: Urls, p: Pull, i: Issue, association: Association) {
   const branch = (b: { ref: string; sha: string }) => ({ label: `${u.owner}:${b.ref}`, ref: b.ref, sha: b.sha, user: userOf(u, u.owner) });
   return {
     id: p.id,
@@ -195,11 +215,11 @@ export function pullOf(u: Urls, p: Pull, i: Issue) {
     base: branch(p.base),
     draft: p.draft,
     merged: p.merged,
-    author_association: 'MEMBER' as const,
+    author_association: association,
   } satisfies Partial<Omit<S['pull-request'], 'head' | 'base'>> & { head: unknown; base: unknown };
 }
 
-export function reviewOf(u: Urls, r: Review) {
+export function reviewOf(u: Urls, r: Review, association: Association) {
   return {
     id: r.id,
     node_id: `PRR_${r.id}`,
@@ -210,7 +230,7 @@ export function reviewOf(u: Urls, r: Review) {
     pull_request_url: `${repoPath(u)}/pulls/${r.pull}`,
     submitted_at: r.submitted_at,
     commit_id: r.commit_id,
-    author_association: 'MEMBER' as const,
+    author_association: association,
   } satisfies Partial<S['pull-request-review']>;
 }
 
@@ -230,7 +250,81 @@ export function checkRunOf(u: Urls, c: CheckRun) {
     output: { ...c.output, annotations_count: 0, annotations_url: `${repoPath(u)}/check-runs/${c.id}/annotations` },
     name: c.name,
     pull_requests: [],
+    app: appOf(u, c.app),
   } satisfies Partial<S['check-run']>;
+}
+
+/** A GitHub App as GitHub describes one (`integration`). */
+function appOf(u: Urls, a: App): NonNullable<S['integration']> {
+  return {
+    id: a.id,
+    slug: a.slug,
+    node_id: `A_${a.id}`,
+    owner: userOf(u, u.owner),
+    name: a.slug,
+    description: null,
+    external_url: `${u.html}/apps/${a.slug}`,
+    html_url: `${u.html}/apps/${a.slug}`,
+    created_at: '2020-01-01T00:00:00Z',
+    updated_at: '2020-01-01T00:00:00Z',
+    permissions: { checks: 'write', metadata: 'read' },
+    events: ['check_run'],
+  };
+}
+
+export function labelEventOf(u: Urls, e: LabelEvent) {
+  return {
+    id: e.id,
+    node_id: `LE_${e.id}`,
+    url: `${repoPath(u)}/issues/events/${e.id}`,
+    actor: userOf(u, e.actor),
+    event: e.event,
+    commit_id: null,
+    commit_url: null,
+    created_at: e.created_at,
+    performed_via_github_app: null,
+    label: e.label,
+  } satisfies S['labeled-issue-event'];
+}
+
+/** `GET /user`: the account the token speaks as. */
+export function selfOf(u: Urls, login: string) {
+  return {
+    ...userOf(u, login),
+    name: login,
+    company: null,
+    blog: null,
+    location: null,
+    email: null,
+    hireable: null,
+    bio: null,
+    public_repos: 0,
+    public_gists: 0,
+    followers: 0,
+    following: 0,
+    created_at: '2020-01-01T00:00:00Z',
+    updated_at: '2020-01-01T00:00:00Z',
+  } satisfies Partial<S['public-user']>;
+}
+
+/** GitHub's older `permission` word for each role (maintain reads as write, triage as read). */
+const PERMISSION = { admin: 'admin', maintain: 'write', write: 'write', triage: 'read', read: 'read', none: 'none' } as const;
+export type Role = keyof typeof PERMISSION;
+
+/** `GET /repos/{o}/{r}/collaborators/{user}/permission`. */
+export function permissionOf(u: Urls, login: string, role: Role) {
+  const at = (r: Role) =>
+    ['none', 'read', 'triage', 'write', 'maintain', 'admin'].indexOf(role) >=
+    ['none', 'read', 'triage', 'write', 'maintain', 'admin'].indexOf(r);
+  return {
+    permission: PERMISSION[role],
+    role_name: role,
+    user: {
+      ...userOf(u, login),
+      permissions: { pull: at('read'), triage: at('triage'), push: at('write'), maintain: at('maintain'), admin: at('admin') },
+      role_name: role,
+    },
+  } satisfies S['repository-collaborator-permission'];
 }
 
 export function statusOf(u: Urls, s: Status) {

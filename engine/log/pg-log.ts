@@ -100,6 +100,14 @@ export const MIGRATIONS: readonly string[] = [
   create trigger tron_keys_append_only before update or delete on tron_keys
     for each row execute function tron_events_append_only();
   `,
+  // 4: each repository's remote, normalized (cluster.ts remoteIdentity): one remote led under two names is refused.
+  `
+  create table tron_repositories (
+    repository text primary key,
+    remote text not null unique,
+    written_at timestamptz not null default now()
+  );
+  `,
 ];
 
 /** The schema version this tron writes and reads. */

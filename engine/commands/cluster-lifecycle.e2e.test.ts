@@ -8,7 +8,7 @@
  * `startCluster`), never the shared one of TRON_TEST_DATABASE_URL; each test takes a fresh
  * database of that server.
  */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { execa, type ResultPromise } from 'execa';
@@ -19,6 +19,7 @@ import { approvingWorkers, slowBuilder } from '../testing/workers.ts';
 import { GIT_IDENTITY_ENV, type TestRepo, testGit } from '../testing/repo.ts';
 import { type Cluster, needPostgresServer, startCluster } from '../testing/postgres.ts';
 import { requireAll, skipWithout } from '../testing/needs.ts';
+import { openDatabase } from '../log/pg-log.ts';
 
 const BIN = join(import.meta.dirname, '..', '..', 'bin', 'tron.js');
 const SERVER = needPostgresServer();
@@ -76,7 +77,7 @@ describe.skipIf(NO_SERVER)('engines coming up and going down', () => {
   };
 
   /** A project whose builder holds its first turn until `go` exists, its log in `url`. */
-  async function heldProject(url: string, lease: string, repository?: string): Promise<{ repo: TestRepo; go: string }> {
+  async function heldProject(url: string, lease: string, repository?: string, extra = ''): Promise<{ repo: TestRepo; go: string }> {
     const workers = mkdtempSync(join(tmpdir(), 'tron-life-workers-'));
     dirs.push(workers);
     const go = join(workers, 'go');
@@ -85,7 +86,7 @@ describe.skipIf(NO_SERVER)('engines coming up and going down', () => {
       blocks: { alpha: {} },
       config: configFile({
         workers: approvingWorkers(slowBuilder(workers, 'building alpha', go)),
-        extra: `\n[sandbox]\nmode = "off"\n\n[cluster]\ndatabase = "${url}"\n${named}lease = "${lease}"\n`,
+        extra: `${extra}\n[sandbox]\nmode = "off"\n\n[cluster]\ndatabase = "${url}"\n${named}lease = "${lease}"\n`,
       }),
     });
     repos.push(repo);
@@ -150,6 +151,68 @@ describe.skipIf(NO_SERVER)('engines coming up and going down', () => {
       await new Promise((r) => setTimeout(r, 20));
     }
   }
+
+  it('brings up four engines and two agents of two repositories started at once on an empty database', async () => {
+    const url = await freshDatabase();
+    const db = await connect(url);
+    const projects = [await heldProject(url, '30s', undefined, '\n[remote]\n'), await heldProject(url, '30s', undefined, '\n[remote]\n')];
+    const clones = await Promise.all(
+      projects.flatMap(({ repo }) => [cloneOf(repo, 'first'), cloneOf(repo, 'second'), cloneOf(repo, 'agent')]),
+    );
+    // All at once: two engines of each repository (one leads, one stands by) and an agent of each.
+    const engines = clones.filter((_, i) => i % 3 !== 2).map((dir) => cli(['start', '--repo', dir, '--plain', '--standby']));
+    const agents = clones.filter((_, i) => i % 3 === 2).map((dir) => cli(['agent', '--repo', dir, '--database', url]));
+    await Promise.all([
+      ...engines.map((e) => Promise.race([said(e, 'run 2'), said(e, 'standby —')])),
+      ...agents.map((a) => said(a, 'claims')),
+    ]);
+    for (const p of [...engines, ...agents]) expect(ended(p), `${p.spawnargs.join(' ')} still runs`).toBe(false);
+    const { rows } = await db.query('select repository, generation from tron_lease order by repository');
+    expect(rows.map((r) => Number(r.generation))).toEqual([1, 1]);
+  }, 180_000);
+
+  it('has clones in folders of other names share one lease without [cluster] repository, and refuses the same remote under another name', async () => {
+    const url = await freshDatabase();
+    const { repo, go } = await heldProject(url, '30s');
+    const db = await connect(url);
+    const leader = cli(['start', '--repo', repo.dir, '--plain']);
+    await until(db, 'worker.spawned', leader);
+    const remote = await repo.git('remote', 'get-url', 'origin');
+    // One lease, named by the remote every clone shares (normalized: no trailing .git).
+    expect((await leaseOf(db)).repository).toBe(remote.replace(/\.git$/, ''));
+    const standby = cli(['start', '--repo', await cloneOf(repo, 'somewhere-else'), '--plain', '--standby']);
+    await said(standby, `leads ${remote.replace(/\.git$/, '')}`);
+    // The same remote under a name of its own: refused, naming the first, before it takes anything.
+    const third = await cloneOf(repo, 'third');
+    const named = join(third, '.tron', 'config.toml');
+    writeFileSync(named, `${readFileSync(named, 'utf8')}`.replace('[cluster]\n', '[cluster]\nrepository = "mine"\n'));
+    await testGit(third, 'commit', '-qam', 'named');
+    const refused = await cli(['start', '--repo', third, '--plain']);
+    expect(refused.exitCode, `${refused.stdout}\n${refused.stderr}`).toBe(2);
+    expect(refused.stderr).toContain('TRON_REPOSITORY_CONFLICT');
+    expect(refused.stderr).toContain(`as "${remote.replace(/\.git$/, '')}"`);
+    writeFileSync(go, '');
+    expect((await leader).exitCode).toBe(0);
+    // The standby takes the released lease and finds nothing left to do.
+    const done = await standby;
+    expect(done.exitCode, `${done.stdout}\n${done.stderr}`).toBe(0);
+    const { rows } = await db.query('select distinct repository from tron_events');
+    expect(rows).toHaveLength(1);
+  }, 180_000);
+
+  it("says what to set when the database holds runs under the clone's folder name (an older tron's) and none under the remote's", async () => {
+    const url = await freshDatabase();
+    const { repo } = await heldProject(url, '30s');
+    const db = await connect(url);
+    // A database an older tron wrote: the repository named by its folder.
+    await (await openDatabase(url)).end();
+    const folder = repo.dir.split('/').at(-1)!;
+    await db.query(`insert into tron_lease values ($1, 3, 'an older tron', now())`, [folder]);
+    const refused = await cli(['start', '--repo', repo.dir, '--plain']);
+    expect(refused.exitCode, `${refused.stdout}\n${refused.stderr}`).toBe(2);
+    expect(refused.stderr).toContain('TRON_REPOSITORY_RENAMED');
+    expect(refused.stderr).toContain(`[cluster] repository = "${folder}"`);
+  }, 120_000);
 
   it('has a leader paused past its lease exit within seconds of waking, with TRON_LEASE_LOST, while the standby finishes', async () => {
     const url = await freshDatabase();

@@ -20,6 +20,7 @@ import { GIT_IDENTITY_ENV, type TestRepo, testGit } from '../testing/repo.ts';
 import { type Cluster, needPostgresServer, startCluster } from '../testing/postgres.ts';
 import { requireAll, skipWithout } from '../testing/needs.ts';
 import { openDatabase } from '../log/pg-log.ts';
+import { migrateJobs } from '../log/pg-jobs.ts';
 
 const BIN = join(import.meta.dirname, '..', '..', 'bin', 'tron.js');
 const SERVER = needPostgresServer();
@@ -73,11 +74,26 @@ describe.skipIf(NO_SERVER)('engines coming up and going down', () => {
       timeout: 150_000,
     });
     children.push(child);
+    // Everything it says, from its start: `said` looks here.
+    let out = '';
+    const take = (chunk: Buffer) => {
+      out += chunk.toString();
+    };
+    child.stdout!.on('data', take);
+    child.stderr!.on('data', take);
+    output.set(child, () => out);
     return child;
   };
+  const output = new WeakMap<ResultPromise, () => string>();
 
   /** A project whose builder holds its first turn until `go` exists, its log in `url`. */
-  async function heldProject(url: string, lease: string, repository?: string, extra = ''): Promise<{ repo: TestRepo; go: string }> {
+  async function heldProject(
+    url: string,
+    lease: string,
+    repository?: string,
+    extra = '',
+    clusterExtra = '',
+  ): Promise<{ repo: TestRepo; go: string }> {
     const workers = mkdtempSync(join(tmpdir(), 'tron-life-workers-'));
     dirs.push(workers);
     const go = join(workers, 'go');
@@ -86,7 +102,7 @@ describe.skipIf(NO_SERVER)('engines coming up and going down', () => {
       blocks: { alpha: {} },
       config: configFile({
         workers: approvingWorkers(slowBuilder(workers, 'building alpha', go)),
-        extra: `${extra}\n[sandbox]\nmode = "off"\n\n[cluster]\ndatabase = "${url}"\n${named}lease = "${lease}"\n`,
+        extra: `${extra}\n[sandbox]\nmode = "off"\n\n[cluster]\ndatabase = "${url}"\n${named}lease = "${lease}"\n${clusterExtra}`,
       }),
     });
     repos.push(repo);
@@ -138,16 +154,11 @@ describe.skipIf(NO_SERVER)('engines coming up and going down', () => {
     return { ...rows[0]!, generation: Number(rows[0]!.generation) };
   }
 
-  /** Waits until `engine` prints `text`. */
+  /** Waits until `engine` has printed `text` (since its start). */
   async function said(engine: ResultPromise, text: string): Promise<void> {
-    let out = '';
-    const take = (chunk: Buffer) => {
-      out += chunk.toString();
-    };
-    engine.stdout!.on('data', take);
-    engine.stderr!.on('data', take);
-    while (!out.includes(text)) {
-      if (ended(engine)) throw new Error(`ended before saying ${text}: ${out}`);
+    const out = output.get(engine)!;
+    while (!out().includes(text)) {
+      if (ended(engine)) throw new Error(`ended before saying ${text}: ${out()}`);
       await new Promise((r) => setTimeout(r, 20));
     }
   }
@@ -263,6 +274,30 @@ describe.skipIf(NO_SERVER)('engines coming up and going down', () => {
     expect(done.stdout.match(/went away/g), done.stdout).toHaveLength(1);
     expect(`${done.stdout}\n${done.stderr}`).not.toMatch(/\n\s+at /);
     expect((await leaseOf(db)).generation).toBe(2);
+  }, 180_000);
+
+  it('has an agent ride a database restart: it says so once, reconnects, and runs the next turn', async () => {
+    const url = await freshDatabase();
+    const { repo, go } = await heldProject(url, '30s', undefined, '\n[remote]\n', 'jobs = "agents"\nheartbeat = "500ms"\n');
+    const made = await openDatabase(url);
+    await migrateJobs(made);
+    await made.end();
+    const agent = cli(['agent', '--repo', await cloneOf(repo, 'agent-host'), '--database', url]);
+    await said(agent, 'claims');
+    cluster.restart('fast');
+    await said(agent, 'is back');
+    writeFileSync(go, '');
+    const engine = cli(['start', '--repo', repo.dir, '--plain']);
+    const done = await engine;
+    expect(done.exitCode, `${done.stdout}\n${done.stderr}\n${output.get(agent)!()}`).toBe(0);
+    const said_ = output.get(agent)!();
+    expect(said_.match(/went away/g), said_).toHaveLength(1);
+    expect(said_).toMatch(/builder_turn|build/);
+    expect(ended(agent), said_).toBe(false);
+    agent.kill('SIGTERM');
+    const left = await agent;
+    expect(left.exitCode, said_).toBe(0);
+    expect(said_).not.toMatch(/\n\s+at /);
   }, 180_000);
 
   it('has a leader whose every connection is dropped exit 1 with TRON_DB_LOST within seconds, its lease let go', async () => {

@@ -132,7 +132,7 @@ const TOO_MANY_CONNECTIONS = '53300';
 
 /**
  * The database refused one more connection: `max_connections` is reached, or the role's
- * CONNECTION LIMIT. Each tron agent holds 3 + its slots, an engine up to 4, or 4 + its
+ * CONNECTION LIMIT. Each tron agent holds 4 + its slots, an engine up to 4, or 4 + its
  * slots when it runs jobs itself (docs/cluster.md, "Connections").
  */
 export class DatabaseFullError extends Error {
@@ -141,7 +141,7 @@ export class DatabaseFullError extends Error {
     super(
       coded(
         'TRON_DB_FULL',
-        `the database at ${redact(url)} takes no more connections (${reason}); each tron agent holds 3 + its slots and an engine up to 4 (4 + its slots when it runs jobs itself): raise max_connections or the role's CONNECTION LIMIT (docs/cluster.md, "Connections")`,
+        `the database at ${redact(url)} takes no more connections (${reason}); each tron agent holds 4 + its slots and an engine up to 4 (4 + its slots when it runs jobs itself): raise max_connections or the role's CONNECTION LIMIT (docs/cluster.md, "Connections")`,
       ),
     );
     this.name = 'DatabaseFullError';

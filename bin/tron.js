@@ -17,4 +17,16 @@ if (!checkout || (await import('./dist-fresh.js')).distIsFresh(root)) {
   register();
   cli = await import('../engine/cli.ts');
 }
-process.exitCode = await cli.main(process.argv.slice(2));
+// While the command runs, the process stays up: a wait of its own that holds no handle (an
+// engine's bounded wait on a pool the database dropped) ends as it should, not in Node's
+// exit 13 (a top-level await left unsettled) with its lease and its coded line lost.
+const running = setInterval(() => undefined, 1 << 30);
+const status = await cli.main(process.argv.slice(2)).finally(() => clearInterval(running));
+process.exitCode = status;
+// An engine that must stop, exits: whatever the command left open (a pool that would not
+// close, a connection, a timer) does not keep it running past a grace for its output.
+setTimeout(() => {
+  if (process.env.TRON_DEBUG === '1')
+    process.stderr.write(`tron: still open after the command ended: ${process.getActiveResourcesInfo().join(', ')}; exiting\n`);
+  process.exit(status);
+}, 2000).unref();

@@ -25,7 +25,8 @@ import type { WorkerRole } from '../core/roles.ts';
 import * as git from '../git/index.ts';
 import { gitOut } from '../git/run.ts';
 import { credentialPaths, fetchRef, fetchTrunk, fetchTrunkAndWork, openRemote, pushRef, type Remote, remoteAccess } from '../git/remote.ts';
-import { databaseUrl } from '../log/cluster.ts';
+import type pg from 'pg';
+import { databaseUrl, isConnectionLost } from '../log/cluster.ts';
 import { checkQueueVersion, type Claimed, connect, type JobKey, type JobResult, OUTPUT_NOTES_VERSION } from '../log/pg-jobs.ts';
 import { redact } from '../log/pg-log.ts';
 import { CheckoutPool } from '../runtime/effects/checkouts.ts';
@@ -126,32 +127,41 @@ export async function agentCommand(o: AgentOptions): Promise<number> {
   const heartbeatMs = config.cluster?.heartbeatMs ?? 2000;
   let control: AgentControl | undefined;
   let streams = false;
-  const pool = await untilSchema(stop.signal, heartbeatMs, o.print, async () => {
-    // A queue a newer tron migrated is refused, as an engine refuses it: upgrade this host first.
-    const probe = await connect(url);
-    try {
-      // An engine that migrated the queue to this version reads a turn's output as it comes: only then is it sent.
-      streams = (await checkQueueVersion(probe, url)) >= OUTPUT_NOTES_VERSION;
-    } finally {
-      await probe.end().catch(() => undefined);
-    }
-    // The engine's asks of the turns held here (stop, probe), and their notes (runtime/agent-control.ts).
-    control ??= await AgentControl.open(url, name, heartbeatMs, o.clock, o.print);
-    return startWorkers({
-      url,
-      roles,
-      slots,
-      agent: name,
-      heartbeatMs,
-      onClaimed: (key, c) => o.print(`tron agent: ${c.kind} ${blockOf(c)} (job ${key.seq}, attempt ${c.attempt})`),
-      onStale: (key, attempt) =>
-        o.print(`tron agent: the result of job ${key.seq} attempt ${attempt} was refused: the job was given to another attempt`),
-      run: (claimed, key) =>
-        claimed.role === 'test'
-          ? runSuiteHereHeld({ ...base, remote }, claimed, key, name, control!.hold(key, claimed.attempt))
-          : runTurnHere({ ...base, remote }, remote, claimed, key, control!.hold(key, claimed.attempt), streams),
+  // What a start makes: the pool, the engine's asks of its turns, and a connection that watches the database.
+  const startPool = () =>
+    untilSchema(stop.signal, heartbeatMs, o.print, async () => {
+      // A queue a newer tron migrated is refused, as an engine refuses it: upgrade this host first.
+      const watch = await connect(url);
+      try {
+        // An engine that migrated the queue to this version reads a turn's output as it comes: only then is it sent.
+        streams = (await checkQueueVersion(watch, url)) >= OUTPUT_NOTES_VERSION;
+        // The engine's asks of the turns held here (stop, probe), and their notes (runtime/agent-control.ts).
+        control ??= await AgentControl.open(url, name, heartbeatMs, o.clock, o.print);
+        const held = control;
+        const workers = await startWorkers({
+          url,
+          roles,
+          slots,
+          agent: name,
+          heartbeatMs,
+          onClaimed: (key, c) => o.print(`tron agent: ${c.kind} ${blockOf(c)} (job ${key.seq}, attempt ${c.attempt})`),
+          onStale: (key, attempt) =>
+            o.print(`tron agent: the result of job ${key.seq} attempt ${attempt} was refused: the job was given to another attempt`),
+          run: (claimed, key) =>
+            claimed.role === 'test'
+              ? runSuiteHereHeld({ ...base, remote }, claimed, key, name, held.hold(key, claimed.attempt))
+              : runTurnHere({ ...base, remote }, remote, claimed, key, held.hold(key, claimed.attempt), streams),
+        });
+        return { workers, control: held, lost: watchConnection(watch, heartbeatMs) };
+      } catch (err) {
+        await watch.end().catch(() => undefined);
+        // A control whose connection went is opened afresh at the next try.
+        if (isConnectionLost(err)) await control?.close();
+        if (isConnectionLost(err)) control = undefined;
+        throw err;
+      }
     });
-  }).catch(async (err: unknown) => {
+  let pool = await startPool().catch(async (err: unknown) => {
     // What could not start leaves nothing open behind it: the agent exits with the error.
     await control?.close();
     throw err;
@@ -161,10 +171,77 @@ export async function agentCommand(o: AgentOptions): Promise<number> {
     return 0;
   }
   o.print(`tron agent: ${name} claims ${roles.join(', ')} jobs (${slots} slot${slots === 1 ? '' : 's'}) from ${redact(url)}`);
-  if (!stop.signal.aborted) await new Promise<void>((r) => stop.signal.addEventListener('abort', () => r()));
-  await pool.stop();
-  await control?.close();
+  // What a lost connection left behind is stopped beside the new pool (its running turns end as they would), and awaited at exit.
+  const leaving: Promise<void>[] = [];
+  const stopped = new Promise<void>((r) => stop.signal.addEventListener('abort', () => r()));
+  while (pool && !stop.signal.aborted) {
+    const reason = await Promise.race([pool.lost, stopped.then(() => undefined)]);
+    if (reason === undefined) break;
+    // The database restarted, or the connection dropped: said once, then connected again with backoff; the agent goes on.
+    const gone = pool;
+    pool = undefined;
+    control = undefined;
+    o.print(`tron agent: the database at ${redact(url)} went away (${reason}); reconnecting`);
+    pool = await reconnecting(stop.signal, () => startPool());
+    // The old pool goes once the database is back: stopped at once, its pool's clients could still report the break with no one listening.
+    leaving.push(gone.workers.stop().then(() => gone.control.close()));
+    if (pool) o.print(`tron agent: the database at ${redact(url)} is back; ${name} claims again`);
+  }
+  await pool?.workers.stop();
+  await pool?.control.close();
+  await Promise.all(leaving);
   return 0;
+}
+
+/**
+ * Resolves with the reason once `client`'s connection ends: the server closed it (a restart,
+ * a terminated backend) or a look every `everyMs` found no answer within the lapse (a network
+ * that dropped silently). The client is ended then.
+ */
+function watchConnection(client: pg.Client, everyMs: number): Promise<string> {
+  return new Promise<string>((resolve) => {
+    let done = false;
+    const end = (reason: string) => {
+      if (done) return;
+      done = true;
+      clearInterval(timer);
+      void client.end().catch(() => undefined);
+      resolve(reason);
+    };
+    client.on('error', (err: Error) => end(err.message));
+    client.on('end', () => end('the connection ended'));
+    const lapseMs = Math.max(5000, 3 * everyMs);
+    const timer = setInterval(() => {
+      const t = setTimeout(() => end(`no answer within ${lapseMs} ms`), lapseMs);
+      client.query('select 1').then(
+        () => clearTimeout(t),
+        (err: Error) => {
+          clearTimeout(t);
+          end(err.message);
+        },
+      );
+    }, everyMs);
+    timer.unref();
+  });
+}
+
+/** Tries `start` with backoff (a quarter second, doubling to five) while the database cannot be reached; undefined once stopped. */
+async function reconnecting<T>(stop: AbortSignal, start: () => Promise<T | undefined>): Promise<T | undefined> {
+  for (let waitMs = 250; ; waitMs = Math.min(5000, waitMs * 2)) {
+    await new Promise<void>((resolve) => {
+      const t = setTimeout(resolve, waitMs);
+      stop.addEventListener('abort', () => {
+        clearTimeout(t);
+        resolve();
+      });
+    });
+    if (stop.aborted) return undefined;
+    try {
+      return await start();
+    } catch (err) {
+      if (!isConnectionLost(err)) throw err;
+    }
+  }
 }
 
 /**

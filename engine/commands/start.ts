@@ -4,7 +4,7 @@
  * in the repository changes: no branch, worktree, run directory or event.
  */
 import { existsSync, mkdirSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { basename, join, resolve } from 'node:path';
 import type { Clock } from '../core/clock.ts';
 import { InputError } from '../core/errors.ts';
 import { loadRegister, type Block } from '../project/register.ts';
@@ -39,7 +39,7 @@ import { Notifier } from '../serve/notify.ts';
 import type { Config } from '../project/config.ts';
 import { brokerFor, checkJobsConfig } from '../runtime/job-queue.ts';
 import { dropEarlierJobs, migrateJobs } from '../log/pg-jobs.ts';
-import { bringLatestRun, databaseUrl, repositoryName, type Seat, takeSeat } from '../log/cluster.ts';
+import { bringLatestRun, databaseUrl, remoteIdentity, repositoryName, type Seat, takeSeat } from '../log/cluster.ts';
 import { forgeAtStart, type ForgeRun, withoutForgeToken } from '../forge/session.ts';
 import { ForgeProgress, tellRecovered } from '../forge/progress.ts';
 import { noteIgnored } from '../forge/trust.ts';
@@ -103,7 +103,7 @@ export async function startCommand(o: StartOptions): Promise<number> {
     if (seat) {
       await migrateJobs(seat.db);
       // What an earlier leader left running on agents stops there now, not at its timeout.
-      await dropEarlierJobs(seat.db.client, repositoryName(repo, config.cluster), seat.lease.generation);
+      await dropEarlierJobs(seat.db.client, seat.lease.repository, seat.lease.generation);
     }
     // Read once the lease is held: a standby may have waited while the leader moved trunk.
     const trunkSha = await git.currentTrunkSha(repo, config.trunk);
@@ -128,9 +128,13 @@ async function clusterSeat(repo: string, config: Config, o: StartOptions): Promi
       ]);
     return undefined;
   }
+  // The name every clone derives alike (the remote's URL), unless [cluster] repository names it (engine/log/cluster.ts).
+  const remote = remoteIdentity(repo, config.remote?.name);
   const seat = await takeSeat({
     url,
-    repository: repositoryName(repo, config.cluster),
+    repository: repositoryName(repo, config.cluster, config.remote?.name),
+    ...(remote !== undefined ? { remote } : {}),
+    ...(config.cluster?.repository === undefined ? { folder: basename(repo) } : {}),
     leaseMs: config.cluster?.leaseMs ?? 10_000,
     standby: Boolean(o.standby),
     ...(o.stop ? { stop: o.stop } : {}),

@@ -418,6 +418,20 @@ export const PROBLEMS = {
       "This clone lacks landings the run's log records, and the remote's trunk, which holds them, does not descend from this clone's trunk: it has commits the remote lacks, or the remote's history was rewritten.",
     fix: "Push this clone's commits on trunk, or reset its trunk to the remote's, then start again: the landings are then taken from the remote, not built again.",
   },
+  TRON_REPOSITORY_CONFLICT: {
+    area: 'log',
+    kind: 'input',
+    summary:
+      "The database knows this repository's remote under another name (`tron_repositories`), or this name as another remote's: two engines would lead one repository under two names, or two repositories under one.",
+    fix: 'Set `[cluster] repository` in .tron/config.toml to the name the message gives (the one the other hosts use), or remove the setting so every clone derives the same name from the remote.',
+  },
+  TRON_REPOSITORY_RENAMED: {
+    area: 'log',
+    kind: 'input',
+    summary:
+      "The database holds runs under this clone's folder name (the name an older tron gave a repository) and none under the name derived from its remote: starting under the new name would lose them.",
+    fix: 'Set `[cluster] repository = "<the folder name>"` in .tron/config.toml (the message names it) to go on with those runs; or, if they are another repository\'s, set it to the derived name the message gives.',
+  },
   TRON_KEY_CONFLICT: {
     area: 'log',
     kind: 'input',

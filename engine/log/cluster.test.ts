@@ -5,7 +5,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../core/clock.ts';
 import { needPostgres, type TestDatabase, testDatabase } from '../testing/postgres.ts';
 import { requireAll, skipWithout } from '../testing/needs.ts';
-import { bringLatestRun, readDatabaseRun, takeSeat } from './cluster.ts';
+import { testGit } from '../testing/repo.ts';
+import { bringLatestRun, normalizeRemoteUrl, readDatabaseRun, repositoryName, takeSeat } from './cluster.ts';
 
 const POSTGRES = needPostgres();
 const NO_DATABASE = skipWithout('a run carried between hosts by the database', POSTGRES);
@@ -104,5 +105,43 @@ describe.skipIf(NO_DATABASE)('a run carried between hosts by the database', () =
     expect(refused).toMatch(/TRON_DB_NAME/);
     const password = new URL(server.url).password;
     if (password) expect(refused).not.toContain(`:${password}@`);
+  });
+});
+
+describe("the repository's name every clone derives alike", () => {
+  it('spells one remote one way however a clone wrote its URL: credentials, scheme, case, .git and / aside', () => {
+    const same = [
+      'git@Forge.Internal:team/myapp.git',
+      'ssh://git@forge.internal/team/myapp.git',
+      'ssh://git@forge.internal:22/team/myapp',
+      'https://forge.internal/team/myapp',
+      'https://bot:s3cret@FORGE.internal/team/myapp.git/',
+      'git://forge.internal/team/myapp.git',
+    ];
+    for (const url of same) expect(normalizeRemoteUrl(url), url).toBe('forge.internal/team/myapp');
+    expect(normalizeRemoteUrl('https://forge.internal:8443/team/myapp.git')).toBe('forge.internal:8443/team/myapp');
+    expect(normalizeRemoteUrl('https://forge.internal/team/other')).not.toBe('forge.internal/team/myapp');
+    // A local remote: its absolute path, however it was named.
+    expect(normalizeRemoteUrl('file:///srv/git/myapp.git')).toBe('/srv/git/myapp');
+    expect(normalizeRemoteUrl('/srv/git/myapp.git/')).toBe('/srv/git/myapp');
+    expect(normalizeRemoteUrl('../myapp.git', '/srv/git/clone')).toBe('/srv/git/myapp');
+  });
+
+  it('takes [cluster] repository first, then the remote, then the folder of a repository without one', async () => {
+    const parent = mkdtempSync(join(tmpdir(), 'tron-name-'));
+    try {
+      const dir = join(parent, 'some-folder');
+      await testGit(parent, 'init', '-q', dir);
+      expect(repositoryName(dir, undefined)).toBe('some-folder');
+      await testGit(dir, 'remote', 'add', 'upstream', 'git@forge.internal:team/myapp.git');
+      // The only remote, whatever its name; `origin` when there are more.
+      expect(repositoryName(dir, undefined)).toBe('forge.internal/team/myapp');
+      await testGit(dir, 'remote', 'add', 'origin', 'https://forge.internal/team/fork');
+      expect(repositoryName(dir, undefined)).toBe('forge.internal/team/fork');
+      expect(repositoryName(dir, undefined, 'upstream')).toBe('forge.internal/team/myapp');
+      expect(repositoryName(dir, { repository: 'named' } as never)).toBe('named');
+    } finally {
+      rmSync(parent, { recursive: true, force: true });
+    }
   });
 });

@@ -55,12 +55,13 @@ export function databaseToRead(o: {
     for (const dir of [o.run, join(o.repo, '.tron', 'runs', o.run)]) if (existsSync(join(dir, 'events.jsonl'))) return undefined;
   }
   const isTron = existsSync(join(o.repo, '.tron', 'config.toml'));
-  const cluster = isTron ? loadConfig(o.repo).config?.cluster : undefined;
+  const config = isTron ? loadConfig(o.repo).config : undefined;
+  const cluster = config?.cluster;
   const url = o.database ?? (isTron ? databaseUrl(cluster, o.env) : undefined);
   if (url === undefined) return undefined;
   if (o.database !== undefined && !o.repoGiven) return { url };
   const key = isTron ? repoKey(o.repo)?.key : undefined;
-  return { url, repository: repositoryName(o.repo, cluster), ...(key ? { key } : {}) };
+  return { url, repository: repositoryName(o.repo, cluster, config?.remote?.name), ...(key ? { key } : {}) };
 }
 
 /** One run in the database, open for reading. */

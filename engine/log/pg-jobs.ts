@@ -256,15 +256,29 @@ grant execute on function ${CONTROL_FUNCTIONS} to ${role};`;
 
 /**
  * Brings graphile-worker's schema and the queue's up to date (the engine's role: it owns
- * the database). Under the advisory lock of the log's migrations, so two starts migrate once.
+ * the database). Both under the advisory lock of the log's migrations, so any number of
+ * starts at once, on an empty or an older database, migrate once.
  */
 export async function migrateJobs(db: Database): Promise<void> {
   // Loaded here, not at the top: a start without [cluster] database never needs it (~170 ms).
   const { runMigrations } = await import('graphile-worker');
-  // graphile-worker connects on its own: a database with no connection left says so as tron's connects do.
-  await runMigrations({ connectionString: db.url, logger: QUIET }).catch((err: unknown) => {
-    throw isDatabaseFull(err) ? connectFailure(db.url, err) : err;
-  });
+  const client = db.client;
+  // Every schema change under one lock, the queue library's too: it migrates on a connection of its own
+  // (its `create schema` is not safe to run twice at once), while this session holds the lock the log's migrations take.
+  await client.query(`select pg_advisory_lock(hashtext('tron_schema'))`);
+  try {
+    // graphile-worker connects on its own: a database with no connection left says so as tron's connects do.
+    await runMigrations({ connectionString: db.url, logger: QUIET }).catch((err: unknown) => {
+      throw isDatabaseFull(err) ? connectFailure(db.url, err) : err;
+    });
+    await migrateQueue(db);
+  } finally {
+    await client.query(`select pg_advisory_unlock(hashtext('tron_schema'))`).catch(() => undefined);
+  }
+}
+
+/** tron's own migrations of the queue, in one transaction (under the schema's lock: migrateJobs holds it). */
+async function migrateQueue(db: Database): Promise<void> {
   const client = db.client;
   await client.query('begin');
   try {

@@ -102,6 +102,14 @@ export const MIGRATIONS: readonly string[] = [
   create trigger tron_keys_append_only before update or delete on tron_keys
     for each row execute function tron_events_append_only();
   `,
+  // 4: each repository's remote, normalized (cluster.ts remoteIdentity): one remote led under two names is refused.
+  `
+  create table tron_repositories (
+    repository text primary key,
+    remote text not null unique,
+    written_at timestamptz not null default now()
+  );
+  `,
 ];
 
 /** The schema version this tron writes and reads. */
@@ -126,7 +134,7 @@ const TOO_MANY_CONNECTIONS = '53300';
 
 /**
  * The database refused one more connection: `max_connections` is reached, or the role's
- * CONNECTION LIMIT. Each tron agent holds 3 + its slots, an engine up to 4, or 4 + its
+ * CONNECTION LIMIT. Each tron agent holds 4 + its slots, an engine up to 4, or 4 + its
  * slots when it runs jobs itself (docs/cluster.md, "Connections").
  */
 export class DatabaseFullError extends Error {
@@ -135,7 +143,7 @@ export class DatabaseFullError extends Error {
     super(
       coded(
         'TRON_DB_FULL',
-        `the database at ${redact(url)} takes no more connections (${reason}); each tron agent holds 3 + its slots and an engine up to 4 (4 + its slots when it runs jobs itself): raise max_connections or the role's CONNECTION LIMIT (docs/cluster.md, "Connections")`,
+        `the database at ${redact(url)} takes no more connections (${reason}); each tron agent holds 4 + its slots and an engine up to 4 (4 + its slots when it runs jobs itself): raise max_connections or the role's CONNECTION LIMIT (docs/cluster.md, "Connections")`,
       ),
     );
     this.name = 'DatabaseFullError';

@@ -112,7 +112,9 @@ export class Engine {
       failed = true;
       this.failHard(err as Error);
     }
-    return this.shutdown(failed);
+    // A failure that came to the loop as run.failed (an effect's, the database's, a lost lease) is one too:
+    // a result that can no longer come (its job dropped by the next leader) is not waited for without end.
+    return this.shutdown(failed || this.inputs.failing);
   }
 
   private async drive(): Promise<void> {

@@ -14,6 +14,12 @@ export class Wake {
   private failure: Error | undefined;
   /** What failed, for run.failed's `after`. */
   failedAfter: string | undefined;
+  private failed = false;
+
+  /** Whether something the loop started failed (the run ended, or ends, with run.failed). */
+  get failing(): boolean {
+    return this.failed;
+  }
 
   /** An input for the loop: it wakes at once. */
   push(body: EventBody): void {
@@ -57,6 +63,7 @@ export class Wake {
   /** A failure, as the input that ends the run; a log that cannot be written is no input: the loop stops on it. */
   private fatal(err: Error): EventBody {
     this.failure = undefined;
+    this.failed = true;
     if (err instanceof RunDirGoneError) throw err;
     const after = this.failedAfter ?? 'an effect';
     return { type: 'run.failed', detail: codedLine(err, `the effect of ${after}`), after };

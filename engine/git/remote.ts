@@ -52,6 +52,8 @@ const PROTOCOLS = 'file:git:http:https:ssh';
 export interface RemoteAccess {
   config: ReadonlyArray<readonly [string, string]>;
   env: Readonly<Record<string, string>>;
+  /** The files the config pairs were read from (`~/.gitconfig`, what it includes): a start checks none changed in the last run. */
+  origins?: readonly string[];
 }
 
 /** No credentials at all (tests, and a remote that needs none). */
@@ -80,20 +82,32 @@ export async function remoteAccess(env: Readonly<Record<string, string | undefin
   for (const name of ['PATH', 'HOME', 'XDG_CONFIG_HOME', 'GIT_CONFIG_GLOBAL', 'GIT_CONFIG_SYSTEM', 'GIT_CONFIG_NOSYSTEM'] as const)
     if (env[name] !== undefined) base[name] = env[name]!;
   const config: Array<[string, string]> = [];
+  const origins = new Set<string>();
   // System first, then global: the order git itself reads them in (later wins, helpers add up).
   const noSystem = ['1', 'true', 'yes', 'on'].includes((env.GIT_CONFIG_NOSYSTEM ?? '').toLowerCase());
   for (const scope of noSystem ? ['--global'] : ['--system', '--global']) {
-    const listed = await spawnPlain(tmpdir(), ['config', scope, '--includes', '-z', '--get-regexp', ACCESS_KEYS.source], base, 10_000);
+    const listed = await spawnPlain(
+      tmpdir(),
+      ['config', scope, '--includes', '--show-origin', '-z', '--get-regexp', ACCESS_KEYS.source],
+      base,
+      10_000,
+    );
     if (listed.exitCode !== 0) continue;
-    for (const entry of listed.stdout.split('\0')) {
+    // With --show-origin, each entry comes after its origin: `file:<path>\0<key>\n<value>\0`.
+    const parts = listed.stdout.split('\0');
+    for (let i = 0; i + 1 < parts.length; i += 2) {
+      const origin = parts[i]!;
+      const entry = parts[i + 1]!;
       const newline = entry.indexOf('\n');
       const key = newline < 0 ? entry : entry.slice(0, newline);
-      if (key !== '' && ACCESS_KEYS.test(key)) config.push([key, newline < 0 ? '' : entry.slice(newline + 1)]);
+      if (key === '' || !ACCESS_KEYS.test(key)) continue;
+      config.push([key, newline < 0 ? '' : entry.slice(newline + 1)]);
+      if (origin.startsWith('file:/')) origins.add(origin.slice('file:'.length));
     }
   }
   const passed: Record<string, string> = {};
   for (const name of ACCESS_ENV) if (env[name] !== undefined && env[name] !== '') passed[name] = env[name]!;
-  return { config, env: passed };
+  return { config, env: passed, origins: [...origins] };
 }
 
 /**

@@ -12,11 +12,12 @@
  *    name, what each of their calls needs (a worker's `env` list, the forge client's
  *    token, the database client's URL);
  * 2. rebuilds `process.env` on the heap with only the variables in KEPT (where things
- *    are, locale, terminal; no credential), so a child started without an explicit
- *    environment inherits nothing secret;
+ *    are, locale, terminal; no credential but the database client's own password
+ *    variables, which it reads there), so a child started without an explicit
+ *    environment inherits nothing else secret;
  * 3. writes over the exec'd environment on its own stack through `/proc/self/mem` (a
  *    process may always write its own memory), so `/proc/<engine>/environ` then lists
- *    the kept variables and nothing else.
+ *    the kept variables — never a password — and nothing else.
  *
  * What remains, said plainly in docs/SECURITY.md: the secrets are in the engine's heap, which
  * only a process allowed to ptrace the engine can read (a worker is the engine's descendant,
@@ -34,9 +35,15 @@ import { closeSync, existsSync, openSync, readFileSync, writeSync } from 'node:f
 const KEPT =
   /^(PATH|HOME|USER|LOGNAME|SHELL|PWD|HOSTNAME|LANG|LANGUAGE|LC_[A-Z_]+|TERM|COLORTERM|TZ|TMPDIR|XDG_[A-Z_]+|NO_COLOR|FORCE_COLOR|COLUMNS|LINES|CI|NODE_OPTIONS|NODE_PATH|NODE_EXTRA_CA_CERTS|GIT_CONFIG_GLOBAL|GIT_CONFIG_SYSTEM|GIT_CONFIG_NOSYSTEM|PGHOST|PGPORT|PGUSER|PGDATABASE|PGSSLMODE|PGAPPNAME|PGCONNECT_TIMEOUT|TRON_DEBUG|TRON_PROC|TRON_CRASH_AFTER_EVENT)$/;
 
+/**
+ * Kept in `process.env` for the database client (node-postgres reads them there when the
+ * URL has no password) but never written back where `/proc/<engine>/environ` shows them.
+ */
+const KEPT_UNSHOWN = /^(PGPASSWORD|PGPASSFILE)$/;
+
 /** Whether the engine's own process keeps variable `name` once scrubbed. */
 export function keptInProcess(name: string): boolean {
-  return KEPT.test(name);
+  return KEPT.test(name) || KEPT_UNSHOWN.test(name);
 }
 
 /** What scrubbing did: the copy to pass on, and why `/proc/self/environ` could not be rewritten (when it could not). */
@@ -65,7 +72,8 @@ export function scrubOwnEnvironment(): Scrubbed {
     const size = end - start;
     const text = Buffer.alloc(size);
     // The kept variables, as the file will list them; what does not fit (it always does: a subset) is cut.
-    Buffer.from(kept.map((name) => `${name}=${env[name]}\0`).join('')).copy(text, 0, 0, size);
+    const shown = kept.filter((name) => !KEPT_UNSHOWN.test(name));
+    Buffer.from(shown.map((name) => `${name}=${env[name]}\0`).join('')).copy(text, 0, 0, size);
     const mem = openSync('/proc/self/mem', 'r+');
     try {
       writeSync(mem, text, 0, size, start);

@@ -6,6 +6,16 @@
 // `tron` all run the code as it is now.
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import { scrubOwnEnvironment } from './own-env.js';
+
+// The commands that run workers, tests or a server scrub their own environment before
+// anything else starts — tsx's loader and its esbuild process copy it when they start —
+// and keep the copy for their own calls (bin/own-env.js, engine/cli.ts).
+if (['start', 'agent', 'serve'].includes(process.argv[2] ?? '')) {
+  const scrubbed = scrubOwnEnvironment();
+  if (scrubbed.problem)
+    console.error(`tron: warning: ${scrubbed.problem}; without a sandbox, what tron runs can read its secrets there (docs/SECURITY.md)`);
+}
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const checkout = existsSync(new URL('../engine/cli.ts', import.meta.url));

@@ -25,16 +25,15 @@ type Handler = (values: Values, positionals: string[]) => Promise<number>;
 const print = (line: string) => console.log(line);
 
 /**
- * The environment of a command that runs workers, tests or a server: scrubbed from the
- * process before anything starts (engine/os/own-env.ts), its copy given to the command.
+ * The environment of a command that runs workers, tests or a server: the copy bin/tron.js
+ * took before it scrubbed the process (bin/own-env.js); called in-process (tests), the
+ * process's own.
  */
-async function engineEnv(): Promise<Record<string, string>> {
-  const { scrubOwnEnvironment } = await import('./os/own-env.ts');
-  const scrubbed = scrubOwnEnvironment();
-  if (scrubbed.problem)
-    console.error(`tron: warning: ${scrubbed.problem}; without a sandbox, what tron runs can read its secrets there (docs/SECURITY.md)`);
-  return scrubbed.env;
+function engineEnv(): Record<string, string | undefined> {
+  const taken = (globalThis as Record<symbol, unknown>)[Symbol.for('tron.engine-environment')];
+  return taken ? (taken as Record<string, string>) : { ...process.env };
 }
+
 const repoOf = (v: Values) => resolve(typeof v.repo === 'string' ? v.repo : '.');
 /** The commands that read runs: --database, and whether --repo narrows it (engine/log/db-read.ts). */
 const dbRead = (v: Values) => ({
@@ -52,7 +51,7 @@ const HANDLERS: { [K in CommandName]: Handler } = {
     return initCommand({ repo: repoOf(v), ...(worker ? { worker } : {}), print });
   },
   start: async (v) => {
-    const env = await engineEnv();
+    const env = engineEnv();
     const { startCommand } = await import('./commands/start.ts');
     return startCommand({
       repo: repoOf(v),
@@ -67,7 +66,7 @@ const HANDLERS: { [K in CommandName]: Handler } = {
     });
   },
   agent: async (v) => {
-    const env = await engineEnv();
+    const env = engineEnv();
     const { agentCommand } = await import('./commands/agent.ts');
     return agentCommand({
       repo: repoOf(v),
@@ -152,7 +151,7 @@ const HANDLERS: { [K in CommandName]: Handler } = {
     });
   },
   serve: async (v) => {
-    const env = await engineEnv();
+    const env = engineEnv();
     const { serveCommand, parsePort } = await import('./commands/serve.ts');
     const stop = new AbortController();
     process.once('SIGINT', () => stop.abort());

@@ -6,11 +6,13 @@
  * a name out of `process.env` does not change that file: it shows the bytes the kernel put
  * on the process's stack at exec, whatever Node did since.
  *
- * So the engine (`tron start`, `tron agent`, `tron serve`) does this first of all:
+ * So bin/tron.js, for `tron start`, `tron agent` and `tron serve`, does this first of all —
+ * before it loads anything else: in the checkout, tsx's loader thread and the esbuild
+ * process it starts take a copy of the environment as it is when they start:
  *
- * 1. takes a copy of its environment: the commands get that copy and pass from it, by
- *    name, what each of their calls needs (a worker's `env` list, the forge client's
- *    token, the database client's URL);
+ * 1. takes a copy of its environment, left where engine/cli.ts finds it (`takenEnvironment`):
+ *    the commands get that copy and pass from it, by name, what each of their calls needs
+ *    (a worker's `env` list, the forge client's token, the database client's URL);
  * 2. rebuilds `process.env` on the heap with only the variables in KEPT (where things
  *    are, locale, terminal; no credential but the database client's own password
  *    variables, which it reads there), so a child started without an explicit
@@ -25,6 +27,9 @@
  * (`--database URL`) is in `/proc/<engine>/cmdline`.
  */
 import { closeSync, existsSync, openSync, readFileSync, writeSync } from 'node:fs';
+
+/** Where the copy is left for engine/cli.ts (a registry symbol: dist/ and the sources alike find it). */
+const TAKEN = Symbol.for('tron.engine-environment');
 
 /**
  * The variables the engine's process keeps: where things are, the locale and terminal,
@@ -42,14 +47,8 @@ const KEPT =
 const KEPT_UNSHOWN = /^(PGPASSWORD|PGPASSFILE)$/;
 
 /** Whether the engine's own process keeps variable `name` once scrubbed. */
-export function keptInProcess(name: string): boolean {
+export function keptInProcess(name) {
   return KEPT.test(name) || KEPT_UNSHOWN.test(name);
-}
-
-/** What scrubbing did: the copy to pass on, and why `/proc/self/environ` could not be rewritten (when it could not). */
-export interface Scrubbed {
-  env: Record<string, string>;
-  problem?: string;
 }
 
 /**
@@ -58,8 +57,10 @@ export interface Scrubbed {
  * rewriting it fails, `problem` says why (the caller warns: the run's secrets are then
  * readable by what it runs without a sandbox).
  */
-export function scrubOwnEnvironment(): Scrubbed {
-  const env: Record<string, string> = {};
+export function scrubOwnEnvironment() {
+  /** @type {Record<string, string>} */
+  const env = {};
+  globalThis[TAKEN] = env;
   for (const [name, value] of Object.entries(process.env)) if (value !== undefined) env[name] = value;
   // Every variable leaves libc's table; the kept ones come back as fresh heap strings (setenv copies),
   // so nothing the process still reads points into the stack region overwritten below.
@@ -84,12 +85,17 @@ export function scrubOwnEnvironment(): Scrubbed {
     if (!after.equals(text)) return { env, problem: '/proc/self/environ still shows what the engine was started with' };
     return { env };
   } catch (err) {
-    return { env, problem: `could not rewrite /proc/self/environ: ${(err as Error).message}` };
+    return { env, problem: `could not rewrite /proc/self/environ: ${err.message}` };
   }
 }
 
+/** The copy scrubOwnEnvironment took in this process, if it ran. */
+export function takenEnvironment() {
+  return globalThis[TAKEN];
+}
+
 /** Where the exec'd environment lies in this process's memory: /proc/self/stat's env_start and env_end (Linux 3.5+). */
-function environRegion(): { start: number; end: number } {
+function environRegion() {
   const stat = readFileSync('/proc/self/stat', 'utf8');
   // After the command name (which may hold spaces and parentheses) come the fields from the 3rd on.
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');

@@ -1,5 +1,5 @@
 /**
- * The engine's own environment holds no secret once it runs (engine/os/own-env.ts). Without
+ * The engine's own environment holds no secret once it runs (bin/own-env.js, run first of all by bin/tron.js). Without
  * a sandbox, a test command and a builder's shell line read `/proc/<pid>/environ` of every
  * process they can see, the engine included, and find none of the secrets `tron start` was
  * given; under bwrap they do not see the engine at all (a PID namespace of their own).
@@ -9,11 +9,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { execa } from 'execa';
 import { afterEach, describe, expect, it } from 'vitest';
-import { BWRAP_SKIP } from '../testing/bwrap.ts';
-import { configFile, project } from '../testing/project.ts';
-import { GIT_IDENTITY_ENV } from '../testing/repo.ts';
+import { BWRAP_SKIP } from './testing/bwrap.ts';
+import { configFile, project } from './testing/project.ts';
+import { GIT_IDENTITY_ENV } from './testing/repo.ts';
 
-const BIN = join(import.meta.dirname, '..', '..', 'bin', 'tron.js');
+const BIN = join(import.meta.dirname, '..', 'bin', 'tron.js');
 
 /** Each secret carries the mark the probe looks for (so the probe itself is given none of them). */
 const MARK = 'nvr53en';

@@ -491,7 +491,8 @@ export function describeRemoteFailure(remote: Remote, what: string, failure: Rem
  * - curl (and git over http): `~/.netrc`, `~/_netrc`, `$NETRC`;
  * - libpq: `~/.pgpass`, `$PGPASSFILE`, `~/.pg_service.conf`, `$PGSERVICEFILE`,
  *   `$PGSYSCONFDIR/pg_service.conf`;
- * - `~/.docker/config.json` (`$DOCKER_CONFIG`) and the GitHub CLI's `hosts.yml`.
+ * - `~/.docker/config.json` (`$DOCKER_CONFIG`), the GitHub CLI's `hosts.yml`, and the cloud
+ *   CLIs' folders (`~/.aws`, `~/.kube`, `~/.config/gcloud`).
  *
  * What git config files carry (`url.*.insteadOf` with a token, a remote URL with a
  * password) is taken out of the copies the sandbox shows of them (sandbox-git-config.ts).
@@ -517,6 +518,9 @@ export function credentialPaths(env: Readonly<Record<string, string | undefined>
   if (cache) paths.push(join(cache, 'git', 'credential'));
   const docker = absolute(env.DOCKER_CONFIG) ?? (home && join(home, '.docker'));
   if (docker) paths.push(join(docker, 'config.json'));
+  // The cloud CLIs' keys (a gcloud credential helper for git keeps its tokens there too).
+  if (home) paths.push(join(home, '.aws'), join(home, '.kube'));
+  if (xdg) paths.push(join(xdg, 'gcloud'));
   const pgSysconf = absolute(env.PGSYSCONFDIR);
   if (pgSysconf) paths.push(join(pgSysconf, 'pg_service.conf'));
   for (const name of ['SSH_AUTH_SOCK', 'NETRC', 'PGPASSFILE', 'PGSERVICEFILE', 'GIT_ASKPASS', 'SSH_ASKPASS'] as const) {

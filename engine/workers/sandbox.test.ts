@@ -74,6 +74,9 @@ describe('writable paths and bwrap arguments (no bwrap needed)', () => {
         '/usr/bin/ssh-askpass',
         '/home/ada/docker/config.json',
         '/home/ada/.config/gh/hosts.yml',
+        '/home/ada/.aws',
+        '/home/ada/.kube',
+        '/home/ada/.config/gcloud',
       ]),
     );
   });

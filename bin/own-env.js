@@ -33,12 +33,12 @@ const TAKEN = Symbol.for('tron.engine-environment');
 
 /**
  * The variables the engine's process keeps: where things are, the locale and terminal,
- * Node's and git's own switches, the database client's connection settings (node-postgres
- * reads PG* from `process.env` at connect), and tron's own switches — never one that names
- * a secret. Everything else lives only in the copy the command was given.
+ * Node's and git's own switches, the git identity (the sim worker's commits inherit it),
+ * the database client's connection settings (node-postgres reads PG* from `process.env`
+ * at connect), and tron's own switches — never one that names a secret. Everything else lives only in the copy the command was given.
  */
 const KEPT =
-  /^(PATH|HOME|USER|LOGNAME|SHELL|PWD|HOSTNAME|LANG|LANGUAGE|LC_[A-Z_]+|TERM|COLORTERM|TZ|TMPDIR|XDG_[A-Z_]+|NO_COLOR|FORCE_COLOR|COLUMNS|LINES|CI|NODE_OPTIONS|NODE_PATH|NODE_EXTRA_CA_CERTS|GIT_CONFIG_GLOBAL|GIT_CONFIG_SYSTEM|GIT_CONFIG_NOSYSTEM|PGHOST|PGPORT|PGUSER|PGDATABASE|PGSSLMODE|PGAPPNAME|PGCONNECT_TIMEOUT|TRON_DEBUG|TRON_PROC|TRON_CRASH_AFTER_EVENT)$/;
+  /^(PATH|HOME|USER|LOGNAME|SHELL|PWD|HOSTNAME|LANG|LANGUAGE|LC_[A-Z_]+|TERM|COLORTERM|TZ|TMPDIR|XDG_[A-Z_]+|NO_COLOR|FORCE_COLOR|COLUMNS|LINES|CI|NODE_OPTIONS|NODE_PATH|NODE_EXTRA_CA_CERTS|GIT_CONFIG_GLOBAL|GIT_CONFIG_SYSTEM|GIT_CONFIG_NOSYSTEM|GIT_AUTHOR_NAME|GIT_AUTHOR_EMAIL|GIT_COMMITTER_NAME|GIT_COMMITTER_EMAIL|PGHOST|PGPORT|PGUSER|PGDATABASE|PGSSLMODE|PGAPPNAME|PGCONNECT_TIMEOUT|TRON_DEBUG|TRON_PROC|TRON_CRASH_AFTER_EVENT)$/;
 
 /**
  * Kept in `process.env` for the database client (node-postgres reads them there when the

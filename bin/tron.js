@@ -7,6 +7,16 @@
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
+// The commands that run workers, tests or a server scrub their own environment before
+// anything else starts — tsx's loader and its esbuild process copy it when they start —
+// and keep the copy for their own calls (bin/own-env.js, engine/cli.ts).
+if (['start', 'agent', 'serve'].includes(process.argv.slice(2).find((arg) => arg !== '--debug') ?? '')) {
+  const { scrubOwnEnvironment } = await import('./own-env.js');
+  const scrubbed = scrubOwnEnvironment();
+  if (scrubbed.problem)
+    console.error(`tron: warning: ${scrubbed.problem}; without a sandbox, what tron runs can read its secrets there (docs/SECURITY.md)`);
+}
+
 const root = fileURLToPath(new URL('..', import.meta.url));
 const checkout = existsSync(new URL('../engine/cli.ts', import.meta.url));
 let cli;

@@ -24,6 +24,17 @@ export { COMMANDS } from './cli/table.ts';
 type Handler = (values: Values, positionals: string[]) => Promise<number>;
 
 const print = (line: string) => console.log(line);
+
+/**
+ * The environment of a command that runs workers, tests or a server: the copy bin/tron.js
+ * took before it scrubbed the process (bin/own-env.js); called in-process (tests), the
+ * process's own.
+ */
+function engineEnv(): Record<string, string | undefined> {
+  const taken = (globalThis as Record<symbol, unknown>)[Symbol.for('tron.engine-environment')];
+  return taken ? (taken as Record<string, string>) : { ...process.env };
+}
+
 const repoOf = (v: Values) => resolve(typeof v.repo === 'string' ? v.repo : '.');
 /** The commands that read runs: --database, and whether --repo narrows it (engine/log/db-read.ts). */
 const dbRead = (v: Values) => ({
@@ -41,6 +52,7 @@ const HANDLERS: { [K in CommandName]: Handler } = {
     return initCommand({ repo: repoOf(v), ...(worker ? { worker } : {}), print });
   },
   start: async (v) => {
+    const env = engineEnv();
     const { startCommand } = await import('./commands/start.ts');
     return startCommand({
       repo: repoOf(v),
@@ -48,13 +60,14 @@ const HANDLERS: { [K in CommandName]: Handler } = {
       plain: Boolean(v.plain),
       output: process.stdout,
       clock: systemClock,
-      env: process.env,
+      env,
       print,
       signals: true,
       standby: Boolean(v.standby),
     });
   },
   agent: async (v) => {
+    const env = engineEnv();
     const { agentCommand } = await import('./commands/agent.ts');
     return agentCommand({
       repo: repoOf(v),
@@ -62,7 +75,7 @@ const HANDLERS: { [K in CommandName]: Handler } = {
       ...(typeof v.slots === 'string' ? { slots: Number(v.slots) } : {}),
       ...(typeof v.roles === 'string' ? { roles: v.roles.split(',').map((r) => r.trim()) } : {}),
       clock: systemClock,
-      env: process.env,
+      env,
       print,
       signals: true,
     });
@@ -138,6 +151,7 @@ const HANDLERS: { [K in CommandName]: Handler } = {
     });
   },
   serve: async (v) => {
+    const env = engineEnv();
     const { serveCommand, parsePort } = await import('./commands/serve.ts');
     const stop = new AbortController();
     process.once('SIGINT', () => stop.abort());
@@ -147,7 +161,7 @@ const HANDLERS: { [K in CommandName]: Handler } = {
       ...(typeof v.host === 'string' ? { host: v.host } : {}),
       ...(typeof v.port === 'string' ? { port: parsePort(v.port) } : {}),
       clock: systemClock,
-      env: process.env,
+      env,
       print,
       signal: stop.signal,
       ...(typeof v.database === 'string' ? { database: v.database } : {}),

@@ -24,6 +24,7 @@ import { catchUpFromRemote, followRemote, restoreWork } from '../runtime/remote-
 import { sharedKey } from '../log/pg-keys.ts';
 import { catchUpFromQueue } from '../runtime/queue-recovery.ts';
 import { credentialPaths, openRemote, remoteAccess } from '../git/remote.ts';
+import { accessChangedInRun } from '../runtime/access-changed.ts';
 import { readInbox } from '../runtime/inbox.ts';
 import type { BodyOf } from '../core/events.ts';
 import { latestRun } from '../log/runs.ts';
@@ -185,6 +186,10 @@ async function startHolding(
     const before = previousEvents(previous);
     const configChanged = configChangedInRun(repo, before);
     if (configChanged) throw new InputError([configChanged]);
+    // The user's git credential setup, read once for the run's remote calls: not if a worker may have written it (access-changed.ts).
+    const access = config.remote ? await remoteAccess(o.env) : undefined;
+    const accessChanged = access && accessChangedInRun(access, before);
+    if (accessChanged) throw new InputError([accessChanged]);
     // A landing the previous run died in the middle of: its git locks first, then the checkout it was moving.
     const cleared = await clearInterruptedLanding(repo, before);
     // [remote]: opened once (its URL read now, not again); what it already holds of an unrecorded landing is made local.
@@ -193,7 +198,7 @@ async function startHolding(
           name: config.remote.name,
           trunk: config.trunk,
           timeoutMs: config.remote.timeoutMs,
-          access: await remoteAccess(o.env),
+          ...(access && { access }),
         })
       : undefined;
     const fromRemote = remote ? await catchUpFromRemote(repo, remote, before) : [];

@@ -120,6 +120,13 @@ export const PROBLEMS = {
       '`.tron/config.toml` changed while the previous run was running (without a sandbox, a worker can write it), and has not been touched since.',
     fix: 'Check the change (`git diff .tron/config.toml`); undo it, or, if it is yours, `touch .tron/config.toml` and start again.',
   },
+  TRON_GIT_CONFIG_CHANGED_IN_RUN: {
+    area: 'config',
+    kind: 'input',
+    summary:
+      "A git config file the engine's remote calls take credentials from (`~/.gitconfig`, what it includes: `credential.*`, `url.*.insteadOf`) changed while the previous run was running (without a sandbox, a worker can write it), and has not been touched since.",
+    fix: 'Read the `credential.*` and `url.*` settings of the file it names (`git config --global --show-origin --list`); undo what you did not write, or, if the change is yours, `touch` the file and start again.',
+  },
   TRON_CONFIG_DURATION: {
     area: 'config',
     kind: 'input',

@@ -34,7 +34,7 @@
 import { spawn } from 'node:child_process';
 import { copyFile, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { GitStateError, SAFE_CONFIG, gitEnv, gitOut, isFullSha, runGit, type Sha } from './run.ts';
 import { LANDED_PREFIX } from './refs.ts';
 import { commonDir } from './worktree.ts';
@@ -52,6 +52,8 @@ const PROTOCOLS = 'file:git:http:https:ssh';
 export interface RemoteAccess {
   config: ReadonlyArray<readonly [string, string]>;
   env: Readonly<Record<string, string>>;
+  /** The files the config pairs were read from (`~/.gitconfig`, what it includes): a start checks none changed in the last run. */
+  origins?: readonly string[];
 }
 
 /** No credentials at all (tests, and a remote that needs none). */
@@ -80,20 +82,32 @@ export async function remoteAccess(env: Readonly<Record<string, string | undefin
   for (const name of ['PATH', 'HOME', 'XDG_CONFIG_HOME', 'GIT_CONFIG_GLOBAL', 'GIT_CONFIG_SYSTEM', 'GIT_CONFIG_NOSYSTEM'] as const)
     if (env[name] !== undefined) base[name] = env[name]!;
   const config: Array<[string, string]> = [];
+  const origins = new Set<string>();
   // System first, then global: the order git itself reads them in (later wins, helpers add up).
   const noSystem = ['1', 'true', 'yes', 'on'].includes((env.GIT_CONFIG_NOSYSTEM ?? '').toLowerCase());
   for (const scope of noSystem ? ['--global'] : ['--system', '--global']) {
-    const listed = await spawnPlain(tmpdir(), ['config', scope, '--includes', '-z', '--get-regexp', ACCESS_KEYS.source], base, 10_000);
+    const listed = await spawnPlain(
+      tmpdir(),
+      ['config', scope, '--includes', '--show-origin', '-z', '--get-regexp', ACCESS_KEYS.source],
+      base,
+      10_000,
+    );
     if (listed.exitCode !== 0) continue;
-    for (const entry of listed.stdout.split('\0')) {
+    // With --show-origin, each entry comes after its origin: `file:<path>\0<key>\n<value>\0`.
+    const parts = listed.stdout.split('\0');
+    for (let i = 0; i + 1 < parts.length; i += 2) {
+      const origin = parts[i]!;
+      const entry = parts[i + 1]!;
       const newline = entry.indexOf('\n');
       const key = newline < 0 ? entry : entry.slice(0, newline);
-      if (key !== '' && ACCESS_KEYS.test(key)) config.push([key, newline < 0 ? '' : entry.slice(newline + 1)]);
+      if (key === '' || !ACCESS_KEYS.test(key)) continue;
+      config.push([key, newline < 0 ? '' : entry.slice(newline + 1)]);
+      if (origin.startsWith('file:/')) origins.add(origin.slice('file:'.length));
     }
   }
   const passed: Record<string, string> = {};
   for (const name of ACCESS_ENV) if (env[name] !== undefined && env[name] !== '') passed[name] = env[name]!;
-  return { config, env: passed };
+  return { config, env: passed, origins: [...origins] };
 }
 
 /**
@@ -465,22 +479,62 @@ export function describeRemoteFailure(remote: Remote, what: string, failure: Rem
 }
 
 /**
- * Where the user's git credentials live, for the sandbox to hide from every worker and
- * test: the credential stores git's `store` helper reads (`~/.git-credentials`,
- * `$XDG_CONFIG_HOME/git/credentials`, and any `--file` a helper names), `~/.ssh` and the
- * ssh agent's socket. Paths that do not exist are left out by the sandbox.
+ * Where the user's credentials live, for the sandbox to hide from every worker and test:
+ * every place git, ssh, curl and libpq (and the forge and registry clients a worker could
+ * run) take a password, a token or a key from on their own —
+ *
+ * - git: the `store` helper's files (`~/.git-credentials`, `$XDG_CONFIG_HOME/git/credentials`,
+ *   any `--file` a helper names), the `cache` helper's socket folders
+ *   (`$XDG_CACHE_HOME/git/credential`, `~/.git-credential-cache`, any `--socket`),
+ *   the askpass programs (`GIT_ASKPASS`, `SSH_ASKPASS`, a user's script holds a token);
+ * - ssh: `~/.ssh` and the agent's socket;
+ * - curl (and git over http): `~/.netrc`, `~/_netrc`, `$NETRC`;
+ * - libpq: `~/.pgpass`, `$PGPASSFILE`, `~/.pg_service.conf`, `$PGSERVICEFILE`,
+ *   `$PGSYSCONFDIR/pg_service.conf`;
+ * - `~/.docker/config.json` (`$DOCKER_CONFIG`), the GitHub CLI's `hosts.yml`, and the cloud
+ *   CLIs' folders (`~/.aws`, `~/.kube`, `~/.config/gcloud`).
+ *
+ * What git config files carry (`url.*.insteadOf` with a token, a remote URL with a
+ * password) is taken out of the copies the sandbox shows of them (sandbox-git-config.ts).
+ * Paths that do not exist are left out by the sandbox.
  */
 export function credentialPaths(env: Readonly<Record<string, string | undefined>>, access: RemoteAccess = NO_ACCESS): string[] {
   const paths: string[] = [];
-  const home = env.HOME?.startsWith('/') ? env.HOME : undefined;
-  if (home) paths.push(join(home, '.git-credentials'), join(home, '.ssh'));
-  const xdg = env.XDG_CONFIG_HOME?.startsWith('/') ? env.XDG_CONFIG_HOME : home && join(home, '.config');
-  if (xdg) paths.push(join(xdg, 'git', 'credentials'));
-  if (env.SSH_AUTH_SOCK?.startsWith('/')) paths.push(env.SSH_AUTH_SOCK);
+  const absolute = (value: string | undefined) => (value?.startsWith('/') ? value : undefined);
+  const home = absolute(env.HOME);
+  if (home)
+    paths.push(
+      join(home, '.git-credentials'),
+      join(home, '.ssh'),
+      join(home, '.git-credential-cache'),
+      join(home, '.netrc'),
+      join(home, '_netrc'),
+      join(home, '.pgpass'),
+      join(home, '.pg_service.conf'),
+    );
+  const xdg = absolute(env.XDG_CONFIG_HOME) ?? (home && join(home, '.config'));
+  if (xdg) paths.push(join(xdg, 'git', 'credentials'), join(absolute(env.GH_CONFIG_DIR) ?? join(xdg, 'gh'), 'hosts.yml'));
+  const cache = absolute(env.XDG_CACHE_HOME) ?? (home && join(home, '.cache'));
+  if (cache) paths.push(join(cache, 'git', 'credential'));
+  const docker = absolute(env.DOCKER_CONFIG) ?? (home && join(home, '.docker'));
+  if (docker) paths.push(join(docker, 'config.json'));
+  // The cloud CLIs' keys (a gcloud credential helper for git keeps its tokens there too).
+  if (home) paths.push(join(home, '.aws'), join(home, '.kube'));
+  if (xdg) paths.push(join(xdg, 'gcloud'));
+  const pgSysconf = absolute(env.PGSYSCONFDIR);
+  if (pgSysconf) paths.push(join(pgSysconf, 'pg_service.conf'));
+  for (const name of ['SSH_AUTH_SOCK', 'NETRC', 'PGPASSFILE', 'PGSERVICEFILE', 'GIT_ASKPASS', 'SSH_ASKPASS'] as const) {
+    const path = absolute(env[name]);
+    if (path) paths.push(path);
+  }
+  const inHome = (file: string) => (file.startsWith('~/') && home ? join(home, file.slice(2)) : file);
   for (const [key, value] of access.config) {
     if (!/^credential\.(.+\.)?helper$/i.test(key)) continue;
     const file = /--file[= ](\S+)/.exec(value)?.[1];
-    if (file) paths.push(file.startsWith('~/') && home ? join(home, file.slice(2)) : file);
+    if (file) paths.push(inHome(file));
+    // The cache daemon's socket: its folder, which the daemon makes (and remakes) when it starts.
+    const socket = /--socket[= ](\S+)/.exec(value)?.[1];
+    if (socket) paths.push(dirname(inHome(socket)));
   }
   return [...new Set(paths)];
 }

@@ -18,6 +18,7 @@ import { makeRepo, type TestRepo } from '../testing/repo.ts';
 import { fsck } from '../testing/store.ts';
 import * as git from '../git/index.ts';
 import type { TurnRequest } from './adapter.ts';
+import { configText, userGitConfigs } from './sandbox-git-config.ts';
 import { bwrapArgs, bwrapSandbox, chooseSandbox, expandWritable, turnConfinement, type Confinement, type LeaveReport } from './sandbox.ts';
 import { turnRequest } from '../testing/workers.ts';
 
@@ -30,7 +31,64 @@ describe('writable paths and bwrap arguments (no bwrap needed)', () => {
         { HOME: '/home/ada', SSH_AUTH_SOCK: '/run/agent.sock' },
         { config: [['credential.helper', 'store --file=~/.creds']], env: {} },
       ),
-    ).toEqual(['/home/ada/.git-credentials', '/home/ada/.ssh', '/home/ada/.config/git/credentials', '/run/agent.sock', '/home/ada/.creds']);
+    ).toEqual(
+      expect.arrayContaining([
+        '/home/ada/.git-credentials',
+        '/home/ada/.ssh',
+        '/home/ada/.config/git/credentials',
+        '/run/agent.sock',
+        '/home/ada/.creds',
+      ]),
+    );
+  });
+
+  it('names every place git, ssh, curl and libpq take credentials from, where the environment moves them too', () => {
+    const paths = credentialPaths(
+      {
+        HOME: '/home/ada',
+        XDG_CACHE_HOME: '/cache',
+        NETRC: '/etc/ada.netrc',
+        PGPASSFILE: '/srv/pgpass',
+        PGSERVICEFILE: '/srv/services',
+        PGSYSCONFDIR: '/etc/pg',
+        GIT_ASKPASS: '/usr/local/bin/token-askpass',
+        SSH_ASKPASS: '/usr/bin/ssh-askpass',
+        DOCKER_CONFIG: '/home/ada/docker',
+      },
+      { config: [['credential.https://example.com.helper', 'cache --timeout 60 --socket ~/run/creds/socket']], env: {} },
+    );
+    expect(paths).toEqual(
+      expect.arrayContaining([
+        '/home/ada/.netrc',
+        '/home/ada/_netrc',
+        '/etc/ada.netrc',
+        '/home/ada/.pgpass',
+        '/srv/pgpass',
+        '/home/ada/.pg_service.conf',
+        '/srv/services',
+        '/etc/pg/pg_service.conf',
+        '/home/ada/.git-credential-cache',
+        '/cache/git/credential',
+        '/home/ada/run/creds',
+        '/usr/local/bin/token-askpass',
+        '/usr/bin/ssh-askpass',
+        '/home/ada/docker/config.json',
+        '/home/ada/.config/gh/hosts.yml',
+        '/home/ada/.aws',
+        '/home/ada/.kube',
+        '/home/ada/.config/gcloud',
+      ]),
+    );
+  });
+
+  it('writes a sanitized git config back in git syntax: subsections, quoting and bare booleans kept', () => {
+    expect(
+      configText([
+        { key: 'core.bare' },
+        { key: 'core.editor', value: 'vim "x"\\y' },
+        { key: 'remote.my "o".url', value: 'https://host/r' },
+      ]),
+    ).toBe('[core]\n\tbare\n\teditor = "vim \\"x\\"\\\\y"\n[remote "my \\"o\\""]\n\turl = "https://host/r"\n');
   });
 
   it('expands ~/ and $NAME/ and keeps absolute paths; an unset variable drops its entry', () => {
@@ -322,6 +380,66 @@ describe.skipIf(BWRAP_SKIP !== undefined)('a sandboxed worker', () => {
       expect(open.out).toMatch(/^agent agent$/m);
     } finally {
       await new Promise<void>((done) => agent.close(() => done()));
+    }
+  });
+
+  it('cannot reach a password through .netrc, .pgpass, an insteadOf URL, the remote URL in .git/config or the credential cache, as it can outside', async () => {
+    const bare = await makeBareRemote();
+    const served = await serveHttp(bare, { user: 'ada', password: 'wire-pass' });
+    const env = { PATH: process.env.PATH ?? '', HOME: home, GIT_TERMINAL_PROMPT: '0' };
+    const cache = (action: string, input: string) =>
+      execa('git', ['credential-cache', action], { input, env, extendEnv: false, reject: false });
+    try {
+      await repo.git('push', '-q', bare.dir, 'main');
+      writeFileSync(join(home, '.netrc'), 'machine db.example.com login ada password netrc-pass\n');
+      writeFileSync(join(home, '.pgpass'), 'db.example.com:5432:*:ada:pgpass-pass\n');
+      mkdirSync(join(home, '.docker'), { recursive: true });
+      writeFileSync(join(home, '.docker', 'config.json'), '{"auths":{"r.example.com":{"auth":"ZG9ja2VyLXBhc3M="}}}\n');
+      writeFileSync(
+        join(home, '.gitconfig'),
+        `[user]\n\tname = Home\n[url "http://ada:wire-pass@127.0.0.1:${served.port}/"]\n\tinsteadOf = http://forge.invalid/\n`,
+      );
+      await repo.git('remote', 'add', 'origin', `http://ada:wire-pass@127.0.0.1:${served.port}/repo.git`);
+      // git's credential-cache daemon, holding the password, listening on ~/.cache/git/credential/socket.
+      expect((await cache('store', `protocol=http\nhost=127.0.0.1:${served.port}\nusername=ada\npassword=cache-pass\n\n`)).exitCode).toBe(
+        0,
+      );
+      const script = [
+        'cat ~/.netrc ~/.pgpass ~/.docker/config.json ~/.gitconfig "$COMMON/config"',
+        `printf 'protocol=http\\nhost=127.0.0.1:${served.port}\\n\\n' | git credential-cache get; echo "cache $?"`,
+        'git ls-remote http://forge.invalid/repo.git main >/dev/null 2>&1; echo "insteadof $?"',
+        'git ls-remote origin main >/dev/null 2>&1; echo "remote $?"',
+        'echo "name $(git config --global user.name)"',
+        'git status --porcelain >/dev/null; echo "status $?"',
+      ].join('\n');
+      const hidden = credentialPaths({ HOME: home });
+      const entered = await bwrapSandbox(BWRAP ?? 'bwrap', hidden, userGitConfigs({ HOME: home })).enter(
+        ['sh', '-c', script],
+        builder('a'),
+      );
+      const [file, ...args] = entered.argv;
+      const inside = await execa(file!, args, { cwd: wt('a'), env: { ...env, COMMON: common }, extendEnv: false, reject: false });
+      await entered.leave();
+      const out = String(inside.stdout);
+      for (const secret of ['netrc-pass', 'pgpass-pass', 'ZG9ja2VyLXBhc3M=', 'wire-pass', 'cache-pass']) expect(out).not.toContain(secret);
+      expect(out).toMatch(/^insteadof [1-9]/m);
+      expect(out).toMatch(/^remote [1-9]/m);
+      // What the worker needs of the same files is still there: its identity, a repository git can read.
+      expect(out).toMatch(/^name Home$/m);
+      expect(out).toMatch(/^status 0$/m);
+      // Outside, the same script reads every one of them and reaches the remote: the test sees what the sandbox takes away.
+      const outside = await execa('sh', ['-c', script], { cwd: wt('a'), env: { ...env, COMMON: common }, extendEnv: false, reject: false });
+      const open = String(outside.stdout);
+      for (const secret of ['netrc-pass', 'pgpass-pass', 'ZG9ja2VyLXBhc3M=', 'wire-pass', 'cache-pass']) expect(open).toContain(secret);
+      expect(open).toMatch(/^insteadof 0$/m);
+      expect(open).toMatch(/^remote 0$/m);
+    } finally {
+      await cache('exit', '');
+      await repo.git('remote', 'remove', 'origin').catch(() => undefined);
+      await served.stop();
+      await bare.cleanup();
+      for (const f of ['.netrc', '.pgpass', '.docker']) rmSync(join(home, f), { recursive: true, force: true });
+      writeFileSync(join(home, '.gitconfig'), '[user]\n\tname = Home\n');
     }
   });
 

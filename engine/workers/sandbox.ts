@@ -57,6 +57,7 @@ import type { TurnRequest } from './adapter.ts';
 import { findProgram } from './preflight.ts';
 import type { SandboxMode } from '../project/worker-settings.ts';
 import { privateStore } from './private-store.ts';
+import { ConfigSanitizer, userGitConfigs } from './sandbox-git-config.ts';
 
 export { SANDBOX_MODES, type SandboxMode } from '../project/worker-settings.ts';
 
@@ -166,7 +167,7 @@ export async function chooseSandbox(
   if (mode === 'off') return { sandbox: NO_SANDBOX, mode };
   const program = findProgram('bwrap', env.PATH, '/');
   const why = program ? await probeBwrap(program) : 'bwrap (bubblewrap) is not installed: there is no bwrap on PATH';
-  if (program && why === undefined) return { sandbox: bwrapSandbox(program, hidden), mode };
+  if (program && why === undefined) return { sandbox: bwrapSandbox(program, hidden, userGitConfigs(env)), mode };
   if (mode === 'bwrap') {
     throw new InputError([
       {
@@ -344,7 +345,7 @@ function scratchRoot(): string {
       scratchDir = tmpdir();
     }
     for (const name of safeReaddir(scratchDir)) {
-      const pid = /^tron-branch-(\d+)-/.exec(name)?.[1];
+      const pid = /^tron-(?:branch|config)-(\d+)-/.exec(name)?.[1];
       if (pid !== undefined && !existsSync(`/proc/${pid}`)) rmSync(join(scratchDir, name), { recursive: true, force: true });
     }
   }
@@ -493,13 +494,35 @@ function ownBranch(repo: string, block: string, cwd: string): { mounts: Mount[];
   return { mounts, leave };
 }
 
+let sanitizer: ConfigSanitizer | undefined;
+
+/** The one maker of sanitized git config copies (sandbox-git-config.ts); its folder goes when the engine exits. */
+function configSanitizer(): ConfigSanitizer {
+  if (!sanitizer) {
+    const made = new ConfigSanitizer(scratchRoot());
+    process.once('exit', () => made.remove());
+    sanitizer = made;
+  }
+  return sanitizer;
+}
+
+/** The config files of the repositories a process sees (its cwd's, the builder's, the visible ones'), which may hold a remote's URL with its password. */
+function repositoryConfigs(c: Confinement): string[] {
+  const places = [c.cwd, c.ownBranch?.repo, ...(c.visible ?? [])].filter((p): p is string => p !== undefined);
+  const dirs = places.filter((p) => existsSync(join(p, '.git'))).map(commonGitDir);
+  return [...new Set(dirs.filter((d): d is string => d !== undefined).map((d) => join(d, 'config')))];
+}
+
 /**
  * A sandbox by the `bwrap` program at `program` (which must have passed `probeBwrap`).
- * `hidden` folders (tron's own state, where the repository's key is) show empty inside,
- * and `hidden` files (the user's git credentials, the ssh agent's socket) read as empty,
- * whatever else is writable or visible.
+ * `hidden` folders (tron's own state, where the repository's key is; the credential
+ * cache's socket folder) show empty inside, and `hidden` files (the user's git
+ * credentials, `.netrc`, `.pgpass`, the ssh agent's socket) read as empty, whatever else
+ * is writable or visible. `gitConfigs` (the user's global and system git config) and the
+ * config of every repository the process sees are shown without what reaches a
+ * credential (sandbox-git-config.ts).
  */
-export function bwrapSandbox(program: string, hidden: readonly string[] = []): Sandbox {
+export function bwrapSandbox(program: string, hidden: readonly string[] = [], gitConfigs: readonly string[] = []): Sandbox {
   return {
     kind: 'bwrap',
     async enter(argv, c) {
@@ -528,6 +551,9 @@ export function bwrapSandbox(program: string, hidden: readonly string[] = []): S
         // A file (a credential store, the ssh agent's socket) reads as empty: /dev/null over it.
         else if (existsSync(path)) mounts.push({ kind: 'hide-file', src: '/dev/null', dest: real(path) });
       }
+      // A copy over each git config file that carries a credential (a token in a URL, a helper).
+      for (const copy of await configSanitizer().copiesFor([...gitConfigs, ...repositoryConfigs(c)]))
+        if (!hidden.some((h) => isInside(copy.dest, real(h)))) mounts.push({ kind: 'hide-file', src: copy.src, dest: copy.dest });
       const args = bwrapArgs({ cwd, network: c.network, mounts, ...(c.inCallersSession ? { inCallersSession: true } : {}) });
       return { argv: [program, ...args, '--', ...argv], leave };
     },

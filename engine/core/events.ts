@@ -16,7 +16,7 @@
 import { z } from 'zod';
 import { FAILURE_CAUSES, RESTATABLE_KINDS, TURN_KINDS } from './roles.ts';
 import { ESCALATION, HANDLERS } from '../spine/spine.ts';
-import { ANSWER_FILE } from './names.ts';
+import { ANSWER_FILE, BLOCK_ID } from './names.ts';
 
 const trouble = z.enum(Object.keys(ESCALATION) as [keyof typeof ESCALATION, ...(keyof typeof ESCALATION)[]]);
 const handler = z.enum(Object.keys(HANDLERS) as [keyof typeof HANDLERS, ...(keyof typeof HANDLERS)[]]);
@@ -221,7 +221,11 @@ export const EVENT_SCHEMAS = {
     .strictObject({ file: answerFile })
     .describe('note: an operator answer file was moved out of .tron/inbox/ into the run directory.'),
   'inbox.refused': z
-    .strictObject({ file: answerFile, block: z.string().optional(), reason: z.string() })
+    .strictObject({
+      file: answerFile,
+      block: z.string().regex(BLOCK_ID).optional().describe('the block the file names, when it is a block id'),
+      reason: z.string(),
+    })
     .describe(
       'note: a file in .tron/inbox/ was not acted on — not written by `tron answer` (no valid signature), unreadable, stale, or for a block this run does not have — and was moved to answers/refused/ in the run directory.',
     ),

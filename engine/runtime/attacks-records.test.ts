@@ -7,7 +7,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { appendFileSync, copyFileSync, existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { appendFileSync, copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { configFile, makeProject, ofType, runTron, type RunResult } from '../testing/project.ts';
 import type { TestRepo } from '../testing/repo.ts';
@@ -123,6 +123,19 @@ describe('a forged operator answer', () => {
     expect(ofType(run.events, 'inbox.refused')).toEqual([]);
     expect(ofType(run.events, 'operator.answered')).toEqual([]);
     expect(readdirSync(inbox).sort()).toEqual(['a\nb\u001b[2J.json', 'notes.json']);
+  });
+
+  it('records no block an unsigned answer file names unless it is a block id', async () => {
+    const forged = JSON.stringify({ block: '../../x\u001b[2J', word: 'ABANDON', payload: {}, line: '>>ABANDON', written_at: 1 });
+    const repo = await parkedProject();
+    mkdirSync(join(repo.dir, '.tron', 'inbox'), { recursive: true });
+    writeFileSync(join(repo.dir, '.tron', 'inbox', '1-x.json'), forged);
+    const run = await runTron(repo);
+    expect(run.exit).toBe(3);
+    expect(ofType(run.events, 'inbox.refused')).toEqual([
+      expect.objectContaining({ file: '1-x.json', reason: expect.stringContaining('not a block id') }),
+    ]);
+    expect(ofType(run.events, 'inbox.refused')[0]).not.toHaveProperty('block');
   });
 
   it('refuses a signed answer for a block the run does not have, and the run still finishes', async () => {

@@ -28,7 +28,8 @@ import * as git from '../git/index.ts';
 export const INBOX_DIR = join('.tron', 'inbox');
 
 const AnswerFile = z.strictObject({
-  block: z.string(),
+  /** A block id, or the file is no answer: what a file says becomes an event's field only in its shape. */
+  block: z.string().regex(BLOCK_ID, { message: 'not a block id' }),
   word: z.string(),
   payload: z.record(z.string(), z.unknown()),
   line: z.string(),
@@ -121,7 +122,9 @@ export function readInbox(
       if (info.size > MAX_ANSWER_BYTES) throw new Error(`${info.size} bytes, more than an answer holds`);
       answer = { ...AnswerFile.parse(JSON.parse(readFileSync(full, 'utf8'))), file };
     } catch (err) {
-      out.refused.push({ file, reason: `not an answer file (${(err as Error).message.split('\n')[0]})` });
+      const issue = err instanceof z.ZodError ? err.issues[0] : undefined;
+      const why = issue ? `${issue.path.join('.')}: ${issue.message}` : (err as Error).message.split('\n')[0];
+      out.refused.push({ file, reason: `not an answer file (${why})` });
       continue;
     }
     if (answer.sig === undefined || answer.sig !== answerSignature(key, answer)) {

@@ -50,6 +50,7 @@ import { approvingWorkers, builderPrelude, writeBuilder } from '../engine/testin
 
 const BIN = fileURLToPath(new URL('../bin/tron.js', import.meta.url));
 const WORKER = fileURLToPath(new URL('../engine/testing/queue-worker.ts', import.meta.url));
+const INSTANT_SHA = 'a'.repeat(40);
 const BODY: EventBody = { type: 'block.parked', block: 'alpha', reason: 'a line of ordinary length for the bench' };
 const ENV = { ...GIT_IDENTITY_ENV, GIT_CONFIG_GLOBAL: '/dev/null', GIT_CONFIG_NOSYSTEM: '1', TRON_DATABASE_URL: '' };
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -80,6 +81,7 @@ async function dispatchLatency(url: string, n = 200, pools = 1): Promise<{ p50: 
         url,
         roles: ['test'],
         slots: pools === 1 ? 2 : 1,
+        repository: `bench-dispatch-${pools}`,
         agent: `bench ${i}`,
         heartbeatMs: 2000,
         onClaimed: (key) => lat.push(performance.now() - appended.get(key.seq)!),
@@ -112,6 +114,7 @@ async function writerThroughput(url: string, agents = 8, inFlight = 16, ms = 500
         env: {
           TRON_TEST_QUEUE_URL: url,
           TRON_TEST_ROLE: 'test',
+          TRON_TEST_REPOSITORY: 'bench-writer',
           TRON_TEST_INSTANT: '1',
           TRON_TEST_HEARTBEAT_MS: '2000',
           TSX_DISABLE_CACHE: '1',
@@ -129,9 +132,11 @@ async function writerThroughput(url: string, agents = 8, inFlight = 16, ms = 500
   const one = async (): Promise<void> => {
     while (performance.now() < stopAt) {
       const decision = log.append(BODY);
-      log.enqueue(decision.seq, { kind: 'test.requested', role: 'test', request: {} });
+      // A trunk test's job: its instant agent reports that test's result, which the broker reads by the job's kind.
+      const request = { block: 'alpha', sha: INSTANT_SHA };
+      log.enqueue(decision.seq, { kind: 'test.requested', role: 'test', request });
       if (counting) counted += 1;
-      const out = await broker.outcome({ decision: decision as TronEvent, request: {} });
+      const out = await broker.outcome({ decision: { ...decision, type: 'test.requested', ...request } as TronEvent, request });
       for (const body of [out ?? []].flat()) {
         log.append(body);
         if (counting) counted += 1;

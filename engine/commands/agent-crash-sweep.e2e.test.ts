@@ -22,6 +22,7 @@ import { configFile, makeProject } from '../testing/project.ts';
 import { makeBareRemote, serveDaemon } from '../testing/remote-server.ts';
 import { GIT_IDENTITY_ENV } from '../testing/repo.ts';
 import { approvingWorkers, builderPrelude, writeBuilder } from '../testing/workers.ts';
+import { poolOf } from '../testing/pools.ts';
 import { completeJob, STALE_ATTEMPT } from '../log/pg-jobs.ts';
 import { type Database, openDatabase } from '../log/pg-log.ts';
 
@@ -162,7 +163,13 @@ describe.skipIf(NO_DATABASE)('the crash sweep across two engines and three agent
         if (holding) {
           // The dead agent's attempt, reported now (forged, or late from a host that comes back): refused in SQL.
           await expect(
-            completeJob(db.client, { repository, run: holding.run, seq: holding.seq }, 1, { ok: true, inputs: [{ type: 'forged' }] }),
+            completeJob(
+              db.client,
+              await poolOf(db.client, `a forger ${crashAt}`, repository, { roles: ['builder'] }),
+              { repository, run: holding.run, seq: holding.seq },
+              1,
+              { ok: true, inputs: [{ type: 'forged' }] },
+            ),
           ).rejects.toMatchObject({ code: STALE_ATTEMPT });
         }
         const runs = await tableRuns(repository);

@@ -13,6 +13,7 @@ import { join } from 'node:path';
 import { execa, type ResultPromise } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TestRun, TronEvent } from '../core/events.ts';
+import { poolOf } from '../testing/pools.ts';
 import { completeJob, STALE_ATTEMPT } from '../log/pg-jobs.ts';
 import { type Database, openDatabase } from '../log/pg-log.ts';
 import { startWorkers } from '../runtime/job-queue.ts';
@@ -248,7 +249,13 @@ describe.skipIf(NO_DATABASE)('test runs on tron agents', () => {
         expect(again.worker).toMatch(/^agent /);
         // The dead attempt's result, sent now (forged, or late from a host that comes back): refused in SQL.
         await expect(
-          completeJob(c.db.client, { repository: 'test-agent-killed', run: again.run, seq: again.seq }, 1, { ok: true, inputs: [] }),
+          completeJob(
+            c.db.client,
+            await poolOf(c.db.client, 'a forger', 'test-agent-killed'),
+            { repository: 'test-agent-killed', run: again.run, seq: again.seq },
+            1,
+            { ok: true, inputs: [] },
+          ),
         ).rejects.toMatchObject({ code: STALE_ATTEMPT });
         const all = await events(c.db, 'test-agent-killed');
         // The run that came back is the second attempt's, of the sha that was asked for.
@@ -302,6 +309,7 @@ describe.skipIf(NO_DATABASE)('test runs on tron agents', () => {
         // Then one starts, which runs nothing and reports every test green — of another sha.
         liar = await startWorkers({
           url: server.url,
+          repository: 'test-agent-lies',
           roles: ['test'],
           slots: 2,
           agent: 'agent liar',

@@ -19,6 +19,7 @@ import { configFile, landingSim, makeProject } from '../testing/project.ts';
 import { type BareRemote, makeBareRemote, serveDaemon } from '../testing/remote-server.ts';
 import { GIT_IDENTITY_ENV, type TestRepo } from '../testing/repo.ts';
 import { approvingWorkers, builderPrelude, writeBuilder } from '../testing/workers.ts';
+import { poolOf } from '../testing/pools.ts';
 import { completeJob, JOB_MIGRATIONS, migrateJobs, STALE_ATTEMPT } from '../log/pg-jobs.ts';
 import { type Database, openDatabase } from '../log/pg-log.ts';
 
@@ -311,7 +312,13 @@ describe.skipIf(NO_DATABASE)('tron agent with [cluster] database', () => {
       expect(alpha.worker).not.toBe(holding.worker);
       // The dead attempt's result, sent now (forged, or late from a host that comes back): refused in SQL.
       await expect(
-        completeJob(c.db.client, { repository: 'agents', run: alpha.run, seq: alpha.seq }, 1, { ok: true, inputs: [{ type: 'forged' }] }),
+        completeJob(
+          c.db.client,
+          await poolOf(c.db.client, 'a forger', 'agents', { roles: ['builder'] }),
+          { repository: 'agents', run: alpha.run, seq: alpha.seq },
+          1,
+          { ok: true, inputs: [{ type: 'forged' }] },
+        ),
       ).rejects.toMatchObject({ code: STALE_ATTEMPT });
       // The builders' work went through the remote, and its refs went with the blocks' landing (effects/work-ref.ts).
       const works = (await c.bare.git('for-each-ref', '--format=%(refname)', 'refs/tron/work/')).split('\n').filter(Boolean);

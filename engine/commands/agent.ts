@@ -26,8 +26,17 @@ import * as git from '../git/index.ts';
 import { gitOut } from '../git/run.ts';
 import { credentialPaths, fetchRef, fetchTrunk, fetchTrunkAndWork, openRemote, pushRef, type Remote, remoteAccess } from '../git/remote.ts';
 import type pg from 'pg';
-import { databaseUrl, isConnectionLost } from '../log/cluster.ts';
-import { checkQueueVersion, type Claimed, connect, type JobKey, type JobResult, OUTPUT_NOTES_VERSION } from '../log/pg-jobs.ts';
+import { databaseUrl, isConnectionLost, repositoryName } from '../log/cluster.ts';
+import {
+  type Caller,
+  checkQueueVersion,
+  type Claimed,
+  connect,
+  type JobKey,
+  type JobResult,
+  OUTPUT_NOTES_VERSION,
+  SCOPED_VERSION,
+} from '../log/pg-jobs.ts';
 import { redact } from '../log/pg-log.ts';
 import { CheckoutPool } from '../runtime/effects/checkouts.ts';
 import { type EffectContext, errorLine, Queues } from '../runtime/effects/context.ts';
@@ -125,7 +134,10 @@ export async function agentCommand(o: AgentOptions): Promise<number> {
     for (const s of ['SIGINT', 'SIGTERM'] as const) process.once(s, () => stop.abort());
   }
   const heartbeatMs = config.cluster?.heartbeatMs ?? 2000;
+  // An agent serves exactly the repository of its clone: the queue gives it no other's jobs.
+  const repository = repositoryName(repo, config.cluster, config.remote?.name);
   let control: AgentControl | undefined;
+  let caller: Caller | undefined;
   let streams = false;
   // What a start makes: the pool, the engine's asks of its turns, and a connection that watches the database.
   const startPool = () =>
@@ -133,17 +145,24 @@ export async function agentCommand(o: AgentOptions): Promise<number> {
       // A queue a newer tron migrated is refused, as an engine refuses it: upgrade this host first.
       const watch = await connect(url);
       try {
+        const version = await checkQueueVersion(watch, url);
+        // A queue an older tron made knows no registration: wait for this version's engine to migrate it.
+        if (version < SCOPED_VERSION) throw Object.assign(new Error(`the queue is at version ${version}`), { code: OLDER_QUEUE });
         // An engine that migrated the queue to this version reads a turn's output as it comes: only then is it sent.
-        streams = (await checkQueueVersion(watch, url)) >= OUTPUT_NOTES_VERSION;
+        streams = version >= OUTPUT_NOTES_VERSION;
         // The engine's asks of the turns held here (stop, probe), and their notes (runtime/agent-control.ts).
-        control ??= await AgentControl.open(url, name, heartbeatMs, o.clock, o.print);
+        control ??= await AgentControl.open(url, name, heartbeatMs, o.clock, o.print, () => caller);
         const held = control;
         const workers = await startWorkers({
           url,
+          repository,
           roles,
           slots,
           agent: name,
           heartbeatMs,
+          onRegistered: (c) => {
+            caller = c;
+          },
           onClaimed: (key, c) => o.print(`tron agent: ${c.kind} ${blockOf(c)} (job ${key.seq}, attempt ${c.attempt})`),
           onStale: (key, attempt) =>
             o.print(`tron agent: the result of job ${key.seq} attempt ${attempt} was refused: the job was given to another attempt`),
@@ -170,7 +189,9 @@ export async function agentCommand(o: AgentOptions): Promise<number> {
     await control?.close();
     return 0;
   }
-  o.print(`tron agent: ${name} claims ${roles.join(', ')} jobs (${slots} slot${slots === 1 ? '' : 's'}) from ${redact(url)}`);
+  o.print(
+    `tron agent: ${name} claims ${roles.join(', ')} jobs of ${repository} (${slots} slot${slots === 1 ? '' : 's'}) from ${redact(url)}`,
+  );
   // What a lost connection left behind is stopped beside the new pool (its running turns end as they would), and awaited at exit.
   const leaving: Promise<void>[] = [];
   const stopped = new Promise<void>((r) => stop.signal.addEventListener('abort', () => r()));
@@ -270,6 +291,8 @@ const OUTPUT_EVERY_MS = 1000;
 
 /** PostgreSQL's words for a schema not made yet: no such function, table or schema. */
 const NO_SCHEMA = new Set(['42883', '42P01', '3F000']);
+/** A queue made by an older tron, before pools registered (pg-job-scope.ts): the engine of this version migrates it. */
+const OLDER_QUEUE = 'TRON_QUEUE_OLDER';
 
 /**
  * Starts the pool once the queue's schema exists: an agent may start before any engine
@@ -287,8 +310,14 @@ async function untilSchema<T>(
     try {
       return await start();
     } catch (err) {
-      if (!NO_SCHEMA.has(String((err as { code?: unknown }).code))) throw err;
-      if (!said) print("tron agent: the database has no job queue yet; waiting for an engine's first start to make it");
+      const code = String((err as { code?: unknown }).code);
+      if (!NO_SCHEMA.has(code) && code !== OLDER_QUEUE) throw err;
+      if (!said)
+        print(
+          code === OLDER_QUEUE
+            ? `tron agent: ${(err as Error).message}, older than this tron (${SCOPED_VERSION}); waiting for an engine of this tron's version to migrate it`
+            : "tron agent: the database has no job queue yet; waiting for an engine's first start to make it",
+        );
       said = true;
       await new Promise<void>((resolve) => {
         const t = setTimeout(resolve, everyMs);

@@ -27,6 +27,7 @@
 import type pg from 'pg';
 import type { JobKey, JobResult } from './pg-jobs.ts';
 import type { RunKey } from './pg-log.ts';
+import type { Caller } from './pg-job-scope.ts';
 import { inTurn } from './in-turn.ts';
 
 /** pg-jobs.ts's STALE_ATTEMPT (that module imports this one's migration: no import back). */
@@ -113,10 +114,6 @@ export const CONTROL_MIGRATION = `
   revoke execute on function tron_asks(text), tron_answer(text, text, integer, integer, bigint, jsonb),
     tron_note(text, text, integer, integer, jsonb), tron_lost(text[], text[], integer[], integer[]) from public;
 `;
-
-/** The grant of these functions to an agents' role (agentGrants in pg-jobs.ts adds it). */
-export const CONTROL_FUNCTIONS =
-  'tron_asks(text), tron_answer(text, text, integer, integer, bigint, jsonb), tron_note(text, text, integer, integer, jsonb), tron_lost(text[], text[], integer[], integer[])';
 
 /** What an attempt says of its turn. */
 export type JobNote =
@@ -235,7 +232,9 @@ export async function jobProgress(
 /**
  * The engine's waiting jobs the queue will never hand out again: graphile-worker gave up
  * on them after `max_attempts` failed tries, or their queue row is gone (deleted by a role
- * that could). Each with the reason, for the failure the engine reports.
+ * that could). Each with the reason, for the failure the engine reports. Never a job a live
+ * attempt holds (its pool seen within its own lapse): that attempt reports it, and a second
+ * delivery's end — or a hostile role's delete — does not end the attempt that holds it.
  */
 export async function exhaustedJobs(
   client: pg.ClientBase,
@@ -246,7 +245,8 @@ export async function exhaustedJobs(
     `select t.seq, g.attempts, g.max_attempts, g.last_error from tron_jobs t
        left join graphile_worker.jobs g on g.key = t.repository || '/' || t.run || '/' || t.seq
       where t.repository = $1 and t.run = $2 and t.seq = any($3::integer[]) and t.state in ('queued', 'running')
-        and (g.id is null or (g.attempts >= g.max_attempts and g.locked_at is null))`,
+        and (g.id is null or (g.attempts >= g.max_attempts and g.locked_at is null))
+        and not (t.state = 'running' and exists (select 1 from tron_agents a where a.worker = t.worker and a.seen_at >= now() - a.lapse))`,
     [at.repository, at.run, seqs],
   );
   return rows.map((r) => ({
@@ -270,19 +270,22 @@ export async function failJob(client: pg.ClientBase, key: JobKey, result: JobRes
 
 // ---- the agent's side (its role may only call the functions) ----
 
-/** The open asks of the jobs `worker` holds. */
-export async function asksFor(client: pg.ClientBase, worker: string): Promise<Ask[]> {
-  const { rows } = await client.query<Ask & { id: string }>('select * from tron_asks($1)', [worker]);
+/** The open asks of the jobs `caller` holds. */
+export async function asksFor(client: pg.ClientBase, caller: Caller): Promise<Ask[]> {
+  const { rows } = await client.query<Ask & { id: string }>('select * from tron_asks($1, $2)', [caller.worker, caller.token]);
   return rows.map((r) => ({ ...r, id: Number(r.id) }));
 }
 
 /** Of the attempts given, those that no longer hold their job. */
 export async function lostAttempts(
   client: pg.ClientBase,
+  caller: Caller,
   held: ReadonlyArray<JobKey & { attempt: number }>,
 ): Promise<Array<JobKey & { attempt: number }>> {
   if (held.length === 0) return [];
-  const { rows } = await client.query<JobKey & { attempt: number }>('select * from tron_lost($1, $2, $3, $4)', [
+  const { rows } = await client.query<JobKey & { attempt: number }>('select * from tron_lost($1, $2, $3, $4, $5, $6)', [
+    caller.worker,
+    caller.token,
     held.map((h) => h.repository),
     held.map((h) => h.run),
     held.map((h) => h.seq),
@@ -292,13 +295,31 @@ export async function lostAttempts(
 }
 
 /** Answers an ask as `attempt`; refused (STALE_ATTEMPT) unless that attempt holds the job. */
-export async function answerAsk(client: pg.ClientBase, key: JobKey, attempt: number, id: number, answer: unknown): Promise<void> {
-  await client.query('select tron_answer($1, $2, $3, $4, $5, $6)', [key.repository, key.run, key.seq, attempt, id, JSON.stringify(answer)]);
+export async function answerAsk(
+  client: pg.ClientBase,
+  caller: Caller,
+  key: JobKey,
+  attempt: number,
+  id: number,
+  answer: unknown,
+): Promise<void> {
+  await client.query('select tron_answer($1, $2, $3, $4, $5, $6, $7, $8)', [
+    caller.worker,
+    caller.token,
+    key.repository,
+    key.run,
+    key.seq,
+    attempt,
+    id,
+    JSON.stringify(answer),
+  ]);
 }
 
 /** Records a note of `attempt`; false when that attempt no longer holds the job (it was given to another). */
-export async function noteJob(client: pg.ClientBase, key: JobKey, attempt: number, note: JobNote): Promise<boolean> {
-  const { rows } = await client.query<{ ok: boolean }>('select tron_note($1, $2, $3, $4, $5) as ok', [
+export async function noteJob(client: pg.ClientBase, caller: Caller, key: JobKey, attempt: number, note: JobNote): Promise<boolean> {
+  const { rows } = await client.query<{ ok: boolean }>('select tron_note($1, $2, $3, $4, $5, $6, $7) as ok', [
+    caller.worker,
+    caller.token,
     key.repository,
     key.run,
     key.seq,

@@ -21,7 +21,8 @@
  */
 import pg from 'pg';
 import type { Database, RunKey } from './pg-log.ts';
-import { CONTROL_FUNCTIONS, CONTROL_MIGRATION, OUTPUT_MIGRATION } from './pg-job-control.ts';
+import { OUTPUT_MIGRATION, CONTROL_MIGRATION } from './pg-job-control.ts';
+import { type Caller, NOT_YOURS, SCOPE_MIGRATION, SCOPED_FUNCTIONS } from './pg-job-scope.ts';
 import { connectFailure, isDatabaseFull, SchemaNewerError } from './pg-log.ts';
 
 /** The SQLSTATE of a refused result: the attempt that reports is not the job's current one. */
@@ -30,8 +31,7 @@ export const STALE_ATTEMPT = 'TRN02';
 /** The notification channel a completed job is announced on (payload: repository/run). */
 export const RESULTS_CHANNEL = 'tron_results';
 
-/** graphile-worker's task names: one per role, so an agent claims only what its roles allow. */
-export const taskOf = (role: string): string => `tron_${role}`;
+export { type Caller, NOT_YOURS } from './pg-job-scope.ts';
 
 /**
  * A migration's grant of a new function to the agents' roles made before it (those
@@ -207,7 +207,12 @@ export const JOB_MIGRATIONS: readonly string[] = [
   VERSION_MIGRATION,
   // 5: a turn's output as it comes, and the notes' kinds checked (engine/log/pg-job-control.ts).
   OUTPUT_MIGRATION,
+  // 6: every job scoped to its repository, role and pool; every call of a pool carries its token (engine/log/pg-job-scope.ts).
+  SCOPE_MIGRATION,
 ];
+
+/** The queue's version from which pools register and every job is scoped (pg-job-scope.ts). */
+export const SCOPED_VERSION = 6;
 
 /** The queue's version from which an agent sends its turns' output as it comes: the engine migrating to it reads them. */
 export const OUTPUT_NOTES_VERSION = 5;
@@ -232,11 +237,16 @@ export async function checkQueueVersion(client: pg.ClientBase, url: string): Pro
 /**
  * What the agents' role is granted (docs/cluster.md, "Roles"): graphile-worker's own tables
  * and functions — to claim, finish and retry jobs; a policy on each of its tables that keep
- * row-level security — and tron's six queue functions. Nothing
- * of the log, the lease or tron_jobs itself: an agent reads a job's request and writes its
- * result only through tron_claim and tron_complete, fenced by attempt.
+ * row-level security — tron's queue functions, and which repositories and roles its members
+ * may serve (`tron_agent_access`; `*` for any). Nothing of the log, the lease or tron_jobs
+ * itself: an agent reads a job's request and writes its result only through tron_claim and
+ * tron_complete, as the registered pool holding the job's attempt.
  */
-export function agentGrants(role: string): string {
+export function agentGrants(
+  role: string,
+  serves: { repository: string; roles: readonly string[] } = { repository: '*', roles: ['*'] },
+): string {
+  const quoted = (v: string) => `'${v.replaceAll("'", "''")}'`;
   return `grant usage on schema graphile_worker to ${role};
 grant select, insert, update, delete on all tables in schema graphile_worker to ${role};
 grant usage, select on all sequences in schema graphile_worker to ${role};
@@ -248,10 +258,9 @@ do $$ declare t text; begin
     execute format('create policy %I on graphile_worker.%I for all to %I using (true) with check (true)', 'tron_agent_' || '${role}', t, '${role}');
   end loop;
 end $$;
-grant execute on function tron_heartbeat(text, text, text[], integer, text[]), tron_reap(interval),
-  tron_claim(text, text, integer, text), tron_complete(text, text, integer, integer, jsonb),
-  tron_near_elsewhere(text, interval), tron_queue_version() to ${role};
-grant execute on function ${CONTROL_FUNCTIONS} to ${role};`;
+grant execute on function tron_queue_version(),
+  ${SCOPED_FUNCTIONS.join(',\n  ')} to ${role};
+insert into tron_agent_access (db_role, repository, roles) values (${quoted(role)}, ${quoted(serves.repository)}, ${quoted(`{${serves.roles.join(',')}}`)});`;
 }
 
 /**
@@ -305,6 +314,8 @@ export interface QueuedJob {
   kind: string;
   role: string;
   request: unknown;
+  /** The pool that alone may claim it (the engine's own, `[cluster] jobs = "here"`); none: the agents of its repository with its role. */
+  pool?: string;
 }
 
 /**
@@ -327,12 +338,13 @@ export function linesStatement(
     jobs.map((b) => b.job!.kind),
     jobs.map((b) => b.job!.role),
     jobs.map((b) => JSON.stringify(b.job!.request)),
+    jobs.map((b) => b.job!.pool ?? null),
   );
   return {
     text: `with lines as (${lines} returning 1)
-      insert into tron_jobs (repository, run, seq, generation, kind, role, request)
-      select $1, $2, j.seq, $3, j.kind, j.role, j.request
-      from unnest($6::integer[], $7::text[], $8::text[], $9::jsonb[]) as j(seq, kind, role, request)`,
+      insert into tron_jobs (repository, run, seq, generation, kind, role, request, pool)
+      select $1, $2, j.seq, $3, j.kind, j.role, j.request, j.pool
+      from unnest($6::integer[], $7::text[], $8::text[], $9::jsonb[], $10::text[]) as j(seq, kind, role, request, pool)`,
     values,
   };
 }
@@ -374,18 +386,51 @@ export interface JobKey extends RunKey {
   seq: number;
 }
 
-/** Claims a delivered job for `worker`: a new attempt; undefined when it is done, dropped (old generation) or unknown. */
-export async function claimJob(client: pg.ClientBase, key: JobKey, worker: string): Promise<Claimed | undefined> {
-  const { rows } = await client.query<Claimed>('select * from tron_claim($1, $2, $3, $4)', [key.repository, key.run, key.seq, worker]);
+/** What a pool says of itself when it registers (pg-job-scope.ts `tron_register`). */
+export interface PoolRegistration {
+  worker: string;
+  host: string;
+  repository: string;
+  roles: readonly string[];
+  slots: number;
+  /** How long it may stay silent before it counts as dead: its jobs are then given to others. */
+  lapseMs: number;
+  /** The engine's own pool: it claims only the jobs that name it (`QueuedJob.pool`). */
+  own: boolean;
+}
+
+/** Registers a pool: its token (for every later call) and the queue library's task names it serves. Refused with NOT_YOURS. */
+export async function registerPool(client: pg.ClientBase, p: PoolRegistration): Promise<{ token: string; tasks: string[] }> {
+  const { rows } = await client.query<{ token: string; tasks: string[] }>(
+    'select * from tron_register($1, $2, $3, $4::text[], $5, $6::interval, $7)',
+    [p.worker, p.host, p.repository, p.roles, p.slots, `${p.lapseMs} milliseconds`, p.own],
+  );
+  return rows[0]!;
+}
+
+/** Claims a delivered job as `caller`: a new attempt; undefined when it is done, dropped (old generation) or unknown. */
+export async function claimJob(client: pg.ClientBase, caller: Caller, key: JobKey): Promise<Claimed | undefined> {
+  const { rows } = await client.query<Claimed>('select * from tron_claim($1, $2, $3, $4, $5)', [
+    caller.worker,
+    caller.token,
+    key.repository,
+    key.run,
+    key.seq,
+  ]);
   return rows[0];
 }
 
-/** The flags of jobs `worker` leaves to the agents near their work (NEAR_MIGRATION); none when it may not ask. */
-export async function nearElsewhere(client: pg.ClientBase, worker: string, lapseMs: number): Promise<string[]> {
+/** Whether an error is the queue refusing a caller: not the registered worker, or the job is not its to serve. */
+export function isNotYours(err: unknown): boolean {
+  return (err as { code?: unknown } | undefined)?.code === NOT_YOURS;
+}
+
+/** The flags of jobs `caller` leaves to the agents near their work (NEAR_MIGRATION); none when it may not ask. */
+export async function nearElsewhere(client: pg.ClientBase, caller: Caller): Promise<string[]> {
   try {
-    const { rows } = await client.query<{ f: string[] }>('select tron_near_elsewhere($1, $2::interval) as f', [
-      worker,
-      `${lapseMs} milliseconds`,
+    const { rows } = await client.query<{ f: string[] }>('select tron_near_elsewhere($1::text, $2::text) as f', [
+      caller.worker,
+      caller.token,
     ]);
     return rows[0]?.f ?? [];
   } catch {
@@ -408,9 +453,20 @@ export async function dropEarlierJobs(client: pg.ClientBase, repository: string,
   return rowCount ?? 0;
 }
 
-/** Records the result of `attempt`; the database refuses it (STALE_ATTEMPT) unless that attempt holds the job. */
-export async function completeJob(client: pg.ClientBase, key: JobKey, attempt: number, result: JobResult): Promise<void> {
-  await client.query('select tron_complete($1, $2, $3, $4, $5)', [key.repository, key.run, key.seq, attempt, JSON.stringify(result)]);
+/**
+ * Records the result of `attempt`; the database refuses it — STALE_ATTEMPT unless that
+ * attempt holds the job, NOT_YOURS unless `caller` is the registered pool that claimed it.
+ */
+export async function completeJob(client: pg.ClientBase, caller: Caller, key: JobKey, attempt: number, result: JobResult): Promise<void> {
+  await client.query('select tron_complete($1, $2, $3, $4, $5, $6, $7)', [
+    caller.worker,
+    caller.token,
+    key.repository,
+    key.run,
+    key.seq,
+    attempt,
+    JSON.stringify(result),
+  ]);
 }
 
 /** Whether an error is the database refusing a stale attempt's result. */

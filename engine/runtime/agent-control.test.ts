@@ -14,6 +14,7 @@ import { claimJob, type JobKey, migrateJobs } from '../log/pg-jobs.ts';
 import { type Database, openDatabase, PgEventLog } from '../log/pg-log.ts';
 import { requireAll, skipWithout } from '../testing/needs.ts';
 import { needPostgres, type TestDatabase, testDatabase } from '../testing/postgres.ts';
+import { poolOf } from '../testing/pools.ts';
 import { AgentControl } from './agent-control.ts';
 
 const POSTGRES = needPostgres();
@@ -49,15 +50,29 @@ describe.skipIf(NO_DATABASE)('the channel to turns on agents', () => {
     return { d, key: { repository, run: RUN, seq: e.seq } };
   }
 
+  /** A pool of `repository` that may serve builder turns, registered with the engine's role; a short lapse: it can be "cut off". */
+  const builderPool = (d: Database, worker: string, repository: string, lapseMs = 60_000) =>
+    poolOf(d.client, worker, repository, { roles: ['builder'], lapseMs });
+  /** Past a short lapse: the pool counts as dead, and its job may be given to another. */
+  const lapsed = () => new Promise((r) => setTimeout(r, 600));
+
   const until = async (ok: () => boolean | Promise<boolean>) => {
     while (!(await ok())) await new Promise((r) => setTimeout(r, 20));
   };
 
   it('aborts the turn a running job holds when the engine asks it to stop, and one registered after the stop too', async () => {
     const { d, key } = await decided('stop');
-    const control = await AgentControl.open(server.url, 'agent one', 10_000, clock, () => undefined);
+    const one = await builderPool(d, 'agent one', 'stop');
+    const control = await AgentControl.open(
+      server.url,
+      'agent one',
+      10_000,
+      clock,
+      () => undefined,
+      () => one,
+    );
     try {
-      const claimed = await claimJob(d.client, key, 'agent one');
+      const claimed = await claimJob(d.client, one, key);
       const held = control.hold(key, claimed!.attempt);
       const first = held.turns.start('alpha', 'alpha.1.builder', 1);
       expect(await askStop(d.client, key, 'stopped by the engine', { ok: true, inputs: [] })).toBe('asked');
@@ -76,7 +91,7 @@ describe.skipIf(NO_DATABASE)('the channel to turns on agents', () => {
     const { d, key } = await decided('queued');
     const outcome = { ok: true as const, inputs: [{ type: 'stopped' }] };
     expect(await askStop(d.client, key, 'stopped by the engine', outcome)).toBe('finished');
-    expect(await claimJob(d.client, key, 'agent late')).toBeUndefined();
+    expect(await claimJob(d.client, await builderPool(d, 'agent late', 'queued'), key)).toBeUndefined();
     const { rows } = await d.client.query(`select state, outcome from tron_jobs where repository = 'queued'`);
     expect(rows).toEqual([{ state: 'done', outcome }]);
     expect(await askStop(d.client, key, 'again', outcome)).toBe('done');
@@ -84,9 +99,17 @@ describe.skipIf(NO_DATABASE)('the channel to turns on agents', () => {
 
   it('answers a probe with what the agent’s probe saw, and takes notes only from the attempt that holds the job', async () => {
     const { d, key } = await decided('probe');
-    const control = await AgentControl.open(server.url, 'agent two', 10_000, clock, () => undefined);
+    const two = await builderPool(d, 'agent two', 'probe', 500);
+    const control = await AgentControl.open(
+      server.url,
+      'agent two',
+      10_000,
+      clock,
+      () => undefined,
+      () => two,
+    );
     try {
-      const claimed = await claimJob(d.client, key, 'agent two');
+      const claimed = await claimJob(d.client, two, key);
       const held = control.hold(key, claimed!.attempt);
       held.turns.start('alpha', 'alpha.1.builder', 1);
       const probed = { type: 'worker.probed', block: 'alpha', session: 'alpha.1.builder', turn: 1, alive: true, signs: ['cpu'] };
@@ -100,8 +123,9 @@ describe.skipIf(NO_DATABASE)('the channel to turns on agents', () => {
       const { notes, jobs } = await jobProgress(d.client, key, [key.seq], 0);
       expect(notes.map((n) => n.body)).toEqual([{ kind: 'started' }, { kind: 'spawned', pid: 42, start_time: '7', agent: 'agent two' }]);
       expect(jobs).toEqual([{ seq: key.seq, state: 'running', attempt: 1, worker: 'agent two' }]);
-      // The job is given to another attempt: the first one's notes are no longer taken.
-      await claimJob(d.client, key, 'agent three');
+      // The job is given to another attempt (agent two fell silent past its lapse): the first one's notes are no longer taken.
+      await lapsed();
+      await claimJob(d.client, await builderPool(d, 'agent three', 'probe'), key);
       held.note({ kind: 'exited', pid: 42, code: 0, signal: null });
       held.note({ kind: 'started' });
       await new Promise((r) => setTimeout(r, 300));
@@ -115,15 +139,26 @@ describe.skipIf(NO_DATABASE)('the channel to turns on agents', () => {
   it('stops the turn of an attempt that no longer holds its job, as an agent cut off and back finds it', async () => {
     const { d, key } = await decided('lost');
     const printed: string[] = [];
-    const control = await AgentControl.open(server.url, 'agent paused', 100, clock, (line) => printed.push(line));
+    let paused = await builderPool(d, 'agent paused', 'lost', 500);
+    const control = await AgentControl.open(
+      server.url,
+      'agent paused',
+      100,
+      clock,
+      (line) => printed.push(line),
+      () => paused,
+    );
     try {
-      const claimed = await claimJob(d.client, key, 'agent paused');
+      const claimed = await claimJob(d.client, paused, key);
       const held = control.hold(key, claimed!.attempt);
       const turn = held.turns.start('alpha', 'alpha.1.builder', 1);
       await new Promise((r) => setTimeout(r, 300));
       expect(turn.aborted).toBe(false);
-      // Meanwhile the job was given to another agent as attempt 2.
-      await claimJob(d.client, key, 'agent other');
+      // Meanwhile (it fell silent past its lapse) the job was given to another agent as attempt 2.
+      await lapsed();
+      await claimJob(d.client, await builderPool(d, 'agent other', 'lost'), key);
+      // Back, its pool registers again (its registration was reaped): the control's next look is as that registration.
+      paused = await builderPool(d, 'agent paused', 'lost');
       await until(() => turn.aborted);
       expect(held.stopped).toBe('the job was given to another attempt, or finished');
       expect(printed).toEqual([`tron agent: job ${key.seq} attempt 1 no longer holds its job; its turn is stopped`]);

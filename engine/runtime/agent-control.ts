@@ -12,7 +12,7 @@ import type { Clock } from '../core/clock.ts';
 import type { EventBody } from '../core/events.ts';
 import { type Ask, answerAsk, asksFor, type JobNote, lostAttempts, noteJob, serialized } from '../log/pg-job-control.ts';
 import { ASKS_CHANNEL } from '../log/pg-job-control.ts';
-import { connect, isStaleAttempt, type JobKey } from '../log/pg-jobs.ts';
+import { type Caller, connect, isStaleAttempt, type JobKey } from '../log/pg-jobs.ts';
 import type { ProbeRequest } from './effects/liveness.ts';
 import { TurnTable } from './effects/turn-table.ts';
 import type pg from 'pg';
@@ -61,14 +61,25 @@ export class AgentControl {
     private readonly worker: string,
     private readonly clock: Clock,
     private readonly print: (line: string) => void,
+    private readonly caller: () => Caller | undefined,
   ) {
     this.db = serialized(client);
   }
 
-  /** Listens for the engine's asks of `worker`'s jobs, and looks every `everyMs` too. */
-  static async open(url: string, worker: string, everyMs: number, clock: Clock, print: (line: string) => void): Promise<AgentControl> {
+  /**
+   * Listens for the engine's asks of `worker`'s jobs, and looks every `everyMs` too; each
+   * call as `caller()`, the pool's registration now (none yet: nothing is held).
+   */
+  static async open(
+    url: string,
+    worker: string,
+    everyMs: number,
+    clock: Clock,
+    print: (line: string) => void,
+    caller: () => Caller | undefined,
+  ): Promise<AgentControl> {
     const client = await connect(url);
-    const control = new AgentControl(client, worker, clock, print);
+    const control = new AgentControl(client, worker, clock, print, caller);
     client.on('notification', (n) => n.payload === worker && control.look());
     await client.query(`listen ${ASKS_CHANNEL}`);
     control.timer = setInterval(() => control.held.size > 0 && control.look(), everyMs);
@@ -98,7 +109,7 @@ export class AgentControl {
       },
       note: (note) => {
         const said = note.kind === 'started' ? note : { ...note, agent: this.worker };
-        notes = notes.then(() => noteJob(this.db, key, attempt, said)).catch(() => undefined);
+        notes = notes.then(() => this.as((c) => noteJob(this.db, c, key, attempt, said))).catch(() => undefined);
       },
       flushed: () => notes.then(() => undefined),
       release: () => {
@@ -115,13 +126,16 @@ export class AgentControl {
       return;
     }
     const held = [...this.held.values()];
-    this.looking = asksFor(this.db, this.worker)
+    this.looking = this.as((c) => asksFor(this.db, c))
       .then(async (asks) => {
         for (const ask of asks) this.take(ask);
         // An attempt whose job was given to another (this host was cut off, or paused) or finished for it: its turn stops.
-        for (const lost of await lostAttempts(
-          this.db,
-          held.map((h) => ({ ...h.key, attempt: h.attempt })),
+        for (const lost of await this.as((c) =>
+          lostAttempts(
+            this.db,
+            c,
+            held.map((h) => ({ ...h.key, attempt: h.attempt })),
+          ),
         )) {
           const entry = this.held.get(`${lost.run}/${lost.seq}`);
           if (!entry || entry.attempt !== lost.attempt || entry.turns.stopped !== undefined) continue;
@@ -164,11 +178,17 @@ export class AgentControl {
 
   private async answer(entry: { key: JobKey; attempt: number }, ask: Ask, answer: unknown): Promise<void> {
     try {
-      await answerAsk(this.db, entry.key, entry.attempt, ask.id, answer);
+      await this.as((c) => answerAsk(this.db, c, entry.key, entry.attempt, ask.id, answer));
     } catch (err) {
       // The attempt was given to another meanwhile: its answer is not wanted.
       if (!isStaleAttempt(err)) this.taken.delete(ask.id);
     }
+  }
+
+  /** A call as the pool's registration; refused here when it has none yet. */
+  private as<T>(call: (c: Caller) => Promise<T>): Promise<T> {
+    const c = this.caller();
+    return c ? call(c) : Promise.reject(new Error('the pool has not registered yet'));
   }
 
   async close(): Promise<void> {

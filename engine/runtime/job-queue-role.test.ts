@@ -8,7 +8,18 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import pg from 'pg';
 import { ManualClock } from '../core/clock.ts';
 import { acquireLease } from '../log/lease.ts';
-import { agentGrants, completeJob, connect, JOB_MIGRATIONS, migrateJobs, QUIET, STALE_ATTEMPT } from '../log/pg-jobs.ts';
+import {
+  agentGrants,
+  claimJob,
+  completeJob,
+  connect,
+  JOB_MIGRATIONS,
+  migrateJobs,
+  NOT_YOURS,
+  QUIET,
+  STALE_ATTEMPT,
+} from '../log/pg-jobs.ts';
+import { poolOf } from '../testing/pools.ts';
 import { type Database, DatabaseFullError, openDatabase, PgEventLog } from '../log/pg-log.ts';
 import { agentCommand } from '../commands/agent.ts';
 import { configFile, landingSim, makeProject } from '../testing/project.ts';
@@ -21,7 +32,7 @@ import { makeBareRemote } from '../testing/remote-server.ts';
 import { requireAll, skipWithout } from '../testing/needs.ts';
 import { needPostgres, type TestDatabase, testDatabase } from '../testing/postgres.ts';
 import { startWorkers } from './job-queue.ts';
-import { asksFor, noteJob, OUTPUT_NOTE_CHARS } from '../log/pg-job-control.ts';
+import { answerAsk, asksFor, lostAttempts, noteJob, OUTPUT_NOTE_CHARS } from '../log/pg-job-control.ts';
 
 // A cluster of this file's own, where the test is the superuser. The URL is given back
 // after: a test process may run other files after this one (vitest.config.ts: isolate).
@@ -64,6 +75,7 @@ describe.skipIf(NO_DATABASE)('the agents’ database role', () => {
     const key = { repository: 'roles', run: '20260101-000000-001', seq: e.seq };
     const pool = await startWorkers({
       url: agentUrl,
+      repository: 'roles',
       roles: ['test'],
       slots: 1,
       agent: 'restricted',
@@ -97,10 +109,13 @@ describe.skipIf(NO_DATABASE)('the agents’ database role', () => {
         await expect(agent.query(sql), sql).rejects.toMatchObject({ code: '42501' });
       }
       // Through the functions it may call, only as the attempt that holds the job.
-      await expect(completeJob(agent, key, 1, { ok: true, inputs: [{ type: 'again' }] })).rejects.toMatchObject({ code: STALE_ATTEMPT });
+      const caller = await poolOf(agent, 'restricted again', 'roles');
+      await expect(completeJob(agent, caller, key, 1, { ok: true, inputs: [{ type: 'again' }] })).rejects.toMatchObject({
+        code: STALE_ATTEMPT,
+      });
       // The engine's asks and an attempt's notes (log/pg-job-control.ts): only through their functions, fenced alike.
-      expect(await asksFor(agent, 'restricted')).toEqual([]);
-      expect(await noteJob(agent, key, 1, { kind: 'started' })).toBe(false);
+      expect(await asksFor(agent, caller)).toEqual([]);
+      expect(await noteJob(agent, caller, key, 1, { kind: 'started' })).toBe(false);
       for (const sql of [
         'select * from tron_job_asks',
         `insert into tron_job_notes (repository, run, seq, attempt, body) values ('roles', 'r', 1, 1, '{}')`,
@@ -132,10 +147,15 @@ describe.skipIf(NO_DATABASE)('the agents’ database role', () => {
         await older.client.query('insert into tron_queue_schema (version) values ($1)', [i + 1]);
       }
       await older.client.query(`create role tron_older_agent login password 'older'`);
-      const before = agentGrants('tron_older_agent').replace(/,\s*tron_near_elsewhere\(text, interval\), tron_queue_version\(\)/, '');
-      expect(before).not.toContain('tron_near_elsewhere');
-      expect(before).not.toContain('tron_queue_version');
-      await older.client.query(before);
+      // The grants of version 2's docs, as they were (agentGrants then).
+      await older.client.query(`grant usage on schema graphile_worker to tron_older_agent;
+        grant select, insert, update, delete on all tables in schema graphile_worker to tron_older_agent;
+        grant usage, select on all sequences in schema graphile_worker to tron_older_agent;
+        grant execute on all functions in schema graphile_worker to tron_older_agent;
+        grant execute on function tron_heartbeat(text, text, text[], integer, text[]), tron_reap(interval),
+          tron_claim(text, text, integer, text), tron_complete(text, text, integer, integer, jsonb) to tron_older_agent;
+        grant execute on function tron_asks(text), tron_answer(text, text, integer, integer, bigint, jsonb),
+          tron_note(text, text, integer, integer, jsonb), tron_lost(text[], text[], integer[], integer[]) to tron_older_agent;`);
       await migrateJobs(older);
       const agentAt = new URL(url);
       agentAt.username = 'tron_older_agent';
@@ -143,15 +163,127 @@ describe.skipIf(NO_DATABASE)('the agents’ database role', () => {
       const agent = new pg.Client({ connectionString: agentAt.toString() });
       await agent.connect();
       try {
-        const { rows } = await agent.query(`select tron_near_elsewhere('someone', '1 second') as f`);
-        expect(rows[0].f).toEqual([]);
         const version = await agent.query('select tron_queue_version() as v');
         expect(version.rows[0].v).toBe(JOB_MIGRATIONS.length);
+        // Version 6 grants it the scoped functions, and lets it serve any repository and role as before (narrowed in tron_agent_access).
+        const caller = await poolOf(agent, 'older', 'any', { roles: ['builder', 'test'] });
+        const { rows } = await agent.query(`select tron_near_elsewhere($1::text, $2::text) as f`, [caller.worker, caller.token]);
+        expect(rows[0].f).toEqual([]);
+        // Its old calls are refused, saying why: this tron is older than the queue.
+        await expect(agent.query(`select tron_near_elsewhere('someone', '1 second'::interval)`)).rejects.toMatchObject({
+          code: NOT_YOURS,
+          message: expect.stringContaining('older than the queue'),
+        });
       } finally {
         await agent.end();
       }
     } finally {
       await older.end();
+    }
+  }, 60_000);
+
+  it('refuses the agents’ role every claim, heartbeat, reap, note, answer and result that is not its registered pool’s to make', async () => {
+    // The first test's log closed its database: this one opens its own.
+    const db = await openDatabase(server.url);
+    // A role that may serve builder jobs of repository "one" only, granted as the docs say.
+    await db.client.query(`create role tron_builder_one login password 'one'`);
+    await db.client.query(agentGrants('tron_builder_one', { repository: 'one', roles: ['builder'] }));
+    const url = new URL(server.url);
+    url.username = 'tron_builder_one';
+    url.password = 'one';
+    const psql = new pg.Client({ connectionString: url.toString() });
+    await psql.connect();
+    const run = '20260101-000000-002';
+    const engines: PgEventLog[] = [];
+    try {
+      // Two repositories' engines, each deciding a builder turn, a test run and a job of its own pool.
+      const jobsOf = async (repository: string) => {
+        const own = await openDatabase(server.url);
+        const lease = await acquireLease(own, { repository, periodMs: 30_000 });
+        const log = (await PgEventLog.open(own, lease, run, Buffer.alloc(32, 6))).attach(new ManualClock(0));
+        log.groupCommit = true;
+        engines.push(log);
+        const decide = (role: string, pool?: string) => {
+          const e = log.append({ type: 'merge.queued', block: 'alpha' });
+          log.enqueue(e.seq, { kind: 'block.dispatched', role, request: { brief: `${repository}'s secret` }, ...(pool ? { pool } : {}) });
+          return { repository, run, seq: e.seq };
+        };
+        const jobs = {
+          builder: decide('builder'),
+          test: decide('test'),
+          pooled: decide('builder', `engine of ${repository}`),
+          held: decide('builder'),
+        };
+        await log.sync();
+        return jobs;
+      };
+      const one = await jobsOf('one');
+      const two = await jobsOf('two');
+      const refused = (p: Promise<unknown>, text: string) =>
+        expect(p).rejects.toMatchObject({ code: NOT_YOURS, message: expect.stringContaining(text) });
+      // A live agent (the engine's role here) holds one of "one"'s builder jobs, and the engine's own pool is registered.
+      const live = await poolOf(db.client, 'live agent', 'one', { roles: ['builder'] });
+      expect((await claimJob(db.client, live, one.held))?.attempt).toBe(1);
+      await poolOf(db.client, 'engine of one', 'one', { roles: ['builder', 'test'], own: true });
+
+      // It may register only for what it may serve.
+      await refused(poolOf(psql, 'intruder', 'two', { roles: ['builder'] }), 'may not serve builder jobs of repository two');
+      await refused(poolOf(psql, 'intruder', 'one', { roles: ['builder', 'test'] }), 'may not serve test jobs of repository one');
+      await refused(poolOf(psql, 'live agent', 'one', { roles: ['builder'] }), 'a live pool is registered under that name');
+      const me = await poolOf(psql, 'builder of one', 'one', { roles: ['builder'] });
+      // Another repository's job, another role's, the engine's own pool's, one a live agent holds: none is claimed.
+      await refused(claimJob(psql, me, two.builder), 'worker builder of one serves builder of one');
+      await refused(claimJob(psql, me, one.test), 'it is a test job');
+      await refused(claimJob(psql, me, one.pooled), 'for the pool engine of one');
+      await refused(claimJob(psql, me, one.held), 'the live worker live agent holds it');
+      // Nor as another worker, nor with a guessed token, nor through the functions older trons called.
+      await refused(claimJob(psql, { worker: 'live agent', token: 'guessed' }, one.builder), 'the token is not the one');
+      await refused(claimJob(psql, { worker: 'a dead agent', token: 'x' }, one.builder), 'is not registered');
+      await refused(psql.query(`select tron_heartbeat('live agent', 'guessed', '{}')`), 'the token is not the one');
+      // Granted the functions of older versions too, as roles made before version 6 were, it gets nothing through them.
+      await db.client.query(`grant execute on function tron_heartbeat(text, text, text[], integer, text[]), tron_reap(interval),
+        tron_claim(text, text, integer, text), tron_complete(text, text, integer, integer, jsonb), tron_asks(text),
+        tron_note(text, text, integer, integer, jsonb) to tron_builder_one`);
+      for (const old of [
+        `select * from tron_claim('two', '${run}', ${two.builder.seq}, 'intruder')`,
+        `select tron_complete('one', '${run}', ${one.held.seq}, 1, '{"ok":true,"inputs":[]}')`,
+        `select tron_heartbeat('live agent', 'h', '{builder}', 1, '{}')`,
+        `select tron_reap('0 seconds')`,
+        `select * from tron_asks('live agent')`,
+        `select tron_note('one', '${run}', ${one.held.seq}, 1, '{"kind":"started"}')`,
+      ])
+        await refused(psql.query(old), 'older than the queue');
+      // Reaping goes by each pool's own lapse, never the caller's: the live agent keeps its job.
+      await psql.query('select tron_reap($1, $2)', [me.worker, me.token]);
+      await refused(claimJob(psql, me, one.held), 'the live worker live agent holds it');
+      // It speaks for no attempt it does not hold: no result, note or answer; its asks are its own.
+      await refused(completeJob(psql, me, one.held, 1, { ok: true, inputs: [{ type: 'operator.answered' }] }), 'does not hold it');
+      expect(await noteJob(psql, me, one.held, 1, { kind: 'started' })).toBe(false);
+      const ask = await db.client.query<{ id: string }>(
+        `insert into tron_job_asks (repository, run, seq, kind) values ('one', $1, $2, 'stop') returning id`,
+        [run, one.held.seq],
+      );
+      expect(await asksFor(psql, me)).toEqual([]);
+      await expect(answerAsk(psql, me, one.held, 1, Number(ask.rows[0]!.id), { stopped: true })).rejects.toMatchObject({
+        code: STALE_ATTEMPT,
+      });
+      expect(await lostAttempts(psql, me, [{ ...one.held, attempt: 1 }])).toHaveLength(1);
+      // What is its own, it claims and reports.
+      const mine = await claimJob(psql, me, one.builder);
+      expect(mine).toMatchObject({ attempt: 1, role: 'builder', request: { brief: "one's secret" } });
+      await completeJob(psql, me, one.builder, 1, { ok: true, inputs: [] });
+      const { rows } = await db.client.query(
+        `select repository, seq, state, worker from tron_jobs where run = $1 and state <> 'queued' order by repository, seq`,
+        [run],
+      );
+      expect(rows).toEqual([
+        { repository: 'one', seq: one.builder.seq, state: 'done', worker: 'builder of one' },
+        { repository: 'one', seq: one.held.seq, state: 'running', worker: 'live agent' },
+      ]);
+    } finally {
+      await psql.end();
+      for (const log of engines) await log.close();
+      await db.end().catch(() => undefined);
     }
   }, 60_000);
 

@@ -12,7 +12,11 @@ import { acquireLease } from '../log/lease.ts';
 import { claimJob, completeJob, type JobKey, migrateJobs, STALE_ATTEMPT } from '../log/pg-jobs.ts';
 import { type Database, LeaseLostError, PgEventLog } from '../log/pg-log.ts';
 import { skipWithoutPostgres, useTestDatabase } from '../testing/postgres.ts';
-import { startWorkers } from './job-queue.ts';
+import { poolOf } from '../testing/pools.ts';
+import { JobBroker, startWorkers } from './job-queue.ts';
+import { failExhausted } from './job-sweep.ts';
+import type { EffectContext } from './effects/context.ts';
+import type { TronEvent } from '../core/events.ts';
 
 const NO_DATABASE = skipWithoutPostgres('effects as jobs on the database queue');
 const RUN = '20260101-000000-001';
@@ -29,9 +33,9 @@ describe.skipIf(NO_DATABASE)('effects as jobs on the database queue', () => {
     const lease = await acquireLease(d, { repository, periodMs });
     const log = (await PgEventLog.open(d, lease, RUN, key)).attach(clock);
     log.groupCommit = true;
-    const decide = (request: unknown): JobKey => {
+    const decide = (request: unknown, pool?: string): JobKey => {
       const e = log.append({ type: 'merge.queued', block: 'alpha' });
-      log.enqueue(e.seq, { kind: 'test.requested', role: 'test', request });
+      log.enqueue(e.seq, { kind: 'test.requested', role: 'test', request, ...(pool ? { pool } : {}) });
       return { repository, run: RUN, seq: e.seq };
     };
     return { d, lease, log, decide };
@@ -64,17 +68,25 @@ describe.skipIf(NO_DATABASE)('effects as jobs on the database queue', () => {
     const { d, log, decide } = await leading('attempts');
     const k = decide({ n: 1 });
     await log.sync();
-    const first = await claimJob(d.client, k, 'agent one');
-    const second = await claimJob(d.client, k, 'agent two');
+    // Agent one's registration lapses at once (it was paused): agent two may take its job over.
+    const one = await poolOf(d.client, 'agent one', 'attempts', { lapseMs: 500 });
+    const two = await poolOf(d.client, 'agent two', 'attempts');
+    const first = await claimJob(d.client, one, k);
+    await new Promise((r) => setTimeout(r, 600));
+    const second = await claimJob(d.client, two, k);
     expect([first?.attempt, second?.attempt]).toEqual([1, 2]);
     expect(second).toMatchObject({ kind: 'test.requested', role: 'test', request: { n: 1 } });
     // The first attempt reports late (forged or slow): the database refuses it, in SQL.
-    await expect(completeJob(d.client, k, 1, { ok: true, inputs: [{ type: 'forged' }] })).rejects.toMatchObject({ code: STALE_ATTEMPT });
-    await completeJob(d.client, k, 2, { ok: true, inputs: [] });
+    await expect(completeJob(d.client, one, k, 1, { ok: true, inputs: [{ type: 'forged' }] })).rejects.toMatchObject({
+      code: STALE_ATTEMPT,
+    });
+    await completeJob(d.client, two, k, 2, { ok: true, inputs: [] });
     expect(await job(d, k)).toMatchObject({ state: 'done', attempt: 2, outcome: { ok: true, inputs: [] } });
     // Reported twice, or delivered once more after it was done: refused, and not run again.
-    await expect(completeJob(d.client, k, 2, { ok: true, inputs: [{ type: 'again' }] })).rejects.toMatchObject({ code: STALE_ATTEMPT });
-    expect(await claimJob(d.client, k, 'agent three')).toBeUndefined();
+    await expect(completeJob(d.client, two, k, 2, { ok: true, inputs: [{ type: 'again' }] })).rejects.toMatchObject({
+      code: STALE_ATTEMPT,
+    });
+    expect(await claimJob(d.client, await poolOf(d.client, 'agent three', 'attempts'), k)).toBeUndefined();
     expect(await job(d, k)).toMatchObject({ state: 'done', attempt: 2, outcome: { ok: true, inputs: [] } });
   });
 
@@ -83,7 +95,7 @@ describe.skipIf(NO_DATABASE)('effects as jobs on the database queue', () => {
     const k = decide({ n: 1 });
     await log.sync();
     await d.client.query(`update tron_lease set generation = generation + 1 where repository = 'stale'`);
-    expect(await claimJob(d.client, k, 'agent')).toBeUndefined();
+    expect(await claimJob(d.client, await poolOf(d.client, 'agent', 'stale'), k)).toBeUndefined();
     expect(await job(d, k)).toMatchObject({ state: 'dropped', attempt: 0 });
   });
 
@@ -92,7 +104,13 @@ describe.skipIf(NO_DATABASE)('effects as jobs on the database queue', () => {
     const heartbeatMs = 400;
     const doomed: ResultPromise = execa('node', ['--import', 'tsx', join(import.meta.dirname, '..', 'testing', 'queue-worker.ts')], {
       // No tsx compile cache left in the temporary folder.
-      env: { TRON_TEST_QUEUE_URL: server.url, TRON_TEST_ROLE: 'test', TRON_TEST_HEARTBEAT_MS: String(heartbeatMs), TSX_DISABLE_CACHE: '1' },
+      env: {
+        TRON_TEST_QUEUE_URL: server.url,
+        TRON_TEST_REPOSITORY: 'killed',
+        TRON_TEST_ROLE: 'test',
+        TRON_TEST_HEARTBEAT_MS: String(heartbeatMs),
+        TSX_DISABLE_CACHE: '1',
+      },
       reject: false,
       buffer: false,
     });
@@ -116,6 +134,7 @@ describe.skipIf(NO_DATABASE)('effects as jobs on the database queue', () => {
     const ran: number[] = [];
     const pool = await startWorkers({
       url: server.url,
+      repository: 'killed',
       roles: ['test'],
       slots: 1,
       agent: 'survivor',
@@ -133,7 +152,166 @@ describe.skipIf(NO_DATABASE)('effects as jobs on the database queue', () => {
     }
     expect(ran).toEqual([2]);
     expect(await job(d, k)).toMatchObject({ state: 'done', attempt: 2, outcome: { ok: true, inputs: [{ type: 'done' }] } });
-    await expect(completeJob(d.client, k, 1, { ok: true, inputs: [] })).rejects.toMatchObject({ code: STALE_ATTEMPT });
+    await expect(completeJob(d.client, await poolOf(d.client, 'forger', 'killed'), k, 1, { ok: true, inputs: [] })).rejects.toMatchObject({
+      code: STALE_ATTEMPT,
+    });
+  }, 60_000);
+
+  /** A worker pool in a process of its own (engine/testing/queue-worker.ts), and a wait for what it prints. */
+  function poolProcess(repository: string, heartbeatMs: number, env: Record<string, string> = {}) {
+    const child: ResultPromise = execa('node', ['--import', 'tsx', join(import.meta.dirname, '..', 'testing', 'queue-worker.ts')], {
+      env: {
+        TRON_TEST_QUEUE_URL: server.url,
+        TRON_TEST_REPOSITORY: repository,
+        TRON_TEST_ROLE: 'test',
+        TRON_TEST_HEARTBEAT_MS: String(heartbeatMs),
+        TSX_DISABLE_CACHE: '1',
+        ...env,
+      },
+      reject: false,
+      buffer: false,
+    });
+    let out = '';
+    child.stdout!.on('data', (c: Buffer) => {
+      out += c.toString();
+    });
+    const said = async (text: string) => {
+      for (let i = 0; !out.includes(text); i += 1) {
+        if (child.exitCode !== null || i > 600) throw new Error(`the pool did not say "${text}": ${out}`);
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    };
+    return { child, said };
+  }
+
+  it('leaves the job to the attempt that holds it when a pool paused past its heartbeat wakes and ends its own stale attempt', async () => {
+    const { d, log, decide, lease } = await leading('paused');
+    const heartbeatMs = 400;
+    const first = poolProcess('paused', heartbeatMs, { TRON_TEST_FINISH_ON: 'SIGUSR2' });
+    let release: () => void = () => undefined;
+    const ran: number[] = [];
+    let survivor: { stop(): Promise<void> } | undefined;
+    try {
+      await first.said('ready');
+      const k = decide({ n: 1 });
+      await log.sync();
+      await first.said(`claimed ${k.seq} 1`);
+      // Paused (SIGSTOP), it says nothing past its lapse: the survivor's heartbeat reaps it and claims its job again.
+      first.child.kill('SIGSTOP');
+      survivor = await startWorkers({
+        url: server.url,
+        repository: 'paused',
+        roles: ['test'],
+        slots: 1,
+        agent: 'survivor',
+        heartbeatMs,
+        run: (claimed) => {
+          ran.push(claimed.attempt);
+          return new Promise((resolve) => {
+            release = () => resolve({ ok: true, inputs: [{ type: 'second' }] });
+          });
+        },
+      });
+      while (ran.length === 0) await new Promise((r) => setTimeout(r, 50));
+      expect(ran).toEqual([2]);
+      // Woken, the first pool ends its attempt: refused (another holds the job), and the queue's row stays the survivor's.
+      first.child.kill('SIGCONT');
+      first.child.kill('SIGUSR2');
+      await first.said(`stale ${k.seq} 1`);
+      await new Promise((r) => setTimeout(r, 1000));
+      expect(await job(d, k)).toMatchObject({ state: 'running', attempt: 2, n: '1' });
+      // The engine's sweep of jobs the queue lost fails none that a live attempt holds — not even when its row is deleted.
+      const at = { repository: 'paused', run: RUN };
+      expect(await failExhausted(d.client, at, [k.seq])).toBe(0);
+      await d.client.query('delete from graphile_worker._private_jobs where key = $1', [`paused/${RUN}/${k.seq}`]);
+      expect(await failExhausted(d.client, at, [k.seq])).toBe(0);
+      release();
+      while ((await job(d, k))?.state !== 'done') await new Promise((r) => setTimeout(r, 50));
+      expect(await job(d, k)).toMatchObject({ state: 'done', attempt: 2, outcome: { ok: true, inputs: [{ type: 'second' }] } });
+    } finally {
+      release();
+      first.child.kill('SIGCONT');
+      first.child.kill('SIGKILL');
+      await first.child;
+      await survivor?.stop();
+      await log.close();
+      await lease.release().catch(() => undefined);
+    }
+  }, 60_000);
+
+  it('runs each engine’s jobs on that engine’s own pool only: two repositories on one database never run each other’s', async () => {
+    const one = await leading('repo-one');
+    const two = await leading('repo-two');
+    const ran: Array<[string, string]> = [];
+    const poolFor = (repository: string, agent: string, own: boolean) =>
+      startWorkers({
+        url: server.url,
+        repository,
+        own,
+        roles: ['builder', 'reviewer', 'architect', 'test'],
+        slots: 2,
+        agent,
+        heartbeatMs: 500,
+        run: async (_claimed, key) => {
+          ran.push([agent, key.repository]);
+          return { ok: true, inputs: [] };
+        },
+      });
+    // Each engine's own pool, and an agent of the first repository: none may take the engines' jobs but their own.
+    const pools = [
+      await poolFor('repo-one', 'engine one', true),
+      await poolFor('repo-two', 'engine two', true),
+      await poolFor('repo-one', 'agent of one', false),
+    ];
+    try {
+      const keys: JobKey[] = [];
+      for (let i = 0; i < 4; i += 1) {
+        keys.push(one.decide({ i }, 'engine one'), two.decide({ i }, 'engine two'));
+        await Promise.all([one.log.sync(), two.log.sync()]);
+      }
+      for (const k of keys) while ((await job(one.d, k))?.state !== 'done') await new Promise((r) => setTimeout(r, 50));
+      expect(ran.filter(([agent, repository]) => agent !== (repository === 'repo-one' ? 'engine one' : 'engine two'))).toEqual([]);
+      expect(ran).toHaveLength(8);
+    } finally {
+      for (const p of pools) await p.stop();
+      await one.log.close();
+      await two.log.close();
+    }
+  }, 60_000);
+
+  it('refuses a job’s result that carries what its kind cannot report, and fails the effect naming why', async () => {
+    const { d, log } = await leading('forged');
+    const broker = new JobBroker({ url: server.url, log, at: log.at, localRoles: [], heartbeatMs: 400, slots: 0 });
+    await broker.serve({} as EffectContext);
+    const forger = await poolOf(d.client, 'a forging agent', 'forged');
+    const sha = 'b'.repeat(40);
+    /** A trunk test decided, claimed by the forger, and reported with `inputs`: the broker's outcome. */
+    const reported = async (inputs: unknown[]) => {
+      const decision = log.append({ type: 'test.requested', block: 'alpha', sha } as never);
+      log.enqueue(decision.seq, { kind: 'test.requested', role: 'test', request: decision });
+      await log.sync();
+      const k = { repository: 'forged', run: RUN, seq: decision.seq };
+      const outcome = broker.outcome({ decision: decision as TronEvent, request: decision });
+      const claimed = await claimJob(d.client, forger, k);
+      await completeJob(d.client, forger, k, claimed!.attempt, { ok: true, inputs });
+      return outcome;
+    };
+    try {
+      const answered = { type: 'operator.answered', block: 'alpha', answer: 'approve' };
+      await expect(reported([{ type: 'trunk.tested', block: 'alpha', sha, ok: true }, answered])).rejects.toThrow(
+        /result of its job from a forging agent \(attempt 1\) was refused: a test.requested job reports one trunk.tested, and this result holds trunk.tested, operator.answered/,
+      );
+      await expect(reported([answered])).rejects.toThrow(/refused/);
+      await expect(reported([{ type: 'trunk.tested', block: 'alpha', sha: 'c'.repeat(40), ok: true }])).rejects.toThrow(
+        /has sha "c+", not "b+"/,
+      );
+      expect(await reported([{ type: 'trunk.tested', block: 'alpha', sha, ok: true }])).toEqual([
+        { type: 'trunk.tested', block: 'alpha', sha, ok: true },
+      ]);
+    } finally {
+      await broker.close();
+      await log.close();
+    }
   }, 60_000);
 
   it('leaves a block’s later jobs to the agent whose builder turn of it ended last while it is alive and free, and takes them otherwise', async () => {
@@ -152,14 +330,16 @@ describe.skipIf(NO_DATABASE)('effects as jobs on the database queue', () => {
     const waited = (ms: number) => new Promise((r) => setTimeout(r, ms));
     // x's builder turn ran on agent "near" (one slot), which keeps beating.
     const built = await enqueue('builder', 'x');
-    const turn = await claimJob(d.client, built, 'near');
-    await completeJob(d.client, built, turn!.attempt, { ok: true, inputs: [] });
-    const beat = () => d.client.query(`select tron_heartbeat('near', 'host', '{builder,reviewer,test}', 1, '{}')`);
+    const near = await poolOf(d.client, 'near', 'near', { roles: ['builder', 'reviewer', 'test'], lapseMs: 600 });
+    const turn = await claimJob(d.client, near, built);
+    await completeJob(d.client, near, built, turn!.attempt, { ok: true, inputs: [] });
+    const beat = () => d.client.query(`select tron_heartbeat($1, $2, '{}')`, [near.worker, near.token]);
     await beat();
     let beating: NodeJS.Timeout | undefined = setInterval(() => void beat(), 100);
     const ranBy: string[] = [];
     const other = await startWorkers({
       url: server.url,
+      repository: 'near',
       roles: ['builder', 'test'],
       slots: 1,
       agent: 'other',
@@ -180,10 +360,10 @@ describe.skipIf(NO_DATABASE)('effects as jobs on the database queue', () => {
       expect(await state(first)).toBe('queued');
       // Near busy (its one slot running x's review, a role the other agent lacks): the other agent takes x's test run.
       const next = await enqueue('reviewer', 'x');
-      const held = await claimJob(d.client, next, 'near');
+      const held = await claimJob(d.client, near, next);
       await until(first, 'done');
       // Near free again, then gone (its heartbeat lapsing): the other agent takes x's next test run.
-      await completeJob(d.client, next, held!.attempt, { ok: true, inputs: [] });
+      await completeJob(d.client, near, next, held!.attempt, { ok: true, inputs: [] });
       const second = await enqueue('test', 'x');
       await waited(1000);
       expect(await state(second)).toBe('queued');

@@ -10,6 +10,7 @@
  * Both sides are here: `JobBroker` (the engine's: enqueue, wait for outcomes) and
  * `startWorkers` (a pool that claims, runs, heartbeats and reports; `tron agent` runs one).
  */
+import { randomBytes } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import { hostname } from 'node:os';
 import type { Runner, Task } from 'graphile-worker';
@@ -17,10 +18,12 @@ import type pg from 'pg';
 import type { DecisionType, EventBody, EventOf, TronEvent } from '../core/events.ts';
 import { keepAgentOutput } from '../log/turn-log.ts';
 import {
+  type Caller,
   type Claimed,
   claimJob,
   completeJob,
   connect,
+  isNotYours,
   isStaleAttempt,
   type JobKey,
   nearElsewhere,
@@ -28,8 +31,9 @@ import {
   type QueuedJob,
   QUIET,
   RESULTS_CHANNEL,
-  taskOf,
+  registerPool,
 } from '../log/pg-jobs.ts';
+import { checkResult } from './job-results.ts';
 import { connectFailure, type Database, isDatabaseFull, type PgEventLog, type RunKey } from '../log/pg-log.ts';
 import type { Config } from '../project/config.ts';
 import type { RunLog } from '../log/run-log.ts';
@@ -98,6 +102,8 @@ type Done = Extract<JobResult, { ok: true }>;
 
 export interface BrokerOptions {
   url: string;
+  /** The name of the engine's own pool: unique (host, pid and a random part), the only pool that may claim the jobs it runs. */
+  pool?: string;
   log: RunLog;
   at: RunKey;
   /**
@@ -132,8 +138,11 @@ export class JobBroker {
 
   /** [cluster] jobs = "agents": test runs go to agents with role test (agent-tests.ts), their engine part runs here. */
   readonly suites: AgentSuites | undefined;
+  /** The engine's own pool's name: its jobs (the roles it runs itself) name it, and no other pool may claim them. */
+  readonly pool: string;
 
   constructor(private readonly o: BrokerOptions) {
+    this.pool = o.pool ?? `engine ${hostname()} pid ${process.pid} ${randomBytes(6).toString('hex')}`;
     this.suites = o.localRoles.includes('test')
       ? undefined
       : new AgentSuites(
@@ -145,7 +154,8 @@ export class JobBroker {
   /** How many live pools (heard from within the reaper's lapse) take test runs. */
   private async testers(): Promise<number | undefined> {
     const { rows } = await (this.serial ?? this.listener!).query<{ n: number }>(
-      `select count(*)::int as n from tron_agents where 'test' = any(roles)`,
+      `select count(*)::int as n from tron_agents where 'test' = any(roles) and repository = $1 and not own`,
+      [this.o.at.repository],
     );
     return rows[0]?.n;
   }
@@ -166,16 +176,20 @@ export class JobBroker {
   enqueue(jobs: readonly Job[]): void {
     for (const job of jobs) {
       if (!this.queued(job)) continue;
-      this.o.log.enqueue!(job.decision.seq, { kind: job.decision.type, role: roleOf(job.decision), request: job.request });
+      const role = roleOf(job.decision);
+      // A job this engine runs itself is its own pool's alone: no agent, no other engine claims it.
+      const pool = this.o.localRoles.includes(role) ? { pool: this.pool } : {};
+      this.o.log.enqueue!(job.decision.seq, { kind: job.decision.type, role, request: job.request, ...pool });
     }
   }
 
   /** The job's outcome, once a worker's result for it is committed; its error, as the effect would have thrown it. */
   outcome(job: Job): Promise<Outcome> {
+    // A result is read by its job's kind: anything else it carries refuses it, and the effect fails (job-results.ts).
     const result = new Promise<Done>((resolve, reject) => {
       this.waiting.set(job.decision.seq, { resolve, reject });
       this.check();
-    });
+    }).then((r) => checkResult(job.decision, r));
     const role = roleOf(job.decision);
     const inputs = (r: Done) => r.inputs as EventBody[];
     if (this.o.localRoles.includes(role)) return result.then(inputs);
@@ -226,9 +240,11 @@ export class JobBroker {
     if (this.o.localRoles.length > 0) {
       this.workers = await startWorkers({
         url: this.o.url,
+        repository: this.o.at.repository,
+        own: true,
         roles: this.o.localRoles,
         slots: this.o.slots,
-        agent: `engine ${hostname()} pid ${process.pid}`,
+        agent: this.pool,
         heartbeatMs: this.o.heartbeatMs,
         run: (claimed) => runJob(fx, claimed.kind, claimed.request),
       });
@@ -298,11 +314,17 @@ export class JobBroker {
 
 export interface WorkerOptions {
   url: string;
+  /** The repository whose jobs it claims (an agent's: its clone's; cluster.ts repositoryName). */
+  repository: string;
+  /** The engine's own pool: it claims only the jobs that name it (`agent`), never an agent's. */
+  own?: boolean;
   roles: readonly string[];
   slots: number;
-  /** The pool's name in `tron_agents` (host and pid, or the agent's own). */
+  /** The pool's name in `tron_agents` (host and pid, or the agent's own): unique among live pools. */
   agent: string;
   heartbeatMs: number;
+  /** Told the pool's name and token at each registration (again after it was reaped while silent): its asks and notes carry them. */
+  onRegistered?: (caller: Caller) => void;
   /** Runs a claimed job; its result is reported as the attempt's. */
   run: (claimed: Claimed, key: JobKey) => Promise<JobResult>;
   /** A result the database refused: this attempt was given up and another holds the job. */
@@ -330,9 +352,25 @@ function quietLibraryTraces(): void {
 }
 
 /**
+ * A stale attempt's end, thrown to the queue library: its failure (`failJob`) touches only a
+ * job row this worker still locks, where its completion would delete the row whoever holds it
+ * now — the attempt that took the job over while this one was paused or cut off.
+ */
+export class StaleAttemptEnd extends Error {
+  constructor(key: JobKey, attempt: number) {
+    super(
+      `attempt ${attempt} of job ${key.repository}/${key.run}/${key.seq} no longer holds its job: its end leaves the job to the attempt that does`,
+    );
+    this.name = 'StaleAttemptEnd';
+  }
+}
+
+/**
  * A pool of `slots` workers that claim the jobs of `roles` (graphile-worker: woken by
  * NOTIFY, SKIP LOCKED), each job a new attempt (`tron_claim`), reported with `tron_complete`.
- * It heartbeats every `heartbeatMs` and unlocks the jobs of pools silent for 1.5 periods.
+ * It registers first (its repository, roles, slots and lapse: `tron_register`, which gives it
+ * the token its calls carry and the task names it serves), heartbeats every `heartbeatMs`, and
+ * unlocks the jobs of pools silent past their own lapse; its own lapse is 1.5 periods.
  */
 export async function startWorkers(o: WorkerOptions): Promise<{ stop(): Promise<void> }> {
   const beat = await connect(o.url);
@@ -343,29 +381,50 @@ export async function startWorkers(o: WorkerOptions): Promise<{ stop(): Promise<
   const locks: string[] = [];
   const events = new EventEmitter();
   events.on('worker:create', ({ worker }: { worker: { workerId: string } }) => locks.push(worker.workerId));
+  let caller: Caller = { worker: o.agent, token: '' };
+  const register = async (): Promise<string[]> => {
+    const { token, tasks } = await registerPool(one, {
+      worker: o.agent,
+      host: hostname(),
+      repository: o.repository,
+      roles: o.roles,
+      slots: o.slots,
+      lapseMs,
+      own: o.own ?? false,
+    });
+    caller = { worker: o.agent, token };
+    o.onRegistered?.(caller);
+    return tasks;
+  };
   const heartbeat = async (): Promise<void> => {
-    await one.query('select tron_heartbeat($1, $2, $3, $4, $5)', [o.agent, hostname(), o.roles, o.slots, locks]);
-    await one.query('select tron_reap($1::interval)', [`${lapseMs} milliseconds`]);
+    const beatOnce = () => one.query('select tron_heartbeat($1, $2, $3)', [caller.worker, caller.token, locks]);
+    await beatOnce().catch(async (err: unknown) => {
+      // Reaped while silent (paused, cut off): its registration is gone, and it registers again.
+      if (!isNotYours(err)) throw err;
+      await register();
+      await beatOnce();
+    });
+    await one.query('select tron_reap($1, $2)', [caller.worker, caller.token]);
   };
   const task: Task = async (payload, helpers) => {
     const key = payload as JobKey;
-    const claimed = await helpers.withPgClient((client) => claimJob(client, key, o.agent));
+    const claimed = await helpers.withPgClient((client) => claimJob(client, caller, key));
     // Done already (a second delivery), or decided by an engine that lost its lease: nothing to run.
     if (!claimed) return;
     o.onClaimed?.(key, claimed);
     const result = await o.run(claimed, key);
     try {
-      await helpers.withPgClient((client) => completeJob(client, key, claimed.attempt, result));
+      await helpers.withPgClient((client) => completeJob(client, caller, key, claimed.attempt, result));
     } catch (err) {
-      if (!isStaleAttempt(err)) throw err;
+      if (!isStaleAttempt(err) && !isNotYours(err)) throw err;
       o.onStale?.(key, claimed.attempt);
+      throw new StaleAttemptEnd(key, claimed.attempt);
     }
   };
-  const taskList = Object.fromEntries(o.roles.map((r) => [taskOf(r), task]));
   let runner: Runner;
   try {
     // Said before the first claim: a database without the queue's schema fails here, with nothing claimed.
-    await heartbeat();
+    const taskList = Object.fromEntries((await register()).map((t) => [t, task]));
     // Loaded here, not at the top: a start without [cluster] database never needs it (~170 ms).
     const { run: runQueue } = await import('graphile-worker');
     quietLibraryTraces();
@@ -381,7 +440,7 @@ export async function startWorkers(o: WorkerOptions): Promise<{ stop(): Promise<
       // No schedule: never read a `crontab` file from the working folder (a worker could have written one).
       parsedCronItems: [],
       // A block's jobs are left to the agent near its work while it is alive and free (pg-jobs.ts, NEAR_MIGRATION).
-      forbiddenFlags: () => nearElsewhere(one, o.agent, lapseMs),
+      forbiddenFlags: () => nearElsewhere(one, caller),
     });
     await heartbeat();
   } catch (err) {

@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../core/clock.ts';
 import { acquireLease } from '../log/lease.ts';
 import { claimJob, completeJob, migrateJobs, STALE_ATTEMPT } from '../log/pg-jobs.ts';
+import { poolOf } from '../testing/pools.ts';
 import { type Database, openDatabase, PgEventLog } from '../log/pg-log.ts';
 import { requireAll, skipWithout } from '../testing/needs.ts';
 import { needPostgres, type TestDatabase, testDatabase } from '../testing/postgres.ts';
@@ -17,6 +18,7 @@ import { JobBroker } from './job-queue.ts';
 
 const POSTGRES = needPostgres();
 const NO_DATABASE = skipWithout('jobs the queue gave up on', POSTGRES);
+const SHA = 'a'.repeat(40);
 const RUN = '20260101-000000-001';
 
 describe.skipIf(NO_DATABASE)('jobs the queue gave up on', () => {
@@ -45,7 +47,7 @@ describe.skipIf(NO_DATABASE)('jobs the queue gave up on', () => {
     log.groupCommit = true;
     const broker = new JobBroker({ url: server.url, log, at: log.at, localRoles: [], heartbeatMs: 200, slots: 1 });
     await broker.serve({ turns: new TurnTable(clock, () => undefined) } as unknown as EffectContext);
-    const decision = log.append({ type: 'merge.queued', block: 'alpha' });
+    const decision = log.append({ type: 'test.requested', block: 'alpha', sha: SHA } as never);
     const job = { decision, request: { check: 'trunk' } };
     log.enqueue!(decision.seq, { kind: 'test.requested', role: 'test', request: job.request });
     await log.sync();
@@ -58,7 +60,10 @@ describe.skipIf(NO_DATABASE)('jobs the queue gave up on', () => {
     const { d, broker, job, key, gkey } = await waiting('exhausted');
     try {
       // An agent claimed it (attempt 1) and the queue's tries ran out, as after 25 deaths.
-      expect((await claimJob(d.client, key, 'agent doomed'))?.attempt).toBe(1);
+      const doomed = await poolOf(d.client, 'agent doomed', 'exhausted', { lapseMs: 500 });
+      expect((await claimJob(d.client, doomed, key))?.attempt).toBe(1);
+      // Dead: silent past its lapse (a job a live attempt holds is never failed by the sweep).
+      await new Promise((r) => setTimeout(r, 600));
       await d.client.query(
         `update graphile_worker._private_jobs set attempts = max_attempts, last_error = 'agent died', locked_at = null where key = $1`,
         [gkey],
@@ -66,7 +71,7 @@ describe.skipIf(NO_DATABASE)('jobs the queue gave up on', () => {
       await expect(broker.outcome(job as never)).rejects.toThrow(
         /given up: the queue gave it up after 25 failed attempts \(of 25\); the last: agent died/,
       );
-      await expect(completeJob(d.client, key, 1, { ok: true, inputs: [] })).rejects.toMatchObject({ code: STALE_ATTEMPT });
+      await expect(completeJob(d.client, doomed, key, 1, { ok: true, inputs: [] })).rejects.toMatchObject({ code: STALE_ATTEMPT });
     } finally {
       await broker.close();
     }
@@ -89,9 +94,11 @@ describe.skipIf(NO_DATABASE)('jobs the queue gave up on', () => {
       const outcome = broker.outcome(job as never);
       // Several of the broker's looks pass (it looks every 4 ticks of 100 ms here); then an attempt reports.
       await new Promise((r) => setTimeout(r, 1500));
-      const claimed = await claimJob(d.client, key, 'agent late');
-      await completeJob(d.client, key, claimed!.attempt, { ok: true, inputs: [{ type: 'run.heartbeat', running: 0, parked: 0 }] });
-      await expect(outcome).resolves.toEqual([{ type: 'run.heartbeat', running: 0, parked: 0 }]);
+      const late = await poolOf(d.client, 'agent late', 'trying');
+      const claimed = await claimJob(d.client, late, key);
+      const tested = { type: 'trunk.tested', block: 'alpha', sha: SHA, ok: true };
+      await completeJob(d.client, late, key, claimed!.attempt, { ok: true, inputs: [tested] });
+      await expect(outcome).resolves.toEqual([tested]);
     } finally {
       await broker.close();
     }

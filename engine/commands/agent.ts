@@ -292,7 +292,7 @@ const OUTPUT_EVERY_MS = 1000;
 /** PostgreSQL's words for a schema not made yet: no such function, table or schema. */
 const NO_SCHEMA = new Set(['42883', '42P01', '3F000']);
 /** A queue made by an older tron, before pools registered (pg-job-scope.ts): the engine of this version migrates it. */
-const OLDER_QUEUE = 'TRON_QUEUE_OLDER';
+const OLDER_QUEUE = 'queue-older';
 
 /**
  * Starts the pool once the queue's schema exists: an agent may start before any engine

@@ -7,6 +7,7 @@
  */
 import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -17,6 +18,9 @@ import type { TronEvent } from '../core/events.ts';
 import { DatabaseRun, type DatabaseSource, databaseToRead } from '../log/db-read.ts';
 import type { Spine } from '../spine/spine.ts';
 import { renderRunView } from '../render/viewer.ts';
+import { folderOf } from '../core/names.ts';
+
+const sha256Hex = (text: string) => createHash('sha256').update(text).digest('hex');
 
 export interface ViewOptions {
   repo: string;
@@ -78,7 +82,9 @@ async function writeDatabaseView(repo: string, source: DatabaseSource, run: stri
     const [events, files] = await Promise.all([dbRun.events(), dbRun.files()]);
     const spine = spineFrom(`${dbRun.label}: workflow.toml`, files['workflow.toml'], print);
     const here = source.repository !== undefined && existsSync(join(repo, '.tron'));
-    const base = here ? join(repo, '.tron', 'runs', dbRun.at.run) : join(tmpdir(), 'tron-view', dbRun.at.repository, dbRun.at.run);
+    const base = here
+      ? join(repo, '.tron', 'runs', dbRun.at.run)
+      : join(tmpdir(), 'tron-view', folderOf(dbRun.at.repository, sha256Hex), dbRun.at.run);
     return await writeView(join(base, 'view'), spine, events);
   } finally {
     await dbRun.end();

@@ -34,6 +34,30 @@ export function isPlainName(name: unknown): name is string {
   return typeof name === 'string' && /^[^/\\\p{Cc}]{1,255}$/u.test(name) && name !== '.' && name !== '..';
 }
 
+/**
+ * Whether `name` can be a repository's name in the database: what `[cluster] repository`
+ * gives, or the remote's normalized URL (`forge.example/team/app`, a local remote's path) —
+ * so separators are allowed, but no control character, and at most 255 characters. It is
+ * never joined to a path as it is: `folderOf` makes one component of it.
+ */
+export function isRepositoryName(name: unknown): name is string {
+  return typeof name === 'string' && /^[^\p{Cc}]{1,255}$/u.test(name);
+}
+
+/**
+ * One plain path component standing for a repository's name (a view's
+ * `tron-view/<folder>/<run>/`): a plain name as it is, else its characters other than
+ * letters, digits, `.`, `_` and `-` as `_`, and a short digest so two names never share it.
+ */
+export function folderOf(repository: string, digest: (text: string) => string): string {
+  if (isPlainName(repository) && /^[A-Za-z0-9._-]+$/.test(repository) && !/^\.+$/.test(repository)) return repository;
+  const plain = repository
+    .replace(/[^A-Za-z0-9._-]/g, '_')
+    .replace(/^[._]+/, '')
+    .slice(0, 100);
+  return `${plain || 'repository'}-${digest(repository).slice(0, 10)}`;
+}
+
 /** Whether `name` is an answer file's name as `tron answer` writes it: one plain component under .tron/inbox/. */
 export function isAnswerFile(name: unknown): name is string {
   return typeof name === 'string' && ANSWER_FILE.test(name);

@@ -45,6 +45,8 @@ const NOT_CODES = {
   TRON_TEST_ROLE: "the queue test worker's role (environment)",
   TRON_TEST_HEARTBEAT_MS: "the queue test worker's heartbeat (environment)",
   TRON_TEST_INSTANT: 'the queue test worker finishes jobs at once (environment)',
+  TRON_TEST_REPOSITORY: "the queue test worker's repository (environment)",
+  TRON_TEST_FINISH_ON: 'the signal the queue test worker finishes its held job on (environment)',
   TRON_DATABASE_URL: 'the database of [cluster] (environment)',
   TRON_TEST_DATABASE_URL: 'the database the tests use (environment)',
   TRON_VERSION: 'constant',

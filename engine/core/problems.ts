@@ -485,7 +485,7 @@ export const PROBLEMS = {
     area: 'log',
     kind: 'input',
     summary:
-      "A run's name in the database (`tron_events`) is not one tron writes: a run id or repository that would be a path out of the run directory. Nothing was written for it.",
+      "A run's name in the database (`tron_events`) is not one tron writes: a run id that would be a path out of the run directory, or a repository name with a control character or over 255 characters. Nothing was written for it.",
     fix: "Something other than tron wrote the table: remove that run's rows as the database's owner, and check who holds the engine's role (docs/cluster.md).",
   },
   TRON_LOG_MISSING: {

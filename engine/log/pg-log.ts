@@ -17,7 +17,7 @@ import { renameSync, writeFileSync } from 'node:fs';
 import pg from 'pg';
 import { InputError } from '../core/errors.ts';
 import { redactUrlSecrets } from '../core/database-url.ts';
-import { isPlainName, isRunId, shownName } from '../core/names.ts';
+import { isRepositoryName, isRunId, shownName } from '../core/names.ts';
 import type { Clock } from '../core/clock.ts';
 import type { EventBody, TronEvent } from '../core/events.ts';
 import { coded, type FaultCode, type InputCode } from '../core/problems.ts';
@@ -306,18 +306,21 @@ export interface RunKey {
 }
 
 /**
- * A run's key as the table holds it, checked: its run id and repository become folders
- * (`.tron/runs/<run>/`, a view's `tron-view/<repository>/<run>/`), so a row whose names
- * are paths — written by anyone but tron — is refused with TRON_DB_NAME, never followed.
+ * A run's key as the table holds it, checked: its run id becomes a folder
+ * (`.tron/runs/<run>/`), so a row whose run id is a path — written by anyone but tron — is
+ * refused with TRON_DB_NAME, never followed; a repository's name may hold separators (the
+ * remote's URL names it) and is made one component where it becomes a folder (names.ts folderOf).
  */
 export function checkedRunKey(at: RunKey, url: string): RunKey {
-  if (isRunId(at.run) && isPlainName(at.repository)) return at;
-  const bad = isRunId(at.run) ? `repository ${shownName(at.repository)}` : `run ${shownName(at.run)}`;
+  if (isRunId(at.run) && isRepositoryName(at.repository)) return at;
+  const bad = isRunId(at.run)
+    ? `repository ${shownName(at.repository)}, a name tron never writes (empty, longer than 255 characters, or with a control character)`
+    : `run ${shownName(at.run)}, a name tron never writes (it would be a path out of the run directory)`;
   throw new InputError([
     {
       code: 'TRON_DB_NAME',
       path: `${redact(url)}: tron_events`,
-      message: `the table holds a ${bad}, a name tron never writes (it would be a path out of the run directory); nothing was written for it — remove its rows as the database's owner, and check who holds the engine's role`,
+      message: `the table holds a ${bad}; nothing was written for it — remove its rows as the database's owner, and check who holds the engine's role`,
     },
   ]);
 }

@@ -27,16 +27,8 @@ import { gitOut } from '../git/run.ts';
 import { credentialPaths, fetchRef, fetchTrunk, fetchTrunkAndWork, openRemote, pushRef, type Remote, remoteAccess } from '../git/remote.ts';
 import type pg from 'pg';
 import { databaseUrl, isConnectionLost, repositoryName } from '../log/cluster.ts';
-import {
-  type Caller,
-  checkQueueVersion,
-  type Claimed,
-  connect,
-  type JobKey,
-  type JobResult,
-  OUTPUT_NOTES_VERSION,
-  SCOPED_VERSION,
-} from '../log/pg-jobs.ts';
+import { type Caller, checkQueueVersion, connect, OUTPUT_NOTES_VERSION, SCOPED_VERSION } from '../log/pg-jobs.ts';
+import type { Claimed, JobKey, JobResult } from '../log/pg-job-types.ts';
 import { redact } from '../log/pg-log.ts';
 import { CheckoutPool } from '../runtime/effects/checkouts.ts';
 import { type EffectContext, errorLine, Queues } from '../runtime/effects/context.ts';

@@ -25,7 +25,7 @@
  * of waiting forever.
  */
 import type pg from 'pg';
-import type { JobKey, JobResult } from './pg-jobs.ts';
+import type { JobKey, JobResult } from './pg-job-types.ts';
 import type { RunKey } from './pg-log.ts';
 import type { Caller } from './pg-job-scope.ts';
 import { inTurn } from './in-turn.ts';

@@ -20,7 +20,8 @@
  * queue's own tables (docs/cluster.md, "Roles"), never the log or the lease.
  */
 import pg from 'pg';
-import type { Database, RunKey } from './pg-log.ts';
+import type { Database } from './pg-log.ts';
+import type { Claimed, JobKey, JobResult } from './pg-job-types.ts';
 import { OUTPUT_MIGRATION, CONTROL_MIGRATION } from './pg-job-control.ts';
 import { type Caller, NOT_YOURS, SCOPE_MIGRATION, SCOPED_FUNCTIONS } from './pg-job-scope.ts';
 import { connectFailure, isDatabaseFull, SchemaNewerError } from './pg-log.ts';
@@ -307,83 +308,6 @@ async function migrateQueue(db: Database): Promise<void> {
     await client.query('rollback').catch(() => undefined);
     throw err;
   }
-}
-
-/** A job as the log's flush writes it beside its decision's line. */
-export interface QueuedJob {
-  kind: string;
-  role: string;
-  request: unknown;
-  /** The pool that alone may claim it (the engine's own, `[cluster] jobs = "here"`); none: the agents of its repository with its role. */
-  pool?: string;
-}
-
-/**
- * The statement that commits a batch of lines — and, when some of them ask for jobs, those
- * jobs — as one: a data-modifying WITH runs to completion in the same statement, so either
- * every line and every job is committed or none is (the fencing triggers refuse both alike).
- */
-export function linesStatement(
-  at: RunKey,
-  generation: number,
-  batch: ReadonlyArray<{ seq: number; line: string; job?: QueuedJob }>,
-): { text: string; values: unknown[] } {
-  const values: unknown[] = [at.repository, at.run, generation, batch.map((b) => b.seq), batch.map((b) => b.line)];
-  const lines = `insert into tron_events (repository, run, seq, generation, line)
-    select $1, $2, u.seq, $3, u.line from unnest($4::integer[], $5::text[]) as u(seq, line)`;
-  const jobs = batch.filter((b) => b.job !== undefined);
-  if (jobs.length === 0) return { text: lines, values };
-  values.push(
-    jobs.map((b) => b.seq),
-    jobs.map((b) => b.job!.kind),
-    jobs.map((b) => b.job!.role),
-    jobs.map((b) => JSON.stringify(b.job!.request)),
-    jobs.map((b) => b.job!.pool ?? null),
-  );
-  return {
-    text: `with lines as (${lines} returning 1)
-      insert into tron_jobs (repository, run, seq, generation, kind, role, request, pool)
-      select $1, $2, j.seq, $3, j.kind, j.role, j.request, j.pool
-      from unnest($6::integer[], $7::text[], $8::text[], $9::jsonb[], $10::text[]) as j(seq, kind, role, request, pool)`,
-    values,
-  };
-}
-
-/**
- * What a finished job reports: its inputs, or the error it met (the engine decides what that
- * means). `steps`: where an agent's time went, ms a step (fetch, worktree, turn, push) — read
- * by the bench (evaluation/bench-agents.ts), never by a decision. `work`: the sha a builder's
- * turn left on the block's work ref — a hint that spares the engine a fetch when it already
- * holds that commit, never a reason to believe anything (the gate reads what the engine holds).
- */
-export type JobResult =
-  | {
-      ok: true;
-      inputs: unknown[];
-      steps?: Record<string, number>;
-      work?: string;
-      /** A turn's: the end of its output on the agent (at most turn-log.ts AGENT_OUTPUT_BYTES bytes of it). */
-      output?: string;
-      /** Where in the turn's file on the agent `output` starts (bytes): the engine adds what its output notes did not bring. */
-      outputAt?: number;
-      /** Who ran it: the claiming worker, as `tron_jobs` records it (filled in by the engine's read, never by the agent). */
-      worker?: string;
-      /** The attempt whose result it is, as `tron_jobs` records it (filled in by the engine's read, never by the agent). */
-      attempt?: number;
-    }
-  | { ok: false; error: { message: string; code?: string; name?: string; path?: string } };
-
-/** A claimed job: the attempt that now holds it and its whole input. */
-export interface Claimed {
-  attempt: number;
-  kind: string;
-  role: string;
-  request: unknown;
-}
-
-/** The key graphile-worker's payload carries. */
-export interface JobKey extends RunKey {
-  seq: number;
 }
 
 /** What a pool says of itself when it registers (pg-job-scope.ts `tron_register`). */

@@ -22,9 +22,7 @@ import type { Clock } from '../core/clock.ts';
 import type { EventBody, TronEvent } from '../core/events.ts';
 import { coded, type FaultCode, type InputCode } from '../core/problems.ts';
 import { chainStartOf, type LogRead, readLines, stampLine } from './eventlog.ts';
-import type { RunLog } from './run-log.ts';
-import type { Lease } from './lease.ts';
-import { linesStatement, type QueuedJob } from './pg-jobs.ts';
+import type { QueuedJob, RunLog } from './run-log.ts';
 import { inTurn } from './in-turn.ts';
 
 /** The SQLSTATE the fencing trigger raises: an append from a generation that does not hold the lease. */
@@ -352,6 +350,44 @@ export async function latestPgRun(db: Database, repository?: string): Promise<Ru
 }
 
 /**
+ * The statement that commits a batch of lines — and, when some of them ask for jobs, those
+ * jobs — as one: a data-modifying WITH runs to completion in the same statement, so either
+ * every line and every job is committed or none is (the fencing triggers refuse both alike).
+ */
+export function linesStatement(
+  at: RunKey,
+  generation: number,
+  batch: ReadonlyArray<{ seq: number; line: string; job?: QueuedJob }>,
+): { text: string; values: unknown[] } {
+  const values: unknown[] = [at.repository, at.run, generation, batch.map((b) => b.seq), batch.map((b) => b.line)];
+  const lines = `insert into tron_events (repository, run, seq, generation, line)
+    select $1, $2, u.seq, $3, u.line from unnest($4::integer[], $5::text[]) as u(seq, line)`;
+  const jobs = batch.filter((b) => b.job !== undefined);
+  if (jobs.length === 0) return { text: lines, values };
+  values.push(
+    jobs.map((b) => b.seq),
+    jobs.map((b) => b.job!.kind),
+    jobs.map((b) => b.job!.role),
+    jobs.map((b) => JSON.stringify(b.job!.request)),
+    jobs.map((b) => b.job!.pool ?? null),
+  );
+  return {
+    text: `with lines as (${lines} returning 1)
+      insert into tron_jobs (repository, run, seq, generation, kind, role, request, pool)
+      select $1, $2, j.seq, $3, j.kind, j.role, j.request, j.pool
+      from unnest($6::integer[], $7::text[], $8::text[], $9::jsonb[], $10::text[]) as j(seq, kind, role, request, pool)`,
+    values,
+  };
+}
+
+/** What the log needs of the lease it writes under (engine/log/lease.ts): whose it is, its generation, and letting it go at close. */
+export interface WritingLease {
+  readonly repository: string;
+  readonly generation: number;
+  release(): Promise<void>;
+}
+
+/**
  * A run's log in the table, written by the holder of `lease`. Opened (async: the rows so
  * far) by `PgEventLog.open`, then attached to the engine's clock by `attach`.
  */
@@ -371,7 +407,7 @@ export class PgEventLog implements RunLog {
 
   private constructor(
     private readonly db: Database,
-    private readonly lease: Lease,
+    private readonly lease: WritingLease,
     readonly at: RunKey,
     read: LogRead,
     private readonly signing: { key: Buffer; chain: string } | undefined,
@@ -391,7 +427,13 @@ export class PgEventLog implements RunLog {
   }
 
   /** Opens `run` of the lease's repository: continues after its rows (none for a new run). */
-  static async open(db: Database, lease: Lease, run: string, key: Buffer | undefined, opts: { mirror?: string } = {}): Promise<PgEventLog> {
+  static async open(
+    db: Database,
+    lease: WritingLease,
+    run: string,
+    key: Buffer | undefined,
+    opts: { mirror?: string } = {},
+  ): Promise<PgEventLog> {
     const at = { repository: lease.repository, run };
     const lines = await runLines(db, at);
     const read = readLines(lines, `postgres:${at.repository}`, at.run, key);

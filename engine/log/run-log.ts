@@ -7,6 +7,15 @@
  */
 import type { EventBody, TronEvent } from '../core/events.ts';
 
+/** A job as the log's flush writes it beside its decision's line. */
+export interface QueuedJob {
+  kind: string;
+  role: string;
+  request: unknown;
+  /** The pool that alone may claim it (the engine's own, `[cluster] jobs = "here"`); none: the agents of its repository with its role. */
+  pool?: string;
+}
+
 export interface RunLog {
   /** Everything appended so far, in order. */
   readonly events: readonly TronEvent[];
@@ -18,8 +27,8 @@ export interface RunLog {
   sync(): Promise<void>;
   /** Runs `then` once every line appended so far is durable: at once for the file, after the commit for the database. */
   whenDurable(then: () => void): void;
-  /** The database's log only: the job line `seq` asks for, committed with the line (engine/log/pg-jobs.ts). */
-  enqueue?(seq: number, job: { kind: string; role: string; request: unknown }): void;
+  /** The database's log only: the job line `seq` asks for, committed with the line (linesStatement in engine/log/pg-log.ts). */
+  enqueue?(seq: number, job: QueuedJob): void;
   /** Makes the rest durable and lets the run go (the writer lock, the lease). */
   close(): void | Promise<void>;
 }

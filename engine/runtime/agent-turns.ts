@@ -30,7 +30,8 @@ import {
   serialized,
 } from '../log/pg-job-control.ts';
 import { keepAgentOutput, type StreamedOutput, streamAgentOutput } from '../log/turn-log.ts';
-import { connect, type JobKey, type JobResult } from '../log/pg-jobs.ts';
+import { connect } from '../log/pg-jobs.ts';
+import type { JobKey, JobResult } from '../log/pg-job-types.ts';
 import type { RunKey } from '../log/pg-log.ts';
 import type { AgentTurnsPort, EffectContext, Outcome } from './effects/context.ts';
 import type { ProbeRequest } from './effects/liveness.ts';

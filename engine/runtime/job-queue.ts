@@ -19,24 +19,21 @@ import type { DecisionType, EventBody, EventOf, TronEvent } from '../core/events
 import { keepAgentOutput } from '../log/turn-log.ts';
 import {
   type Caller,
-  type Claimed,
   claimJob,
   completeJob,
   connect,
   isNotYours,
   isStaleAttempt,
-  type JobKey,
   nearElsewhere,
-  type JobResult,
-  type QueuedJob,
   QUIET,
   RESULTS_CHANNEL,
   registerPool,
 } from '../log/pg-jobs.ts';
+import type { Claimed, JobKey, JobResult } from '../log/pg-job-types.ts';
 import { checkResult } from './job-results.ts';
 import { connectFailure, type Database, isDatabaseFull, type PgEventLog, type RunKey } from '../log/pg-log.ts';
 import type { Config } from '../project/config.ts';
-import type { RunLog } from '../log/run-log.ts';
+import type { QueuedJob, RunLog } from '../log/run-log.ts';
 import type { EffectContext, Outcome } from './effects/context.ts';
 import { InputError } from '../core/errors.ts';
 import * as git from '../git/index.ts';

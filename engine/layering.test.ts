@@ -27,6 +27,8 @@ const LAYERS: readonly (readonly string[])[] = [
   // Workers, the log, and the forge's API client (issues, pull requests, hosted checks).
   ['workers', 'log', 'forge'],
   ['runtime/effects'],
+  // The job queue: effects as jobs in PostgreSQL, the pools that run them, agents' turns and tests.
+  ['queue'],
   ['runtime'],
   ['render'],
   ['serve'],

@@ -23,7 +23,7 @@ import { makeBareRemote, serveDaemon } from '../testing/remote-server.ts';
 import { GIT_IDENTITY_ENV } from '../testing/repo.ts';
 import { approvingWorkers, builderPrelude, writeBuilder } from '../testing/workers.ts';
 import { poolOf } from '../testing/pools.ts';
-import { completeJob, STALE_ATTEMPT } from '../log/pg-jobs.ts';
+import { completeJob, STALE_ATTEMPT } from '../queue/pg-jobs.ts';
 import { type Database, openDatabase } from '../log/pg-log.ts';
 
 const POSTGRES = needPostgres();

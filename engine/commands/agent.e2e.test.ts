@@ -20,7 +20,7 @@ import { type BareRemote, makeBareRemote, serveDaemon } from '../testing/remote-
 import { GIT_IDENTITY_ENV, type TestRepo } from '../testing/repo.ts';
 import { approvingWorkers, builderPrelude, writeBuilder } from '../testing/workers.ts';
 import { poolOf } from '../testing/pools.ts';
-import { completeJob, JOB_MIGRATIONS, migrateJobs, STALE_ATTEMPT } from '../log/pg-jobs.ts';
+import { completeJob, JOB_MIGRATIONS, migrateJobs, STALE_ATTEMPT } from '../queue/pg-jobs.ts';
 import { type Database, openDatabase } from '../log/pg-log.ts';
 
 const POSTGRES = needPostgres();

@@ -9,7 +9,7 @@
  * result. Its pool heartbeats; if it dies, another agent re-runs its job as a new attempt,
  * and the database refuses this one's late result. With role `test` it runs the engine's
  * test runs too: the sha fetched from its `refs/tron/test/<sha>`, the suite in a checkout
- * of its own (engine/runtime/agent-tests.ts).
+ * of its own (engine/queue/agent-tests.ts).
  *
  * It never sees the engine's key (there is none in its clone's state), never writes the
  * log, and needs of the database only what its role grants (docs/cluster.md, "Roles").
@@ -27,19 +27,19 @@ import { gitOut } from '../git/run.ts';
 import { credentialPaths, fetchRef, fetchTrunk, fetchTrunkAndWork, openRemote, pushRef, type Remote, remoteAccess } from '../git/remote.ts';
 import type pg from 'pg';
 import { databaseUrl, isConnectionLost, repositoryName } from '../log/cluster.ts';
-import { type Caller, checkQueueVersion, connect, OUTPUT_NOTES_VERSION, SCOPED_VERSION } from '../log/pg-jobs.ts';
-import type { Claimed, JobKey, JobResult } from '../log/pg-job-types.ts';
+import { type Caller, checkQueueVersion, connect, OUTPUT_NOTES_VERSION, SCOPED_VERSION } from '../queue/pg-jobs.ts';
+import type { Claimed, JobKey, JobResult } from '../queue/pg-job-types.ts';
 import { redact } from '../log/pg-log.ts';
 import { CheckoutPool } from '../runtime/effects/checkouts.ts';
 import { type EffectContext, errorLine, Queues } from '../runtime/effects/context.ts';
 import type { TurnRequest } from '../runtime/effects/turn.ts';
-import { AgentControl, type HeldTurn } from '../runtime/agent-control.ts';
+import { AgentControl, type HeldTurn } from '../queue/agent-control.ts';
 import { probe } from '../runtime/effects/liveness.ts';
 import { ALL_WORK_REFS, WORK_PREFIX } from '../runtime/effects/work-ref.ts';
-import { workRefs } from '../runtime/work-fetch.ts';
-import { runJob, startWorkers } from '../runtime/job-queue.ts';
-import { runSuiteHere } from '../runtime/agent-tests.ts';
-import { refusedJobNames } from '../runtime/job-names.ts';
+import { workRefs } from '../queue/work-fetch.ts';
+import { runJob, startWorkers } from '../queue/job-queue.ts';
+import { runSuiteHere } from '../queue/agent-tests.ts';
+import { refusedJobNames } from '../queue/job-names.ts';
 import { loadSpine } from '../spine/load.ts';
 import type { WorkerAdapter } from '../workers/adapter.ts';
 import { createWorker } from '../workers/create.ts';
@@ -48,7 +48,7 @@ import { checkProject, requireRepo } from './project-check.ts';
 import { stateHome } from '../log/keys.ts';
 import { AGENT_OUTPUT_BYTES, followOutput, tailOf, turnLogPath } from '../log/turn-log.ts';
 
-/** The roles an agent may take: worker turns, and `test` — the suites of the engine's test runs (runtime/agent-tests.ts). */
+/** The roles an agent may take: worker turns, and `test` — the suites of the engine's test runs (engine/queue/agent-tests.ts). */
 export const AGENT_ROLES = ['builder', 'reviewer', 'architect', 'test'] as const;
 
 export interface AgentOptions {
@@ -142,7 +142,7 @@ export async function agentCommand(o: AgentOptions): Promise<number> {
         if (version < SCOPED_VERSION) throw Object.assign(new Error(`the queue is at version ${version}`), { code: OLDER_QUEUE });
         // An engine that migrated the queue to this version reads a turn's output as it comes: only then is it sent.
         streams = version >= OUTPUT_NOTES_VERSION;
-        // The engine's asks of the turns held here (stop, probe), and their notes (runtime/agent-control.ts).
+        // The engine's asks of the turns held here (stop, probe), and their notes (engine/queue/agent-control.ts).
         control ??= await AgentControl.open(url, name, heartbeatMs, o.clock, o.print, () => caller);
         const held = control;
         const workers = await startWorkers({

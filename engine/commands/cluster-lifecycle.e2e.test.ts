@@ -20,7 +20,7 @@ import { GIT_IDENTITY_ENV, type TestRepo, testGit } from '../testing/repo.ts';
 import { type Cluster, needPostgresServer, startCluster } from '../testing/postgres.ts';
 import { requireAll, skipWithout } from '../testing/needs.ts';
 import { openDatabase } from '../log/pg-log.ts';
-import { migrateJobs } from '../log/pg-jobs.ts';
+import { migrateJobs } from '../queue/pg-jobs.ts';
 
 const BIN = join(import.meta.dirname, '..', '..', 'bin', 'tron.js');
 const SERVER = needPostgresServer();

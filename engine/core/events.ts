@@ -860,7 +860,7 @@ export const EVENT_SCHEMAS = {
       ref: z.string().describe('the tron-owned ref on the remote that holds the sha for the agent to fetch'),
     })
     .describe(
-      'note: [cluster] jobs = "agents": a test run was handed to the agents: the sha pushed to the remote as `ref`, and its job (role test) committed with this line (engine/runtime/agent-tests.ts).',
+      'note: [cluster] jobs = "agents": a test run was handed to the agents: the sha pushed to the remote as `ref`, and its job (role test) committed with this line (engine/queue/agent-tests.ts).',
     ),
   'tests.refused': z
     .strictObject({

@@ -5,7 +5,7 @@ import { ManualClock } from '../core/clock.ts';
 import type { EventBody } from '../core/events.ts';
 import { skipWithoutPostgres, testDatabase, useTestDatabase } from '../testing/postgres.ts';
 import { readLog } from './eventlog.ts';
-import { JOB_MIGRATIONS, migrateJobs } from './pg-jobs.ts';
+import { JOB_MIGRATIONS, migrateJobs } from '../queue/pg-jobs.ts';
 import { acquireLease, awaitLease, LeaseHeldError } from './lease.ts';
 import {
   DatabaseUnreachableError,

@@ -474,7 +474,7 @@ export class PgEventLog implements RunLog {
     return event;
   }
 
-  /** The job the line `seq` (still queued) asks for: committed in the same statement as the line (engine/log/pg-jobs.ts). */
+  /** The job the line `seq` (still queued) asks for: committed in the same statement as the line (engine/queue/pg-jobs.ts). */
   enqueue(seq: number, job: QueuedJob): void {
     const entry = this.pending.find((p) => p.seq === seq);
     if (!entry) throw new Error(`${this.where}: the job of line ${seq} comes after its line was flushed`);

@@ -13,7 +13,7 @@ import type { Spine } from '../spine/spine.ts';
 import type { WorkerAdapter } from '../workers/adapter.ts';
 import type { Sandbox } from '../workers/sandbox.ts';
 import type { Remote } from '../git/remote.ts';
-import type { JobBroker } from './job-queue.ts';
+import type { JobBroker } from '../queue/job-queue.ts';
 import type { Forge } from '../forge/forge.ts';
 
 export interface EngineOptions {
@@ -22,7 +22,7 @@ export interface EngineOptions {
    * the engine's clock; without it, the run directory's file.
    */
   log?: (clock: Clock) => RunLog;
-  /** [cluster] database: turns and test runs go through the database's queue (engine/runtime/job-queue.ts). */
+  /** [cluster] database: turns and test runs go through the database's queue (engine/queue/job-queue.ts). */
   jobs?: JobBroker;
   repo: string;
   runDir: string;

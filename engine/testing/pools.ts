@@ -1,9 +1,9 @@
 /**
  * A registered pool for the queue's tests: the name and token its calls carry
- * (engine/log/pg-job-scope.ts), registered as the given client's database role.
+ * (engine/queue/pg-job-scope.ts), registered as the given client's database role.
  */
 import type pg from 'pg';
-import { type Caller, registerPool } from '../log/pg-jobs.ts';
+import { type Caller, registerPool } from '../queue/pg-jobs.ts';
 
 /** Registers `worker` for `repository` with `roles` (an agent's pool unless `own`), silent for at most `lapseMs`. */
 export async function poolOf(

@@ -1,6 +1,6 @@
 /**
  * A worker pool on the database's queue in a process of its own, for the tests that kill
- * one mid-job (engine/runtime/job-queue.test.ts): it claims jobs of the role in
+ * one mid-job (engine/queue/job-queue.test.ts): it claims jobs of the role in
  * TRON_TEST_ROLE of the repository in TRON_TEST_REPOSITORY, prints `claimed <seq> <attempt>`
  * and never finishes them — until the test kills it with SIGKILL, as a lost host would die,
  * or, with TRON_TEST_FINISH_ON=SIGUSR2, until that signal, when it reports one input (a pool
@@ -8,7 +8,7 @@
  * finishes every job at once instead, reporting a trunk test's result for the job's
  * request (the bench's instant agents: evaluation/bench-agents.ts).
  */
-import { startWorkers } from '../runtime/job-queue.ts';
+import { startWorkers } from '../queue/job-queue.ts';
 
 const url = process.env.TRON_TEST_QUEUE_URL!;
 const finish: Array<() => void> = [];

@@ -66,9 +66,9 @@ export interface EffectContext {
   remote?: Remote;
   /** [forge], opened at start: PR mode's pull requests and hosted checks (effects/pr.ts). */
   forge?: Forge;
-  /** [cluster] jobs = "agents": test runs go to `tron agent`s (engine/runtime/agent-tests.ts); else they run here. */
+  /** [cluster] jobs = "agents": test runs go to `tron agent`s (engine/queue/agent-tests.ts); else they run here. */
   suites?: RemoteSuites;
-  /** The turns `tron agent`s run for this engine (engine/runtime/agent-turns.ts): probed there, not here. */
+  /** The turns `tron agent`s run for this engine (engine/queue/agent-turns.ts): probed there, not here. */
   agentTurns?: AgentTurnsPort;
   /**
    * A database and a remote, turns run here: each block's verified work is pushed to its

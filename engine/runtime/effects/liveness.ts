@@ -31,7 +31,7 @@ export const probe = effect({
       probeWaitMs: at.state.liveness.probeWaitMs,
     };
   },
-  // A turn on a `tron agent` is probed there, the same way (engine/runtime/agent-turns.ts).
+  // A turn on a `tron agent` is probed there, the same way (engine/queue/agent-turns.ts).
   run: (c, r) => (c.agentTurns?.owns(r.decision.session, r.decision.turn) ? c.agentTurns.probe(r) : probeTurn(c, r)),
   // The worker's process and folder are its own: signs that cannot be read are no signs of life.
   onFailure: (r, error): EventBody => {

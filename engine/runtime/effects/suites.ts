@@ -1,7 +1,7 @@
 /**
  * Where a test run the engine believes is carried out. By default here, in one of the
  * engine's own checkouts (checkouts.ts). With `[cluster] jobs = "agents"`, on a `tron agent`
- * with role `test` (engine/runtime/agent-tests.ts): the effects of the gate and the lane
+ * with role `test` (engine/queue/agent-tests.ts): the effects of the gate and the lane
  * say only which sha to test and how to run it here, and the context's `suites` decides.
  */
 import type { EffectContext } from './context.ts';

@@ -61,7 +61,7 @@ export interface TestRunOptions {
   /** The test process started / ended: recorded, so recovery can kill one a crash left running. */
   onSpawn?: (pid: number) => void;
   onExit?: (pid: number, code: number | null) => void;
-  /** Ends the run early, every process of it (a job its agent no longer holds: runtime/agent-tests.ts). */
+  /** Ends the run early, every process of it (a job its agent no longer holds: engine/queue/agent-tests.ts). */
   signal?: AbortSignal;
 }
 

@@ -10,7 +10,7 @@
  * the operator's answer.
  */
 import type { TronEvent } from '../core/events.ts';
-import type { JobResult } from '../log/pg-job-types.ts';
+import type { JobResult } from './pg-job-types.ts';
 
 type Done = Extract<JobResult, { ok: true }>;
 type Input = Record<string, unknown> & { type?: unknown };

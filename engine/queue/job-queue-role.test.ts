@@ -8,17 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import pg from 'pg';
 import { ManualClock } from '../core/clock.ts';
 import { acquireLease } from '../log/lease.ts';
-import {
-  agentGrants,
-  claimJob,
-  completeJob,
-  connect,
-  JOB_MIGRATIONS,
-  migrateJobs,
-  NOT_YOURS,
-  QUIET,
-  STALE_ATTEMPT,
-} from '../log/pg-jobs.ts';
+import { agentGrants, claimJob, completeJob, connect, JOB_MIGRATIONS, migrateJobs, NOT_YOURS, QUIET, STALE_ATTEMPT } from './pg-jobs.ts';
 import { poolOf } from '../testing/pools.ts';
 import { type Database, DatabaseFullError, openDatabase, PgEventLog } from '../log/pg-log.ts';
 import { agentCommand } from '../commands/agent.ts';
@@ -32,7 +22,7 @@ import { makeBareRemote } from '../testing/remote-server.ts';
 import { requireAll, skipWithout } from '../testing/needs.ts';
 import { needPostgres, type TestDatabase, testDatabase } from '../testing/postgres.ts';
 import { startWorkers } from './job-queue.ts';
-import { answerAsk, asksFor, lostAttempts, noteJob, OUTPUT_NOTE_CHARS } from '../log/pg-job-control.ts';
+import { answerAsk, asksFor, lostAttempts, noteJob, OUTPUT_NOTE_CHARS } from './pg-job-control.ts';
 
 // A cluster of this file's own, where the test is the superuser. The URL is given back
 // after: a test process may run other files after this one (vitest.config.ts: isolate).
@@ -113,7 +103,7 @@ describe.skipIf(NO_DATABASE)('the agents’ database role', () => {
       await expect(completeJob(agent, caller, key, 1, { ok: true, inputs: [{ type: 'again' }] })).rejects.toMatchObject({
         code: STALE_ATTEMPT,
       });
-      // The engine's asks and an attempt's notes (log/pg-job-control.ts): only through their functions, fenced alike.
+      // The engine's asks and an attempt's notes (engine/queue/pg-job-control.ts): only through their functions, fenced alike.
       expect(await asksFor(agent, caller)).toEqual([]);
       expect(await noteJob(agent, caller, key, 1, { kind: 'started' })).toBe(false);
       for (const sql of [

@@ -1,6 +1,6 @@
 /**
- * The channel between the engine and a turn on an agent (log/pg-job-control.ts,
- * runtime/agent-control.ts), against a real PostgreSQL: a stop asked of a running job
+ * The channel between the engine and a turn on an agent (engine/queue/pg-job-control.ts,
+ * engine/queue/agent-control.ts), against a real PostgreSQL: a stop asked of a running job
  * aborts the agent's turn (one registered after the stop too) and is answered; a stop of a
  * queued job finishes it at once and no claim runs it; a probe is answered with what the
  * agent's probe saw; notes and answers count only from the attempt that holds the job, and
@@ -9,9 +9,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../core/clock.ts';
 import { acquireLease } from '../log/lease.ts';
-import { answerOf, askProbe, askStop, jobProgress } from '../log/pg-job-control.ts';
-import { claimJob, migrateJobs } from '../log/pg-jobs.ts';
-import type { JobKey } from '../log/pg-job-types.ts';
+import { answerOf, askProbe, askStop, jobProgress } from './pg-job-control.ts';
+import { claimJob, migrateJobs } from './pg-jobs.ts';
+import type { JobKey } from './pg-job-types.ts';
 import { type Database, openDatabase, PgEventLog } from '../log/pg-log.ts';
 import { requireAll, skipWithout } from '../testing/needs.ts';
 import { needPostgres, type TestDatabase, testDatabase } from '../testing/postgres.ts';

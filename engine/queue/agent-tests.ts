@@ -30,14 +30,14 @@ import { EVENT_SCHEMAS, type TestRun, type TronEvent } from '../core/events.ts';
 import * as git from '../git/index.ts';
 import { deleteRemoteRefs, fetchRef, listRemoteRefs, pushRef, type Remote } from '../git/remote.ts';
 import { gitOut } from '../git/run.ts';
-import type { Claimed, JobKey, JobResult } from '../log/pg-job-types.ts';
+import type { Claimed, JobKey, JobResult } from './pg-job-types.ts';
 import type { QueuedJob } from '../log/run-log.ts';
 import { refusedJobNames } from './job-names.ts';
-import { checkout, runSuite, type SuiteRun } from './effects/checkouts.ts';
-import { type EffectContext, errorLine } from './effects/context.ts';
-import type { RemoteSuites, SuiteAt } from './effects/suites.ts';
-import { TurnTable } from './effects/turn-table.ts';
-import { ALL_WORK_REFS } from './effects/work-ref.ts';
+import { checkout, runSuite, type SuiteRun } from '../runtime/effects/checkouts.ts';
+import { type EffectContext, errorLine } from '../runtime/effects/context.ts';
+import type { RemoteSuites, SuiteAt } from '../runtime/effects/suites.ts';
+import { TurnTable } from '../runtime/effects/turn-table.ts';
+import { ALL_WORK_REFS } from '../runtime/effects/work-ref.ts';
 import { workRefs } from './work-fetch.ts';
 
 /** Where the engine puts a sha for agents to fetch: tron's own namespace on the remote. */

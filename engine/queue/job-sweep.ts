@@ -3,13 +3,13 @@
  * failure semantics): graphile-worker stops trying a job whose task failed `max_attempts`
  * times (25) — an agent that dies on it each time, a database call that keeps failing —
  * and a role with rights on its tables could delete one. The engine would wait on such a
- * job forever. So, while it waits, it looks for them (engine/log/pg-job-control.ts
+ * job forever. So, while it waits, it looks for them (engine/queue/pg-job-control.ts
  * `exhaustedJobs`) and finishes each with a failure naming why: the effect fails as it
  * would have in process, decided like any failed turn or test run. An attempt still
  * running it is refused when it reports (the job is done).
  */
 import type pg from 'pg';
-import { exhaustedJobs, failJob } from '../log/pg-job-control.ts';
+import { exhaustedJobs, failJob } from './pg-job-control.ts';
 import type { RunKey } from '../log/pg-log.ts';
 
 /** Finishes the given waiting jobs the queue gave up on, each with its reason; how many it finished. */

@@ -7,13 +7,13 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../core/clock.ts';
 import { acquireLease } from '../log/lease.ts';
-import { claimJob, completeJob, migrateJobs, STALE_ATTEMPT } from '../log/pg-jobs.ts';
+import { claimJob, completeJob, migrateJobs, STALE_ATTEMPT } from './pg-jobs.ts';
 import { poolOf } from '../testing/pools.ts';
 import { type Database, openDatabase, PgEventLog } from '../log/pg-log.ts';
 import { requireAll, skipWithout } from '../testing/needs.ts';
 import { needPostgres, type TestDatabase, testDatabase } from '../testing/postgres.ts';
-import type { EffectContext } from './effects/context.ts';
-import { TurnTable } from './effects/turn-table.ts';
+import type { EffectContext } from '../runtime/effects/context.ts';
+import { TurnTable } from '../runtime/effects/turn-table.ts';
 import { JobBroker } from './job-queue.ts';
 
 const POSTGRES = needPostgres();

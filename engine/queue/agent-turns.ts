@@ -5,7 +5,7 @@
  *
  * - **Stopping.** The table's abort (the engine stops, the block is parked or abandoned,
  *   the run's budget is spent, the turn is re-issued) becomes a stop of the job
- *   (engine/log/pg-job-control.ts): a queued job is finished at once as an aborted turn; a
+ *   (engine/queue/pg-job-control.ts): a queued job is finished at once as an aborted turn; a
  *   running one's agent is asked to kill the turn and reports it stopped. An agent that
  *   does not report within the stop grace (it died meanwhile) has the job finished for it,
  *   so a stopping engine never waits on a host that is gone; its late result is refused.
@@ -28,15 +28,15 @@ import {
   jobProgress,
   NOTES_CHANNEL,
   serialized,
-} from '../log/pg-job-control.ts';
+} from './pg-job-control.ts';
 import { keepAgentOutput, type StreamedOutput, streamAgentOutput } from '../log/turn-log.ts';
-import { connect } from '../log/pg-jobs.ts';
-import type { JobKey, JobResult } from '../log/pg-job-types.ts';
+import { connect } from './pg-jobs.ts';
+import type { JobKey, JobResult } from './pg-job-types.ts';
 import type { RunKey } from '../log/pg-log.ts';
-import type { AgentTurnsPort, EffectContext, Outcome } from './effects/context.ts';
-import type { ProbeRequest } from './effects/liveness.ts';
-import { turnBudget } from './effects/turn.ts';
-import type { Job } from './effects/table.ts';
+import type { AgentTurnsPort, EffectContext, Outcome } from '../runtime/effects/context.ts';
+import type { ProbeRequest } from '../runtime/effects/liveness.ts';
+import { turnBudget } from '../runtime/effects/turn.ts';
+import type { Job } from '../runtime/effects/table.ts';
 import type pg from 'pg';
 
 /** How long an agent's turn may take to end once stopped, beyond a few heartbeats: the adapter's kill grace and its report. */

@@ -6,7 +6,7 @@
  * folder is made, never followed out of the clone.
  */
 import { BLOCK_ID, isRunId, shownName, TEST_LOG } from '../core/names.ts';
-import type { JobKey } from '../log/pg-job-types.ts';
+import type { JobKey } from './pg-job-types.ts';
 
 /** Why the job's names are not tron's (one line), or undefined when they are. */
 export function refusedJobNames(key: JobKey, names: { block: unknown; log?: unknown }): string | undefined {

@@ -20,11 +20,11 @@
  * queue's own tables (docs/cluster.md, "Roles"), never the log or the lease.
  */
 import pg from 'pg';
-import type { Database } from './pg-log.ts';
+import type { Database } from '../log/pg-log.ts';
 import type { Claimed, JobKey, JobResult } from './pg-job-types.ts';
 import { OUTPUT_MIGRATION, CONTROL_MIGRATION } from './pg-job-control.ts';
 import { type Caller, NOT_YOURS, SCOPE_MIGRATION, SCOPED_FUNCTIONS } from './pg-job-scope.ts';
-import { connectFailure, isDatabaseFull, SchemaNewerError } from './pg-log.ts';
+import { connectFailure, isDatabaseFull, SchemaNewerError } from '../log/pg-log.ts';
 
 /** The SQLSTATE of a refused result: the attempt that reports is not the job's current one. */
 export const STALE_ATTEMPT = 'TRN02';
@@ -200,15 +200,15 @@ export const JOB_MIGRATIONS: readonly string[] = [
   revoke execute on function tron_heartbeat(text, text, text[], integer, text[]), tron_reap(interval),
     tron_claim(text, text, integer, text), tron_complete(text, text, integer, integer, jsonb) from public;
   `,
-  // 2: the engine's asks of a running job (stop, probe) and its attempt's notes (engine/log/pg-job-control.ts).
+  // 2: the engine's asks of a running job (stop, probe) and its attempt's notes (engine/queue/pg-job-control.ts).
   CONTROL_MIGRATION,
   // 3: a block's jobs go near its work (NEAR_MIGRATION).
   NEAR_MIGRATION,
   // 4: the version, readable by an agent (VERSION_MIGRATION).
   VERSION_MIGRATION,
-  // 5: a turn's output as it comes, and the notes' kinds checked (engine/log/pg-job-control.ts).
+  // 5: a turn's output as it comes, and the notes' kinds checked (engine/queue/pg-job-control.ts).
   OUTPUT_MIGRATION,
-  // 6: every job scoped to its repository, role and pool; every call of a pool carries its token (engine/log/pg-job-scope.ts).
+  // 6: every job scoped to its repository, role and pool; every call of a pool carries its token (engine/queue/pg-job-scope.ts).
   SCOPE_MIGRATION,
 ];
 

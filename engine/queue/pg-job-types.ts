@@ -4,7 +4,7 @@
  * finished attempt reports. Types only: every file of the queue reads them, and they read
  * nothing of the queue.
  */
-import type { RunKey } from './pg-log.ts';
+import type { RunKey } from '../log/pg-log.ts';
 
 /**
  * What a finished job reports: its inputs, or the error it met (the engine decides what that

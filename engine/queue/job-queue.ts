@@ -2,7 +2,7 @@
  * Effects as jobs on the database's queue ([cluster] database; docs/cluster.md). Worker
  * turns and test runs — the effects whose request is self-contained JSON and whose work is
  * the heavy part of a run — are not started by the engine's `perform`: their rows are
- * committed with their decisions' lines (engine/log/pg-jobs.ts), a worker pool claims
+ * committed with their decisions' lines (engine/queue/pg-jobs.ts), a worker pool claims
  * them — the engine's own, in process, when `[cluster] jobs = "here"` (the default), or
  * `tron agent`s on other hosts with `"agents"` — and each result comes back through
  * `tron_complete`, fenced by attempt, as the effect's outcome.
@@ -28,20 +28,20 @@ import {
   QUIET,
   RESULTS_CHANNEL,
   registerPool,
-} from '../log/pg-jobs.ts';
-import type { Claimed, JobKey, JobResult } from '../log/pg-job-types.ts';
+} from './pg-jobs.ts';
+import type { Claimed, JobKey, JobResult } from './pg-job-types.ts';
 import { checkResult } from './job-results.ts';
 import { connectFailure, type Database, isDatabaseFull, type PgEventLog, type RunKey } from '../log/pg-log.ts';
 import type { Config } from '../project/config.ts';
 import type { QueuedJob, RunLog } from '../log/run-log.ts';
-import type { EffectContext, Outcome } from './effects/context.ts';
+import type { EffectContext, Outcome } from '../runtime/effects/context.ts';
 import { InputError } from '../core/errors.ts';
 import * as git from '../git/index.ts';
 import { gitOut } from '../git/run.ts';
-import { EFFECTS, type Job } from './effects/table.ts';
+import { EFFECTS, type Job } from '../runtime/effects/table.ts';
 import { AgentTurns } from './agent-turns.ts';
 import { failExhausted } from './job-sweep.ts';
-import { serialized } from '../log/pg-job-control.ts';
+import { serialized } from './pg-job-control.ts';
 import { AgentSuites } from './agent-tests.ts';
 import { WorkFetches } from './work-fetch.ts';
 

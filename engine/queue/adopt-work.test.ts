@@ -11,7 +11,7 @@ import { openRemote } from '../git/remote.ts';
 import { createWorktree, worktreePath } from '../git/worktree.ts';
 import { makeBareRemote, serveDaemon } from '../testing/remote-server.ts';
 import { makeRepo, testGit } from '../testing/repo.ts';
-import { type EffectContext, Queues } from './effects/context.ts';
+import { type EffectContext, Queues } from '../runtime/effects/context.ts';
 import { adoptWork } from './job-queue.ts';
 import { WorkFetches } from './work-fetch.ts';
 

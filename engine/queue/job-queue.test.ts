@@ -9,14 +9,14 @@ import { execa, type ResultPromise } from 'execa';
 import { describe, expect, it } from 'vitest';
 import { ManualClock } from '../core/clock.ts';
 import { acquireLease } from '../log/lease.ts';
-import { claimJob, completeJob, migrateJobs, STALE_ATTEMPT } from '../log/pg-jobs.ts';
-import type { JobKey } from '../log/pg-job-types.ts';
+import { claimJob, completeJob, migrateJobs, STALE_ATTEMPT } from './pg-jobs.ts';
+import type { JobKey } from './pg-job-types.ts';
 import { type Database, LeaseLostError, PgEventLog } from '../log/pg-log.ts';
 import { skipWithoutPostgres, useTestDatabase } from '../testing/postgres.ts';
 import { poolOf } from '../testing/pools.ts';
 import { JobBroker, startWorkers } from './job-queue.ts';
 import { failExhausted } from './job-sweep.ts';
-import type { EffectContext } from './effects/context.ts';
+import type { EffectContext } from '../runtime/effects/context.ts';
 import type { TronEvent } from '../core/events.ts';
 
 const NO_DATABASE = skipWithoutPostgres('effects as jobs on the database queue');

@@ -1,11 +1,11 @@
 /**
  * The engine's fetches of blocks' work from the remote (`refs/tron/work/<id>`, pushed by
- * `tron agent`s: engine/runtime/job-queue.ts adoptWork), grouped (effects/coalesce.ts):
+ * `tron agent`s: engine/queue/job-queue.ts adoptWork), grouped (effects/coalesce.ts):
  * six builders that finish together cost two or three fetches.
  */
 import { type FetchResult, fetchRef, fetchRefs, type Remote } from '../git/remote.ts';
-import { Coalesced } from './effects/coalesce.ts';
-import { workRefOf } from './effects/work-ref.ts';
+import { Coalesced } from '../runtime/effects/coalesce.ts';
+import { workRefOf } from '../runtime/effects/work-ref.ts';
 
 /** The ref a block's work travels in between agents and the engine, and where the engine keeps what it fetched of it. */
 export const workRefs = (block: string): readonly [string, string] => [workRefOf(block), `refs/tron/fetched-work/${block}`];

@@ -1,5 +1,5 @@
 /**
- * A `tron agent`'s side of the channel to the engine (engine/log/pg-job-control.ts): the
+ * A `tron agent`'s side of the channel to the engine (engine/queue/pg-job-control.ts): the
  * engine's asks of the turns this agent holds — stop, probe — read when NOTIFY wakes it
  * and at every heartbeat should a notification be lost; and the notes of its turns — the
  * turn started, a worker process spawned or exited — sent as the attempt that holds the job.
@@ -10,12 +10,12 @@
  */
 import type { Clock } from '../core/clock.ts';
 import type { EventBody } from '../core/events.ts';
-import { type Ask, answerAsk, asksFor, type JobNote, lostAttempts, noteJob, serialized } from '../log/pg-job-control.ts';
-import { ASKS_CHANNEL } from '../log/pg-job-control.ts';
-import { type Caller, connect, isStaleAttempt } from '../log/pg-jobs.ts';
-import type { JobKey } from '../log/pg-job-types.ts';
-import type { ProbeRequest } from './effects/liveness.ts';
-import { TurnTable } from './effects/turn-table.ts';
+import { type Ask, answerAsk, asksFor, type JobNote, lostAttempts, noteJob, serialized } from './pg-job-control.ts';
+import { ASKS_CHANNEL } from './pg-job-control.ts';
+import { type Caller, connect, isStaleAttempt } from './pg-jobs.ts';
+import type { JobKey } from './pg-job-types.ts';
+import type { ProbeRequest } from '../runtime/effects/liveness.ts';
+import { TurnTable } from '../runtime/effects/turn-table.ts';
 import type pg from 'pg';
 
 /** A turn table whose turns a stop aborts (including one registered after it: TurnTable.stopAll), and says why. */

@@ -10,7 +10,7 @@ import { describe, expect, it, onTestFinished } from 'vitest';
 import { systemClock } from '../core/clock.ts';
 import type { EventBody, TronEvent } from '../core/events.ts';
 import { openRemote, type Remote } from '../git/remote.ts';
-import type { Claimed, JobResult } from '../log/pg-job-types.ts';
+import type { Claimed, JobResult } from './pg-job-types.ts';
 import type { QueuedJob } from '../log/run-log.ts';
 import { parseConfig } from '../project/config.ts';
 import { loadSpine } from '../spine/load.ts';
@@ -20,9 +20,9 @@ import { type BareRemote, makeBareRemote } from '../testing/remote-server.ts';
 import { GIT_IDENTITY_ENV, testGit } from '../testing/repo.ts';
 import { bwrapSandbox, NO_SANDBOX, type Sandbox } from '../workers/sandbox.ts';
 import { AgentSuites, runSuiteHere, type SuiteRequest } from './agent-tests.ts';
-import { CheckoutPool, type SuiteRun } from './effects/checkouts.ts';
-import { type EffectContext, Queues } from './effects/context.ts';
-import { TurnTable } from './effects/turn-table.ts';
+import { CheckoutPool, type SuiteRun } from '../runtime/effects/checkouts.ts';
+import { type EffectContext, Queues } from '../runtime/effects/context.ts';
+import { TurnTable } from '../runtime/effects/turn-table.ts';
 
 const ENV = {
   PATH: process.env.PATH,

@@ -26,9 +26,9 @@
  */
 import type pg from 'pg';
 import type { JobKey, JobResult } from './pg-job-types.ts';
-import type { RunKey } from './pg-log.ts';
+import type { RunKey } from '../log/pg-log.ts';
 import type { Caller } from './pg-job-scope.ts';
-import { inTurn } from './in-turn.ts';
+import { inTurn } from '../log/in-turn.ts';
 
 /** pg-jobs.ts's STALE_ATTEMPT (that module imports this one's migration: no import back). */
 const STALE_ATTEMPT = 'TRN02';

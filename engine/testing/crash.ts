@@ -60,11 +60,12 @@ const BATCH_BUILDER = `${builderPrelude('the file and its test')}case "$TRON_BLO
     case "$prompt" in
       *"What failed last round"*)
         # On a busy machine b3 can be stacked below first and land still calling greet; first
-        # is then the culprit. Up to date with trunk, it renames that call too, and its work
-        # is one commit again (made below).
+        # is then the culprit. It keeps greet beside hello, so the callers trunk has or will
+        # have pass whether or not b3 has reached trunk when this turn runs, and its work is
+        # one commit again (made below).
         git rebase -q main >/dev/null 2>&1 || git rebase --abort
         git reset -q --soft main
-        sed -i 's/greet()/hello()/' tests/*.test.js ;;
+        printf "exports.hello = () => 'hi';\\nexports.greet = exports.hello;\\n" > lib.js ;;
       *)
         echo "exports.hello = () => 'hi';" > lib.js
         echo "require('node:assert').strictEqual(require('../lib.js').hello(), 'hi');" > tests/lib.test.js ;;

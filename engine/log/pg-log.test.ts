@@ -18,8 +18,8 @@ import {
   readPgRun,
   runLines,
   SCHEMA_VERSION,
-  SchemaNewerError,
 } from './pg-log.ts';
+import { SchemaNewerError } from './migrations.ts';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';

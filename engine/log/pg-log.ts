@@ -24,6 +24,7 @@ import { coded, type FaultCode, type InputCode } from '../core/problems.ts';
 import { chainStartOf, type LogRead, readLines, stampLine } from './eventlog.ts';
 import type { QueuedJob, RunLog } from './run-log.ts';
 import { inTurn } from './in-turn.ts';
+import { migrateSeries } from './migrations.ts';
 
 /** The SQLSTATE the fencing trigger raises: an append from a generation that does not hold the lease. */
 export const FENCED = 'TRN01';
@@ -182,22 +183,6 @@ export function connectFailure(url: string, err: unknown): Error {
   return new DatabaseUnreachableError(url, reason);
 }
 
-/** The database's schema was made by a newer tron: this one must not write (or misread) it. */
-export class SchemaNewerError extends InputError {
-  readonly code = 'TRON_DB_SCHEMA_NEWER' satisfies InputCode;
-  /** `table` and `known`: the schema refused — the log's (tron_schema) unless the queue's is named. */
-  constructor(url: string, found: number, table = 'tron_schema', known = SCHEMA_VERSION) {
-    super([
-      {
-        code: 'TRON_DB_SCHEMA_NEWER',
-        path: `${redact(url)} (${table})`,
-        message: `the database's schema (${table}) is version ${found}, and this tron knows up to ${known}; upgrade tron on this host to the version the other hosts run`,
-      },
-    ]);
-    this.name = 'SchemaNewerError';
-  }
-}
-
 /** The engine's lease was taken over or lapsed: the database refuses its appends. */
 export class LeaseLostError extends Error {
   readonly code = 'TRON_LEASE_LOST' satisfies FaultCode;
@@ -266,35 +251,8 @@ function oneQueryAtATime(client: pg.Client): void {
   client.query = inTurn(client.query.bind(client) as (...args: unknown[]) => Promise<unknown>) as typeof client.query;
 }
 
-async function migrate(client: pg.Client, url: string): Promise<void> {
-  // A schema already at this version is only read: a reader's role (select only, docs/cluster.md) opens it too.
-  const { rows: at } = await client.query<{ v: number | null }>(
-    `select case when to_regclass('tron_schema') is null then null else 0 end as v`,
-  );
-  if (at[0]?.v === 0) {
-    const { rows } = await client.query<{ v: number | null }>('select max(version) as v from tron_schema');
-    const current = rows[0]?.v ?? 0;
-    if (current > SCHEMA_VERSION) throw new SchemaNewerError(url, current);
-    if (current === SCHEMA_VERSION) return;
-  }
-  await client.query('begin');
-  try {
-    await client.query(`select pg_advisory_xact_lock(hashtext('tron_schema'))`);
-    await client.query(
-      'create table if not exists tron_schema (version integer primary key, applied_at timestamptz not null default now())',
-    );
-    const { rows } = await client.query<{ v: number | null }>('select max(version) as v from tron_schema');
-    const current = rows[0]?.v ?? 0;
-    if (current > SCHEMA_VERSION) throw new SchemaNewerError(url, current);
-    for (let v = current + 1; v <= SCHEMA_VERSION; v += 1) {
-      await client.query(MIGRATIONS[v - 1]!);
-      await client.query('insert into tron_schema (version) values ($1)', [v]);
-    }
-    await client.query('commit');
-  } catch (err) {
-    await client.query('rollback').catch(() => undefined);
-    throw err;
-  }
+function migrate(client: pg.Client, url: string): Promise<void> {
+  return migrateSeries(client, url, { table: 'tron_schema', migrations: MIGRATIONS });
 }
 
 /** Where a run's lines live in the table: its repository (`[cluster] repository`) and its id. */

@@ -24,7 +24,8 @@ import type { Database } from '../log/pg-log.ts';
 import type { Claimed, JobKey, JobResult } from './pg-job-types.ts';
 import { OUTPUT_MIGRATION, CONTROL_MIGRATION } from './pg-job-control.ts';
 import { type Caller, NOT_YOURS, SCOPE_MIGRATION, SCOPED_FUNCTIONS } from './pg-job-scope.ts';
-import { connectFailure, isDatabaseFull, SchemaNewerError } from '../log/pg-log.ts';
+import { connectFailure, isDatabaseFull } from '../log/pg-log.ts';
+import { migrateSeries, SCHEMA_LOCK, SchemaNewerError } from '../log/migrations.ts';
 
 /** The SQLSTATE of a refused result: the attempt that reports is not the job's current one. */
 export const STALE_ATTEMPT = 'TRN02';
@@ -275,38 +276,15 @@ export async function migrateJobs(db: Database): Promise<void> {
   const client = db.client;
   // Every schema change under one lock, the queue library's too: it migrates on a connection of its own
   // (its `create schema` is not safe to run twice at once), while this session holds the lock the log's migrations take.
-  await client.query(`select pg_advisory_lock(hashtext('tron_schema'))`);
+  await client.query(`select pg_advisory_lock(${SCHEMA_LOCK})`);
   try {
     // graphile-worker connects on its own: a database with no connection left says so as tron's connects do.
     await runMigrations({ connectionString: db.url, logger: QUIET }).catch((err: unknown) => {
       throw isDatabaseFull(err) ? connectFailure(db.url, err) : err;
     });
-    await migrateQueue(db);
+    await migrateSeries(client, db.url, { table: 'tron_queue_schema', migrations: JOB_MIGRATIONS });
   } finally {
-    await client.query(`select pg_advisory_unlock(hashtext('tron_schema'))`).catch(() => undefined);
-  }
-}
-
-/** tron's own migrations of the queue, in one transaction (under the schema's lock: migrateJobs holds it). */
-async function migrateQueue(db: Database): Promise<void> {
-  const client = db.client;
-  await client.query('begin');
-  try {
-    await client.query(`select pg_advisory_xact_lock(hashtext('tron_schema'))`);
-    await client.query(
-      'create table if not exists tron_queue_schema (version integer primary key, applied_at timestamptz not null default now())',
-    );
-    const { rows } = await client.query<{ v: number | null }>('select max(version) as v from tron_queue_schema');
-    const current = rows[0]?.v ?? 0;
-    if (current > JOB_MIGRATIONS.length) throw new SchemaNewerError(db.url, current, 'tron_queue_schema', JOB_MIGRATIONS.length);
-    for (let v = current + 1; v <= JOB_MIGRATIONS.length; v += 1) {
-      await client.query(JOB_MIGRATIONS[v - 1]!);
-      await client.query('insert into tron_queue_schema (version) values ($1)', [v]);
-    }
-    await client.query('commit');
-  } catch (err) {
-    await client.query('rollback').catch(() => undefined);
-    throw err;
+    await client.query(`select pg_advisory_unlock(${SCHEMA_LOCK})`).catch(() => undefined);
   }
 }
 

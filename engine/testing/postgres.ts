@@ -153,6 +153,24 @@ export async function testDatabase(): Promise<TestDatabase> {
   };
 }
 
+/**
+ * The schema tron made in `url` (`public`: the log's series and the queue's), as pg_dump
+ * prints it, its comments, session settings and blank lines left out: what a migrated
+ * database holds, compared with the committed dump (engine/queue/schema.sql).
+ */
+export function dumpSchema(url: string): string {
+  const bin = serverBin();
+  const program = bin ? join(bin, 'pg_dump') : 'pg_dump';
+  const out = execFileSync(program, ['--schema-only', '--schema=public', '--no-owner', '--no-privileges', '--dbname', url], {
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  return `${out
+    .split('\n')
+    .filter((line) => line.trim() !== '' && !/^(--|SET |SELECT pg_catalog\.set_config|\\(un)?restrict )/.test(line))
+    .join('\n')}\n`;
+}
+
 /** Whether the tests of `what` skip here: no PostgreSQL, and not CI (says why once). For `describe.skipIf`. */
 export function skipWithoutPostgres(what: string): boolean {
   return skipWithout(what, needPostgres());

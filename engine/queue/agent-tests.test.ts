@@ -3,6 +3,7 @@
  * with the queue between them replaced by a direct call (the queue itself, its attempts
  * and fencing are tested against PostgreSQL in engine/commands/agent-tests.e2e.test.ts).
  */
+import { UnheldRoles } from './unheld-roles.ts';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync, chmodSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -286,7 +287,7 @@ describe('test runs on agents', () => {
     for (const live of [0, 1]) {
       const said: string[] = [];
       const fx = { ...s.fx, print: (line: string) => said.push(line) };
-      const suites = new AgentSuites(through(agent).submit, async () => live);
+      const suites = new AgentSuites(through(agent).submit, new UnheldRoles(async () => live));
       await suites.run(fx, at(s.trunk), never);
       await suites.run(fx, at(s.next), never);
       await suites.settle();

@@ -22,6 +22,7 @@
  * The ref goes when the last run of that sha ends; refs a crashed engine left are swept
  * before its successor's first push.
  */
+import type { UnheldRoles } from './unheld-roles.ts';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { AGENT_OUTPUT_CHARS, endOf } from '../log/turn-log.ts';
 import { dirname, join } from 'node:path';
@@ -87,12 +88,11 @@ export class AgentSuites implements RemoteSuites {
   private readonly held = new Map<string, { users: number; ready: Promise<void> }>();
   private readonly deleting = new Map<string, Promise<void>>();
   private swept: Promise<void> | undefined;
-  private looked = false;
 
-  /** `testers`: how many live agents hold role test now (undefined: not known); asked once, at the first run. */
+  /** `unheld`: says once, at the first run, when no live agent holds role test. */
   constructor(
     private readonly submit: Submit,
-    private readonly testers?: () => Promise<number | undefined>,
+    private readonly unheld?: UnheldRoles,
   ) {}
 
   async run(c: EffectContext, at: SuiteAt, here: () => Promise<SuiteRun>): Promise<SuiteRun> {
@@ -123,7 +123,7 @@ export class AgentSuites implements RemoteSuites {
           testNetwork: c.config.sandbox.testNetwork,
         };
         const outcome = this.submit(line, { kind: 'tests.queued', role: 'test', request });
-        this.lookForTesters(c);
+        this.unheld?.look('test', c.print);
         const inputs = await outcome;
         report = reportOf(inputs);
         agent = report.agent;
@@ -183,19 +183,6 @@ export class AgentSuites implements RemoteSuites {
         if (this.deleting.get(sha) === gone) this.deleting.delete(sha);
       });
     this.deleting.set(sha, gone);
-  }
-
-  /** At the first test run: no agent holds role test yet, said once — the run would otherwise wait without a word. */
-  private lookForTesters(c: EffectContext): void {
-    if (this.looked || !this.testers) return;
-    this.looked = true;
-    void this.testers().then(
-      (n) => {
-        if (n === 0)
-          c.print('tron: no tron agent holds role test yet: test runs wait in the queue until one starts (`tron agent --roles test`)');
-      },
-      () => undefined,
-    );
   }
 
   /** Once every test ref this engine pushed is removed (or failed to be): the run's end waits for it. */

@@ -18,6 +18,7 @@ import { JobBroker, startWorkers } from './job-queue.ts';
 import { failExhausted } from './job-sweep.ts';
 import type { EffectContext } from '../runtime/effects/context.ts';
 import type { TronEvent } from '../core/events.ts';
+import { TurnTable } from '../runtime/effects/turn-table.ts';
 
 const NO_DATABASE = skipWithoutPostgres('effects as jobs on the database queue');
 const RUN = '20260101-000000-001';
@@ -377,4 +378,44 @@ describe.skipIf(NO_DATABASE)('effects as jobs on the database queue', () => {
       await other.stop();
     }
   }, 60_000);
+  it('says once per role, at its first job, when no live agent holds it — an architect’s escalation too — and nothing for a role one holds', async () => {
+    const { d, log } = await leading('unheld');
+    // An agent of this repository holds builder and test; none holds architect.
+    await poolOf(d.client, 'agent b', 'unheld', { roles: ['builder', 'test'] });
+    // One of another repository holds architect: it serves not this one.
+    await poolOf(d.client, 'agent elsewhere', 'elsewhere', { roles: ['architect'] });
+    const said: string[] = [];
+    const broker = new JobBroker({ url: server.url, log, at: log.at, localRoles: [], heartbeatMs: 200, slots: 1 });
+    await broker.serve({
+      print: (line: string) => said.push(line),
+      turns: new TurnTable(clock, () => undefined),
+    } as unknown as EffectContext);
+    try {
+      const turn = (role: string, block: string) => {
+        const decision = log.append({
+          type: 'block.dispatched',
+          block,
+          role,
+          kind: 'build',
+          session: `${block}-s`,
+          turn: 1,
+          phase: 'build',
+          attempt: 1,
+          expect: ['DONE'],
+        } as never);
+        return { decision, request: { block } };
+      };
+      broker.enqueue([turn('architect', 'alpha'), turn('builder', 'beta')]);
+      broker.enqueue([turn('architect', 'gamma')]);
+      await log.sync();
+      const line =
+        'tron: no tron agent holds role architect yet: architect turns wait in the queue until one starts (`tron agent --roles architect`)';
+      for (let i = 0; i < 100 && said.length === 0; i += 1) await new Promise((r) => setTimeout(r, 50));
+      // Given time for a second line, were there one to come.
+      await new Promise((r) => setTimeout(r, 300));
+      expect(said).toEqual([line]);
+    } finally {
+      await broker.close();
+    }
+  });
 });

@@ -10,6 +10,7 @@
  * Both sides are here: `JobBroker` (the engine's: enqueue, wait for outcomes) and
  * `startWorkers` (a pool that claims, runs, heartbeats and reports; `tron agent` runs one).
  */
+import { UnheldRoles } from './unheld-roles.ts';
 import { randomBytes } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import { hostname } from 'node:os';
@@ -140,22 +141,17 @@ export class JobBroker {
 
   constructor(private readonly o: BrokerOptions) {
     this.pool = o.pool ?? `engine ${hostname()} pid ${process.pid} ${randomBytes(6).toString('hex')}`;
-    this.suites = o.localRoles.includes('test')
-      ? undefined
-      : new AgentSuites(
-          (line, job) => this.submit(line, job),
-          () => this.testers(),
-        );
+    this.suites = o.localRoles.includes('test') ? undefined : new AgentSuites((line, job) => this.submit(line, job), this.unheld);
   }
 
-  /** How many live pools (heard from within the reaper's lapse) take test runs. */
-  private async testers(): Promise<number | undefined> {
+  /** Said once per role, at its first job on the agents, when no live agent holds it (unheld-roles.ts). */
+  private readonly unheld = new UnheldRoles(async (role) => {
     const { rows } = await (this.serial ?? this.listener!).query<{ n: number }>(
-      `select count(*)::int as n from tron_agents where 'test' = any(roles) and repository = $1 and not own`,
-      [this.o.at.repository],
+      `select count(*)::int as n from tron_agents where $2 = any(roles) and repository = $1 and not own`,
+      [this.o.at.repository, role],
     );
     return rows[0]?.n;
-  }
+  });
 
   queued(job: Job): boolean {
     // With test runs on agents, a test decision's effect reads the engine's own git here; its suite is the job.
@@ -176,6 +172,7 @@ export class JobBroker {
       const role = roleOf(job.decision);
       // A job this engine runs itself is its own pool's alone: no agent, no other engine claims it.
       const pool = this.o.localRoles.includes(role) ? { pool: this.pool } : {};
+      if (!this.o.localRoles.includes(role) && this.fx) this.unheld.look(role, this.fx.print);
       this.o.log.enqueue!(job.decision.seq, { kind: job.decision.type, role, request: job.request, ...pool });
     }
   }

@@ -8,7 +8,7 @@
  * `startCluster`), never the shared one of TRON_TEST_DATABASE_URL; each test takes a fresh
  * database of that server.
  */
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { execa, type ResultPromise } from 'execa';
@@ -316,6 +316,27 @@ describe.skipIf(NO_SERVER)('engines coming up and going down', () => {
     expect(stopped.exitCode, `${stopped.stdout}\n${stopped.stderr}`).toBe(1);
     expect(`${stopped.stdout}\n${stopped.stderr}`).toContain('TRON_DB_LOST');
     expect(`${stopped.stdout}\n${stopped.stderr}`).not.toMatch(/\n\s+at /);
+    expect((await leaseOf(db)).lapsed, 'the lease let go').toBe(true);
+  }, 120_000);
+  it('has a leader whose effect fails exit 1 with TRON_ENGINE_FAILED within seconds, its lease let go', async () => {
+    const url = await freshDatabase();
+    const { repo, go } = await heldProject(url, '30s');
+    const db = await connect(url);
+    const leader = cli(['start', '--repo', repo.dir, '--plain']);
+    await until(db, 'worker.spawned', leader);
+    // The engine cannot write the turn's transcript: a folder stands where the file was.
+    const runs = join(repo.dir, '.tron', 'runs');
+    const transcript = join(runs, readdirSync(runs).sort().at(-1)!, 'transcript.md');
+    rmSync(transcript, { force: true });
+    mkdirSync(transcript);
+    const cut = Date.now();
+    writeFileSync(go, '');
+    const stopped = await leader;
+    expect(Date.now() - cut, 'seconds from the failure to exit').toBeLessThan(15_000);
+    const out = `${stopped.stdout}\n${stopped.stderr}`;
+    expect(stopped.exitCode, out).toBe(1);
+    expect(out).toMatch(/TRON_ENGINE_FAILED: the effect of [a-z.]+ for alpha failed: EISDIR/);
+    expect(out).not.toMatch(/\n\s+at /);
     expect((await leaseOf(db)).lapsed, 'the lease let go').toBe(true);
   }, 120_000);
 });

@@ -98,6 +98,54 @@ function errorOf(r: Extract<JobResult, { ok: false }>): Error {
 /** A job's result that reports inputs. */
 type Done = Extract<JobResult, { ok: true }>;
 
+/** Where a decision's effect runs (JobBroker.placeOf). */
+export type Place = 'process' | 'own pool' | 'agents';
+
+const inputsOf = (r: Done) => r.inputs as EventBody[];
+
+/** A decision's effect run in this process: the lookup in EFFECTS the engine's `perform` makes without a queue. */
+function runHere(fx: EffectContext, job: Job): Promise<Outcome> {
+  const effect = EFFECTS[job.decision.type as DecisionType];
+  return Promise.resolve(effect ? (effect.run(fx, job.request as never) as Outcome | Promise<Outcome>) : []);
+}
+
+interface ArrivalContext {
+  fx: EffectContext;
+  agentTurns: AgentTurns | undefined;
+  fetches: () => WorkFetches | undefined;
+}
+
+/**
+ * The steps a result from the agents takes on the engine's host before the engine decides
+ * on it, by the job's kind; a kind not here is its inputs as they came. A turn: the end of
+ * its output becomes this run's turn file (turn-log.ts), a builder's commits — made on the
+ * agent and pushed to the remote — come into the block's worktree (the gate reads them
+ * there; builders that finish together share one fetch, work-fetch.ts), and meanwhile the
+ * turn is in the engine's turn table, stopped and timed as one here (agent-turns.ts).
+ */
+const ARRIVALS: { [K in DecisionType]?: (a: ArrivalContext, job: Job, result: Promise<Done>) => Promise<Outcome> } = {
+  'block.dispatched': (a, job, result) => {
+    const e = job.decision as EventOf<'block.dispatched'>;
+    const kept = result.then(async (r) => {
+      try {
+        if (a.agentTurns) await a.agentTurns.keepOutput(e, r);
+        else if (typeof r.output === 'string') keepAgentOutput(a.fx.runDir, e, r.worker ?? 'an agent', r.output);
+      } catch {
+        // Its output is for reading later; never a reason to fail the turn.
+      }
+      return r;
+    });
+    const adopted =
+      e.role !== 'builder'
+        ? kept.then(inputsOf)
+        : kept.then(async (r) => {
+            await adoptWork(a.fx, e.block, r.work, a.fetches());
+            return inputsOf(r);
+          });
+    return a.agentTurns ? a.agentTurns.watch(job, adopted) : adopted;
+  },
+};
+
 export interface BrokerOptions {
   url: string;
   /** The name of the engine's own pool: unique (host, pid and a random part), the only pool that may claim the jobs it runs. */
@@ -153,10 +201,24 @@ export class JobBroker {
     return rows[0]?.n;
   });
 
-  queued(job: Job): boolean {
-    // With test runs on agents, a test decision's effect reads the engine's own git here; its suite is the job.
-    if (this.suites && roleOf(job.decision) === 'test') return false;
-    return QUEUED.has(job.decision.type as DecisionType) && job.request !== undefined;
+  /**
+   * Where a decision's effect runs, a property of its row: in this process (an effect that
+   * is no job, and a test decision when test runs go to agents: its effect reads the
+   * engine's own git here, and only its suite is a job, agent-tests.ts), on the engine's
+   * own pool (a role this engine runs itself), or on the agents.
+   */
+  placeOf(job: Job): Place {
+    const role = roleOf(job.decision);
+    if (!QUEUED.has(job.decision.type as DecisionType) || job.request === undefined) return 'process';
+    if (this.suites && role === 'test') return 'process';
+    return this.o.localRoles.includes(role) ? 'own pool' : 'agents';
+  }
+
+  /** Runs a decision's effect where its row says (placeOf): its outcome, or its error as the effect would have thrown it. */
+  run(job: Job, fx: EffectContext): Promise<Outcome> {
+    const place = this.placeOf(job);
+    if (place === 'process') return runHere(fx, job);
+    return this.outcome(job, place);
   }
 
   /** Commits `job` with `line` (appended in this same step) and resolves with its result's inputs. */
@@ -168,54 +230,42 @@ export class JobBroker {
   /** Attaches their jobs to the decisions' queued lines: called in the step that appended them. */
   enqueue(jobs: readonly Job[]): void {
     for (const job of jobs) {
-      if (!this.queued(job)) continue;
+      const place = this.placeOf(job);
+      if (place === 'process') continue;
       const role = roleOf(job.decision);
       // A job this engine runs itself is its own pool's alone: no agent, no other engine claims it.
-      const pool = this.o.localRoles.includes(role) ? { pool: this.pool } : {};
-      if (!this.o.localRoles.includes(role) && this.fx) this.unheld.look(role, this.fx.print);
+      const pool = place === 'own pool' ? { pool: this.pool } : {};
+      if (place === 'agents' && this.fx) this.unheld.look(role, this.fx.print);
       this.o.log.enqueue!(job.decision.seq, { kind: job.decision.type, role, request: job.request, ...pool });
     }
   }
 
-  /** The job's outcome, once a worker's result for it is committed; its error, as the effect would have thrown it. */
-  outcome(job: Job): Promise<Outcome> {
-    // A result is read by its job's kind: anything else it carries refuses it, and the effect fails (job-results.ts).
+  /**
+   * The transport: the job's outcome once a pool's result for it is committed (read by its
+   * kind: anything else it carries refuses it, job-results.ts), its error as the effect
+   * would have thrown it. A result from the agents then takes the steps its kind needs on
+   * this host before the engine decides on it (ARRIVALS).
+   */
+  outcome(job: Job, place: Exclude<Place, 'process'> = 'agents'): Promise<Outcome> {
     const result = new Promise<Done>((resolve, reject) => {
       this.waiting.set(job.decision.seq, { resolve, reject });
       this.check();
     }).then((r) => checkResult(job.decision, r));
-    const role = roleOf(job.decision);
-    const inputs = (r: Done) => r.inputs as EventBody[];
-    if (this.o.localRoles.includes(role)) return result.then(inputs);
-    // A builder's commits were made on an agent and pushed to the remote: they come into the
-    // block's worktree here before its reply is decided on (the gate reads them there).
-    const block = (job.decision as { block: string }).block;
-    // A turn's output stays on its agent; the end of it comes with the result, and is this run's turn file (turn-log.ts).
-    const kept =
-      job.decision.type === 'block.dispatched'
-        ? result.then(async (r) => {
-            const e = job.decision as EventOf<'block.dispatched'>;
-            try {
-              if (this.agentTurns) await this.agentTurns.keepOutput(e, r);
-              else if (typeof r.output === 'string') keepAgentOutput(this.fx!.runDir, e, r.worker ?? 'an agent', r.output);
-            } catch {
-              // Its output is for reading later; never a reason to fail the turn.
-            }
-            return r;
-          })
-        : result;
-    const adopted =
-      role !== 'builder'
-        ? kept.then(inputs)
-        : kept.then(async (r) => {
-            const fx = this.fx!;
-            // Builders that finish together: their work comes in one fetch (work-fetch.ts).
-            this.fetches ??= fx.remote && new WorkFetches(fx.repo, fx.remote);
-            await adoptWork(fx, block, r.work, this.fetches);
-            return inputs(r);
-          });
-    // A turn on an agent is in the engine's turn table meanwhile: stopped and timed as one here (agent-turns.ts).
-    return job.decision.type === 'block.dispatched' && this.agentTurns ? this.agentTurns.watch(job, adopted) : adopted;
+    const arrive = place === 'agents' ? ARRIVALS[job.decision.type as DecisionType] : undefined;
+    return arrive ? arrive(this.arrival(), job, result) : result.then(inputsOf);
+  }
+
+  /** What an arrival may use: the engine's context, its turns on agents, and the fetches of builders' work. */
+  private arrival(): ArrivalContext {
+    const fx = this.fx!;
+    return {
+      fx,
+      agentTurns: this.agentTurns,
+      fetches: () => {
+        this.fetches ??= fx.remote && new WorkFetches(fx.repo, fx.remote);
+        return this.fetches;
+      },
+    };
   }
 
   /** Listens for results; with `local`, runs a pool of workers against the engine's own context. */

@@ -330,7 +330,8 @@ export class Engine {
     const effect = EFFECTS[e.type as DecisionType];
     if (!effect) return;
     const p = Promise.resolve()
-      .then(() => (this.o.jobs?.queued(job) ? this.o.jobs.outcome(job) : (effect.run(this.fx, job.request) as Outcome | Promise<Outcome>)))
+      // Where it runs is its row's (the queue's placeOf): here, on the engine's own pool, or on the agents.
+      .then(() => (this.o.jobs ? this.o.jobs.run(job, this.fx) : (effect.run(this.fx, job.request) as Outcome | Promise<Outcome>)))
       .then((out) => {
         // One effect may report several inputs (a stack's landing: one block.landed each), in order.
         for (const body of [out ?? []].flat()) this.inputs.push(body);

@@ -127,38 +127,6 @@ class TestGroup:
     expect(excerpt).toMatch(/^FAILED test_calc\.py::TestGroup::test_inner_fails - ValueError: boom inside$/m);
   });
 
-  it.skipIf(!has('go'))('go test: each --- FAIL with the lines under it, then the FAIL line of the package', () => {
-    const dir = project({
-      'go.mod': 'module example.com/calc\n\ngo 1.19\n',
-      'calc_test.go': `package calc
-
-import "testing"
-
-func TestAdds(t *testing.T) {}
-
-func TestParsesTheConfig(t *testing.T) {
-	port := 80
-	if port != 8080 {
-		t.Errorf("port = %d, want %d", port, 8080)
-	}
-}
-
-func TestGroup(t *testing.T) {
-	t.Run("inner fails", func(t *testing.T) { t.Error("boom inside") })
-}
-`,
-    });
-    const out = output('go test ./...', dir, {
-      GOCACHE: join(dir, '.cache'),
-      GOPATH: join(dir, '.gopath'),
-      GOFLAGS: '-mod=mod',
-      GOPROXY: 'off',
-    });
-    const excerpt = expectTheFailures(out, 'go', /^FAIL\s+example\.com\/calc\s+[\d.]+s$/m);
-    expect(excerpt).toMatch(/^--- FAIL: TestParsesTheConfig/m);
-    expect(excerpt).toMatch(/calc_test\.go:10: port = 80, want 8080/);
-  });
-
   it.skipIf(!has('cargo'))('cargo test: each ---- stdout block with its panic, then test result', () => {
     const dir = project({
       'Cargo.toml': '[package]\nname = "calc"\nversion = "0.1.0"\nedition = "2021"\n\n[dependencies]\n',

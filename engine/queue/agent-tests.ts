@@ -22,7 +22,6 @@
  * The ref goes when the last run of that sha ends; refs a crashed engine left are swept
  * before its successor's first push.
  */
-import type { UnheldRoles } from './unheld-roles.ts';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { AGENT_OUTPUT_CHARS, endOf } from '../log/turn-log.ts';
 import { dirname, join } from 'node:path';
@@ -40,6 +39,7 @@ import type { RemoteSuites, SuiteAt } from '../runtime/effects/suites.ts';
 import { TurnTable } from '../runtime/effects/turn-table.ts';
 import { ALL_WORK_REFS } from '../runtime/effects/work-ref.ts';
 import { workRefs } from './work-fetch.ts';
+import type { UnheldRoles } from './unheld-roles.ts';
 
 /** Where the engine puts a sha for agents to fetch: tron's own namespace on the remote. */
 export const TEST_REF_PREFIX = 'refs/tron/test/';

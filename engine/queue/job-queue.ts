@@ -10,7 +10,6 @@
  * Both sides are here: `JobBroker` (the engine's: enqueue, wait for outcomes) and
  * `startWorkers` (a pool that claims, runs, heartbeats and reports; `tron agent` runs one).
  */
-import { UnheldRoles } from './unheld-roles.ts';
 import { randomBytes } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import { hostname } from 'node:os';
@@ -45,6 +44,7 @@ import { failExhausted } from './job-sweep.ts';
 import { serialized } from './pg-job-control.ts';
 import { AgentSuites } from './agent-tests.ts';
 import { WorkFetches } from './work-fetch.ts';
+import { UnheldRoles } from './unheld-roles.ts';
 
 /** The decisions whose effects are jobs on the queue: worker turns and test runs. */
 export const QUEUED: ReadonlySet<DecisionType> = new Set<DecisionType>([
@@ -102,12 +102,6 @@ type Done = Extract<JobResult, { ok: true }>;
 export type Place = 'process' | 'own pool' | 'agents';
 
 const inputsOf = (r: Done) => r.inputs as EventBody[];
-
-/** A decision's effect run in this process: the lookup in EFFECTS the engine's `perform` makes without a queue. */
-function runHere(fx: EffectContext, job: Job): Promise<Outcome> {
-  const effect = EFFECTS[job.decision.type as DecisionType];
-  return Promise.resolve(effect ? (effect.run(fx, job.request as never) as Outcome | Promise<Outcome>) : []);
-}
 
 interface ArrivalContext {
   fx: EffectContext;
@@ -212,13 +206,6 @@ export class JobBroker {
     if (!QUEUED.has(job.decision.type as DecisionType) || job.request === undefined) return 'process';
     if (this.suites && role === 'test') return 'process';
     return this.o.localRoles.includes(role) ? 'own pool' : 'agents';
-  }
-
-  /** Runs a decision's effect where its row says (placeOf): its outcome, or its error as the effect would have thrown it. */
-  run(job: Job, fx: EffectContext): Promise<Outcome> {
-    const place = this.placeOf(job);
-    if (place === 'process') return runHere(fx, job);
-    return this.outcome(job, place);
   }
 
   /** Commits `job` with `line` (appended in this same step) and resolves with its result's inputs. */

@@ -329,9 +329,12 @@ export class Engine {
     const e = job.decision;
     const effect = EFFECTS[e.type as DecisionType];
     if (!effect) return;
+    // Where it runs is its row's (the queue's placeOf): here, on the engine's own pool, or on the agents.
+    const place = this.o.jobs?.placeOf(job) ?? 'process';
     const p = Promise.resolve()
-      // Where it runs is its row's (the queue's placeOf): here, on the engine's own pool, or on the agents.
-      .then(() => (this.o.jobs ? this.o.jobs.run(job, this.fx) : (effect.run(this.fx, job.request) as Outcome | Promise<Outcome>)))
+      .then(() =>
+        place === 'process' ? (effect.run(this.fx, job.request) as Outcome | Promise<Outcome>) : this.o.jobs!.outcome(job, place),
+      )
       .then((out) => {
         // One effect may report several inputs (a stack's landing: one block.landed each), in order.
         for (const body of [out ?? []].flat()) this.inputs.push(body);

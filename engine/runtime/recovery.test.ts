@@ -143,7 +143,7 @@ describe('recovery from a crash at any instant', () => {
       : [
           // The start, the middle and the end of the run, the first landing's two steps and
           // the lane's boundaries: each point is a whole run on real git (about ten seconds
-          // on an idle machine); \`npm run test:crash\` crashes at every boundary, and the
+          // on an idle machine); `npm run test:crash` crashes at every boundary, and the
           // simulator crashes its seeded runs anywhere.
           ...new Set([2, Math.floor(total / 2), total - 2, ...landing.slice(0, 2), ...lane]),
         ].sort((a, b) => a - b);

@@ -161,9 +161,14 @@ export async function testDatabase(): Promise<TestDatabase> {
 export function dumpSchema(url: string): string {
   const bin = serverBin();
   const program = bin ? join(bin, 'pg_dump') : 'pg_dump';
-  const out = execFileSync(program, ['--schema-only', '--schema=public', '--no-owner', '--no-privileges', '--dbname', url], {
+  // The password goes by the environment, never argv (where ps shows it).
+  const target = new URL(url);
+  const password = decodeURIComponent(target.password);
+  target.password = '';
+  const out = execFileSync(program, ['--schema-only', '--schema=public', '--no-owner', '--no-privileges', '--dbname', target.toString()], {
     encoding: 'utf8',
     stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, ...(password ? { PGPASSWORD: password } : {}) },
   });
   return `${out
     .split('\n')

@@ -21,6 +21,8 @@ import type { WorkerAdapter } from '../workers/adapter.ts';
 import type { WorkerRole } from '../core/roles.ts';
 import { carrySessions, clearInterruptedLanding, recover, type Recovery } from '../runtime/recovery.ts';
 import { catchUpFromRemote, followRemote, restoreWork } from '../runtime/remote-recovery.ts';
+import { firstStartLandings, remoteLandings } from '../runtime/landed-travel.ts';
+import { recordedLandings } from '../core/recover.ts';
 import { sharedKey } from '../log/pg-keys.ts';
 import { catchUpFromQueue } from '../runtime/queue-recovery.ts';
 import { credentialPaths, openRemote, remoteAccess } from '../git/remote.ts';
@@ -46,6 +48,9 @@ import { ForgeProgress, tellRecovered } from '../forge/progress.ts';
 import { noteIgnored } from '../forge/trust.ts';
 import { IssuePoller } from '../forge/watch.ts';
 import { watchWake } from '../forge/wake.ts';
+
+/** How long a clone's first start waits on its upstream's landed refs (landed-travel.ts) before going on without them. */
+const UPSTREAM_TIMEOUT_MS = 30_000;
 
 export interface StartOptions {
   repo: string;
@@ -210,6 +215,14 @@ async function startHolding(
       remote && forgeRun && config.forge?.merge === 'queue' ? await catchUpFromQueue(repo, remote, forgeRun.forge, before) : [];
     fromRemote.push(...fromQueue);
     for (const e of fromRemote) if (e.type === 'remote.recovered') o.print(`tron: ${e.detail}`);
+    // Landings made elsewhere — the remote's, or on a clone's first start its upstream's — are not built again (landed-travel.ts).
+    const ids = blocks.map((b) => b.id);
+    const travelled = remote
+      ? await remoteLandings(repo, remote, ids, new Set(recordedLandings(before).keys()))
+      : previous === undefined
+        ? await firstStartLandings(repo, { trunk: config.trunk, ids, access: () => remoteAccess(o.env), timeoutMs: UPSTREAM_TIMEOUT_MS })
+        : undefined;
+    for (const note of travelled?.notes ?? []) o.print(note);
     const caughtUp = await git.catchUpCheckout(repo, config.trunk, landedFrom(before));
     if (caughtUp)
       o.print(
@@ -238,6 +251,10 @@ async function startHolding(
       clock: o.clock,
       trunk: config.trunk,
       keyCreated,
+      travelled: (id, sha) => {
+        const came = travelled?.from.get(id);
+        return came?.sha === sha ? came.source : undefined;
+      },
       vouched: (id, sha) => fromQueue.some((e) => e.type === 'remote.recovered' && e.blocks.some((b) => b.block === id && b.sha === sha)),
     });
     for (const e of recovery.events) {
@@ -245,7 +262,7 @@ async function startHolding(
       if (notice) o.print(notice);
     }
     const idle =
-      o.watch || cleared.length > 0 || fromRemote.length > 0
+      o.watch || cleared.length > 0 || fromRemote.length > 0 || (travelled?.events.length ?? 0) > 0
         ? undefined
         : nothingToDo(previous, before, recovery, blocks, readInbox(repo, key, new Set(recovery.answered)).answers.length);
     if (idle) {
@@ -332,7 +349,7 @@ async function startHolding(
       report: renderReport,
       onOutput: reporter.output,
       watch: Boolean(o.watch),
-      boot: [recovery.events[0]!, ...cleared, ...fromRemote, ...followed, ...recovery.events.slice(1)],
+      boot: [recovery.events[0]!, ...cleared, ...fromRemote, ...followed, ...(travelled?.events ?? []), ...recovery.events.slice(1)],
       ...(remote && { remote }),
       ...(forgeRun && { forge: forgeRun.forge }),
       consumed: recovery.answered,

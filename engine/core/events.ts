@@ -594,11 +594,11 @@ export const EVENT_SCHEMAS = {
     .strictObject({
       from: sha.describe('local trunk before: behind the remote’s'),
       to: sha.describe('the remote’s trunk, where local trunk (and your checkout of it) now is'),
-      blocks: z.array(stackEntry).describe('the landed refs made local: each block the log records landed there, as the remote has it'),
+      blocks: z.array(stackEntry).describe('the landed refs made local: each block landed there, as the remote has it'),
       detail: z.string(),
     })
     .describe(
-      'note: at boot, this clone lacked landings the run’s log records — it did not make them (a standby on another host, a new clone) — and the remote holds them: local trunk fast-forwarded to the remote’s and their landed refs were made local, so recovery finds those blocks landed instead of building them again.',
+      'note: at boot, this clone lacked landings the remote holds — landings the run’s log records that it did not make (a standby on another host), or landings of blocks this clone never built (a teammate’s fresh clone, engine/runtime/landed-travel.ts): local trunk fast-forwarded to the remote’s and their landed refs were made local, so recovery finds those blocks landed instead of building them again.',
     ),
   'work.restored': z
     .strictObject({

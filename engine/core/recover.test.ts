@@ -60,4 +60,35 @@ describe('the recovery plan', () => {
     const s = restart(blocks, plan.recovered);
     expect(s.trunkHalt).toEqual({ sha: '', block: 'a' });
   });
+
+  it('believes a landing that came with the repository only at the sha its source names, and resumes that block landed', () => {
+    const blocks: BlockInfo[] = ['add', 'subtract'].map((id) => ({
+      id,
+      title: id,
+      depends_on: [],
+      priority: 0,
+      criteria: [`${id} works`],
+      digest: id,
+    }));
+    const world = {
+      landedRefs: new Map([
+        ['add', sha(2)],
+        ['subtract', sha(3)],
+      ]),
+      onTrunk: new Set([sha(1), sha(2), sha(3)]),
+      trunk: 'main',
+      // The source offered add at sha(2), and subtract at another sha than the ref here.
+      travelled: (id: string, at: string) =>
+        id === 'add' && at === sha(2) ? "origin's refs/tron/landed/" : id === 'subtract' && at === sha(4) ? 'origin' : undefined,
+    };
+    const plan = planRecovery([], blocks, world);
+    expect(plan.recovered.find((r) => r.block === 'add')).toMatchObject({
+      phase: 'landed',
+      sha: sha(2),
+      detail: "landed before this clone's runs: refs/tron/landed/add from origin's refs/tron/landed/",
+    });
+    expect(plan.untrusted).toEqual([{ block: 'subtract', sha: sha(3), reason: 'no run log records that tron landed it' }]);
+    // subtract is not resumed at all: it is built as a block no run has touched.
+    expect(plan.recovered.map((r) => r.block)).toEqual(['add']);
+  });
 });

@@ -26,6 +26,12 @@ export interface RecoveryWorld {
   olderRecords?: (id: string, sha: string) => boolean;
   /** Whether this start itself recorded block `id` landing at `sha` before recovery (the merge queue's landing, engine/runtime/queue-recovery.ts). */
   vouched?: (id: string, sha: string) => boolean;
+  /**
+   * Where a landing no log of this clone records came from, when it came with the repository
+   * (engine/runtime/landed-travel.ts: the remote's landed refs, or an upstream's on a clone's
+   * first start): such a landing is believed, and a block this clone never ran resumes landed.
+   */
+  travelled?: (id: string, sha: string) => string | undefined;
   /** Why the block's file is suspect (changed while a run without --watch ran), if it is. */
   suspect?: (id: string, digest: string) => string | undefined;
 }
@@ -54,7 +60,8 @@ export function planRecovery(events: readonly TronEvent[], blocks: readonly Bloc
       !recordsLanding(events, id, sha) &&
       prev.blocks.get(id)?.landedSha !== sha &&
       !world.vouched?.(id, sha) &&
-      !world.olderRecords?.(id, sha)
+      !world.olderRecords?.(id, sha) &&
+      world.travelled?.(id, sha) === undefined
     ) {
       reason = 'no run log records that tron landed it';
     }
@@ -67,7 +74,8 @@ export function planRecovery(events: readonly TronEvent[], blocks: readonly Bloc
     const sha = landed.get(info.id);
     const suspect = world.suspect?.(info.id, info.digest);
     if (!b && !sha && !suspect) continue;
-    let resumed = resumeAt(info.id, b, sha, events, prev.trunkHalt?.block);
+    const came = sha === undefined || b ? undefined : world.travelled?.(info.id, sha);
+    let resumed = resumeAt(info.id, b, sha, events, prev.trunkHalt?.block, came);
     if (suspect && UNFINISHED.has(resumed.phase)) resumed = parkSuspect(resumed, suspect);
     recovered.push(resumed);
   }
@@ -101,6 +109,7 @@ function resumeAt(
   landedSha: string | undefined,
   events: readonly TronEvent[],
   halting: string | undefined,
+  came?: string,
 ): BodyOf<'block.recovered'> {
   const carried = {
     type: 'block.recovered' as const,
@@ -118,6 +127,9 @@ function resumeAt(
   // A block that resumes in the phase it had keeps the time it entered it.
   const since = b ? { since: b.since } : {};
   if (landedSha) {
+    // Landed before this clone's runs: there is nothing of it here to wrap.
+    if (came !== undefined)
+      return { ...carried, phase: 'landed', sha: landedSha, detail: `landed before this clone's runs: refs/tron/landed/${id} from ${came}` };
     if (b?.phase === 'landed') return { ...carried, ...since, phase: 'landed', sha: landedSha, detail: `refs/tron/landed/${id} exists` };
     return {
       ...carried,

@@ -52,6 +52,8 @@ export async function recover(opts: {
   keyCreated?: boolean;
   /** Landings this start recorded itself before recovery (the merge queue's: queue-recovery.ts). */
   vouched?: (id: string, sha: string) => boolean;
+  /** Landings that came with the repository (landed-travel.ts): block → where from. */
+  travelled?: (id: string, sha: string) => string | undefined;
 }): Promise<Recovery> {
   const { repo, previousRunDir } = opts;
   const previous = readPrevious(previousRunDir, opts);
@@ -150,6 +152,7 @@ async function recoveryWorld(
     previousRunDir: string | undefined;
     keyCreated?: boolean;
     vouched?: (id: string, sha: string) => boolean;
+    travelled?: (id: string, sha: string) => string | undefined;
   },
   events: readonly TronEvent[],
 ): Promise<RecoveryWorld> {
@@ -166,6 +169,7 @@ async function recoveryWorld(
     onTrunk,
     ...(trunk ? { trunk } : {}),
     ...(opts.vouched && { vouched: opts.vouched }),
+    ...(opts.travelled && { travelled: opts.travelled }),
     olderRecords: (id, sha) => {
       older ??= olderLogs(repo, opts.previousRunDir, opts.keyCreated);
       return older.some((log) => recordsLanding(log, id, sha));

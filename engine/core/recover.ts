@@ -129,7 +129,12 @@ function resumeAt(
   if (landedSha) {
     // Landed before this clone's runs: there is nothing of it here to wrap.
     if (came !== undefined)
-      return { ...carried, phase: 'landed', sha: landedSha, detail: `landed before this clone's runs: refs/tron/landed/${id} from ${came}` };
+      return {
+        ...carried,
+        phase: 'landed',
+        sha: landedSha,
+        detail: `landed before this clone's runs: refs/tron/landed/${id} from ${came}`,
+      };
     if (b?.phase === 'landed') return { ...carried, ...since, phase: 'landed', sha: landedSha, detail: `refs/tron/landed/${id} exists` };
     return {
       ...carried,

@@ -74,6 +74,17 @@ describe('landed state travels with the repository', () => {
     ).toEqual(['add', 'subtract']);
   }, 120_000);
 
+  it('goes on without the landings of an upstream that does not answer, and says so once', async () => {
+    const first = await project({ blocks: { add: {} }, sim: landingSim(['add']) });
+    const clone = await teammateClone(first.dir);
+    // Nothing listens on port 1: the upstream is unreachable.
+    await clone.git('remote', 'set-url', 'origin', 'git://127.0.0.1:1/gone.git');
+    const ran = await runTron(clone, { env: ENV });
+    expect(ran.exit, ran.output.join('\n')).toBe(0);
+    expect(ran.output.filter((l) => l.includes("origin's landed refs could not be read"))).toHaveLength(1);
+    expect(ofType(ran.events, 'block.landed').map((e) => e.block)).toEqual(['add']);
+  }, 120_000);
+
   it('a clone of the remote a run landed on builds none of the landed blocks again', async () => {
     const p = await remoteProject();
     projects.push(p);

@@ -101,14 +101,19 @@ export async function firstStartLandings(
   const upstream = await upstreamOf(repo, opts.trunk);
   const lacking = opts.ids.filter((id) => !offered.has(id));
   if (upstream && lacking.length > 0) {
+    // An upstream without a URL is git's odd state, not this start's problem: said, and the start goes on.
     const remote = await openRemote(repo, {
       name: upstream,
       trunk: opts.trunk,
       timeoutMs: opts.timeoutMs,
       access: await opts.access(),
-    });
-    const read = await readRemote(repo, remote);
-    if (!read.ok) notes.push(unreadable(remote, read.message));
+    }).catch((err: Error) => err);
+    const read = remote instanceof Error ? undefined : await readRemote(repo, remote);
+    if (remote instanceof Error || !read)
+      notes.push(
+        `tron: ${upstream}, the upstream of ${opts.trunk}, could not be opened (${remote instanceof Error ? remote.message : ''}): its landings are not known here`,
+      );
+    else if (!read.ok) notes.push(unreadable(remote, read.message));
     else
       for (const id of lacking) {
         const sha = read.refs.landed.get(id);

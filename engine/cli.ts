@@ -10,7 +10,7 @@
 import { resolve } from 'node:path';
 import { InputError, formatProblem } from './core/errors.ts';
 import { coded } from './core/problems.ts';
-import { systemClock } from './core/clock.ts';
+import { systemClock } from './os/clock.ts';
 import { codedLine } from './runtime/failure.ts';
 import { isConnectionLoss, readLostLine } from './log/db-lost.ts';
 import { commandHelp, parseCommand, type CommandSpec, type Values } from './cli/args.ts';

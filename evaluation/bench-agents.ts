@@ -33,7 +33,7 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { execa, type ResultPromise } from 'execa';
-import { systemClock } from '../engine/core/clock.ts';
+import { systemClock } from '../engine/os/clock.ts';
 import type { EventBody, TronEvent } from '../engine/core/events.ts';
 import { readLog } from '../engine/log/eventlog.ts';
 import { acquireLease } from '../engine/log/lease.ts';

@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { pathToFileURL } from 'node:url';
-import { systemClock } from '../engine/core/clock.ts';
+import { systemClock } from '../engine/os/clock.ts';
 import type { EventBody } from '../engine/core/events.ts';
 import { EventLog } from '../engine/log/eventlog.ts';
 import { acquireLease } from '../engine/log/lease.ts';

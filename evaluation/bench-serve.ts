@@ -22,7 +22,7 @@ import { readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { systemClock } from '../engine/core/clock.ts';
+import { systemClock } from '../engine/os/clock.ts';
 import type { EventOf } from '../engine/core/events.ts';
 import { startCommand } from '../engine/commands/start.ts';
 import { writeAnswer } from '../engine/runtime/inbox.ts';

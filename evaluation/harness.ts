@@ -14,7 +14,7 @@ import TOML from '@iarna/toml';
 import { execa } from 'execa';
 import { startCommand } from '../engine/commands/start.ts';
 import { replayRunDir } from '../engine/commands/replay.ts';
-import { systemClock } from '../engine/core/clock.ts';
+import { systemClock } from '../engine/os/clock.ts';
 import { readLog } from '../engine/log/eventlog.ts';
 import { makeProject } from '../engine/testing/project.ts';
 import { GIT_IDENTITY_ENV, makeRepo, type TestRepo } from '../engine/testing/repo.ts';

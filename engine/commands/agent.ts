@@ -18,7 +18,7 @@ import { existsSync, mkdirSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import type { Clock } from '../core/clock.ts';
+import type { Clock } from '../os/clock.ts';
 import { InputError } from '../core/errors.ts';
 import type { EventBody } from '../core/events.ts';
 import type { WorkerRole } from '../core/roles.ts';

@@ -15,7 +15,7 @@ import { loadRegister } from '../project/register.ts';
 import { parseAnswer, writeAnswer } from '../runtime/inbox.ts';
 import { repoKey } from '../log/keys.ts';
 import { foldRun, latestRun } from '../log/runs.ts';
-import type { Clock } from '../core/clock.ts';
+import type { Clock } from '../os/clock.ts';
 import { readLock } from '../log/lockfile.ts';
 import { join } from 'node:path';
 import { hostname } from 'node:os';

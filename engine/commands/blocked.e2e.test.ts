@@ -6,14 +6,14 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { ManualClock } from '../core/clock.ts';
+import { ManualClock } from '../os/clock.ts';
 import { InputError } from '../core/errors.ts';
 import { makeProject, ofType, runTron } from '../testing/project.ts';
 import type { TestRepo } from '../testing/repo.ts';
 import { answerCommand } from './answer.ts';
 import { statusCommand } from './status.ts';
 import { startCommand } from './start.ts';
-import { systemClock } from '../core/clock.ts';
+import { systemClock } from '../os/clock.ts';
 import { GIT_IDENTITY_ENV } from '../testing/repo.ts';
 
 const repos: TestRepo[] = [];

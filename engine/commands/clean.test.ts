@@ -5,7 +5,7 @@ import { execa } from 'execa';
 import { makeProject, runTron } from '../testing/project.ts';
 import { GIT_IDENTITY_ENV, type TestRepo } from '../testing/repo.ts';
 import { snapshot } from '../testing/snapshot.ts';
-import { ManualClock, systemClock } from '../core/clock.ts';
+import { ManualClock, systemClock } from '../os/clock.ts';
 import { acquireLock } from '../log/lockfile.ts';
 import { tronPath } from '../root.ts';
 import { cleanCommand, type CleanOptions } from './clean.ts';

@@ -21,7 +21,7 @@
  */
 import { existsSync, readdirSync, rmSync } from 'node:fs';
 import { join, relative, resolve } from 'node:path';
-import type { Clock } from '../core/clock.ts';
+import type { Clock } from '../os/clock.ts';
 import { InputError } from '../core/errors.ts';
 import * as git from '../git/index.ts';
 import { LockHeldError, acquireLock, isHolderAlive, readLock } from '../log/lockfile.ts';

@@ -16,7 +16,7 @@ import { GIT_IDENTITY_ENV, type TestRepo } from '../testing/repo.ts';
 import { skipWithoutPostgres, useTestDatabase } from '../testing/postgres.ts';
 import { SCHEMA_VERSION } from '../log/pg-log.ts';
 import { serveCommand } from './serve.ts';
-import { systemClock } from '../core/clock.ts';
+import { systemClock } from '../os/clock.ts';
 import { readSse } from '../testing/sse.ts';
 
 const BIN = join(import.meta.dirname, '..', '..', 'bin', 'tron.js');

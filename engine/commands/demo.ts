@@ -11,7 +11,7 @@ import { dirname, join } from 'node:path';
 import { execa } from 'execa';
 import { startCommand } from './start.ts';
 import { firstParentLog } from '../git/index.ts';
-import { systemClock } from '../core/clock.ts';
+import { systemClock } from '../os/clock.ts';
 
 const IDENTITY = {
   GIT_AUTHOR_NAME: 'tron demo',

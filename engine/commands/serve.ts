@@ -10,7 +10,7 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { isIP } from 'node:net';
 import { join, resolve } from 'node:path';
-import type { Clock } from '../core/clock.ts';
+import type { Clock } from '../os/clock.ts';
 import { InputError } from '../core/errors.ts';
 import { serve, type Serving } from '../serve/server.ts';
 import { issueToken } from '../serve/tokens.ts';

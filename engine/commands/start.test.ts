@@ -5,7 +5,7 @@ import { delimiter, join } from 'node:path';
 import { execa } from 'execa';
 import { blockFile, configFile, makeProject, ofType, runTron } from '../testing/project.ts';
 import { answerCommand } from './answer.ts';
-import { ManualClock } from '../core/clock.ts';
+import { ManualClock } from '../os/clock.ts';
 import { BWRAP_SKIP } from '../testing/bwrap.ts';
 import { snapshot } from '../testing/snapshot.ts';
 import { fsck } from '../testing/store.ts';

@@ -5,7 +5,7 @@
  */
 import { existsSync, mkdirSync } from 'node:fs';
 import { basename, join, resolve } from 'node:path';
-import type { Clock } from '../core/clock.ts';
+import type { Clock } from '../os/clock.ts';
 import { InputError } from '../core/errors.ts';
 import { loadRegister, type Block } from '../project/register.ts';
 import { checkProject, requireRepo } from './project-check.ts';

@@ -7,7 +7,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { blockFile, makeProject, runTron } from '../testing/project.ts';
 import { answerCommand } from './answer.ts';
 import { statusCommand } from './status.ts';
-import { ManualClock } from '../core/clock.ts';
+import { ManualClock } from '../os/clock.ts';
 import type { TestRepo } from '../testing/repo.ts';
 import { startCli } from '../testing/crash.ts';
 

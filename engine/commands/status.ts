@@ -7,7 +7,7 @@
  */
 import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import type { Clock } from '../core/clock.ts';
+import type { Clock } from '../os/clock.ts';
 import { formatDuration } from '../core/duration.ts';
 import { isHolderAlive, readLock } from '../log/lockfile.ts';
 import { latestRun } from '../log/runs.ts';

@@ -113,7 +113,7 @@ describe('issue intake, end to end', () => {
     const repo = await forgeProject();
     gh.openIssue({ title: 'Add a greeting', body: '- [ ] hello', labels: ['tron'] });
     const { startCommand } = await import('../commands/start.ts');
-    const { systemClock } = await import('../core/clock.ts');
+    const { systemClock } = await import('../os/clock.ts');
     const err = await startCommand({ repo: repo.dir, clock: systemClock, env: { PATH: process.env.PATH, ...ENV }, print: () => {} }).catch(
       (e: unknown) => e,
     );
@@ -126,7 +126,7 @@ describe('issue intake with --watch', () => {
   it('picks up an issue opened while it runs, polling with the ETag so an unchanged list costs no rate limit', async () => {
     const { forgeProject } = await import('../testing/github/project.ts');
     const { startCommand } = await import('../commands/start.ts');
-    const { systemClock } = await import('../core/clock.ts');
+    const { systemClock } = await import('../os/clock.ts');
     const { allRuns } = await import('../testing/crash.ts');
     const p = await forgeProject({
       builder: () => `#!/bin/sh

@@ -5,7 +5,7 @@
  */
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { startCommand } from '../commands/start.ts';
-import { systemClock } from '../core/clock.ts';
+import { systemClock } from '../os/clock.ts';
 import { forgeProject, type ForgeProject } from '../testing/github/project.ts';
 import { ofType } from '../testing/project.ts';
 import { allRuns } from '../testing/crash.ts';

@@ -9,7 +9,7 @@ import { GitHubForge } from './github.ts';
 import { forgeProject, type ForgeProject } from '../testing/github/project.ts';
 import { ofType, readRunFile, runTron } from '../testing/project.ts';
 import { statusCommand } from '../commands/status.ts';
-import { systemClock } from '../core/clock.ts';
+import { systemClock } from '../os/clock.ts';
 import { replay } from '../core/replay.ts';
 import { ctx } from '../testing/driver.ts';
 import type { TronEvent } from '../core/events.ts';

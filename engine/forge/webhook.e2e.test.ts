@@ -8,7 +8,7 @@
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { serveCommand } from '../commands/serve.ts';
 import { startCommand } from '../commands/start.ts';
-import { systemClock } from '../core/clock.ts';
+import { systemClock } from '../os/clock.ts';
 import type { TronEvent } from '../core/events.ts';
 import { replay } from '../core/replay.ts';
 import { signature } from '../serve/webhook.ts';

@@ -6,7 +6,7 @@
  */
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { startCommand } from '../commands/start.ts';
-import { systemClock } from '../core/clock.ts';
+import { systemClock } from '../os/clock.ts';
 import type { TronEvent } from '../core/events.ts';
 import { replay } from '../core/replay.ts';
 import { allRuns } from '../testing/crash.ts';

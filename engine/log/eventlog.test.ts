@@ -2,7 +2,7 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { ManualClock } from '../core/clock.ts';
+import { ManualClock } from '../os/clock.ts';
 import { EventInvalidError, EventLog, fold, LogCorruptError, readLog } from './eventlog.ts';
 import type { EventBody } from '../core/events.ts';
 import { LockHeldError } from './lockfile.ts';

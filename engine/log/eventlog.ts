@@ -32,7 +32,7 @@ import {
   writeSync,
 } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
-import type { Clock } from '../core/clock.ts';
+import type { Clock } from '../os/clock.ts';
 import { EVENT_VERSION, type EventBody, type TronEvent } from '../core/events.ts';
 import { parseEventLine, validateEvent } from './eventlog-line.ts';
 import { acquireLock, fsyncDir, type Lock } from './lockfile.ts';

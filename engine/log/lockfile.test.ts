@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { ManualClock } from '../core/clock.ts';
+import { ManualClock } from '../os/clock.ts';
 import { acquireLock, isHolderAlive, LockHeldError, readLock, type LockHolder } from './lockfile.ts';
 import { processStartTime } from '../os/proc.ts';
 

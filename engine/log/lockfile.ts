@@ -14,7 +14,7 @@ import { hostname } from 'node:os';
 import { dirname } from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
-import { systemClock, type Clock } from '../core/clock.ts';
+import { systemClock, type Clock } from '../os/clock.ts';
 import { InputError } from '../core/errors.ts';
 import type { InputCode } from '../core/problems.ts';
 import { isSameProcess, processStartTime } from '../os/proc.ts';

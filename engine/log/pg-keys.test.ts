@@ -2,7 +2,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { ManualClock } from '../core/clock.ts';
+import { ManualClock } from '../os/clock.ts';
 import { InputError } from '../core/errors.ts';
 import { skipWithoutPostgres, useTestDatabase } from '../testing/postgres.ts';
 import { EventLog, readLines, readLog } from './eventlog.ts';

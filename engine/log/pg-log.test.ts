@@ -1,7 +1,7 @@
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { InputError } from '../core/errors.ts';
-import { ManualClock } from '../core/clock.ts';
+import { ManualClock } from '../os/clock.ts';
 import type { EventBody } from '../core/events.ts';
 import { skipWithoutPostgres, testDatabase, useTestDatabase } from '../testing/postgres.ts';
 import { readLog } from './eventlog.ts';

@@ -18,7 +18,7 @@ import pg from 'pg';
 import { InputError } from '../core/errors.ts';
 import { redactUrlSecrets } from '../core/database-url.ts';
 import { isRepositoryName, isRunId, shownName } from '../core/names.ts';
-import type { Clock } from '../core/clock.ts';
+import type { Clock } from '../os/clock.ts';
 import type { EventBody, TronEvent } from '../core/events.ts';
 import { coded, type FaultCode, type InputCode } from '../core/problems.ts';
 import { chainStartOf, type LogRead, readLines, stampLine } from './eventlog.ts';

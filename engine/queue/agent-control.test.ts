@@ -7,7 +7,7 @@
  * an attempt that no longer holds it has its turn stopped.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ManualClock } from '../core/clock.ts';
+import { ManualClock } from '../os/clock.ts';
 import { acquireLease } from '../log/lease.ts';
 import { answerOf, askProbe, askStop, jobProgress } from './pg-job-control.ts';
 import { claimJob, migrateJobs } from './pg-jobs.ts';

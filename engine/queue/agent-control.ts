@@ -8,7 +8,7 @@
  * holds, now or when one registers later (a stop that came while the agent was still
  * fetching), so the adapter kills the worker's process tree as it does for the engine.
  */
-import type { Clock } from '../core/clock.ts';
+import type { Clock } from '../os/clock.ts';
 import type { EventBody } from '../core/events.ts';
 import { type Ask, answerAsk, asksFor, type JobNote, lostAttempts, noteJob, serialized } from './pg-job-control.ts';
 import { ASKS_CHANNEL } from './pg-job-control.ts';

@@ -8,7 +8,7 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, 
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it, onTestFinished } from 'vitest';
-import { systemClock } from '../core/clock.ts';
+import { systemClock } from '../os/clock.ts';
 import type { EventBody, TronEvent } from '../core/events.ts';
 import { openRemote, type Remote } from '../git/remote.ts';
 import type { Claimed, JobResult } from './pg-job-types.ts';

@@ -6,7 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import pg from 'pg';
-import { ManualClock } from '../core/clock.ts';
+import { ManualClock } from '../os/clock.ts';
 import { acquireLease } from '../log/lease.ts';
 import { agentGrants, claimJob, completeJob, connect, JOB_MIGRATIONS, migrateJobs, NOT_YOURS, QUIET, STALE_ATTEMPT } from './pg-jobs.ts';
 import { poolOf } from '../testing/pools.ts';

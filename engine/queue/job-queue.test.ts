@@ -7,7 +7,7 @@
 import { join } from 'node:path';
 import { execa, type ResultPromise } from 'execa';
 import { describe, expect, it } from 'vitest';
-import { ManualClock } from '../core/clock.ts';
+import { ManualClock } from '../os/clock.ts';
 import { acquireLease } from '../log/lease.ts';
 import { claimJob, completeJob, migrateJobs, STALE_ATTEMPT } from './pg-jobs.ts';
 import type { JobKey } from './pg-job-types.ts';

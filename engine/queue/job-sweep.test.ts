@@ -5,7 +5,7 @@
  * and an attempt still running such a job is refused when it reports.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ManualClock } from '../core/clock.ts';
+import { ManualClock } from '../os/clock.ts';
 import { acquireLease } from '../log/lease.ts';
 import { claimJob, completeJob, migrateJobs, STALE_ATTEMPT } from './pg-jobs.ts';
 import { poolOf } from '../testing/pools.ts';

@@ -12,7 +12,7 @@
  *   bring a rendering model the board does not need, at several times the start-up cost.
  */
 import { createLogUpdate } from 'log-update';
-import type { Clock } from '../core/clock.ts';
+import type { Clock } from '../os/clock.ts';
 import type { TronEvent } from '../core/events.ts';
 import { Board } from './board.ts';
 import { Narrator, stampLines, type NarratorOptions } from './narrate.ts';

@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { configFile, makeProject, ofType, runTron, type RunResult } from '../testing/project.ts';
 import type { TestRepo } from '../testing/repo.ts';
 import { answerCommand } from '../commands/answer.ts';
-import { ManualClock, systemClock } from '../core/clock.ts';
+import { ManualClock, systemClock } from '../os/clock.ts';
 import { EventLog } from '../log/eventlog.ts';
 import { repoKey, sign } from '../log/keys.ts';
 import { writeAnswer } from './inbox.ts';

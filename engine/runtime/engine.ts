@@ -17,7 +17,7 @@ import { decide, type DecideContext } from '../core/decide/decide.ts';
 import { initialState, type EngineState } from '../core/state.ts';
 import type { DecisionType } from '../core/events.ts';
 import { type EffectContext, engineFault, type Moment, type Outcome, Queues } from './effects/context.ts';
-import { PinnedClock } from '../core/clock.ts';
+import { PinnedClock } from '../os/clock.ts';
 import type { EngineOptions } from './options.ts';
 import { EFFECTS, type Job, jobOf } from './effects/table.ts';
 import { mainStatus } from './effects/gate.ts';

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { configFile, project as tronProject, ofType, readRunFile, runTron, type ProjectSpec } from '../testing/project.ts';
 import { answerCommand } from '../commands/answer.ts';
-import { systemClock } from '../core/clock.ts';
+import { systemClock } from '../os/clock.ts';
 import { isSameProcess } from '../os/proc.ts';
 import type { TestRepo } from '../testing/repo.ts';
 

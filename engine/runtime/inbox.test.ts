@@ -6,7 +6,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { ManualClock } from '../core/clock.ts';
+import { ManualClock } from '../os/clock.ts';
 import { makeRepo, type TestRepo } from '../testing/repo.ts';
 import { consumeAnswer, INBOX_DIR, InboxReader, refuseAnswer, writeAnswer } from './inbox.ts';
 

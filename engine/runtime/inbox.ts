@@ -20,7 +20,7 @@ import { InputError } from '../core/errors.ts';
 import { BLOCK_ID, isAnswerFile, shownName } from '../core/names.ts';
 import { coded } from '../core/problems.ts';
 import { parseReply } from '../gateway/parse.ts';
-import type { Clock } from '../core/clock.ts';
+import type { Clock } from '../os/clock.ts';
 import { sign } from '../log/keys.ts';
 import type { EventBody } from '../core/events.ts';
 import * as git from '../git/index.ts';

@@ -3,7 +3,7 @@
  * workers, and every outside thing it must not reach for itself — the clock, the
  * environment, the key, the sandbox, where notices and events go.
  */
-import type { Clock } from '../core/clock.ts';
+import type { Clock } from '../os/clock.ts';
 import type { RunLog } from '../log/run-log.ts';
 import type { EventBody, TronEvent } from '../core/events.ts';
 import type { WorkerRole } from '../core/roles.ts';

@@ -7,7 +7,7 @@ import { isSameProcess } from '../os/proc.ts';
 import { readLock } from '../log/lockfile.ts';
 import { makeProject, configFile } from '../testing/project.ts';
 import { recover } from './recovery.ts';
-import { systemClock } from '../core/clock.ts';
+import { systemClock } from '../os/clock.ts';
 import { readdirSync } from 'node:fs';
 import type { TronEvent } from '../core/events.ts';
 

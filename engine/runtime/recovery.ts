@@ -24,7 +24,7 @@ import { basename, join, resolve } from 'node:path';
 import type { BlockInfo, EventBody, EventOf, TronEvent } from '../core/events.ts';
 import { EventLog, LogCorruptError, readLog, type LogRead } from '../log/eventlog.ts';
 import { planRecovery, recordsLanding, type RecoveryWorld } from '../core/recover.ts';
-import type { Clock } from '../core/clock.ts';
+import type { Clock } from '../os/clock.ts';
 import { hasMarker, isSameProcess, killGroup } from '../os/proc.ts';
 import { keyOfRunDir } from '../log/keys.ts';
 import * as git from '../git/index.ts';

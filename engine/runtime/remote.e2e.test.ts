@@ -10,7 +10,7 @@ import { builderPrelude } from '../testing/workers.ts';
 import { serveDaemon } from '../testing/remote-server.ts';
 import { statusCommand } from '../commands/status.ts';
 import { cleanCommand } from '../commands/clean.ts';
-import { ManualClock } from '../core/clock.ts';
+import { ManualClock } from '../os/clock.ts';
 
 const projects: RemoteProject[] = [];
 const scratch: string[] = [];

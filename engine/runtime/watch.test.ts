@@ -7,7 +7,7 @@ import { allRuns, BIN } from '../testing/crash.ts';
 import { GIT_IDENTITY_ENV, type TestRepo } from '../testing/repo.ts';
 import type { TronEvent } from '../core/events.ts';
 import { startCommand } from '../commands/start.ts';
-import { systemClock } from '../core/clock.ts';
+import { systemClock } from '../os/clock.ts';
 
 const cleanups: Array<() => Promise<unknown>> = [];
 afterEach(async () => {

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium, type Browser } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { systemClock } from '../core/clock.ts';
+import { systemClock } from '../os/clock.ts';
 import { startCommand } from '../commands/start.ts';
 import { TRON_ROOT } from '../root.ts';
 import { readLog } from '../log/eventlog.ts';

@@ -2,7 +2,7 @@ import { appendFileSync, existsSync, readdirSync, readFileSync, writeFileSync } 
 import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { ManualClock, systemClock } from '../core/clock.ts';
+import { ManualClock, systemClock } from '../os/clock.ts';
 import type { TronEvent } from '../core/events.ts';
 import { startCommand } from '../commands/start.ts';
 import { readLog } from '../log/eventlog.ts';

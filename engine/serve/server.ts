@@ -14,7 +14,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { createRequire } from 'node:module';
-import type { Clock } from '../core/clock.ts';
+import type { Clock } from '../os/clock.ts';
 import { InputError } from '../core/errors.ts';
 import { WEBHOOK_SECRET_ENV } from '../project/config.ts';
 import { loadRegister } from '../project/register.ts';

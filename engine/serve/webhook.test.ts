@@ -10,7 +10,7 @@ import { request, type Server } from 'node:http';
 import type { Socket } from 'node:net';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { systemClock } from '../core/clock.ts';
+import { systemClock } from '../os/clock.ts';
 import { serveCommand } from '../commands/serve.ts';
 import { makeProject } from '../testing/project.ts';
 import type { TestRepo } from '../testing/repo.ts';

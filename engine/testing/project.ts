@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { onTestFinished } from 'vitest';
 import { makeRepo, GIT_IDENTITY_ENV, type TestRepo } from './repo.ts';
 import { startCommand } from '../commands/start.ts';
-import { systemClock } from '../core/clock.ts';
+import { systemClock } from '../os/clock.ts';
 import { readLog } from '../log/eventlog.ts';
 import type { TronEvent } from '../core/events.ts';
 import type { WorkerAdapter } from '../workers/adapter.ts';

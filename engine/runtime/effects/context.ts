@@ -6,7 +6,7 @@
  * effect reads the engine's live state or a module global, so a job can be handed to
  * another process, or another host, unchanged.
  */
-import type { Clock } from '../../core/clock.ts';
+import type { Clock } from '../../os/clock.ts';
 import type { DecisionType, EventBody, EventOf, TronEvent } from '../../core/events.ts';
 import type { EngineState } from '../../core/state.ts';
 import type { Config } from '../../project/config.ts';

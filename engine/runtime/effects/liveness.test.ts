@@ -3,7 +3,7 @@ import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { systemClock } from '../../core/clock.ts';
+import { systemClock } from '../../os/clock.ts';
 import type { EventBody, EventOf } from '../../core/events.ts';
 import type { WorkerAdapter } from '../../workers/adapter.ts';
 import type { EffectContext } from './context.ts';

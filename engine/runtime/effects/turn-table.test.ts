@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { systemClock } from '../../core/clock.ts';
+import { systemClock } from '../../os/clock.ts';
 import { TurnTable } from './turn-table.ts';
 
 const table = () => new TurnTable(systemClock, () => {});

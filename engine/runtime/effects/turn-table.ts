@@ -5,7 +5,7 @@
  * decisions that stop turns (a parked block, a spent budget, a re-issued turn) and the
  * liveness effects act through it. The engine owns one per run.
  */
-import type { Clock } from '../../core/clock.ts';
+import type { Clock } from '../../os/clock.ts';
 import type { EventBody } from '../../core/events.ts';
 
 interface Running {

@@ -4,7 +4,7 @@
  * left alone when turns run in the engine's own process.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { systemClock } from '../../core/clock.ts';
+import { systemClock } from '../../os/clock.ts';
 import { openRemote } from '../../git/remote.ts';
 import { makeBareRemote, serveDaemon } from '../../testing/remote-server.ts';
 import { makeRepo } from '../../testing/repo.ts';

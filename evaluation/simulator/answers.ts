@@ -4,9 +4,10 @@
  * could, chosen at the named points of choices.ts. Each answer is the input event the
  * real effect would report, and changes the world's git as the real one would.
  */
-import type { EventBody, EventOf } from '../../engine/core/events.ts';
+import type { EventBody, EventOf, TronEvent } from '../../engine/core/events.ts';
 import { Failure, linear } from './invariants.ts';
 import type { Item, Sim } from './run.ts';
+import type { SimEffect } from './reactions.ts';
 
 /** What one worker turn costs, when budgets are on. */
 const TURN_USD = 0.05;
@@ -48,7 +49,8 @@ export function execute(sim: Sim, item: Item): EventBody[] {
   if (logged !== item.d) {
     throw new Failure('intent-before-effect', `an effect of ${item.d.type} (seq ${item.seq}) started with no intent in the current log`);
   }
-  const d = item.d;
+  // Every decision the world queues is one REACTIONS marks `effect`: each has its case below.
+  const d = item.d as Extract<TronEvent, { type: SimEffect }>;
   switch (d.type) {
     case 'worktree.requested':
       return [worktree(sim, d)];
@@ -95,8 +97,10 @@ export function execute(sim: Sim, item: Item): EventBody[] {
       const alive = t !== undefined && !t.silent;
       return [{ type: 'worker.probed', block: d.block, session: d.session, turn: d.turn, alive, signs: alive ? ['output'] : [] }];
     }
-    default:
-      throw new Error(`no effect for ${d.type}`);
+    default: {
+      const unanswered: never = d;
+      throw new Error(`no answer for ${(unanswered as TronEvent).type}`);
+    }
   }
 }
 

@@ -21,6 +21,7 @@ import { Rng } from './prng.ts';
 import { Git } from './world.ts';
 import type { Coverage } from './coverage.ts';
 import { execute, landLocally, nominalOf } from './answers.ts';
+import { isDecision, REACTIONS } from './reactions.ts';
 import { account, check, checkStall, describe, Failure, linear } from './invariants.ts';
 
 export const CTX: DecideContext = { spine: loadSpine(), testCommand: 'npm test' };
@@ -493,49 +494,14 @@ export class Sim {
 
   // ---- decisions → effects ----
 
+  /** What the world does with a decision: its row in REACTIONS (reactions.ts). */
   private react(d: TronEvent): void {
-    const effect = (): void => {
-      this.items.push({ kind: 'effect', seq: d.seq, run: this.runNo, d, stage: 0, paused: false, hang: 0, silent: false });
-    };
-    switch (d.type) {
-      case 'worktree.requested':
-      case 'block.dispatched':
-      case 'facts.requested':
-      case 'lane.stacked':
-      case 'candidate.requested':
-      case 'bisect.step':
-      case 'land.intent':
-      case 'test.requested':
-      case 'wrap.requested':
-      case 'worker.overran':
-      case 'remote.retry':
-      case 'pr.requested':
-      case 'pr.wait':
-        return effect();
-      case 'escalation.raised':
-        if (d.handler === 'operator') effect();
-        return;
-      case 'block.parked':
-      case 'block.abandoned':
-        return this.abort((t) => t.block === d.block);
-      case 'budget.exceeded':
-        if (d.scope === 'run') this.abort(() => true);
-        return;
-      case 'turn.reissued':
-        return this.abort((t) => t.session === d.session && t.turn === d.turn);
-      case 'worker.extended': {
-        const t = this.turnItem(d.session, d.turn);
-        if (t) {
-          t.paused = false;
-          t.hang -= 1;
-        }
-        return;
-      }
-      case 'run.finished':
-        return;
-      default:
-        return;
-    }
+    if (!isDecision(d.type)) return;
+    const row = REACTIONS[d.type];
+    if ('effect' in row) {
+      if (!('when' in row) || row.when(d as never))
+        this.items.push({ kind: 'effect', seq: d.seq, run: this.runNo, d, stage: 0, paused: false, hang: 0, silent: false });
+    } else if ('act' in row) row.act(this, d as never);
   }
 
   turnItem(session: string, turn: number) {
@@ -546,7 +512,7 @@ export class Sim {
   }
 
   /** Stops running turns: each reports back as aborted. */
-  private abort(which: (t: EventOf<'block.dispatched'>) => boolean): void {
+  abort(which: (t: EventOf<'block.dispatched'>) => boolean): void {
     const aborted: Item[] = [];
     this.items = this.items.filter((x) => {
       if (x.kind !== 'effect' || x.d.type !== 'block.dispatched' || !which(x.d)) return true;

@@ -2,7 +2,8 @@
  * The named invariants, checked as a simulated run goes (see docs/evaluation.md): over
  * each decision (lands-once, spend-within-budget), over the world's git as trunk moves
  * (trunk-linear; trunk-tested-green, trunk-checks-green in PR mode, and no-landing-past-dependency in answers.ts, where
- * the landing happens), and after every step (no-silent-stall). The rest — replays,
+ * the landing happens), over each stack (within-batch) and each start of work (within-parallelism), and after
+ * every step (no-silent-stall). The rest — replays,
  * terminates, intent-before-effect, crash-converges — are checked by the run and search.
  */
 import type { EventBody, EventOf, TronEvent } from '../../engine/core/events.ts';
@@ -26,6 +27,9 @@ export function linear(sim: Sim, to: string, by: string, from = sim.git.trunk): 
   }
 }
 
+/** The phases that hold one of the max_parallel slots. */
+const SLOT_PHASES: ReadonlySet<string> = new Set(['build', 'review']);
+
 export function check(sim: Sim, e: TronEvent): void {
   switch (e.type) {
     case 'land.intent':
@@ -34,6 +38,31 @@ export function check(sim: Sim, e: TronEvent): void {
           throw new Failure('lands-once', `land.intent (seq ${e.seq}) lands ${b.block} again: git already has refs/tron/landed/${b.block}`);
         }
       }
+      return;
+    case 'worktree.requested': {
+      // Free slots take ready blocks: a block that held no build or review slot before this input starts (or
+      // starts again, from trunk) only while the blocks in build or review, itself among them,
+      // are at most max_parallel — as the log stands at this decision. (A block the lane or a
+      // person sends back from merge to build resumes in its worktree at once, slot or not —
+      // docs/evaluation.md — and counts against every start after it.)
+      const { before, at } = sim.around(e);
+      if (SLOT_PHASES.has(before.blocks.get(e.block)?.phase ?? 'pending')) return;
+      const busy = at.order.filter((id) => SLOT_PHASES.has(at.blocks.get(id)!.phase));
+      if (busy.length > sim.cfg.maxParallel)
+        throw new Failure(
+          'within-parallelism',
+          `worktree.requested (seq ${e.seq}) starts ${e.block} with ${busy.length} blocks in build or review (${busy.join(', ')}), past max_parallel = ${sim.cfg.maxParallel}`,
+        );
+      return;
+    }
+    case 'lane.stacked':
+      // A stack holds at most [merge] batch blocks: the first `batch` of the queue, or fewer.
+      // PR mode stacks one block at a time, so each pull request's checks run on the sha that lands.
+      if (e.blocks.length > (sim.cfg.pr ? 1 : sim.cfg.batch))
+        throw new Failure(
+          'within-batch',
+          `lane.stacked (seq ${e.seq}) stacks ${e.blocks.length} blocks, past ${sim.cfg.pr ? 'one a stack in PR mode' : `[merge] batch = ${sim.cfg.batch}`}`,
+        );
       return;
     case 'block.dispatched': {
       const { block_usd, run_usd } = sim.cfg.budgets;

@@ -117,8 +117,39 @@ export const LAND_PAST_RED_HOSTED_CHECK: Mutation = {
   },
 };
 
+/** A decision step that sees one more of a limit than the user configured (`limit` reads and writes it on the state). */
+function beyond(limit: { get: (s: EngineState) => number; set: (s: EngineState, n: number) => EngineState }): typeof decide {
+  return (state, input, ctx) => {
+    // run.started sets the limit as the run configured it; every later step sees one more.
+    if (input.type === 'run.started') return decide(state, input, ctx);
+    const out = decide(limit.set(state, limit.get(state) + 1), input, ctx);
+    return { ...out, state: limit.set(out.state, limit.get(state)) };
+  };
+}
+
+/**
+ * The limits the user configures, each broken by one (kept out of MUTATIONS: what they
+ * break is a count, which a template's expectation does not show): caught in the CI range
+ * by their invariants in simulator.test.ts.
+ */
+export const LIMIT_MUTATIONS: readonly Mutation[] = [
+  {
+    name: 'one-more-slot',
+    about: 'the schedule starts a block when max_parallel blocks are already in build or review',
+    caughtBy: 'within-parallelism',
+    engine: { planRecovery, decide: beyond({ get: (s) => s.maxParallel, set: (s, n) => ({ ...s, maxParallel: n }) }) },
+  },
+  {
+    name: 'one-more-in-the-stack',
+    about: 'the merge lane stacks one block more than [merge] batch',
+    caughtBy: 'within-batch',
+    engine: { planRecovery, decide: beyond({ get: (s) => s.lane.batch, set: (s, n) => ({ ...s, lane: { ...s.lane, batch: n } }) }) },
+  },
+];
+
 export function mutation(name: string): Mutation {
-  const m = MUTATIONS.find((x) => x.name === name);
-  if (!m) throw new Error(`no mutation ${name}: ${MUTATIONS.map((x) => x.name).join(', ')}`);
+  const all = [...MUTATIONS, LAND_PAST_RED_HOSTED_CHECK, ...LIMIT_MUTATIONS];
+  const m = all.find((x) => x.name === name);
+  if (!m) throw new Error(`no mutation ${name}: ${all.map((x) => x.name).join(', ')}`);
   return m;
 }

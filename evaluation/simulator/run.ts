@@ -11,10 +11,10 @@
  */
 import { decide as realDecide, type DecideContext } from '../../engine/core/decide/decide.ts';
 import { EVENT_VERSION, type BlockInfo, type EventBody, type EventOf, type TronEvent } from '../../engine/core/events.ts';
-import { planRecovery as realPlan, recordsLanding } from '../../engine/core/recover.ts';
+import { planRecovery as realPlan, recordedLandings, recordsLanding } from '../../engine/core/recover.ts';
 import { openLanding } from '../../engine/runtime/remote-recovery.ts';
 import { replay } from '../../engine/core/replay.ts';
-import { type EngineState, initialState } from '../../engine/core/state.ts';
+import { apply, type EngineState, initialState } from '../../engine/core/state.ts';
 import { loadSpine } from '../../engine/spine/load.ts';
 import { Chooser, type Point } from './choices.ts';
 import { Rng } from './prng.ts';
@@ -119,6 +119,10 @@ export class Sim {
   readonly cfg: RunConfig;
   readonly cov: Coverage | undefined;
   state: EngineState = initialState();
+  /** The engine's state before the input being decided on: what `around` folds a decision onto. */
+  private before: EngineState = initialState();
+  /** Where in the log the input being decided on is. */
+  private decidingFrom = 0;
   log: TronEvent[] = [];
   logs: TronEvent[][] = [];
   /** Where the current log's torn batch starts (its decisions were only partly written). */
@@ -227,6 +231,8 @@ export class Sim {
     this.ts += 1000;
     const input = { ...body, v: EVENT_VERSION, seq: this.log.length + 1, ts: this.ts } as TronEvent;
     this.log.push(input);
+    this.before = this.state;
+    this.decidingFrom = this.log.length - 1;
     const { state, decisions } = this.engine.decide(this.state, input, CTX);
     this.state = state;
     this.cov?.input(input);
@@ -237,6 +243,13 @@ export class Sim {
       check(this, e);
     }
     return decisions;
+  }
+
+  /** The state before the input being decided on, and the log folded from it through its decision `d`. */
+  around(d: TronEvent): { before: EngineState; at: EngineState } {
+    let at = this.before;
+    for (const e of this.log.slice(this.decidingFrom, d.seq)) at = apply(at, e);
+    return { before: this.before, at };
   }
 
   /** After the decisions of one input are written: their effects start. */
@@ -291,6 +304,8 @@ export class Sim {
     if (previous) {
       const caught = this.catchUpFromRemote(previous);
       if (caught) boot.push(caught);
+      const followed = this.followRemote(previous);
+      if (followed) boot.push(followed);
       const older = this.logs.slice(0, -1);
       const plan = this.engine.planRecovery(previous, cfg.blocks, {
         landedRefs: this.git.landed,
@@ -489,6 +504,37 @@ export class Sim {
       blocks: open.blocks,
       sha: open.sha,
       detail: `the remote origin already had the landing of ${open.blocks.map((b) => b.block).join(', ')}`,
+    };
+  }
+
+  /**
+   * At a start with a remote (remote-recovery.ts `followRemote`): landings the previous log
+   * records that this clone lacks — a push whose answer was lost on its last try, paged as
+   * nothing landed — and that the remote holds at the recorded sha are made local, local
+   * trunk fast-forwarded to the remote's; recovery then finds those blocks landed.
+   */
+  private followRemote(previous: TronEvent[]): EventBody | undefined {
+    const remote = this.git.remote;
+    if (!remote) return undefined;
+    const blocks = [...recordedLandings(previous)]
+      .filter(([id]) => !this.git.landed.has(id))
+      .flatMap(([block, shas]) => {
+        const sha = remote.landed.get(block);
+        return sha !== undefined && shas.has(sha) && this.git.isAncestor(sha, remote.trunk) ? [{ block, sha }] : [];
+      });
+    const from = this.git.trunk;
+    // The real start stops on a remote whose trunk does not descend from this one (TRON_TRUNK_DIVERGED); the world never makes one.
+    if (blocks.length === 0 || !this.git.isAncestor(from, remote.trunk)) return undefined;
+    linear(this, remote.trunk, 'following the remote at a start');
+    this.git.moveTrunk(remote.trunk);
+    for (const b of blocks) this.git.landed.set(b.block, b.sha);
+    this.cov?.fault('world:remote-followed');
+    return {
+      type: 'remote.followed',
+      from,
+      to: remote.trunk,
+      blocks,
+      detail: `this clone lacked the landings of ${blocks.map((b) => b.block).join(', ')} that origin holds`,
     };
   }
 

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { loadTemplate, parseTemplate, TEMPLATES_DIR, templateNames } from '../template.ts';
 import { goldenRunDirs, goldenTemplate } from '../golden.ts';
-import { LAND_PAST_RED_HOSTED_CHECK, MUTATIONS } from './mutations.ts';
+import { LAND_PAST_RED_HOSTED_CHECK, LIMIT_MUTATIONS, MUTATIONS } from './mutations.ts';
 import { REAL, simulate } from './run.ts';
 import { rerun, search } from './search.ts';
 import { reproduce } from './main.ts';
@@ -47,6 +47,15 @@ describe('the simulator', () => {
     // The real engine keeps the invariant on the very same schedule.
     expect(rerun(r.failures[0]!.case, REAL).violation).toBeUndefined();
   }, 120_000);
+
+  for (const m of LIMIT_MUTATIONS) {
+    it(`catches the planted mutation ${m.name} (${m.about}) by ${m.caughtBy} within the CI range`, () => {
+      const r = search({ from: 1, runs: CI_TEST_SEEDS, engine: m.engine, stopAtFirst: true });
+      expect(r.failures.map((f) => f.violation!.invariant)).toEqual([m.caughtBy]);
+      // The real engine keeps the invariant on the very same schedule.
+      expect(rerun(r.failures[0]!.case, REAL).violation).toBeUndefined();
+    });
+  }
 
   // Each engine bug the simulator found keeps its failing schedule (a case written by --out,
   // from the code before the fix): with the fix it holds; without, it breaks the invariant named.

@@ -404,4 +404,27 @@ describe('a worker that fails the same way twice', () => {
       expect(end.at(-1)).toMatchObject({ type: 'run.finished', reason: 'budget', exit: 3 });
     });
   });
+
+  it('keeps max_parallel for an answered block: a RETRY while every slot is taken waits for one, then starts from trunk', () => {
+    const d = new Driver();
+    d.boot([{ id: 'a' }, { id: 'b' }], { maxParallel: 1 });
+    d.feed({ type: 'worktree.ready', block: 'a', attempt: 1, base: sha(1), path: 'a' });
+    // a is parked for the operator; its slot goes to b.
+    const parked = d.answer('a', '>>BLOCKED {"reason":"stuck"}');
+    expect(parked).toContainEqual({ type: 'worktree.requested', block: 'b', attempt: 1, base: sha(1) });
+    d.feed({ type: 'page.sent', block: 'a', page: 'a#1', reason: 'r' });
+    const answered = d.feed({
+      type: 'operator.answered',
+      block: 'a',
+      word: 'RETRY',
+      payload: { guidance: 'try the other file' },
+      file: 'f',
+      trunk_sha: sha(1),
+    });
+    expect(answered).toEqual([{ type: 'block.phase', block: 'a', from: 'parked', to: 'pending', on: 'RETRY' }]);
+    expect(d.state.blocks.get('a')!.guidance).toBe('try the other file');
+    // b goes to the merge lane: its slot is free, and a starts again from trunk.
+    const freed = d.approve('b', sha(3));
+    expect(freed).toContainEqual({ type: 'worktree.requested', block: 'a', attempt: 2, base: sha(1) });
+  });
 });

@@ -1,5 +1,6 @@
 /** The exception spine: a stuck or uninterpretable block walks its ESCALATION row, in order. */
 import type { BlockState, EngineState, PendingTurn, TurnKind } from '../state.ts';
+import { ACTIVE_PHASES } from '../state.ts';
 import type { BodyOf } from '../events.ts';
 import { ESCALATION, OUTCOMES, type Trouble } from '../../spine/spine.ts';
 import { EXPECT, issue, TERMINAL, type Step } from './step.ts';
@@ -66,6 +67,13 @@ export function lastTurn(b: BlockState): PendingTurn | undefined {
 
 export function retry(step: Step, id: string, on: string): void {
   const b = step.block(id);
+  // A block parked or in the merge lane gave its build-and-review slot back: with every slot
+  // taken since, it waits for one as a pending block does, so max_parallel holds for an
+  // answered block too (the schedule starts it from trunk, its guidance kept).
+  if (!ACTIVE_PHASES.has(b.phase) && step.s.index.active >= step.s.maxParallel) {
+    step.emit({ type: 'block.phase', block: id, from: b.phase, to: 'pending', on });
+    return;
+  }
   if (b.phase !== OUTCOMES.RETRY.to) step.emit({ type: 'block.phase', block: id, from: b.phase, to: OUTCOMES.RETRY.to, on });
   step.emit({ type: 'worktree.requested', block: id, attempt: b.attempt + 1, base: step.s.trunkSha! });
 }

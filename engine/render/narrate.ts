@@ -86,6 +86,8 @@ export class Narrator {
   private readonly dependsOn = new Map<string, readonly string[]>();
   private readonly abandoned = new Set<string>();
   private readonly parkedNow = new ParkedNow();
+  /** Blocks an earlier run landed or abandoned: the end line counts them apart from this run's. */
+  private readonly carried = new Set<string>();
   /** The stack being landed: its blocks, and those of them whose landing was reported. */
   private landing: { stack: number; blocks: string[]; landed: number } | undefined;
 
@@ -110,6 +112,7 @@ export class Narrator {
           : [`tron: the register changed — ${e.blocks.length} block(s)`];
       }
       case 'block.recovered':
+        if (e.phase === 'landed' || e.phase === 'abandoned') this.carried.add(e.block);
         if (e.phase === 'landed') return [];
         if (e.reason) this.reasons.set(e.block, e.reason);
         return [`${e.block}: resumes at ${e.phase} — ${firstLine(e.detail)}`];
@@ -282,7 +285,14 @@ export class Narrator {
       const reason = this.reasons.get(id);
       out.push(`tron: ${id} was abandoned${reason ? `: ${firstLine(reason)}` : ''}`);
     }
-    const counts = `${e.landed.length} landed, ${unfinished.length > 0 ? `${unfinished.length} unfinished, ` : ''}${parked.length} parked, ${blocked.length > 0 ? `${blocked.length} blocked, ` : ''}${e.abandoned.length} abandoned`;
+    const landed = e.landed.filter((id) => !this.carried.has(id));
+    const abandoned = e.abandoned.filter((id) => !this.carried.has(id));
+    const before = [
+      e.landed.length > landed.length ? `${e.landed.length - landed.length} landed` : '',
+      e.abandoned.length > abandoned.length ? `${e.abandoned.length - abandoned.length} abandoned` : '',
+    ].filter(Boolean);
+    const carried = before.length > 0 ? `; before this run: ${before.join(', ')}` : '';
+    const counts = `${landed.length} landed, ${unfinished.length > 0 ? `${unfinished.length} unfinished, ` : ''}${parked.length} parked, ${blocked.length > 0 ? `${blocked.length} blocked, ` : ''}${abandoned.length} abandoned${carried}`;
     const where = this.o.runDir ? `; run directory: ${this.o.runDir}` : '';
     out.push(`tron: run ${this.run} finished (exit ${e.exit}) — ${counts}${e.detail ? ` (${e.detail})` : ''}${where}`);
     return out;

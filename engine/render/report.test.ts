@@ -290,6 +290,52 @@ describe('escalation outcomes', () => {
   });
 });
 
+describe('the report of one run', () => {
+  const recovered = (block: string, phase: string) =>
+    ({
+      type: 'block.recovered',
+      block,
+      phase,
+      attempt: 1,
+      turns: {},
+      architect_calls: 0,
+      rounds: { build: 0, review: 0, merge: 0 },
+      page: false,
+      detail: 'earlier',
+    }) as EventBody;
+
+  it('counts what this run did: blocks an earlier run landed are said apart, and give it no throughput', () => {
+    const events = log(
+      [0, { type: 'recovery.started', previous: 'r0', torn: false }],
+      [1, recovered('a', 'landed')],
+      [2, recovered('b', 'landed')],
+      [3, recovered('c', 'abandoned')],
+      [3_600_000, { type: 'run.finished', reason: 'done', exit: 0, landed: ['a', 'b'], parked: [], abandoned: ['c'] }],
+    );
+    const s = runStats(events);
+    expect(s).toMatchObject({
+      landed: 0,
+      abandoned: 0,
+      parked: 0,
+      unfinished: 0,
+      throughputPerHour: 0,
+      carried: { landed: 2, abandoned: 1 },
+    });
+    expect(renderReport(events)).toContain('0 landed, 0 parked, 0 abandoned;');
+    expect(renderReport(events)).toContain('Carried over from earlier runs, not counted above: 2 landed, 1 abandoned.');
+  });
+
+  it('says a block still under way when a signal stopped the run is unfinished, not parked', () => {
+    const events = log(
+      [0, { type: 'worktree.requested', block: 'a', attempt: 1, base: S1 }],
+      [1, turn('a', 'builder', 1, 'build')],
+      [2, { type: 'run.finished', reason: 'signal', exit: 130, landed: [], parked: ['a'], abandoned: [] }],
+    );
+    expect(runStats(events)).toMatchObject({ unfinished: 1, parked: 0 });
+    expect(renderReport(events)).toContain('0 landed, 1 unfinished, 0 parked, 0 abandoned;');
+  });
+});
+
 describe('tron report', () => {
   it('prints report.md for a recorded run, or its statistics as JSON', async () => {
     const runDir = join(import.meta.dirname, '..', '..', 'runs', 'happy-deps');

@@ -85,13 +85,18 @@ export interface RunStats {
   exit: number | undefined;
   events: number;
   wallMs: number;
+  /** Landed by this run: a block an earlier run landed is counted in `carried`. */
   landed: number;
-  /** Left for the operator (or still under way when the run stopped); not the blocked ones. */
+  /** Parked for the operator; not the blocked ones. */
   parked: number;
+  /** Still under way, or not started, when a run that did not end by itself stopped (a signal, a budget, a failure). */
+  unfinished: number;
+  /** Blocks already landed or abandoned by an earlier run, resumed so at this run's start and left so. */
+  carried: { landed: number; abandoned: number };
   /** Waiting on a dependency that did not land (parked, abandoned, or blocked in turn). */
   blocked: number;
   abandoned: number;
-  /** Blocks landed per hour of wall time. */
+  /** Blocks this run landed, per hour of wall time. */
   throughputPerHour: number;
   /** ms waiting in the merge lane's queue, summed over blocks. */
   mergeWaitMs: number;
@@ -230,7 +235,14 @@ export function runStats(events: readonly TronEvent[]): RunStats {
     return { ...b, mergeWaitMs: byBlock(waits, b.id), workerMs: byBlock(workers, b.id), testMs: byBlock(tests, b.id) };
   });
   const wallMs = last - first;
-  const landed = list.filter((b) => b.phase === 'landed').length;
+  // What an earlier run settled (landed or abandoned, resumed so at this start) is not this run's doing.
+  const settledBefore = new Map<string, string>();
+  for (const e of events) {
+    if (e.type === 'block.recovered' && (e.phase === 'landed' || e.phase === 'abandoned')) settledBefore.set(e.block, e.phase);
+    else if ('block' in e && (e.type === 'block.phase' || e.type === 'worktree.requested')) settledBefore.delete(e.block);
+  }
+  const carriedOver = (b: BlockStats) => settledBefore.get(b.id) === b.phase;
+  const landed = list.filter((b) => b.phase === 'landed' && !carriedOver(b)).length;
   // Blocked is read off the engine's own fold (a type this build does not know changes nothing).
   const state = events.reduce((st, e) => (Object.hasOwn(EVENT_SCHEMAS, e.type) ? apply(st, e) : st), initialState());
   for (const b of list) {
@@ -248,9 +260,14 @@ export function runStats(events: readonly TronEvent[]): RunStats {
     events: events.length,
     wallMs,
     landed,
-    parked: list.filter((b) => !['landed', 'abandoned'].includes(b.phase)).length - blocked,
+    parked: list.filter((b) => b.phase === 'parked' && b.blockedBy === undefined).length,
+    unfinished: list.filter((b) => !['landed', 'abandoned', 'parked'].includes(b.phase) && b.blockedBy === undefined).length,
+    carried: {
+      landed: list.filter((b) => b.phase === 'landed' && carriedOver(b)).length,
+      abandoned: list.filter((b) => b.phase === 'abandoned' && carriedOver(b)).length,
+    },
     blocked,
-    abandoned: list.filter((b) => b.phase === 'abandoned').length,
+    abandoned: list.filter((b) => b.phase === 'abandoned' && !carriedOver(b)).length,
     throughputPerHour: wallMs > 0 ? (landed * 3_600_000) / wallMs : 0,
     mergeWaitMs: sumMs(waits),
     lane: { busyMs: unionMs(laneIntervals(events)), stacks: laneIntervals(events).length },
@@ -350,6 +367,12 @@ function failedTestRuns(events: readonly TronEvent[]): string[] {
   return out;
 }
 
+/** What earlier runs had settled, said apart from what this run did. */
+function carriedLine(c: RunStats['carried']): string {
+  const parts = [c.landed > 0 ? `${c.landed} landed` : '', c.abandoned > 0 ? `${c.abandoned} abandoned` : ''].filter(Boolean);
+  return parts.length > 0 ? ` Carried over from earlier runs, not counted above: ${parts.join(', ')}.` : '';
+}
+
 /** report.md: the statistics as Markdown. */
 // [forge]: each block's issue and pull request (render/forge-links.ts).
 export function renderReport(events: readonly TronEvent[]): string {
@@ -358,7 +381,7 @@ export function renderReport(events: readonly TronEvent[]): string {
   const lines = [
     `# tron run ${s.run}`,
     '',
-    `${s.landed} landed, ${s.parked} parked, ${s.blocked > 0 ? `${s.blocked} blocked (waiting on a dependency that did not land), ` : ''}${s.abandoned} abandoned; ${s.events} events; wall time ${secs(s.wallMs)}; exit ${s.exit ?? '(running)'}.`,
+    `${s.landed} landed, ${s.unfinished > 0 ? `${s.unfinished} unfinished, ` : ''}${s.parked} parked, ${s.blocked > 0 ? `${s.blocked} blocked (waiting on a dependency that did not land), ` : ''}${s.abandoned} abandoned; ${s.events} events; wall time ${secs(s.wallMs)}; exit ${s.exit ?? '(running)'}.${carriedLine(s.carried)}`,
     '',
     `- throughput: ${s.throughputPerHour.toFixed(1)} blocks landed per hour of wall time`,
     `- engine alone: ${secs(t.engineMs)} (${pct(t.engineMs, s.wallMs)} of wall time; no worker turn and no test run going)`,

@@ -3,7 +3,7 @@
  * drive every ready block to a terminal phase. Bad input is reported before anything
  * in the repository changes: no branch, worktree, run directory or event.
  */
-import { existsSync, mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { basename, join, resolve } from 'node:path';
 import type { Clock } from '../os/clock.ts';
 import { InputError } from '../core/errors.ts';
@@ -22,6 +22,7 @@ import type { WorkerRole } from '../core/roles.ts';
 import { carrySessions, clearInterruptedLanding, recover, type Recovery } from '../runtime/recovery.ts';
 import { catchUpFromRemote, followRemote, restoreWork } from '../runtime/remote-recovery.ts';
 import { firstStartLandings, remoteLandings } from '../runtime/landed-travel.ts';
+import { preflightTrunk } from '../runtime/preflight.ts';
 import { recordedLandings } from '../core/recover.ts';
 import { sharedKey } from '../log/pg-keys.ts';
 import { catchUpFromQueue } from '../runtime/queue-recovery.ts';
@@ -278,6 +279,20 @@ async function startHolding(
         );
       return idle.exit;
     }
+    // Trunk is checked with the configured tests before any block is touched: a red trunk stops here (preflight.ts).
+    if (hasWork(recovery, blocks, readInbox(repo, key, new Set(recovery.answered)).answers.length)) {
+      const flaky = await preflightTrunk({
+        repo,
+        config,
+        trunkSha: await git.currentTrunkSha(repo, config.trunk),
+        env,
+        sandbox: sandbox.sandbox,
+        testedGreen: (sha) =>
+          sameSuite(previous, config) &&
+          before.some((e) => (e.type === 'block.landed' && e.top === sha) || (e.type === 'trunk.tested' && e.ok && e.sha === sha)),
+      });
+      if (flaky) o.print(flaky);
+    }
     const runsDir = join(repo, '.tron', 'runs');
     const startedAt = o.clock.now();
     const runId = runIdAt(startedAt, (id) => existsSync(join(runsDir, id)));
@@ -471,6 +486,28 @@ function nothingToDo(
     parked,
     blocked,
   };
+}
+
+/** Whether the previous run tested with the same setup and test command (its manifest's config). */
+function sameSuite(previous: string | undefined, config: Config): boolean {
+  if (!previous) return false;
+  try {
+    const was = JSON.parse(readFileSync(join(previous, 'manifest.json'), 'utf8')).config as { test?: unknown; setup?: unknown };
+    return was.test === config.test && (was.setup ?? undefined) === (config.setup ?? undefined);
+  } catch {
+    return false;
+  }
+}
+
+/** Whether some block will run: one no run settled (landed, abandoned, parked), or an answer waiting for a parked one. */
+function hasWork(recovery: Recovery, register: readonly Block[], answersWaiting: number): boolean {
+  if (answersWaiting > 0) return true;
+  const settled = new Set(
+    recovery.events.flatMap((e) =>
+      e.type === 'block.recovered' && (e.phase === 'landed' || e.phase === 'abandoned' || e.phase === 'parked') ? [e.block] : [],
+    ),
+  );
+  return register.some((b) => !settled.has(b.id));
 }
 
 /** The live board on a terminal; time-stamped lines anywhere else, or when asked for. */

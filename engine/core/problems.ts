@@ -113,6 +113,13 @@ export const PROBLEMS = {
     summary: 'A setting in `.tron/config.toml` has the wrong type or a value that is not allowed.',
     fix: 'Write the kind of value the message asks for.',
   },
+  TRON_TRUNK_RED: {
+    area: 'git',
+    kind: 'input',
+    summary:
+      "Before any block is touched, trunk was checked with the configured setup and test command in a checkout of tron's own, and they failed (or could not be found): every block's gate would fail on trunk's fault.",
+    fix: 'Make the tests pass on trunk, or correct `test` (or `setup`) in `.tron/config.toml` — the message shows the command and its failing lines — then start again.',
+  },
   TRON_CONFIG_CHANGED_IN_RUN: {
     area: 'config',
     kind: 'input',

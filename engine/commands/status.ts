@@ -188,7 +188,8 @@ function printRows(opts: StatusOptions, rows: StatusRow[], running: boolean): vo
       `${r.block.padEnd(width)}  ${phase.padEnd(9)}  ${String(r.attempt).padEnd(7)}  ${r.waiting.padEnd(11)}  ${age.padEnd(8)}  ${r.title}`,
     );
     const indent = ' '.repeat(width + 2);
-    if (r.reason) opts.print(`${indent}why: ${r.reason}`);
+    // Every line of the cause under the row (a failing test's own lines), none of them reaching the row's column.
+    if (r.reason) opts.print(`${indent}why: ${r.reason.split('\n').join(`\n${indent}     `)}`);
     if (r.issue) opts.print(`${indent}issue: #${r.issue.number}${r.issue.url ? ` ${r.issue.url}` : ''}`);
     if (r.pull) opts.print(`${indent}pull request: #${r.pull.number} ${r.pull.url} (${r.pull.state})`);
     if (r.answer)

@@ -36,7 +36,7 @@ const STYLE = `
   .card .meta { color: var(--muted); font-size: 12px; display: flex; gap: 8px; flex-wrap: wrap; }
   .card.parked { border-color: var(--warn); }
   .card.landed .id::after { content: " ✓"; color: var(--ok); }
-  .card .why { font-size: 12px; margin-top: 4px; }
+  .card .why { font-size: 12px; margin-top: 4px; white-space: pre-wrap; overflow-wrap: anywhere; max-height: 16em; overflow-y: auto; }
   .card form { margin-top: 6px; display: flex; flex-direction: column; gap: 4px; }
   .card form textarea { font: inherit; min-height: 36px; resize: vertical; width: 100%; }
   .card form .row select { flex: 1; min-width: 0; }

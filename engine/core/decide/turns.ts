@@ -101,11 +101,32 @@ const ACTS: { [W in Word]: Act<W> } = {
   ABANDON: (step, id, payload) => abandon(step, id, payload.reason),
   PAGE: (step, id, payload) => {
     const b = step.block(id);
-    escalate(step, id, b.trouble ? b.trouble.trouble : 'blocked', payload.reason, { to: 'operator' });
+    // The page carries what the architect was asked about — a failing test's own lines — and not only its verdict.
+    const asked =
+      b.trouble && b.trouble.detail !== '' ? `\n\nwhat it was asked about (${b.trouble.trouble}):\n${bounded(b.trouble.detail)}` : '';
+    escalate(step, id, b.trouble ? b.trouble.trouble : 'blocked', `${payload.reason}${asked}`, { to: 'operator' });
   },
   // The answer to a liveness probe: life, handled by the liveness timers, nothing to act on.
   WORKING: () => {},
 };
+
+/** Lines of an earlier trouble's detail a page carries, and characters. */
+const CARRIED_LINES = 24;
+const CARRIED_CHARS = 2000;
+/** Of those, the last lines kept. */
+const TAIL = 6;
+
+/** A detail cut to what a page shows: its first lines and its last ones where it is longer. */
+function bounded(detail: string): string {
+  const lines = detail.split('\n');
+  // A failure's own words come first (the assertion, then its stack); the runner's summary last.
+  const kept =
+    lines.length > CARRIED_LINES
+      ? [...lines.slice(0, CARRIED_LINES - TAIL), `… (${lines.length - CARRIED_LINES} lines left out)`, ...lines.slice(-TAIL)]
+      : lines;
+  const text = kept.join('\n');
+  return text.length > CARRIED_CHARS ? `${text.slice(0, CARRIED_CHARS)}…` : text;
+}
 
 /** Acts on one accepted reply. */
 export function act(step: Step, id: string, reply: Reply): void {

@@ -18,7 +18,12 @@ export const page = effect({
 async function pageOperator(c: EffectContext, e: EventOf<'escalation.raised'>): Promise<BodyOf<'page.sent'>> {
   const id = `${e.block}#${e.seq}`;
   const answer = answerCommand(c.repo, e.block);
-  appendFileSync(join(c.runDir, 'pages.md'), `## ${id} — ${e.block}: ${e.trouble}\n\n${e.detail}\n\nAnswer: \`${answer}\`\n\n`);
+  // The detail quotes what a worker or a test printed: indented as a block, no line of it can open a page of its own.
+  const quoted = e.detail
+    .split('\n')
+    .map((line) => `    ${line}`)
+    .join('\n');
+  appendFileSync(join(c.runDir, 'pages.md'), `## ${id} — ${e.block}: ${e.trouble}\n\n${quoted}\n\nAnswer: \`${answer}\`\n\n`);
   let command: string | undefined;
   if (c.config.pageCommand) {
     const [file, ...args] = c.config.pageCommand;

@@ -9,7 +9,10 @@ const RED = "require('node:assert').strictEqual(1 + 1, 3, 'the sum of the invoic
 describe("a parked block's page", () => {
   it("carries the failing test's own lines, not only the trouble's name, when the architect pages", async () => {
     const sim = [1, 2, 3]
-      .map((n) => `[[blocks.sum.builder]]\nwrite = { "tests/sum${n}.test.js" = ${JSON.stringify(RED)} }\ncommit = "sum ${n}"\nreply = ">>DONE"\n`)
+      .map(
+        (n) =>
+          `[[blocks.sum.builder]]\nwrite = { "tests/sum${n}.test.js" = ${JSON.stringify(RED)} }\ncommit = "sum ${n}"\nreply = ">>DONE"\n`,
+      )
       .join('\n');
     const config = configFile({ extra: '\n[workers.architect]\nadapter = "sim"\nscript = ".tron/sim.toml"\n' });
     const repo = await project({ blocks: { sum: {} }, sim, config });

@@ -186,7 +186,10 @@ describe('hermetic tests at the gate', () => {
   it('counts a failing setup as a failed fact and runs no tests after it', async () => {
     const repo = await project({
       blocks: { broken: {} },
-      config: configFile().replace('test = "node test.js"', 'test = "node test.js"\nsetup = "echo no registry >&2; exit 7"'),
+      config: configFile().replace(
+        'test = "node test.js"',
+        'test = "node test.js"\nsetup = "test ! -e broken.txt || { echo no registry >&2; exit 7; }"',
+      ),
       sim: builds('broken', { 'broken.txt': 'x\n' }),
     });
     const run = await runTron(repo);

@@ -513,6 +513,9 @@ export function askForge(sim: Sim, d: EventOf<'pr.requested'>): EventBody {
           : { name: 'ci', state: 'success' as const };
   const checks = [ci, { name: 'lint', state: 'success' as const }];
   if (checks.every((c) => c.state === 'success')) forge.green.add(d.sha);
+  // A person's requested changes stay on the head they were given on: asked again, the forge says them again.
+  if (how === 'changes-requested') forge.changes.set(d.sha, top);
+  const asked = forge.changes.get(d.sha);
   return {
     type: 'pr.observed',
     stack: d.stack,
@@ -520,7 +523,7 @@ export function askForge(sim: Sim, d: EventOf<'pr.requested'>): EventBody {
     attempt: d.attempt,
     pulls,
     checks,
-    changes: how === 'changes-requested' ? [{ block: top, author: 'alice', notes: 'please name things better' }] : [],
+    changes: asked === undefined ? [] : [{ block: asked, author: 'alice', notes: 'please name things better' }],
     approved: how === 'unapproved' ? [] : d.blocks.map((b) => b.block),
   };
 }

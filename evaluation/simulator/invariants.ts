@@ -1,9 +1,9 @@
 /**
  * The named invariants, checked as a simulated run goes (see docs/evaluation.md): over
- * each decision (lands-once, spend-within-budget), over the world's git as trunk moves
+ * each decision (lands-once, lands-what-was-reviewed, spend-within-budget), over the world's git as trunk moves
  * (trunk-linear; trunk-tested-green, trunk-checks-green in PR mode, and no-landing-past-dependency in answers.ts, where
  * the landing happens), over each stack (within-batch) and each start of work (within-parallelism), and after
- * every step (no-silent-stall). The rest — replays,
+ * every step (no-silent-stall). The rest — replays, decides-every-input,
  * terminates, intent-before-effect, crash-converges — are checked by the run and search.
  */
 import type { EventBody, EventOf, TronEvent } from '../../engine/core/events.ts';
@@ -32,13 +32,39 @@ const SLOT_PHASES: ReadonlySet<string> = new Set(['build', 'review']);
 
 export function check(sim: Sim, e: TronEvent): void {
   switch (e.type) {
-    case 'land.intent':
+    case 'land.intent': {
+      // PR mode: a person's word on the forge holds — a pull request they closed stays
+      // unlanded, and a head they requested changes on never lands.
+      const forge = sim.git.forge;
+      const asked = forge?.changes.get(e.sha);
+      if (asked !== undefined)
+        throw new Failure(
+          'changes-honoured',
+          `land.intent (seq ${e.seq}) lands ${e.sha.slice(-8)}, on which a person requested changes to ${asked}`,
+        );
       for (const b of e.blocks) {
+        const closed = forge?.pulls.get(b.block)?.closed;
+        if (closed !== undefined)
+          throw new Failure(
+            'closed-stays-closed',
+            `land.intent (seq ${e.seq}) lands ${b.block}, whose pull request a person closed ("${closed}")`,
+          );
         if (sim.git.landed.has(b.block) || sim.landings.includes(b.block)) {
           throw new Failure('lands-once', `land.intent (seq ${e.seq}) lands ${b.block} again: git already has refs/tron/landed/${b.block}`);
         }
+        // What lands of a block is the change its reviewer approved: the same patch (a clean
+        // replay keeps it; a replay that changed it goes back to review first).
+        const landing = sim.git.commits.get(b.sha)?.patch;
+        const approved = sim.approved.get(b.block);
+        if (landing !== approved) {
+          throw new Failure(
+            'lands-what-was-reviewed',
+            `land.intent (seq ${e.seq}) lands ${b.block} at ${b.sha.slice(-8)} (patch ${landing ?? '?'}), but its reviewer approved ${approved === undefined ? 'nothing' : `patch ${approved}`}`,
+          );
+        }
       }
       return;
+    }
     case 'worktree.requested': {
       // Free slots take ready blocks: a block that held no build or review slot before this input starts (or
       // starts again, from trunk) only while the blocks in build or review, itself among them,
@@ -55,6 +81,14 @@ export function check(sim: Sim, e: TronEvent): void {
         );
       return;
     }
+    case 'block.phase':
+      // The reviewer approves the attested sha: what may land of the block is that patch.
+      if (e.from === 'review' && e.on === 'APPROVE') {
+        const attested = sim.around(e).at.blocks.get(e.block)?.attested;
+        const patch = attested === undefined ? undefined : sim.git.commits.get(attested)?.patch;
+        if (patch !== undefined) sim.approved.set(e.block, patch);
+      }
+      return;
     case 'lane.stacked':
       // A stack holds at most [merge] batch blocks: the first `batch` of the queue, or fewer.
       // PR mode stacks one block at a time, so each pull request's checks run on the sha that lands.

@@ -147,8 +147,174 @@ export const LIMIT_MUTATIONS: readonly Mutation[] = [
   },
 ];
 
+/** A decision step whose input `change` rewrites before deciding (the log keeps the input as it came). */
+function misreading(change: (state: EngineState, input: TronEvent) => TronEvent): typeof decide {
+  return (state, input, ctx) => decide(state, change(state, input), ctx);
+}
+
+/**
+ * The rest of what tron promises, each broken on purpose (kept out of MUTATIONS, as the
+ * limits are: what most break is a count, a replay or a pair of runs, which a template's
+ * expectation does not show): caught in the CI range by their invariants in
+ * simulator.test.ts. docs/evaluation.md has the table, promise by promise.
+ */
+export const PROMISE_MUTATIONS: readonly Mutation[] = [
+  {
+    name: 'restack-without-rebase',
+    about: 'a landing refused because trunk moved is tried again with the new trunk as its lease, its stack not replayed onto it',
+    caughtBy: 'trunk-linear',
+    engine: {
+      planRecovery,
+      decide: (state, input, ctx) => {
+        const stack = state.lane.stack;
+        const moved = input.type === 'land.refused' ? input.actual : input.type === 'remote.moved' ? input.sha : undefined;
+        if (
+          moved == null ||
+          !('stack' in input) ||
+          !stack ||
+          stack.id !== input.stack ||
+          stack.landing.length === 0 ||
+          moved === state.trunkSha
+        )
+          return decide(state, input, ctx);
+        const blocks = stack.entries.filter((e) => stack.landing.includes(e.block));
+        if (blocks.length === 0) return decide(state, input, ctx);
+        const d: EventBody = {
+          type: 'land.intent',
+          stack: stack.id,
+          sha: blocks.at(-1)!.sha,
+          from: moved,
+          blocks,
+          tested: stack.tested ?? 'lane',
+        };
+        const s = apply(apply(state, input), { ...d, v: input.v, seq: input.seq + 1, ts: input.ts } as TronEvent);
+        return { state: s, decisions: [d] };
+      },
+    },
+  },
+  {
+    name: 'changed-replay-as-clean',
+    about: 'the merge lane takes a replay whose patch changed for a clean one: the block lands with a change its reviewer never saw',
+    caughtBy: 'lands-what-was-reviewed',
+    engine: {
+      planRecovery,
+      decide: misreading((_state, input) =>
+        input.type === 'rebase.done'
+          ? {
+              ...input,
+              results: input.results.map((r) =>
+                r.outcome === 'changed' ? { ...r, outcome: 'clean' as const, patch_after: r.patch_before } : r,
+              ),
+            }
+          : input,
+      ),
+    },
+  },
+  {
+    name: 'person-closing-ignored',
+    about: 'in PR mode, a pull request a person closed is read as open: the block lands against their word',
+    caughtBy: 'closed-stays-closed',
+    engine: {
+      planRecovery,
+      decide: misreading((_state, input) =>
+        input.type === 'pr.observed'
+          ? { ...input, pulls: input.pulls.map(({ words: _words, ...p }) => ({ ...p, state: 'open' as const })) }
+          : input,
+      ),
+    },
+  },
+  {
+    name: 'person-changes-ignored',
+    about: "in PR mode, a person's requested changes are not read: the head they asked changes on lands",
+    caughtBy: 'changes-honoured',
+    engine: { planRecovery, decide: misreading((_state, input) => (input.type === 'pr.observed' ? { ...input, changes: [] } : input)) },
+  },
+  {
+    name: 'budgets-unread',
+    about: 'the schedule never reads [budgets]: a block past block_usd, or a run past run_usd, is given another turn',
+    caughtBy: 'spend-within-budget',
+    engine: {
+      planRecovery,
+      decide: (state, input, ctx) => {
+        if (input.type === 'run.started') return decide(state, input, ctx);
+        const out = decide({ ...state, budgets: {} }, input, ctx);
+        return { ...out, state: { ...out.state, budgets: state.budgets } };
+      },
+    },
+  },
+  {
+    name: 'facts-never-asked',
+    about: "a builder's DONE moves the block on to its facts, but the request for them is never made",
+    caughtBy: 'no-silent-stall',
+    engine: {
+      planRecovery,
+      decide: rewriting((_after, decisions) =>
+        decisions.some((d) => d.type === 'facts.requested') ? decisions.filter((d) => d.type !== 'facts.requested') : undefined,
+      ),
+    },
+  },
+  {
+    name: 'test-again-instead-of-landing',
+    about: 'a stack found green is tested again instead of landed, and again, for ever',
+    caughtBy: 'terminates',
+    engine: {
+      planRecovery,
+      decide: rewriting((_after, decisions) =>
+        decisions.some((d) => d.type === 'land.intent')
+          ? decisions.map((d) =>
+              d.type === 'land.intent'
+                ? { type: 'candidate.requested', stack: d.stack, sha: d.sha, blocks: d.blocks.map((b) => b.block) }
+                : d,
+            )
+          : undefined,
+      ),
+    },
+  },
+  {
+    name: 'state-beyond-the-log',
+    about: 'the decision step lowers max_parallel in its own state, which no event records: the run decides what its log does not',
+    caughtBy: 'replays',
+    engine: {
+      planRecovery,
+      decide: (state, input, ctx) => {
+        const out = decide(state, input, ctx);
+        if (input.type !== 'recovery.finished') return out;
+        return { ...out, state: { ...out.state, maxParallel: Math.max(1, out.state.maxParallel - 1) } };
+      },
+    },
+  },
+  {
+    name: 'review-given-up-on-recovery',
+    about: 'recovery gives up every block it finds in review: a crash changes which blocks land',
+    caughtBy: 'crash-converges',
+    engine: {
+      decide,
+      planRecovery: (events, blocks, world) => {
+        const plan = planRecovery(events, blocks, world);
+        return {
+          ...plan,
+          recovered: plan.recovered.map((r) => (r.phase === 'review' ? { ...r, phase: 'abandoned', detail: 'given up at recovery' } : r)),
+        };
+      },
+    },
+  },
+  {
+    name: 'no-transition-for-a-stopped-turn',
+    about: 'the spine has no transition for the reply of a turn the engine stopped: the decision step throws',
+    caughtBy: 'decides-every-input',
+    engine: {
+      planRecovery,
+      decide: (state, input, ctx) => {
+        if (input.type === 'reply.received' && input.failure === 'aborted')
+          throw new Error(`no transition for ${input.type} (aborted) in ${input.block}`);
+        return decide(state, input, ctx);
+      },
+    },
+  },
+];
+
 export function mutation(name: string): Mutation {
-  const all = [...MUTATIONS, LAND_PAST_RED_HOSTED_CHECK, ...LIMIT_MUTATIONS];
+  const all = [...MUTATIONS, LAND_PAST_RED_HOSTED_CHECK, ...LIMIT_MUTATIONS, ...PROMISE_MUTATIONS];
   const m = all.find((x) => x.name === name);
   if (!m) throw new Error(`no mutation ${name}: ${all.map((x) => x.name).join(', ')}`);
   return m;

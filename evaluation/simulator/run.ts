@@ -107,6 +107,33 @@ export type Item =
   /** The remote accepted a landing; local trunk and the landed refs are yet to follow (a crash here loses it). */
   | { kind: 'follow'; d: EventOf<'land.intent'>; found: boolean };
 
+/**
+ * The engine's parts as a run drives them: a throw from the decision step or the recovery
+ * planning — an input the spine has no transition for, a log it cannot read — breaks
+ * `decides-every-input`, and is found, shrunk and written like any other violation rather
+ * than ending the search as an error of the tool.
+ */
+function guarded(e: Engine): Engine {
+  const threw = (what: string, err: unknown): Failure =>
+    err instanceof Failure ? err : new Failure('decides-every-input', `${what} threw: ${err instanceof Error ? err.message : String(err)}`);
+  return {
+    decide: (state, input, ctx) => {
+      try {
+        return e.decide(state, input, ctx);
+      } catch (err) {
+        throw threw(`the decision step, on ${input.type} (seq ${input.seq}),`, err);
+      }
+    },
+    planRecovery: (events, blocks, world) => {
+      try {
+        return e.planRecovery(events, blocks, world);
+      } catch (err) {
+        throw threw(`the recovery planning, on a log of ${events.length} events,`, err);
+      }
+    },
+  };
+}
+
 /** Runs one simulated run to its end, or to its first violated invariant. */
 export function simulate(o: RunOptions): RunResult {
   return new Sim(o).run();
@@ -138,6 +165,8 @@ export class Sim {
   unanswered = new Set<string>();
   /** Blocks the world has landed, in landing order. */
   landings: string[] = [];
+  /** The patch each block's reviewer last approved (the world's memory: it outlives a crash). */
+  approved = new Map<string, string>();
   cap: number;
   /** The crash-convergence check's crash happened. */
   forced = false;
@@ -145,12 +174,12 @@ export class Sim {
 
   constructor(readonly o: RunOptions) {
     this.c = new Chooser(o.script ? undefined : new Rng(o.seed), o.script);
-    this.engine = o.engine ?? REAL;
+    this.engine = guarded(o.engine ?? REAL);
     this.cov = o.coverage;
     this.cap = o.maxSteps ?? 20_000;
     this.cfg = this.configure();
     if (this.cfg.remote) this.git.remote = { trunk: this.git.trunk, landed: new Map() };
-    if (this.cfg.pr) this.git.forge = { pulls: new Map(), green: new Set(), missing: new Map(), next: 1 };
+    if (this.cfg.pr) this.git.forge = { pulls: new Map(), green: new Set(), missing: new Map(), changes: new Map(), next: 1 };
   }
 
   pick<P extends Point>(p: P) {

@@ -4,9 +4,10 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { loadTemplate, parseTemplate, TEMPLATES_DIR, templateNames } from '../template.ts';
 import { goldenRunDirs, goldenTemplate } from '../golden.ts';
-import { LAND_PAST_RED_HOSTED_CHECK, LIMIT_MUTATIONS, MUTATIONS } from './mutations.ts';
+import { LAND_PAST_RED_HOSTED_CHECK, LIMIT_MUTATIONS, MUTATIONS, PROMISE_MUTATIONS } from './mutations.ts';
 import { REAL, simulate } from './run.ts';
 import { rerun, search } from './search.ts';
+import { shrink } from './shrink.ts';
 import { reproduce } from './main.ts';
 import { failureDetail, runTemplate } from '../harness.ts';
 
@@ -55,6 +56,19 @@ describe('the simulator', () => {
       // The real engine keeps the invariant on the very same schedule.
       expect(rerun(r.failures[0]!.case, REAL).violation).toBeUndefined();
     });
+  }
+
+  // Every other promise (docs/evaluation.md's table): its invariant catches its planted bug,
+  // shrunk to fewer faults that still break it, and the real engine holds on that schedule.
+  for (const m of PROMISE_MUTATIONS) {
+    it(`catches the planted mutation ${m.name} (${m.about}) by ${m.caughtBy} within the CI range, shrunk`, () => {
+      const r = search({ from: 1, runs: CI_TEST_SEEDS, engine: m.engine, stopAtFirst: true });
+      expect(r.failures.map((f) => f.violation!.invariant)).toEqual([m.caughtBy]);
+      const small = shrink(r.failures[0]!, m.engine, 100);
+      expect(small.after).toBeLessThanOrEqual(small.before);
+      expect(rerun(small.case, m.engine).violation?.invariant).toBe(m.caughtBy);
+      expect(rerun(small.case, REAL).violation).toBeUndefined();
+    }, 120_000);
   }
 
   // Each engine bug the simulator found keeps its failing schedule (a case written by --out,

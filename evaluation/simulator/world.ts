@@ -42,10 +42,17 @@ export class Git {
    * The forge, in a PR-mode run ([forge] land = "pr"): each block's one pull request (a
    * person may close it), the shas whose required hosted checks it reported green (the only
    * tops trunk may move to in PR mode), and the shas whose checks have not reported yet,
-   * with how many more asks they stay missing.
+   * with how many more asks they stay missing, and the shas a person requested changes on
+   * (the block whose pull request it was): a review stays on the head it was given on.
    */
   forge:
-    | { pulls: Map<string, { number: number; closed?: string }>; green: Set<string>; missing: Map<string, number>; next: number }
+    | {
+        pulls: Map<string, { number: number; closed?: string }>;
+        green: Set<string>;
+        missing: Map<string, number>;
+        changes: Map<string, string>;
+        next: number;
+      }
     | undefined;
   private n = 0;
 

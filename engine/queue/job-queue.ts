@@ -46,14 +46,10 @@ import { AgentSuites } from './agent-tests.ts';
 import { WorkFetches } from './work-fetch.ts';
 import { UnheldRoles } from './unheld-roles.ts';
 
-/** The decisions whose effects are jobs on the queue: worker turns and test runs. */
-export const QUEUED: ReadonlySet<DecisionType> = new Set<DecisionType>([
-  'block.dispatched',
-  'facts.requested',
-  'candidate.requested',
-  'bisect.step',
-  'test.requested',
-]);
+/** The decisions whose effects are jobs on the queue (worker turns and test runs): each row of EFFECTS says where it runs. */
+export const QUEUED: ReadonlySet<DecisionType> = new Set(
+  (Object.keys(EFFECTS) as DecisionType[]).filter((type) => EFFECTS[type]?.where === 'queue'),
+);
 
 /** The roles a job is claimed by: a turn's worker role, `test` for a test run. */
 export const JOB_ROLES = ['builder', 'reviewer', 'architect', 'test'] as const;

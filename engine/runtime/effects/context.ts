@@ -113,6 +113,13 @@ export interface Effect<T extends DecisionType, R = EventOf<T>> {
   request?: (e: EventOf<T>, at: Moment) => R;
   run: (c: EffectContext, r: R) => Promise<Outcome> | Outcome;
   onFailure?: (r: R, error: Error) => Outcome;
+  /**
+   * Where it may run: `queue` — a worker turn or a test run, a job on the queue when the run
+   * is logged in a database (the engine's own pool or agents, as `[cluster] jobs` says), else
+   * in the engine's process; absent — always in the engine's process (it writes the engine's
+   * own git, log or pages).
+   */
+  where?: 'queue';
 }
 
 /** Errors of the machine itself: a full or failing disk, no file handles left. */

@@ -14,6 +14,7 @@ import { Coalesced } from './coalesce.ts';
 import { suiteAt } from './suites.ts';
 
 export const observeFacts = effect({
+  where: 'queue',
   run: (c, e: EventOf<'facts.requested'>) => observe(c, e),
   // The facts are read from the block's worktree and branch: what fails there fails the gate.
   onFailure: (e, error): EventBody => ({

@@ -85,7 +85,7 @@ async function stack(c: EffectContext, e: EventOf<'lane.stacked'>): Promise<Even
 }
 
 /** Setup and the tests at a stack's top (or a prefix's), in `_lane` holding exactly that sha. */
-export const testCandidate = effect({ run: (c, e: EventOf<'candidate.requested' | 'bisect.step'>) => testAt(c, e) });
+export const testCandidate = effect({ where: 'queue', run: (c, e: EventOf<'candidate.requested' | 'bisect.step'>) => testAt(c, e) });
 
 async function testAt(c: EffectContext, e: EventOf<'candidate.requested' | 'bisect.step'>): Promise<EventBody> {
   const at = {
@@ -163,6 +163,7 @@ async function land(c: EffectContext, e: EventOf<'land.intent'>): Promise<EventB
  * `_trunk` checkout — off the lane's path, one check at a time.
  */
 export const testTrunk = effect({
+  where: 'queue',
   run: (c, e: EventOf<'test.requested'>) => c.queues.trunkChecks.run(() => testTrunkNow(c, e)),
 });
 

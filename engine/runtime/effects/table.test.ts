@@ -9,6 +9,7 @@ import { Driver, GREEN, sha } from '../../testing/driver.ts';
 import type { Moment } from './context.ts';
 import { renderPrompt } from './prompts.ts';
 import { EFFECTS, jobOf } from './table.ts';
+import { QUEUED } from '../../queue/job-queue.ts';
 import type { TurnRequest } from './turn.ts';
 
 /** Every golden run's events, in order. */
@@ -25,6 +26,14 @@ describe('the effects table', () => {
     const described = (Object.keys(EVENT_SCHEMAS) as EventType[]).filter((t) => eventKind(t) === 'decision').sort();
     expect([...DECISION_TYPES].sort()).toEqual(described);
     expect(Object.keys(EFFECTS).sort()).toEqual(described);
+  });
+
+  it('lets only worker turns and test runs leave the engine as jobs: nothing that writes trunk, refs, worktrees, pages or the log runs on the queue', () => {
+    // Anything on the queue may run on an agent's host (docs/cluster.md): only what reads a
+    // worktree and answers with a reply or a test report may go there.
+    expect([...QUEUED].sort()).toEqual(['bisect.step', 'block.dispatched', 'candidate.requested', 'facts.requested', 'test.requested']);
+    for (const type of ['land.intent', 'worktree.requested', 'wrap.requested', 'escalation.raised', 'lane.stacked', 'gate.passed'] as const)
+      expect(QUEUED.has(type), type).toBe(false);
   });
 
   it("builds every effect's request from the moment of its decision, as JSON that survives a round trip unchanged — for every decision of every golden run", () => {

@@ -38,6 +38,7 @@ export interface TurnRequest {
 }
 
 export const turn = effect({
+  where: 'queue',
   request: (e: EventOf<'block.dispatched'>, at): TurnRequest => {
     const s = at.state;
     const b = s.blocks.get(e.block)!;

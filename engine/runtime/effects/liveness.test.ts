@@ -29,7 +29,7 @@ async function probeAnExitedWorker(endAfterMs: number, probeWaitMs: number): Pro
   turns.start('b1', 'b1.1.builder', 1);
   const pid = await exitedPid();
   const worker = { kind: 'command', running: () => ({ pid, startTime: 0, outputBytes: 0 }) } as unknown as WorkerAdapter;
-  const c = { repo, workers: { builder: worker }, turns } as unknown as EffectContext;
+  const c = { repo, workers: { builder: worker }, turns, clock: systemClock } as unknown as EffectContext;
   const decision = { type: 'worker.overran', block: 'b1', session: 'b1.1.builder', turn: 1, elapsed_ms: 1000 } as EventOf<'worker.overran'>;
   const ends = setTimeout(() => {
     turns.end('b1.1.builder', 1);

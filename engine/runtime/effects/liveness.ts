@@ -9,6 +9,7 @@ import type { EventBody, EventOf } from '../../core/events.ts';
 import { formatDuration } from '../../core/duration.ts';
 import type { WorkerRole } from '../../core/roles.ts';
 import * as git from '../../git/index.ts';
+import { sleep } from '../../os/clock.ts';
 import { type LifeSnapshot, signsOfLife, takeSnapshot, worktreePrint } from '../../workers/liveness-signs.ts';
 import { type EffectContext, effect, errorLine } from './context.ts';
 import { renderPrompt } from './prompts.ts';
@@ -62,7 +63,7 @@ async function probeTurn(c: EffectContext, r: ProbeRequest): Promise<EventBody> 
     worker.probe(e.session, renderPrompt('probe', { block: e.block, elapsed }, { role, phase: r.phase, expect: ['WORKING'] }));
   }
   const before = await take();
-  await new Promise((done) => setTimeout(done, r.probeWaitMs));
+  await sleep(c.clock, r.probeWaitMs);
   const after = await take();
   const { alive, signs } = signsOfLife(before, after);
   // A worker that exited during the wait may have replied: its turn ends once the adapter has

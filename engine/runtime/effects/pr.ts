@@ -224,11 +224,11 @@ export const waitForge = effect({
   run: (c, e: EventOf<'pr.wait'>) =>
     new Promise<EventBody>((resolve) => {
       const done = () => {
-        clearTimeout(timer);
+        cancel();
         woken?.close();
         resolve({ type: 'pr.waited', stack: e.stack, attempt: e.attempt });
       };
-      const timer = setTimeout(done, e.wait_ms);
+      const cancel = c.clock.after(e.wait_ms, done);
       const woken = /^(rate limited|the forge failed)/.test(e.reason) ? undefined : watchWake(c.repo, done);
     }),
 });

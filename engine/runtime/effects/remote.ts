@@ -112,9 +112,9 @@ export async function landOnRemote(
 
 /** The wait before a push's next try: the decision said how long; the input says it passed. */
 export const waitRetry = effect({
-  run: (_c, e: EventOf<'remote.retry'>) =>
+  run: (c, e: EventOf<'remote.retry'>) =>
     new Promise<EventBody>((resolve) => {
-      setTimeout(() => resolve({ type: 'remote.waited', stack: e.stack, attempt: e.attempt }), e.wait_ms);
+      c.clock.after(e.wait_ms, () => resolve({ type: 'remote.waited', stack: e.stack, attempt: e.attempt }));
     }),
 });
 

@@ -12,7 +12,8 @@ interface Running {
   block: string;
   controller: AbortController;
   startedAt: number;
-  timer?: NodeJS.Timeout;
+  /** Cancels its overrun timer. */
+  disarm?: () => void;
 }
 
 export class TurnTable {
@@ -54,7 +55,7 @@ export class TurnTable {
 
   /** The turn ended: its timer goes with it. */
   end(session: string, turn: number): void {
-    clearTimeout(this.running.get(key(session, turn))?.timer);
+    this.running.get(key(session, turn))?.disarm?.();
     this.running.delete(key(session, turn));
     for (const wake of this.waiting.get(key(session, turn)) ?? []) wake();
     this.waiting.delete(key(session, turn));
@@ -64,11 +65,10 @@ export class TurnTable {
   ended(session: string, turn: number, ms: number): Promise<boolean> {
     if (!this.isRunning(session, turn)) return Promise.resolve(true);
     return new Promise((resolve) => {
-      const timer = setTimeout(() => resolve(false), ms);
-      timer.unref?.();
+      const cancel = this.clock.after(ms, () => resolve(false));
       const wakes = this.waiting.get(key(session, turn)) ?? [];
       wakes.push(() => {
-        clearTimeout(timer);
+        cancel();
         resolve(true);
       });
       this.waiting.set(key(session, turn), wakes);
@@ -83,12 +83,11 @@ export class TurnTable {
   arm(session: string, turn: number, ms: number): void {
     const t = this.running.get(key(session, turn));
     if (!t) return;
-    clearTimeout(t.timer);
-    t.timer = setTimeout(() => {
+    t.disarm?.();
+    t.disarm = this.clock.after(ms, () => {
       if (!this.running.has(key(session, turn))) return;
       this.input({ type: 'timer.fired', block: t.block, session, turn, timer: 'overrun', elapsed_ms: this.clock.now() - t.startedAt });
-    }, ms);
-    t.timer.unref?.();
+    });
   }
 
   /** Aborts every running turn `which` picks. */
@@ -96,7 +95,7 @@ export class TurnTable {
     for (const [k, t] of this.running) {
       const [session, turn] = splitKey(k);
       if (!which({ block: t.block, session, turn })) continue;
-      clearTimeout(t.timer);
+      t.disarm?.();
       t.controller.abort();
     }
   }

@@ -43,7 +43,7 @@ import { Notifier } from '../serve/notify.ts';
 import type { Config } from '../project/config.ts';
 import { brokerFor, checkJobsConfig } from '../queue/job-queue.ts';
 import { dropEarlierJobs, migrateJobs } from '../queue/pg-jobs.ts';
-import { bringLatestRun, databaseUrl, remoteIdentity, repositoryName, type Seat, takeSeat } from '../log/cluster.ts';
+import { bringLatestRun, databaseUrl, remoteIdentity, repositoryName, type Seat, seatFailure, takeSeat } from '../log/cluster.ts';
 import { forgeAtStart, type ForgeRun, withoutForgeToken } from '../forge/session.ts';
 import { ForgeProgress, tellRecovered } from '../forge/progress.ts';
 import { noteIgnored } from '../forge/trust.ts';
@@ -115,6 +115,8 @@ export async function startCommand(o: StartOptions): Promise<number> {
     // Read once the lease is held: a standby may have waited while the leader moved trunk.
     const trunkSha = await git.currentTrunkSha(repo, config.trunk);
     return await startHolding(o, repo, config, blocks, spine, sandbox, trunkSha, seat, forgeRun);
+  } catch (err) {
+    throw seat ? seatFailure(seat, databaseUrl(config.cluster, o.env)!, err) : err;
   } finally {
     await seat?.leave();
   }

@@ -6,7 +6,8 @@ import { ManualClock } from '../os/clock.ts';
 import { needPostgres, type TestDatabase, testDatabase } from '../testing/postgres.ts';
 import { requireAll, skipWithout } from '../testing/needs.ts';
 import { testGit } from '../testing/repo.ts';
-import { bringLatestRun, normalizeRemoteUrl, readDatabaseRun, repositoryName, takeSeat } from './cluster.ts';
+import pg from 'pg';
+import { bringLatestRun, normalizeRemoteUrl, readDatabaseRun, repositoryName, seatFailure, takeSeat } from './cluster.ts';
 
 const POSTGRES = needPostgres();
 const NO_DATABASE = skipWithout('a run carried between hosts by the database', POSTGRES);
@@ -28,6 +29,35 @@ describe.skipIf(NO_DATABASE)('a run carried between hosts by the database', () =
     dirs.push(d);
     return d;
   };
+
+  it('tells a start whose database went just after it took the lease TRON_DB_LOST, not an engine failure, and leaves coded errors alone', async () => {
+    const seat = (await takeSeat({ url: server.url, repository: 'went-at-start', leaseMs: 30_000, print: () => undefined }))!;
+    try {
+      // Before the seat saw anything: the error of a query on a connection that broke.
+      const broken = new Error('Client has encountered a connection error and is not queryable');
+      expect((seatFailure(seat, server.url, broken) as Error).message).toMatch(/^TRON_DB_LOST: /);
+      const coded = new Error('TRON_GIT_FAILED: git said no');
+      expect(seatFailure(seat, server.url, coded)).toBe(coded);
+      const mine = new Error('a bug of the engine');
+      expect(seatFailure(seat, server.url, mine)).toBe(mine);
+      // The server ends the seat's connection (a restart): what fails after is that loss, whatever it says.
+      const admin = new pg.Client({ connectionString: server.url });
+      await admin.connect();
+      await admin.query(
+        "select pg_terminate_backend(pid) from pg_stat_activity where pid <> pg_backend_pid() and application_name = '' and state = 'idle' and datname = current_database()",
+      );
+      await admin.end();
+      let lost: Error | undefined;
+      seat.onLost((e) => {
+        lost = e;
+      });
+      for (let i = 0; i < 100 && !lost; i += 1) await new Promise((r) => setTimeout(r, 20));
+      expect(String(lost)).toMatch(/TRON_DB_LOST/);
+      expect(seatFailure(seat, server.url, mine)).toBe(lost);
+    } finally {
+      await seat.leave().catch(() => undefined);
+    }
+  });
 
   it("brings the latest run to another host's run directory whole: its lines, its spine and its manifest", async () => {
     const key = Buffer.alloc(32, 3);

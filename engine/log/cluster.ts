@@ -14,6 +14,7 @@ import { acquireLease, awaitLease, type Lease } from './lease.ts';
 import { InputError } from '../core/errors.ts';
 import type { TronEvent } from '../core/events.ts';
 import { readRunFiles, saveRunFiles } from './pg-run-files.ts';
+import { isConnectionLoss } from './db-lost.ts';
 import {
   checkedRunKey,
   DatabaseLostError,
@@ -155,7 +156,6 @@ export async function takeSeat(o: {
     for (const l of listeners) l(err);
   };
   try {
-    await checkName(db, o);
     const opts = {
       repository: o.repository,
       periodMs: o.leaseMs,
@@ -165,6 +165,7 @@ export async function takeSeat(o: {
     let lease: Lease | undefined;
     for (;;) {
       try {
+        await checkName(db, o);
         lease = o.standby
           ? await awaitLease(db, {
               ...opts,
@@ -177,7 +178,7 @@ export async function takeSeat(o: {
           : await acquireLease(db, opts);
         break;
       } catch (err) {
-        if (!o.standby || !isConnectionLost(err)) throw err;
+        if (!o.standby || !isConnectionLost(err) || err instanceof InputError) throw err;
         await db.end();
         const again = await reconnect(o.url, (err as Error).message, o.print, o.stop);
         if (!again) break;
@@ -216,8 +217,27 @@ export async function takeSeat(o: {
   } catch (err) {
     left = true;
     await db.end();
+    // The database went while this start looked for its seat (a restart under it): said as the database out of reach, never as tron's failure.
+    if (isConnectionLoss(err) && !/^TRON_[A-Z_]+: /.test(String((err as Error).message)))
+      throw new DatabaseUnreachableError(o.url, (err as Error).message);
     throw err;
   }
+}
+
+/**
+ * What a start holding the lease that fails is told as: the database's connection lost
+ * (a restart just after a standby took over, before its run opened) is TRON_DB_LOST, and a
+ * lease lost meanwhile TRON_LEASE_LOST — the documented stops of a leader (docs/cluster.md)
+ * — never TRON_ENGINE_FAILED; an error with a code of its own stays as it is.
+ */
+export function seatFailure(seat: Seat, url: string, err: unknown): unknown {
+  if (/^TRON_[A-Z_]+: /.test(String((err as Error | undefined)?.message ?? ''))) return err;
+  let lost: Error | undefined;
+  seat.onLost((e) => {
+    lost = e;
+  });
+  if (lost) return lost;
+  return isConnectionLoss(err) ? new DatabaseLostError(url, String((err as Error).message ?? err)) : err;
 }
 
 /**

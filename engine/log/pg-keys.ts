@@ -23,7 +23,7 @@ import { InputError } from '../core/errors.ts';
 import { readLog } from './eventlog.ts';
 import { adoptKey, keyPath, type RepoKey, repoKey } from './keys.ts';
 import type { Lease } from './lease.ts';
-import { type Database, latestPgRun, readPgRun } from './pg-log.ts';
+import { type Database, fencedWrite, latestPgRun, readPgRun } from './pg-log.ts';
 
 /** The key the engine of `repo` signs and checks its lines with: the database's, which this clone takes when it may. */
 export async function sharedKey(db: Database, lease: Lease, repo: string): Promise<RepoKey> {
@@ -41,11 +41,15 @@ export async function sharedKey(db: Database, lease: Lease, repo: string): Promi
           message: `the database's runs of this repository (the latest: ${latest.run}) were signed with a key this host does not hold, and the database holds none: start the engine once, with this version of tron, on the host whose clone wrote them; it puts its key in the database`,
         },
       ]);
-    await db.client.query('insert into tron_keys (repository, generation, key) values ($1, $2, $3) on conflict (repository) do nothing', [
+    await fencedWrite(
       lease.repository,
       lease.generation,
-      local.key.toString('hex'),
-    ]);
+      db.client.query('insert into tron_keys (repository, generation, key) values ($1, $2, $3) on conflict (repository) do nothing', [
+        lease.repository,
+        lease.generation,
+        local.key.toString('hex'),
+      ]),
+    );
     held = (await keyIn(db, lease.repository))!;
   }
   if (held.equals(local.key)) return local;

@@ -20,6 +20,7 @@ import {
   SCHEMA_VERSION,
 } from './pg-log.ts';
 import { SchemaNewerError } from './migrations.ts';
+import { saveRunFiles } from './pg-run-files.ts';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -64,6 +65,22 @@ describe.skipIf(NO_DATABASE)('the event log in PostgreSQL', () => {
     }
     expect(await latestPgRun(d, 'same-lines')).toEqual({ repository: 'same-lines', run: '20260101-000000-001' });
     await log.close();
+  });
+
+  it("says TRON_LEASE_LOST when a start's run files reach the database after a standby took the lease", async () => {
+    const d = await db();
+    const first = await acquireLease(d, { repository: 'fenced-files', periodMs: 30_000 });
+    await first.release();
+    const second = await acquireLease(await db(), { repository: 'fenced-files', periodMs: 30_000 });
+    expect(second.generation).toBe(first.generation + 1);
+    const runDir = mkdtempSync(join(tmpdir(), 'tron-pgfiles-'));
+    try {
+      writeFileSync(join(runDir, 'manifest.json'), '{}');
+      await expect(saveRunFiles(d, first, 'run-a', runDir)).rejects.toThrow(/^TRON_LEASE_LOST: /);
+      await expect(saveRunFiles(d, first, 'run-a', runDir)).rejects.toBeInstanceOf(LeaseLostError);
+    } finally {
+      rmSync(runDir, { recursive: true, force: true });
+    }
   });
 
   it('refuses, in the database, an append from a generation that no longer holds the lease', async () => {

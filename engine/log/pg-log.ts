@@ -197,6 +197,22 @@ export class LeaseLostError extends Error {
   }
 }
 
+/**
+ * A write of `generation` to a fenced table (its run files, its key; the lines and jobs go
+ * through the log's flush): the fence's refusal is the lease lost, said as such
+ * (TRON_LEASE_LOST), never an engine failure — a standby may take over between any two of
+ * an engine's statements, its start's too.
+ */
+export async function fencedWrite<T>(repository: string, generation: number, write: Promise<T>): Promise<T> {
+  try {
+    return await write;
+  } catch (err) {
+    const e = err as Error & { code?: string };
+    if (e.code === FENCED) throw new LeaseLostError(repository, `the database refused generation ${generation}: ${e.message}`);
+    throw err;
+  }
+}
+
 /** The connection broke mid-run (the database restarted, the network dropped): a line could not be committed. */
 export class DatabaseLostError extends Error {
   readonly code = 'TRON_DB_LOST' satisfies FaultCode;

@@ -8,7 +8,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Lease } from './lease.ts';
-import type { Database, RunKey } from './pg-log.ts';
+import { type Database, fencedWrite, type RunKey } from './pg-log.ts';
 
 /** The files of a run directory that the table keeps. */
 export const RUN_FILES = ['workflow.toml', 'manifest.json'] as const;
@@ -25,11 +25,15 @@ export async function saveRunFiles(db: Database, lease: Lease, run: string, runD
     bodies.push(readFileSync(file, 'utf8'));
   }
   if (names.length === 0) return;
-  await db.client.query(
-    `insert into tron_run_files (repository, run, name, generation, body)
-     select $1, $2, u.name, $3, u.body from unnest($4::text[], $5::text[]) as u(name, body)
-     on conflict (repository, run, name) do nothing`,
-    [lease.repository, run, lease.generation, names, bodies],
+  await fencedWrite(
+    lease.repository,
+    lease.generation,
+    db.client.query(
+      `insert into tron_run_files (repository, run, name, generation, body)
+       select $1, $2, u.name, $3, u.body from unnest($4::text[], $5::text[]) as u(name, body)
+       on conflict (repository, run, name) do nothing`,
+      [lease.repository, run, lease.generation, names, bodies],
+    ),
   );
 }
 

@@ -392,6 +392,19 @@ export class StaleAttemptEnd extends Error {
   }
 }
 
+/** `attempt`, again every quarter second while `again` says its error passes, until `withinMs` have gone. */
+async function retryWhile<T>(attempt: () => Promise<T>, again: (err: unknown) => boolean, withinMs: number): Promise<T> {
+  const until = Date.now() + withinMs;
+  for (;;) {
+    try {
+      return await attempt();
+    } catch (err) {
+      if (!again(err) || Date.now() >= until) throw err;
+      await new Promise((r) => setTimeout(r, 250));
+    }
+  }
+}
+
 /**
  * A pool of `slots` workers that claim the jobs of `roles` (graphile-worker: woken by
  * NOTIFY, SKIP LOCKED), each job a new attempt (`tron_claim`), reported with `tron_complete`.
@@ -410,7 +423,7 @@ export async function startWorkers(o: WorkerOptions): Promise<{ stop(): Promise<
   events.on('worker:create', ({ worker }: { worker: { workerId: string } }) => locks.push(worker.workerId));
   let caller: Caller = { worker: o.agent, token: '' };
   const register = async (): Promise<string[]> => {
-    const { token, tasks } = await registerPool(one, {
+    const registration = {
       worker: o.agent,
       host: hostname(),
       repository: o.repository,
@@ -418,7 +431,16 @@ export async function startWorkers(o: WorkerOptions): Promise<{ stop(): Promise<
       slots: o.slots,
       lapseMs,
       own: o.own ?? false,
-    });
+    };
+    // A pool started afresh after the database went (a restart) finds its own earlier
+    // registration still live — its stop could not reach the database to end it: it waits
+    // for that one to lapse (two lapses at most; a live pool of the same name keeps it, and
+    // is refused then).
+    const { token, tasks } = await retryWhile(
+      () => registerPool(one, registration),
+      (err) => isNotYours(err) && /registered under that name/.test(String((err as Error).message)),
+      2 * lapseMs + 500,
+    );
     caller = { worker: o.agent, token };
     o.onRegistered?.(caller);
     return tasks;

@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { chromium, type Browser } from 'playwright-core';
+import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { systemClock } from '../os/clock.ts';
 import { startCommand } from '../commands/start.ts';
@@ -117,9 +117,19 @@ describe('the dashboard in a real browser', () => {
       expect(statSync(shot).size).toBeGreaterThan(20_000);
 
       // Answered from the page: the engine reads it, and b goes round again and lands.
+      await page.evaluate(() => {
+        const said: string[] = [];
+        (window as unknown as { said: string[] }).said = said;
+        new MutationObserver(() => {
+          const text = document.querySelector('form[data-answer="b"] .said')?.textContent;
+          if (text && said.at(-1) !== text) said.push(text);
+        }).observe(document.getElementById('board')!, { childList: true, subtree: true, characterData: true });
+      });
       await page.selectOption('form[data-answer="b"] select', 'RETRY');
       await page.click('form[data-answer="b"] button');
       await page.waitForSelector('[data-phase="landed"] [data-block="b"]', { timeout: 30_000 });
+      const said = await page.evaluate(() => (window as unknown as { said: string[] }).said);
+      expect(said).toEqual([expect.stringMatching(/^sent \(\.tron\/inbox\/\d+-b\.json\); the engine reads it now$/)]);
       const seqs = await page.evaluate(() => (window as unknown as { tron: { seqs: number[]; gaps: number } }).tron);
       expect(seqs.gaps).toBe(0);
       expect(seqs.seqs).toEqual(Array.from({ length: seqs.seqs.length }, (_, i) => i + 1));
@@ -136,4 +146,34 @@ describe('the dashboard in a real browser', () => {
     });
     expect(errors).toEqual([]);
   });
+
+  it('tells the operator that the next tron start reads an answer sent while no engine runs', async () => {
+    const { page } = await parkedPage('stuck');
+    await page.click('form[data-answer="stuck"] button');
+    await page.waitForFunction(() => /^sent/.test(document.querySelector('form[data-answer="stuck"] .said')?.textContent ?? ''));
+    const said = await page.textContent('form[data-answer="stuck"] .said');
+    expect(said).toMatch(/^sent \(\.tron\/inbox\/\d+-stuck\.json\); no engine is running: the next `tron start` reads it$/);
+    expect(said).not.toContain('reads it now');
+  });
 });
+
+/** A finished run with block `id` parked (no engine running), served, and a page on its dashboard. */
+async function parkedPage(id: string): Promise<{ page: Page }> {
+  repo = await makeProject({
+    blocks: { [id]: { title: 'Move payments' } },
+    sim: `[[blocks.${id}.builder]]\nreply = '>>BLOCKED {"reason":"which provider?"}'\n`,
+  });
+  const exit = await startCommand({
+    repo: repo.dir,
+    clock: systemClock,
+    env: { PATH: process.env.PATH, HOME: process.env.HOME, ...GIT_IDENTITY_ENV },
+    print: () => {},
+  });
+  expect(exit).toBe(3);
+  const token = issueToken(repo.dir, 'browser', Date.now());
+  serving = await serve({ repo: repo.dir, host: '127.0.0.1', port: 0, clock: systemClock, pollMs: 100 });
+  const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+  await page.goto(`${serving.url}#token=${token}`);
+  await page.waitForSelector(`[data-phase="parked"] form[data-answer="${id}"]`);
+  return { page };
+}

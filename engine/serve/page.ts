@@ -109,7 +109,7 @@ const CLIENT = `
       var payload = {}; payload[word.value === 'RETRY' ? 'guidance' : 'reason'] = text.value || (word.value === 'RETRY' ? 'try again' : 'given up');
       go.disabled = true;
       api('/api/v1/blocks/' + encodeURIComponent(b.block) + '/answer', { method: 'POST', body: JSON.stringify({ reply: '>>' + word.value + ' ' + JSON.stringify(payload) }) })
-        .then(function (r) { said.textContent = 'sent (' + r.file + '); the engine reads it now'; })
+        .then(function (r) { said.textContent = 'sent (' + r.file + '); ' + (r.engine === 'running' ? 'the engine reads it now' : 'no engine is running: the next \`tron start\` reads it'); })
         .catch(function (err) { said.textContent = 'refused: ' + err.message; go.disabled = false; });
     };
     forms[b.block] = f;

@@ -66,7 +66,14 @@ const BlockDetail = z.object({
 const Events = z.object({ run: z.string(), events: z.array(Event), next: z.number().int().describe('after= for the next page') });
 
 const Answer = z.object({ reply: z.string().describe('one operator line: >>RETRY {"guidance":"…"} or >>ABANDON {"reason":"…"}') });
-const Accepted = z.object({ block: z.string(), file: z.string().describe('the answer file in .tron/inbox/'), by: z.string() });
+const Accepted = z.object({
+  block: z.string(),
+  file: z.string().describe('the answer file in .tron/inbox/'),
+  by: z.string(),
+  engine: z
+    .enum(['running', 'stopped'])
+    .describe('running: the engine at work on the run reads the answer now; stopped: no engine runs, the next `tron start` reads it'),
+});
 
 const Problem = z.object({ error: z.object({ code: z.string(), path: z.string(), message: z.string() }) });
 
@@ -177,7 +184,7 @@ export const ROUTES = {
     path: '/api/v1/blocks/{id}/answer',
     summary: 'answer a parked block (as `tron answer`)',
     description:
-      'Checks the answer as `tron answer` does (the block is parked; one legal operator line), signs it with the repository’s key and writes it to .tron/inbox/, where the running engine reads it at once (or the next `tron start` does). The engine records `operator.answered` with `by: "serve:<token name>"`.',
+      'Checks the answer as `tron answer` does (the block is parked; one legal operator line), signs it with the repository’s key and writes it to .tron/inbox/, where the running engine reads it at once, or the next `tron start` does (`engine` in the answer says which). The engine records `operator.answered` with `by: "serve:<token name>"`.',
     params: [blockParam],
     body: Answer,
     responses: {

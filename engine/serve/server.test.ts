@@ -151,7 +151,8 @@ describe('tron serve: the API', () => {
 
     const res = await post('stuck', '>>RETRY {"guidance":"use the staging key"}');
     expect(res.status).toBe(202);
-    expect(await res.json()).toMatchObject({ block: 'stuck', by: 'serve:test' });
+    // The run is over and no engine runs: the next `tron start` reads it, as `tron answer` says.
+    expect(await res.json()).toMatchObject({ block: 'stuck', by: 'serve:test', engine: 'stopped' });
     const { answers, refused } = readInbox(repo!.dir, repoKey(repo!.dir)!.key);
     expect(refused).toEqual([]);
     expect(answers).toEqual([
@@ -160,6 +161,40 @@ describe('tron serve: the API', () => {
     // The state says the answer waits in the inbox, as tron status does.
     const state = await (await fetch(`${serving!.url}api/v1/state`, { headers: { authorization: `Bearer ${token}` } })).json();
     expect(state.blocks[1].answer).toMatchObject({ word: 'RETRY' });
+  });
+});
+
+describe('tron serve: where an answer goes', () => {
+  it('says the running engine reads an answer sent while tron start runs', async () => {
+    repo = await makeProject({ blocks: { stuck: {} }, sim: STUCK_SIM });
+    const token = issueToken(repo.dir, 'test', Date.now());
+    const auth = { authorization: `Bearer ${token}` };
+    serving = await serve({ repo: repo.dir, host: '127.0.0.1', port: 0, clock: systemClock, pollMs: 50 });
+    const stop = new AbortController();
+    const started = startCommand({
+      repo: repo.dir,
+      watch: true,
+      stop: stop.signal,
+      clock: systemClock,
+      env: { PATH: process.env.PATH, HOME: process.env.HOME, ...GIT_IDENTITY_ENV },
+      print: () => {},
+    });
+    const answer = (reply: string) =>
+      fetch(`${serving!.url}api/v1/blocks/stuck/answer`, { method: 'POST', headers: auth, body: JSON.stringify({ reply }) });
+    try {
+      const parked = async () => {
+        const res = await fetch(`${serving!.url}api/v1/state`, { headers: auth });
+        const state = res.ok ? await res.json() : undefined;
+        return state?.blocks.some((b: { block: string; phase: string }) => b.block === 'stuck' && b.phase === 'parked') === true;
+      };
+      while (!(await parked())) await new Promise((r) => setTimeout(r, 50));
+      const res = await answer('>>ABANDON {"reason":"not needed"}');
+      expect(res.status).toBe(202);
+      expect(await res.json()).toMatchObject({ block: 'stuck', engine: 'running' });
+    } finally {
+      stop.abort();
+      await started;
+    }
   });
 });
 

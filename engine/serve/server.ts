@@ -164,6 +164,14 @@ export async function serve(o: ServeOptions): Promise<Serving> {
     }));
   };
 
+  /** Whether an engine is at work on the run `f` follows: one holds the repository's engine.lock (or the database's lease), and the run has not finished. */
+  const engineAtWork = (f: NonNullable<Hub['current']>) => {
+    if (f.state.finished) return false;
+    if (o.engineRunning) return o.engineRunning();
+    const holder = readLock(join(repo, '.tron', 'engine.lock'));
+    return holder !== undefined && isHolderAlive(holder);
+  };
+
   const handlers: Record<RouteName, Handler> = {
     state: async ({ res }) => {
       const f = hub.current;
@@ -183,12 +191,10 @@ export async function serve(o: ServeOptions): Promise<Serving> {
         });
         return;
       }
-      const holder = o.engineRunning ? undefined : readLock(join(repo, '.tron', 'engine.lock'));
-      const running = o.engineRunning ? o.engineRunning() : holder !== undefined && isHolderAlive(holder);
       send(res, 200, {
         run: f.run,
         seq: f.last,
-        engine: running && !f.state.finished ? 'running' : f.state.finished ? 'finished' : 'interrupted',
+        engine: engineAtWork(f) ? 'running' : f.state.finished ? 'finished' : 'interrupted',
         now: o.clock.now(),
         phases,
         spend: f.state.spend,
@@ -269,7 +275,9 @@ export async function serve(o: ServeOptions): Promise<Serving> {
       parseAnswer(block, reply);
       const by = `serve:${who}`;
       const file = writeAnswer(repo, block, reply, o.clock, repoKey(repo, { create: true }).key, by);
-      send(res, 202, { block, file: join('.tron', 'inbox', file), by });
+      // As `tron answer` says it: the engine at work reads it now, else the next `tron start` does.
+      const engine = hub.current && engineAtWork(hub.current) ? 'running' : 'stopped';
+      send(res, 202, { block, file: join('.tron', 'inbox', file), by, engine });
     },
     flows: async ({ res }) => {
       const f = follower();

@@ -155,6 +155,28 @@ describe('the dashboard in a real browser', () => {
     expect(said).toMatch(/^sent \(\.tron\/inbox\/\d+-stuck\.json\); no engine is running: the next `tron start` reads it$/);
     expect(said).not.toContain('reads it now');
   });
+
+  it('wraps a long inbox file name inside its card instead of running past it', async () => {
+    // A long block id without a hyphen: the file name has no place a line may break.
+    const id = 'paymentprovidermigrationwithrefunds';
+    const { page } = await parkedPage(id);
+    await page.click(`form[data-answer="${id}"] button`);
+    await page.waitForFunction((b) => /^sent/.test(document.querySelector(`form[data-answer="${b}"] .said`)?.textContent ?? ''), id);
+    const fits = await page.$eval(`[data-block="${id}"]`, (card) => {
+      const said = card.querySelector('.said')!;
+      const range = document.createRange();
+      range.selectNodeContents(said);
+      const text = range.getBoundingClientRect();
+      const box = card.getBoundingClientRect();
+      return {
+        saidScrolls: said.scrollWidth - said.clientWidth,
+        cardScrolls: card.scrollWidth - card.clientWidth,
+        past: text.right - box.right,
+      };
+    });
+    expect(fits).toEqual({ saidScrolls: 0, cardScrolls: 0, past: expect.any(Number) });
+    expect(fits.past).toBeLessThanOrEqual(0);
+  });
 });
 
 /** A finished run with block `id` parked (no engine running), served, and a page on its dashboard. */

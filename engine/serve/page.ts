@@ -29,7 +29,7 @@ const STYLE = `
   .column h2 { font-size: 12px; text-transform: uppercase; letter-spacing: .04em; margin: 0; padding: 6px 8px; border-bottom: 1px solid var(--line); display: flex; justify-content: space-between; }
   .column h2 .n { color: var(--muted); }
   .cards { padding: 6px; display: flex; flex-direction: column; gap: 6px; }
-  .card { background: #fff; border: 1px solid var(--line); border-radius: 6px; padding: 6px 8px; cursor: pointer; }
+  .card { background: #fff; border: 1px solid var(--line); border-radius: 6px; padding: 6px 8px; cursor: pointer; overflow-wrap: anywhere; }
   .card.selected { outline: 2px solid var(--accent); }
   .card .id { font-weight: 600; }
   .card .title { color: var(--muted); }

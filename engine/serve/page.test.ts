@@ -7,7 +7,7 @@ import { systemClock } from '../os/clock.ts';
 import { startCommand } from '../commands/start.ts';
 import { TRON_ROOT } from '../root.ts';
 import { readLog } from '../log/eventlog.ts';
-import { makeProject } from '../testing/project.ts';
+import { carriedOverProject, makeProject } from '../testing/project.ts';
 import { GIT_IDENTITY_ENV, type TestRepo } from '../testing/repo.ts';
 import { serve, type Serving } from './server.ts';
 import { issueToken } from './tokens.ts';
@@ -176,6 +176,23 @@ describe('the dashboard in a real browser', () => {
     });
     expect(fits).toEqual({ saidScrolls: 0, cardScrolls: 0, past: expect.any(Number) });
     expect(fits.past).toBeLessThanOrEqual(0);
+  });
+
+  it('shows the output of a block carried over from an earlier run, from the run where its turn happened', async () => {
+    const carried = await carriedOverProject();
+    repo = carried.repo;
+    const first = carried.first.runDir.split('/').at(-1)!;
+    const token = issueToken(repo.dir, 'browser', Date.now());
+    serving = await serve({ repo: repo.dir, host: '127.0.0.1', port: 0, clock: systemClock, pollMs: 100 });
+    const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+    const errors: string[] = [];
+    page.on('pageerror', (err) => errors.push(err.message));
+    await page.goto(`${serving.url}#token=${token}`);
+    await page.click('[data-phase="parked"] [data-block="stuck"]');
+    await page.waitForFunction(() => (document.getElementById('output')?.textContent ?? '').includes('>>BLOCKED'));
+    expect(await page.textContent('#detail h3:nth-of-type(2)')).toBe(`Output of builder build turn 1, run ${first}`);
+    expect(await page.textContent('#output')).toContain('which provider?');
+    expect(errors).toEqual([]);
   });
 });
 

@@ -182,9 +182,11 @@ const CLIENT = `
       box.appendChild(el('h3', b.block + ' — ' + b.title));
       box.appendChild(el('div', b.phase + ', attempt ' + b.attempt + ', waits on ' + b.waiting + ' · ' + money(b.cost.usd) + ' · ' + b.cost.tokens + ' tokens'));
       var last = d.turns[d.turns.length - 1];
-      box.appendChild(el('h3', last ? 'Output of ' + last.role + ' ' + last.kind + ' turn ' + last.turn + (last.ended ? '' : ' (live)') : 'No turn yet'));
+      // A block carried over from an earlier run shows its turns there, and says which run.
+      var then = last && last.run !== d.run ? ', run ' + last.run : '';
+      box.appendChild(el('h3', last ? 'Output of ' + last.role + ' ' + last.kind + ' turn ' + last.turn + then + (last.ended ? '' : ' (live)') : 'No turn yet'));
       var out = $('output') || el('pre'); out.id = 'output'; box.appendChild(out);
-      var key = last ? last.session + '#' + last.turn : '';
+      var key = last ? last.run + '/' + last.session + '#' + last.turn : '';
       if (last && key !== shownTurn) { shownTurn = key; follow(id, last, out); }
       box.appendChild(el('h3', 'Timeline'));
       var table = el('table');
@@ -216,7 +218,7 @@ const CLIENT = `
     if (outputCtl) outputCtl.abort();
     var ctl = outputCtl = new AbortController();
     out.textContent = '';
-    api('/api/v1/blocks/' + encodeURIComponent(id) + '/logs?session=' + encodeURIComponent(turn.session) + '&turn=' + turn.turn, { raw: true, signal: ctl.signal }).then(function (r) {
+    api('/api/v1/blocks/' + encodeURIComponent(id) + '/logs?run=' + encodeURIComponent(turn.run) + '&session=' + encodeURIComponent(turn.session) + '&turn=' + turn.turn, { raw: true, signal: ctl.signal }).then(function (r) {
       var reader = r.body.getReader(), dec = new TextDecoder();
       function more() { return reader.read().then(function (x) { if (x.done) return; out.textContent += dec.decode(x.value, { stream: true }); out.scrollTop = out.scrollHeight; return more(); }); }
       return more();

@@ -48,6 +48,11 @@ const Event = z
   .describe('one line of events.jsonl without its signature; docs/EVENTS.md lists the types and their fields');
 
 const Turn = z.object({
+  run: z
+    .string()
+    .describe(
+      'the run the turn happened in: the latest, or — for a block carried over from an earlier run — the latest run in which it had turns',
+    ),
   session: z.string(),
   turn: z.number().int(),
   role: z.string(),
@@ -131,7 +136,8 @@ export const ROUTES = {
     method: 'GET',
     path: '/api/v1/blocks/{id}',
     summary: 'one block: its row, turns and timeline',
-    description: 'The block’s status row, its worker turns (each one’s output at `/api/v1/blocks/{id}/logs`), and every event about it.',
+    description:
+      'The block’s status row, its worker turns (each one’s output at `/api/v1/blocks/{id}/logs`, with its `run`), and every event about it in the latest run. A block with no turn in the latest run — carried over from an earlier one, parked there — has the turns of the latest run in which it had any.',
     params: [blockParam],
     responses: { 200: ['the block', BlockDetail], 404: problem('no such block in the latest run') },
     write: false,
@@ -141,14 +147,21 @@ export const ROUTES = {
     path: '/api/v1/blocks/{id}/logs',
     summary: 'a turn’s output, live',
     description:
-      'The output of one worker turn as the worker writes it (the turn log of `tron logs BLOCK`). With `follow=1` (the default) the response stays open and streams what is written until the turn ends.',
+      'The output of one worker turn as the worker writes it (the turn log of `tron logs BLOCK`). With `follow=1` (the default) the response stays open and streams what is written until the turn ends. The turn is looked for in `run`; without it, in the latest run in which the block had a turn, as `tron logs BLOCK` does.',
     params: [
       blockParam,
+      {
+        name: 'run',
+        in: 'query',
+        type: 'string',
+        description:
+          'the run the turn happened in, as `turns[].run` of the block names it (default: the latest run in which the block had a turn)',
+      },
       { name: 'session', in: 'query', type: 'string', description: 'the turn’s session (default: the latest turn’s)' },
       { name: 'turn', in: 'query', type: 'integer', description: 'the turn number in its session (default: the latest)' },
       { name: 'follow', in: 'query', type: 'integer', description: '1 (default): stream until the turn ends; 0: what is there now' },
     ],
-    responses: { 200: ['the output, as text'], 404: problem('no such block, or no turn yet') },
+    responses: { 200: ['the output, as text'], 404: problem('no such turn of the block, or no such run (TRON_RUN_NOT_FOUND)') },
     produces: 'text/plain',
     write: false,
   },

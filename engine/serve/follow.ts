@@ -48,6 +48,8 @@ export class RunFollower {
   private readonly blockSeqs = new Map<string, number[]>();
   /** Inbox files the run has read (operator.answered): an answer there is no longer waiting. */
   readonly answered = new Set<string>();
+  /** The blocks that had a worker turn in the run (block.dispatched). */
+  readonly dispatched = new Set<string>();
   private offset = 0;
   private rest = Buffer.alloc(0);
   private readonly key: Buffer | undefined;
@@ -224,6 +226,7 @@ export class RunFollower {
     if (this.frames.length >= 2 * this.window) this.frames.splice(0, this.window);
     this.state = apply(this.state, e);
     if (e.type === 'operator.answered') this.answered.add(e.file);
+    if (e.type === 'block.dispatched') this.dispatched.add(e.block);
     const block = 'block' in e && typeof e.block === 'string' ? e.block : undefined;
     if (block !== undefined) {
       const list = this.blockSeqs.get(block);

@@ -29,7 +29,7 @@ const STYLE = `
   .column h2 { font-size: 12px; text-transform: uppercase; letter-spacing: .04em; margin: 0; padding: 6px 8px; border-bottom: 1px solid var(--line); display: flex; justify-content: space-between; }
   .column h2 .n { color: var(--muted); }
   .cards { padding: 6px; display: flex; flex-direction: column; gap: 6px; }
-  .card { background: #fff; border: 1px solid var(--line); border-radius: 6px; padding: 6px 8px; cursor: pointer; }
+  .card { background: #fff; border: 1px solid var(--line); border-radius: 6px; padding: 6px 8px; cursor: pointer; overflow-wrap: anywhere; }
   .card.selected { outline: 2px solid var(--accent); }
   .card .id { font-weight: 600; }
   .card .title { color: var(--muted); }
@@ -109,7 +109,7 @@ const CLIENT = `
       var payload = {}; payload[word.value === 'RETRY' ? 'guidance' : 'reason'] = text.value || (word.value === 'RETRY' ? 'try again' : 'given up');
       go.disabled = true;
       api('/api/v1/blocks/' + encodeURIComponent(b.block) + '/answer', { method: 'POST', body: JSON.stringify({ reply: '>>' + word.value + ' ' + JSON.stringify(payload) }) })
-        .then(function (r) { said.textContent = 'sent (' + r.file + '); the engine reads it now'; })
+        .then(function (r) { said.textContent = 'sent (' + r.file + '); ' + (r.engine === 'running' ? 'the engine reads it now' : 'no engine is running: the next \`tron start\` reads it'); })
         .catch(function (err) { said.textContent = 'refused: ' + err.message; go.disabled = false; });
     };
     forms[b.block] = f;
@@ -182,9 +182,11 @@ const CLIENT = `
       box.appendChild(el('h3', b.block + ' — ' + b.title));
       box.appendChild(el('div', b.phase + ', attempt ' + b.attempt + ', waits on ' + b.waiting + ' · ' + money(b.cost.usd) + ' · ' + b.cost.tokens + ' tokens'));
       var last = d.turns[d.turns.length - 1];
-      box.appendChild(el('h3', last ? 'Output of ' + last.role + ' ' + last.kind + ' turn ' + last.turn + (last.ended ? '' : ' (live)') : 'No turn yet'));
+      // A block carried over from an earlier run shows its turns there, and says which run.
+      var then = last && last.run !== d.run ? ', run ' + last.run : '';
+      box.appendChild(el('h3', last ? 'Output of ' + last.role + ' ' + last.kind + ' turn ' + last.turn + then + (last.ended ? '' : ' (live)') : 'No turn yet'));
       var out = $('output') || el('pre'); out.id = 'output'; box.appendChild(out);
-      var key = last ? last.session + '#' + last.turn : '';
+      var key = last ? last.run + '/' + last.session + '#' + last.turn : '';
       if (last && key !== shownTurn) { shownTurn = key; follow(id, last, out); }
       box.appendChild(el('h3', 'Timeline'));
       var table = el('table');
@@ -216,7 +218,7 @@ const CLIENT = `
     if (outputCtl) outputCtl.abort();
     var ctl = outputCtl = new AbortController();
     out.textContent = '';
-    api('/api/v1/blocks/' + encodeURIComponent(id) + '/logs?session=' + encodeURIComponent(turn.session) + '&turn=' + turn.turn, { raw: true, signal: ctl.signal }).then(function (r) {
+    api('/api/v1/blocks/' + encodeURIComponent(id) + '/logs?run=' + encodeURIComponent(turn.run) + '&session=' + encodeURIComponent(turn.session) + '&turn=' + turn.turn, { raw: true, signal: ctl.signal }).then(function (r) {
       var reader = r.body.getReader(), dec = new TextDecoder();
       function more() { return reader.read().then(function (x) { if (x.done) return; out.textContent += dec.decode(x.value, { stream: true }); out.scrollTop = out.scrollHeight; return more(); }); }
       return more();

@@ -48,6 +48,11 @@ const Event = z
   .describe('one line of events.jsonl without its signature; docs/EVENTS.md lists the types and their fields');
 
 const Turn = z.object({
+  run: z
+    .string()
+    .describe(
+      'the run the turn happened in: the latest, or — for a block carried over from an earlier run — the latest run in which it had turns',
+    ),
   session: z.string(),
   turn: z.number().int(),
   role: z.string(),
@@ -66,7 +71,14 @@ const BlockDetail = z.object({
 const Events = z.object({ run: z.string(), events: z.array(Event), next: z.number().int().describe('after= for the next page') });
 
 const Answer = z.object({ reply: z.string().describe('one operator line: >>RETRY {"guidance":"…"} or >>ABANDON {"reason":"…"}') });
-const Accepted = z.object({ block: z.string(), file: z.string().describe('the answer file in .tron/inbox/'), by: z.string() });
+const Accepted = z.object({
+  block: z.string(),
+  file: z.string().describe('the answer file in .tron/inbox/'),
+  by: z.string(),
+  engine: z
+    .enum(['running', 'stopped'])
+    .describe('running: the engine at work on the run reads the answer now; stopped: no engine runs, the next `tron start` reads it'),
+});
 
 const Problem = z.object({ error: z.object({ code: z.string(), path: z.string(), message: z.string() }) });
 
@@ -124,7 +136,8 @@ export const ROUTES = {
     method: 'GET',
     path: '/api/v1/blocks/{id}',
     summary: 'one block: its row, turns and timeline',
-    description: 'The block’s status row, its worker turns (each one’s output at `/api/v1/blocks/{id}/logs`), and every event about it.',
+    description:
+      'The block’s status row, its worker turns (each one’s output at `/api/v1/blocks/{id}/logs`, with its `run`), and every event about it in the latest run. A block with no turn in the latest run — carried over from an earlier one, parked there — has the turns of the latest run in which it had any.',
     params: [blockParam],
     responses: { 200: ['the block', BlockDetail], 404: problem('no such block in the latest run') },
     write: false,
@@ -134,14 +147,21 @@ export const ROUTES = {
     path: '/api/v1/blocks/{id}/logs',
     summary: 'a turn’s output, live',
     description:
-      'The output of one worker turn as the worker writes it (the turn log of `tron logs BLOCK`). With `follow=1` (the default) the response stays open and streams what is written until the turn ends.',
+      'The output of one worker turn as the worker writes it (the turn log of `tron logs BLOCK`). With `follow=1` (the default) the response stays open and streams what is written until the turn ends. The turn is looked for in `run`; without it, in the latest run in which the block had a turn, as `tron logs BLOCK` does.',
     params: [
       blockParam,
+      {
+        name: 'run',
+        in: 'query',
+        type: 'string',
+        description:
+          'the run the turn happened in, as `turns[].run` of the block names it (default: the latest run in which the block had a turn)',
+      },
       { name: 'session', in: 'query', type: 'string', description: 'the turn’s session (default: the latest turn’s)' },
       { name: 'turn', in: 'query', type: 'integer', description: 'the turn number in its session (default: the latest)' },
       { name: 'follow', in: 'query', type: 'integer', description: '1 (default): stream until the turn ends; 0: what is there now' },
     ],
-    responses: { 200: ['the output, as text'], 404: problem('no such block, or no turn yet') },
+    responses: { 200: ['the output, as text'], 404: problem('no such turn of the block, or no such run (TRON_RUN_NOT_FOUND)') },
     produces: 'text/plain',
     write: false,
   },
@@ -177,7 +197,7 @@ export const ROUTES = {
     path: '/api/v1/blocks/{id}/answer',
     summary: 'answer a parked block (as `tron answer`)',
     description:
-      'Checks the answer as `tron answer` does (the block is parked; one legal operator line), signs it with the repository’s key and writes it to .tron/inbox/, where the running engine reads it at once (or the next `tron start` does). The engine records `operator.answered` with `by: "serve:<token name>"`.',
+      'Checks the answer as `tron answer` does (the block is parked; one legal operator line), signs it with the repository’s key and writes it to .tron/inbox/, where the running engine reads it at once, or the next `tron start` does (`engine` in the answer says which). The engine records `operator.answered` with `by: "serve:<token name>"`.',
     params: [blockParam],
     body: Answer,
     responses: {

@@ -8,7 +8,7 @@ import { startCommand } from '../commands/start.ts';
 import { readLog } from '../log/eventlog.ts';
 import { readInbox } from '../runtime/inbox.ts';
 import { repoKey } from '../log/keys.ts';
-import { landingSim, makeProject, runTron } from '../testing/project.ts';
+import { carriedOverProject, landingSim, makeProject, runTron } from '../testing/project.ts';
 import { GIT_IDENTITY_ENV, type TestRepo } from '../testing/repo.ts';
 import { readSse } from '../testing/sse.ts';
 import { EventLog } from '../log/eventlog.ts';
@@ -151,7 +151,8 @@ describe('tron serve: the API', () => {
 
     const res = await post('stuck', '>>RETRY {"guidance":"use the staging key"}');
     expect(res.status).toBe(202);
-    expect(await res.json()).toMatchObject({ block: 'stuck', by: 'serve:test' });
+    // The run is over and no engine runs: the next `tron start` reads it, as `tron answer` says.
+    expect(await res.json()).toMatchObject({ block: 'stuck', by: 'serve:test', engine: 'stopped' });
     const { answers, refused } = readInbox(repo!.dir, repoKey(repo!.dir)!.key);
     expect(refused).toEqual([]);
     expect(answers).toEqual([
@@ -160,6 +161,80 @@ describe('tron serve: the API', () => {
     // The state says the answer waits in the inbox, as tron status does.
     const state = await (await fetch(`${serving!.url}api/v1/state`, { headers: { authorization: `Bearer ${token}` } })).json();
     expect(state.blocks[1].answer).toMatchObject({ word: 'RETRY' });
+  });
+});
+
+describe('tron serve: a block carried over from an earlier run', () => {
+  it('shows its turns and their output from the run they happened in, and refuses a run that is not there by code', async () => {
+    const carried = await carriedOverProject();
+    repo = carried.repo;
+    const [first, second] = [carried.first.runDir, carried.second.runDir].map((d) => d.split('/').at(-1)!);
+    expect(carried.second.events).toContainEqual(expect.objectContaining({ type: 'block.recovered', block: 'stuck', phase: 'parked' }));
+    const token = issueToken(repo.dir, 'test', Date.now());
+    const auth = { authorization: `Bearer ${token}` };
+    serving = await serve({ repo: repo.dir, host: '127.0.0.1', port: 0, clock: systemClock });
+
+    const block = await (await fetch(`${serving.url}api/v1/blocks/stuck`, { headers: auth })).json();
+    expect(block.run).toBe(second);
+    expect(block.block.phase).toBe('parked');
+    expect(block.turns).toEqual([
+      expect.objectContaining({ run: first, session: 'stuck.1.builder', turn: 1, role: 'builder', ended: true }),
+    ]);
+    // A block with turns in the latest run names that run.
+    const later = await (await fetch(`${serving.url}api/v1/blocks/later`, { headers: auth })).json();
+    expect(later.turns[0]).toMatchObject({ run: second, turn: 1 });
+
+    const logs = (query: string) => fetch(`${serving!.url}api/v1/blocks/stuck/logs?${query}`, { headers: auth });
+    const named = await logs(`run=${first}&session=stuck.1.builder&turn=1`);
+    expect(named.status).toBe(200);
+    expect(await named.text()).toContain('>>BLOCKED {"reason":"which provider?"}');
+    // Without run=, where the block last had a turn, as `tron logs stuck` shows it; and at once: that run is over.
+    const latest = await logs('');
+    expect(latest.status).toBe(200);
+    expect(await latest.text()).toContain('which provider?');
+    // The latest run named: the block had no turn there.
+    const none = await logs(`run=${second}`);
+    expect(none.status).toBe(404);
+    expect((await none.json()).error).toMatchObject({ code: 'TRON_USAGE', path: 'stuck' });
+    for (const run of ['20200101-000000-001', '..', '.tron']) {
+      const missing = await logs(`run=${encodeURIComponent(run)}`);
+      expect(missing.status, run).toBe(404);
+      expect((await missing.json()).error, run).toMatchObject({ code: 'TRON_RUN_NOT_FOUND', path: run });
+    }
+  });
+});
+
+describe('tron serve: where an answer goes', () => {
+  it('says the running engine reads an answer sent while tron start runs', async () => {
+    repo = await makeProject({ blocks: { stuck: {} }, sim: STUCK_SIM });
+    const token = issueToken(repo.dir, 'test', Date.now());
+    const auth = { authorization: `Bearer ${token}` };
+    serving = await serve({ repo: repo.dir, host: '127.0.0.1', port: 0, clock: systemClock, pollMs: 50 });
+    const stop = new AbortController();
+    const started = startCommand({
+      repo: repo.dir,
+      watch: true,
+      stop: stop.signal,
+      clock: systemClock,
+      env: { PATH: process.env.PATH, HOME: process.env.HOME, ...GIT_IDENTITY_ENV },
+      print: () => {},
+    });
+    const answer = (reply: string) =>
+      fetch(`${serving!.url}api/v1/blocks/stuck/answer`, { method: 'POST', headers: auth, body: JSON.stringify({ reply }) });
+    try {
+      const parked = async () => {
+        const res = await fetch(`${serving!.url}api/v1/state`, { headers: auth });
+        const state = res.ok ? await res.json() : undefined;
+        return state?.blocks.some((b: { block: string; phase: string }) => b.block === 'stuck' && b.phase === 'parked') === true;
+      };
+      while (!(await parked())) await new Promise((r) => setTimeout(r, 50));
+      const res = await answer('>>ABANDON {"reason":"not needed"}');
+      expect(res.status).toBe(202);
+      expect(await res.json()).toMatchObject({ block: 'stuck', engine: 'running' });
+    } finally {
+      stop.abort();
+      await started;
+    }
   });
 });
 

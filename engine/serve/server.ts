@@ -31,6 +31,8 @@ import { runsDir } from '../log/runs.ts';
 import { turnLogPath } from '../log/turn-log.ts';
 import { checkSpineFile, loadSpine } from '../spine/load.ts';
 import type { Spine } from '../spine/spine.ts';
+import { EarlierRuns } from './earlier.ts';
+import type { RunFollower } from './follow.ts';
 import { Hub, type HubOptions } from './hub.ts';
 import { renderOpenApi } from './openapi.ts';
 import { renderDashboard } from './page.ts';
@@ -137,6 +139,20 @@ export async function serve(o: ServeOptions): Promise<Serving> {
 
   const runs = o.runs ?? runsDir(repo);
   const follower = () => hub.current ?? refuse(404, 'TRON_NO_RUN', runs, 'no run yet; start one with `tron start`');
+  const earlier = new EarlierRuns(runs);
+
+  /** Where a block's turns are: the latest run if it had one there, else the latest earlier run in which it had any. */
+  const turnsRun = (f: RunFollower, block: string): RunFollower =>
+    f.dispatched.has(block) ? f : (earlier.lastWithTurns(block, f.run) ?? f);
+
+  /** The run `run` names: the latest (`f`) or an earlier one; 404 TRON_RUN_NOT_FOUND for any other. */
+  const namedRun = (f: RunFollower, run: string, block: string): RunFollower => {
+    if (run === f.run) return f;
+    const dir = earlier.dir(run);
+    if (dir === undefined)
+      refuse(404, 'TRON_RUN_NOT_FOUND', run, `no run "${run}" under .tron/runs/; GET /api/v1/blocks/${block} names the run of each turn`);
+    return earlier.follower(dir);
+  };
 
   const workflowOf = (runDir: string) => {
     let w = workflowCache.get(runDir);
@@ -164,6 +180,14 @@ export async function serve(o: ServeOptions): Promise<Serving> {
     }));
   };
 
+  /** Whether an engine is at work on the run `f` follows: one holds the repository's engine.lock (or the database's lease), and the run has not finished. */
+  const engineAtWork = (f: NonNullable<Hub['current']>) => {
+    if (f.state.finished) return false;
+    if (o.engineRunning) return o.engineRunning();
+    const holder = readLock(join(repo, '.tron', 'engine.lock'));
+    return holder !== undefined && isHolderAlive(holder);
+  };
+
   const handlers: Record<RouteName, Handler> = {
     state: async ({ res }) => {
       const f = hub.current;
@@ -183,12 +207,10 @@ export async function serve(o: ServeOptions): Promise<Serving> {
         });
         return;
       }
-      const holder = o.engineRunning ? undefined : readLock(join(repo, '.tron', 'engine.lock'));
-      const running = o.engineRunning ? o.engineRunning() : holder !== undefined && isHolderAlive(holder);
       send(res, 200, {
         run: f.run,
         seq: f.last,
-        engine: running && !f.state.finished ? 'running' : f.state.finished ? 'finished' : 'interrupted',
+        engine: engineAtWork(f) ? 'running' : f.state.finished ? 'finished' : 'interrupted',
         now: o.clock.now(),
         phases,
         spend: f.state.spend,
@@ -201,25 +223,27 @@ export async function serve(o: ServeOptions): Promise<Serving> {
       const row = rowsOf(f).find((r) => r.block === params.id);
       if (!row) refuse(404, 'TRON_ANSWER_BLOCK', params.id!, `no block "${params.id}" in run ${f.run}`);
       const timeline = f.blockEvents(row.block);
-      send(res, 200, { run: f.run, block: row, turns: turnsOf(timeline), timeline });
+      // A block carried over from an earlier run shows the turns it had there, each naming its run.
+      const where = turnsRun(f, row.block);
+      const turns = turnsOf(where === f ? timeline : where.blockEvents(row.block)).map((t) => ({ run: where.run, ...t }));
+      send(res, 200, { run: f.run, block: row, turns, timeline });
     },
     logs: async ({ req, res, params, query }) => {
       const f = follower();
-      const turns = turnsOf(f.blockEvents(params.id!));
+      const block = params.id!;
+      const asked = query.get('run');
+      const where = asked === null ? turnsRun(f, block) : namedRun(f, asked, block);
+      const turns = turnsOf(where.blockEvents(block));
       const session = query.get('session');
       const number = query.get('turn');
       const turn = turns.findLast((t) => (session === null || t.session === session) && (number === null || t.turn === Number(number)));
       if (!turn)
-        refuse(
-          404,
-          'TRON_USAGE',
-          params.id!,
-          `no such turn of "${params.id}" in run ${f.run}; GET /api/v1/blocks/${params.id} lists its turns`,
-        );
-      const file = turnLogPath(f.runDir, params.id!, turn.session, turn.turn);
+        refuse(404, 'TRON_USAGE', block, `no such turn of "${block}" in run ${where.run}; GET /api/v1/blocks/${block} lists its turns`);
+      const file = turnLogPath(where.runDir, block, turn.session, turn.turn);
       res.writeHead(200, { 'content-type': 'text/plain; charset=utf-8', 'cache-control': 'no-store', 'x-content-type-options': 'nosniff' });
-      const follow = query.get('follow') !== '0';
-      await streamFile(file, res, req, () => !follow || f.state.finished || turnEnded(f.blockEvents(params.id!, 200), turn));
+      // An earlier run is over: what its file holds is all there is.
+      const follow = query.get('follow') !== '0' && where === f;
+      await streamFile(file, res, req, () => !follow || f.state.finished || turnEnded(f.blockEvents(block, 200), turn));
     },
     runEvents: ({ res, params, query }) => {
       const run = params.run!;
@@ -269,7 +293,9 @@ export async function serve(o: ServeOptions): Promise<Serving> {
       parseAnswer(block, reply);
       const by = `serve:${who}`;
       const file = writeAnswer(repo, block, reply, o.clock, repoKey(repo, { create: true }).key, by);
-      send(res, 202, { block, file: join('.tron', 'inbox', file), by });
+      // As `tron answer` says it: the engine at work reads it now, else the next `tron start` does.
+      const engine = hub.current && engineAtWork(hub.current) ? 'running' : 'stopped';
+      send(res, 202, { block, file: join('.tron', 'inbox', file), by, engine });
     },
     flows: async ({ res }) => {
       const f = follower();

@@ -17,8 +17,10 @@ import { afterAll, beforeAll } from 'vitest';
 import { type Database, openDatabase } from '../log/pg-log.ts';
 import { type Needed, requireAll, skipWithout } from './needs.ts';
 
-const INSTALL =
-  'apt-get install -y postgresql (its initdb is used from /usr/lib/postgresql/*/bin), or set TRON_TEST_DATABASE_URL=postgres://user:pass@127.0.0.1:5432/db';
+/** The variable that names a running server for the tests (the README says how to start one). */
+export const TEST_DATABASE_ENV = 'TRON_TEST_DATABASE_URL';
+
+const INSTALL = `apt-get install -y postgresql (its initdb is used from /usr/lib/postgresql/*/bin), or set ${TEST_DATABASE_ENV}=postgres://user:pass@127.0.0.1:5432/db (README, "The database tests need PostgreSQL")`;
 
 /** The server's programs: /usr/lib/postgresql/<newest>/bin, where Debian puts them. */
 function serverBin(): string | undefined {
@@ -32,7 +34,7 @@ function serverBin(): string | undefined {
 
 /** PostgreSQL as the tests need it: a URL given, or a server here to start. For skipWithout/requireAll. */
 export function needPostgres(): Needed {
-  const url = process.env.TRON_TEST_DATABASE_URL;
+  const url = process.env[TEST_DATABASE_ENV];
   if (url) return { name: 'PostgreSQL', path: url, install: INSTALL };
   const bin = serverBin();
   return bin ? { name: 'PostgreSQL', path: bin, install: INSTALL } : { name: 'PostgreSQL', install: INSTALL };
@@ -115,7 +117,7 @@ export function needPostgresServer(): Needed {
 
 /** A database of its own for the calling test file, in the given server or a throwaway one. */
 export async function testDatabase(): Promise<TestDatabase> {
-  const given = process.env.TRON_TEST_DATABASE_URL;
+  const given = process.env[TEST_DATABASE_ENV];
   const cluster = given ? undefined : await startCluster();
   const server = given ?? cluster!.url;
   const name = `tron_test_${process.pid}_${Math.random().toString(36).slice(2, 8)}`;

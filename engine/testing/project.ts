@@ -2,7 +2,7 @@
  * A tron project for tests: a real repository with `.tron/config.toml`, block files and
  * an optional sim script, plus a way to run `tron start` on it and read what happened.
  */
-import { readdirSync, readFileSync } from 'node:fs';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { onTestFinished } from 'vitest';
 import { makeRepo, GIT_IDENTITY_ENV, type TestRepo } from './repo.ts';
@@ -119,4 +119,19 @@ export function ofType<T extends TronEvent['type']>(events: readonly TronEvent[]
 
 export function readRunFile(runDir: string, name: string): string {
   return readFileSync(join(runDir, name), 'utf8');
+}
+
+/**
+ * A block carried over from an earlier run: in the first run `stuck`'s builder asks
+ * (BLOCKED) and it is parked; a block added after it, `later`, makes a second run, into
+ * which `stuck` comes still parked, with no turn of its own there.
+ */
+export async function carriedOverProject(): Promise<{ repo: TestRepo; first: RunResult; second: RunResult }> {
+  const sim = `[[blocks.stuck.builder]]\nreply = '>>BLOCKED {"reason":"which provider?"}'\n\n${landingSim(['later'])}`;
+  const repo = await makeProject({ blocks: { stuck: {} }, sim });
+  const first = await runTron(repo);
+  writeFileSync(join(repo.dir, '.tron', 'blocks', 'later.md'), blockFile('later', {}));
+  const second = await runTron(repo);
+  if (second.runDir === first.runDir) throw new Error('the second tron start made no run of its own');
+  return { repo, first, second };
 }

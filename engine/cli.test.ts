@@ -121,6 +121,31 @@ describe('the tron command line', () => {
     }
   });
 
+  it('sends a repository without .tron/ to tron init, not to tron start, from every command that reads its runs', async () => {
+    const bare = mkdtempSync(join(tmpdir(), 'tron-cli-bare-'));
+    const project = await makeProject({ blocks: {} });
+    try {
+      await execa('git', ['init', '-q', bare], { stdin: 'ignore' });
+      const readers = ['logs', 'report', 'replay', 'view'];
+      for (const name of readers) {
+        const result = await tron(name, '--repo', bare);
+        expect(result.exitCode, name).toBe(2);
+        expect(result.stderr, name).toContain('no run yet, and no .tron/ here: `tron init` sets this repository up, then `tron start`');
+        expect(result.stderr, name).not.toMatch(/\n\s+at /);
+      }
+      // Set up, with no run yet: a start is what it needs.
+      for (const name of readers) {
+        const result = await tron(name, '--repo', project.dir);
+        expect(result.exitCode, name).toBe(2);
+        expect(result.stderr, name).toContain('no run yet; start one with `tron start`');
+        expect(result.stderr, name).not.toContain('tron init');
+      }
+    } finally {
+      rmSync(bare, { recursive: true, force: true });
+      await project.cleanup();
+    }
+  });
+
   it('gives every command of the table a help that exits 0', async () => {
     for (const name of Object.keys(COMMANDS)) {
       const result = await tron(name, '--help');

@@ -102,6 +102,50 @@ describe('the tron command line', () => {
     }
   });
 
+  it('says a --repo folder that does not exist does not exist, for every command that takes --repo: exit 2, the path named', async () => {
+    const missing = join(tmpdir(), 'tron-cli-nowhere', 'myapp');
+    const takingRepo = Object.entries(COMMANDS).filter(([, c]) => 'repo' in c.options);
+    expect(takingRepo.map(([name]) => name)).toEqual(expect.arrayContaining(['start', 'status', 'answer', 'clean', 'logs', 'serve']));
+    const results = await Promise.all(
+      takingRepo.map(async ([name, c]) => {
+        const args = c.args.filter((a) => !a.optional).map((a) => (a.name === 'ANSWER' ? '>>RETRY {"guidance":"x"}' : 'x'));
+        return [name, await tron(name, ...args, '--repo', missing)] as const;
+      }),
+    );
+    for (const [name, result] of results) {
+      expect(result.exitCode, name).toBe(2);
+      expect(result.stdout, name).toBe('');
+      expect(result.stderr.trim(), name).toBe(
+        `TRON_NOT_A_REPO: ${missing}: does not exist; give --repo the folder of the repository whose blocks tron should land (or run tron inside it)`,
+      );
+    }
+  });
+
+  it('sends a repository without .tron/ to tron init, not to tron start, from every command that reads its runs', async () => {
+    const bare = mkdtempSync(join(tmpdir(), 'tron-cli-bare-'));
+    const project = await makeProject({ blocks: {} });
+    try {
+      await execa('git', ['init', '-q', bare], { stdin: 'ignore' });
+      const readers = ['logs', 'report', 'replay', 'view'];
+      for (const name of readers) {
+        const result = await tron(name, '--repo', bare);
+        expect(result.exitCode, name).toBe(2);
+        expect(result.stderr, name).toContain('no run yet, and no .tron/ here: `tron init` sets this repository up, then `tron start`');
+        expect(result.stderr, name).not.toMatch(/\n\s+at /);
+      }
+      // Set up, with no run yet: a start is what it needs.
+      for (const name of readers) {
+        const result = await tron(name, '--repo', project.dir);
+        expect(result.exitCode, name).toBe(2);
+        expect(result.stderr, name).toContain('no run yet; start one with `tron start`');
+        expect(result.stderr, name).not.toContain('tron init');
+      }
+    } finally {
+      rmSync(bare, { recursive: true, force: true });
+      await project.cleanup();
+    }
+  });
+
   it('gives every command of the table a help that exits 0', async () => {
     for (const name of Object.keys(COMMANDS)) {
       const result = await tron(name, '--help');

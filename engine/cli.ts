@@ -15,6 +15,7 @@ import { codedLine } from './runtime/failure.ts';
 import { isConnectionLoss, readLostLine } from './log/db-lost.ts';
 import { commandHelp, parseCommand, type CommandSpec, type Values } from './cli/args.ts';
 import { COMMANDS, type CommandName } from './cli/table.ts';
+import { missingRepo } from './cli/repo-arg.ts';
 import { didYouMean } from './core/suggest.ts';
 import { TRON_VERSION } from './root.ts';
 
@@ -251,6 +252,9 @@ export async function main(argv: string[]): Promise<number> {
       print(commandHelp(name, command));
       return 0;
     }
+    // A --repo that names nothing is said so by every command alike, before any of them looks inside it.
+    const missing = typeof parsed.values.repo === 'string' ? missingRepo(resolve(parsed.values.repo)) : undefined;
+    if (missing) throw new InputError([missing]);
     return await HANDLERS[which](parsed.values, parsed.positionals);
   } catch (err) {
     if (err instanceof InputError) {

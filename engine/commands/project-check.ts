@@ -6,6 +6,7 @@
  */
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
+import { missingRepo } from '../cli/repo-arg.ts';
 import { InputError, type Problem } from '../core/errors.ts';
 import * as git from '../git/index.ts';
 import type { Config } from '../project/config.ts';
@@ -16,10 +17,11 @@ import { preflightWorkers } from '../workers/preflight.ts';
 /** TRON_NOT_A_REPO unless `repo` is a git repository's top (`tron start` and `tron status` both ask). */
 export function requireRepo(repo: string): void {
   if (existsSync(join(repo, '.git'))) return;
-  const message = existsSync(repo)
-    ? 'is not a git repository; run tron in the repository whose blocks it should land'
-    : 'does not exist; give --repo the folder of the repository whose blocks tron should land (or run tron inside it)';
-  throw new InputError([{ code: 'TRON_NOT_A_REPO', path: repo, message }]);
+  const missing = missingRepo(repo);
+  if (missing) throw new InputError([missing]);
+  throw new InputError([
+    { code: 'TRON_NOT_A_REPO', path: repo, message: 'is not a git repository; run tron in the repository whose blocks it should land' },
+  ]);
 }
 
 /** TRON_TRUNK_MISSING when `trunk` names no branch of `repo`. */

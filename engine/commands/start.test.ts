@@ -3,7 +3,7 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'n
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { execa } from 'execa';
-import { blockFile, configFile, makeProject, ofType, runTron } from '../testing/project.ts';
+import { blockFile, configFile, landingSim, makeProject, ofType, runTron } from '../testing/project.ts';
 import { answerCommand } from './answer.ts';
 import { ManualClock } from '../os/clock.ts';
 import { BWRAP_SKIP } from '../testing/bwrap.ts';
@@ -121,6 +121,9 @@ describe('tron start with nothing to do', () => {
     const abandoned = await execa('node', [BIN, 'start', '--repo', repo.dir], { reject: false, stdin: 'ignore' });
     expect(abandoned.exitCode).toBe(3);
     expect(abandoned.stdout).toContain('nothing to do — 0 landed, 0 parked, 1 abandoned');
+    expect(abandoned.stdout).toContain(
+      'tron: stuck (out of scope) was abandoned in an earlier run, and every `tron start` exits 3 while it stays in the register: delete or move .tron/blocks/stuck.md',
+    );
     expect(runDirs(repo)).toEqual(two);
   });
 
@@ -135,6 +138,49 @@ describe('tron start with nothing to do', () => {
     const next = await runTron(repo);
     expect(next.events.find((e) => e.type === 'register.loaded')).toBeDefined();
     expect(runDirs(repo)).toHaveLength(2);
+  });
+});
+
+describe('a block an earlier run abandoned', () => {
+  it('keeps a later run at exit 3, which says once which block it is and how to clear it; without its file, the next run exits 0', async () => {
+    const repo = await makeProject({
+      blocks: { stuck: {} },
+      sim: `[[blocks.stuck.builder]]\nreply = '>>BLOCKED {"reason":"no access"}'\n\n${landingSim(['fresh', 'later'])}`,
+    });
+    repos.push(repo);
+    expect((await runTron(repo)).exit).toBe(3);
+    await answerCommand({
+      repo: repo.dir,
+      block: 'stuck',
+      line: '>>ABANDON {"reason":"out of scope"}',
+      clock: new ManualClock(1),
+      print: () => {},
+    });
+    expect((await runTron(repo)).exit).toBe(3);
+
+    // A new block lands; the block abandoned before still holds the run at 3, and the run says why, once, with the fix.
+    await repo.write('.tron/blocks/fresh.md', blockFile('fresh', {}));
+    await repo.git('add', '.tron/blocks/fresh.md');
+    await repo.git('commit', '-q', '-m', 'fresh');
+    const next = await execa('node', [BIN, 'start', '--plain', '--repo', repo.dir], { reject: false, stdin: 'ignore' });
+    expect(next.exitCode).toBe(3);
+    expect(next.stdout).toMatch(/fresh: landed/);
+    const said = next.stdout.split('\n').filter((line) => line.includes('was abandoned in an earlier run'));
+    expect(said).toHaveLength(1);
+    expect(said[0]).toContain(
+      'tron: stuck (out of scope) was abandoned in an earlier run, and every `tron start` exits 3 while it stays in the register: ' +
+        'delete or move .tron/blocks/stuck.md (a block file under a new name is a new block: it is built again)',
+    );
+    expect(next.stdout).not.toMatch(/tron: stuck was abandoned: /);
+
+    // The fix it names: the block file gone, the next run lands its new block and exits 0.
+    await repo.git('rm', '-q', '.tron/blocks/stuck.md');
+    await repo.write('.tron/blocks/later.md', blockFile('later', {}));
+    await repo.git('add', '.tron/blocks/later.md');
+    await repo.git('commit', '-q', '-m', 'stuck gone, later');
+    const cleared = await execa('node', [BIN, 'start', '--plain', '--repo', repo.dir], { reject: false, stdin: 'ignore' });
+    expect(cleared.exitCode, cleared.stdout).toBe(0);
+    expect(cleared.stdout).not.toContain('abandoned in an earlier run');
   });
 });
 

@@ -38,6 +38,7 @@ import { randomBytes } from 'node:crypto';
 import { repoKey, stateHome } from '../log/keys.ts';
 import { MARKER_ENV } from '../workers/env.ts';
 import { liveBoard, plainReporter, type Reporter } from '../render/reporter.ts';
+import { abandonedEarlierLine } from '../render/abandoned-earlier.ts';
 import { renderReport } from '../render/report.ts';
 import { Notifier } from '../serve/notify.ts';
 import type { Config } from '../project/config.ts';
@@ -279,6 +280,10 @@ async function startHolding(
         o.print(
           `tron: ${r.block} is parked: ${r.reason ?? ''}\n  answer: tron answer --repo ${o.repo} ${r.block} '>>RETRY {"guidance":"…"}'`,
         );
+      const earlier = abandonedEarlierLine(
+        idle.abandoned.map((r) => ({ block: r.block, reason: r.reason, file: blocks.find((b) => b.id === r.block)?.file })),
+      );
+      if (earlier) o.print(earlier);
       return idle.exit;
     }
     // Trunk is checked with the configured tests before any block is touched: a red trunk stops here (preflight.ts).
@@ -310,7 +315,7 @@ async function startHolding(
       sandbox: { kind: sandbox.sandbox.kind, ...(sandbox.notice ? { why: sandbox.notice } : {}) },
     });
     carrySessions(previousRunDir, runDir);
-    const reporter = reporterFor(o, repo, runDir);
+    const reporter = reporterFor(o, repo, runDir, (id) => blocks.find((b) => b.id === id)?.file);
     const say = reporter.print;
     if (sandbox.notice) say(sandbox.notice);
     // [notify]: a reporter too, delivering off the engine's path; its outcomes are notes in the log.
@@ -457,7 +462,15 @@ function nothingToDo(
   recovery: Recovery,
   register: readonly Block[],
   answersWaiting: number,
-): { exit: number; summary: string; parked: BodyOf<'block.recovered'>[]; blocked: { block: string; blocker: Blocker }[] } | undefined {
+):
+  | {
+      exit: number;
+      summary: string;
+      parked: BodyOf<'block.recovered'>[];
+      blocked: { block: string; blocker: Blocker }[];
+      abandoned: BodyOf<'block.recovered'>[];
+    }
+  | undefined {
   if (!previous || answersWaiting > 0) return undefined;
   if (!events.some((e) => e.type === 'run.finished')) return undefined;
   const resumed: BodyOf<'block.recovered'>[] = [];
@@ -487,6 +500,7 @@ function nothingToDo(
     summary: `${landed} landed, ${parked.length} parked, ${blocked.length > 0 ? `${blocked.length} blocked, ` : ''}${count('abandoned')} abandoned`,
     parked,
     blocked,
+    abandoned: resumed.filter((r) => r.phase === 'abandoned'),
   };
 }
 
@@ -513,12 +527,12 @@ function hasWork(recovery: Recovery, register: readonly Block[], answersWaiting:
 }
 
 /** The live board on a terminal; time-stamped lines anywhere else, or when asked for. */
-function reporterFor(o: StartOptions, repo: string, runDir: string): Reporter {
+function reporterFor(o: StartOptions, repo: string, runDir: string, blockFile: (id: string) => string | undefined): Reporter {
   // A terminal of no size (a headless pseudo-terminal) has no room for a board.
   const tty = o.output?.isTTY === true && (o.output.rows ?? 0) > 0 && !o.plain && o.env.TERM !== 'dumb';
   return tty && o.output
-    ? liveBoard({ repo, runDir, stream: o.output, clock: o.clock })
-    : plainReporter({ repo, runDir, print: o.print, clock: o.clock });
+    ? liveBoard({ repo, runDir, blockFile, stream: o.output, clock: o.clock })
+    : plainReporter({ repo, runDir, blockFile, print: o.print, clock: o.clock });
 }
 
 /** The crash test hook: TRON_CRASH_AFTER_EVENT=N makes the engine die right after event N. */

@@ -5,12 +5,12 @@
  * in `.tron/inbox/`. Folded from the events; `--json` gives the same with numbers (ms),
  * titles and shas, in the camelCase every JSON of the CLI uses.
  */
-import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { Clock } from '../os/clock.ts';
 import { formatDuration } from '../core/duration.ts';
 import { isHolderAlive, readLock } from '../log/lockfile.ts';
 import { latestRun } from '../log/runs.ts';
+import { noRunYet } from '../log/run-select.ts';
 import { readLog } from '../log/eventlog.ts';
 import { apply, initialState } from '../core/state.ts';
 import { requireRepo } from './project-check.ts';
@@ -72,11 +72,7 @@ export async function statusCommand(opts: StatusOptions): Promise<number> {
   const run = latestRun(repo);
   if (!run) {
     opts.print(
-      opts.json
-        ? JSON.stringify({ repo, run: null, runDir: null, engine: null, blocks: [] }, null, 2)
-        : existsSync(join(repo, '.tron', 'config.toml'))
-          ? 'tron status: no run yet; start one with `tron start`'
-          : 'tron status: no run yet, and no .tron/ here: `tron init` sets this repository up, then `tron start`',
+      opts.json ? JSON.stringify({ repo, run: null, runDir: null, engine: null, blocks: [] }, null, 2) : `tron status: ${noRunYet(repo)}`,
     );
     return 0;
   }

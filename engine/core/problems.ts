@@ -54,8 +54,8 @@ export const PROBLEMS = {
   TRON_NOT_A_REPO: {
     area: 'setup',
     kind: 'input',
-    summary: 'The directory tron was pointed at is not the top of a git work tree.',
-    fix: 'Run tron at the top of the git repository, or pass `--repo` with that path; `git init` makes a repository.',
+    summary: 'The directory tron was pointed at does not exist, or is not the top of a git work tree.',
+    fix: 'Run tron at the top of the git repository, or pass `--repo` with that path (a missing folder is often a typo in it); `git init` makes a repository.',
   },
   TRON_STATE_UNWRITABLE: {
     area: 'setup',

@@ -3,7 +3,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'nod
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { findProgram } from '../workers/preflight.ts';
+import { needProgram, requireAll, skipWithout } from '../testing/needs.ts';
 import { failureExcerpt, lastLines, readTestFailures, runOutput, type TestRunner } from './test-output.ts';
 
 const dirs: string[] = [];
@@ -32,7 +32,11 @@ function output(command: string, cwd: string, env: Record<string, string> = {}):
 
 const recorded = (name: string) => readFileSync(new URL(`../testing/test-output/${name}`, import.meta.url), 'utf8');
 const VITEST = new URL('../../node_modules/.bin/vitest', import.meta.url).pathname;
-const has = (program: string) => findProgram(program, process.env.PATH, '/') !== undefined;
+// The live runs of pytest and cargo: where one is missing they skip, with a line naming its install command (CI fails instead).
+const PYTEST = needProgram('pytest', 'apt-get install -y python3-pytest', { names: ['pytest', 'pytest-3'] });
+const CARGO = needProgram('cargo', 'apt-get install -y cargo');
+const NO_PYTEST = skipWithout('the live pytest run', PYTEST);
+const NO_CARGO = skipWithout('the live cargo test run', CARGO);
 
 /**
  * What every runner's excerpt must hold of the sample: the failing assertion (the port
@@ -106,7 +110,8 @@ it('group inner fails', () => { throw new Error('boom inside'); });
     expect(excerpt).not.toMatch(/^\s*\d+\|/m);
   });
 
-  it.skipIf(!has('pytest'))('pytest: each test of FAILURES by its > and E lines and its place, then the short summary', () => {
+  it.skipIf(NO_PYTEST)('pytest: each test of FAILURES by its > and E lines and its place, then the short summary', () => {
+    requireAll(PYTEST);
     const dir = project({
       'test_calc.py': `def test_adds():
     assert 1 + 1 == 2
@@ -120,14 +125,15 @@ class TestGroup:
         raise ValueError("boom inside")
 `,
     });
-    const out = output('pytest -p no:cacheprovider', dir);
+    const out = output(`${PYTEST.path} -p no:cacheprovider`, dir);
     const excerpt = expectTheFailures(out, 'pytest', /^=+ 2 failed, 1 passed in [\d.]+s =+$/m);
     expect(excerpt).toMatch(/^E\s+AssertionError: assert \{'port': 80\} == \{'port': 8080\}$/m);
     expect(excerpt).toMatch(/^test_calc\.py:6: AssertionError$/m);
     expect(excerpt).toMatch(/^FAILED test_calc\.py::TestGroup::test_inner_fails - ValueError: boom inside$/m);
   });
 
-  it.skipIf(!has('cargo'))('cargo test: each ---- stdout block with its panic, then test result', () => {
+  it.skipIf(NO_CARGO)('cargo test: each ---- stdout block with its panic, then test result', () => {
+    requireAll(CARGO);
     const dir = project({
       'Cargo.toml': '[package]\nname = "calc"\nversion = "0.1.0"\nedition = "2021"\n\n[dependencies]\n',
       'src/lib.rs': `#[cfg(test)]
@@ -141,7 +147,7 @@ mod tests {
 }
 `,
     });
-    const out = output('cargo test --offline --quiet', dir, {
+    const out = output(`${CARGO.path} test --offline --quiet`, dir, {
       CARGO_TARGET_DIR: join(dir, 'target'),
       CARGO_HOME: process.env.CARGO_HOME ?? join(process.env.HOME ?? '', '.cargo'),
     });

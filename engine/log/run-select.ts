@@ -6,6 +6,16 @@ import { existsSync, readdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { InputError } from '../core/errors.ts';
 
+/**
+ * What a command that reads runs says where there is none: start one — or, in a repository
+ * without `.tron/config.toml`, set it up first with `tron init` (`tron start` would refuse).
+ */
+export function noRunYet(repo: string): string {
+  return existsSync(join(repo, '.tron', 'config.toml'))
+    ? 'no run yet; start one with `tron start`'
+    : 'no run yet, and no .tron/ here: `tron init` sets this repository up, then `tron start`';
+}
+
 /** The run directories of a repository (those with an event log), oldest first. */
 export function runDirs(repo: string): string[] {
   const runs = join(repo, '.tron', 'runs');
@@ -27,5 +37,5 @@ export function selectRun(repo: string, run: string | undefined, flag = '--run')
   }
   const latest = runDirs(repo).at(-1);
   if (latest) return latest;
-  throw new InputError([{ code: 'TRON_USAGE', path: repo, message: 'no run yet: start one with `tron start`' }]);
+  throw new InputError([{ code: 'TRON_USAGE', path: repo, message: noRunYet(repo) }]);
 }

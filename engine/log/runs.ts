@@ -8,6 +8,7 @@ import { join, resolve } from 'node:path';
 import { InputError } from '../core/errors.ts';
 import { apply, initialState, type EngineState } from '../core/state.ts';
 import { readLog } from './eventlog.ts';
+import { noRunYet } from './run-select.ts';
 
 /** `.tron/runs/` of a repository. */
 export const runsDir = (repo: string): string => join(resolve(repo), '.tron', 'runs');
@@ -47,7 +48,7 @@ export function resolveRun(repo: string, run: string | undefined): string {
       {
         code: 'TRON_NO_RUN',
         path: runsDir(repo),
-        message: 'no run yet; start one with `tron start`, or name a run directory (tron report DIR)',
+        message: `${noRunYet(repo)}; or name a run directory (tron report DIR)`,
       },
     ]);
   }

@@ -17,6 +17,7 @@ import { answerCommand } from '../gateway/answer-command.ts';
 import { blockerWords, type Blocker } from '../core/blocked.ts';
 import { failureExcerpt } from '../core/test-output.ts';
 import { ParkedNow } from './parked-now.ts';
+import { abandonedEarlierLine } from './abandoned-earlier.ts';
 
 export { answerCommand };
 
@@ -65,6 +66,8 @@ export interface NarratorOptions {
   repo: string;
   /** The run directory, for paths of test logs (they are recorded relative to it). */
   runDir?: string;
+  /** A block's file (or its issue's URL), for the fix of a block an earlier run abandoned; default `.tron/blocks/<id>.md`. */
+  blockFile?: (id: string) => string | undefined;
 }
 
 /** Reads events in log order and says what each means, in zero or more lines. */
@@ -281,10 +284,17 @@ export class Narrator {
       const is: Blocker['is'] = e.abandoned.includes(by) ? 'abandoned' : blocked.some((b) => b.block === by) ? 'blocked' : 'parked';
       out.push(`tron: ${block} is blocked: it ${blockerWords({ dependency: by, is })}`);
     }
-    for (const id of e.abandoned) {
+    for (const id of e.abandoned.filter((id) => !this.carried.has(id))) {
       const reason = this.reasons.get(id);
       out.push(`tron: ${id} was abandoned${reason ? `: ${firstLine(reason)}` : ''}`);
     }
+    // Abandoned by an earlier run: they alone keep this run at exit 3 if all else landed; said once, with the way out.
+    const earlier = abandonedEarlierLine(
+      e.abandoned
+        .filter((id) => this.carried.has(id))
+        .map((block) => ({ block, reason: this.reasons.get(block), file: this.o.blockFile?.(block) })),
+    );
+    if (earlier) out.push(earlier);
     const landed = e.landed.filter((id) => !this.carried.has(id));
     const abandoned = e.abandoned.filter((id) => !this.carried.has(id));
     const before = [

@@ -26,7 +26,7 @@ import { reportCommand } from '../commands/report.ts';
 import { makeRepo, type TestRepo } from '../testing/repo.ts';
 import { BWRAP_SKIP } from '../testing/bwrap.ts';
 import { WORKER_PRESETS } from './presets.ts';
-import { inCi } from '../testing/needs.ts';
+import { type Needed, requireAll, skipWithout } from '../testing/needs.ts';
 import { findProgram } from './preflight.ts';
 import type { CommandSettings } from '../project/worker-settings.ts';
 import { workerSettings } from '../project/worker-settings.ts';
@@ -557,10 +557,14 @@ function realCodex(): string | undefined {
   return undefined;
 }
 const REAL_CODEX = realCodex();
+const CODEX: Needed = {
+  name: 'the real Codex CLI (or TRON_TEST_CODEX=PATH)',
+  install: 'npm install -g @openai/codex@0.171.0',
+  ...(REAL_CODEX !== undefined && { path: REAL_CODEX }),
+};
 // Locally the test waits for a real Codex (one line says how to get one); in CI, which
 // installs it (.ci/run), it must run.
-if (REAL_CODEX === undefined && !inCi())
-  console.warn('the real-Codex test skipped: npm install -g @openai/codex@0.171.0 (or TRON_TEST_CODEX=PATH) runs it');
+const NO_CODEX = skipWithout('the real-Codex test', CODEX);
 
 /** A Codex config.toml for a model provider of one's own, as Codex's docs show it, at `url`. */
 const providerToml = (url: string) => `model = "scripted-model"
@@ -639,10 +643,10 @@ describe('Codex with a model provider of its own', () => {
     expect(existsSync(join(repo.dir, '.tron', 'runs'))).toBe(false);
   });
 
-  it.skipIf(REAL_CODEX === undefined && !inCi())(
+  it.skipIf(NO_CODEX)(
     'the real Codex CLI, configured for a scripted model server as its docs say, lands the example block with its key passed by the env list',
     async () => {
-      if (REAL_CODEX === undefined) throw new Error('the real Codex CLI is not installed: npm install -g @openai/codex@0.171.0');
+      requireAll(CODEX);
       const server = await startModelServer(codexScript);
       cleanups.push(() => server.close());
       const repo = await initialised('codex');

@@ -17,6 +17,7 @@ import type { JobKey } from './pg-job-types.ts';
 import type { ProbeRequest } from '../runtime/effects/liveness.ts';
 import { TurnTable } from '../runtime/effects/turn-table.ts';
 import type pg from 'pg';
+import { OneLook } from '../os/one-look.ts';
 
 /** A turn table whose turns a stop aborts (including one registered after it: TurnTable.stopAll), and says why. */
 export class StoppableTurns extends TurnTable {
@@ -50,8 +51,11 @@ export class AgentControl {
   >();
   /** Asks already taken (their answers may still be on their way). */
   private readonly taken = new Set<number>();
-  private looking: Promise<void> | undefined;
-  private again = false;
+  /** The look for the held jobs' asks: one at a time, another after it if asked meanwhile. */
+  private readonly asks = new OneLook(
+    () => this.readAsks(),
+    () => this.closed,
+  );
   private timer: NodeJS.Timeout | undefined;
   private closed = false;
   /** The connection's queries, one at a time. */
@@ -121,37 +125,27 @@ export class AgentControl {
 
   /** Reads the open asks of the held jobs: one look at a time, another after it if asked meanwhile. */
   private look(): void {
-    if (this.closed) return;
-    if (this.looking !== undefined) {
-      this.again = true;
-      return;
-    }
+    this.asks.ask();
+  }
+
+  private async readAsks(): Promise<void> {
     const held = [...this.held.values()];
-    this.looking = this.as((c) => asksFor(this.db, c))
-      .then(async (asks) => {
-        for (const ask of asks) this.take(ask);
-        // An attempt whose job was given to another (this host was cut off, or paused) or finished for it: its turn stops.
-        for (const lost of await this.as((c) =>
-          lostAttempts(
-            this.db,
-            c,
-            held.map((h) => ({ ...h.key, attempt: h.attempt })),
-          ),
-        )) {
-          const entry = this.held.get(`${lost.run}/${lost.seq}`);
-          if (!entry || entry.attempt !== lost.attempt || entry.turns.stopped !== undefined) continue;
-          this.print(`tron agent: job ${lost.seq} attempt ${lost.attempt} no longer holds its job; its turn is stopped`);
-          entry.turns.stopWith('the job was given to another attempt, or finished');
-        }
-      })
-      .catch(() => undefined)
-      .finally(() => {
-        this.looking = undefined;
-        if (this.again) {
-          this.again = false;
-          this.look();
-        }
-      });
+    await this.as((c) => asksFor(this.db, c)).then(async (asks) => {
+      for (const ask of asks) this.take(ask);
+      // An attempt whose job was given to another (this host was cut off, or paused) or finished for it: its turn stops.
+      for (const lost of await this.as((c) =>
+        lostAttempts(
+          this.db,
+          c,
+          held.map((h) => ({ ...h.key, attempt: h.attempt })),
+        ),
+      )) {
+        const entry = this.held.get(`${lost.run}/${lost.seq}`);
+        if (!entry || entry.attempt !== lost.attempt || entry.turns.stopped !== undefined) continue;
+        this.print(`tron agent: job ${lost.seq} attempt ${lost.attempt} no longer holds its job; its turn is stopped`);
+        entry.turns.stopWith('the job was given to another attempt, or finished');
+      }
+    });
   }
 
   private take(ask: Ask): void {
@@ -195,7 +189,7 @@ export class AgentControl {
   async close(): Promise<void> {
     this.closed = true;
     if (this.timer) clearInterval(this.timer);
-    await this.looking;
+    await this.asks.current;
     await this.client.end().catch(() => undefined);
   }
 }

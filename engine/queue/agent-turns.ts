@@ -38,6 +38,7 @@ import type { ProbeRequest } from '../runtime/effects/liveness.ts';
 import { turnBudget } from '../runtime/effects/turn.ts';
 import type { Job } from '../runtime/effects/table.ts';
 import type pg from 'pg';
+import { OneLook } from '../os/one-look.ts';
 
 /** How long an agent's turn may take to end once stopped, beyond a few heartbeats: the adapter's kill grace and its report. */
 const STOP_GRACE_MS = 10_000;
@@ -61,8 +62,11 @@ interface Watched {
 export class AgentTurns implements AgentTurnsPort {
   private readonly watched = new Map<number, Watched>();
   private readonly answers = new Set<() => void>();
-  private looking: Promise<void> | undefined;
-  private again = false;
+  /** The look for the watched jobs' notes: one at a time, another after it if asked meanwhile. */
+  private readonly notes = new OneLook(
+    () => this.readNotes(),
+    () => this.closed || this.watched.size === 0,
+  );
   private timer: NodeJS.Timeout | undefined;
   private closed = false;
   /** The connection's queries, one at a time. */
@@ -263,7 +267,7 @@ export class AgentTurns implements AgentTurnsPort {
 
   /** The notes of a job that just ended, read to its last (its agent sent them before its result). */
   private async drain(w: Watched): Promise<void> {
-    await this.looking;
+    await this.notes.current;
     const { notes } = await jobProgress(this.db, this.at, [w.key.seq], w.lastNote);
     for (const n of notes) this.apply(w, n);
   }
@@ -271,39 +275,28 @@ export class AgentTurns implements AgentTurnsPort {
   /** Reads the watched jobs' notes: a start arms the overrun timer; process notes go to the log. */
   private look(): void {
     for (const wake of [...this.answers]) wake();
-    if (this.closed || this.watched.size === 0) return;
-    if (this.looking !== undefined) {
-      this.again = true;
-      return;
-    }
+    this.notes.ask();
+  }
+
+  private async readNotes(): Promise<void> {
     const watched = [...this.watched.values()];
-    this.looking = jobProgress(
+    const { notes } = await jobProgress(
       this.db,
       this.at,
       watched.map((w) => w.key.seq),
       Math.min(...watched.map((w) => w.lastNote)),
-    )
-      .then(({ notes }) => {
-        for (const n of notes) {
-          const w = this.watched.get(n.seq);
-          if (w) this.apply(w, n);
-        }
-      })
-      .catch(() => undefined)
-      .finally(() => {
-        this.looking = undefined;
-        if (this.again) {
-          this.again = false;
-          this.look();
-        }
-      });
+    );
+    for (const n of notes) {
+      const w = this.watched.get(n.seq);
+      if (w) this.apply(w, n);
+    }
   }
 
   async close(): Promise<void> {
     this.closed = true;
     if (this.timer) clearInterval(this.timer);
     for (const wake of [...this.answers]) wake();
-    await this.looking;
+    await this.notes.current;
     await this.client.end().catch(() => undefined);
   }
 }

@@ -45,6 +45,7 @@ import { serialized } from './pg-job-control.ts';
 import { AgentSuites } from './agent-tests.ts';
 import { WorkFetches } from './work-fetch.ts';
 import { UnheldRoles } from './unheld-roles.ts';
+import { OneLook } from '../os/one-look.ts';
 
 /** The decisions whose effects are jobs on the queue (worker turns and test runs): each row of EFFECTS says where it runs. */
 export const QUEUED: ReadonlySet<DecisionType> = new Set(
@@ -163,8 +164,11 @@ export class JobBroker {
   private listener: pg.Client | undefined;
   private workers: { stop(): Promise<void> } | undefined;
   private timer: NodeJS.Timeout | undefined;
-  private checking: Promise<void> | undefined;
-  private again = false;
+  /** The look for committed results: one at a time, another after it if asked meanwhile. */
+  private readonly results = new OneLook(
+    () => this.lookForResults(),
+    () => this.closed || this.listener === undefined || this.waiting.size === 0,
+  );
   private closed = false;
   private fx: EffectContext | undefined;
   private agentTurns: AgentTurns | undefined;
@@ -295,38 +299,23 @@ export class JobBroker {
     this.check();
   }
 
-  /** Looks for the committed results of the jobs waited for; one look at a time, another after it if asked meanwhile. */
+  /** Looks for the committed results of the jobs waited for. */
   private check(): void {
-    if (this.closed || this.listener === undefined || this.waiting.size === 0) return;
-    if (this.checking !== undefined) {
-      this.again = true;
-      return;
+    this.results.ask();
+  }
+
+  private async lookForResults(): Promise<void> {
+    const { rows } = await this.serial!.query<{ seq: number; outcome: JobResult; worker: string | null; attempt: number }>(
+      `select seq, outcome, worker, attempt from tron_jobs where repository = $1 and run = $2 and state = 'done' and seq = any($3::integer[])`,
+      [this.o.at.repository, this.o.at.run, [...this.waiting.keys()]],
+    );
+    for (const row of rows) {
+      const w = this.waiting.get(row.seq);
+      if (!w) continue;
+      this.waiting.delete(row.seq);
+      if (row.outcome.ok) w.resolve({ ...row.outcome, worker: row.worker ?? 'an agent', attempt: row.attempt });
+      else w.reject(errorOf(row.outcome));
     }
-    const client = this.serial!;
-    this.checking = client
-      .query<{ seq: number; outcome: JobResult; worker: string | null; attempt: number }>(
-        `select seq, outcome, worker, attempt from tron_jobs where repository = $1 and run = $2 and state = 'done' and seq = any($3::integer[])`,
-        [this.o.at.repository, this.o.at.run, [...this.waiting.keys()]],
-      )
-      .then(
-        ({ rows }) => {
-          for (const row of rows) {
-            const w = this.waiting.get(row.seq);
-            if (!w) continue;
-            this.waiting.delete(row.seq);
-            if (row.outcome.ok) w.resolve({ ...row.outcome, worker: row.worker ?? 'an agent', attempt: row.attempt });
-            else w.reject(errorOf(row.outcome));
-          }
-        },
-        () => undefined,
-      )
-      .finally(() => {
-        this.checking = undefined;
-        if (this.again) {
-          this.again = false;
-          this.check();
-        }
-      });
   }
 
   async close(): Promise<void> {

@@ -86,6 +86,61 @@ function layeringProblems(root: string, layers: readonly (readonly string[])[] =
 }
 
 const ENGINE = resolve(import.meta.dirname);
+const ROOT = resolve(ENGINE, '..');
+
+/**
+ * Import circles among the files under `root`'s `dirs` (tests and test helpers left out):
+ * each a list of files that reach one another through their relative imports, types
+ * included (a type import is a dependency a reader follows all the same). Tarjan's
+ * strongly connected components, each of two files or more.
+ */
+function importCircles(root: string, dirs: readonly string[]): string[][] {
+  const files = dirs.flatMap((d) => sources(join(root, d)).map((f) => `${d}/${f}`)).filter((f) => !f.includes('/testing/'));
+  const known = new Set(files);
+  const edges = new Map<string, string[]>();
+  for (const file of files) {
+    const info = ts.preProcessFile(readFileSync(join(root, file), 'utf8'), true, true);
+    edges.set(
+      file,
+      info.importedFiles
+        .map((i) => i.fileName)
+        .filter((spec) => spec.startsWith('.'))
+        .map((spec) =>
+          relative(root, resolve(dirname(join(root, file)), spec))
+            .split(sep)
+            .join('/'),
+        )
+        .filter((target) => known.has(target)),
+    );
+  }
+  const index = new Map<string, number>();
+  const low = new Map<string, number>();
+  const stack: string[] = [];
+  const on = new Set<string>();
+  const circles: string[][] = [];
+  const visit = (v: string): void => {
+    index.set(v, index.size);
+    low.set(v, index.get(v)!);
+    stack.push(v);
+    on.add(v);
+    for (const w of edges.get(v)!) {
+      if (!index.has(w)) {
+        visit(w);
+        low.set(v, Math.min(low.get(v)!, low.get(w)!));
+      } else if (on.has(w)) low.set(v, Math.min(low.get(v)!, index.get(w)!));
+    }
+    if (low.get(v) !== index.get(v)) return;
+    const circle: string[] = [];
+    for (let w = stack.pop()!; ; w = stack.pop()!) {
+      on.delete(w);
+      circle.push(w);
+      if (w === v) break;
+    }
+    if (circle.length > 1) circles.push(circle.sort());
+  };
+  for (const f of files) if (!index.has(f)) visit(f);
+  return circles;
+}
 
 describe('the layers of engine/', () => {
   it('import only from layers below their own, and no two folders import each other', () => {
@@ -109,6 +164,24 @@ describe('the layers of engine/', () => {
         'git/run.ts imports testing/repo.ts: testing/ is for tests',
         'core and runtime import each other',
       ]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('has no import circle among the files of engine/ and evaluation/: each file can be read before the files that use it', () => {
+    expect(importCircles(ROOT, ['engine', 'evaluation'])).toEqual([]);
+  });
+
+  it('would catch a planted circle of three files, type imports included', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'tron-circles-'));
+    try {
+      mkdirSync(join(dir, 'x'));
+      writeFileSync(join(dir, 'x', 'a.ts'), "import { b } from './b.ts';\nexport const a = b;\n");
+      writeFileSync(join(dir, 'x', 'b.ts'), "import { c } from './c.ts';\nexport const b = c;\n");
+      writeFileSync(join(dir, 'x', 'c.ts'), "import type { A } from './a.ts';\nexport const c = 1 as unknown as A;\n");
+      writeFileSync(join(dir, 'x', 'd.ts'), "import { a } from './a.ts';\nexport const d = a;\n");
+      expect(importCircles(dir, ['x'])).toEqual([['x/a.ts', 'x/b.ts', 'x/c.ts']]);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

@@ -5,7 +5,16 @@
  * or is abandoned, its dependents'), so the decision step never scans the register and
  * an event costs the same in a run of 10 blocks or 10,000.
  */
-import type { BlockState } from './state.ts';
+import type { BlockInfo } from './events.ts';
+import type { Waiting } from './waiting.ts';
+
+/** What the index reads of a block's state (state.ts's IndexedBlock has it all). */
+export interface IndexedBlock {
+  readonly id: string;
+  readonly phase: string;
+  readonly info: BlockInfo;
+  readonly waiting: Waiting;
+}
 import { byNumber, byString, SortedMap } from './sorted-map.ts';
 
 /** Phases that take one of the `max_parallel` slots. */
@@ -16,7 +25,7 @@ export const TERMINAL: ReadonlySet<string> = new Set(['landed', 'abandoned']);
  * Waiting on something the engine started for this block (a turn, git, tests) rather than on
  * a person, a slot, a held worker or the merge lane (whose effects the lane's own state counts).
  */
-export function inFlight(b: BlockState): boolean {
+export function inFlight(b: IndexedBlock): boolean {
   return !['nothing', 'operator', 'slot', 'lane', 'stack', 'worker'].includes(b.waiting.on);
 }
 
@@ -55,14 +64,14 @@ export interface BlockIndex {
   orphaned: SortedMap<number, string>;
 }
 
-const isReady = (blocks: SortedMap<string, BlockState>, b: BlockState): boolean =>
+const isReady = (blocks: SortedMap<string, IndexedBlock>, b: IndexedBlock): boolean =>
   b.phase === 'pending' && b.info.depends_on.every((d) => blocks.get(d)?.phase === 'landed');
 
-const isOrphaned = (blocks: SortedMap<string, BlockState>, b: BlockState): boolean =>
+const isOrphaned = (blocks: SortedMap<string, IndexedBlock>, b: IndexedBlock): boolean =>
   b.phase === 'pending' && b.info.depends_on.some((d) => blocks.get(d)?.phase === 'abandoned');
 
 /** Work going on: a turn held for an unavailable worker is not, it waits for the operator. */
-const isBusy = (b: BlockState): boolean =>
+const isBusy = (b: IndexedBlock): boolean =>
   !TERMINAL.has(b.phase) && b.phase !== 'parked' && b.phase !== 'pending' && b.waiting.on !== 'lane' && b.waiting.on !== 'worker';
 
 /**
@@ -70,7 +79,7 @@ const isBusy = (b: BlockState): boolean =>
  * (its gate) or it is being challenged or reviewed. What the lane may wait for, as it
  * will soon be approved (or sent back, which ends the wait as surely).
  */
-export function approaching(b: BlockState): boolean {
+export function approaching(b: IndexedBlock): boolean {
   if (b.phase !== 'build' && b.phase !== 'review') return false;
   const w = b.waiting;
   if (w.on === 'facts') return w.purpose === 'gate';
@@ -79,7 +88,7 @@ export function approaching(b: BlockState): boolean {
   return kind === 'challenge' || kind === 'review';
 }
 
-const isQueued = (b: BlockState): boolean =>
+const isQueued = (b: IndexedBlock): boolean =>
   !TERMINAL.has(b.phase) && b.phase !== 'parked' && b.phase !== 'pending' && b.waiting.on === 'lane';
 
 /** Which of the index's counters a block adds to, one bit each. */
@@ -88,7 +97,7 @@ const IN_FLIGHT = 2;
 const BUSY = 4;
 const QUEUED = 8;
 const APPROACHING = 16;
-function tally(b: BlockState): number {
+function tally(b: IndexedBlock): number {
   return (
     (ACTIVE_PHASES.has(b.phase) ? ACTIVE : 0) |
     (inFlight(b) ? IN_FLIGHT : 0) |
@@ -100,7 +109,7 @@ function tally(b: BlockState): number {
 const bit = (mask: number, flag: number): number => (mask & flag ? 1 : 0);
 
 /** The index computed from scratch: every block, in register order. */
-export function indexBlocks(blocks: SortedMap<string, BlockState>, order: readonly string[]): BlockIndex {
+export function indexBlocks(blocks: SortedMap<string, IndexedBlock>, order: readonly string[]): BlockIndex {
   const position = new Map<string, number>();
   const dependents = new Map<string, string[]>();
   const index: BlockIndex = {
@@ -137,7 +146,7 @@ export function indexBlocks(blocks: SortedMap<string, BlockState>, order: readon
 }
 
 /** Puts `b` in, or takes it out of, the ready and orphaned sets, as its state now says. */
-function place(index: BlockIndex, blocks: SortedMap<string, BlockState>, b: BlockState): BlockIndex {
+function place(index: BlockIndex, blocks: SortedMap<string, IndexedBlock>, b: IndexedBlock): BlockIndex {
   const key = { priority: b.info.priority, id: b.id };
   const ready = isReady(blocks, b) ? index.ready.set(key, b.id) : index.ready.delete(key);
   const at = index.position.get(b.id)!;
@@ -150,7 +159,7 @@ function place(index: BlockIndex, blocks: SortedMap<string, BlockState>, b: Bloc
  * and place, and, when it landed or was abandoned (or stopped being either), the places
  * of the blocks that depend on it. Nothing else moves, so nothing else is looked at.
  */
-export function reindex(index: BlockIndex, blocks: SortedMap<string, BlockState>, was: BlockState, b: BlockState): BlockIndex {
+export function reindex(index: BlockIndex, blocks: SortedMap<string, IndexedBlock>, was: IndexedBlock, b: IndexedBlock): BlockIndex {
   const before = tally(was);
   const after = tally(b);
   if (before !== after) {

@@ -17,22 +17,13 @@ import { TrunkHistory } from './trunk-history.ts';
 export { ACTIVE_PHASES, type BlockIndex, inFlight, TERMINAL } from './block-index.ts';
 export { TrunkHistory } from './trunk-history.ts';
 
-import type { FailureCause, TurnKind } from './roles.ts';
+import type { FailureCause } from './roles.ts';
+import type { PendingTurn, Waiting } from './waiting.ts';
+
+export type { PendingTurn, Waiting } from './waiting.ts';
 import type { Handler, Trouble } from '../spine/spine.ts';
 
 export type { TurnKind } from './roles.ts';
-
-/** A worker turn that was dispatched and has not answered yet. */
-export interface PendingTurn {
-  role: 'builder' | 'reviewer' | 'architect';
-  session: string;
-  turn: number;
-  kind: TurnKind;
-  phase: string;
-  expect: string[];
-  /** For a restate turn: the kind of the turn whose reply it restates. */
-  restating?: TurnKind;
-}
 
 /**
  * What workers spent, folded from `usage.recorded`: per block and per run, so budgets
@@ -72,21 +63,6 @@ export interface WorkerHealth {
   /** Set by worker.unavailable: the blocks paged about it; cleared when the operator answers one. */
   held?: { cause: FailureCause; blocks: string[] };
 }
-
-/** What a block is waiting for; at most one thing at a time. */
-export type Waiting =
-  | { on: 'slot' }
-  | { on: 'worktree' }
-  | { on: 'turn'; turn: PendingTurn }
-  | { on: 'facts'; purpose: 'gate' | 'merge' }
-  | { on: 'lane' }
-  | { on: 'stack' }
-  | { on: 'wrap' }
-  | { on: 'operator' }
-  /** A turn for a worker that is unavailable, held until the operator answers (turn.held). */
-  | { on: 'worker'; held: Omit<EventOf<'turn.held'>, 'type' | 'v' | 'seq' | 'ts'> }
-  | { on: 'reissue' }
-  | { on: 'nothing' };
 
 export interface BlockState {
   id: string;

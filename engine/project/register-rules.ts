@@ -5,7 +5,7 @@
  */
 import path from 'node:path';
 import type { Problem } from '../core/errors.ts';
-import type { Block } from './register.ts';
+import type { Block } from './block.ts';
 import { suggest } from '../core/suggest.ts';
 
 /** The file a block id lives in, next to the block that names it. */

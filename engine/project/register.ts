@@ -13,6 +13,7 @@ import { parseToml, schemaProblems, type IssueStyle } from './config-problems.ts
 import { InputError, type Problem } from '../core/errors.ts';
 import { BLOCK_ID } from '../core/names.ts';
 import { checkRegister } from './register-rules.ts';
+import type { Block } from './block.ts';
 
 export { checkRegister, dependencyCycles, selfDependencies, unknownDependencies } from './register-rules.ts';
 
@@ -25,23 +26,7 @@ export const BLOCK_FILE_LIMIT = 256 * 1024;
 /** A block id is its file name without `.md` (its shape: engine/core/names.ts). */
 export { BLOCK_ID };
 
-/** One unit of work, as the register file states it. */
-export interface Block {
-  id: string;
-  title: string;
-  /** Ids of blocks that must land first, in file order, without duplicates. */
-  dependsOn: string[];
-  /** Lower runs first; blocks without one have 0; ties break by id. */
-  priority: number;
-  /** Acceptance criteria, numbered c1, c2, … in this order. */
-  criteria: string[];
-  /** The Markdown after the front matter, line endings normalised to \n, trimmed. */
-  brief: string;
-  /** Repository-relative path, e.g. `.tron/blocks/login.md`. */
-  file: string;
-  /** sha256 hex of the file's bytes: a changed file is a changed block. */
-  digest: string;
-}
+export type { Block } from './block.ts';
 
 const nonEmpty = z.string().refine((s) => s.trim() !== '', { message: 'must not be empty or blank; write the text' });
 

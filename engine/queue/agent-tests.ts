@@ -84,7 +84,7 @@ export type Submit = (line: TronEvent, job: QueuedJob) => Promise<unknown>;
 class Refused extends Error {}
 
 /** The engine's side: each suite handed to the agents, its report checked, the test refs kept and removed. */
-export class AgentSuites implements RemoteSuites {
+export class AgentSuites implements RemoteSuites<EffectContext> {
   private readonly held = new Map<string, { users: number; ready: Promise<void> }>();
   private readonly deleting = new Map<string, Promise<void>>();
   private swept: Promise<void> | undefined;

@@ -21,7 +21,7 @@
  */
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { isAbsolute, join, relative, resolve } from 'node:path';
-import type { Mount } from './sandbox.ts';
+import type { Mount } from './mount.ts';
 
 /** Where the repository's own object store appears inside the sandbox (under its private /tmp). */
 export const SHARED_INSIDE = '/tmp/.tron-shared-objects';

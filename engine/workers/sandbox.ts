@@ -57,6 +57,7 @@ import type { TurnRequest } from './adapter.ts';
 import { findProgram } from './preflight.ts';
 import type { SandboxMode } from '../project/worker-settings.ts';
 import { privateStore } from './private-store.ts';
+import type { Mount } from './mount.ts';
 import { ConfigSanitizer, userGitConfigs } from './sandbox-git-config.ts';
 
 export { SANDBOX_MODES, type SandboxMode } from '../project/worker-settings.ts';
@@ -266,12 +267,7 @@ function isFile(path: string): boolean {
   }
 }
 
-/** One bwrap mount: `ro` and `rw` need the source; `*-try` skip a missing one; `hide` puts an empty folder over `dest`. */
-export interface Mount {
-  kind: 'ro' | 'rw' | 'rw-try' | 'hide' | 'hide-file';
-  src: string;
-  dest: string;
-}
+export type { Mount } from './mount.ts';
 
 const FLAG: Record<Exclude<Mount['kind'], 'hide'>, string> = {
   ro: '--ro-bind',

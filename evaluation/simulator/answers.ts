@@ -6,13 +6,13 @@
  */
 import type { EventBody, EventOf, TronEvent } from '../../engine/core/events.ts';
 import { Failure, linear } from './invariants.ts';
-import type { Item, Sim } from './run.ts';
+import type { Item, SimWorld } from './sim.ts';
 import type { SimEffect } from './reactions.ts';
 
 /** What one worker turn costs, when budgets are on. */
 const TURN_USD = 0.05;
 
-export function execute(sim: Sim, item: Item): EventBody[] {
+export function execute(sim: SimWorld, item: Item): EventBody[] {
   if (item.kind === 'follow') return follow(sim, item.d, item.found);
   if (item.kind === 'answer') {
     // An operator who answers has looked: what stood in the block's namespace is cleared.
@@ -104,7 +104,7 @@ export function execute(sim: Sim, item: Item): EventBody[] {
   }
 }
 
-export function worktree(sim: Sim, d: EventOf<'worktree.requested'>): EventBody {
+export function worktree(sim: SimWorld, d: EventOf<'worktree.requested'>): EventBody {
   if (sim.git.planted.has(d.block)) {
     const detail = `fatal: cannot lock ref 'refs/heads/tron/${d.block}': 'refs/heads/tron/${d.block}/x' exists; cannot create 'refs/heads/tron/${d.block}'`;
     return { type: 'worktree.failed', block: d.block, attempt: d.attempt, detail };
@@ -123,7 +123,7 @@ export function worktree(sim: Sim, d: EventOf<'worktree.requested'>): EventBody 
   };
 }
 
-export function turn(sim: Sim, item: Extract<Item, { kind: 'effect' }>, d: EventOf<'block.dispatched'>): EventBody[] {
+export function turn(sim: SimWorld, item: Extract<Item, { kind: 'effect' }>, d: EventOf<'block.dispatched'>): EventBody[] {
   const kind = d.kind === 'restate' ? d.restating! : d.kind;
   if (item.stage === 0) {
     item.stage = 1;
@@ -168,7 +168,7 @@ export function turn(sim: Sim, item: Extract<Item, { kind: 'effect' }>, d: Event
   return [reply(sim, d, kind, (item as { outcome?: string }).outcome!)];
 }
 
-export function outcomeOf(sim: Sim, kind: string): string {
+export function outcomeOf(sim: SimWorld, kind: string): string {
   switch (kind) {
     case 'build':
       return sim.pick('build');
@@ -185,7 +185,7 @@ export function outcomeOf(sim: Sim, kind: string): string {
   }
 }
 
-export function reply(sim: Sim, d: EventOf<'block.dispatched'>, kind: string, outcome: string): EventBody {
+export function reply(sim: SimWorld, d: EventOf<'block.dispatched'>, kind: string, outcome: string): EventBody {
   const base = { type: 'reply.received' as const, block: d.block, role: d.role, session: d.session, turn: d.turn };
   const ok = (reply: string): EventBody => ({ ...base, ok: true, reply: `Working on it.\n${reply}\n` });
   const git = sim.git;
@@ -245,7 +245,7 @@ export function reply(sim: Sim, d: EventOf<'block.dispatched'>, kind: string, ou
   }
 }
 
-export function testRun(sim: Sim, sha: string): EventOf<'trunk.tested'>['tests'] {
+export function testRun(sim: SimWorld, sha: string): EventOf<'trunk.tested'>['tests'] {
   const how = sim.pick('test');
   const green = sim.git.greenTree(sha) && how === 'as-tree';
   if (green) sim.git.green.add(sha);
@@ -253,7 +253,7 @@ export function testRun(sim: Sim, sha: string): EventOf<'trunk.tested'>['tests']
   return { exit: green ? 0 : 1, timed_out: false, log: 'tests.log', tail: green ? 'ok' : 'not ok 1 - it works' };
 }
 
-export function facts(sim: Sim, d: EventOf<'facts.requested'>): EventBody {
+export function facts(sim: SimWorld, d: EventOf<'facts.requested'>): EventBody {
   const git = sim.git;
   const head = git.branches.get(d.block) ?? d.base;
   const wt = git.worktrees.get(d.block);
@@ -276,7 +276,7 @@ export function facts(sim: Sim, d: EventOf<'facts.requested'>): EventBody {
   };
 }
 
-export function rebase(sim: Sim, d: EventOf<'lane.stacked'>): EventBody {
+export function rebase(sim: SimWorld, d: EventOf<'lane.stacked'>): EventBody {
   const git = sim.git;
   if (git.trunk !== d.trunk_sha) return { type: 'rebase.done', stack: d.stack, trunk_sha: git.trunk, results: [] };
   let top = d.trunk_sha;
@@ -314,13 +314,13 @@ export function rebase(sim: Sim, d: EventOf<'lane.stacked'>): EventBody {
   return { type: 'rebase.done', stack: d.stack, trunk_sha: git.trunk, results };
 }
 
-export function testCandidate(sim: Sim, d: EventOf<'candidate.requested' | 'bisect.step'>): EventBody {
+export function testCandidate(sim: SimWorld, d: EventOf<'candidate.requested' | 'bisect.step'>): EventBody {
   const tests = testRun(sim, d.sha);
   return { type: 'candidate.tested', stack: d.stack, sha: d.sha, blocks: d.blocks, ok: tests.exit === 0, tests };
 }
 
 /** The one ref transaction, compare-and-swap on trunk; git refuses a landed ref that exists. */
-export function land(sim: Sim, d: EventOf<'land.intent'>): EventBody[] {
+export function land(sim: SimWorld, d: EventOf<'land.intent'>): EventBody[] {
   const git = sim.git;
   const ids = d.blocks.map((b) => b.block);
   if (git.trunk !== d.from)
@@ -342,7 +342,7 @@ export function land(sim: Sim, d: EventOf<'land.intent'>): EventBody[] {
 }
 
 /** trunk-tested-green, trunk-linear, no-landing-past-dependency: checked as a trunk (local or the remote's) moves to `d.sha` from `from`. */
-function landing(sim: Sim, d: EventOf<'land.intent'>, from: string, by: string): void {
+function landing(sim: SimWorld, d: EventOf<'land.intent'>, from: string, by: string): void {
   const git = sim.git;
   const ids = d.blocks.map((b) => b.block);
   if (!git.green.has(d.sha)) {
@@ -369,7 +369,7 @@ function landing(sim: Sim, d: EventOf<'land.intent'>, from: string, by: string):
 }
 
 /** Local trunk, the landed refs and the branches move to the landing (after the remote took it, with one). */
-export function landLocally(sim: Sim, d: Pick<EventOf<'land.intent'>, 'sha' | 'blocks'>): void {
+export function landLocally(sim: SimWorld, d: Pick<EventOf<'land.intent'>, 'sha' | 'blocks'>): void {
   const git = sim.git;
   git.moveTrunk(d.sha);
   for (const b of d.blocks) {
@@ -382,7 +382,7 @@ export function landLocally(sim: Sim, d: Pick<EventOf<'land.intent'>, 'sha' | 'b
 // ---- the remote ([remote]) ----
 
 /** Before a stack: the remote's trunk is fetched, and local trunk follows it when it moved ahead (remote.ts fetchBeforeStack). */
-export function fetchThenRebase(sim: Sim, d: EventOf<'lane.stacked'>): EventBody[] {
+export function fetchThenRebase(sim: SimWorld, d: EventOf<'lane.stacked'>): EventBody[] {
   const git = sim.git;
   const remote = git.remote!;
   if (git.trunk !== d.trunk_sha) return [rebase(sim, d)];
@@ -399,7 +399,7 @@ export function fetchThenRebase(sim: Sim, d: EventOf<'lane.stacked'>): EventBody
  * (an answer lost) counts as pushed, a trunk moved ahead by a teammate is followed and
  * restacked, anything else is refused.
  */
-export function push(sim: Sim, d: EventOf<'land.intent'>): EventBody[] {
+export function push(sim: SimWorld, d: EventOf<'land.intent'>): EventBody[] {
   const git = sim.git;
   const remote = git.remote!;
   const ids = d.blocks.map((b) => b.block);
@@ -440,7 +440,7 @@ export function push(sim: Sim, d: EventOf<'land.intent'>): EventBody[] {
 }
 
 /** The remote accepted: local trunk and the landed refs follow (the local ref transaction). */
-export function follow(sim: Sim, d: EventOf<'land.intent'>, found: boolean): EventBody[] {
+export function follow(sim: SimWorld, d: EventOf<'land.intent'>, found: boolean): EventBody[] {
   const git = sim.git;
   if (git.trunk !== d.from) {
     const ids = d.blocks.map((b) => b.block);
@@ -461,7 +461,7 @@ export function follow(sim: Sim, d: EventOf<'land.intent'>, found: boolean): Eve
  * on the landing's sha and the reviews read — or the forge fails the call, as its client
  * reports it (a rate limit with the wait it asked for, a 5xx, a token refused).
  */
-export function askForge(sim: Sim, d: EventOf<'pr.requested'>): EventBody {
+export function askForge(sim: SimWorld, d: EventOf<'pr.requested'>): EventBody {
   const forge = sim.git.forge!;
   const how = sim.pick('pr');
   const failed = (kind: 'rate_limited' | 'transient' | 'auth', message: string, wait_ms?: number): EventBody => ({

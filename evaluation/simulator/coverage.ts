@@ -6,7 +6,7 @@
  */
 import { EVENT_SCHEMAS, eventKind, type EventType, type TronEvent } from '../../engine/core/events.ts';
 import { ESCALATION } from '../../engine/spine/spine.ts';
-import { CTX } from './run.ts';
+import { CTX } from './sim.ts';
 
 /**
  * Decisions and escalation rows the simulated world cannot reach yet, so they are not

@@ -8,7 +8,7 @@
  */
 import type { EventBody, EventOf, TronEvent } from '../../engine/core/events.ts';
 import { TERMINAL } from '../../engine/core/state.ts';
-import type { Sim } from './run.ts';
+import type { SimWorld } from './sim.ts';
 
 /** A broken invariant: its name, and what happened. */
 export class Failure extends Error {
@@ -21,7 +21,7 @@ export class Failure extends Error {
 }
 
 /** A trunk (local, or the remote's: `from`) moves only to a descendant of where it is. */
-export function linear(sim: Sim, to: string, by: string, from = sim.git.trunk): void {
+export function linear(sim: SimWorld, to: string, by: string, from = sim.git.trunk): void {
   if (!sim.git.isAncestor(from, to)) {
     throw new Failure('trunk-linear', `${by} moved trunk from ${from.slice(-8)} to ${to.slice(-8)}, which does not descend from it`);
   }
@@ -30,7 +30,7 @@ export function linear(sim: Sim, to: string, by: string, from = sim.git.trunk): 
 /** The phases that hold one of the max_parallel slots. */
 const SLOT_PHASES: ReadonlySet<string> = new Set(['build', 'review']);
 
-export function check(sim: Sim, e: TronEvent): void {
+export function check(sim: SimWorld, e: TronEvent): void {
   switch (e.type) {
     case 'land.intent': {
       // PR mode: a person's word on the forge holds — a pull request they closed stays
@@ -121,7 +121,7 @@ export function check(sim: Sim, e: TronEvent): void {
 }
 
 /** Folds what the budget invariant needs from an input. */
-export function account(sim: Sim, e: EventBody): void {
+export function account(sim: SimWorld, e: EventBody): void {
   if (e.type === 'usage.recorded') {
     sim.spend.run += e.cost_usd ?? 0;
     sim.spend.blocks.set(e.block, (sim.spend.blocks.get(e.block) ?? 0) + (e.cost_usd ?? 0));
@@ -129,7 +129,7 @@ export function account(sim: Sim, e: EventBody): void {
 }
 
 /** Every block is landed, parked or abandoned, or something in the world will move it. */
-export function checkStall(sim: Sim): void {
+export function checkStall(sim: SimWorld): void {
   const s = sim.state;
   if (s.finished) {
     const f = sim.log.findLast((e): e is EventOf<'run.finished'> => e.type === 'run.finished')!;
@@ -156,7 +156,7 @@ export function checkStall(sim: Sim): void {
   }
 }
 
-export function describe(sim: Sim): string {
+export function describe(sim: SimWorld): string {
   const s = sim.state;
   const blocks = s.order.map((id) => `${id}: ${s.blocks.get(id)!.phase}/${s.blocks.get(id)!.waiting.on}`).join(', ');
   const items = sim.items.map((x) => (x.kind === 'effect' ? `${x.d.type}${x.paused ? '(paused)' : ''}` : x.kind)).join(', ');

@@ -12,11 +12,11 @@
  *   does without it.
  */
 import type { DecisionType, EventOf } from '../../engine/core/events.ts';
-import type { Sim } from './run.ts';
+import type { SimWorld } from './sim.ts';
 
 type Reaction<T extends DecisionType> =
   | { readonly effect: true; readonly when?: (d: EventOf<T>) => boolean }
-  | { readonly act: (sim: Sim, d: EventOf<T>) => void }
+  | { readonly act: (sim: SimWorld, d: EventOf<T>) => void }
   | { readonly none: string };
 
 /** The reason of a decision the engine itself runs no effect for (its row in EFFECTS is null). */

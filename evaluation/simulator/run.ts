@@ -9,22 +9,23 @@
  * Every step is checked against the named invariants (invariants.ts); the first
  * violation ends the run and is returned with the step and the schedule that led to it.
  */
-import { decide as realDecide, type DecideContext } from '../../engine/core/decide/decide.ts';
+import { decide as realDecide } from '../../engine/core/decide/decide.ts';
 import { EVENT_VERSION, type BlockInfo, type EventBody, type EventOf, type TronEvent } from '../../engine/core/events.ts';
 import { planRecovery as realPlan, recordedLandings, recordsLanding } from '../../engine/core/recover.ts';
 import { openLanding } from '../../engine/runtime/remote-recovery.ts';
 import { replay } from '../../engine/core/replay.ts';
 import { apply, type EngineState, initialState } from '../../engine/core/state.ts';
-import { loadSpine } from '../../engine/spine/load.ts';
 import { Chooser, type Point } from './choices.ts';
 import { Rng } from './prng.ts';
 import { Git } from './world.ts';
+import { CTX, type Item, type RunConfig, type SimWorld } from './sim.ts';
+
+export { CTX, type Item, type RunConfig } from './sim.ts';
 import type { Coverage } from './coverage.ts';
 import { execute, landLocally, nominalOf } from './answers.ts';
 import { isDecision, REACTIONS } from './reactions.ts';
 import { account, check, checkStall, describe, Failure, linear } from './invariants.ts';
 
-export const CTX: DecideContext = { spine: loadSpine(), testCommand: 'npm test' };
 const LIVE = CTX.spine.liveness;
 
 /** The parts of the engine a run drives: the real ones, or planted mutations of them (mutations.ts). */
@@ -60,23 +61,6 @@ export interface RunResult {
   config: RunConfig;
 }
 
-export interface RunConfig {
-  blocks: BlockInfo[];
-  maxParallel: number;
-  batch: number;
-  verifyTrunk: boolean;
-  gather: boolean;
-  /** [merge] speculate: not drawn (a draw would shift every recorded schedule after it) — an even seed that gathers speculates. */
-  speculate: boolean;
-  architect: boolean;
-  budgets: { block_usd?: number; run_usd?: number };
-  teammates: boolean;
-  /** Trunk lives on a remote ([remote]): a landing is a push, and teammates push there. */
-  remote: boolean;
-  /** [forge] land = "pr" (runs with a remote only): a landing waits for its pull request's hosted checks; `approval`: and a person's approving review. */
-  pr?: { approval: boolean };
-}
-
 export interface RunOptions {
   seed: number;
   /** A recorded schedule to follow instead of drawing one (a reproduction, or a shrink candidate). */
@@ -99,13 +83,6 @@ const REMOTE = { name: 'origin', url: 'git://127.0.0.1/sim.git', push_branches: 
 const FORGE = { repo: 'sim/sim', land: 'pr' as const, required_checks: ['ci', 'lint'], retries: 2, backoff_ms: 1000 };
 /** Starts after a run that ended waiting on the operator. */
 const MAX_RESTARTS = 4;
-
-export type Item =
-  | { kind: 'effect'; seq: number; run: number; d: TronEvent; stage: number; paused: boolean; hang: number; silent: boolean }
-  | { kind: 'answer'; block: string; word: 'RETRY' | 'ABANDON'; after: number }
-  | { kind: 'aborted'; d: EventOf<'block.dispatched'> }
-  /** The remote accepted a landing; local trunk and the landed refs are yet to follow (a crash here loses it). */
-  | { kind: 'follow'; d: EventOf<'land.intent'>; found: boolean };
 
 /**
  * The engine's parts as a run drives them: a throw from the decision step or the recovery
@@ -139,7 +116,7 @@ export function simulate(o: RunOptions): RunResult {
   return new Sim(o).run();
 }
 
-export class Sim {
+export class Sim implements SimWorld {
   readonly c: Chooser;
   readonly engine: Engine;
   readonly git = new Git();

@@ -18,28 +18,26 @@ import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import type { TestRun } from '../../core/events.ts';
 import * as git from '../../git/index.ts';
-import type { EffectContext } from './context.ts';
+import type { EventBody, TronEvent } from '../../core/events.ts';
+import type { Config } from '../../project/config.ts';
+import type { Sandbox } from '../../workers/sandbox.ts';
+import { type Queues, Slots } from './slots.ts';
+
+export { Slots } from './slots.ts';
+
+/** What the gate's checkouts need of an effect's context (context.ts's CheckoutContext has all of it). */
+export interface CheckoutContext {
+  repo: string;
+  runDir: string;
+  config: Config;
+  env: Record<string, string | undefined>;
+  sandbox: Sandbox;
+  note: (body: EventBody) => TronEvent | undefined;
+  queues: Queues;
+  checkouts: CheckoutPool;
+}
 import { processStartTime } from '../../os/proc.ts';
 import { runTests } from './testrun.ts';
-
-/**
- * At most `n` runs at once; the others wait their turn, first come first served.
- */
-export class Slots {
-  private readonly waiting: Array<() => void> = [];
-  constructor(private free: number) {}
-  async run<T>(work: () => Promise<T>): Promise<T> {
-    if (this.free > 0) this.free -= 1;
-    else await new Promise<void>((resolve) => this.waiting.push(resolve));
-    try {
-      return await work();
-    } finally {
-      const next = this.waiting.shift();
-      if (next) next();
-      else this.free += 1;
-    }
-  }
-}
 
 /** Names of the gate's checkouts: one per test run in flight, handed back when it ends. */
 export class CheckoutPool {
@@ -73,7 +71,7 @@ export class CheckoutPool {
  * worktrees already requested; best effort: a checkout that could not be made is made by
  * the first run that needs it.
  */
-export function warmCheckouts(c: EffectContext, n: number, sha: string): Promise<void> {
+export function warmCheckouts(c: CheckoutContext, n: number, sha: string): Promise<void> {
   return Promise.all(
     [...c.checkouts.warm(n), ...(n > 0 ? ['_lane'] : [])].map((name) =>
       checkout(c, name, sha).then(
@@ -97,7 +95,7 @@ const passed = (t: TestRun | undefined): boolean => t === undefined || (t.exit =
  * Puts the engine's checkout `name` at `sha` (made once, then reused). Making one adds a
  * worktree, which git does not allow concurrently: that part goes through the worktree queue.
  */
-export async function checkout(c: Pick<EffectContext, 'repo' | 'queues'>, name: string, sha: string): Promise<string> {
+export async function checkout(c: Pick<CheckoutContext, 'repo' | 'queues'>, name: string, sha: string): Promise<string> {
   const path = git.engineCheckoutPath(c.repo, name);
   return existsSync(join(path, '.git'))
     ? git.checkoutAt(c.repo, name, sha)
@@ -110,7 +108,7 @@ export async function checkout(c: Pick<EffectContext, 'repo' | 'queues'>, name: 
  * directory, without `.log`); `[timeouts] test` is the budget of both together.
  */
 export async function runSuite(
-  c: EffectContext,
+  c: CheckoutContext,
   opts: { dir: string; block: string; session: string; log: string; yieldToLane?: boolean; signal?: AbortSignal },
 ): Promise<SuiteRun> {
   // A run the lane does not wait for gives the CPU to one it does.
@@ -168,7 +166,7 @@ async function timed(run: () => Promise<TestRun>): Promise<TestRun> {
 }
 
 /** How every engine test run is confined and what it sees: the sandbox, `test_env`, the network setting. */
-function testSetting(c: EffectContext) {
+function testSetting(c: CheckoutContext) {
   return {
     env: c.env,
     passEnv: c.config.testEnv,
@@ -179,7 +177,7 @@ function testSetting(c: EffectContext) {
 }
 
 /** Records the engine's own test processes like worker processes, so recovery can kill strays. */
-function testProcesses(c: EffectContext, block: string, session: string) {
+function testProcesses(c: CheckoutContext, block: string, session: string) {
   return {
     onSpawn: (pid: number) => {
       const start = processStartTime(pid);

@@ -18,25 +18,12 @@ import type { Sandbox } from '../../workers/sandbox.ts';
 import type { Remote } from '../../git/remote.ts';
 import type { Forge } from '../../forge/forge.ts';
 import type { EngineFiles } from './engine-files.ts';
-import { type CheckoutPool, Slots } from './checkouts.ts';
+import type { CheckoutPool } from './checkouts.ts';
+import type { Queues } from './slots.ts';
+
+export { Queues } from './slots.ts';
 import type { TurnTable } from './turn-table.ts';
 import type { RemoteSuites } from './suites.ts';
-
-/**
- * The queues effects share within one engine. git's worktree administration (add,
- * prune, remove) is not safe to run concurrently in one repository: every such call
- * goes through `worktrees`. Landings move trunk and your checkout of it; reads of that
- * checkout go through `main`, so a fact never sees it half moved (a landing takes
- * `worktrees` only inside `main`, never the other way round). Checks of trunk share the
- * `_trunk` checkout: one at a time.
- */
-export class Queues {
-  readonly worktrees = new Slots(1);
-  readonly main = new Slots(1);
-  readonly trunkChecks = new Slots(1);
-  /** `worktrees.run`, as a function to hand to the git layer. */
-  readonly serialWorktrees = <T>(work: () => Promise<T>): Promise<T> => this.worktrees.run(work);
-}
 
 export interface EffectContext {
   repo: string;
@@ -67,7 +54,7 @@ export interface EffectContext {
   /** [forge], opened at start: PR mode's pull requests and hosted checks (effects/pr.ts). */
   forge?: Forge;
   /** [cluster] jobs = "agents": test runs go to `tron agent`s (engine/queue/agent-tests.ts); else they run here. */
-  suites?: RemoteSuites;
+  suites?: RemoteSuites<EffectContext>;
   /** The turns `tron agent`s run for this engine (engine/queue/agent-turns.ts): probed there, not here. */
   agentTurns?: AgentTurnsPort;
   /**
@@ -78,12 +65,20 @@ export interface EffectContext {
   keepWork?: boolean;
 }
 
+/** A probe's job: the decision, and whose turn it was, in which phase, with which wait. */
+export interface ProbeRequest {
+  decision: EventOf<'worker.overran'>;
+  role: WorkerRole;
+  phase: string;
+  probeWaitMs: number;
+}
+
 /** What the liveness effects need of the turns running on agents. */
 export interface AgentTurnsPort {
   /** Whether this turn runs on an agent. */
   owns(session: string, turn: number): boolean;
   /** Probes it where it runs; the probe's input. */
-  probe(r: import('./liveness.ts').ProbeRequest): Promise<EventBody>;
+  probe(r: ProbeRequest): Promise<EventBody>;
 }
 
 /** What the engine knew when it made a decision: the folded state, the log so far, the register. */

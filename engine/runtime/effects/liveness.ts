@@ -11,16 +11,10 @@ import type { WorkerRole } from '../../core/roles.ts';
 import * as git from '../../git/index.ts';
 import { sleep } from '../../os/clock.ts';
 import { type LifeSnapshot, signsOfLife, takeSnapshot, worktreePrint } from '../../workers/liveness-signs.ts';
-import { type EffectContext, effect, errorLine } from './context.ts';
+import { type EffectContext, effect, errorLine, type ProbeRequest } from './context.ts';
 import { renderPrompt } from './prompts.ts';
 
-/** A probe's job: the decision, and whose turn it was, in which phase, with which wait. */
-export interface ProbeRequest {
-  decision: EventOf<'worker.overran'>;
-  role: WorkerRole;
-  phase: string;
-  probeWaitMs: number;
-}
+export type { ProbeRequest } from './context.ts';
 
 export const probe = effect({
   request: (e: EventOf<'worker.overran'>, at): ProbeRequest => {

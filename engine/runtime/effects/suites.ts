@@ -4,7 +4,6 @@
  * with role `test` (engine/queue/agent-tests.ts): the effects of the gate and the lane
  * say only which sha to test and how to run it here, and the context's `suites` decides.
  */
-import type { EffectContext } from './context.ts';
 import type { SuiteRun } from './checkouts.ts';
 
 /** One run of the suite: the sha, and the names its output and processes go by. */
@@ -20,11 +19,15 @@ export interface SuiteAt {
 }
 
 /** Test runs elsewhere. `here` runs the same suite in the engine's own checkout: what it falls back on. */
-export interface RemoteSuites {
-  run(c: EffectContext, at: SuiteAt, here: () => Promise<SuiteRun>): Promise<SuiteRun>;
+export interface RemoteSuites<C> {
+  run(c: C, at: SuiteAt, here: () => Promise<SuiteRun>): Promise<SuiteRun>;
 }
 
 /** The suite at `at.sha`: on the agents when the context hands test runs to them, else `here`. */
-export function suiteAt(c: EffectContext, at: SuiteAt, here: () => Promise<SuiteRun>): Promise<SuiteRun> {
+export function suiteAt<C extends { suites?: RemoteSuites<C> | undefined }>(
+  c: C,
+  at: SuiteAt,
+  here: () => Promise<SuiteRun>,
+): Promise<SuiteRun> {
   return c.suites ? c.suites.run(c, at, here) : here();
 }

@@ -11,7 +11,7 @@ import { shrink } from './shrink.ts';
 import { reproduce } from './main.ts';
 import { failureDetail, runTemplate } from '../harness.ts';
 
-/** The seeds CI checks in npm test (npm run simulate checks more: CI_SEEDS in main.ts). */
+/** The seeds a planted bug must be caught within (npm test ends with npm run simulate: seeds 1 to CI_SEEDS in main.ts, every invariant held). */
 const CI_TEST_SEEDS = 1500;
 
 /** Failing schedules of engine bugs found and fixed. */
@@ -29,14 +29,6 @@ describe('the simulator', () => {
     expect(again.logs).toEqual(a.logs);
     expect(simulate({ seed: 43 }).choices).not.toEqual(a.choices);
   });
-
-  it('holds every invariant over the CI seed range, reaching every decision type and escalation row', () => {
-    const r = search({ from: 1, runs: CI_TEST_SEEDS });
-    const found = r.failures.map((f) => `seed ${f.case.seed}: ${f.violation!.invariant}: ${f.violation!.message}`);
-    expect(found).toEqual([]);
-    expect(r.coverage.missing()).toMatchObject({ decisions: [], escalations: [] });
-    expect(r.steps).toBeGreaterThan(100_000);
-  }, 120_000);
 
   it('lands through pull requests in some runs, and catches a landing past a red hosted check by trunk-checks-green', () => {
     const pr = search({ from: 1, runs: 400 });

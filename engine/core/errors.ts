@@ -3,7 +3,7 @@
  * A `Problem` is one finding; an `InputError` carries all of them at once, so the CLI
  * can print every problem together and exit 2 without a stack trace.
  */
-import type { InputCode } from './problems.ts';
+import { coded, type FaultCode, type InputCode } from './problems.ts';
 
 export interface Problem {
   /** Stable code, e.g. `TRON_CYCLE`: a row of PROBLEMS. The same code appears in events and docs/ERRORS.md. */
@@ -29,6 +29,22 @@ export function formatProblem(p: Problem): string {
 }
 
 /** Throws one InputError carrying every problem, if there are any. */
+/**
+ * A failure of the engine or what it stands on (not a user mistake: exit 1), with a stable
+ * code: its message is the coded line (`TRON_…: …`) the CLI prints as it is, its `code`
+ * the code, its `name` its class's. The one shape of tron's fault errors: each is a
+ * subclass that says what failed and what to do.
+ */
+export class FaultError<C extends FaultCode = FaultCode> extends Error {
+  constructor(
+    readonly code: C,
+    text: string,
+  ) {
+    super(coded(code, text));
+    this.name = new.target.name;
+  }
+}
+
 export function throwIfProblems(problems: Problem[]): void {
   if (problems.length > 0) throw new InputError(problems);
 }

@@ -5,19 +5,15 @@
  */
 import { z } from 'zod';
 import { EVENT_SCHEMAS, EVENT_VERSION, type EventType, type TronEvent, UPGRADES } from '../core/events.ts';
-import { coded, type FaultCode } from '../core/problems.ts';
+import { FaultError } from '../core/errors.ts';
 
 /** An event body that does not match its schema: a bug in the engine, not a user mistake. */
-export class EventInvalidError extends Error {
-  readonly code = 'TRON_EVENT_INVALID' satisfies FaultCode;
+export class EventInvalidError extends FaultError<'TRON_EVENT_INVALID'> {
   constructor(
     readonly type: string,
     reason: string,
   ) {
-    super(
-      coded('TRON_EVENT_INVALID', `event ${type}: ${reason}; the engine built an event its schema in engine/core/events.ts does not allow`),
-    );
-    this.name = 'EventInvalidError';
+    super('TRON_EVENT_INVALID', `event ${type}: ${reason}; the engine built an event its schema in engine/core/events.ts does not allow`);
   }
 }
 

@@ -36,8 +36,8 @@ import type { Clock } from '../os/clock.ts';
 import { EVENT_VERSION, type EventBody, type TronEvent } from '../core/events.ts';
 import { parseEventLine, validateEvent } from './eventlog-line.ts';
 import { acquireLock, fsyncDir, type Lock } from './lockfile.ts';
-import { InputError } from '../core/errors.ts';
-import { coded, type FaultCode, type InputCode } from '../core/problems.ts';
+import { FaultError, InputError } from '../core/errors.ts';
+import type { InputCode } from '../core/problems.ts';
 import { keyOfRunDir, sign } from './keys.ts';
 import type { RunLog } from './run-log.ts';
 
@@ -75,11 +75,9 @@ export class LogCorruptError extends InputError {
 }
 
 /** The log file was removed (its run directory, say) while the engine wrote it: nothing more can be recorded. */
-export class RunDirGoneError extends Error {
-  readonly code = 'TRON_RUN_DIR_GONE' satisfies FaultCode;
+export class RunDirGoneError extends FaultError<'TRON_RUN_DIR_GONE'> {
   constructor(readonly file: string) {
-    super(coded('TRON_RUN_DIR_GONE', `${file} was removed while the engine ran; the run stopped. Start again: recovery resumes it`));
-    this.name = 'RunDirGoneError';
+    super('TRON_RUN_DIR_GONE', `${file} was removed while the engine ran; the run stopped. Start again: recovery resumes it`);
   }
 }
 

@@ -15,12 +15,12 @@
  */
 import { renameSync, writeFileSync } from 'node:fs';
 import pg from 'pg';
-import { InputError } from '../core/errors.ts';
+import { FaultError, InputError } from '../core/errors.ts';
 import { redactUrlSecrets } from '../core/database-url.ts';
 import { isRepositoryName, isRunId, shownName } from '../core/names.ts';
 import type { Clock } from '../os/clock.ts';
 import type { EventBody, TronEvent } from '../core/events.ts';
-import { coded, type FaultCode, type InputCode } from '../core/problems.ts';
+import type { InputCode } from '../core/problems.ts';
 import { chainStartOf, type LogRead, readLines, stampLine } from './eventlog.ts';
 import type { QueuedJob, RunLog } from './run-log.ts';
 import { inTurn } from './in-turn.ts';
@@ -115,16 +115,9 @@ export const MIGRATIONS: readonly string[] = [
 export const SCHEMA_VERSION = MIGRATIONS.length;
 
 /** The database cannot be reached or refused the connection. */
-export class DatabaseUnreachableError extends Error {
-  readonly code = 'TRON_DB_UNREACHABLE' satisfies FaultCode;
+export class DatabaseUnreachableError extends FaultError<'TRON_DB_UNREACHABLE'> {
   constructor(url: string, reason: string) {
-    super(
-      coded(
-        'TRON_DB_UNREACHABLE',
-        `cannot reach the database at ${redact(url)}: ${reason}; check that it runs, and the URL's host and port`,
-      ),
-    );
-    this.name = 'DatabaseUnreachableError';
+    super('TRON_DB_UNREACHABLE', `cannot reach the database at ${redact(url)}: ${reason}; check that it runs, and the URL's host and port`);
   }
 }
 
@@ -136,16 +129,12 @@ const TOO_MANY_CONNECTIONS = '53300';
  * CONNECTION LIMIT. Each tron agent holds 4 + its slots, an engine up to 4, or 4 + its
  * slots when it runs jobs itself (docs/cluster.md, "Connections").
  */
-export class DatabaseFullError extends Error {
-  readonly code = 'TRON_DB_FULL' satisfies FaultCode;
+export class DatabaseFullError extends FaultError<'TRON_DB_FULL'> {
   constructor(url: string, reason: string) {
     super(
-      coded(
-        'TRON_DB_FULL',
-        `the database at ${redact(url)} takes no more connections (${reason}); each tron agent holds 4 + its slots and an engine up to 4 (4 + its slots when it runs jobs itself): raise max_connections or the role's CONNECTION LIMIT (docs/cluster.md, "Connections")`,
-      ),
+      'TRON_DB_FULL',
+      `the database at ${redact(url)} takes no more connections (${reason}); each tron agent holds 4 + its slots and an engine up to 4 (4 + its slots when it runs jobs itself): raise max_connections or the role's CONNECTION LIMIT (docs/cluster.md, "Connections")`,
     );
-    this.name = 'DatabaseFullError';
   }
 }
 
@@ -184,16 +173,12 @@ export function connectFailure(url: string, err: unknown): Error {
 }
 
 /** The engine's lease was taken over or lapsed: the database refuses its appends. */
-export class LeaseLostError extends Error {
-  readonly code = 'TRON_LEASE_LOST' satisfies FaultCode;
+export class LeaseLostError extends FaultError<'TRON_LEASE_LOST'> {
   constructor(repository: string, detail: string) {
     super(
-      coded(
-        'TRON_LEASE_LOST',
-        `the lease of ${repository} is no longer this engine's (${detail}); the run stopped here — the engine holding it now goes on, or the next tron start recovers`,
-      ),
+      'TRON_LEASE_LOST',
+      `the lease of ${repository} is no longer this engine's (${detail}); the run stopped here — the engine holding it now goes on, or the next tron start recovers`,
     );
-    this.name = 'LeaseLostError';
   }
 }
 
@@ -214,16 +199,12 @@ export async function fencedWrite<T>(repository: string, generation: number, wri
 }
 
 /** The connection broke mid-run (the database restarted, the network dropped): a line could not be committed. */
-export class DatabaseLostError extends Error {
-  readonly code = 'TRON_DB_LOST' satisfies FaultCode;
+export class DatabaseLostError extends FaultError<'TRON_DB_LOST'> {
   constructor(url: string, reason: string) {
     super(
-      coded(
-        'TRON_DB_LOST',
-        `the database at ${redact(url)} did not commit the run's next line (${reason}); the run stopped here — once the database is back, tron start recovers it from the lines committed before`,
-      ),
+      'TRON_DB_LOST',
+      `the database at ${redact(url)} did not commit the run's next line (${reason}); the run stopped here — once the database is back, tron start recovers it from the lines committed before`,
     );
-    this.name = 'DatabaseLostError';
   }
 }
 

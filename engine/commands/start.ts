@@ -3,13 +3,13 @@
  * drive every ready block to a terminal phase. Bad input is reported before anything
  * in the repository changes: no branch, worktree, run directory or event.
  */
-import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync } from 'node:fs';
 import { basename, join, resolve } from 'node:path';
 import type { Clock } from '../os/clock.ts';
 import { InputError } from '../core/errors.ts';
 import { loadRegister, type Block } from '../project/register.ts';
 import { checkProject, requireRepo } from './project-check.ts';
-import { blockerWords, type Blocker } from '../core/blocked.ts';
+import { blockerWords } from '../core/blocked.ts';
 import { SPINE_FILE, loadSpine } from '../spine/load.ts';
 import * as git from '../git/index.ts';
 import { acquireLock } from '../log/lockfile.ts';
@@ -19,7 +19,8 @@ import { createWorker } from '../workers/create.ts';
 import { chooseSandbox } from '../workers/sandbox.ts';
 import type { WorkerAdapter } from '../workers/adapter.ts';
 import type { WorkerRole } from '../core/roles.ts';
-import { carrySessions, clearInterruptedLanding, recover, type Recovery } from '../runtime/recovery.ts';
+import { carrySessions, clearInterruptedLanding, recover } from '../runtime/recovery.ts';
+import { bootNotice, hasWork, landedFrom, nothingToDo, previousEvents, sameSuite } from '../runtime/start-reads.ts';
 import { catchUpFromRemote, followRemote, restoreWork } from '../runtime/remote-recovery.ts';
 import { firstStartLandings, remoteLandings } from '../runtime/landed-travel.ts';
 import { preflightTrunk } from '../runtime/preflight.ts';
@@ -29,11 +30,8 @@ import { catchUpFromQueue } from '../runtime/queue-recovery.ts';
 import { credentialPaths, openRemote, remoteAccess } from '../git/remote.ts';
 import { accessChangedInRun } from '../runtime/access-changed.ts';
 import { readInbox } from '../runtime/inbox.ts';
-import type { BodyOf } from '../core/events.ts';
 import { latestRun } from '../log/runs.ts';
-import { readLog } from '../log/eventlog.ts';
 import { configChangedInRun } from '../runtime/effects/engine-files.ts';
-import type { EventBody, TronEvent } from '../core/events.ts';
 import { randomBytes } from 'node:crypto';
 import { repoKey, stateHome } from '../log/keys.ts';
 import { MARKER_ENV } from '../workers/env.ts';
@@ -449,83 +447,6 @@ async function startHolding(
   }
 }
 
-/**
- * Whether a start would only record that nothing can move: the previous run finished,
- * every block of the register resumes landed, abandoned or parked with its page sent,
- * recovery found nothing to clear, and no answer waits in the inbox. Then no run
- * directory is written (runs would pile up, one per start, each saying the same), and
- * the exit status is the one that run would have finished with.
- */
-function nothingToDo(
-  previous: string | undefined,
-  events: readonly TronEvent[],
-  recovery: Recovery,
-  register: readonly Block[],
-  answersWaiting: number,
-):
-  | {
-      exit: number;
-      summary: string;
-      parked: BodyOf<'block.recovered'>[];
-      blocked: { block: string; blocker: Blocker }[];
-      abandoned: BodyOf<'block.recovered'>[];
-    }
-  | undefined {
-  if (!previous || answersWaiting > 0) return undefined;
-  if (!events.some((e) => e.type === 'run.finished')) return undefined;
-  const resumed: BodyOf<'block.recovered'>[] = [];
-  for (const e of recovery.events) {
-    if (e.type === 'recovery.started') continue;
-    if (e.type !== 'block.recovered') return undefined;
-    resumed.push(e);
-  }
-  const registered = register.length;
-  if (resumed.length !== registered) return undefined;
-  const settled = (r: BodyOf<'block.recovered'>) => r.phase === 'landed' || r.phase === 'abandoned' || (r.phase === 'parked' && !r.page);
-  if (!resumed.every(settled)) return undefined;
-  const count = (phase: string) => resumed.filter((r) => r.phase === phase).length;
-  const landed = count('landed');
-  // A parked block with a dependency that did not land was parked because of it (it never ran): blocked.
-  const phaseOf = new Map(resumed.map((r) => [r.block, r.phase]));
-  const blocked = resumed.flatMap((r) => {
-    if (r.phase !== 'parked') return [];
-    const dependency = register.find((b) => b.id === r.block)?.dependsOn.find((d) => phaseOf.get(d) !== 'landed');
-    if (dependency === undefined) return [];
-    const is: Blocker['is'] = phaseOf.get(dependency) === 'abandoned' ? 'abandoned' : 'parked';
-    return [{ block: r.block, blocker: { dependency, is } }];
-  });
-  const parked = resumed.filter((r) => r.phase === 'parked' && !blocked.some((b) => b.block === r.block));
-  return {
-    exit: landed === registered ? 0 : 3,
-    summary: `${landed} landed, ${parked.length} parked, ${blocked.length > 0 ? `${blocked.length} blocked, ` : ''}${count('abandoned')} abandoned`,
-    parked,
-    blocked,
-    abandoned: resumed.filter((r) => r.phase === 'abandoned'),
-  };
-}
-
-/** Whether the previous run tested with the same setup and test command (its manifest's config). */
-function sameSuite(previous: string | undefined, config: Config): boolean {
-  if (!previous) return false;
-  try {
-    const was = JSON.parse(readFileSync(join(previous, 'manifest.json'), 'utf8')).config as { test?: unknown; setup?: unknown };
-    return was.test === config.test && (was.setup ?? undefined) === (config.setup ?? undefined);
-  } catch {
-    return false;
-  }
-}
-
-/** Whether some block will run: one no run settled (landed, abandoned, parked), or an answer waiting for a parked one. */
-function hasWork(recovery: Recovery, register: readonly Block[], answersWaiting: number): boolean {
-  if (answersWaiting > 0) return true;
-  const settled = new Set(
-    recovery.events.flatMap((e) =>
-      e.type === 'block.recovered' && (e.phase === 'landed' || e.phase === 'abandoned' || e.phase === 'parked') ? [e.block] : [],
-    ),
-  );
-  return register.some((b) => !settled.has(b.id));
-}
-
 /** The live board on a terminal; time-stamped lines anywhere else, or when asked for. */
 function reporterFor(o: StartOptions, repo: string, runDir: string, blockFile: (id: string) => string | undefined): Reporter {
   // A terminal of no size (a headless pseudo-terminal) has no room for a board.
@@ -539,38 +460,4 @@ function reporterFor(o: StartOptions, repo: string, runDir: string, blockFile: (
 function crashHook(env: Record<string, string | undefined>): { crashAfter?: number } {
   const n = Number(env.TRON_CRASH_AFTER_EVENT);
   return Number.isInteger(n) && n > 0 ? { crashAfter: n } : {};
-}
-
-/** What recovery found that the operator should hear of at once: forged records and spared processes. */
-function bootNotice(e: EventBody): string | undefined {
-  switch (e.type) {
-    case 'log.foreign':
-      return `tron: the log of run ${e.run} holds lines tron did not write; they were set aside, not acted on — ${e.detail}`;
-    case 'landed.untrusted':
-      return `tron: refs/tron/landed/${e.block} was not believed (${e.reason}); kept as ${e.kept}, and ${e.block} is built`;
-    case 'worker.spared':
-      return `tron: process ${e.pid}, recorded as a worker of ${e.block}, was left alone: ${e.reason}`;
-    default:
-      return undefined;
-  }
-}
-
-/** The previous run's events, or none when there is no readable log. */
-function previousEvents(runDir: string | undefined): TronEvent[] {
-  if (!runDir || !existsSync(join(runDir, 'events.jsonl'))) return [];
-  try {
-    return readLog(join(runDir, 'events.jsonl')).events;
-  } catch {
-    return [];
-  }
-}
-
-/** Trunk shas the previous run landed from (and started at): where an interrupted landing may have left the checkout. */
-function landedFrom(events: readonly TronEvent[]): string[] {
-  const shas: string[] = [];
-  for (const e of events) {
-    if (e.type === 'land.intent') shas.push(e.from);
-    if (e.type === 'run.started') shas.push(e.trunk_sha);
-  }
-  return [...new Set(shas)].reverse();
 }

@@ -19,15 +19,12 @@ import { createWorker } from '../workers/create.ts';
 import { chooseSandbox } from '../workers/sandbox.ts';
 import type { WorkerAdapter } from '../workers/adapter.ts';
 import type { WorkerRole } from '../core/roles.ts';
-import { carrySessions, clearInterruptedLanding, recover } from '../runtime/recovery.ts';
-import { bootNotice, hasWork, landedFrom, nothingToDo, previousEvents, sameSuite } from '../runtime/start-reads.ts';
-import { catchUpFromRemote, followRemote, restoreWork } from '../runtime/remote-recovery.ts';
-import { firstStartLandings, remoteLandings } from '../runtime/landed-travel.ts';
+import { carrySessions, recover } from '../runtime/recovery.ts';
+import { bootNotice, hasWork, nothingToDo, previousEvents, sameSuite } from '../runtime/start-reads.ts';
+import { catchUp, catchUpNotes } from '../runtime/catch-up.ts';
 import { preflightTrunk } from '../runtime/preflight.ts';
-import { recordedLandings } from '../core/recover.ts';
 import { sharedKey } from '../log/pg-keys.ts';
-import { catchUpFromQueue } from '../runtime/queue-recovery.ts';
-import { credentialPaths, openRemote, remoteAccess } from '../git/remote.ts';
+import { credentialPaths, remoteAccess } from '../git/remote.ts';
 import { accessChangedInRun } from '../runtime/access-changed.ts';
 import { readInbox } from '../runtime/inbox.ts';
 import { latestRun } from '../log/runs.ts';
@@ -48,9 +45,6 @@ import { ForgeProgress, tellRecovered } from '../forge/progress.ts';
 import { noteIgnored } from '../forge/trust.ts';
 import { IssuePoller } from '../forge/watch.ts';
 import { watchWake } from '../forge/wake.ts';
-
-/** How long a clone's first start waits on its upstream's landed refs (landed-travel.ts) before going on without them. */
-const UPSTREAM_TIMEOUT_MS = 30_000;
 
 export interface StartOptions {
   repo: string;
@@ -197,41 +191,9 @@ async function startHolding(
     const access = config.remote ? await remoteAccess(o.env) : undefined;
     const accessChanged = access && accessChangedInRun(access, before);
     if (accessChanged) throw new InputError([accessChanged]);
-    // A landing the previous run died in the middle of: its git locks first, then the checkout it was moving.
-    const cleared = await clearInterruptedLanding(repo, before);
-    // [remote]: opened once (its URL read now, not again); what it already holds of an unrecorded landing is made local.
-    const remote = config.remote
-      ? await openRemote(repo, {
-          name: config.remote.name,
-          trunk: config.trunk,
-          timeoutMs: config.remote.timeoutMs,
-          ...(access && { access }),
-        })
-      : undefined;
-    const fromRemote = remote ? await catchUpFromRemote(repo, remote, before) : [];
-    // A clone that did not make the run's landings (a standby on another host) takes them from the remote, not builds them again.
-    const followed = remote ? [...(await followRemote(repo, remote, before)), ...(await restoreWork(repo, remote, before))] : [];
-    for (const e of followed) if (e.type === 'remote.followed' || e.type === 'work.restored') o.print(`tron: ${e.detail}`);
-    // [forge] merge = "queue": a pull request the queue merged while tron was stopped is recorded as landed (queue-recovery.ts).
-    const fromQueue =
-      remote && forgeRun && config.forge?.merge === 'queue' ? await catchUpFromQueue(repo, remote, forgeRun.forge, before) : [];
-    fromRemote.push(...fromQueue);
-    for (const e of fromRemote) if (e.type === 'remote.recovered') o.print(`tron: ${e.detail}`);
-    // Landings made elsewhere — the remote's, or on a clone's first start its upstream's — are not built again (landed-travel.ts).
-    const ids = blocks.map((b) => b.id);
-    const travelled = remote
-      ? await remoteLandings(repo, remote, ids, new Set(recordedLandings(before).keys()))
-      : previous === undefined
-        ? await firstStartLandings(repo, { trunk: config.trunk, ids, access: () => remoteAccess(o.env), timeoutMs: UPSTREAM_TIMEOUT_MS })
-        : undefined;
-    for (const note of travelled?.notes ?? []) o.print(note);
-    const caughtUp = await git.catchUpCheckout(repo, config.trunk, landedFrom(before));
-    if (caughtUp)
-      o.print(
-        `tron: your checkout of ${config.trunk} was left at ${caughtUp.slice(0, 12)} by an interrupted landing; moved it to ${trunkSha.slice(0, 12)}`,
-      );
-    const dirty = await git.checkMainCheckout(repo, config.trunk);
-    if (dirty) throw new InputError([dirty]);
+    // What a start catches up on before recovery: a table of steps, in order (runtime/catch-up.ts).
+    const caught = await catchUp({ repo, config, env: o.env, print: o.print, blocks, previous, before, trunkSha, access, forgeRun });
+    const { remote, travelled, fromQueue } = caught;
     const workers: Partial<Record<WorkerRole, WorkerAdapter>> = { ...o.workers };
     for (const role of ['builder', 'reviewer', 'architect'] as const) {
       const settings = config.workers[role];
@@ -264,7 +226,7 @@ async function startHolding(
       if (notice) o.print(notice);
     }
     const idle =
-      o.watch || cleared.length > 0 || fromRemote.length > 0 || (travelled?.events.length ?? 0) > 0
+      o.watch || [caught.cleared, caught.fromRemote, caught.fromQueue, caught.travelled?.events ?? []].some((notes) => notes.length > 0)
         ? undefined
         : nothingToDo(previous, before, recovery, blocks, readInbox(repo, key, new Set(recovery.answered)).answers.length);
     if (idle) {
@@ -369,7 +331,7 @@ async function startHolding(
       report: renderReport,
       onOutput: reporter.output,
       watch: Boolean(o.watch),
-      boot: [recovery.events[0]!, ...cleared, ...fromRemote, ...followed, ...(travelled?.events ?? []), ...recovery.events.slice(1)],
+      boot: [recovery.events[0]!, ...catchUpNotes(caught), ...recovery.events.slice(1)],
       ...(remote && { remote }),
       ...(forgeRun && { forge: forgeRun.forge }),
       consumed: recovery.answered,

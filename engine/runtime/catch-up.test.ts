@@ -35,7 +35,13 @@ describe('the catch-up before recovery', () => {
     const ran: string[] = [];
     const got = await catchUp(
       i,
-      CATCH_UP.map((s) => ({ ...s, run: (x, g) => (ran.push(s.name), s.run(x, g)) })),
+      CATCH_UP.map((s) => ({
+        ...s,
+        run: (x, g) => {
+          ran.push(s.name);
+          return s.run(x, g);
+        },
+      })),
     );
     expect(catchUpNotes(got)).toEqual([]);
     expect(printed).toEqual([]);

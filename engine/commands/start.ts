@@ -9,7 +9,6 @@ import type { Clock } from '../os/clock.ts';
 import { InputError } from '../core/errors.ts';
 import { loadRegister, type Block } from '../project/register.ts';
 import { checkProject, requireRepo } from './project-check.ts';
-import { blockerWords } from '../core/blocked.ts';
 import { SPINE_FILE, loadSpine } from '../spine/load.ts';
 import * as git from '../git/index.ts';
 import { acquireLock } from '../log/lockfile.ts';
@@ -21,6 +20,7 @@ import type { WorkerAdapter } from '../workers/adapter.ts';
 import type { WorkerRole } from '../core/roles.ts';
 import { carrySessions, recover } from '../runtime/recovery.ts';
 import { bootNotice, hasWork, nothingToDo, previousEvents, sameSuite } from '../runtime/start-reads.ts';
+import { idleLines } from '../render/idle.ts';
 import { catchUp, catchUpNotes } from '../runtime/catch-up.ts';
 import { preflightTrunk } from '../runtime/preflight.ts';
 import { sharedKey } from '../log/pg-keys.ts';
@@ -33,7 +33,6 @@ import { randomBytes } from 'node:crypto';
 import { repoKey, stateHome } from '../log/keys.ts';
 import { MARKER_ENV } from '../workers/env.ts';
 import { liveBoard, plainReporter, type Reporter } from '../render/reporter.ts';
-import { abandonedEarlierLine } from '../render/abandoned-earlier.ts';
 import { renderReport } from '../render/report.ts';
 import { Notifier } from '../serve/notify.ts';
 import type { Config } from '../project/config.ts';
@@ -41,10 +40,9 @@ import { brokerFor, checkJobsConfig } from '../queue/job-queue.ts';
 import { dropEarlierJobs, migrateJobs } from '../queue/pg-jobs.ts';
 import { bringLatestRun, databaseUrl, remoteIdentity, repositoryName, type Seat, seatFailure, takeSeat } from '../log/cluster.ts';
 import { forgeAtStart, type ForgeRun, withoutForgeToken } from '../forge/session.ts';
-import { ForgeProgress, tellRecovered } from '../forge/progress.ts';
-import { noteIgnored } from '../forge/trust.ts';
-import { IssuePoller } from '../forge/watch.ts';
-import { watchWake } from '../forge/wake.ts';
+import { tellRecovered } from '../forge/progress.ts';
+import { ForgeWiring, issueTelling } from '../runtime/forge-wiring.ts';
+import { stopOnSignals } from '../runtime/signals.ts';
 
 export interface StartOptions {
   repo: string;
@@ -156,16 +154,6 @@ async function startHolding(
   seat: Seat | undefined,
   forgeRun?: ForgeRun,
 ): Promise<number> {
-  // What telling a block's issue how it goes needs, at recovery and while the run goes.
-  const issueTelling = (f: ForgeRun) => ({
-    repo,
-    forge: f.forge,
-    issues: f.issues,
-    trunk: config.trunk,
-    repoArg: o.repo,
-    retries: f.settings.retries,
-    backoffMs: f.settings.backoffMs,
-  });
   // One engine per repository: nothing below runs while another engine holds the repository.
   mkdirSync(join(repo, '.tron'), { recursive: true });
   const lock = acquireLock(join(repo, '.tron', 'engine.lock'), {
@@ -232,18 +220,8 @@ async function startHolding(
     if (idle) {
       // A landing a killed run could not tell its issue is told now (engine/forge/progress.ts).
       if (forgeRun && Object.keys(forgeRun.issues).length > 0)
-        await tellRecovered({ ...issueTelling(forgeRun), print: o.print }, recovery.events);
-      o.print(`tron: nothing to do — ${idle.summary}; no new run (the latest: ${previous})`);
-      // A block parked because its dependency was abandoned waits on that: no answer is offered for it.
-      for (const { block, blocker } of idle.blocked) o.print(`tron: ${block} is blocked: it ${blockerWords(blocker)}`);
-      for (const r of idle.parked)
-        o.print(
-          `tron: ${r.block} is parked: ${r.reason ?? ''}\n  answer: tron answer --repo ${o.repo} ${r.block} '>>RETRY {"guidance":"…"}'`,
-        );
-      const earlier = abandonedEarlierLine(
-        idle.abandoned.map((r) => ({ block: r.block, reason: r.reason, file: blocks.find((b) => b.id === r.block)?.file })),
-      );
-      if (earlier) o.print(earlier);
+        await tellRecovered({ ...issueTelling(forgeRun, { repo, config, repoArg: o.repo }), print: o.print }, recovery.events);
+      for (const line of idleLines(idle, { previous: previous!, repoArg: o.repo, blocks })) o.print(line);
       return idle.exit;
     }
     // Trunk is checked with the configured tests before any block is touched: a red trunk stops here (preflight.ts).
@@ -282,23 +260,8 @@ async function startHolding(
     const notifier: Notifier | undefined = config.notify
       ? new Notifier({ config: config.notify, repo, runDir, record: (body): boolean => engine.record(body), print: say })
       : undefined;
-    // The blocks taken in from issues ride along with the block files on every reload.
-    let issueBlocks = forgeRun?.intake?.blocks ?? [];
-    const withIssues = (files: Block[]): Block[] => {
-      const ids = new Set(files.map((b) => b.id));
-      return [...files, ...issueBlocks.filter((b) => !ids.has(b.id))];
-    };
-    // [intake]: each block's issue is told how it goes, off the engine's path; the outcomes are notes in the log.
-    const progress =
-      forgeRun && (forgeRun.intake || Object.keys(forgeRun.issues).length > 0)
-        ? new ForgeProgress({
-            ...issueTelling(forgeRun),
-            record: (body): boolean => engine.record(body),
-            print: say,
-          })
-        : undefined;
-    // [intake]: the labelled list, polled (engine/forge/watch.ts); made below, once the engine is.
-    let poller: IssuePoller | undefined;
+    // [forge]: issues told how their blocks go, [intake]'s issues polled and carried on every reload (runtime/forge-wiring.ts).
+    const forge = forgeRun ? new ForgeWiring(forgeRun, { repo, config, repoArg: o.repo, watch: Boolean(o.watch), print: say }) : undefined;
     // With a database the table is the log; the run directory gets a copy when the run ends (pg-log.ts).
     const pgLog = seat ? await seat.openLog(runId, key, join(runDir, 'events.jsonl')) : undefined;
     const jobs = seat && pgLog ? brokerFor(seat.db, pgLog, config) : undefined;
@@ -320,12 +283,11 @@ async function startHolding(
       sandbox: sandbox.sandbox,
       print: say,
       onAppend:
-        notifier || progress || forgeRun?.intake
+        notifier || forge?.watching
           ? (e) => {
               reporter.event(e);
               notifier?.event(e);
-              progress?.event(e);
-              poller?.event(e);
+              forge?.event(e);
             }
           : reporter.event,
       report: renderReport,
@@ -339,70 +301,25 @@ async function startHolding(
       ...(o.heartbeatMs ? { heartbeatMs: o.heartbeatMs } : {}),
       reloadBlocks: () => {
         const again = loadRegister(repo);
-        if (again.problems.length === 0) return withIssues(again.blocks);
+        if (again.problems.length === 0) return forge ? forge.withIssues(again.blocks) : again.blocks;
         for (const p of again.problems) say(`${p.code}: ${p.path}: ${p.message}`);
         say('tron: the register has problems; keeping the blocks as they were until they are fixed');
         return undefined;
       },
     });
-    // [forge] trusted: what strangers said on the forge was ignored; the log says so, once each (engine/forge/trust.ts).
-    if (forgeRun) noteIgnored(forgeRun.forge, (body) => engine.record(body), say);
-    // [intake]: an issue closed or unlabelled while its block is under way stops it; with --watch, new and
-    // edited issues join the register as they come (engine/forge/watch.ts).
-    poller = forgeRun?.intake
-      ? new IssuePoller({
-          takeNew: Boolean(o.watch),
-          issues: forgeRun.issues,
-          onWithdrawn: (body) => engine.told(body),
-          forge: forgeRun.forge,
-          label: forgeRun.intake.label,
-          intervalMs: forgeRun.intake.pollMs,
-          ...(forgeRun.intake.etag && { etag: forgeRun.intake.etag }),
-          files: () => {
-            const r = loadRegister(repo);
-            return r.problems.length === 0 ? r.blocks : undefined;
-          },
-          onChange: (all, intake) => {
-            issueBlocks = intake.blocks;
-            Object.assign(forgeRun.issues, intake.issues);
-            engine.registerChanged(all);
-          },
-          print: say,
-        })
-      : undefined;
-    poller?.start();
-    // A webhook `tron serve` received makes the next poll come at once (engine/forge/wake.ts).
-    const woken = poller ? watchWake(repo, () => poller?.wake()) : undefined;
-    const onSignal = (signal: NodeJS.Signals) => {
-      if (stopping) {
-        // A second signal stops at once: worker process groups first, then the engine.
-        engine.abortNow();
-        say(`tron: ${signal} again — stopping at once`);
-        reporter.close();
-        process.exit(1);
-      }
-      stopping = true;
-      // Said once, by the narration of the run.stopping this records (render/narrate.ts).
-      engine.stop(signal);
-    };
-    let stopping = false;
-    if (o.signals) {
-      process.on('SIGINT', onSignal);
-      process.on('SIGTERM', onSignal);
-    }
+    forge?.attach(engine);
+    const offSignals = o.signals ? stopOnSignals(engine, say, () => reporter.close()) : undefined;
     // The database lost (connection broken, lease gone): the run ends now, naming it, rather than wait on results it cannot record.
     seat?.onLost((err) => engine.fail(err, 'the database'));
     const onAbort = () => engine.stop('SIGTERM');
     o.stop?.addEventListener('abort', onAbort);
     // The reporter says how the run ended (from run.finished): parked blocks with their answer command.
     return await engine.run().finally(() => {
-      poller?.stop();
-      woken?.close();
+      const forgeClosed = forge?.close();
       o.stop?.removeEventListener('abort', onAbort);
-      process.off('SIGINT', onSignal);
-      process.off('SIGTERM', onSignal);
+      offSignals?.();
       reporter.close();
-      return Promise.all([notifier?.close(), progress?.close()]).then(() => undefined);
+      return Promise.all([notifier?.close(), forgeClosed]).then(() => undefined);
     });
   } finally {
     lock.release();

@@ -20,6 +20,9 @@ import type { Recovery } from './recovery.ts';
  * directory is written (runs would pile up, one per start, each saying the same), and
  * the exit status is the one that run would have finished with.
  */
+/** What a start with nothing to do found (nothingToDo). */
+export type Idle = NonNullable<ReturnType<typeof nothingToDo>>;
+
 export function nothingToDo(
   previous: string | undefined,
   events: readonly TronEvent[],

@@ -4,7 +4,7 @@
  * in the repository changes: no branch, worktree, run directory or event.
  */
 import { existsSync, mkdirSync } from 'node:fs';
-import { basename, join, resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 import type { Clock } from '../os/clock.ts';
 import { InputError } from '../core/errors.ts';
 import { loadRegister, type Block } from '../project/register.ts';
@@ -36,9 +36,10 @@ import { liveBoard, plainReporter, type Reporter } from '../render/reporter.ts';
 import { renderReport } from '../render/report.ts';
 import { Notifier } from '../serve/notify.ts';
 import type { Config } from '../project/config.ts';
-import { brokerFor, checkJobsConfig } from '../queue/job-queue.ts';
+import { brokerFor } from '../queue/job-queue.ts';
 import { dropEarlierJobs, migrateJobs } from '../queue/pg-jobs.ts';
-import { bringLatestRun, databaseUrl, remoteIdentity, repositoryName, type Seat, seatFailure, takeSeat } from '../log/cluster.ts';
+import { bringLatestRun, databaseUrl, type Seat, seatFailure } from '../log/cluster.ts';
+import { clusterSeat } from '../runtime/cluster-seat.ts';
 import { forgeAtStart, type ForgeRun, withoutForgeToken } from '../forge/session.ts';
 import { tellRecovered } from '../forge/progress.ts';
 import { ForgeWiring, issueTelling } from '../runtime/forge-wiring.ts';
@@ -111,36 +112,6 @@ export async function startCommand(o: StartOptions): Promise<number> {
   } finally {
     await seat?.leave();
   }
-}
-
-/** Takes the database's lease when there is a database; null when a standby was stopped while it waited. */
-async function clusterSeat(repo: string, config: Config, o: StartOptions): Promise<Seat | undefined | null> {
-  const url = databaseUrl(config.cluster, o.env);
-  if (url) checkJobsConfig(config);
-  if (!url) {
-    if (o.standby)
-      throw new InputError([
-        {
-          code: 'TRON_USAGE',
-          path: '--standby',
-          message: 'a standby waits on the lease in a database: set [cluster] database in .tron/config.toml or TRON_DATABASE_URL',
-        },
-      ]);
-    return undefined;
-  }
-  // The name every clone derives alike (the remote's URL), unless [cluster] repository names it (engine/log/cluster.ts).
-  const remote = remoteIdentity(repo, config.remote?.name);
-  const seat = await takeSeat({
-    url,
-    repository: repositoryName(repo, config.cluster, config.remote?.name),
-    ...(remote !== undefined ? { remote } : {}),
-    ...(config.cluster?.repository === undefined ? { folder: basename(repo) } : {}),
-    leaseMs: config.cluster?.leaseMs ?? 10_000,
-    standby: Boolean(o.standby),
-    ...(o.stop ? { stop: o.stop } : {}),
-    print: o.print,
-  });
-  return seat ?? null;
 }
 
 async function startHolding(

@@ -17,10 +17,10 @@ import { afterAll, beforeAll } from 'vitest';
 import { type Database, openDatabase } from '../log/pg-log.ts';
 import { type Needed, requireAll, skipWithout } from './needs.ts';
 
-/** The variable that names a running server for the tests (the README says how to start one). */
+/** The variable that names a running server for the tests (docs/contributing.md says how to start one). */
 export const TEST_DATABASE_ENV = 'TRON_TEST_DATABASE_URL';
 
-const INSTALL = `apt-get install -y postgresql (its initdb is used from /usr/lib/postgresql/*/bin), or set ${TEST_DATABASE_ENV}=postgres://user:pass@127.0.0.1:5432/db (README, "The database tests need PostgreSQL")`;
+const INSTALL = `apt-get install -y postgresql (its initdb is used from /usr/lib/postgresql/*/bin), or set ${TEST_DATABASE_ENV}=postgres://user:pass@127.0.0.1:5432/db (docs/contributing.md, "The database tests need PostgreSQL")`;
 
 /** The server's programs: /usr/lib/postgresql/<newest>/bin, where Debian puts them. */
 function serverBin(): string | undefined {

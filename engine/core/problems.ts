@@ -825,3 +825,8 @@ export const PROBLEM_CODES = Object.keys(PROBLEMS) as ProblemCode[];
 export function coded(code: ProblemCode, text: string): string {
   return `${code}: ${text}`;
 }
+
+/** Whether `text` is a coded line already (`TRON_…: …`): said as it is, never wrapped in another code. */
+export function isCoded(text: string): boolean {
+  return /^TRON_[A-Z_]+: /.test(text);
+}

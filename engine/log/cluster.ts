@@ -12,6 +12,7 @@ import { basename, dirname, join, resolve as resolvePath } from 'node:path';
 import type { ClusterConfig } from '../project/config.ts';
 import { acquireLease, awaitLease, type Lease } from './lease.ts';
 import { InputError } from '../core/errors.ts';
+import { isCoded } from '../core/problems.ts';
 import type { TronEvent } from '../core/events.ts';
 import { readRunFiles, saveRunFiles } from './pg-run-files.ts';
 import { isConnectionLoss } from './db-lost.ts';
@@ -218,7 +219,7 @@ export async function takeSeat(o: {
     left = true;
     await db.end();
     // The database went while this start looked for its seat (a restart under it): said as the database out of reach, never as tron's failure.
-    if (isConnectionLoss(err) && !/^TRON_[A-Z_]+: /.test(String((err as Error).message)))
+    if (isConnectionLoss(err) && !isCoded(String((err as Error).message)))
       throw new DatabaseUnreachableError(o.url, (err as Error).message);
     throw err;
   }
@@ -231,7 +232,7 @@ export async function takeSeat(o: {
  * — never TRON_ENGINE_FAILED; an error with a code of its own stays as it is.
  */
 export function seatFailure(seat: Seat, url: string, err: unknown): unknown {
-  if (/^TRON_[A-Z_]+: /.test(String((err as Error | undefined)?.message ?? ''))) return err;
+  if (isCoded(String((err as Error | undefined)?.message ?? ''))) return err;
   let lost: Error | undefined;
   seat.onLost((e) => {
     lost = e;

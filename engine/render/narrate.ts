@@ -12,6 +12,7 @@
  *
  * Pure: no clock, no files. Times come from the events; the caller adds them.
  */
+import { isCoded } from '../core/problems.ts';
 import type { EventOf, TronEvent } from '../core/events.ts';
 import { answerCommand } from '../gateway/answer-command.ts';
 import { blockerWords, type Blocker } from '../core/blocked.ts';
@@ -241,7 +242,7 @@ export class Narrator {
         return [`tron: ${e.signal} — no new work; stopping the running turns (a second signal stops at once)`];
       case 'run.failed':
         // A coded detail names what failed and where already (engine/runtime/failure.ts).
-        return [/^TRON_[A-Z_]+: /.test(e.detail) ? `tron: ${e.detail}` : `tron: an effect failed after ${e.after}: ${e.detail}`];
+        return [isCoded(e.detail) ? `tron: ${e.detail}` : `tron: an effect failed after ${e.after}: ${e.detail}`];
       case 'run.finished':
         return this.finished(e);
       default:

@@ -3,10 +3,10 @@
  * has one (`TRON_GIT_FAILED: …`), else TRON_ENGINE_FAILED naming what failed and where.
  * Never a stack trace (the CLI's `--debug` prints that), never more than one line.
  */
-import { coded } from '../core/problems.ts';
+import { coded, isCoded } from '../core/problems.ts';
 
 export function codedLine(err: Error, where: string): string {
   const first = (err.message || String(err)).split('\n')[0]!.trim();
-  if (/^TRON_[A-Z_]+: /.test(first)) return first;
+  if (isCoded(first)) return first;
   return coded('TRON_ENGINE_FAILED', `${where} failed: ${first}`);
 }

@@ -10,6 +10,7 @@
  */
 import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
+import { isRunId } from '../core/names.ts';
 import { RunFollower } from './follow.ts';
 
 /** Earlier runs kept open at once. */
@@ -24,7 +25,7 @@ export class EarlierRuns {
 
   /** The run directory of the run id `run`, when it is one of the folder's; never a path outside it. */
   dir(run: string): string | undefined {
-    if (!/^[\w-][\w.-]*$/.test(run)) return undefined;
+    if (!isRunId(run)) return undefined;
     const dir = join(this.runs, run);
     return existsSync(join(dir, 'events.jsonl')) ? dir : undefined;
   }

@@ -18,6 +18,11 @@ export interface Mutation {
   engine: Engine;
 }
 
+/** A step that decides `d` alone on `input`: the input folded, then `d`. */
+function decidingOnly(state: EngineState, input: TronEvent, d: EventBody): { state: EngineState; decisions: EventBody[] } {
+  return { state: apply(apply(state, input), { ...d, v: input.v, seq: input.seq + 1, ts: input.ts } as TronEvent), decisions: [d] };
+}
+
 /** A decision step whose decisions `change` rewrites; the state follows the rewritten decisions. */
 function rewriting(change: (after: EngineState, decisions: EventBody[]) => EventBody[] | undefined): typeof decide {
   return (state, input, ctx) => {
@@ -111,8 +116,7 @@ export const LAND_PAST_RED_HOSTED_CHECK: Mutation = {
         blocks: [...pr.blocks],
         tested: pr.tested,
       };
-      const s = apply(apply(state, input), { ...d, v: input.v, seq: input.seq + 1, ts: input.ts } as TronEvent);
-      return { state: s, decisions: [d] };
+      return decidingOnly(state, input, d);
     },
   },
 };
@@ -187,8 +191,7 @@ export const PROMISE_MUTATIONS: readonly Mutation[] = [
           blocks,
           tested: stack.tested ?? 'lane',
         };
-        const s = apply(apply(state, input), { ...d, v: input.v, seq: input.seq + 1, ts: input.ts } as TronEvent);
-        return { state: s, decisions: [d] };
+        return decidingOnly(state, input, d);
       },
     },
   },

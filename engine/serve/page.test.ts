@@ -108,6 +108,8 @@ describe('the dashboard in a real browser', () => {
       expect(columns).toEqual(expect.arrayContaining(['review', 'merge', 'landed', 'parked', 'abandoned']));
       await page.click('[data-block="a"]');
       await page.waitForSelector('#detail table tr');
+      await page.waitForFunction(() => (document.getElementById('output')?.textContent ?? '').includes('>>'));
+      const outputOfA = await page.textContent('#output');
       await page.waitForSelector('[data-edge-id]', { timeout: 15_000 });
       await page.fill('form[data-answer="b"] textarea', 'use the staging key');
       if (process.env.TRON_SAVE_SCREENSHOTS !== '1') shots = mkdtempSync(join(tmpdir(), 'tron-shot-'));
@@ -128,6 +130,9 @@ describe('the dashboard in a real browser', () => {
       await page.selectOption('form[data-answer="b"] select', 'RETRY');
       await page.click('form[data-answer="b"] button');
       await page.waitForSelector('[data-phase="landed"] [data-block="b"]', { timeout: 30_000 });
+      // Every event of b's second round redrew a's detail; a's output stayed on it.
+      await page.waitForFunction(() => document.querySelector('#detail h3')?.textContent?.startsWith('a — '));
+      expect(await page.textContent('#output')).toBe(outputOfA);
       const said = await page.evaluate(() => (window as unknown as { said: string[] }).said);
       expect(said).toEqual([expect.stringMatching(/^sent \(\.tron\/inbox\/\d+-b\.json\); the engine reads it now$/)]);
       const seqs = await page.evaluate(() => (window as unknown as { tron: { seqs: number[]; gaps: number } }).tron);

@@ -164,10 +164,11 @@ const CLIENT = `
   }
 
   // ---- one block ----
-  var outputCtl = null, shownTurn = '';
+  var outputCtl = null, shownTurn = '', shownOut = null;
   function select(id) {
     selected = id;
     shownTurn = '';
+    shownOut = null;
     if (state) renderBoard();
     loadDetail();
   }
@@ -185,9 +186,12 @@ const CLIENT = `
       // A block carried over from an earlier run shows its turns there, and says which run.
       var then = last && last.run !== d.run ? ', run ' + last.run : '';
       box.appendChild(el('h3', last ? 'Output of ' + last.role + ' ' + last.kind + ' turn ' + last.turn + then + (last.ended ? '' : ' (live)') : 'No turn yet'));
-      var out = $('output') || el('pre'); out.id = 'output'; box.appendChild(out);
+      // The turn's output is one element, kept while the same turn is shown: a redraw of the
+      // detail (any event does one) moves it into the new box, still being written to.
       var key = last ? last.run + '/' + last.session + '#' + last.turn : '';
-      if (last && key !== shownTurn) { shownTurn = key; follow(id, last, out); }
+      if (!shownOut || key !== shownTurn) { shownOut = el('pre'); shownOut.id = 'output'; }
+      box.appendChild(shownOut);
+      if (last && key !== shownTurn) { shownTurn = key; follow(id, last, shownOut); }
       box.appendChild(el('h3', 'Timeline'));
       var table = el('table');
       d.timeline.slice(-200).forEach(function (e) {

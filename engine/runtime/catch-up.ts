@@ -10,11 +10,12 @@ import type { EventBody, TronEvent } from '../core/events.ts';
 import type { ForgeRun } from '../forge/session.ts';
 import * as git from '../git/index.ts';
 import { openRemote, type Remote, type RemoteAccess, remoteAccess } from '../git/remote.ts';
+import type { Clock } from '../os/clock.ts';
 import type { Config } from '../project/config.ts';
 import type { Block } from '../project/register.ts';
 import { firstStartLandings, remoteLandings, type Travelled } from './landed-travel.ts';
 import { catchUpFromQueue } from './queue-recovery.ts';
-import { clearInterruptedLanding } from './recovery.ts';
+import { clearInterruptedLanding, recover, type Recovery } from './recovery.ts';
 import { recordedLandings } from '../core/recover.ts';
 import { catchUpFromRemote, followRemote, restoreWork } from './remote-recovery.ts';
 import { landedFrom } from './start-reads.ts';
@@ -160,4 +161,41 @@ export async function catchUp(i: CatchUpInput, steps: readonly Step[] = CATCH_UP
 /** The boot's notes from the catch-up, in the order the log gets them. */
 export function catchUpNotes(got: CaughtUp): EventBody[] {
   return [...got.cleared, ...got.fromRemote, ...got.fromQueue, ...got.followed, ...(got.travelled?.events ?? [])];
+}
+
+/** Whether the catch-up found anything to record: then the start is never idle, it writes a run. */
+export function caughtAnything(got: CaughtUp): boolean {
+  return [got.cleared, got.fromRemote, got.fromQueue, got.travelled?.events ?? []].some((notes) => notes.length > 0);
+}
+
+/**
+ * Recovery (recovery.ts), told what the catch-up found: a landing that travelled with the
+ * repository, or that the merge queue merged while tron was stopped, is believed at the
+ * sha it was found at.
+ */
+export function recoverAfter(
+  i: Pick<CatchUpInput, 'repo' | 'config' | 'blocks' | 'previous'>,
+  got: CaughtUp,
+  o: { clock: Clock; keyCreated: boolean },
+): Promise<Recovery> {
+  return recover({
+    repo: i.repo,
+    previousRunDir: i.previous,
+    blocks: i.blocks.map((b) => ({
+      id: b.id,
+      title: b.title,
+      depends_on: b.dependsOn,
+      priority: b.priority,
+      criteria: b.criteria,
+      digest: b.digest,
+    })),
+    clock: o.clock,
+    trunk: i.config.trunk,
+    keyCreated: o.keyCreated,
+    travelled: (id, sha) => {
+      const came = got.travelled?.from.get(id);
+      return came?.sha === sha ? came.source : undefined;
+    },
+    vouched: (id, sha) => got.fromQueue.some((e) => e.type === 'remote.recovered' && e.blocks.some((b) => b.block === id && b.sha === sha)),
+  });
 }

@@ -19,7 +19,7 @@
  * is set aside and reported. Booting twice in a row with nothing in between takes no
  * action the second time: there is nothing left to kill and nothing to preserve.
  */
-import { cpSync, existsSync, readdirSync } from 'node:fs';
+import { existsSync, readdirSync } from 'node:fs';
 import { basename, join, resolve } from 'node:path';
 import type { BlockInfo, EventBody, EventOf, TronEvent } from '../core/events.ts';
 import { EventLog, LogCorruptError, readLog, type LogRead } from '../log/eventlog.ts';
@@ -260,13 +260,4 @@ async function cleanEngineCheckouts(repo: string): Promise<void> {
   const names = existsSync(root) ? readdirSync(root).filter((n) => n.startsWith('_')) : [];
   for (const name of names) await git.removeWorktree(repo, join(root, name));
   await git.pruneWorktrees(repo);
-}
-
-/** Copies what adapters persist per session (openai conversations, sim progress) into the new run. */
-export function carrySessions(previousRunDir: string | undefined, runDir: string): void {
-  if (!previousRunDir) return;
-  for (const name of ['sessions', 'sim']) {
-    const from = join(previousRunDir, name);
-    if (existsSync(from)) cpSync(from, join(runDir, name), { recursive: true });
-  }
 }

@@ -7,7 +7,7 @@
  * which the database's readers' role may read): no secret goes in — the database URL's
  * password, a URL's user part, a notification webhook's path are written as `***`.
  */
-import { copyFileSync, mkdirSync, writeFileSync } from 'node:fs';
+import { copyFileSync, cpSync, existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import type { BodyOf } from '../core/events.ts';
@@ -92,19 +92,36 @@ export function infoOf(b: Block) {
 }
 
 /** Writes the run directory's fixed files: manifest.json and the spine that drives the run. */
-export function writeRunFiles(
-  o: Pick<EngineOptions, 'runDir' | 'runId' | 'config' | 'spineFile'> & {
+/** A run id that sorts by start time: 20261130-024812-001. */
+export function runIdAt(ms: number, taken: (id: string) => boolean): string {
+  const stamp = new Date(ms).toISOString().replace(/[-:]/g, '').replace('T', '-').slice(0, 15);
+  for (let n = 1; ; n += 1) {
+    const id = `${stamp}-${String(n).padStart(3, '0')}`;
+    if (!taken(id)) return id;
+  }
+}
+
+/**
+ * Makes the run's directory under `.tron/runs/`, named by its start time, with its fixed
+ * files, and what the previous run's adapters persisted per session carried into it.
+ */
+export function openRunDir(
+  o: Pick<EngineOptions, 'repo' | 'config' | 'spineFile'> & {
     trunkSha: string;
     startedAt: number;
+    previousRunDir: string | undefined;
     /** Which sandbox the run uses, and why none when `auto` found none. */
     sandbox?: { kind: Sandbox['kind']; why?: string };
   },
-): void {
-  mkdirSync(o.runDir, { recursive: true });
-  copyFileSync(o.spineFile, join(o.runDir, 'workflow.toml'));
+): { runId: string; runDir: string } {
+  const runsDir = join(o.repo, '.tron', 'runs');
+  const runId = runIdAt(o.startedAt, (id) => existsSync(join(runsDir, id)));
+  const runDir = join(runsDir, runId);
+  mkdirSync(runDir, { recursive: true });
+  copyFileSync(o.spineFile, join(runDir, 'workflow.toml'));
   const manifest = {
     tron: TRON_VERSION,
-    run: o.runId,
+    run: runId,
     started_at: new Date(o.startedAt).toISOString(),
     trunk: o.config.trunk,
     trunk_sha: o.trunkSha,
@@ -115,7 +132,18 @@ export function writeRunFiles(
       : {}),
     host: { hostname: hostname(), platform: process.platform, arch: process.arch, node: process.version },
   };
-  writeFileSync(join(o.runDir, 'manifest.json'), `${JSON.stringify(manifest, null, 2)}\n`);
+  writeFileSync(join(runDir, 'manifest.json'), `${JSON.stringify(manifest, null, 2)}\n`);
+  carrySessions(o.previousRunDir, runDir);
+  return { runId, runDir };
+}
+
+/** Copies what adapters persist per session (openai conversations, sim progress) into the new run. */
+function carrySessions(previousRunDir: string | undefined, runDir: string): void {
+  if (!previousRunDir) return;
+  for (const name of ['sessions', 'sim']) {
+    const from = join(previousRunDir, name);
+    if (existsSync(from)) cpSync(from, join(runDir, name), { recursive: true });
+  }
 }
 
 /**

@@ -1,13 +1,18 @@
-/** The truth gate: facts the engine derived itself decide, never the worker's claim. */
+/**
+ * The truth gate: facts the engine derived itself decide, never the worker's claim. Every
+ * verdict of the gate — `gate.failed`, `gate.passed` — is decided here: on the facts of a
+ * `>>DONE` (then the challenge), on the evidence of the `>>CONFIRMED` that answers it, and
+ * on the facts of a `>>MERGED` head.
+ */
 import type { BodyOf } from '../events.ts';
-import { deriveFacts, type Expected } from '../facts.ts';
+import { deriveFacts, evidenceProblem, type Expected } from '../facts.ts';
 import type { BlockState } from '../state.ts';
 import { dispatch, type Step } from './step.ts';
 import { escalate } from './escalate.ts';
 import { trunkTouched } from './lane.ts';
 
 /** What the facts of block `b` are measured against: the engine's own record, never the worker's word. */
-export function expectations(step: Step, b: BlockState): Expected {
+function expectations(step: Step, b: BlockState): Expected {
   return {
     trunkSha: step.s.trunkSha!,
     mainStatus: step.s.mainStatus,
@@ -16,6 +21,16 @@ export function expectations(step: Step, b: BlockState): Expected {
     ...(b.gitFiles ? { gitFiles: b.gitFiles } : {}),
     ...(b.rejected ? { rejected: b.rejected } : {}),
   };
+}
+
+/**
+ * The facts of a block's head, observed by the engine in checkouts it owns: after a
+ * `>>DONE` (`gate`: measured against the block's base) or a `>>MERGED` (`merge`: against
+ * trunk now).
+ */
+export function askFacts(step: Step, id: string, purpose: 'gate' | 'merge'): void {
+  const base = purpose === 'gate' ? step.block(id).base! : step.s.trunkSha!;
+  step.emit({ type: 'facts.requested', block: id, purpose, base, trunk_sha: step.s.trunkSha! });
 }
 
 export function onFacts(step: Step, e: BodyOf<'facts.observed'>): void {
@@ -55,10 +70,30 @@ export function onFacts(step: Step, e: BodyOf<'facts.observed'>): void {
   dispatch(step, b.id, 'review', e.head);
 }
 
+/**
+ * The builder's `>>CONFIRMED`, answering the challenge: evidence for every criterion passes
+ * the gate at the sha challenged, with the facts observed there; anything less fails it.
+ */
+export function onEvidence(step: Step, id: string, evidence: Record<string, string>): void {
+  const b = step.block(id);
+  const problem = evidenceProblem(evidence, b.info.criteria);
+  const sha = b.challenged!;
+  if (problem) {
+    step.emit({ type: 'gate.failed', block: id, sha, purpose: 'evidence', facts: [{ name: 'evidence', ok: false, evidence: problem }] });
+    afterGateFailure(step, id, 'build');
+    return;
+  }
+  const facts = b.observed ? deriveFacts(b.observed, expectations(step, b)) : [];
+  facts.push({ name: 'evidence', ok: true, evidence: `evidence given for all ${b.info.criteria.length} criteria` });
+  step.emit({ type: 'gate.passed', block: id, sha, facts });
+  step.move(id, 'CONFIRMED');
+  dispatch(step, id, 'review', sha);
+}
+
 const short = (sha: string) => sha.slice(0, 12);
 
 /** Back to the phase with the failing fact stated, or escalation past the budget. */
-export function afterGateFailure(step: Step, id: string, phase: 'build' | 'merge'): void {
+function afterGateFailure(step: Step, id: string, phase: 'build' | 'merge'): void {
   const b = step.block(id);
   if (b.rounds[phase] >= step.budget(phase)) {
     escalate(step, id, phase === 'build' ? 'gate_budget' : 'merge_failed', `the gate failed ${b.rounds[phase]} times:\n${b.feedback}`);

@@ -2,11 +2,10 @@
 import type { PendingTurn } from '../state.ts';
 import type { BodyOf } from '../events.ts';
 import { parseReply, type Reply } from '../../gateway/parse.ts';
-import { deriveFacts, evidenceProblem } from '../facts.ts';
 import type { Trouble } from '../../spine/spine.ts';
 import type { PayloadOf, Word } from '../../gateway/glossary.ts';
 import { dispatch, type Step } from './step.ts';
-import { afterGateFailure, expectations } from './gate.ts';
+import { askFacts, onEvidence } from './gate.ts';
 import { abandon, escalate, retry } from './escalate.ts';
 
 export function onReply(step: Step, e: BodyOf<'reply.received'>): void {
@@ -62,24 +61,9 @@ type Act<W extends Word> = (step: Step, id: string, payload: PayloadOf<W>) => vo
 
 /** What the engine does with each accepted word: one row per glossary word, typed by its payload. */
 const ACTS: { [W in Word]: Act<W> } = {
-  DONE: (step, id) => {
-    step.emit({ type: 'facts.requested', block: id, purpose: 'gate', base: step.block(id).base!, trunk_sha: step.s.trunkSha! });
-  },
-  CONFIRMED: (step, id, payload) => {
-    const b = step.block(id);
-    const problem = evidenceProblem(payload.evidence, b.info.criteria);
-    const sha = b.challenged!;
-    if (problem) {
-      step.emit({ type: 'gate.failed', block: id, sha, purpose: 'evidence', facts: [{ name: 'evidence', ok: false, evidence: problem }] });
-      afterGateFailure(step, id, 'build');
-      return;
-    }
-    const facts = b.observed ? deriveFacts(b.observed, expectations(step, b)) : [];
-    facts.push({ name: 'evidence', ok: true, evidence: `evidence given for all ${b.info.criteria.length} criteria` });
-    step.emit({ type: 'gate.passed', block: id, sha, facts });
-    step.move(id, 'CONFIRMED');
-    dispatch(step, id, 'review', sha);
-  },
+  // The builder's word opens the gate; the gate's file decides (gate.ts).
+  DONE: (step, id) => askFacts(step, id, 'gate'),
+  CONFIRMED: (step, id, payload) => onEvidence(step, id, payload.evidence),
   BLOCKED: (step, id, payload) => escalate(step, id, 'blocked', payload.reason),
   APPROVE: (step, id) => {
     step.move(id, 'APPROVE');
@@ -94,9 +78,7 @@ const ACTS: { [W in Word]: Act<W> } = {
     step.move(id, 'CHANGES');
     dispatch(step, id, 'build');
   },
-  MERGED: (step, id) => {
-    step.emit({ type: 'facts.requested', block: id, purpose: 'merge', base: step.s.trunkSha!, trunk_sha: step.s.trunkSha! });
-  },
+  MERGED: (step, id) => askFacts(step, id, 'merge'),
   RETRY: (step, id) => retry(step, id, 'RETRY'),
   ABANDON: (step, id, payload) => abandon(step, id, payload.reason),
   PAGE: (step, id, payload) => {

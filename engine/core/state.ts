@@ -208,29 +208,54 @@ export interface Stack {
   green: number;
   /** The shortest prefix known red, and its run: what the culprit is told. */
   red?: { n: number; run: EventOf<'candidate.tested'> };
-  /** An effect of the stack is running: its rebase, a test run, its landing. */
-  pending: boolean;
-  /** The sha whose test run is awaited (candidate.requested or bisect.step). */
-  testing?: string;
-  /** The blocks of its landing, and those whose block.landed came back. */
-  landing: readonly string[];
-  landed: readonly string[];
-  /** Tries of the landing push so far ([remote]). */
-  pushes?: number;
-  /** How the landing was tested (its land.intent's `tested`), for a push tried again. */
-  tested?: 'lane' | 'gate';
-  /** [forge] merge = "queue": the commit the merge queue moved the remote's trunk to, for a push of the landed refs tried again. */
-  queuedTop?: string;
-  /** [forge] land = "pr": the landing that waits for the forge, and the waits so far (failures, checks never reported). */
-  pr?: {
-    sha: string;
-    blocks: readonly { block: string; sha: string }[];
-    tested: 'lane' | 'gate';
-    failures: number;
-    missing: number;
-    /** [forge] merge = "queue": tron asked the forge to put the pull request in its merge queue. */
-    queued?: boolean;
-  };
+  /** The one step the stack is in; which inputs each step takes is the table in core/decide/lane.test.ts. */
+  step: StackStep;
+}
+
+/**
+ * Where a stack is on its way to trunk. A stack is formed `rebasing`; then it is `judging`
+ * between its effects (the lane decides: test, bisect, land, or give up — or waits for the
+ * verdicts of blocks stacked before them), `testing` while a test run of a sha is awaited,
+ * on to the `forge` in PR mode, and `landing` until every block of the landing is on trunk.
+ */
+export type StackStep =
+  /** Its blocks replay onto trunk: lane.stacked → rebase.done. */
+  | { at: 'rebasing' }
+  /** Nothing of the stack runs: the lane decides (lane.ts settleStack). */
+  | { at: 'judging' }
+  /** A test run of `sha` is awaited: candidate.requested or bisect.step → candidate.tested. */
+  | { at: 'testing'; sha: string }
+  /** [forge] land = "pr": green here, the landing waits for the forge (decide/pr.ts). */
+  | { at: 'forge'; pr: ForgeWait; running: boolean }
+  /** land.intent → block.landed for every block of it; a push tried again ([remote]) stays here. */
+  | {
+      at: 'landing';
+      blocks: readonly string[];
+      /** Those whose block.landed came back. */
+      landed: readonly string[];
+      /** How the landing was tested (its land.intent's `tested`), for a push tried again. */
+      tested: 'lane' | 'gate';
+      /** [forge] merge = "queue": the commit the merge queue moved the remote's trunk to, for a push of the landed refs tried again. */
+      queuedTop?: string;
+      /** The ref transaction or the push runs, or the wait before the next try. */
+      running: boolean;
+    };
+
+/** [forge] land = "pr": the landing that waits for the forge, and the waits so far (failures, checks never reported). */
+export interface ForgeWait {
+  sha: string;
+  blocks: readonly { block: string; sha: string }[];
+  tested: 'lane' | 'gate';
+  failures: number;
+  missing: number;
+  /** [forge] merge = "queue": tron asked the forge to put the pull request in its merge queue. */
+  queued?: boolean;
+}
+
+/** Whether an effect of the stack is out (its rebase, a test run, the forge asked, its landing, or a wait): the run does not end under it. */
+export function stackRunning(stack: Stack): boolean {
+  const step = stack.step;
+  return step.at === 'rebasing' || step.at === 'testing' || ((step.at === 'forge' || step.at === 'landing') && step.running);
 }
 
 export function initialState(): EngineState {
@@ -287,12 +312,17 @@ function patch(s: EngineState, id: string, change: (b: BlockState) => Partial<Bl
   s.index = reindex(s.index, s.blocks, was, b);
 }
 
-function testing(s: EngineState, stack: number, sha: string): void {
-  if (s.lane.stack?.id === stack) s.lane = { ...s.lane, stack: { ...s.lane.stack, pending: true, testing: sha } };
+/** The stack `id`, if it is the one in flight, now at `step`. */
+function stackAt(s: EngineState, id: number, step: (now: Stack) => StackStep | undefined): void {
+  const stack = s.lane.stack;
+  if (stack?.id !== id) return;
+  const next = step(stack);
+  if (next) s.lane = { ...s.lane, stack: { ...stack, step: next } };
 }
 
-function stackPending(s: EngineState, stack: number, pending: boolean): void {
-  if (s.lane.stack?.id === stack) s.lane = { ...s.lane, stack: { ...s.lane.stack, pending } };
+/** The forge's or the landing's effect out (`running`) or back. */
+function running(s: EngineState, id: number, on: boolean): void {
+  stackAt(s, id, (now) => (now.step.at === 'forge' || now.step.at === 'landing' ? { ...now.step, running: on } : undefined));
 }
 
 function leaveQueue(s: EngineState, id: string): void {
@@ -586,9 +616,7 @@ const reducers = {
         ...(awaiting && { awaiting }),
         entries: [],
         green: 0,
-        pending: true,
-        landing: [],
-        landed: [],
+        step: { at: 'rebasing' },
       },
     };
     // A block awaiting its verdict goes on with its turn; it waits on the stack once approved.
@@ -600,7 +628,7 @@ const reducers = {
     const entries = e.results.flatMap((r) =>
       r.sha && (r.outcome === 'fast_forward' || r.outcome === 'clean') ? [{ block: r.block, sha: r.sha }] : [],
     );
-    s.lane = { ...s.lane, stack: { ...stack, entries, pending: false } };
+    s.lane = { ...s.lane, stack: { ...stack, entries, step: { at: 'judging' } } };
     for (const r of e.results) {
       patch(s, r.block, () => ({
         rebased: {
@@ -611,39 +639,33 @@ const reducers = {
       }));
     }
   },
-  'candidate.requested': (s, e) => testing(s, e.stack, e.sha),
-  'bisect.step': (s, e) => testing(s, e.stack, e.sha),
+  'candidate.requested': (s, e) => stackAt(s, e.stack, () => ({ at: 'testing', sha: e.sha })),
+  'bisect.step': (s, e) => stackAt(s, e.stack, () => ({ at: 'testing', sha: e.sha })),
   'candidate.tested': (s, e) => {
     const stack = s.lane.stack;
     // Only the run the stack awaits counts.
-    if (stack?.id !== e.stack || stack.testing !== e.sha) return;
+    if (stack?.id !== e.stack || stack.step.at !== 'testing' || stack.step.sha !== e.sha) return;
     const n = e.blocks.length;
     const red = !e.ok && (stack.red === undefined || n < stack.red.n) ? { n, run: e } : stack.red;
     s.lane = {
       ...s.lane,
       stack: {
         ...stack,
-        pending: false,
-        testing: undefined,
+        step: { at: 'judging' },
         green: e.ok ? Math.max(stack.green, n) : stack.green,
         ...(red ? { red } : {}),
       },
     };
   },
-  'land.intent': (s, e) => {
-    const stack = s.lane.stack;
-    if (stack?.id !== e.stack) return;
-    s.lane = {
-      ...s.lane,
-      stack: {
-        ...stack,
-        pending: true,
-        landing: e.blocks.map((b) => b.block),
-        tested: e.tested,
-        ...(e.queued && { queuedTop: e.sha }),
-      },
-    };
-  },
+  'land.intent': (s, e) =>
+    stackAt(s, e.stack, (now) => ({
+      at: 'landing',
+      blocks: e.blocks.map((b) => b.block),
+      landed: now.step.at === 'landing' ? now.step.landed : [],
+      tested: e.tested,
+      ...(e.queued && { queuedTop: e.sha }),
+      running: true,
+    })),
   'block.landed': (s, e) => {
     if (s.trunkSha !== e.top) {
       s.trunkSha = e.top;
@@ -651,11 +673,12 @@ const reducers = {
     }
     patch(s, e.block, () => ({ landedSha: e.sha, waiting: NOTHING }));
     const stack = s.lane.stack;
-    if (!stack?.landing.includes(e.block) || stack.landed.includes(e.block)) return;
-    const landed = [...stack.landed, e.block];
-    s.lane = { ...s.lane, stack: { ...stack, landed, pending: landed.length < stack.landing.length } };
+    const step = stack?.step;
+    if (!stack || step?.at !== 'landing' || !step.blocks.includes(e.block) || step.landed.includes(e.block)) return;
+    const landed = [...step.landed, e.block];
+    s.lane = { ...s.lane, stack: { ...stack, step: { ...step, landed, running: landed.length < step.blocks.length } } };
   },
-  'land.refused': (s, e) => stackPending(s, e.stack, false),
+  'land.refused': (s, e) => running(s, e.stack, false),
   'remote.fetched': (s, e) => {
     followTrunk(s, e.sha);
     const stack = s.lane.stack;
@@ -664,52 +687,43 @@ const reducers = {
   'remote.pushed': nothing,
   'remote.moved': (s, e) => {
     followTrunk(s, e.sha);
-    stackPending(s, e.stack, false);
+    running(s, e.stack, false);
   },
   'remote.failed': (s, e) => {
-    const stack = s.lane.stack;
-    if (e.op !== 'push' || stack?.id !== e.stack) return;
-    s.lane = { ...s.lane, stack: { ...stack, pending: false, pushes: e.attempt } };
+    if (e.op === 'push') running(s, e.stack, false);
   },
-  'remote.retry': (s, e) => stackPending(s, e.stack, true),
-  'remote.waited': (s, e) => stackPending(s, e.stack, false),
+  'remote.retry': (s, e) => running(s, e.stack, true),
+  'remote.waited': (s, e) => running(s, e.stack, false),
   'remote.recovered': nothing,
   'remote.followed': nothing,
   'work.restored': nothing,
-  'pr.requested': (s, e) => {
-    const stack = s.lane.stack;
-    if (stack?.id !== e.stack) return;
-    const kept = stack.pr?.sha === e.sha ? stack.pr : undefined;
-    s.lane = {
-      ...s.lane,
-      stack: {
-        ...stack,
-        pending: true,
-        pr: {
-          sha: e.sha,
-          blocks: e.blocks,
-          tested: e.tested,
-          failures: kept?.failures ?? 0,
-          missing: kept?.missing ?? 0,
-          ...((e.queue !== undefined || kept?.queued) && { queued: true }),
-        },
-      },
-    };
-  },
-  'pr.observed': (s, e) => {
-    const stack = s.lane.stack;
-    if (stack?.id !== e.stack || !stack.pr) return;
-    const missing = e.checks.some((c) => c.state === 'missing') ? stack.pr.missing + 1 : 0;
-    s.lane = { ...s.lane, stack: { ...stack, pending: false, pr: { ...stack.pr, failures: 0, missing } } };
-  },
-  'pr.failed': (s, e) => {
-    const stack = s.lane.stack;
-    if (stack?.id !== e.stack || !stack.pr) return;
-    const failures = e.kind === 'transient' ? stack.pr.failures + 1 : stack.pr.failures;
-    s.lane = { ...s.lane, stack: { ...stack, pending: false, pr: { ...stack.pr, failures } } };
-  },
-  'pr.wait': (s, e) => stackPending(s, e.stack, true),
-  'pr.waited': (s, e) => stackPending(s, e.stack, false),
+  'pr.requested': (s, e) =>
+    stackAt(s, e.stack, (now) => {
+      const kept = now.step.at === 'forge' && now.step.pr.sha === e.sha ? now.step.pr : undefined;
+      const pr: ForgeWait = {
+        sha: e.sha,
+        blocks: e.blocks,
+        tested: e.tested,
+        failures: kept?.failures ?? 0,
+        missing: kept?.missing ?? 0,
+        ...((e.queue !== undefined || kept?.queued) && { queued: true }),
+      };
+      return { at: 'forge', pr, running: true };
+    }),
+  'pr.observed': (s, e) =>
+    stackAt(s, e.stack, ({ step }) => {
+      if (step.at !== 'forge') return undefined;
+      const missing = e.checks.some((c) => c.state === 'missing') ? step.pr.missing + 1 : 0;
+      return { ...step, running: false, pr: { ...step.pr, failures: 0, missing } };
+    }),
+  'pr.failed': (s, e) =>
+    stackAt(s, e.stack, ({ step }) => {
+      if (step.at !== 'forge') return undefined;
+      const failures = e.kind === 'transient' ? step.pr.failures + 1 : step.pr.failures;
+      return { ...step, running: false, pr: { ...step.pr, failures } };
+    }),
+  'pr.wait': (s, e) => running(s, e.stack, true),
+  'pr.waited': (s, e) => running(s, e.stack, false),
   'remote.branch.pushed': nothing,
   'lane.closed': (s, e) => {
     if (s.lane.stack?.id !== e.stack) return;

@@ -165,12 +165,13 @@ export class Board {
     // [merge] speculate: blocks of the stack still being challenged or reviewed, and what the lane holds for them.
     const awaited = (stack.awaiting ?? []).map((a) => a.block).filter((id) => blocks.includes(id));
     const held = stack.green === stack.entries.length ? 'green' : stack.red ? 'red' : 'rebased';
+    const at = stack.step;
     const doing =
-      stack.landing.length > 0
+      at.at === 'landing' || at.at === 'forge'
         ? 'landing'
-        : stack.testing
-          ? `testing ${stack.testing.slice(0, 12)}`
-          : stack.pending || awaited.length === 0
+        : at.at === 'testing'
+          ? `testing ${at.sha.slice(0, 12)}`
+          : at.at === 'rebasing' || awaited.length === 0
             ? 'rebasing'
             : held;
     const verdicts = awaited.length > 0 ? `, awaiting the verdict on ${awaited.join(', ')}` : '';

@@ -97,15 +97,14 @@ export const LAND_PAST_RED_HOSTED_CHECK: Mutation = {
     planRecovery,
     decide: (state, input, ctx) => {
       const stack = state.lane.stack;
-      const pr = stack?.pr;
+      const pr = stack?.step.at === 'forge' ? stack.step.pr : undefined;
       if (
         input.type !== 'pr.observed' ||
         !input.checks.some((c) => c.state === 'failure') ||
         !stack ||
         !pr ||
         stack.id !== input.stack ||
-        pr.sha !== input.sha ||
-        stack.landing.length > 0
+        pr.sha !== input.sha
       )
         return decide(state, input, ctx);
       const d: EventBody = {
@@ -177,11 +176,12 @@ export const PROMISE_MUTATIONS: readonly Mutation[] = [
           !('stack' in input) ||
           !stack ||
           stack.id !== input.stack ||
-          stack.landing.length === 0 ||
+          stack.step.at !== 'landing' ||
           moved === state.trunkSha
         )
           return decide(state, input, ctx);
-        const blocks = stack.entries.filter((e) => stack.landing.includes(e.block));
+        const landing = stack.step;
+        const blocks = stack.entries.filter((e) => landing.blocks.includes(e.block));
         if (blocks.length === 0) return decide(state, input, ctx);
         const d: EventBody = {
           type: 'land.intent',
@@ -189,7 +189,7 @@ export const PROMISE_MUTATIONS: readonly Mutation[] = [
           sha: blocks.at(-1)!.sha,
           from: moved,
           blocks,
-          tested: stack.tested ?? 'lane',
+          tested: landing.tested,
         };
         return decidingOnly(state, input, d);
       },

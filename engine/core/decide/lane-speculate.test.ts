@@ -97,7 +97,7 @@ describe('the merge lane with [merge] speculate', () => {
     rebased(d, ['a', 'b']);
     expect(d.feed({ type: 'candidate.tested', stack: 1, sha: R(2), blocks: ['a', 'b'], ok: true, tests: GREEN })).toEqual([]);
     d.answer('b', '>>CONFIRMED {"evidence":{"c1":"here"}}');
-    expect(d.state.lane.stack).toMatchObject({ landing: [] });
+    expect(d.state.lane.stack).toMatchObject({ step: { at: 'judging' } });
     const approved = d.answer('b', '>>APPROVE');
     expect(d.state.lane.queue).toEqual([]);
     expect(only(approved, 'land.intent')).toEqual([

@@ -333,7 +333,7 @@ describe('the merge lane', () => {
     const { d } = stacked(['a', 'b']);
     rebased(d, ['a', 'b']);
     expect(d.feed({ type: 'candidate.tested', stack: 2, sha: R(1), blocks: ['a'], ok: true, tests: GREEN })).toEqual([]);
-    expect(d.state.lane.stack).toMatchObject({ green: 0, testing: R(2) });
+    expect(d.state.lane.stack).toMatchObject({ green: 0, step: { at: 'testing', sha: R(2) } });
   });
 
   it('takes at most [merge] batch blocks into one stack', () => {

@@ -98,7 +98,7 @@ function abandonedIn(step: Step, stack: Stack): string | undefined {
  */
 export function settleStack(step: Step): void {
   const stack = step.s.lane.stack;
-  if (!stack || stack.pending || stack.landing.length > 0 || stack.pr) return;
+  if (stack?.step.at !== 'judging') return;
   const abandoned = abandonedIn(step, stack);
   if (abandoned) {
     close(step, `${abandoned} was abandoned; the stack was given up`);
@@ -177,8 +177,8 @@ function conflicted(step: Step, id: string, files: readonly string[]): void {
 /** A stack's top (or a prefix's) was tested: land it, bisect it, or hand back its culprit. */
 export function onCandidateTested(step: Step, e: BodyOf<'candidate.tested'>): void {
   const stack = step.s.lane.stack;
-  // A test nobody awaits (the fold left it out) finds the stack busy or landing: nothing to decide.
-  if (stack?.id !== e.stack || stack.pending || stack.landing.length > 0) return;
+  // A test nobody awaits (the fold left it out) finds the stack at another step: nothing to decide.
+  if (stack?.id !== e.stack || stack.step.at !== 'judging') return;
   // Blocks stacked before their verdict: the result waits for them; a block abandoned meanwhile: given up (settleStack).
   if (unapproved(stack).length > 0 || abandonedIn(step, stack)) return;
   judge(step, stack);
@@ -257,10 +257,10 @@ export function onLanded(step: Step, e: BodyOf<'block.landed'>): void {
     step.move(b.id, 'landed');
     step.emit({ type: 'wrap.requested', block: b.id, summary: wrapSummary(step.block(b.id)) });
   }
-  const stack = step.s.lane.stack;
-  if (!stack?.landing.includes(e.block) || stack.landed.length < stack.landing.length) return;
+  const landing = step.s.lane.stack?.step;
+  if (landing?.at !== 'landing' || !landing.blocks.includes(e.block) || landing.landed.length < landing.blocks.length) return;
   if (step.s.lane.verifyTrunk) step.emit({ type: 'test.requested', block: e.block, sha: e.top });
-  close(step, `landed ${stack.landed.join(', ')} at ${e.top.slice(0, 12)}`);
+  close(step, `landed ${landing.landed.join(', ')} at ${e.top.slice(0, 12)}`);
 }
 
 export function onLandRefused(step: Step, e: BodyOf<'land.refused'>): void {
@@ -274,7 +274,8 @@ export function onLandRefused(step: Step, e: BodyOf<'land.refused'>): void {
 export function close(step: Step, detail: string): void {
   const stack = step.s.lane.stack!;
   const returned = stack.asked.filter((id) => step.block(id).waiting.on === 'stack');
-  step.emit({ type: 'lane.closed', stack: stack.id, landed: [...stack.landed], returned, detail });
+  const landed = stack.step.at === 'landing' ? [...stack.step.landed] : [];
+  step.emit({ type: 'lane.closed', stack: stack.id, landed, returned, detail });
 }
 
 /** [merge] verify_trunk: a red check of trunk pages the operator; the run cannot end with exit 0. */

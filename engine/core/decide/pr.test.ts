@@ -45,7 +45,7 @@ function observed(d: Driver, checks: CheckState[], extra: Partial<Extract<EventB
 
 describe('PR mode decisions', () => {
   it('asks the forge instead of landing when tron found the stack green', () => {
-    expect(waitingForForge().state.lane.stack!.pending).toBe(true);
+    expect(waitingForForge().state.lane.stack!.step).toMatchObject({ at: 'forge', running: true });
   });
 
   it('lands only on every required check green; never on a red, pending or missing one (any mix)', () => {

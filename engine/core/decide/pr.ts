@@ -29,7 +29,7 @@
  * a 5xx, as `pr.wait` — a timer event, so replay holds; a refused token pages the operator.
  */
 import type { BodyOf, Fact } from '../events.ts';
-import type { Stack } from '../state.ts';
+import type { ForgeWait, Stack } from '../state.ts';
 import { dispatch, type Step } from './step.ts';
 import { abandon, escalate } from './escalate.ts';
 import { close } from './lane.ts';
@@ -37,14 +37,20 @@ import { close } from './lane.ts';
 /** The longest wait between two asks of the forge. */
 const MAX_WAIT_MS = 60_000;
 
-export function onPrObserved(step: Step, e: BodyOf<'pr.observed'>): void {
+/** The stack `id` when it waits on the forge, and what it waits with. */
+function atForge(step: Step, id: number): { stack: Stack; pr: ForgeWait } | undefined {
   const stack = step.s.lane.stack;
-  if (stack?.id !== e.stack || !stack.pr || stack.pr.sha !== e.sha || stack.landing.length > 0) return;
-  const pr = stack.pr;
+  return stack?.id === id && stack.step.at === 'forge' ? { stack, pr: stack.step.pr } : undefined;
+}
+
+export function onPrObserved(step: Step, e: BodyOf<'pr.observed'>): void {
+  const at = atForge(step, e.stack);
+  if (!at || at.pr.sha !== e.sha) return;
+  const { stack, pr } = at;
   const queue = step.s.lane.pr?.queue === true;
   // Trunk moved through the queue: that is the truth, whatever else was said since.
   if (queue && e.queue?.state === 'merged') {
-    landFromQueue(step, e);
+    landFromQueue(step, stack, pr, e);
     return;
   }
   const closed = e.pulls.filter((p) => p.state === 'closed');
@@ -60,7 +66,7 @@ export function onPrObserved(step: Step, e: BodyOf<'pr.observed'>): void {
   }
   if (e.changes.length > 0) {
     for (const c of e.changes)
-      backToBuild(step, stack, c.block, {
+      backToBuild(step, stack, pr, c.block, {
         name: 'changes_requested',
         ok: false,
         evidence: `${c.author} requested changes on the pull request: ${c.notes}`,
@@ -75,7 +81,7 @@ export function onPrObserved(step: Step, e: BodyOf<'pr.observed'>): void {
     const said = red
       .map((c) => `${c.name} failed on ${e.sha.slice(0, 12)}${c.url ? ` (${c.url})` : ''}:\n${c.text ?? '(no output)'}`)
       .join('\n\n');
-    backToBuild(step, stack, top.block, {
+    backToBuild(step, stack, pr, top.block, {
       name: 'hosted_checks',
       ok: false,
       evidence: `a required hosted check is red on the pull request:\n${said}`,
@@ -101,15 +107,14 @@ export function onPrObserved(step: Step, e: BodyOf<'pr.observed'>): void {
     return;
   }
   if (queue) {
-    inQueue(step, stack, e);
+    inQueue(step, stack, pr, e);
     return;
   }
   step.emit({ type: 'land.intent', stack: stack.id, sha: pr.sha, from: step.s.trunkSha!, blocks: [...pr.blocks], tested: pr.tested });
 }
 
 /** Every check green on the sha (queue mode): put it in the merge queue, or watch it there. */
-function inQueue(step: Step, stack: Stack, e: BodyOf<'pr.observed'>): void {
-  const pr = stack.pr!;
+function inQueue(step: Step, stack: Stack, pr: ForgeWait, e: BodyOf<'pr.observed'>): void {
   if (!e.queue) {
     step.emit({
       type: 'pr.requested',
@@ -127,7 +132,7 @@ function inQueue(step: Step, stack: Stack, e: BodyOf<'pr.observed'>): void {
     return;
   }
   const top = pr.blocks.at(-1)!.block;
-  backToBuild(step, stack, top, {
+  backToBuild(step, stack, pr, top, {
     name: 'merge_queue',
     ok: false,
     evidence: `the merge queue took the pull request out: ${e.queue.reason ?? '(no reason given)'}`,
@@ -136,9 +141,7 @@ function inQueue(step: Step, stack: Stack, e: BodyOf<'pr.observed'>): void {
 }
 
 /** The queue merged it: land what trunk now holds — only if it is exactly the tree tron tested. */
-function landFromQueue(step: Step, e: BodyOf<'pr.observed'>): void {
-  const stack = step.s.lane.stack!;
-  const pr = stack.pr!;
+function landFromQueue(step: Step, stack: Stack, pr: ForgeWait, e: BodyOf<'pr.observed'>): void {
   const commit = e.queue!.commit!;
   if (e.queue!.tree !== true) {
     const detail = `TRON_FORGE_QUEUE: the merge queue moved ${step.s.trunk} on the forge to ${commit}, which is not exactly the tree tron tested (${pr.sha}) on ${step.s.trunkSha}; nothing is recorded as landed. See what else the queue merged with it (or which merge method it used), then answer.`;
@@ -159,9 +162,10 @@ function landFromQueue(step: Step, e: BodyOf<'pr.observed'>): void {
 }
 
 export function onPrFailed(step: Step, e: BodyOf<'pr.failed'>): void {
-  const stack = step.s.lane.stack;
-  if (stack?.id !== e.stack || !stack.pr) return;
-  const id = stack.pr.blocks.at(-1)!.block;
+  const at = atForge(step, e.stack);
+  if (!at) return;
+  const { stack, pr } = at;
+  const id = pr.blocks.at(-1)!.block;
   if (e.kind === 'rate_limited') {
     step.emit({
       type: 'pr.wait',
@@ -172,32 +176,33 @@ export function onPrFailed(step: Step, e: BodyOf<'pr.failed'>): void {
     });
     return;
   }
-  if (e.kind === 'transient' && stack.pr.failures <= (step.s.lane.pr?.retries ?? 0)) {
+  if (e.kind === 'transient' && pr.failures <= (step.s.lane.pr?.retries ?? 0)) {
     step.emit({
       type: 'pr.wait',
       stack: stack.id,
       attempt: e.attempt,
-      wait_ms: backoff(step, stack.pr.failures),
+      wait_ms: backoff(step, pr.failures),
       reason: `the forge failed: ${e.message}`,
     });
     return;
   }
   const code = e.kind === 'auth' ? 'TRON_FORGE_AUTH' : 'TRON_FORGE_UNREACHABLE';
-  refuse(step, id, `${code}: the forge refused the landing of ${stack.pr.blocks.map((b) => b.block).join(', ')} (${e.kind}): ${e.message}`);
+  refuse(step, id, `${code}: the forge refused the landing of ${pr.blocks.map((b) => b.block).join(', ')} (${e.kind}): ${e.message}`);
 }
 
 /** The wait passed: ask the forge again about the same landing. */
 export function onPrWaited(step: Step, e: BodyOf<'pr.waited'>): void {
-  const stack = step.s.lane.stack;
-  if (stack?.id !== e.stack || !stack.pr || stack.landing.length > 0) return;
+  const at = atForge(step, e.stack);
+  if (!at) return;
+  const { stack, pr } = at;
   step.emit({
     type: 'pr.requested',
     stack: stack.id,
-    sha: stack.pr.sha,
-    blocks: [...stack.pr.blocks],
-    tested: stack.pr.tested,
+    sha: pr.sha,
+    blocks: [...pr.blocks],
+    tested: pr.tested,
     attempt: e.attempt + 1,
-    ...(stack.pr.queued && { queue: 'watch' as const }),
+    ...(pr.queued && { queue: 'watch' as const }),
   });
 }
 
@@ -207,8 +212,8 @@ function backoff(step: Step, n: number): number {
 }
 
 /** A person's or a hosted check's word sends the block back to build, within its build budget. */
-function backToBuild(step: Step, stack: Stack, id: string, fact: Fact): void {
-  const entry = stack.entries.find((x) => x.block === id) ?? stack.pr!.blocks.find((x) => x.block === id)!;
+function backToBuild(step: Step, stack: Stack, pr: ForgeWait, id: string, fact: Fact): void {
+  const entry = stack.entries.find((x) => x.block === id) ?? pr.blocks.find((x) => x.block === id)!;
   step.emit({ type: 'gate.failed', block: id, sha: entry.sha, purpose: 'lane', facts: [fact] });
   const b = step.block(id);
   if (b.rounds.build >= step.budget('build')) {

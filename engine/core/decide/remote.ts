@@ -32,9 +32,10 @@ export function onRemoteFailed(step: Step, e: BodyOf<'remote.failed'>): void {
     step.emit({ type: 'remote.retry', stack: e.stack, attempt: e.attempt, wait_ms: backoff * 2 ** (e.attempt - 1) });
     return;
   }
-  const id = stack.landing[0] ?? stack.asked[0]!;
+  const landing = stack.step.at === 'landing' ? stack.step.blocks : [];
+  const id = landing[0] ?? stack.asked[0]!;
   const tries = e.kind === 'transient' ? ` (after ${e.attempt} tries)` : '';
-  const detail = `${e.code}: the remote refused the landing of ${stack.landing.join(', ')}${tries} (${e.reason}); it said:\n${e.message}`;
+  const detail = `${e.code}: the remote refused the landing of ${landing.join(', ')}${tries} (${e.reason}); it said:\n${e.message}`;
   step.emit({ type: 'escalation.raised', block: id, trouble: 'remote_refused', handler: 'operator', detail });
   step.emit({ type: 'block.parked', block: id, reason: detail });
   close(step, `the remote refused the landing (${e.code}); nothing landed`);
@@ -43,16 +44,17 @@ export function onRemoteFailed(step: Step, e: BodyOf<'remote.failed'>): void {
 /** The backoff passed: the same landing is pushed again, from trunk as it is now. */
 export function onRemoteWaited(step: Step, e: BodyOf<'remote.waited'>): void {
   const stack = step.s.lane.stack;
-  if (stack?.id !== e.stack || stack.landing.length === 0) return;
-  const blocks = stack.entries.slice(0, stack.landing.length);
+  if (stack?.id !== e.stack || stack.step.at !== 'landing') return;
+  const landing = stack.step;
+  const blocks = stack.entries.slice(0, landing.blocks.length);
   step.emit({
     type: 'land.intent',
     stack: stack.id,
-    sha: stack.queuedTop ?? blocks.at(-1)!.sha,
+    sha: landing.queuedTop ?? blocks.at(-1)!.sha,
     from: step.s.trunkSha!,
     blocks,
     attempt: e.attempt + 1,
-    tested: stack.tested ?? 'lane',
-    ...(stack.queuedTop !== undefined && { queued: true }),
+    tested: landing.tested,
+    ...(landing.queuedTop !== undefined && { queued: true }),
   });
 }

@@ -3,7 +3,7 @@
  * next stack, a settled run ends. It reads the fold's index (`EngineState.index`), never a scan
  * of the register, so its cost does not grow with the run.
  */
-import type { BlockState, EngineState } from '../state.ts';
+import { type BlockState, type EngineState, stackRunning } from '../state.ts';
 import { finishRun, releaseHeld, TERMINAL, type Step } from './step.ts';
 import { settleStack, stackNext } from './lane.ts';
 
@@ -39,7 +39,7 @@ export function schedule(step: Step): void {
 /** After a stop signal: once every effect in flight has reported back, the run finishes. */
 export function stopWhenQuiet(step: Step): void {
   const s = step.s;
-  if (s.index.inFlight > 0 || s.lane.stack?.pending || s.lane.verifying > 0) return;
+  if (s.index.inFlight > 0 || (s.lane.stack && stackRunning(s.lane.stack)) || s.lane.verifying > 0) return;
   if (s.stopping === 'budget') {
     const spent = `$${s.spend.usd.toFixed(4)} (${s.spend.tokens.toLocaleString('en-US')} tokens)`;
     finishRun(step, 'budget', 3, `the run budget run_usd = ${s.budgets.runUsd} is spent: ${spent}`);

@@ -25,7 +25,7 @@ export function onIssueWithdrawn(step: Step, e: BodyOf<'issue.withdrawn'>): void
   const b = step.s.blocks.get(e.block);
   if (!b || TERMINAL.has(b.phase) || b.phase === 'wrap') return;
   const stack = step.s.lane.stack;
-  if (stack?.asked.includes(e.block) && stack.landing.length > 0) return;
+  if (stack?.asked.includes(e.block) && stack.step.at === 'landing') return;
   const said = e.words ? ` (the last comment there, ${e.words})` : '';
   const reason =
     e.action === 'closed'
@@ -33,5 +33,6 @@ export function onIssueWithdrawn(step: Step, e: BodyOf<'issue.withdrawn'>): void
       : `the intake label was taken off its issue #${e.issue}${said}`;
   abandon(step, e.block, reason);
   // A stack waiting on its pull request has nothing under way in the lane's checkout: given up at once.
-  if (stack?.asked.includes(e.block) && stack.pr) close(step, `${e.block} withdrawn on the forge (issue #${e.issue} ${e.action})`);
+  if (stack?.asked.includes(e.block) && stack.step.at === 'forge')
+    close(step, `${e.block} withdrawn on the forge (issue #${e.issue} ${e.action})`);
 }

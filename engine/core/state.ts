@@ -320,9 +320,9 @@ function stackAt(s: EngineState, id: number, step: (now: Stack) => StackStep | u
   if (next) s.lane = { ...s.lane, stack: { ...stack, step: next } };
 }
 
-/** The forge's or the landing's effect out (`running`) or back. */
-function running(s: EngineState, id: number, on: boolean): void {
-  stackAt(s, id, (now) => (now.step.at === 'forge' || now.step.at === 'landing' ? { ...now.step, running: on } : undefined));
+/** The effect of stack `id` at step `at` (the forge's, or the landing's) out (`running`) or back; at any other step, nothing. */
+function running(s: EngineState, id: number, at: 'forge' | 'landing', on: boolean): void {
+  stackAt(s, id, (now) => (now.step.at === at ? { ...now.step, running: on } : undefined));
 }
 
 function leaveQueue(s: EngineState, id: string): void {
@@ -624,7 +624,7 @@ const reducers = {
   },
   'rebase.done': (s, e) => {
     const stack = s.lane.stack;
-    if (stack?.id !== e.stack) return;
+    if (stack?.id !== e.stack || stack.step.at !== 'rebasing') return;
     const entries = e.results.flatMap((r) =>
       r.sha && (r.outcome === 'fast_forward' || r.outcome === 'clean') ? [{ block: r.block, sha: r.sha }] : [],
     );
@@ -678,7 +678,7 @@ const reducers = {
     const landed = [...step.landed, e.block];
     s.lane = { ...s.lane, stack: { ...stack, step: { ...step, landed, running: landed.length < step.blocks.length } } };
   },
-  'land.refused': (s, e) => running(s, e.stack, false),
+  'land.refused': (s, e) => running(s, e.stack, 'landing', false),
   'remote.fetched': (s, e) => {
     followTrunk(s, e.sha);
     const stack = s.lane.stack;
@@ -687,13 +687,13 @@ const reducers = {
   'remote.pushed': nothing,
   'remote.moved': (s, e) => {
     followTrunk(s, e.sha);
-    running(s, e.stack, false);
+    running(s, e.stack, 'landing', false);
   },
   'remote.failed': (s, e) => {
-    if (e.op === 'push') running(s, e.stack, false);
+    if (e.op === 'push') running(s, e.stack, 'landing', false);
   },
-  'remote.retry': (s, e) => running(s, e.stack, true),
-  'remote.waited': (s, e) => running(s, e.stack, false),
+  'remote.retry': (s, e) => running(s, e.stack, 'landing', true),
+  'remote.waited': (s, e) => running(s, e.stack, 'landing', false),
   'remote.recovered': nothing,
   'remote.followed': nothing,
   'work.restored': nothing,
@@ -722,8 +722,8 @@ const reducers = {
       const failures = e.kind === 'transient' ? step.pr.failures + 1 : step.pr.failures;
       return { ...step, running: false, pr: { ...step.pr, failures } };
     }),
-  'pr.wait': (s, e) => running(s, e.stack, true),
-  'pr.waited': (s, e) => running(s, e.stack, false),
+  'pr.wait': (s, e) => running(s, e.stack, 'forge', true),
+  'pr.waited': (s, e) => running(s, e.stack, 'forge', false),
   'remote.branch.pushed': nothing,
   'lane.closed': (s, e) => {
     if (s.lane.stack?.id !== e.stack) return;

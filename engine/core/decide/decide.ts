@@ -28,7 +28,7 @@ export type { DecideContext } from './step.ts';
 
 /** The pure step. */
 export function decide(state: EngineState, input: TronEvent, ctx: DecideContext): { state: EngineState; decisions: EventBody[] } {
-  const step = new Step(apply(state, input), input, ctx);
+  const step = new Step(apply(state, input), input, ctx, state);
   if (step.s.finished) return { state: step.s, decisions: [] };
   if (input.type === 'run.failed') {
     // An effect failed: the engine cannot go on, and the run ends here — decided, so it replays.

@@ -16,7 +16,7 @@
  * candidate test would repeat that very run, and is skipped).
  */
 import type { BodyOf, Fact } from '../events.ts';
-import type { BlockState, Stack } from '../state.ts';
+import type { BlockState, Stack, StackStep } from '../state.ts';
 import { approaching } from '../block-index.ts';
 import { dispatch, type Step, wrapSummary } from './step.ts';
 import { escalate } from './escalate.ts';
@@ -126,9 +126,21 @@ function testOrLand(step: Step, stack: Stack): void {
   else step.emit({ type: 'candidate.requested', stack: stack.id, sha: top.sha, blocks: stack.entries.map((x) => x.block) });
 }
 
+/**
+ * The step stack `id` was at when the input arrived (before the fold took it in), or
+ * undefined when it is not the stack in flight. Each input of the lane is taken at one step
+ * only — a rebase while rebasing, a test result while testing, a push's outcome while
+ * landing, the forge's word while waiting on it — and decides nothing at any other (the
+ * table in lane-steps.test.ts).
+ */
+export function arrivedAt(step: Step, id: number): StackStep['at'] | undefined {
+  const stack = step.was.lane.stack;
+  return stack?.id === id ? stack.step.at : undefined;
+}
+
 export function onRebased(step: Step, e: BodyOf<'rebase.done'>): void {
   const stack = step.s.lane.stack;
-  if (stack?.id !== e.stack) return;
+  if (stack?.id !== e.stack || arrivedAt(step, e.stack) !== 'rebasing') return;
   if (e.trunk_sha !== stack.trunk) {
     const detail = `trunk moved from ${stack.trunk} to ${e.trunk_sha} by someone other than the engine`;
     trunkTouched(step, stack.asked[0]!, e.trunk_sha, detail);
@@ -177,8 +189,8 @@ function conflicted(step: Step, id: string, files: readonly string[]): void {
 /** A stack's top (or a prefix's) was tested: land it, bisect it, or hand back its culprit. */
 export function onCandidateTested(step: Step, e: BodyOf<'candidate.tested'>): void {
   const stack = step.s.lane.stack;
-  // A test nobody awaits (the fold left it out) finds the stack at another step: nothing to decide.
-  if (stack?.id !== e.stack || stack.step.at !== 'judging') return;
+  // A test nobody awaits (the fold left it out: another sha, or the stack at another step): nothing to decide.
+  if (stack?.id !== e.stack || arrivedAt(step, e.stack) !== 'testing' || stack.step.at !== 'judging') return;
   // Blocks stacked before their verdict: the result waits for them; a block abandoned meanwhile: given up (settleStack).
   if (unapproved(stack).length > 0 || abandonedIn(step, stack)) return;
   judge(step, stack);
@@ -263,9 +275,10 @@ export function onLanded(step: Step, e: BodyOf<'block.landed'>): void {
   close(step, `landed ${landing.landed.join(', ')} at ${e.top.slice(0, 12)}`);
 }
 
+/** Trunk was not where the engine left it: at the landing's ref transaction or push, or — with a remote — when the stack was formed and a worker had pushed to the remote's trunk (effects/remote.ts fetchBeforeStack). */
 export function onLandRefused(step: Step, e: BodyOf<'land.refused'>): void {
-  const stack = step.s.lane.stack;
-  if (stack?.id !== e.stack) return;
+  const at = arrivedAt(step, e.stack);
+  if (at !== 'landing' && at !== 'rebasing') return;
   trunkTouched(step, e.blocks[0]!, e.actual, `the ref transaction was refused: ${e.detail}`);
   close(step, `the ref transaction was refused: ${e.detail}`);
 }

@@ -16,16 +16,16 @@
  */
 import type { BodyOf } from '../events.ts';
 import type { Step } from './step.ts';
-import { close } from './lane.ts';
+import { arrivedAt, close } from './lane.ts';
 
 export function onRemoteMoved(step: Step, e: BodyOf<'remote.moved'>): void {
-  if (step.s.lane.stack?.id !== e.stack) return;
+  if (arrivedAt(step, e.stack) !== 'landing') return;
   close(step, `${e.detail}; the stack is built again on ${e.sha.slice(0, 12)}`);
 }
 
 export function onRemoteFailed(step: Step, e: BodyOf<'remote.failed'>): void {
   const stack = step.s.lane.stack;
-  if (e.op !== 'push' || stack?.id !== e.stack) return;
+  if (e.op !== 'push' || !stack || arrivedAt(step, e.stack) !== 'landing') return;
   const retries = step.s.lane.remote?.retries ?? 0;
   if (e.kind === 'transient' && e.attempt <= retries) {
     const backoff = step.s.lane.remote?.backoffMs ?? 0;

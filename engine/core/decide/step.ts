@@ -34,6 +34,8 @@ export class Step {
     public s: EngineState,
     private readonly input: TronEvent,
     readonly ctx: DecideContext,
+    /** The state the input arrived at, before the fold took it in. */
+    readonly was: EngineState = s,
   ) {}
 
   emit(body: EventBody): void {

@@ -10,56 +10,26 @@
  * By default a short spread of boundaries (the whole suite stays short);
  * `TRON_CRASH_SWEEP=full` kills the leader at every boundary of a clean run.
  */
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { execa, type ResultPromise } from 'execa';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BIN } from '../testing/crash.ts';
-import { requireAll, skipWithout } from '../testing/needs.ts';
-import { needPostgres, type TestDatabase, testDatabase } from '../testing/postgres.ts';
-import { configFile, makeProject } from '../testing/project.ts';
-import { makeBareRemote, serveDaemon } from '../testing/remote-server.ts';
-import { GIT_IDENTITY_ENV } from '../testing/repo.ts';
-import { approvingWorkers, builderPrelude, writeBuilder } from '../testing/workers.ts';
+import { execa } from 'execa';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { agentCluster, CLUSTER_ENV as ENV, honestBuilder, sayPid } from '../testing/agent-cluster.ts';
+import { skipWithoutPostgres, useTestDatabase } from '../testing/postgres.ts';
 import { poolOf } from '../testing/pools.ts';
 import { completeJob, STALE_ATTEMPT } from '../queue/pg-jobs.ts';
-import { type Database, openDatabase } from '../log/pg-log.ts';
+import type { Database } from '../log/pg-log.ts';
 
-const POSTGRES = needPostgres();
-const NO_DATABASE = skipWithout('the crash sweep across agents', POSTGRES);
+const NO_DATABASE = skipWithoutPostgres('the crash sweep across agents');
 const IDS = ['alpha', 'beta', 'gamma'];
-const ENV = { ...GIT_IDENTITY_ENV, GIT_CONFIG_GLOBAL: '/dev/null', GIT_CONFIG_NOSYSTEM: '1', TRON_DATABASE_URL: '' };
-
-/** An honest builder; with `held`, alpha's first turn writes its pid there and hangs until killed. */
-function builder(held: string | undefined): string {
-  const hang = held
-    ? `if [ "$TRON_BLOCK" = alpha ] && [ ! -e "${held}" ]; then
-  echo $$ > "${held}.tmp" && mv "${held}.tmp" "${held}"
-  exec sleep 120
-fi
-`
-    : '';
-  return `${builderPrelude('the file and its test')}${hang}echo "$TRON_BLOCK" > "$TRON_BLOCK.txt"
-printf "require('node:assert').ok(require('node:fs').existsSync(__dirname + '/../%s.txt'));\\n" "$TRON_BLOCK" > "tests/$TRON_BLOCK.test.js"
-git add -A && git commit -qm "Build $TRON_BLOCK" >/dev/null 2>&1
-echo ">>DONE"
-`;
-}
 
 type Line = Record<string, unknown> & { type: string; seq: number };
 
 describe.skipIf(NO_DATABASE)('the crash sweep across two engines and three agents', () => {
-  let server: TestDatabase;
+  const server = useTestDatabase();
   let db: Database;
   beforeAll(async () => {
-    requireAll(POSTGRES);
-    server = await testDatabase();
-    db = await openDatabase(server.url);
-  }, 60_000);
-  afterAll(async () => {
-    await db?.end();
-    await server?.stop();
+    db = await server.open();
   }, 60_000);
 
   /** Every line of the repository's runs in the table, oldest run first. */
@@ -79,59 +49,22 @@ describe.skipIf(NO_DATABASE)('the crash sweep across two engines and three agent
    * agent is SIGKILLed. Returns what the test checks after.
    */
   async function cluster(repository: string, crashAt: number | undefined): Promise<void> {
-    const scratch = mkdtempSync(join(tmpdir(), 'tron-agent-sweep-'));
-    const held = crashAt === undefined ? undefined : join(scratch, 'alpha.held');
-    const bare = await makeBareRemote();
-    const served = await serveDaemon(bare);
-    const repo = await makeProject({
-      blocks: { alpha: {}, beta: {}, gamma: { depends_on: ['alpha'] } },
-      config: configFile({
-        maxParallel: 3,
-        workers: approvingWorkers(writeBuilder(scratch, builder(held))),
-        extra: `\n[sandbox]\nmode = "off"\n\n[remote]\nbackoff = "100ms"\nretries = 50\n\n[cluster]\ndatabase = "${server.url}"\nrepository = "${repository}"\njobs = "agents"\nheartbeat = "500ms"\nlease = "1s"\n`,
-      }),
+    // With `crashAt`, alpha's first build says its pid in `held` and hangs until killed.
+    const c = await agentCluster({
+      database: server.url,
+      repository,
+      agents: 3,
+      builder: (held) => honestBuilder(crashAt === undefined ? undefined : { held, run: `${sayPid(held)}\n  exec sleep 120` }),
+      lease: '1s',
     });
-    const agents: ResultPromise[] = [];
-    const outs: string[] = [];
-    const engines: ResultPromise[] = [];
+    const { repo, bare, held } = c;
     try {
-      await repo.git('push', '-q', bare.dir, 'main');
-      await repo.git('remote', 'add', 'origin', served.url);
-      await repo.git('fetch', '-q', 'origin');
-      for (let n = 0; n < 3; n += 1) {
-        const clone = join(scratch, `clone-${n}`);
-        await execa('git', ['clone', '-q', served.url, clone], { env: ENV });
-        const agent = execa('node', [BIN, 'agent', '--repo', clone, '--database', server.url], {
-          env: ENV,
-          reject: false,
-          stdin: 'ignore',
-          buffer: false,
-        });
-        outs.push('');
-        const take = (c: Buffer) => {
-          outs[n] += c.toString();
-        };
-        agent.stdout!.on('data', take);
-        agent.stderr!.on('data', take);
-        agents.push(agent);
-      }
       // The standby leads from a clone of its own, as on another host: the log, the key and the work come from the database and the remote.
-      const standbyDir = join(scratch, 'standby');
-      await execa('git', ['clone', '-q', served.url, standbyDir], { env: ENV });
-      const start = (extra: string[], env: Record<string, string>, dir = repo.dir) => {
-        const p = execa('node', [BIN, 'start', '--repo', dir, '--plain', ...extra], {
-          env: { ...ENV, ...env },
-          reject: false,
-          stdin: 'ignore',
-          timeout: 240_000,
-        });
-        engines.push(p);
-        return p;
-      };
-      const said = () => outs.join('\n---\n');
+      const standbyDir = await c.clone('standby');
+      const start = (extra: string[], env: Record<string, string>, dir = repo.dir) => c.start({ args: extra, env, dir });
       if (crashAt === undefined) {
         const clean = await start([], {});
-        expect(clean.exitCode, `${clean.stdout}\n${clean.stderr}\n${said()}`).toBe(0);
+        expect(clean.exitCode, `${clean.stdout}\n${clean.stderr}\n${c.said()}`).toBe(0);
       } else {
         const leader = start([], { TRON_CRASH_AFTER_EVENT: String(crashAt) });
         // The leader holds the lease before it writes a line; the standby waits beside it.
@@ -143,7 +76,7 @@ describe.skipIf(NO_DATABASE)('the crash sweep across two engines and three agent
           await new Promise((r) => setTimeout(r, 20));
         const standby = start(['--standby'], {}, standbyDir);
         // alpha's first build hangs on whichever agent claimed it (under the leader, or the standby): that agent dies as a lost host.
-        while (!existsSync(held!)) await new Promise((r) => setTimeout(r, 50));
+        while (!existsSync(held)) await new Promise((r) => setTimeout(r, 50));
         const { rows } = await db.client.query<{ worker: string; run: string; seq: number }>(
           `select worker, run, seq from tron_jobs where repository = $1 and kind = 'block.dispatched' and state = 'running'
              and request->'decision'->>'block' = 'alpha' and attempt = 1 order by seq limit 1`,
@@ -152,14 +85,13 @@ describe.skipIf(NO_DATABASE)('the crash sweep across two engines and three agent
         const holding = rows[0];
         expect(holding, 'the job of alpha’s first build, running').toBeDefined();
         if (holding) {
-          const pid = Number(/pid (\d+)$/.exec(holding.worker)![1]);
-          agents.find((a) => a.pid === pid)?.kill('SIGKILL');
+          c.agentOf(holding.worker)?.kill('SIGKILL');
         }
-        process.kill(Number(readFileSync(held!, 'utf8')), 'SIGKILL');
+        process.kill(Number(readFileSync(held, 'utf8')), 'SIGKILL');
         const died = await leader;
         expect(died.signal, `the leader at event ${crashAt}: ${died.stdout}`).toBe('SIGKILL');
         const done = await standby;
-        expect(done.exitCode, `the standby after a crash at event ${crashAt}: ${done.stdout}\n${done.stderr}\n${said()}`).toBe(0);
+        expect(done.exitCode, `the standby after a crash at event ${crashAt}: ${done.stdout}\n${done.stderr}\n${c.said()}`).toBe(0);
         if (holding) {
           // The dead agent's attempt, reported now (forged, or late from a host that comes back): refused in SQL.
           await expect(
@@ -207,7 +139,7 @@ describe.skipIf(NO_DATABASE)('the crash sweep across two engines and three agent
       // Every landed sha is green, tested again here.
       for (const id of IDS) {
         const sha = await git('rev-parse', `refs/tron/landed/${id}`);
-        const dir = join(scratch, `check-${id}`);
+        const dir = join(c.scratch, `check-${id}`);
         await git('worktree', 'add', '-q', '--detach', dir, sha);
         expect((await execa('node', ['test.js'], { cwd: dir, reject: false })).exitCode, `${id} green at ${sha}`).toBe(0);
         await git('worktree', 'remove', '--force', dir);
@@ -215,19 +147,7 @@ describe.skipIf(NO_DATABASE)('the crash sweep across two engines and three agent
       // The work refs went with the landings.
       expect(await bare.git('for-each-ref', 'refs/tron/work/')).toBe('');
     } finally {
-      for (const p of [...engines, ...agents]) p.kill('SIGKILL');
-      await Promise.all([...engines, ...agents].map((p) => p.catch(() => undefined)));
-      const worker = held && existsSync(held) ? Number(readFileSync(held, 'utf8')) : undefined;
-      if (worker) {
-        try {
-          process.kill(worker, 'SIGKILL');
-        } catch {
-          // gone already
-        }
-      }
-      await served.stop().catch(() => undefined);
-      await Promise.all([repo.cleanup(), bare.cleanup()]);
-      rmSync(scratch, { recursive: true, force: true });
+      await c.stop();
     }
   }
 

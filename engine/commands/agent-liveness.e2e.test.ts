@@ -6,36 +6,17 @@
  * worker killed through the database — while a turn that shows life is extended; the
  * agents' process notes are in the engine's log, naming the agent.
  */
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { existsSync, readFileSync } from 'node:fs';
 import { execa, type ResultPromise } from 'execa';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { agentCluster, CLUSTER_ENV as ENV, honestBuilder, sayPid } from '../testing/agent-cluster.ts';
 import { BIN, running } from '../testing/crash.ts';
-import { requireAll, skipWithout } from '../testing/needs.ts';
-import { needPostgres, type TestDatabase, testDatabase } from '../testing/postgres.ts';
-import { configFile, makeProject } from '../testing/project.ts';
-import { type BareRemote, makeBareRemote, serveDaemon } from '../testing/remote-server.ts';
-import { GIT_IDENTITY_ENV, type TestRepo } from '../testing/repo.ts';
-import { approvingWorkers, builderPrelude, writeBuilder } from '../testing/workers.ts';
-import { type Database, openDatabase } from '../log/pg-log.ts';
+import { skipWithoutPostgres, useTestDatabase } from '../testing/postgres.ts';
+import type { BareRemote } from '../testing/remote-server.ts';
+import type { TestRepo } from '../testing/repo.ts';
+import type { Database } from '../log/pg-log.ts';
 
-const POSTGRES = needPostgres();
-const NO_DATABASE = skipWithout('turns on agents, stopped and timed', POSTGRES);
-const ENV = { ...GIT_IDENTITY_ENV, GIT_CONFIG_GLOBAL: '/dev/null', GIT_CONFIG_NOSYSTEM: '1', TRON_DATABASE_URL: '' };
-
-/** An honest builder whose first turn of alpha writes its pid to `held`, then runs `first` (a shell line) before it builds. */
-function builder(held: string, first: string): string {
-  return `${builderPrelude('the file and its test')}if [ "$TRON_BLOCK" = alpha ] && [ ! -e "${held}" ]; then
-  echo $$ > "${held}.tmp" && mv "${held}.tmp" "${held}"
-  ${first}
-fi
-echo "$TRON_BLOCK" > "$TRON_BLOCK.txt"
-printf "require('node:assert').ok(require('node:fs').existsSync(__dirname + '/../%s.txt'));\\n" "$TRON_BLOCK" > "tests/$TRON_BLOCK.test.js"
-git add -A && git commit -qm "Build $TRON_BLOCK" >/dev/null 2>&1
-echo ">>DONE"
-`;
-}
+const NO_DATABASE = skipWithoutPostgres('turns on agents, stopped and timed');
 
 interface Setup {
   repo: TestRepo;
@@ -48,14 +29,13 @@ interface Setup {
 }
 
 describe.skipIf(NO_DATABASE)('turns on agents, stopped and timed as the engine’s own', () => {
-  let server: TestDatabase;
-  beforeAll(async () => {
-    requireAll(POSTGRES);
-    server = await testDatabase();
-  }, 60_000);
-  afterAll(async () => server?.stop(), 60_000);
+  const server = useTestDatabase();
 
-  /** A project of one block on a served remote, one agent in its own clone; `extra` config lines; removed after `body`. */
+  /**
+   * A project of one block on a served remote, one agent in its own clone; `extra` config
+   * lines; alpha's first turn says its pid in `held`, then runs `first` (a shell line)
+   * before it builds; removed after `body`.
+   */
   async function withAgent(
     repository: string,
     first: string,
@@ -63,55 +43,22 @@ describe.skipIf(NO_DATABASE)('turns on agents, stopped and timed as the engine�
     body: (s: Setup) => Promise<void>,
     turn = '1m',
   ): Promise<void> {
-    const scratch = mkdtempSync(join(tmpdir(), 'tron-agent-live-'));
-    const held = join(scratch, 'alpha.held');
-    const bare = await makeBareRemote();
-    const served = await serveDaemon(bare);
-    const repo = await makeProject({
+    const c = await agentCluster({
+      database: server.url,
+      repository,
+      agents: 1,
       blocks: { alpha: {} },
-      config: configFile({
-        workers: approvingWorkers(writeBuilder(scratch, builder(held, first))),
-        extra: `${extra}\n[sandbox]\nmode = "off"\n\n[remote]\nbackoff = "100ms"\nretries = 50\n\n[cluster]\ndatabase = "${server.url}"\nrepository = "${repository}"\njobs = "agents"\nheartbeat = "500ms"\nlease = "2s"\n`,
-      }).replace('turn = "1m"', `turn = "${turn}"`),
+      builder: (held) => honestBuilder({ held, run: `${sayPid(held)}\n  ${first}` }),
+      extra,
+      turn,
+      lease: '2s',
     });
-    const db = await openDatabase(server.url);
-    let agent: ResultPromise | undefined;
     try {
-      await repo.git('push', '-q', bare.dir, 'main');
-      await repo.git('remote', 'add', 'origin', served.url);
-      await repo.git('fetch', '-q', 'origin');
-      const clone = join(scratch, 'clone');
-      await execa('git', ['clone', '-q', served.url, clone], { env: ENV });
-      agent = execa('node', [BIN, 'agent', '--repo', clone, '--database', server.url], {
-        env: ENV,
-        reject: false,
-        stdin: 'ignore',
-        buffer: false,
-      });
-      let out = '';
-      agent.stdout!.on('data', (c: Buffer) => {
-        out += c.toString();
-      });
-      agent.stderr!.on('data', (c: Buffer) => {
-        out += c.toString();
-      });
-      const start = () =>
-        execa('node', [BIN, 'start', '--repo', repo.dir, '--plain'], {
-          env: ENV,
-          reject: false,
-          stdin: 'ignore',
-          timeout: 200_000,
-          // The test's SIGTERM is the stop under test: no SIGKILL from execa after it.
-          forceKillAfterDelay: false,
-        });
-      await body({ repo, bare, db, held, agent, out: () => out, start });
+      // The test's SIGTERM is the stop under test: no SIGKILL from execa after it.
+      const start = () => c.start({ timeout: 200_000, forceKillAfterDelay: false });
+      await body({ repo: c.repo, bare: c.bare, db: c.db, held: c.held, agent: c.agents[0]!, out: () => c.outs[0]!, start });
     } finally {
-      agent?.kill('SIGTERM');
-      await agent?.catch(() => undefined);
-      await db.end();
-      await served.stop().catch(() => undefined);
-      await Promise.all([repo.cleanup(), bare.cleanup()]);
-      rmSync(scratch, { recursive: true, force: true });
+      await c.stop();
     }
   }
 

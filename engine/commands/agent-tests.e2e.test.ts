@@ -7,35 +7,23 @@
  * mid-test has its test run again as a new attempt; an agent that reports another sha is
  * not believed.
  */
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { execa, type ResultPromise } from 'execa';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { execa } from 'execa';
+import { describe, expect, it } from 'vitest';
 import type { TestRun, TronEvent } from '../core/events.ts';
 import { poolOf } from '../testing/pools.ts';
 import { completeJob, STALE_ATTEMPT } from '../queue/pg-jobs.ts';
-import { type Database, openDatabase } from '../log/pg-log.ts';
+import type { Database } from '../log/pg-log.ts';
 import { startWorkers } from '../queue/job-queue.ts';
+import { type AgentCluster, agentCluster, CLUSTER_ENV as ENV } from '../testing/agent-cluster.ts';
 import { BIN, leaderDiesUntilGone } from '../testing/crash.ts';
-import { requireAll, skipWithout } from '../testing/needs.ts';
-import { needPostgres, type TestDatabase, testDatabase } from '../testing/postgres.ts';
+import { skipWithoutPostgres, useTestDatabase } from '../testing/postgres.ts';
 import { configFile, makeProject } from '../testing/project.ts';
-import { type BareRemote, makeBareRemote, serveDaemon } from '../testing/remote-server.ts';
-import { GIT_IDENTITY_ENV, type TestRepo } from '../testing/repo.ts';
-import { approvingWorkers, builderPrelude, writeBuilder } from '../testing/workers.ts';
+import { approvingWorkers } from '../testing/workers.ts';
 
-const POSTGRES = needPostgres();
-const NO_DATABASE = skipWithout('test runs on tron agents', POSTGRES);
+const NO_DATABASE = skipWithoutPostgres('test runs on tron agents');
 const IDS = ['alpha', 'beta', 'gamma'];
-const ENV = { ...GIT_IDENTITY_ENV, GIT_CONFIG_GLOBAL: '/dev/null', GIT_CONFIG_NOSYSTEM: '1', TRON_DATABASE_URL: '' };
-
-/** An honest builder: the block's file and a test that checks it, committed; DONE. */
-const BUILDER = `${builderPrelude('the file and its test')}echo "$TRON_BLOCK" > "$TRON_BLOCK.txt"
-printf "require('node:assert').ok(require('node:fs').existsSync(__dirname + '/../%s.txt'));\\n" "$TRON_BLOCK" > "tests/$TRON_BLOCK.test.js"
-git add -A && git commit -qm "Build $TRON_BLOCK" >/dev/null 2>&1
-echo ">>DONE"
-`;
 
 /** A test of the repository that, the first time it runs anywhere on alpha's work, says its pid in `held` and sleeps until killed. */
 const holdOnce = (held: string): string => `const fs = require('node:fs');
@@ -45,16 +33,6 @@ if (fs.existsSync(__dirname + '/../alpha.txt') && !fs.existsSync(${JSON.stringif
   Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 60000);
 }
 `;
-
-interface Cluster {
-  repo: TestRepo;
-  bare: BareRemote;
-  db: Database;
-  scratch: string;
-  agents: ResultPromise[];
-  outs: string[];
-  engine: ResultPromise;
-}
 
 /** The run's lines in the database, in order. */
 async function events(db: Database, repository: string): Promise<TronEvent[]> {
@@ -87,76 +65,26 @@ function expectLandingsTested(all: readonly TronEvent[], by: (ranOn: string | un
 }
 
 describe.skipIf(NO_DATABASE)('test runs on tron agents', () => {
-  let server: TestDatabase;
-  beforeAll(async () => {
-    requireAll(POSTGRES);
-    server = await testDatabase();
-  }, 60_000);
-  afterAll(async () => server?.stop(), 60_000);
+  const server = useTestDatabase();
 
   /** A project on a served remote, agents with `roles` each in its own clone, and `tron start`; removed after `body`. */
   async function withCluster(
     repository: string,
     roles: string[],
-    files: (scratch: string) => Record<string, string>,
-    body: (c: Cluster) => Promise<void>,
+    files: (held: string) => Record<string, string>,
+    body: (c: AgentCluster) => Promise<void>,
   ): Promise<void> {
-    const scratch = mkdtempSync(join(tmpdir(), 'tron-agent-tests-'));
-    const bare = await makeBareRemote();
-    const served = await serveDaemon(bare);
-    const repo = await makeProject({
-      blocks: { alpha: {}, beta: {}, gamma: { depends_on: ['alpha'] } },
-      config: configFile({
-        maxParallel: 3,
-        workers: approvingWorkers(writeBuilder(scratch, BUILDER)),
-        extra: `\n[sandbox]\nmode = "off"\n\n[remote]\nbackoff = "100ms"\nretries = 50\n\n[cluster]\ndatabase = "${server.url}"\nrepository = "${repository}"\njobs = "agents"\nheartbeat = "500ms"\n`,
-      }),
-      files: files(scratch),
-    });
-    const agents: ResultPromise[] = [];
-    const db = await openDatabase(server.url);
+    const c = await agentCluster({ database: server.url, repository, agents: roles, files, engine: true });
     try {
-      await repo.git('push', '-q', bare.dir, 'main');
-      await repo.git('remote', 'add', 'origin', served.url);
-      await repo.git('fetch', '-q', 'origin');
-      const outs: string[] = [];
-      for (const [n, r] of roles.entries()) {
-        const clone = join(scratch, `clone-${n}`);
-        await execa('git', ['clone', '-q', served.url, clone], { env: ENV });
-        const agent = execa('node', [BIN, 'agent', '--repo', clone, '--database', server.url, '--roles', r], {
-          env: ENV,
-          reject: false,
-          stdin: 'ignore',
-          buffer: false,
-        });
-        outs.push('');
-        const take = (c: Buffer) => {
-          outs[n] += c.toString();
-        };
-        agent.stdout!.on('data', take);
-        agent.stderr!.on('data', take);
-        agents.push(agent);
-      }
-      const engine = execa('node', [BIN, 'start', '--repo', repo.dir, '--plain'], {
-        env: ENV,
-        reject: false,
-        stdin: 'ignore',
-        timeout: 240_000,
-      });
-      await body({ repo, bare, db, scratch, agents, outs, engine });
+      await body(c);
       // Every block landed once, on the remote's trunk too; no test ref is left there.
-      const landed = (await repo.git('for-each-ref', '--format=%(refname:short)', 'refs/tron/landed/')).split('\n').sort();
+      const landed = (await c.repo.git('for-each-ref', '--format=%(refname:short)', 'refs/tron/landed/')).split('\n').sort();
       expect(landed).toEqual(IDS.map((id) => `tron/landed/${id}`));
-      const subjects = (await bare.git('log', '--format=%s', 'main')).split('\n');
+      const subjects = (await c.bare.git('log', '--format=%s', 'main')).split('\n');
       for (const id of IDS) expect(subjects.filter((s) => s === `Build ${id}`)).toHaveLength(1);
-      expect(await bare.git('for-each-ref', '--format=%(refname)', 'refs/tron/test/')).toBe('');
+      expect(await c.bare.git('for-each-ref', '--format=%(refname)', 'refs/tron/test/')).toBe('');
     } finally {
-      for (const a of agents) a.kill('SIGTERM');
-      await Promise.all(agents.map((a) => a.catch(() => undefined)));
-      await db.end();
-      await served.stop().catch(() => undefined);
-      await Promise.all([repo.cleanup(), bare.cleanup()]);
-      rmSync(scratch, { recursive: true, force: true });
+      await c.stop();
     }
   }
 
@@ -177,7 +105,7 @@ describe.skipIf(NO_DATABASE)('test runs on tron agents', () => {
       () => ({}),
       async (c) => {
         const run = await c.engine;
-        expect(run.exitCode, `${run.stdout}\n${run.stderr}\n${c.outs.join('\n---\n')}`).toBe(0);
+        expect(run.exitCode, `${run.stdout}\n${run.stderr}\n${c.said()}`).toBe(0);
         const all = await events(c.db, 'tests-on-agents');
         // Every suite the run believed was run by an agent, never by the engine, and none was refused.
         const runs = testRuns(all);
@@ -215,31 +143,26 @@ describe.skipIf(NO_DATABASE)('test runs on tron agents', () => {
   }, 300_000);
 
   it('runs the test of an agent killed mid-test again as a new attempt on another, refusing the dead attempt’s result', async () => {
-    let held = '';
     await withCluster(
       'test-agent-killed',
       ['builder,reviewer', 'test', 'test'],
-      (scratch) => {
-        held = join(scratch, 'test.held');
-        return { 'tests/hold.test.js': holdOnce(held) };
-      },
+      (held) => ({ 'tests/hold.test.js': holdOnce(held) }),
       async (c) => {
         // alpha's first test run, on whichever agent claimed it, hangs: that agent dies as a lost host would.
-        while (!existsSync(held)) await new Promise((r) => setTimeout(r, 50));
+        while (!existsSync(c.held)) await new Promise((r) => setTimeout(r, 50));
         const { rows } = await c.db.client.query<{ worker: string; seq: number }>(
           `select worker, seq from tron_jobs where repository = 'test-agent-killed' and role = 'test' and state = 'running'
              and request->>'block' = 'alpha'`,
         );
         expect(rows).toHaveLength(1);
         const killed = rows[0]!;
-        const pid = Number(/pid (\d+)$/.exec(killed.worker)![1]);
-        const agent = c.agents.find((a) => a.pid === pid);
+        const agent = c.agentOf(killed.worker);
         expect(agent, `the agent running the test (${killed.worker})`).toBeDefined();
         agent!.kill('SIGKILL');
         // Without a sandbox its test process outlives it (bwrap's --die-with-parent would end it): ended as the host's would be.
-        process.kill(Number(readFileSync(held, 'utf8')), 'SIGKILL');
+        process.kill(Number(readFileSync(c.held, 'utf8')), 'SIGKILL');
         const run = await c.engine;
-        expect(run.exitCode, `${run.stdout}\n${run.stderr}\n${c.outs.join('\n---\n')}`).toBe(0);
+        expect(run.exitCode, `${run.stdout}\n${run.stderr}\n${c.said()}`).toBe(0);
         const jobs = await testJobs(c.db, 'test-agent-killed');
         const again = jobs.find((j) => j.seq === killed.seq)!;
         expect(again.state).toBe('done');
@@ -270,24 +193,20 @@ describe.skipIf(NO_DATABASE)('test runs on tron agents', () => {
   }, 300_000);
 
   it('ends on its agent the test run a SIGKILLed leader left running, once the next leader starts, and lands every block once', async () => {
-    let held = '';
     await withCluster(
       'test-orphaned',
       ['builder,reviewer', 'test'],
-      (scratch) => {
-        held = join(scratch, 'test.held');
-        return { 'tests/hold.test.js': holdOnce(held) };
-      },
+      (held) => ({ 'tests/hold.test.js': holdOnce(held) }),
       async (c) => {
         // alpha's first test run hangs (60 s) on the test agent; the leader dies, the agent lives on.
-        while (!existsSync(held)) await new Promise((r) => setTimeout(r, 50));
-        const test = Number(readFileSync(held, 'utf8'));
+        while (!existsSync(c.held)) await new Promise((r) => setTimeout(r, 50));
+        const test = Number(readFileSync(c.held, 'utf8'));
         // The next leader waits out the dead one's lease (10 s), then drops what it left; the agent ends the run.
         const { next, gone } = await leaderDiesUntilGone(c.engine, c.repo.dir, ENV, test, 40_000);
-        expect(gone, `test process ${test}\n${c.outs.join('\n---\n')}`).toBe(true);
+        expect(gone, `test process ${test}\n${c.said()}`).toBe(true);
         expect(c.outs[1]).toMatch(/no longer holds its job/);
         const run = await next;
-        expect(run.exitCode, `${run.stdout}\n${run.stderr}\n${c.outs.join('\n---\n')}`).toBe(0);
+        expect(run.exitCode, `${run.stdout}\n${run.stderr}\n${c.said()}`).toBe(0);
       },
     );
   }, 300_000);
@@ -329,7 +248,7 @@ describe.skipIf(NO_DATABASE)('test runs on tron agents', () => {
         });
         try {
           const run = await c.engine;
-          expect(run.exitCode, `${run.stdout}\n${run.stderr}\n${c.outs.join('\n---\n')}`).toBe(0);
+          expect(run.exitCode, `${run.stdout}\n${run.stderr}\n${c.said()}`).toBe(0);
         } finally {
           await liar.stop();
         }

@@ -11,60 +11,32 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { execa, type ResultPromise } from 'execa';
-import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
+import { describe, expect, it, onTestFinished } from 'vitest';
+import { type AgentCluster, agentCluster, CLUSTER_ENV as ENV, honestBuilder, sayPid } from '../testing/agent-cluster.ts';
 import { BIN, leaderDiesUntilGone } from '../testing/crash.ts';
-import { requireAll, skipWithout } from '../testing/needs.ts';
-import { needPostgres, type TestDatabase, testDatabase } from '../testing/postgres.ts';
+import { skipWithoutPostgres, useTestDatabase } from '../testing/postgres.ts';
 import { configFile, landingSim, makeProject } from '../testing/project.ts';
-import { type BareRemote, makeBareRemote, serveDaemon } from '../testing/remote-server.ts';
-import { GIT_IDENTITY_ENV, type TestRepo } from '../testing/repo.ts';
-import { approvingWorkers, builderPrelude, writeBuilder } from '../testing/workers.ts';
 import { poolOf } from '../testing/pools.ts';
 import { completeJob, JOB_MIGRATIONS, migrateJobs, STALE_ATTEMPT } from '../queue/pg-jobs.ts';
 import { type Database, openDatabase } from '../log/pg-log.ts';
 
-const POSTGRES = needPostgres();
-const NO_DATABASE = skipWithout('tron agent with [cluster] database', POSTGRES);
+const NO_DATABASE = skipWithoutPostgres('tron agent with [cluster] database');
 const IDS = ['alpha', 'beta', 'gamma'];
-const ENV = { ...GIT_IDENTITY_ENV, GIT_CONFIG_GLOBAL: '/dev/null', GIT_CONFIG_NOSYSTEM: '1', TRON_DATABASE_URL: '' };
 
-/**
- * An honest builder; alpha's first turn says it started (its pid in `held`), then either
- * hangs until killed (`hang`) or takes `slow` seconds before it builds.
- */
-function builder(held: string, first: 'hang' | { slow: number }): string {
-  return `${builderPrelude('the file and its test')}if [ "$TRON_BLOCK" = alpha ] && [ ! -e "${held}" ]; then
-  echo "alpha is thinking"
-  echo $$ > "${held}.tmp" && mv "${held}.tmp" "${held}"
-  ${first === 'hang' ? 'exec sleep 60' : `sleep ${first.slow}`}
-fi
-echo "$TRON_BLOCK" > "$TRON_BLOCK.txt"
-printf "require('node:assert').ok(require('node:fs').existsSync(__dirname + '/../%s.txt'));\\n" "$TRON_BLOCK" > "tests/$TRON_BLOCK.test.js"
-git add -A && git commit -qm "Build $TRON_BLOCK" >/dev/null 2>&1
-echo ">>DONE"
-`;
+/** alpha's first turn says it started (its pid in `held`), then either hangs until killed (`hang`) or takes `slow` seconds before it builds. */
+function alphaFirst(held: string, first: 'hang' | { slow: number }): string {
+  return `echo "alpha is thinking"
+  ${sayPid(held)}
+  ${first === 'hang' ? 'exec sleep 60' : `sleep ${first.slow}`}`;
 }
 
-interface Cluster {
-  repo: TestRepo;
-  bare: BareRemote;
-  db: Database;
-  held: string;
-  agents: ResultPromise[];
-  /** Each agent's output so far. */
-  outs: string[];
-  engine: ResultPromise;
+interface Cluster extends AgentCluster {
   /** The agent holding alpha's first build now, and its name in tron_jobs. */
   holdingAlpha(): Promise<{ agent: ResultPromise; worker: string }>;
 }
 
 describe.skipIf(NO_DATABASE)('tron agent with [cluster] database', () => {
-  let server: TestDatabase;
-  beforeAll(async () => {
-    requireAll(POSTGRES);
-    server = await testDatabase();
-  }, 60_000);
-  afterAll(async () => server?.stop(), 60_000);
+  const server = useTestDatabase();
 
   /** A project on a served remote, three agents in their own clones, and `tron start`; removed after `body`. */
   async function withCluster(
@@ -73,81 +45,39 @@ describe.skipIf(NO_DATABASE)('tron agent with [cluster] database', () => {
     body: (c: Cluster) => Promise<void>,
     lease = '10s',
   ): Promise<void> {
-    const scratch = mkdtempSync(join(tmpdir(), 'tron-agents-'));
-    const held = join(scratch, 'alpha.held');
-    const bare = await makeBareRemote();
-    const served = await serveDaemon(bare);
-    const repo = await makeProject({
-      blocks: { alpha: {}, beta: {}, gamma: { depends_on: ['alpha'] } },
-      config: configFile({
-        maxParallel: 3,
-        workers: approvingWorkers(writeBuilder(scratch, builder(held, first))),
-        extra: `\n[sandbox]\nmode = "off"\n\n[remote]\nbackoff = "100ms"\nretries = 50\n\n[cluster]\ndatabase = "${server.url}"\nrepository = "${repository}"\njobs = "agents"\nheartbeat = "500ms"\nlease = "${lease}"\n`,
-      }),
+    const cluster = await agentCluster({
+      database: server.url,
+      repository,
+      agents: ['builder,reviewer,test', 'builder,reviewer,test', 'builder,reviewer,test'],
+      builder: (held) => honestBuilder({ held, run: alphaFirst(held, first) }),
+      lease,
+      engine: true,
     });
-    const agents: ResultPromise[] = [];
-    const db = await openDatabase(server.url);
     try {
-      await repo.git('push', '-q', bare.dir, 'main');
-      await repo.git('remote', 'add', 'origin', served.url);
-      await repo.git('fetch', '-q', 'origin');
-      const outs: string[] = [];
-      for (let n = 0; n < 3; n += 1) {
-        const clone = join(scratch, `clone-${n}`);
-        await execa('git', ['clone', '-q', served.url, clone], { env: ENV });
-        const agent = execa('node', [BIN, 'agent', '--repo', clone, '--database', server.url, '--roles', 'builder,reviewer,test'], {
-          env: ENV,
-          reject: false,
-          stdin: 'ignore',
-          buffer: false,
-        });
-        outs.push('');
-        const take = (c: Buffer) => {
-          outs[n] += c.toString();
-        };
-        agent.stdout!.on('data', take);
-        agent.stderr!.on('data', take);
-        agents.push(agent);
-      }
-      const engine = execa('node', [BIN, 'start', '--repo', repo.dir, '--plain'], {
-        env: ENV,
-        reject: false,
-        stdin: 'ignore',
-        timeout: 240_000,
-      });
       const holdingAlpha = async () => {
-        while (!existsSync(held)) await new Promise((r) => setTimeout(r, 50));
-        const { rows } = await db.client.query<{ worker: string }>(
+        while (!existsSync(cluster.held)) await new Promise((r) => setTimeout(r, 50));
+        const { rows } = await cluster.db.client.query<{ worker: string }>(
           `select worker from tron_jobs where repository = $1 and kind = 'block.dispatched' and state = 'running'
              and request->'decision'->>'block' = 'alpha'`,
           [repository],
         );
         expect(rows).toHaveLength(1);
-        const pid = Number(/pid (\d+)$/.exec(rows[0]!.worker)![1]);
-        const agent = agents.find((a) => a.pid === pid)!;
+        const agent = cluster.agentOf(rows[0]!.worker)!;
         expect(agent, `the agent holding alpha (${rows[0]!.worker})`).toBeDefined();
         return { agent, worker: rows[0]!.worker };
       };
-      await body({ repo, bare, db, held, agents, outs, engine, holdingAlpha });
+      await body(Object.assign(cluster, { holdingAlpha }));
       // Every block landed once, on the remote's trunk too.
-      const landed = (await repo.git('for-each-ref', '--format=%(refname:short)', 'refs/tron/landed/')).split('\n').sort();
+      const landed = (await cluster.repo.git('for-each-ref', '--format=%(refname:short)', 'refs/tron/landed/')).split('\n').sort();
       expect(landed).toEqual(IDS.map((id) => `tron/landed/${id}`));
-      const subjects = (await bare.git('log', '--format=%s', 'main')).split('\n');
+      const subjects = (await cluster.bare.git('log', '--format=%s', 'main')).split('\n');
       for (const id of IDS)
         expect(
           subjects.filter((s) => s === `Build ${id}`),
           `${id} on the remote's trunk`,
         ).toHaveLength(1);
     } finally {
-      for (const a of agents) {
-        a.kill('SIGCONT');
-        a.kill('SIGTERM');
-      }
-      await Promise.all(agents.map((a) => a.catch(() => undefined)));
-      await db.end();
-      await served.stop().catch(() => undefined);
-      await Promise.all([repo.cleanup(), bare.cleanup()]);
-      rmSync(scratch, { recursive: true, force: true });
+      await cluster.stop();
     }
   }
 
@@ -299,7 +229,7 @@ describe.skipIf(NO_DATABASE)('tron agent with [cluster] database', () => {
       holding.agent.kill('SIGKILL');
       process.kill(Number(readFileSync(c.held, 'utf8')), 'SIGKILL');
       const run = await c.engine;
-      expect(run.exitCode, `${run.stdout}\n${run.stderr}\n${c.outs.join('\n---\n')}`).toBe(0);
+      expect(run.exitCode, `${run.stdout}\n${run.stderr}\n${c.said()}`).toBe(0);
       // Every turn ran on an agent; alpha's first build as a second attempt, on another agent.
       const all = await turns(c.db, 'agents');
       expect(all.length).toBeGreaterThanOrEqual(6);
@@ -363,11 +293,11 @@ describe.skipIf(NO_DATABASE)('tron agent with [cluster] database', () => {
         // The next leader (a standby: it waits out the dead one's lease) drops what it left: the
         // worker is gone within seconds of the takeover — not at its 60 s sleep's end, nor the turn's timeout.
         const { next, gone } = await leaderDiesUntilGone(c.engine, c.repo.dir, ENV, worker, 20_000);
-        expect(gone, `worker ${worker}\n${c.outs.join('\n---\n')}`).toBe(true);
+        expect(gone, `worker ${worker}\n${c.said()}`).toBe(true);
         const index = c.agents.indexOf(holding.agent);
         expect(c.outs[index]).toMatch(/no longer holds its job; its turn is stopped/);
         const run = await next;
-        expect(run.exitCode, `${run.stdout}\n${run.stderr}\n${c.outs.join('\n---\n')}`).toBe(0);
+        expect(run.exitCode, `${run.stdout}\n${run.stderr}\n${c.said()}`).toBe(0);
         const { rows } = await c.db.client.query(
           `select count(*)::int as n from tron_jobs where repository = 'orphaned' and state = 'dropped'`,
         );
@@ -383,7 +313,7 @@ describe.skipIf(NO_DATABASE)('tron agent with [cluster] database', () => {
       const holding = await c.holdingAlpha();
       holding.agent.kill('SIGSTOP');
       const run = await c.engine;
-      expect(run.exitCode, `${run.stdout}\n${run.stderr}\n${c.outs.join('\n---\n')}`).toBe(0);
+      expect(run.exitCode, `${run.stdout}\n${run.stderr}\n${c.said()}`).toBe(0);
       const alpha = (await turns(c.db, 'paused')).find((t) => t.block === 'alpha' && t.role === 'builder')!;
       expect(alpha).toMatchObject({ attempt: 2, state: 'done' });
       expect(alpha.worker).not.toBe(holding.worker);
@@ -419,7 +349,7 @@ describe.skipIf(NO_DATABASE)('tron agent with [cluster] database', () => {
           stdin: 'ignore',
           timeout: 240_000,
         });
-        expect(standby.exitCode, `${standby.stdout}\n${standby.stderr}\n${c.outs.join('\n---\n')}`).toBe(0);
+        expect(standby.exitCode, `${standby.stdout}\n${standby.stderr}\n${c.said()}`).toBe(0);
         // Two generations wrote; every job the standby waited on was run by an agent and done.
         const { rows } = await c.db.client.query<{ generation: string; state: string; n: string }>(
           `select generation, state, count(*) as n from tron_jobs where repository = 'takeover' group by generation, state order by generation, state`,

@@ -4,44 +4,21 @@
  * block, lands, and its issue is told and closed; a malformed issue gets one comment and
  * no work; the token reaches neither a worker nor a test run.
  */
-import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it, onTestFinished } from 'vitest';
 import { BWRAP_SKIP } from '../testing/bwrap.ts';
 import type { TronEvent } from '../core/events.ts';
 import { replay } from '../core/replay.ts';
 import { ctx } from '../testing/driver.ts';
-import { startGitHubServer, type GitHubServer } from '../testing/github/server.ts';
-import { configFile, ofType, project, runTron } from '../testing/project.ts';
-import { makeBareRemote, serveDaemon, type BareRemote, type ServedRemote } from '../testing/remote-server.ts';
-import type { TestRepo } from '../testing/repo.ts';
-import { writeBuilder } from '../testing/workers.ts';
+import { type ForgeProject, forgeProject } from '../testing/github/project.ts';
+import { ofType, runTron } from '../testing/project.ts';
 
-let bare: BareRemote;
-let served: ServedRemote;
-let gh: GitHubServer;
-let out: string;
-
-beforeEach(async () => {
-  bare = await makeBareRemote();
-  served = await serveDaemon(bare);
-  gh = await startGitHubServer({ gitDir: bare.dir });
-  out = await mkdtemp(join(tmpdir(), 'tron-forge-env-'));
-});
-
-afterEach(async () => {
-  await gh.close();
-  await served.stop();
-  await Promise.all([bare.cleanup(), rm(out, { recursive: true, force: true })]);
-});
-
-/** A project with no block files, its trunk on the served remote, taking issues labelled tron. */
-async function forgeProject(): Promise<TestRepo> {
-  // The builder writes down its environment, builds, and answers the challenge; a pattern in its env list would pass any GITHUB_* on.
-  const builder = writeBuilder(
-    out,
-    `#!/bin/sh
+/** A project with no block files, its trunk on the served remote, taking issues labelled tron; removed after the test. */
+async function intakeProject(): Promise<ForgeProject> {
+  const p = await forgeProject({
+    // The builder writes down its environment, builds, and answers the challenge; a pattern in its env list would pass any GITHUB_* on.
+    builder: (out) => `#!/bin/sh
 prompt=$(cat)
 case "$prompt" in
   *"# Evidence for block"*) echo '>>CONFIRMED {"evidence":{"c1":"greeting.txt says hello"}}'; exit 0 ;;
@@ -50,27 +27,21 @@ env > "${out}/builder-$TRON_BLOCK.env"
 echo hello > greeting.txt; git add -A; git commit -qm "$TRON_BLOCK"
 echo ">>DONE"
 `,
-  );
-  const workers = `[workers.builder]\nadapter = "command"\ncommand = ["${builder}"]\nenv = ["GITHUB_*", "GH_*"]\n\n[workers.reviewer]\nadapter = "command"\ncommand = ["sh", "-c", "cat > /dev/null; echo '>>APPROVE'"]\nenv = ["GITHUB_*"]\n`;
-  const extra = `[sandbox]\nmode = "off"\n\n[remote]\nbackoff = "100ms"\n\n[forge]\nrepo = "${gh.owner}/${gh.repo}"\napi_url = "${gh.url}"\nbackoff = "50ms"\n\n[intake]\nlabel = "tron"\n`;
-  const repo = await project({
-    blocks: {},
-    config: configFile({ workers, extra }),
-    files: {
+    builderEnv: ['GITHUB_*', 'GH_*'],
+    reviewerEnv: ['GITHUB_*'],
+    files: (out) => ({
       'tests/env.test.js': `require('node:fs').writeFileSync(${JSON.stringify(out)} + '/test-' + process.pid + '.env', JSON.stringify(process.env));\n`,
-    },
+    }),
   });
-  await repo.git('push', '-q', bare.dir, 'main');
-  await repo.git('remote', 'add', 'origin', served.url);
-  await repo.git('fetch', '-q', 'origin');
-  return repo;
+  onTestFinished(() => p.cleanup());
+  return p;
 }
 
 const ENV = { GIT_CONFIG_GLOBAL: '/dev/null', GIT_CONFIG_NOSYSTEM: '1' };
 
 describe('issue intake, end to end', () => {
   it('lands a labelled issue as a block, tells and closes the issue, and gives a malformed issue one comment and no work', async () => {
-    const repo = await forgeProject();
+    const { repo, gh, bare, out } = await intakeProject();
     const good = gh.openIssue({ title: 'Add a greeting', body: 'Say hello.\n\n- [ ] greeting.txt says hello', labels: ['tron'] });
     const bad = gh.openIssue({ title: 'Make it nicer', body: 'You know what I mean.', labels: ['tron'] });
     gh.openIssue({ title: 'Not for tron', body: '- [ ] nothing', labels: ['bug'] });
@@ -110,7 +81,7 @@ describe('issue intake, end to end', () => {
   });
 
   it('refuses to start without the token, before anything changes (exit 2, TRON_FORGE_TOKEN)', async () => {
-    const repo = await forgeProject();
+    const { repo, gh } = await intakeProject();
     gh.openIssue({ title: 'Add a greeting', body: '- [ ] hello', labels: ['tron'] });
     const { startCommand } = await import('../commands/start.ts');
     const { systemClock } = await import('../os/clock.ts');
@@ -124,7 +95,6 @@ describe('issue intake, end to end', () => {
 
 describe('issue intake with --watch', () => {
   it('picks up an issue opened while it runs, polling with the ETag so an unchanged list costs no rate limit', async () => {
-    const { forgeProject } = await import('../testing/github/project.ts');
     const { startCommand } = await import('../commands/start.ts');
     const { systemClock } = await import('../os/clock.ts');
     const { allRuns } = await import('../testing/crash.ts');
@@ -179,7 +149,6 @@ echo ">>DONE"
 
 describe.skipIf(BWRAP_SKIP !== undefined)('the forge token and the sandbox', () => {
   it('reaches neither a sandboxed worker nor a sandboxed test run, even through a GITHUB_* pass-through', async () => {
-    const { forgeProject } = await import('../testing/github/project.ts');
     const p = await forgeProject({
       sandbox: 'bwrap',
       builderEnv: ['GITHUB_*', 'TRON_FORGE_*'],

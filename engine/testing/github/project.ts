@@ -41,46 +41,65 @@ function envOf(gh: GitHubServer): Record<string, string> {
 export async function forgeProject(opts: {
   builder: (out: string) => string;
   forge?: string;
+  /** The builder's `env` pass-through list (and the reviewer's, unless `reviewerEnv`). */
   builderEnv?: string[];
+  /** The reviewer's `env` pass-through list (default `builderEnv`). */
+  reviewerEnv?: string[];
   /** More lines of [intake] (e.g. poll = "100ms"). */
   intake?: string;
   /** `[sandbox] mode` (default "off": the builders of these tests write to the test's own folder). */
   sandbox?: string;
-  /** More files of the project's first commit. */
-  files?: Record<string, string>;
+  /** More files of the project's first commit (or made from `out`: a test that writes there). */
+  files?: Record<string, string> | ((out: string) => Record<string, string>);
   /** Sees each API request once answered (the crash tests kill tron there). */
   onServed?: (seen: Seen) => void;
 }): Promise<ForgeProject> {
   const bare = await makeBareRemote();
-  const served = await serveDaemon(bare);
-  const gh = await startGitHubServer({ gitDir: bare.dir, ...(opts.onServed && { onServed: opts.onServed }) });
-  const out = await mkdtemp(join(tmpdir(), 'tron-forge-out-'));
-  const builder = writeBuilder(out, opts.builder(out));
-  const env = opts.builderEnv ? `env = ${JSON.stringify(opts.builderEnv)}\n` : '';
-  const workers = `[workers.builder]\nadapter = "command"\ncommand = ["${builder}"]\n${env}\n[workers.reviewer]\nadapter = "command"\ncommand = ["sh", "-c", "cat > /dev/null; echo '>>APPROVE'"]\n${env}`;
-  const extra = `[sandbox]\nmode = "${opts.sandbox ?? 'off'}"\n\n[remote]\nbackoff = "100ms"\n\n[forge]\nrepo = "${gh.owner}/${gh.repo}"\napi_url = "${gh.url}"\n${/^backoff\s*=/m.test(opts.forge ?? '') ? '' : 'backoff = "50ms"\n'}${opts.forge ?? ''}\n[intake]\nlabel = "tron"\n${opts.intake ?? ''}`;
-  const repo = await project({ blocks: {}, config: configFile({ workers, extra }), ...(opts.files && { files: opts.files }) });
-  await repo.git('push', '-q', bare.dir, 'main');
-  await repo.git('remote', 'add', 'origin', served.url);
-  await repo.git('fetch', '-q', 'origin');
-  const cis: Ci[] = [];
-  return {
-    repo,
-    bare,
-    served,
-    gh,
-    out,
-    env: envOf(gh),
-    ci: (name, script, token) => {
-      cis.push({ name, script, token: token ?? gh.token });
-      return installCis(bare, gh, cis, out);
-    },
-    async cleanup() {
-      await gh.close();
-      await served.stop().catch(() => undefined);
-      await Promise.all([bare.cleanup(), rm(out, { recursive: true, force: true })]);
-    },
+  let served: ServedRemote | undefined;
+  let gh: GitHubServer | undefined;
+  let out: string | undefined;
+  // Whatever was made so far, also when the set-up fails half-way (the project goes with the test: project()).
+  const cleanup = async () => {
+    await gh?.close();
+    await served?.stop().catch(() => undefined);
+    await Promise.all([bare.cleanup(), out && rm(out, { recursive: true, force: true })]);
   };
+  try {
+    served = await serveDaemon(bare);
+    gh = await startGitHubServer({ gitDir: bare.dir, ...(opts.onServed && { onServed: opts.onServed }) });
+    out = await mkdtemp(join(tmpdir(), 'tron-forge-out-'));
+    const builder = writeBuilder(out, opts.builder(out));
+    const passed = (list: string[] | undefined) => (list ? `env = ${JSON.stringify(list)}\n` : '');
+    const workers = `[workers.builder]\nadapter = "command"\ncommand = ["${builder}"]\n${passed(opts.builderEnv)}\n[workers.reviewer]\nadapter = "command"\ncommand = ["sh", "-c", "cat > /dev/null; echo '>>APPROVE'"]\n${passed(opts.reviewerEnv ?? opts.builderEnv)}`;
+    const extra = `[sandbox]\nmode = "${opts.sandbox ?? 'off'}"\n\n[remote]\nbackoff = "100ms"\n\n[forge]\nrepo = "${gh.owner}/${gh.repo}"\napi_url = "${gh.url}"\n${/^backoff\s*=/m.test(opts.forge ?? '') ? '' : 'backoff = "50ms"\n'}${opts.forge ?? ''}\n[intake]\nlabel = "tron"\n${opts.intake ?? ''}`;
+    const repo = await project({
+      blocks: {},
+      config: configFile({ workers, extra }),
+      ...(opts.files && { files: typeof opts.files === 'function' ? opts.files(out) : opts.files }),
+    });
+    await repo.git('push', '-q', bare.dir, 'main');
+    await repo.git('remote', 'add', 'origin', served.url);
+    await repo.git('fetch', '-q', 'origin');
+    const cis: Ci[] = [];
+    // Narrowed, for the closure below.
+    const [server, scratch] = [gh, out];
+    return {
+      repo,
+      bare,
+      served,
+      gh,
+      out,
+      env: envOf(gh),
+      ci: (name, script, token) => {
+        cis.push({ name, script, token: token ?? server.token });
+        return installCis(bare, server, cis, scratch);
+      },
+      cleanup,
+    };
+  } catch (err) {
+    await cleanup().catch(() => undefined);
+    throw err;
+  }
 }
 
 /** One hosted CI: the check it reports, what it runs, and the token (the app) it reports with. */

@@ -13,6 +13,7 @@
  * Names and units follow Prometheus's conventions: `tron_` first, counters end in
  * `_total`, durations are `_seconds`.
  */
+import { join } from 'node:path';
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { TronEvent, TestRun } from '../core/events.ts';
 import { readLog } from '../log/eventlog.ts';
@@ -152,7 +153,7 @@ export class Metrics {
       const read = this.current?.run === id ? this.current.read : { seen: 0, turns: new Map() };
       if (this.current?.run === id) this.current = undefined;
       try {
-        for (const e of readLog(`${this.list.dir(id)}/events.jsonl`).events) if (e.seq > read.seen) this.add(read, e);
+        for (const e of readLog(join(this.list.dir(id), 'events.jsonl')).events) if (e.seq > read.seen) this.add(read, e);
       } catch {
         // An unreadable log counts for nothing; GET /api/v1/runs says why.
       }

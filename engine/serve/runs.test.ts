@@ -1,3 +1,5 @@
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { systemClock } from '../os/clock.ts';
 import { runStats } from '../render/report.ts';
@@ -107,6 +109,20 @@ describe('GET /api/v1/runs', () => {
     expect(pages).toBe(3);
     expect(seen).toEqual(expected);
     expect(pastRunId(1) < idOf(runs.first.runDir)).toBe(true);
+  });
+
+  it('lists a run whose log cannot be read with why, and still answers the page and the metrics', async () => {
+    const { get, runs } = await served();
+    const broken = join(repo!.dir, '.tron', 'runs', pastRunId(1));
+    mkdirSync(broken, { recursive: true });
+    // Unsigned, and a bad line before the last: corruption, which a reader refuses rather than skips.
+    writeFileSync(join(broken, 'events.jsonl'), 'not an event\nnor this\n');
+    const page = await (await get('api/v1/runs')).json();
+    expect(page.runs.map((r: { run: string }) => r.run)).toEqual([idOf(runs.second.runDir), idOf(runs.first.runDir), pastRunId(1)]);
+    expect(page.runs[2]).toMatchObject({ landed: 0, events: 0, exit: null, unreadable: expect.stringMatching(/^[^/]*events\.jsonl:1\b/) });
+    const metrics = await get('metrics');
+    expect(metrics.status).toBe(200);
+    expect(await metrics.text()).toMatch(/^tron_blocks_landed_total 2$/m);
   });
 });
 

@@ -238,7 +238,8 @@ export class RunBook {
       for (const e of readLog(join(this.list.dir(id), 'events.jsonl')).events) if (e.seq > t.seen) t.add(e);
     } catch (err) {
       const r = new Tally(id).reading();
-      return { ...r, row: { ...r.row, unreadable: (err as Error).message } };
+      // Named within its run directory: the server's own paths are none of the client's business.
+      return { ...r, row: { ...r.row, unreadable: (err as Error).message.replaceAll(`${this.list.dir(id)}/`, '') } };
     }
     return t.reading();
   }

@@ -85,8 +85,7 @@ export class Hub {
 function latestIn(runs: string): string | undefined {
   if (!existsSync(runs)) return undefined;
   const id = readdirSync(runs)
-    .filter((name) => existsSync(join(runs, name, 'events.jsonl')))
     .sort()
-    .at(-1);
+    .findLast((name) => existsSync(join(runs, name, 'events.jsonl')));
   return id === undefined ? undefined : join(runs, id);
 }

@@ -13,7 +13,7 @@
  * this one resumed so is not counted again — and `parked` the blocks it left for the
  * operator, the blocked ones (waiting on a dependency that did not land) apart.
  */
-import { existsSync, readdirSync } from 'node:fs';
+import { existsSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import type { TronEvent } from '../core/events.ts';
 import { blockedBy } from '../core/blocked.ts';
@@ -151,23 +151,45 @@ class Tally {
 /** Yields to the event loop: a long read lets the other requests (and streams) through. */
 export const breathe = () => new Promise<void>((r) => setImmediate(r));
 
-/** The run ids of a folder of run directories (each holding events.jsonl), newest first. */
+/**
+ * The run ids of a folder of run directories (each holding events.jsonl), newest first.
+ * Every request asks, so the folder is listed again only when it changed (its mtime moves
+ * when an entry comes or goes) or a second has passed; a name not yet known as a run is
+ * looked at each time, since its log appears after its directory.
+ */
 export class RunList {
   private readonly known = new Set<string>();
+  private names: string[] = [];
+  private mtime = -1;
+  private listedAt = 0;
 
   constructor(private readonly runs: string) {}
 
   ids(): string[] {
-    if (!existsSync(this.runs)) return [];
-    const out: string[] = [];
-    for (const name of readdirSync(this.runs)) {
-      // A name seen once as a run stays one, unless `tron clean` took it (readdir says so).
-      if (this.known.has(name) || (isRunId(name) && existsSync(join(this.runs, name, 'events.jsonl')))) {
-        this.known.add(name);
-        out.push(name);
-      }
+    let mtime: number;
+    try {
+      mtime = statSync(this.runs).mtimeMs;
+    } catch {
+      return [];
     }
-    return out.sort().reverse();
+    const now = Date.now();
+    if (mtime !== this.mtime || now - this.listedAt > 1000) {
+      this.names = readdirSync(this.runs).sort().reverse();
+      this.mtime = mtime;
+      this.listedAt = now;
+    }
+    return this.names.filter((name) => {
+      if (this.known.has(name)) return true;
+      if (!isRunId(name) || !existsSync(join(this.runs, name, 'events.jsonl'))) return false;
+      this.known.add(name);
+      return true;
+    });
+  }
+
+  /** The newest run directory, or undefined before the first run. */
+  latest(): string | undefined {
+    const id = this.ids()[0];
+    return id === undefined ? undefined : this.dir(id);
   }
 
   dir(run: string): string {

@@ -39,7 +39,7 @@ import { renderOpenApi } from './openapi.ts';
 import { renderDashboard } from './page.ts';
 import { Metrics } from './metrics.ts';
 import { ROUTES, RUNS_MOST, RUNS_PAGE, type RouteName } from './routes.ts';
-import { RunBook, RunList } from './runs.ts';
+import { RunBook } from './runs.ts';
 import { SseClient } from './sse.ts';
 import { TokenCheck } from './tokens.ts';
 import { GitHubWebhooks, WEBHOOK_PATH, type WebhookOptions } from './webhook.ts';
@@ -145,9 +145,8 @@ export async function serve(o: ServeOptions): Promise<Serving> {
   const runs = o.runs ?? runsDir(repo);
   const follower = () => hub.current ?? refuse(404, 'TRON_NO_RUN', runs, 'no run yet; start one with `tron start`');
   const earlier = new EarlierRuns(runs);
-  const runList = new RunList(runs);
-  const book = new RunBook(runList);
-  const metrics = new Metrics(runList);
+  const book = new RunBook(hub.list);
+  const metrics = new Metrics(hub.list);
 
   /** Where a block's turns are: the latest run if it had one there, else the latest earlier run in which it had any. */
   const turnsRun = (f: RunFollower, block: string): RunFollower =>

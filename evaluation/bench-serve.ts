@@ -14,11 +14,20 @@
  * seq once and in order, what a client joining late (behind the server's window) was
  * told, and the server's resident memory.
  *
+ * Then the team's view: a thousand finished runs (copies of a real one, signed as the engine
+ * signs) are put on disk beside the live run, `/metrics` and `/api/v1/runs` are asked once
+ * cold (every run read for the first time) and timed, and a scraper (another process,
+ * evaluation/bench-serve-scraper.ts) asks for `/metrics` and two pages of runs every 250 ms
+ * — far more often than a Prometheus would — while WAKE is measured interleaved, the scraper
+ * stopped (SIGSTOP) or running before each answer. Printed with the load it ran under.
+ *
  * TRON_BENCH_SERVE=0 skips it; TRON_BENCH_SERVE_ANSWERS=15 and TRON_BENCH_SERVE_CLIENTS=50
- * change the answers per phase and the clients.
+ * change the answers per phase and the clients; TRON_BENCH_SERVE_RUNS=1000 and
+ * TRON_BENCH_SERVE_SCRAPE_MS=250 the runs on disk and the scraper's pause.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { availableParallelism } from 'node:os';
 
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -29,12 +38,15 @@ import { writeAnswer } from '../engine/runtime/inbox.ts';
 import { repoKey } from '../engine/log/keys.ts';
 import { latestRun } from '../engine/log/runs.ts';
 import { RunFollower, WINDOW } from '../engine/serve/follow.ts';
-import { makeProject } from '../engine/testing/project.ts';
+import { writePastRuns } from '../engine/testing/past-runs.ts';
+import { landingSim, makeProject } from '../engine/testing/project.ts';
+import { readLog } from '../engine/log/eventlog.ts';
 import { GIT_IDENTITY_ENV } from '../engine/testing/repo.ts';
 import { readSse } from '../engine/testing/sse.ts';
 
 const BIN = fileURLToPath(new URL('../bin/tron.js', import.meta.url));
 const CLIENTS = fileURLToPath(new URL('./bench-serve-clients.ts', import.meta.url));
+const SCRAPER = fileURLToPath(new URL('./bench-serve-scraper.ts', import.meta.url));
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -90,7 +102,7 @@ export async function benchServe(): Promise<void> {
   if (process.env.TRON_BENCH_SERVE === '0') return;
   const answers = Number(process.env.TRON_BENCH_SERVE_ANSWERS ?? 15);
   const clientCount = Number(process.env.TRON_BENCH_SERVE_CLIENTS ?? 50);
-  const blocked = Array.from({ length: 2 * answers + 10 }, () => `[[blocks.p.builder]]\nreply = '>>BLOCKED {"reason":"ask me"}'\n`).join(
+  const blocked = Array.from({ length: 6 * answers + 10 }, () => `[[blocks.p.builder]]\nreply = '>>BLOCKED {"reason":"ask me"}'\n`).join(
     '\n',
   );
   const repo = await makeProject({ blocks: { p: {} }, sim: blocked });
@@ -99,10 +111,12 @@ export async function benchServe(): Promise<void> {
   const run = startCommand({ repo: repo.dir, watch: true, heartbeatMs: 1, stop: stop.signal, clock: systemClock, env, print: () => {} });
   let serve: ChildProcess | undefined;
   let clients: ChildProcess | undefined;
+  let scraper: ChildProcess | undefined;
+  let poll: NodeJS.Timeout | undefined;
   try {
     await until(() => latestRun(repo.dir) !== undefined, 'the run directory');
     const f = new RunFollower(latestRun(repo.dir)!, { live: false });
-    const poll = setInterval(() => f.poke(), 10);
+    poll = setInterval(() => f.poke(), 10);
     console.log(
       `\nserve under load (a --watch run appending a heartbeat every ms; WAKE = answer written to .tron/inbox/ → operator.answered)`,
     );
@@ -155,7 +169,6 @@ export async function benchServe(): Promise<void> {
     clients.stdin!.end();
     await until(() => tallies.includes('\n'), 'the clients’ tallies', 30_000);
     const t = JSON.parse(tallies) as { received: number; gaps: number; whole: boolean }[];
-    clearInterval(poll);
 
     const line = (name: string, r: { ms: number[]; rate: number }) =>
       console.log(
@@ -183,8 +196,73 @@ export async function benchServe(): Promise<void> {
     console.log(
       `tron serve resident memory: first ${rss[0]?.toFixed(0)} MB, most ${Math.max(...rss).toFixed(0)} MB (log: ${f.last} events)`,
     );
+
+    // The team's view: many finished runs on disk, /metrics and /api/v1/runs asked over and over.
+    const pastCount = Number(process.env.TRON_BENCH_SERVE_RUNS ?? 1000);
+    const scrapeMs = Number(process.env.TRON_BENCH_SERVE_SCRAPE_MS ?? 250);
+    const template = await makeProject({ blocks: { a: {}, b: {} }, sim: landingSim(['a', 'b']) });
+    // Its own process: a second engine in this one would share it with the engine under test.
+    const made = spawn(process.execPath, [BIN, 'start', '--repo', template.dir], {
+      env: { ...process.env, ...GIT_IDENTITY_ENV },
+      stdio: 'ignore',
+    });
+    await new Promise((r) => made.once('exit', r));
+    const finished = readLog(join(latestRun(template.dir)!, 'events.jsonl')).events;
+    await template.cleanup();
+    writePastRuns(repo.dir, finished, pastCount);
+    const ask = async (path: string) => {
+      const start = performance.now();
+      const res = await fetch(`${url}${path}`, { headers: { authorization: `Bearer ${token}` } });
+      const text = await res.text();
+      if (res.status !== 200) throw new Error(`bench-serve: ${path} answered ${res.status}: ${text.slice(0, 200)}`);
+      return { ms: performance.now() - start, text };
+    };
+    const coldRuns = await ask('api/v1/runs?limit=50');
+    const coldMetrics = await ask('metrics');
+    const landedLine = /^tron_blocks_landed_total (\d+)$/m.exec(coldMetrics.text)?.[1];
+    scraper = spawn(process.execPath, ['--import', 'tsx', SCRAPER, url!, token!, String(scrapeMs)], { stdio: ['pipe', 'pipe', 'inherit'] });
+    let scraped = '';
+    scraper.stdout!.on('data', (c: Buffer) => {
+      scraped += c.toString();
+    });
+    await sleep(1000);
+    const cpuAt = { serve: cpuSeconds(serve.pid!), wall: Date.now() };
+    const scrapedWakes = await wakes(repo.dir, f, 2 * answers, async (i) => {
+      scraper!.kill(i % 2 === 0 ? 'SIGCONT' : 'SIGSTOP');
+      await sleep(300);
+    });
+    scraper.kill('SIGCONT');
+    const serveCpu = (cpuSeconds(serve.pid!) - cpuAt.serve) / ((Date.now() - cpuAt.wall) / 1000);
+    scraper.stdin!.end();
+    await until(() => scraped.includes('\n'), 'the scraper’s tally', 30_000);
+    const { summary, failures } = JSON.parse(scraped) as {
+      summary: Record<string, { n: number; first: number; p50: number; most: number }>;
+      failures: string[];
+    };
+    const scraping = scrapedWakes.ms.filter((_, i) => i % 2 === 0);
+    const quiet = scrapedWakes.ms.filter((_, i) => i % 2 === 1);
+    console.log(
+      `\nteam's view: ${pastCount} finished runs on disk + the live run (${f.last} events); a scraper every ${scrapeMs} ms asking /metrics and two pages of /api/v1/runs`,
+    );
+    console.log(
+      `cold (every run read once): /api/v1/runs ${coldRuns.ms.toFixed(0)} ms, /metrics ${coldMetrics.ms.toFixed(0)} ms (tron_blocks_landed_total ${landedLine})`,
+    );
+    for (const [route, x] of Object.entries(summary)) {
+      console.log(`  ${route.padEnd(28)} n=${x.n}, warm p50 ${x.p50?.toFixed(1)} ms, most ${x.most?.toFixed(1)} ms`);
+    }
+    if (failures.length > 0) console.log(`  NOT 200: ${failures.join('; ')}`);
+    line('interleaved: scraper stopped', { ms: quiet, rate: scrapedWakes.rate });
+    line('interleaved: scraper running', { ms: scraping, rate: scrapedWakes.rate });
+    const q50 = percentile(quiet, 50);
+    const s50 = percentile(scraping, 50);
+    console.log(
+      `WAKE p50 with ${pastCount} runs on disk, scraped / not: ${s50} / ${q50} ms (goal: unchanged, within 1 ms or 25%: ${s50 <= Math.max(q50 + 1, q50 * 1.25) ? 'met' : 'MISSED'}); tron serve ${(serveCpu * 100).toFixed(0)}% of a core; load average ${readFileSync('/proc/loadavg', 'utf8').split(' ')[0]} on ${availableParallelism()} cores`,
+    );
   } finally {
+    clearInterval(poll);
     clients?.kill();
+    scraper?.kill('SIGCONT');
+    scraper?.kill();
     serve?.kill();
     stop.abort();
     await run.catch(() => undefined);

@@ -18,7 +18,8 @@
  * builders, and what [merge] speculate saves when reviews are slow.
  *
  * Then `tron serve` under load (evaluation/bench-serve.ts): the engine's WAKE latency with
- * and without 50 SSE clients following a run that appends an event every millisecond.
+ * and without 50 SSE clients following a run that appends an event every millisecond, and
+ * with a thousand finished runs on disk while `/metrics` and `/api/v1/runs` are scraped.
  *
  * Last, the push path's cost per stack with [remote] against without (evaluation/bench-remote.ts).
  * Then the log in PostgreSQL (evaluation/bench-cluster.ts): a log append made durable, p50

@@ -18,6 +18,7 @@ import { SCHEMA_VERSION } from '../log/pg-log.ts';
 import { serveCommand } from './serve.ts';
 import { systemClock } from '../os/clock.ts';
 import { readSse } from '../testing/sse.ts';
+import { getMetricsFromIterator, type PromData } from 'prom2javascript';
 
 const BIN = join(import.meta.dirname, '..', '..', 'bin', 'tron.js');
 const NO_DATABASE = skipWithoutPostgres('reading the log in PostgreSQL from any host');
@@ -247,6 +248,11 @@ describe.skipIf(NO_DATABASE)('reading runs from the database', () => {
       const streamed = serving({ repo: repo.dir }, async (url, token) => {
         const state = (await api(url, token, 'state')).json;
         expect(state).toMatchObject({ engine: 'running', blocks: [{ block: 'alpha', phase: 'build' }] });
+        // Its metrics tell the lease the engine holds, and that the engine is up.
+        const scraped = await fetch(`${url}metrics`, { headers: { authorization: `Bearer ${token}` } });
+        const metrics = await getMetricsFromIterator((await scraped.text()).split('\n')[Symbol.iterator]());
+        expect((metrics.tron_lease_generation?.data[0] as PromData | undefined)?.value).toBe(1);
+        expect((metrics.tron_engine_up?.data[0] as PromData | undefined)?.value).toBe(1);
         writeFileSync(go, '');
         return readSse(`${url}api/v1/events`, { token, until: (m) => m.data.includes('"run.finished"') });
       });

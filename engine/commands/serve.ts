@@ -95,7 +95,7 @@ export async function serveCommand(o: ServeCommandOptions): Promise<number> {
       // Another host may have no repository: its tokens are kept with the mirror.
       const home = here ? repo : scratch!;
       return await serveFrom(o, home, host, envToken, {
-        ...(mirror ? { runs: mirror.runs, engineRunning: () => mirror.running } : {}),
+        ...(mirror ? { runs: mirror.runs, engineRunning: () => mirror.running, leaseGeneration: () => mirror.generation } : {}),
         ...(o.database !== undefined
           ? {
               readOnly: `this serve shows the runs in ${redact(o.database)}, whose engine may lead from another host; answer on the engine's host (tron answer there)`,
@@ -116,7 +116,7 @@ async function serveFrom(
   repo: string,
   host: string,
   envToken: string | undefined,
-  from: { runs?: string; engineRunning?: () => boolean; readOnly?: string; label: string },
+  from: { runs?: string; engineRunning?: () => boolean; leaseGeneration?: () => number | undefined; readOnly?: string; label: string },
 ): Promise<number> {
   const token = issueToken(repo, `url-${new Date(o.clock.now()).toISOString()}`, o.clock.now());
   const { label, ...options } = from;

@@ -586,6 +586,13 @@ export const PROBLEMS = {
       'A signed POST to /webhooks/github was larger than the cap (1 MiB; HTTP 413), did not arrive within the read timeout (5 s; 408), or came while too many were being read (503); nothing was woken.',
     fix: 'Nothing to do for a delivery GitHub sent: the next timer read finds the change. Subscribe the webhook only to the events docs/forge.md lists, whose payloads are far smaller.',
   },
+  TRON_SERVE_QUERY: {
+    area: 'serve',
+    kind: 'input',
+    summary:
+      'A query parameter of an API request is malformed: `limit` is not a whole number in its range, or `before` is not a run id (HTTP 400); nothing was read.',
+    fix: 'Send `limit` as a whole number from 1 to the most the route takes (docs/openapi.json), and `before` as the `next` of the page before.',
+  },
   TRON_SERVE_FAILED: {
     area: 'serve',
     kind: 'fault',

@@ -24,10 +24,18 @@ export function listRuns(repo: string): string[] {
     .sort();
 }
 
-/** The newest run directory of a repository, or undefined before the first run. */
+/**
+ * The newest run directory of a repository, or undefined before the first run. It looks
+ * at the names from the newest down and stops at the first that holds a log: `tron serve`
+ * asks at every request, and a repository may keep a thousand runs.
+ */
 export function latestRun(repo: string): string | undefined {
-  const id = listRuns(repo).at(-1);
-  return id === undefined ? undefined : join(runsDir(repo), id);
+  const dir = runsDir(repo);
+  if (!existsSync(dir)) return undefined;
+  const id = readdirSync(dir)
+    .sort()
+    .findLast((name) => isRunDir(join(dir, name)));
+  return id === undefined ? undefined : join(dir, id);
 }
 
 /** Folds a run's log into the engine state (a torn tail is left out, as the engine would). */

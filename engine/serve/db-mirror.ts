@@ -21,6 +21,8 @@ import { InputError } from '../core/errors.ts';
 export class DatabaseMirror {
   /** Whether an engine held the lease of the run's repository at the last look. */
   running = false;
+  /** The generation of that lease, while it is held (GET /metrics: tron_lease_generation). */
+  generation: number | undefined;
   private at: RunKey | undefined;
   private seq = 0;
   private timer: NodeJS.Timeout | undefined;
@@ -91,8 +93,12 @@ export class DatabaseMirror {
       this.seq = r.seq;
     }
     if (text || !existsSync(file)) appendFileSync(file, text);
-    const lease = await this.db.client.query('select 1 from tron_lease where repository = $1 and expires_at > now()', [at.repository]);
+    const lease = await this.db.client.query<{ generation: string }>(
+      'select generation from tron_lease where repository = $1 and expires_at > now()',
+      [at.repository],
+    );
     this.running = lease.rows.length > 0;
+    this.generation = lease.rows[0] ? Number(lease.rows[0].generation) : undefined;
   }
 
   async close(): Promise<void> {

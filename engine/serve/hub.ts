@@ -4,10 +4,10 @@
  * file-system notification on `.tron/runs/`, and a slow look); streams of the old run
  * are then told (`event: run`) and ended.
  */
-import { existsSync, mkdirSync, readdirSync, watch, type FSWatcher } from 'node:fs';
+import { existsSync, mkdirSync, watch, type FSWatcher } from 'node:fs';
 import { join } from 'node:path';
-import { latestRun } from '../log/runs.ts';
 import { RunFollower } from './follow.ts';
+import { RunList } from './runs.ts';
 
 export interface HubOptions {
   /** How often a follower looks at its file besides notifications (ms). */
@@ -23,11 +23,14 @@ export class Hub {
   private readonly switched = new Set<(run: string) => void>();
   private watcher: FSWatcher | undefined;
   private timer: NodeJS.Timeout;
+  /** The folder's runs, listed again only when it changed: every request asks for the latest. */
+  readonly list: RunList;
 
   constructor(
     readonly repo: string,
     private readonly o: HubOptions = {},
   ) {
+    this.list = new RunList(this.runs);
     this.refresh();
     const runs = this.runs;
     try {
@@ -64,7 +67,7 @@ export class Hub {
   }
 
   private refresh(): void {
-    const dir = this.o.runs === undefined ? latestRun(this.repo) : latestIn(this.o.runs);
+    const dir = this.list.latest();
     if (!dir || dir === this.follower?.runDir || !existsSync(join(dir, 'events.jsonl'))) {
       this.follower?.poke();
       return;
@@ -79,14 +82,4 @@ export class Hub {
       for (const l of [...this.switched]) l(this.follower.run);
     }
   }
-}
-
-/** The newest run directory (one holding events.jsonl) of a folder of them. */
-function latestIn(runs: string): string | undefined {
-  if (!existsSync(runs)) return undefined;
-  const id = readdirSync(runs)
-    .filter((name) => existsSync(join(runs, name, 'events.jsonl')))
-    .sort()
-    .at(-1);
-  return id === undefined ? undefined : join(runs, id);
 }

@@ -95,6 +95,51 @@ const Workflow = z.object({
   details: z.record(z.string(), z.unknown()),
 });
 
+const RunRow = z.object({
+  run: z.string().describe('the run id (run ids sort by start time)'),
+  started: z.number().int().nullable().describe('ms since the epoch of its run.started'),
+  finished: z
+    .number()
+    .int()
+    .nullable()
+    .describe('ms since the epoch of its run.finished; null: under way, or it stopped without one (killed)'),
+  exit: z.number().int().nullable().describe('the exit status run.finished gave; null without one'),
+  landed: z.number().int().describe('blocks this run landed (a block an earlier run landed is not counted again)'),
+  parked: z.number().int().describe('blocks it left parked for the operator'),
+  abandoned: z.number().int().describe('blocks it gave up'),
+  blocked: z.number().int().describe('blocks waiting on a dependency that did not land'),
+  unfinished: z.number().int().describe('blocks still under way, or not started, when it stopped'),
+  blocks: z.number().int().describe('every block of its register'),
+  usd: z.number().describe('USD its workers spent, where the cost is known'),
+  spend: Spend,
+  wall: z.number().int().describe('ms from its first event to its end (to its latest event, while it runs)'),
+  events: z.number().int().describe('events in its log'),
+  unreadable: z.string().optional().describe('why its log could not be read (the counts are then 0)'),
+});
+
+const Runs = z.object({
+  runs: z.array(RunRow).describe('newest first'),
+  next: z.string().nullable().describe('`before=` for the next page; null: no older run'),
+});
+
+const BlockRun = z.object({
+  run: z.string(),
+  phase: z.string().describe('the phase the block ended the run in (its phase now, in the run under way)'),
+  attempts: z.number().int().describe('its attempt number at the end of the run (numbering goes on across runs)'),
+  turns: z.number().int().describe('worker turns dispatched for it in the run'),
+  usd: z.number(),
+  spend: Spend,
+  landedSha: z.string().optional().describe('the block’s own commit, when this run landed it'),
+});
+
+const History = z.object({
+  block: z.string(),
+  runs: z
+    .array(BlockRun)
+    .describe('newest first: the runs that did something with the block (one that only resumed it as it was is left out)'),
+  next: z.string().nullable().describe('`before=` for the next page; null: no older run'),
+});
+
 export interface RouteParam {
   name: string;
   in: 'path' | 'query' | 'header';
@@ -117,6 +162,10 @@ export interface Route {
   /** Whether it changes anything (every write is recorded with the token's name). */
   write: boolean;
 }
+
+/** Runs on a page of /api/v1/runs or a history, by default and at most. */
+export const RUNS_PAGE = 50;
+export const RUNS_MOST = 500;
 
 const blockParam: RouteParam = { name: 'id', in: 'path', type: 'string', required: true, description: 'the block id' };
 const problem = (what: string): [string, z.ZodType] => [what, Problem];
@@ -162,6 +211,48 @@ export const ROUTES = {
       { name: 'follow', in: 'query', type: 'integer', description: '1 (default): stream until the turn ends; 0: what is there now' },
     ],
     responses: { 200: ['the output, as text'], 404: problem('no such turn of the block, or no such run (TRON_RUN_NOT_FOUND)') },
+    produces: 'text/plain',
+    write: false,
+  },
+  runs: {
+    method: 'GET',
+    path: '/api/v1/runs',
+    summary: 'every run of the repository, newest first',
+    description:
+      'The runs under .tron/runs/ (with `--database`, those the server has followed), newest first, a page at a time, each with its start, end, exit status, counts of blocks, spend and wall time — the figures of `tron report`. A run before the latest never changes: it is read once and kept. Pages are stable: a new run is always the newest, so `before=` the last page’s `next` goes on where it left off.',
+    params: [
+      { name: 'limit', in: 'query', type: 'integer', description: `at most this many runs (default ${RUNS_PAGE}, most ${RUNS_MOST})` },
+      { name: 'before', in: 'query', type: 'string', description: 'only runs older than this run id: the `next` of the page before' },
+    ],
+    responses: { 200: ['a page of runs', Runs], 400: problem('a malformed limit or before (TRON_SERVE_QUERY)') },
+    write: false,
+  },
+  history: {
+    method: 'GET',
+    path: '/api/v1/blocks/{id}/history',
+    summary: 'one block across the runs',
+    description:
+      'The block in every run that did something with it, newest first: the phase it ended the run in, its attempts, turns and spend, and its landed sha in the run that landed it.',
+    params: [
+      blockParam,
+      { name: 'limit', in: 'query', type: 'integer', description: `at most this many runs (default ${RUNS_PAGE}, most ${RUNS_MOST})` },
+      { name: 'before', in: 'query', type: 'string', description: 'only runs older than this run id: the `next` of the page before' },
+    ],
+    responses: {
+      200: ['the block’s runs', History],
+      400: problem('a malformed limit or before (TRON_SERVE_QUERY)'),
+      404: problem('no run on disk has the block'),
+    },
+    write: false,
+  },
+  metrics: {
+    method: 'GET',
+    path: '/metrics',
+    summary: 'metrics in the Prometheus text format',
+    description:
+      'Counters and histograms of every run on disk (blocks landed, parked, abandoned; turns by role and outcome; gate failures by fact; escalations by trouble; spend; turn, lead and test durations) and gauges of the latest run, all named `tron_…` (docs/serve.md lists them). Behind the same bearer token as the API.',
+    params: [],
+    responses: { 200: ['the metrics, as text (version 0.0.4)'] },
     produces: 'text/plain',
     write: false,
   },

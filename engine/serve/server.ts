@@ -16,6 +16,7 @@ import { join } from 'node:path';
 import { createRequire } from 'node:module';
 import type { Clock } from '../os/clock.ts';
 import { InputError } from '../core/errors.ts';
+import { isRunId } from '../core/names.ts';
 import { WEBHOOK_SECRET_ENV } from '../project/config.ts';
 import { loadRegister } from '../project/register.ts';
 import { buildGraph } from '../render/bpmn-graph.ts';
@@ -36,7 +37,9 @@ import type { RunFollower } from './follow.ts';
 import { Hub, type HubOptions } from './hub.ts';
 import { renderOpenApi } from './openapi.ts';
 import { renderDashboard } from './page.ts';
-import { ROUTES, type RouteName } from './routes.ts';
+import { Metrics } from './metrics.ts';
+import { ROUTES, RUNS_MOST, RUNS_PAGE, type RouteName } from './routes.ts';
+import { RunBook } from './runs.ts';
 import { SseClient } from './sse.ts';
 import { TokenCheck } from './tokens.ts';
 import { GitHubWebhooks, WEBHOOK_PATH, type WebhookOptions } from './webhook.ts';
@@ -57,6 +60,8 @@ export interface ServeOptions extends HubOptions {
   engineRunning?: () => boolean;
   /** Answers are refused, saying this: the runs shown are another host's (`tron serve --database`). */
   readOnly?: string;
+  /** The generation of the repository's lease, where the runs come from the database and it is held (db-mirror.ts). */
+  leaseGeneration?: () => number | undefined;
   /** GitHub's webhooks at /webhooks/github (webhook.ts); absent: that path is refused. */
   webhook?: Omit<WebhookOptions, 'repo'>;
 }
@@ -140,6 +145,8 @@ export async function serve(o: ServeOptions): Promise<Serving> {
   const runs = o.runs ?? runsDir(repo);
   const follower = () => hub.current ?? refuse(404, 'TRON_NO_RUN', runs, 'no run yet; start one with `tron start`');
   const earlier = new EarlierRuns(runs);
+  const book = new RunBook(hub.list);
+  const metrics = new Metrics(hub.list);
 
   /** Where a block's turns are: the latest run if it had one there, else the latest earlier run in which it had any. */
   const turnsRun = (f: RunFollower, block: string): RunFollower =>
@@ -188,12 +195,16 @@ export async function serve(o: ServeOptions): Promise<Serving> {
     return holder !== undefined && isHolderAlive(holder);
   };
 
+  /** The board's columns: pending, the spine's phases, then the ends. */
+  const phasesOf = (spine: Spine) => {
+    const ends = ['landed', 'parked', 'abandoned'];
+    return ['pending', ...spine.phases.map((p) => p.name).filter((p) => !ends.includes(p) && p !== 'pending'), ...ends];
+  };
+
   const handlers: Record<RouteName, Handler> = {
     state: async ({ res }) => {
       const f = hub.current;
-      const spine = f ? (await workflowOf(f.runDir)).spine : loadSpine();
-      const ends = ['landed', 'parked', 'abandoned'];
-      const phases = ['pending', ...spine.phases.map((p) => p.name).filter((p) => !ends.includes(p) && p !== 'pending'), ...ends];
+      const phases = phasesOf(f ? (await workflowOf(f.runDir)).spine : loadSpine());
       if (!f) {
         send(res, 200, {
           run: null,
@@ -244,6 +255,28 @@ export async function serve(o: ServeOptions): Promise<Serving> {
       // An earlier run is over: what its file holds is all there is.
       const follow = query.get('follow') !== '0' && where === f;
       await streamFile(file, res, req, () => !follow || f.state.finished || turnEnded(f.blockEvents(block, 200), turn));
+    },
+    runs: async ({ res, query }) => {
+      const { limit, before } = pageOf(query);
+      send(res, 200, await book.page(hub.current, limit, before));
+    },
+    history: async ({ res, params, query }) => {
+      const { limit, before } = pageOf(query);
+      const block = params.id!;
+      const found = await book.history(block, hub.current, limit, before);
+      if (!found) refuse(404, 'TRON_ANSWER_BLOCK', block, `no run under .tron/runs/ has a block "${block}"`);
+      send(res, 200, { block, ...found });
+    },
+    metrics: async ({ res }) => {
+      const f = hub.current;
+      const lease = o.leaseGeneration?.();
+      const text = await metrics.scrape(f, {
+        phases: phasesOf(f ? (await workflowOf(f.runDir)).spine : loadSpine()),
+        engineUp: f !== undefined && engineAtWork(f),
+        ...(lease !== undefined ? { leaseGeneration: lease } : {}),
+      });
+      res.writeHead(200, { 'content-type': metrics.contentType, 'cache-control': 'no-store' });
+      res.end(text);
     },
     runEvents: ({ res, params, query }) => {
       const run = params.run!;
@@ -331,7 +364,8 @@ export async function serve(o: ServeOptions): Promise<Serving> {
     res.setHeader('x-content-type-options', 'nosniff');
     // Signed by GitHub, not bearing a token: checked there, before anything is parsed.
     if (url.pathname === WEBHOOK_PATH) return webhooks.handle(req, res);
-    if (!url.pathname.startsWith('/api/')) {
+    // The metrics are the API's too: behind the token.
+    if (!url.pathname.startsWith('/api/') && url.pathname !== ROUTES.metrics.path) {
       if (req.method !== 'GET' && req.method !== 'HEAD')
         return send(res, 405, { error: { code: 'TRON_USAGE', path: url.pathname, message: 'only GET here' } });
       if (url.pathname === '/' || url.pathname === '/index.html') {
@@ -398,6 +432,18 @@ export async function serve(o: ServeOptions): Promise<Serving> {
         server.closeAllConnections();
       }),
   };
+}
+
+/** `limit` and `before` of a page of runs; a malformed one is refused by code, before anything is read. */
+function pageOf(query: URLSearchParams): { limit: number; before?: string } {
+  const text = query.get('limit');
+  const limit = text === null ? RUNS_PAGE : Number(text);
+  if (text !== null && (!/^\d+$/.test(text) || limit < 1 || limit > RUNS_MOST))
+    refuse(400, 'TRON_SERVE_QUERY', 'limit', `limit=${text} is not a whole number from 1 to ${RUNS_MOST}`);
+  const before = query.get('before');
+  if (before === null) return { limit };
+  if (!isRunId(before)) refuse(400, 'TRON_SERVE_QUERY', 'before', `before=${before} is not a run id; send the \`next\` of the page before`);
+  return { limit, before };
 }
 
 async function readBody(req: IncomingMessage): Promise<string> {

@@ -9,6 +9,8 @@ import { makeRepo, GIT_IDENTITY_ENV, type TestRepo } from './repo.ts';
 import { startCommand } from '../commands/start.ts';
 import { systemClock } from '../os/clock.ts';
 import { readLog } from '../log/eventlog.ts';
+import { repoKey } from '../log/keys.ts';
+import { writeAnswer } from '../runtime/inbox.ts';
 import type { TronEvent } from '../core/events.ts';
 import type { WorkerAdapter } from '../workers/adapter.ts';
 import type { WorkerRole } from '../core/roles.ts';
@@ -131,6 +133,23 @@ export async function carriedOverProject(): Promise<{ repo: TestRepo; first: Run
   const repo = await makeProject({ blocks: { stuck: {} }, sim });
   const first = await runTron(repo);
   writeFileSync(join(repo.dir, '.tron', 'blocks', 'later.md'), blockFile('later', {}));
+  const second = await runTron(repo);
+  if (second.runDir === first.runDir) throw new Error('the second tron start made no run of its own');
+  return { repo, first, second };
+}
+
+/**
+ * Two runs of one repository that each land a block: in the first `good` lands and
+ * `stuck`'s builder asks (BLOCKED), so it is parked; an operator answer abandons `stuck`,
+ * and a block added after the first run, `later`, lands in the second — into which `good`
+ * comes already landed.
+ */
+export async function twoRunsProject(): Promise<{ repo: TestRepo; first: RunResult; second: RunResult }> {
+  const sim = `[[blocks.stuck.builder]]\nreply = '>>BLOCKED {"reason":"which provider?"}'\n\n${landingSim(['good', 'later'])}`;
+  const repo = await makeProject({ blocks: { good: {}, stuck: {} }, sim });
+  const first = await runTron(repo);
+  writeFileSync(join(repo.dir, '.tron', 'blocks', 'later.md'), blockFile('later', {}));
+  writeAnswer(repo.dir, 'stuck', '>>ABANDON {"reason":"not needed after all"}', systemClock, repoKey(repo.dir, { create: true }).key);
   const second = await runTron(repo);
   if (second.runDir === first.runDir) throw new Error('the second tron start made no run of its own');
   return { repo, first, second };

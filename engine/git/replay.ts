@@ -22,6 +22,7 @@
  * ref behind: fast-import's commits go to `refs/tron/lane/replay`, which the same stream
  * deletes before it ends; the commits stay objects until a landing points refs at them.
  */
+import { keepParentLines, keepParents, keepPatch, knownPatch } from './known.ts';
 import { DIFF_FLAGS, gitOut, runGitBytes, type Sha } from './run.ts';
 
 export interface StackBlock {
@@ -142,6 +143,7 @@ async function replay(repo: string, trunk: Sha, blocks: readonly StackBlock[]): 
  */
 async function ownCommits(repo: string, trunk: Sha, blocks: readonly StackBlock[]): Promise<Plan[]> {
   const listed = await gitOut(repo, ['rev-list', '--parents', `^${trunk}`, ...new Set(blocks.map((b) => b.sha))]);
+  keepParentLines(repo, listed);
   const parents = new Map<Sha, Sha[]>();
   for (const line of listed.split('\n').filter(Boolean)) {
     const [sha, ...of] = line.split(' ');
@@ -274,11 +276,17 @@ async function fastImport(repo: string, onto: Sha, plans: readonly Plan[]): Prom
   const made = await runGitBytes(repo, ['fast-import', '--quiet', '--done'], stream.join(''));
   const shas = made.stdout.split('\n').filter(Boolean);
   if (made.exitCode !== 0 || shas.length !== mark) throw new Error(`fast-import: ${made.stderr.trim()}`);
+  shas.forEach((sha, i) => {
+    keepParents(repo, sha, [i === 0 ? onto : shas[i - 1]!]);
+  });
   return shas;
 }
 
 /** The patch id of each plan's whole change (upstream to head), by one diff and one patch-id, as query.ts's patchId computes it. */
 async function patchIds(repo: string, plans: readonly Plan[]): Promise<Map<Sha, string>> {
+  // Each told before (the gate's, most often: known.ts), or all asked.
+  const known = new Map(plans.map((p) => [p.head, knownPatch(repo, p.upstream, p.head)] as const));
+  if ([...known.values()].every((id) => id !== undefined)) return known as Map<Sha, string>;
   const diff = await gitOut(
     repo,
     ['diff-tree', '--stdin', '-p', ...DIFF_FLAGS],
@@ -290,5 +298,6 @@ async function patchIds(repo: string, plans: readonly Plan[]): Promise<Map<Sha, 
     const [patch, head] = line.split(' ');
     if (patch && head) ids.set(head, patch);
   }
+  for (const p of plans) keepPatch(repo, p.upstream, p.head, ids.get(p.head) ?? '');
   return ids;
 }

@@ -27,9 +27,12 @@ const IDLE_MS = 5000;
 /** What a lookup comes back as: a commit, none, or "ask rev-parse". */
 type Answer = Sha | undefined | 'unsure';
 
+/** What git's batch answered for one name: the object and its type, missing, or a line it could not be sure of. */
+type Line = { sha: Sha; type: string } | 'missing' | 'unsure';
+
 class Resolver {
   private readonly child: ChildProcess;
-  private readonly waiting: Array<(a: Answer) => void> = [];
+  private readonly waiting: Array<(a: Line) => void> = [];
   private buffered = '';
   private idle: NodeJS.Timeout | undefined;
   closed = false;
@@ -52,7 +55,7 @@ class Resolver {
     this.quiet();
   }
 
-  ask(name: string): Promise<Answer> {
+  ask(name: string): Promise<Line> {
     if (this.closed) return Promise.resolve('unsure');
     if (this.idle) clearTimeout(this.idle);
     this.idle = undefined;
@@ -72,8 +75,8 @@ class Resolver {
       const answer = this.waiting.shift();
       if (!answer) continue;
       const [name, type] = line.split(' ');
-      if (type === 'commit' && isFullSha(name)) answer(name);
-      else if (line.endsWith(' missing')) answer(undefined);
+      if (type !== undefined && isFullSha(name) && /^(commit|tree|blob|tag)$/.test(type)) answer({ sha: name, type });
+      else if (line.endsWith(' missing')) answer('missing');
       else answer('unsure');
     }
     if (this.waiting.length === 0) this.quiet();
@@ -127,6 +130,17 @@ async function gitDirIdentity(dir: string): Promise<string | undefined> {
  * when there is no such commit, 'unsure' when rev-parse must be asked instead.
  */
 export async function resolveCommitName(dir: string, ref: string): Promise<Answer> {
+  const line = await lookUpObject(dir, ref);
+  if (line === 'missing') return undefined;
+  return line !== 'unsure' && line.type === 'commit' ? line.sha : 'unsure';
+}
+
+/**
+ * The object `name` names in the repository at `dir` and its type, by the same resolver
+ * (e.g. `<sha>^{tree}`: whether a commit's root tree is there): 'missing' when there is
+ * none, 'unsure' when git must be asked by a process of its own.
+ */
+export async function lookUpObject(dir: string, ref: string): Promise<Line> {
   if (/\s/.test(ref) || ref === '') return 'unsure';
   const key = resolve(dir);
   const identity = await gitDirIdentity(key);

@@ -22,7 +22,9 @@
  * block with the `command` builder within 1.6× of the careful script's. Each figure is
  * printed with the load average it ran under; the machine's other work inflates wall more
  * than CPU. dist/ is built first when it is stale: a run through tsx measures the
- * compiler too. TRON_BENCH_COST=0 skips it; TRON_BENCH_KEEP=1 keeps the repositories.
+ * compiler too. TRON_BENCH_COST=0 skips it; TRON_BENCH_REPEATS=3 sets the repeats
+ * (medians); TRON_BENCH_COST_AGAINST=<another built tron checkout> runs that engine beside
+ * this one in every repeat; TRON_BENCH_KEEP=1 keeps the repositories.
  */
 import { spawn } from 'node:child_process';
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmdirSync, rmSync, writeFileSync } from 'node:fs';
@@ -268,7 +270,28 @@ async function freshDist(): Promise<void> {
   await execa('node', [join(ROOT, 'bin', 'build.js')], { cwd: ROOT });
 }
 
-/** Runs the cost benchmark and prints its figures and verdicts. */
+/** The median of `xs`. */
+function median(xs: readonly number[]): number {
+  const sorted = [...xs].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+}
+
+/** One engine's runs: its `bin/tron.js`, its label, and what each repeat cost. */
+interface Engine {
+  label: string;
+  bin: string;
+  sim: Cost[];
+  command: Cost[];
+}
+
+/**
+ * Runs the cost benchmark and prints its figures and verdicts: every run is printed, the
+ * verdicts take medians over TRON_BENCH_REPEATS (3) repeats, the runs of one repeat back
+ * to back so that each sees the same machine. TRON_BENCH_COST_AGAINST=<another tron
+ * checkout, built> runs that engine beside this one in every repeat (today's figures
+ * against a change's, under the same load).
+ */
 export async function benchCost(): Promise<void> {
   if (process.env.TRON_BENCH_COST === '0') return;
   await freshDist();
@@ -276,56 +299,65 @@ export async function benchCost(): Promise<void> {
   const how = { cgroup: 'a cgroup of its own (cpu.stat)', perf: 'perf stat task-clock', none: 'not measured (no cgroup, no perf)' }[
     method.kind
   ];
+  const repeats = Math.max(1, Number(process.env.TRON_BENCH_REPEATS ?? 3));
   console.log(
-    `\nengine cost a block (${BLOCKS} sequential blocks, max_parallel 1, test \`${TEST}\`; CPU by ${how}; git processes by strace)`,
+    `\nengine cost a block (${BLOCKS} sequential blocks, max_parallel 1, test \`${TEST}\`; CPU by ${how}; git processes by strace; median of ${repeats})`,
   );
   console.log(`${'run'.padEnd(38)} ${'CPU-s'.padStart(8)} ${'wall s'.padStart(8)}`);
+  const against = process.env.TRON_BENCH_COST_AGAINST;
+  const engines: Engine[] = [{ label: 'this checkout', bin: BIN, sim: [], command: [] }];
+  if (against) engines.push({ label: against, bin: join(against, 'bin', 'tron.js'), sim: [], command: [] });
+  const script: Cost[] = [];
   const made: string[] = [];
   const keep = process.env.TRON_BENCH_KEEP === '1';
+  const fresh = async (command = false) => {
+    const dir = await project(command);
+    made.push(dir);
+    return dir;
+  };
   try {
-    // The sim run: timed, then again under strace for the git processes.
-    const sim = await project();
-    made.push(sim);
-    const simCounted = await project();
-    made.push(simCounted);
-    let before = load();
-    const simCost = await costOf(['node', BIN, 'start', '--repo', '.'], sim, method);
-    const gits = await gitProcesses(['node', BIN, 'start', '--repo', '.'], simCounted);
-    row(
-      'tron start, sim workers',
-      simCost,
-      before,
-      gits === undefined ? '' : `; git processes ${(gits.count / BLOCKS).toFixed(1)} a block`,
-    );
-    // The command builder, and the careful script doing the least with the same builder.
-    const cmd = await project(true);
-    made.push(cmd);
-    before = load();
-    const cmdCost = await costOf(['node', BIN, 'start', '--repo', '.'], cmd, method);
-    row('tron start, command builder', cmdCost, before);
-    const bare = await project();
-    made.push(bare);
-    before = load();
-    const bareCost = await costOf(['sh', '-c', carefulScript(join(bare, 'tools', 'builder.sh'))], bare, method);
-    row('careful script, same builder', bareCost, before);
-    const cpu = simCost.cpuS === undefined ? undefined : simCost.cpuS / BLOCKS;
-    const ratio = cmdCost.wallS / bareCost.wallS;
-    console.log(
-      `CPU a block, sim run: ${cpu === undefined ? 'not measured' : `${cpu.toFixed(3)} s (goal ≤ 0.35: ${cpu <= 0.35 ? 'met' : 'MISSED'})`}`,
-    );
-    if (gits !== undefined) {
-      const perBlock = gits.count / BLOCKS;
-      console.log(
-        `git processes a block, sim run: ${perBlock.toFixed(1)} (${gits.count} in all; goal ≤ 12: ${perBlock <= 12 ? 'met' : 'MISSED'})`,
-      );
-      if (process.env.TRON_BENCH_COST_ARGV === '1') {
-        for (const [args, n] of [...gits.byArgv].sort((a, b) => b[1] - a[1])) console.log(`${String(n).padStart(5)}  ${args}`);
+    for (let i = 0; i < repeats; i++) {
+      for (const e of engines) {
+        const name = engines.length > 1 ? ` (${e.label})` : '';
+        let before = load();
+        e.sim.push(await costOf(['node', e.bin, 'start', '--repo', '.'], await fresh(), method));
+        row(`tron start, sim workers${name}`, e.sim.at(-1)!, before);
+        before = load();
+        e.command.push(await costOf(['node', e.bin, 'start', '--repo', '.'], await fresh(true), method));
+        row(`tron start, command builder${name}`, e.command.at(-1)!, before);
       }
-    } else console.log('git processes: not counted (strace is not installed)');
-    const cpuRatio = cmdCost.cpuS !== undefined && bareCost.cpuS ? ` (CPU ${(cmdCost.cpuS / bareCost.cpuS).toFixed(1)}×)` : '';
-    console.log(
-      `overhead, command builder, tron wall / careful script wall: ${ratio.toFixed(2)}×${cpuRatio} (goal ≤ 1.6×: ${ratio <= 1.6 ? 'met' : 'MISSED'})`,
-    );
+      const bare = await fresh();
+      const before = load();
+      script.push(await costOf(['sh', '-c', carefulScript(join(bare, 'tools', 'builder.sh'))], bare, method));
+      row('careful script, same builder', script.at(-1)!, before);
+    }
+    const scriptWall = median(script.map((c) => c.wallS));
+    for (const e of engines) {
+      const name = engines.length > 1 ? ` (${e.label})` : '';
+      // The git processes of one more sim run, under strace: a count, the same every run.
+      const gits = await gitProcesses(['node', e.bin, 'start', '--repo', '.'], await fresh());
+      const cpus = e.sim.map((c) => c.cpuS).filter((x): x is number => x !== undefined);
+      const cpu = cpus.length > 0 ? median(cpus) / BLOCKS : undefined;
+      console.log(
+        `CPU a block, sim run${name}: ${cpu === undefined ? 'not measured' : `${cpu.toFixed(3)} s (goal ≤ 0.35: ${cpu <= 0.35 ? 'met' : 'MISSED'})`}; wall ${(median(e.sim.map((c) => c.wallS)) / BLOCKS).toFixed(3)} s`,
+      );
+      if (gits !== undefined) {
+        const perBlock = gits.count / BLOCKS;
+        console.log(
+          `git processes a block, sim run${name}: ${perBlock.toFixed(1)} (${gits.count} in all; goal ≤ 12: ${perBlock <= 12 ? 'met' : 'MISSED'})`,
+        );
+        if (process.env.TRON_BENCH_COST_ARGV === '1') {
+          for (const [args, n] of [...gits.byArgv].sort((a, b) => b[1] - a[1])) console.log(`${String(n).padStart(5)}  ${args}`);
+        }
+      } else console.log('git processes: not counted (strace is not installed)');
+      const ratio = median(e.command.map((c) => c.wallS)) / scriptWall;
+      const cmdCpu = e.command.map((c) => c.cpuS).filter((x): x is number => x !== undefined);
+      const scriptCpu = script.map((c) => c.cpuS).filter((x): x is number => x !== undefined);
+      const cpuRatio = cmdCpu.length > 0 && scriptCpu.length > 0 ? ` (CPU ${(median(cmdCpu) / median(scriptCpu)).toFixed(1)}×)` : '';
+      console.log(
+        `overhead, command builder, tron wall / careful script wall${name}: ${ratio.toFixed(2)}×${cpuRatio} (goal ≤ 1.6×: ${ratio <= 1.6 ? 'met' : 'MISSED'})`,
+      );
+    }
   } finally {
     if (keep) console.log(`kept ${made.join(' ')}`);
     else for (const dir of made) rmSync(dir, { recursive: true, force: true });

@@ -37,6 +37,11 @@ export function keepParents(repo: string, commit: Sha, of: readonly Sha[]): void
   if (isFullSha(commit) && of.every(isFullSha)) parents.set(repo, commit, [...of]);
 }
 
+/** The parents of `commit` told before, if any. */
+export function knownParents(repo: string, commit: Sha): readonly Sha[] | undefined {
+  return parents.get(repo, commit);
+}
+
 /** Records `rev-list --parents` output: one `<commit> <parent>…` line each. */
 export function keepParentLines(repo: string, listing: string): void {
   for (const line of listing.split('\n')) {

@@ -4,7 +4,7 @@
  * rebase changed the patch. Nothing here changes the repository.
  */
 import type { StatusResult } from 'simple-git';
-import { keepPatch, knownAncestor, knownPatch } from './known.ts';
+import { keepParentLines, keepPatch, knownAncestor, knownPatch } from './known.ts';
 import { resolveCommitName } from './resolver.ts';
 import { lstat, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -52,11 +52,14 @@ export async function headOf(dir: string): Promise<Sha> {
   return (await gitOut(dir, ['rev-parse', '--verify', 'HEAD^{commit}'])).trim();
 }
 
-/** The commits `head` adds over `base` (base..head), oldest first. */
+/** The commits `head` adds over `base` (base..head), oldest first; their parents are kept (known.ts) for the lane. */
 export async function commitsOver(repo: string, base: string, head: string): Promise<Sha[]> {
-  const options = { format: { sha: '%H' }, from: base, to: head, symmetric: false, '--topo-order': null, '--reverse': null };
-  const log = await withSimpleGit(repo, `log ${base}..${head}`, false, (git) => git.log(options));
-  return log.all.map((c) => c.sha);
+  const listed = await gitOut(repo, ['rev-list', '--topo-order', '--reverse', '--parents', `${base}..${head}`, '--']);
+  keepParentLines(repo, listed);
+  return listed
+    .split('\n')
+    .filter(Boolean)
+    .map((line) => line.split(' ')[0]!);
 }
 
 /** `ref`'s first-parent history, newest first, as `<short sha> <subject>` lines (what `git log --oneline` shows). */

@@ -22,7 +22,7 @@
  * ref behind: fast-import's commits go to `refs/tron/lane/replay`, which the same stream
  * deletes before it ends; the commits stay objects until a landing points refs at them.
  */
-import { keepParentLines, keepParents, keepPatch, knownPatch } from './known.ts';
+import { keepParentLines, keepParents, keepPatch, knownLine, knownParents, knownPatch } from './known.ts';
 import { DIFF_FLAGS, gitOut, runGitBytes, type Sha } from './run.ts';
 
 export interface StackBlock {
@@ -142,13 +142,7 @@ async function replay(repo: string, trunk: Sha, blocks: readonly StackBlock[]): 
  * first block that is not.
  */
 async function ownCommits(repo: string, trunk: Sha, blocks: readonly StackBlock[]): Promise<Plan[]> {
-  const listed = await gitOut(repo, ['rev-list', '--parents', `^${trunk}`, ...new Set(blocks.map((b) => b.sha))]);
-  keepParentLines(repo, listed);
-  const parents = new Map<Sha, Sha[]>();
-  for (const line of listed.split('\n').filter(Boolean)) {
-    const [sha, ...of] = line.split(' ');
-    parents.set(sha!, of);
-  }
+  const parents = knownOwn(repo, trunk, blocks) ?? (await listedOwn(repo, trunk, blocks));
   const claimed = new Set<Sha>();
   const plans: Plan[] = [];
   for (const b of blocks) {
@@ -170,6 +164,47 @@ async function ownCommits(repo: string, trunk: Sha, blocks: readonly StackBlock[
     });
   }
   return plans;
+}
+
+/** `rev-list --parents ^trunk <heads>`: each commit the heads have over trunk, with its parents. */
+async function listedOwn(repo: string, trunk: Sha, blocks: readonly StackBlock[]): Promise<Map<Sha, readonly Sha[]>> {
+  const listed = await gitOut(repo, ['rev-list', '--parents', `^${trunk}`, ...new Set(blocks.map((b) => b.sha))]);
+  keepParentLines(repo, listed);
+  const parents = new Map<Sha, readonly Sha[]>();
+  for (const line of listed.split('\n').filter(Boolean)) {
+    const [sha, ...of] = line.split(' ');
+    parents.set(sha!, of);
+  }
+  return parents;
+}
+
+/**
+ * What `listedOwn` would list, from the parents git told before (known.ts) — the gate's
+ * walk of each block's commits, and the line of commits trunk has moved by since the
+ * block left it — or undefined when those do not settle it. From each head, one-parent
+ * commits lead down to a commit `x` that trunk's known line reaches (or trunk itself);
+ * every ancestor of trunk is then on that line or below `x`, and none of the walked
+ * commits is below `x`, so the walked commits not on the line are exactly those trunk
+ * lacks. Anything else — a merge, a commit not known, a walked commit on trunk's line —
+ * is asked of git.
+ */
+function knownOwn(repo: string, trunk: Sha, blocks: readonly StackBlock[]): Map<Sha, readonly Sha[]> | undefined {
+  const parents = new Map<Sha, readonly Sha[]>();
+  for (const b of blocks) {
+    const walked: Array<[Sha, Sha]> = [];
+    let at = b.sha;
+    let line = at === trunk ? new Set<Sha>() : knownLine(repo, at, trunk);
+    while (line === undefined) {
+      const of = knownParents(repo, at);
+      if (of === undefined || of.length !== 1 || walked.length >= 1000) return undefined;
+      walked.push([at, of[0]!]);
+      at = of[0]!;
+      line = at === trunk ? new Set<Sha>() : knownLine(repo, at, trunk);
+    }
+    if (walked.some(([sha]) => line.has(sha))) return undefined;
+    for (const [sha, parent] of walked) parents.set(sha, [parent]);
+  }
+  return parents;
 }
 
 /** Author line and raw message of each commit, by one `cat-file --batch`; a commit with an `encoding` header or an odd author is left out. */

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { branchOfHead, checkLanding, createWorktree, isAncestor, patchId, replayInStore, type Sha } from './index.ts';
 import { knownLine } from './known.ts';
-import { closeResolvers, lookUpObject } from './resolver.ts';
+import { closeResolvers, lookUpObject, readObject } from './resolver.ts';
 import { makeRepo, type TestRepo } from '../testing/repo.ts';
 
 const repos: TestRepo[] = [];
@@ -99,6 +99,21 @@ describe('reads without a process', () => {
     rmSync(join(gitDir, 'HEAD'));
     symlinkSync(elsewhere, join(gitDir, 'HEAD'));
     await expect(withoutGit(() => branchOfHead(path))).rejects.toThrow(/TRON_GIT_UNAVAILABLE|could not run git/);
+  });
+
+  it('the long-lived reader gives an object whole, byte for byte, and answers one after another in order', async () => {
+    const r = await repo({ 'a.txt': 'a\n' });
+    const base = await r.git('rev-parse', 'HEAD');
+    // A message that is not UTF-8 and holds newlines: its size is counted in bytes.
+    await r.git('commit', '-q', '--allow-empty', '-m', 'caf\u00e9\n\nline two');
+    const head = await r.git('rev-parse', 'HEAD');
+    const raw = (await r.git('cat-file', 'commit', head)).length;
+    const [one, two, none] = await Promise.all([readObject(r.dir, head), readObject(r.dir, base), readObject(r.dir, '0'.repeat(40))]);
+    expect(one).toMatchObject({ sha: head, type: 'commit' });
+    expect(typeof one === 'object' && Buffer.from(one.body, 'latin1').toString('utf8')).toContain('café\n\nline two');
+    expect(typeof one === 'object' && Buffer.from(one.body, 'latin1').toString('utf8').trimEnd().length).toBe(raw);
+    expect(two).toMatchObject({ sha: base, type: 'commit' });
+    expect(none).toBe('missing');
   });
 
   it('the long-lived resolver tells an object and its type, and a missing tree makes the landing check fail', async () => {

@@ -23,6 +23,7 @@
  * deletes before it ends; the commits stay objects until a landing points refs at them.
  */
 import { keepParentLines, keepParents, keepPatch, knownLine, knownParents, knownPatch } from './known.ts';
+import { readObject } from './resolver.ts';
 import { DIFF_FLAGS, gitOut, runGitBytes, type Sha } from './run.ts';
 
 export interface StackBlock {
@@ -209,15 +210,9 @@ function knownOwn(repo: string, trunk: Sha, blocks: readonly StackBlock[]): Map<
 
 /** Author line and raw message of each commit, by one `cat-file --batch`; a commit with an `encoding` header or an odd author is left out. */
 async function readCommits(repo: string, shas: readonly Sha[]): Promise<Map<Sha, { author: string; message: string }>> {
-  const out = (await runGitBytes(repo, ['cat-file', '--batch'], `${shas.join('\n')}\n`)).stdout;
+  const bodies = await commitBodies(repo, shas);
   const read = new Map<Sha, { author: string; message: string }>();
-  let at = 0;
-  for (const sha of shas) {
-    const eol = out.indexOf('\n', at);
-    const [name, type, size] = out.slice(at, eol).split(' ');
-    if (name !== sha || type !== 'commit') throw new Error(`cat-file: ${out.slice(at, eol)}`);
-    const body = out.slice(eol + 1, eol + 1 + Number(size));
-    at = eol + 1 + Number(size) + 1;
+  for (const [sha, body] of bodies) {
     const split = body.indexOf('\n\n');
     const header = split < 0 ? body : body.slice(0, split);
     const author = /^author (.* <[^>\n]*> \d+ [+-]\d{4})$/m.exec(header)?.[1];
@@ -225,6 +220,32 @@ async function readCommits(repo: string, shas: readonly Sha[]): Promise<Map<Sha,
     read.set(sha, { author, message: split < 0 ? '' : body.slice(split + 2) });
   }
   return read;
+}
+
+/**
+ * The raw content of each commit (latin1, a character a byte): by the repository's
+ * long-lived `cat-file --batch` (resolver.ts), or, when it cannot read them all, by one
+ * `cat-file --batch` of their own; anything but a commit is an error.
+ */
+async function commitBodies(repo: string, shas: readonly Sha[]): Promise<Map<Sha, string>> {
+  const read = await Promise.all(shas.map((sha) => readObject(repo, sha)));
+  const bodies = new Map<Sha, string>();
+  shas.forEach((sha, i) => {
+    const object = read[i];
+    if (typeof object === 'object' && object.sha === sha && object.type === 'commit') bodies.set(sha, object.body);
+  });
+  if (bodies.size === shas.length) return bodies;
+  bodies.clear();
+  const out = (await runGitBytes(repo, ['cat-file', '--batch'], `${shas.join('\n')}\n`)).stdout;
+  let at = 0;
+  for (const sha of shas) {
+    const eol = out.indexOf('\n', at);
+    const [name, type, size] = out.slice(at, eol).split(' ');
+    if (name !== sha || type !== 'commit') throw new Error(`cat-file: ${out.slice(at, eol)}`);
+    bodies.set(sha, out.slice(eol + 1, eol + 1 + Number(size)));
+    at = eol + 1 + Number(size) + 1;
+  }
+  return bodies;
 }
 
 /**

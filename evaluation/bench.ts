@@ -3,7 +3,9 @@
  * the gateway parser, the decision step, replay of a long log — and how fast the CLI
  * starts next to a bare Node (evaluation/startup.ts), and what the sandbox — with a
  * builder's private object store — adds to every worker turn and test run
- * (evaluation/bench-sandbox.ts). Prints one line per measurement; never part of `npm test`
+ * (evaluation/bench-sandbox.ts), and what the engine costs a block on one host — CPU, wall and git
+ * processes of eight sequential blocks, and its overhead against a careful script
+ * (evaluation/bench-cost.ts). Prints one line per measurement; never part of `npm test`
  * (speed is measured here, not asserted there).
  *
  * The replay curve is the shape that matters (docs/contributing.md, "Performance has a shape"): synthetic runs of 250, 1,000
@@ -42,6 +44,7 @@ import { benchSimulator } from './bench-simulator.ts';
 import { benchRemote } from './bench-remote.ts';
 import { benchCluster } from './bench-cluster.ts';
 import { benchAgents } from './bench-agents.ts';
+import { benchCost } from './bench-cost.ts';
 
 function measure(name: string, runs: number, work: () => void): void {
   work();
@@ -186,6 +189,7 @@ benchStartup();
 
 benchSimulator();
 await benchSandbox();
+await benchCost();
 await benchLane();
 await benchServe();
 await benchRemote();

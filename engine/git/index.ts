@@ -39,6 +39,7 @@
 export { DIFF_FLAGS, GitFailure, GitStateError, gitEnv, type Sha } from './run.ts';
 export {
   allOnTrunk,
+  branchOfHead,
   changesUnder,
   commitsOver,
   currentBranch,

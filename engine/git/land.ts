@@ -4,12 +4,14 @@
  * with compare-and-swap, so git itself records what landed and no block lands twice. Afterwards the user's checkout of trunk, if any, is
  * moved with it (see the consistency rule in index.ts), without running the user's hooks.
  */
-import { lstat, readFile, realpath } from 'node:fs/promises';
+import { realpath } from 'node:fs/promises';
 import { join, resolve, sep } from 'node:path';
 import type { Problem } from '../core/errors.ts';
-import { GitFailure, commandFailed, gitDirsOf, gitIn, gitOut, isFullSha, runGit, type Sha } from './run.ts';
-import { currentTrunkSha, isAncestor, revParse, statusOf } from './query.ts';
+import { GitFailure, commandFailed, gitIn, gitOut, runGit, type Sha } from './run.ts';
+import { branchOfHead, currentTrunkSha, isAncestor, revParse, statusOf } from './query.ts';
+import { knownLine } from './known.ts';
 import { LANDED_PREFIX } from './refs.ts';
+import { lookUpObject } from './resolver.ts';
 import { checkLanding } from './store.ts';
 import { WORKTREES_DIR, commonDir, removeStaleLocks } from './worktree.ts';
 
@@ -88,9 +90,12 @@ export async function moveRefs(repo: string, opts: StackLanding): Promise<{ ok: 
   }
   const lines = ['start', `update ${trunkRef} ${opts.top} ${opts.expectedOld}`];
   for (const b of opts.blocks) lines.push(`create ${LANDED_PREFIX}${b.id} ${b.sha}`);
-  const branches = await branchHeads(repo);
+  const branches = await branchHeads(
+    repo,
+    opts.blocks.map((b) => b.id),
+  );
   for (const b of opts.blocks) {
-    const now = branches.get(`refs/heads/tron/${b.id}`);
+    const now = branches.get(b.id);
     if (now !== undefined) lines.push(`update refs/heads/tron/${b.id} ${b.sha} ${now}`);
   }
   const script = [...lines, 'prepare', 'commit', ''].join('\n');
@@ -139,6 +144,9 @@ export function followTrunk(repo: string, trunk: string, old: Sha, now: Sha, ser
  * to `old` shows the ancestry without asking git again; otherwise git is asked.
  */
 async function between(repo: string, old: Sha, top: Sha): Promise<Set<Sha>> {
+  // The line the lane's replay wrote, or a block's own commits on trunk, as git told them before (known.ts).
+  const line = knownLine(repo, old, top);
+  if (line !== undefined) return line;
   const parents = new Map<Sha, Sha | undefined>();
   for (const line of (await gitOut(repo, ['rev-list', '--parents', `${old}..${top}`])).split('\n')) {
     const [sha, first] = line.split(' ');
@@ -149,15 +157,27 @@ async function between(repo: string, old: Sha, top: Sha): Promise<Set<Sha>> {
   return at === old || (await isAncestor(repo, old, top)) ? new Set(parents.keys()) : new Set();
 }
 
-/** Where every `tron/<id>` branch points, in one listing. */
-async function branchHeads(repo: string): Promise<Map<string, Sha>> {
+/**
+ * Where the `tron/<id>` branch of each of `ids` points, as the ref holds it (unpeeled):
+ * asked of the repository's long-lived resolver, and of one `for-each-ref` when it cannot
+ * say for every one — a branch that is not there, or not pointing at an object that is
+ * (a landing's ref transaction checks each value again: compare-and-swap).
+ */
+async function branchHeads(repo: string, ids: readonly string[]): Promise<Map<string, Sha>> {
+  const found = new Map<string, Sha>();
+  const heads = await Promise.all(ids.map((id) => lookUpObject(repo, `refs/heads/tron/${id}`)));
+  ids.forEach((id, i) => {
+    const head = heads[i];
+    if (typeof head === 'object') found.set(id, head.sha);
+  });
+  if (found.size === ids.length) return found;
+  found.clear();
   const out = await gitOut(repo, ['for-each-ref', '--format=%(objectname) %(refname)', 'refs/heads/tron/']);
-  return new Map(
-    out
-      .split('\n')
-      .filter(Boolean)
-      .map((line) => [line.slice(line.indexOf(' ') + 1), line.slice(0, line.indexOf(' '))] as const),
-  );
+  for (const line of out.split('\n').filter(Boolean)) {
+    const id = line.slice(line.indexOf(' ') + 1).slice('refs/heads/tron/'.length);
+    if (ids.includes(id)) found.set(id, line.slice(0, line.indexOf(' ')));
+  }
+  return found;
 }
 
 /**
@@ -241,29 +261,6 @@ async function trunkCheckoutPath(repo: string, trunk: string, serial: Serial = (
     return path;
   }
   return undefined;
-}
-
-/**
- * The branch `repo`'s own HEAD names (`git symbolic-ref -q HEAD`), read from its HEAD
- * file when that is the plain `ref: <name>` file git writes — this is asked at every gate
- * and landing — and from git otherwise (a link, a ref store of another kind).
- */
-async function branchOfHead(repo: string): Promise<string | undefined> {
-  try {
-    const dirs = await gitDirsOf(repo);
-    const headFile = dirs && join(dirs.gitDir, 'HEAD');
-    if (headFile !== undefined && (await lstat(headFile)).isFile()) {
-      const text = await readFile(headFile, 'utf8');
-      const named = /^ref: (refs\/heads\/\S+)\n?$/.exec(text)?.[1];
-      if (named !== undefined && !named.endsWith('/.invalid')) return named;
-      // A detached HEAD names no branch.
-      if (isFullSha(text.trimEnd())) return undefined;
-    }
-  } catch {
-    // Not plain files: git says.
-  }
-  const head = await runGit(repo, ['symbolic-ref', '-q', 'HEAD']);
-  return head.exitCode === 0 ? head.stdout.trim() : undefined;
 }
 
 /**

@@ -4,8 +4,11 @@
  * rebase changed the patch. Nothing here changes the repository.
  */
 import type { StatusResult } from 'simple-git';
+import { keepParentLines, keepPatch, knownAncestor, knownPatch } from './known.ts';
 import { resolveCommitName } from './resolver.ts';
-import { DIFF_FLAGS, GitStateError, commandFailed, gitOut, isFullSha, runGit, type Sha, withSimpleGit } from './run.ts';
+import { lstat, readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { DIFF_FLAGS, GitStateError, commandFailed, gitDirsOf, gitOut, isFullSha, runGit, type Sha, withSimpleGit } from './run.ts';
 
 /** The commit `ref` names, or undefined when there is no such commit. */
 export async function revParse(repo: string, ref: string): Promise<Sha | undefined> {
@@ -49,11 +52,14 @@ export async function headOf(dir: string): Promise<Sha> {
   return (await gitOut(dir, ['rev-parse', '--verify', 'HEAD^{commit}'])).trim();
 }
 
-/** The commits `head` adds over `base` (base..head), oldest first. */
+/** The commits `head` adds over `base` (base..head), oldest first; their parents are kept (known.ts) for the lane. */
 export async function commitsOver(repo: string, base: string, head: string): Promise<Sha[]> {
-  const options = { format: { sha: '%H' }, from: base, to: head, symmetric: false, '--topo-order': null, '--reverse': null };
-  const log = await withSimpleGit(repo, `log ${base}..${head}`, false, (git) => git.log(options));
-  return log.all.map((c) => c.sha);
+  const listed = await gitOut(repo, ['rev-list', '--topo-order', '--reverse', '--parents', `${base}..${head}`, '--']);
+  keepParentLines(repo, listed);
+  return listed
+    .split('\n')
+    .filter(Boolean)
+    .map((line) => line.split(' ')[0]!);
 }
 
 /** `ref`'s first-parent history, newest first, as `<short sha> <subject>` lines (what `git log --oneline` shows). */
@@ -93,15 +99,19 @@ function porcelain(status: StatusResult): string {
  * reviewed change is not the one about to land.
  */
 export async function patchId(repo: string, base: string, head: string): Promise<string> {
+  const known = knownPatch(repo, base, head);
+  if (known !== undefined) return known;
   // Commit to commit, by the plumbing command: no working tree is read, so no filter can run.
   const diff = await gitOut(repo, ['diff-tree', '-p', ...DIFF_FLAGS, base, head, '--']);
-  if (diff === '') return '';
-  const out = await gitOut(repo, ['patch-id', '--stable'], `${diff}\n`);
-  return out.split(/\s+/)[0] ?? '';
+  const id = diff === '' ? '' : ((await gitOut(repo, ['patch-id', '--stable'], `${diff}\n`)).split(/\s+/)[0] ?? '');
+  keepPatch(repo, base, head, id);
+  return id;
 }
 
 /** Whether commit `a` is reachable from `b` (a commit is its own ancestor). */
 export async function isAncestor(repo: string, a: string, b: string): Promise<boolean> {
+  // A line of commits git has told the engine about already (known.ts): only "yes" is known there.
+  if (isFullSha(a) && isFullSha(b) && knownAncestor(repo, a, b)) return true;
   const args = ['merge-base', '--is-ancestor', a, b];
   const result = await runGit(repo, args);
   if (result.exitCode === 0) return true;
@@ -117,7 +127,9 @@ export async function mergeBase(repo: string, a: string, b: string): Promise<Sha
 /** Every commit of the branch at `branchSha` is reachable from trunk: its work has landed. */
 export async function allOnTrunk(repo: string, branchSha: string, trunk: string): Promise<boolean> {
   try {
-    return await isAncestor(repo, branchSha, `refs/heads/${trunk}`);
+    // Trunk by the repository's resolver, so that a branch known to be on it asks no process.
+    const at = await revParse(repo, `refs/heads/${trunk}`);
+    return await isAncestor(repo, branchSha, at ?? `refs/heads/${trunk}`);
   } catch (error) {
     // No trunk to be on: said as such (TRON_TRUNK_MISSING), else git's own failure.
     await currentTrunkSha(repo, trunk);
@@ -146,6 +158,30 @@ export async function topLevel(dir: string): Promise<string | undefined> {
   const result = await runGit(dir, ['rev-parse', '--show-toplevel']);
   const top = result.stdout.trim();
   return result.exitCode === 0 && top !== '' ? top : undefined;
+}
+
+/**
+ * The ref the HEAD of `dir` (a repository's or a worktree's top folder) names, in full
+ * (`git symbolic-ref -q HEAD`); undefined when detached. Read from its HEAD file when that
+ * is the plain `ref: <name>` file git writes — this is asked at every gate and landing —
+ * and from git otherwise (a link, a ref store of another kind).
+ */
+export async function branchOfHead(dir: string): Promise<string | undefined> {
+  try {
+    const dirs = await gitDirsOf(dir);
+    const headFile = dirs && join(dirs.gitDir, 'HEAD');
+    if (headFile !== undefined && (await lstat(headFile)).isFile()) {
+      const text = await readFile(headFile, 'utf8');
+      const named = /^ref: (refs\/heads\/\S+)\n?$/.exec(text)?.[1];
+      if (named !== undefined && !named.endsWith('/.invalid')) return named;
+      // A detached HEAD names no branch.
+      if (isFullSha(text.trimEnd())) return undefined;
+    }
+  } catch {
+    // Not plain files: git says.
+  }
+  const head = await runGit(dir, ['symbolic-ref', '-q', 'HEAD']);
+  return head.exitCode === 0 ? head.stdout.trim() : undefined;
 }
 
 /** The branch checked out in `dir` (short name); undefined on a detached HEAD. */

@@ -22,6 +22,8 @@
  * ref behind: fast-import's commits go to `refs/tron/lane/replay`, which the same stream
  * deletes before it ends; the commits stay objects until a landing points refs at them.
  */
+import { keepParentLines, keepParents, keepPatch, knownLine, knownParents, knownPatch } from './known.ts';
+import { readObject } from './resolver.ts';
 import { DIFF_FLAGS, gitOut, runGitBytes, type Sha } from './run.ts';
 
 export interface StackBlock {
@@ -141,12 +143,7 @@ async function replay(repo: string, trunk: Sha, blocks: readonly StackBlock[]): 
  * first block that is not.
  */
 async function ownCommits(repo: string, trunk: Sha, blocks: readonly StackBlock[]): Promise<Plan[]> {
-  const listed = await gitOut(repo, ['rev-list', '--parents', `^${trunk}`, ...new Set(blocks.map((b) => b.sha))]);
-  const parents = new Map<Sha, Sha[]>();
-  for (const line of listed.split('\n').filter(Boolean)) {
-    const [sha, ...of] = line.split(' ');
-    parents.set(sha!, of);
-  }
+  const parents = knownOwn(repo, trunk, blocks) ?? (await listedOwn(repo, trunk, blocks));
   const claimed = new Set<Sha>();
   const plans: Plan[] = [];
   for (const b of blocks) {
@@ -170,17 +167,52 @@ async function ownCommits(repo: string, trunk: Sha, blocks: readonly StackBlock[
   return plans;
 }
 
+/** `rev-list --parents ^trunk <heads>`: each commit the heads have over trunk, with its parents. */
+async function listedOwn(repo: string, trunk: Sha, blocks: readonly StackBlock[]): Promise<Map<Sha, readonly Sha[]>> {
+  const listed = await gitOut(repo, ['rev-list', '--parents', `^${trunk}`, ...new Set(blocks.map((b) => b.sha))]);
+  keepParentLines(repo, listed);
+  const parents = new Map<Sha, readonly Sha[]>();
+  for (const line of listed.split('\n').filter(Boolean)) {
+    const [sha, ...of] = line.split(' ');
+    parents.set(sha!, of);
+  }
+  return parents;
+}
+
+/**
+ * What `listedOwn` would list, from the parents git told before (known.ts) — the gate's
+ * walk of each block's commits, and the line of commits trunk has moved by since the
+ * block left it — or undefined when those do not settle it. From each head, one-parent
+ * commits lead down to a commit `x` that trunk's known line reaches (or trunk itself);
+ * every ancestor of trunk is then on that line or below `x`, and none of the walked
+ * commits is below `x`, so the walked commits not on the line are exactly those trunk
+ * lacks. Anything else — a merge, a commit not known, a walked commit on trunk's line —
+ * is asked of git.
+ */
+function knownOwn(repo: string, trunk: Sha, blocks: readonly StackBlock[]): Map<Sha, readonly Sha[]> | undefined {
+  const parents = new Map<Sha, readonly Sha[]>();
+  for (const b of blocks) {
+    const walked: Array<[Sha, Sha]> = [];
+    let at = b.sha;
+    let line = at === trunk ? new Set<Sha>() : knownLine(repo, at, trunk);
+    while (line === undefined) {
+      const of = knownParents(repo, at);
+      if (of === undefined || of.length !== 1 || walked.length >= 1000) return undefined;
+      walked.push([at, of[0]!]);
+      at = of[0]!;
+      line = at === trunk ? new Set<Sha>() : knownLine(repo, at, trunk);
+    }
+    if (walked.some(([sha]) => line.has(sha))) return undefined;
+    for (const [sha, parent] of walked) parents.set(sha, [parent]);
+  }
+  return parents;
+}
+
 /** Author line and raw message of each commit, by one `cat-file --batch`; a commit with an `encoding` header or an odd author is left out. */
 async function readCommits(repo: string, shas: readonly Sha[]): Promise<Map<Sha, { author: string; message: string }>> {
-  const out = (await runGitBytes(repo, ['cat-file', '--batch'], `${shas.join('\n')}\n`)).stdout;
+  const bodies = await commitBodies(repo, shas);
   const read = new Map<Sha, { author: string; message: string }>();
-  let at = 0;
-  for (const sha of shas) {
-    const eol = out.indexOf('\n', at);
-    const [name, type, size] = out.slice(at, eol).split(' ');
-    if (name !== sha || type !== 'commit') throw new Error(`cat-file: ${out.slice(at, eol)}`);
-    const body = out.slice(eol + 1, eol + 1 + Number(size));
-    at = eol + 1 + Number(size) + 1;
+  for (const [sha, body] of bodies) {
     const split = body.indexOf('\n\n');
     const header = split < 0 ? body : body.slice(0, split);
     const author = /^author (.* <[^>\n]*> \d+ [+-]\d{4})$/m.exec(header)?.[1];
@@ -188,6 +220,32 @@ async function readCommits(repo: string, shas: readonly Sha[]): Promise<Map<Sha,
     read.set(sha, { author, message: split < 0 ? '' : body.slice(split + 2) });
   }
   return read;
+}
+
+/**
+ * The raw content of each commit (latin1, a character a byte): by the repository's
+ * long-lived `cat-file --batch` (resolver.ts), or, when it cannot read them all, by one
+ * `cat-file --batch` of their own; anything but a commit is an error.
+ */
+async function commitBodies(repo: string, shas: readonly Sha[]): Promise<Map<Sha, string>> {
+  const read = await Promise.all(shas.map((sha) => readObject(repo, sha)));
+  const bodies = new Map<Sha, string>();
+  shas.forEach((sha, i) => {
+    const object = read[i];
+    if (typeof object === 'object' && object.sha === sha && object.type === 'commit') bodies.set(sha, object.body);
+  });
+  if (bodies.size === shas.length) return bodies;
+  bodies.clear();
+  const out = (await runGitBytes(repo, ['cat-file', '--batch'], `${shas.join('\n')}\n`)).stdout;
+  let at = 0;
+  for (const sha of shas) {
+    const eol = out.indexOf('\n', at);
+    const [name, type, size] = out.slice(at, eol).split(' ');
+    if (name !== sha || type !== 'commit') throw new Error(`cat-file: ${out.slice(at, eol)}`);
+    bodies.set(sha, out.slice(eol + 1, eol + 1 + Number(size)));
+    at = eol + 1 + Number(size) + 1;
+  }
+  return bodies;
 }
 
 /**
@@ -274,11 +332,17 @@ async function fastImport(repo: string, onto: Sha, plans: readonly Plan[]): Prom
   const made = await runGitBytes(repo, ['fast-import', '--quiet', '--done'], stream.join(''));
   const shas = made.stdout.split('\n').filter(Boolean);
   if (made.exitCode !== 0 || shas.length !== mark) throw new Error(`fast-import: ${made.stderr.trim()}`);
+  shas.forEach((sha, i) => {
+    keepParents(repo, sha, [i === 0 ? onto : shas[i - 1]!]);
+  });
   return shas;
 }
 
 /** The patch id of each plan's whole change (upstream to head), by one diff and one patch-id, as query.ts's patchId computes it. */
 async function patchIds(repo: string, plans: readonly Plan[]): Promise<Map<Sha, string>> {
+  // Each told before (the gate's, most often: known.ts), or all asked.
+  const known = new Map(plans.map((p) => [p.head, knownPatch(repo, p.upstream, p.head)] as const));
+  if ([...known.values()].every((id) => id !== undefined)) return known as Map<Sha, string>;
   const diff = await gitOut(
     repo,
     ['diff-tree', '--stdin', '-p', ...DIFF_FLAGS],
@@ -290,5 +354,6 @@ async function patchIds(repo: string, plans: readonly Plan[]): Promise<Map<Sha, 
     const [patch, head] = line.split(' ');
     if (patch && head) ids.set(head, patch);
   }
+  for (const p of plans) keepPatch(repo, p.upstream, p.head, ids.get(p.head) ?? '');
   return ids;
 }

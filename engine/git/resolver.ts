@@ -15,6 +15,10 @@
  * answer exactly (a name with white space, an ambiguous abbreviation, an object that is not
  * a commit — a tag to peel, or a tree, which rev-parse refuses with its own error — a
  * process gone) is asked of `rev-parse` itself.
+ *
+ * The same holds for a repository's other long-lived batch, `git cat-file --batch`, which
+ * reads objects whole (`readObject`: the lane's replay reads the commits it rewrites) and
+ * for the resolver's own lines as objects and types (`lookUpObject`: a landing's checks).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { lstat } from 'node:fs/promises';
@@ -27,19 +31,35 @@ const IDLE_MS = 5000;
 /** What a lookup comes back as: a commit, none, or "ask rev-parse". */
 type Answer = Sha | undefined | 'unsure';
 
+/** What git's batch answered for one name: the object and its type, missing, or a line it could not be sure of. */
+type Line = { sha: Sha; type: string } | 'missing' | 'unsure';
+
+/** An object read whole: its raw content as latin1 (one character a byte), as runGitBytes gives it. */
+type Read = { sha: Sha; type: string; body: string } | 'missing' | 'unsure';
+
+/** What a resolver's process does: name objects (`--batch-check`) or read them whole (`--batch`). */
+type Kind = 'check' | 'contents';
+
+const BATCH: Record<Kind, string> = {
+  check: '--batch-check=%(objectname) %(objecttype)',
+  contents: '--batch=%(objectname) %(objecttype) %(objectsize)',
+};
+
 class Resolver {
   private readonly child: ChildProcess;
-  private readonly waiting: Array<(a: Answer) => void> = [];
+  private readonly waiting: Array<(a: Read) => void> = [];
   private buffered = '';
   private idle: NodeJS.Timeout | undefined;
   closed = false;
 
   constructor(
+    readonly key: string,
     readonly dir: string,
+    readonly kind: Kind,
     readonly identity: string,
     private readonly onClose: (r: Resolver) => void,
   ) {
-    this.child = spawn('git', [...SAFE_CONFIG.flatMap((pair) => ['-c', pair]), 'cat-file', '--batch-check=%(objectname) %(objecttype)'], {
+    this.child = spawn('git', [...SAFE_CONFIG.flatMap((pair) => ['-c', pair]), 'cat-file', BATCH[kind]], {
       cwd: dir,
       env: gitEnv(process.env),
       stdio: ['pipe', 'pipe', 'ignore'],
@@ -47,12 +67,13 @@ class Resolver {
     this.child.on('error', () => this.close());
     this.child.on('exit', () => this.close());
     this.child.stdin!.on('error', () => this.close());
-    this.child.stdout!.setEncoding('utf8');
+    // Bytes as characters, so that an object's size counts characters (names and types are ASCII).
+    this.child.stdout!.setEncoding('latin1');
     this.child.stdout!.on('data', (chunk: string) => this.read(chunk));
     this.quiet();
   }
 
-  ask(name: string): Promise<Answer> {
+  ask(name: string): Promise<Read> {
     if (this.closed) return Promise.resolve('unsure');
     if (this.idle) clearTimeout(this.idle);
     this.idle = undefined;
@@ -68,12 +89,20 @@ class Resolver {
     this.buffered += chunk;
     for (let nl = this.buffered.indexOf('\n'); nl >= 0; nl = this.buffered.indexOf('\n')) {
       const line = this.buffered.slice(0, nl);
-      this.buffered = this.buffered.slice(nl + 1);
+      const [name, type, size] = line.split(' ');
+      const known = type !== undefined && isFullSha(name) && /^(commit|tree|blob|tag)$/.test(type);
+      let body = '';
+      if (known && this.kind === 'contents') {
+        // The header, the object, and a newline: wait until all of it is here.
+        const end = nl + 1 + Number(size);
+        if (!/^\d+$/.test(size ?? '') || this.buffered.length < end + 1) break;
+        body = this.buffered.slice(nl + 1, end);
+        this.buffered = this.buffered.slice(end + 1);
+      } else this.buffered = this.buffered.slice(nl + 1);
       const answer = this.waiting.shift();
       if (!answer) continue;
-      const [name, type] = line.split(' ');
-      if (type === 'commit' && isFullSha(name)) answer(name);
-      else if (line.endsWith(' missing')) answer(undefined);
+      if (known) answer({ sha: name!, type: type!, body });
+      else if (line.endsWith(' missing')) answer('missing');
       else answer('unsure');
     }
     if (this.waiting.length === 0) this.quiet();
@@ -127,15 +156,41 @@ async function gitDirIdentity(dir: string): Promise<string | undefined> {
  * when there is no such commit, 'unsure' when rev-parse must be asked instead.
  */
 export async function resolveCommitName(dir: string, ref: string): Promise<Answer> {
+  const line = await lookUpObject(dir, ref);
+  if (line === 'missing') return undefined;
+  return line !== 'unsure' && line.type === 'commit' ? line.sha : 'unsure';
+}
+
+/**
+ * The object `name` names in the repository at `dir` and its type, by the same resolver
+ * (e.g. `<sha>^{tree}`: whether a commit's root tree is there): 'missing' when there is
+ * none, 'unsure' when git must be asked by a process of its own.
+ */
+export async function lookUpObject(dir: string, ref: string): Promise<Line> {
+  const read = await ask('check', dir, ref);
+  return typeof read === 'object' ? { sha: read.sha, type: read.type } : read;
+}
+
+/**
+ * The object `name` names in the repository at `dir`, read whole by the repository's
+ * long-lived `cat-file --batch` (the same rule and life as the resolver's): 'missing' when
+ * there is none, 'unsure' when git must be asked by a process of its own.
+ */
+export async function readObject(dir: string, name: string): Promise<Read> {
+  return ask('contents', dir, name);
+}
+
+async function ask(kind: Kind, dir: string, ref: string): Promise<Read> {
   if (/\s/.test(ref) || ref === '') return 'unsure';
-  const key = resolve(dir);
-  const identity = await gitDirIdentity(key);
+  const path = resolve(dir);
+  const key = `${kind}\0${path}`;
+  const identity = await gitDirIdentity(path);
   let r = resolvers.get(key);
   if (r && r.identity !== identity) r.close();
   if (identity === undefined) return 'unsure';
   r = resolvers.get(key);
   if (!r) {
-    r = new Resolver(key, identity, (gone) => resolvers.get(gone.dir) === gone && resolvers.delete(gone.dir));
+    r = new Resolver(key, path, kind, identity, (gone) => resolvers.get(gone.key) === gone && resolvers.delete(gone.key));
     resolvers.set(key, r);
   }
   return r.ask(ref);

@@ -14,6 +14,7 @@
  */
 import { GitFailure, gitOut, runGit, type Sha } from './run.ts';
 import { LANDED_PREFIX } from './refs.ts';
+import { lookUpObject } from './resolver.ts';
 
 /** A ref whose commit, or whose commit's tree, is not in the object store. */
 interface Missing {
@@ -56,10 +57,18 @@ export async function checkStore(repo: string, trunk: string): Promise<void> {
  */
 export async function checkLanding(repo: string, trunk: string, from: Sha, top: Sha): Promise<void> {
   const walk = await runGit(repo, ['rev-list', '--objects', '--quiet', top, `^${from}`]);
-  const probe = walk.exitCode === 0 ? await runGit(repo, ['cat-file', '--batch-check'], `${from}^{tree}\n`) : undefined;
-  if (probe?.exitCode === 0 && !/ missing$/.test(probe.stdout)) return;
+  if (walk.exitCode === 0 && (await treeThere(repo, from))) return;
   const said = walk.exitCode === 0 ? `the tree of trunk's commit ${from} is missing` : walk.stderr.trim().split('\n')[0];
   throw await damaged(repo, trunk, `landing ${from.slice(0, 12)}..${top.slice(0, 12)} found: ${said}`);
+}
+
+/** Whether commit `from`'s root tree is in the store: by the repository's long-lived resolver, or a process when it cannot say. */
+async function treeThere(repo: string, from: Sha): Promise<boolean> {
+  const known = await lookUpObject(repo, `${from}^{tree}`);
+  if (known === 'missing') return false;
+  if (known !== 'unsure') return known.type === 'tree';
+  const probe = await runGit(repo, ['cat-file', '--batch-check'], `${from}^{tree}\n`);
+  return probe.exitCode === 0 && !/ missing$/.test(probe.stdout);
 }
 
 /**

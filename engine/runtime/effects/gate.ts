@@ -38,7 +38,7 @@ export const observeFacts = effect({
 async function observe(c: EffectContext, e: EventOf<'facts.requested'>): Promise<EventBody> {
   const dir = git.worktreePath(c.repo, e.block);
   // The worktree is the worker's: what is wrong with it is a fact about this block, never the run's end.
-  const read = await readWorktree(dir, `tron/${e.block}`, c.config.trunk);
+  const read = await readWorktree(c.repo, dir, `tron/${e.block}`, c.config.trunk);
   if ('problem' in read) return worktreeProblem(c, e, read.problem);
   const { head, trunk } = read;
   // The checkout the suite would run in is put at `head` while the facts are read: the
@@ -96,23 +96,31 @@ async function observe(c: EffectContext, e: EventOf<'facts.requested'>): Promise
 /**
  * The worktree's head, read as git reads it, and whether its HEAD is still on the block's
  * branch: a worker that points HEAD elsewhere — at a ref that does not exist, at another
- * block's branch — or leaves a worktree git cannot read gets a problem, not a crash.
+ * block's branch — or leaves a worktree git cannot read gets a problem, not a crash. Its
+ * HEAD is read from its HEAD file where that is the plain file git writes (branchOfHead),
+ * and the branch and trunk — refs the repository shares with its worktrees — by the
+ * repository's long-lived resolver: no process, where nothing is odd.
  */
 async function readWorktree(
+  repo: string,
   dir: string,
   branch: string,
   trunk: string,
 ): Promise<{ head: string; trunk: string | undefined } | { problem: string }> {
   try {
-    const on = await git.currentBranch(dir);
-    if (on !== branch) {
+    const ref = await git.branchOfHead(dir);
+    if (ref !== `refs/heads/${branch}`) {
+      const on = ref?.startsWith('refs/heads/') ? ref.slice('refs/heads/'.length) : ref;
       return {
         problem: on
           ? `the worktree's HEAD is on ${on}, not on the block's branch ${branch}: check out ${branch} again (\`git checkout ${branch}\`) and commit there`
           : `the worktree's HEAD is not on the block's branch ${branch} (detached, or unreadable): check out ${branch} again and commit there`,
       };
     }
-    return await git.headAndTrunk(dir, trunk);
+    const [head, at] = await Promise.all([git.revParse(repo, ref), git.revParse(repo, `refs/heads/${trunk}`)]);
+    // No commit on the branch (or an object that is none): git's own error says what.
+    if (head === undefined) return await git.headAndTrunk(dir, trunk);
+    return { head, trunk: at };
   } catch (error) {
     return { problem: `git cannot read the worktree: ${errorLine(error)}` };
   }

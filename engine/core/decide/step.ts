@@ -34,8 +34,8 @@ export class Step {
     public s: EngineState,
     private readonly input: TronEvent,
     readonly ctx: DecideContext,
-    /** The state the input arrived at, before the fold took it in. */
-    readonly was: EngineState = s,
+    /** The state the input arrived at, before the fold took it in (lane.ts arrivedAt). */
+    readonly was: EngineState,
   ) {}
 
   emit(body: EventBody): void {

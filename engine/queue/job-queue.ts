@@ -286,7 +286,7 @@ export class JobBroker {
       () => {
         if (this.waiting.size === 0) return;
         this.check();
-        // Every other heartbeat: a job the queue gave up on (25 failed tries, or deleted) fails instead of being waited for (job-sweep.ts).
+        // Every other heartbeat: a job deleted from the queue fails instead of being waited for (job-sweep.ts).
         if (++ticks % 4 === 0)
           void failExhausted(this.serial!, this.o.at, [...this.waiting.keys()]).then(
             (n) => n > 0 && this.check(),

@@ -1,13 +1,14 @@
 /**
  * A job the queue will never hand out again comes back to the engine as a failed effect,
- * with its reason, against a real PostgreSQL: graphile-worker's give-up after its last
- * attempt, and a job deleted from its table. The engine never waits on either forever,
- * and an attempt still running such a job is refused when it reports.
+ * with its reason, against a real PostgreSQL: a job whose attempts ran out (tron's count,
+ * given up at the claim past its last), and a job deleted from the queue library's table.
+ * The engine never waits on either forever, and an attempt still running such a job is
+ * refused when it reports. The queue library's own count of deliveries decides nothing.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../os/clock.ts';
 import { acquireLease } from '../log/lease.ts';
-import { claimJob, completeJob, migrateJobs, STALE_ATTEMPT } from './pg-jobs.ts';
+import { claimJob, completeJob, migrateJobs, NOT_YOURS } from './pg-jobs.ts';
 import { poolOf } from '../testing/pools.ts';
 import { type Database, openDatabase, PgEventLog } from '../log/pg-log.ts';
 import { requireAll, skipWithout } from '../testing/needs.ts';
@@ -56,22 +57,26 @@ describe.skipIf(NO_DATABASE)('jobs the queue gave up on', () => {
     return { d, broker, job, key, gkey };
   }
 
-  it('fails a job graphile-worker gave up on after its last attempt, naming why, and refuses the attempt that held it', async () => {
-    const { d, broker, job, key, gkey } = await waiting('exhausted');
+  it('gives a job up at the claim past its last attempt, naming why, and refuses the attempt that held it', async () => {
+    const { d, broker, job, key } = await waiting('exhausted');
     try {
-      // An agent claimed it (attempt 1) and the queue's tries ran out, as after 25 deaths.
+      // One attempt allowed here (25 by default): an agent claimed it and died, silent past its lapse.
+      await d.client.query('update tron_jobs set max_attempts = 1 where repository = $1 and run = $2 and seq = $3', [
+        key.repository,
+        key.run,
+        key.seq,
+      ]);
       const doomed = await poolOf(d.client, 'agent doomed', 'exhausted', { lapseMs: 500 });
       expect((await claimJob(d.client, doomed, key))?.attempt).toBe(1);
-      // Dead: silent past its lapse (a job a live attempt holds is never failed by the sweep).
       await new Promise((r) => setTimeout(r, 600));
-      await d.client.query(
-        `update graphile_worker._private_jobs set attempts = max_attempts, last_error = 'agent died', locked_at = null where key = $1`,
-        [gkey],
-      );
+      // The next delivery's claim runs nothing: it gives the job up, and the engine hears it as the job's result.
+      const next = await poolOf(d.client, 'agent next', 'exhausted');
+      expect(await claimJob(d.client, next, key)).toBeUndefined();
       await expect(broker.outcome(job as never)).rejects.toThrow(
-        /given up: the queue gave it up after 25 failed attempts \(of 25\); the last: agent died/,
+        /given up: all 1 of its attempts were claimed and none reported a result \(the last by agent doomed\)/,
       );
-      await expect(completeJob(d.client, doomed, key, 1, { ok: true, inputs: [] })).rejects.toMatchObject({ code: STALE_ATTEMPT });
+      // Woken, the dead agent's result is refused: its pool was reaped when the next registered.
+      await expect(completeJob(d.client, doomed, key, 1, { ok: true, inputs: [] })).rejects.toMatchObject({ code: NOT_YOURS });
     } finally {
       await broker.close();
     }
@@ -87,13 +92,21 @@ describe.skipIf(NO_DATABASE)('jobs the queue gave up on', () => {
     }
   }, 60_000);
 
-  it('leaves a job alone while the queue still has tries for it', async () => {
+  it('leaves a job alone that the queue library delivered as often as it once allowed: its attempts are tron’s to count', async () => {
     const { d, broker, job, key, gkey } = await waiting('trying');
     try {
-      await d.client.query(`update graphile_worker._private_jobs set attempts = 3 where key = $1`, [gkey]);
+      // 25 deliveries and unlocked: graphile-worker's own limit before the queue's version 7, when it gave jobs up.
+      await d.client.query(`update graphile_worker._private_jobs set attempts = 25, locked_at = null where key = $1`, [gkey]);
       const outcome = broker.outcome(job as never);
-      // Several of the broker's looks pass (it looks every 4 ticks of 100 ms here); then an attempt reports.
+      // Several of the broker's looks pass (it looks every 4 ticks of 100 ms here), none failing it.
       await new Promise((r) => setTimeout(r, 1500));
+      // The library would still hand it out: it never gives a job up before tron does.
+      const { rows } = await d.client.query<{ n: number }>(
+        'select count(*)::int as n from graphile_worker.jobs where key = $1 and attempts < max_attempts and locked_at is null',
+        [gkey],
+      );
+      expect(rows[0]?.n).toBe(1);
+      // Then an attempt reports.
       const late = await poolOf(d.client, 'agent late', 'trying');
       const claimed = await claimJob(d.client, late, key);
       const tested = { type: 'trunk.tested', block: 'alpha', sha: SHA, ok: true };

@@ -1,12 +1,12 @@
 /**
  * What the engine does about a job the queue will never hand out again (docs/cluster.md,
- * failure semantics): graphile-worker stops trying a job whose task failed `max_attempts`
- * times (25) — an agent that dies on it each time, a database call that keeps failing —
- * and a role with rights on its tables could delete one. The engine would wait on such a
- * job forever. So, while it waits, it looks for them (engine/queue/pg-job-control.ts
- * `exhaustedJobs`) and finishes each with a failure naming why: the effect fails as it
- * would have in process, decided like any failed turn or test run. An attempt still
- * running it is refused when it reports (the job is done).
+ * failure semantics): a role with rights on the queue library's tables could delete one,
+ * and the engine would wait on it forever. So, while it waits, it looks for them
+ * (engine/queue/pg-job-control.ts `exhaustedJobs`) and finishes each with a failure naming
+ * why: the effect fails as it would have in process, decided like any failed turn or test
+ * run. An attempt still running it is refused when it reports (the job is done). A job
+ * whose attempts ran out needs no look: the claim past its last gives it up and announces
+ * the failure (engine/queue/pg-job-attempts.ts).
  */
 import type pg from 'pg';
 import { exhaustedJobs, failJob } from './pg-job-control.ts';

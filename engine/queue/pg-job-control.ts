@@ -19,10 +19,10 @@
  * A queued job the engine stops before any agent claims it is finished here at once, with
  * the outcome the engine gives it; the claim of a finished job runs nothing.
  *
- * And one thing graphile-worker does on its own: a job whose task failed `max_attempts`
- * times (25) is never handed out again. `exhaustedJobs` finds the engine's waiting jobs in
- * that state — or whose queue row is gone — so the engine fails them with a reason instead
- * of waiting forever.
+ * And a job the queue library lost: its row deleted by a role that could. `exhaustedJobs`
+ * finds the engine's waiting jobs in that state, so the engine fails them with a reason
+ * instead of waiting forever. (A job's attempts running out is tron's own to say, at the
+ * claim: pg-job-attempts.ts.)
  */
 import type pg from 'pg';
 import type { JobKey, JobResult } from './pg-job-types.ts';
@@ -230,31 +230,28 @@ export async function jobProgress(
 }
 
 /**
- * The engine's waiting jobs the queue will never hand out again: graphile-worker gave up
- * on them after `max_attempts` failed tries, or their queue row is gone (deleted by a role
- * that could). Each with the reason, for the failure the engine reports. Never a job a live
- * attempt holds (its pool seen within its own lapse): that attempt reports it, and a second
- * delivery's end — or a hostile role's delete — does not end the attempt that holds it.
+ * The engine's waiting jobs the queue will never hand out again: their queue row is gone
+ * (deleted by a role that could), each with the reason, for the failure the engine
+ * reports. A job whose attempts ran out is not one of them: the claim past its last gives
+ * it up with its own failure (pg-job-attempts.ts). Never a job a live attempt holds (its
+ * pool seen within its own lapse): that attempt reports it, and a second delivery's end —
+ * or a hostile role's delete — does not end the attempt that holds it.
  */
 export async function exhaustedJobs(
   client: pg.ClientBase,
   at: RunKey,
   seqs: readonly number[],
 ): Promise<Array<{ seq: number; reason: string }>> {
-  const { rows } = await client.query<{ seq: number; attempts: number | null; max_attempts: number | null; last_error: string | null }>(
-    `select t.seq, g.attempts, g.max_attempts, g.last_error from tron_jobs t
-       left join graphile_worker.jobs g on g.key = t.repository || '/' || t.run || '/' || t.seq
+  const { rows } = await client.query<{ seq: number }>(
+    `select t.seq from tron_jobs t
       where t.repository = $1 and t.run = $2 and t.seq = any($3::integer[]) and t.state in ('queued', 'running')
-        and (g.id is null or (g.attempts >= g.max_attempts and g.locked_at is null))
+        and not exists (select 1 from graphile_worker.jobs g where g.key = t.repository || '/' || t.run || '/' || t.seq)
         and not (t.state = 'running' and exists (select 1 from tron_agents a where a.worker = t.worker and a.seen_at >= now() - a.lapse))`,
     [at.repository, at.run, seqs],
   );
   return rows.map((r) => ({
     seq: r.seq,
-    reason:
-      r.attempts === null
-        ? 'its job is no longer on the queue (deleted from graphile_worker.jobs): no agent will run it'
-        : `the queue gave it up after ${r.attempts} failed attempts (of ${r.max_attempts})${r.last_error ? `; the last: ${r.last_error.split('\n')[0]}` : ''}`,
+    reason: 'its job is no longer on the queue (deleted from graphile_worker.jobs): no agent will run it',
   }));
 }
 

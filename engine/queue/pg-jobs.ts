@@ -7,10 +7,11 @@
  * it wakes a waiting worker at once through LISTEN/NOTIFY, and claims with SKIP LOCKED).
  *
  * What the queue library does not know, these tables and functions do, in SQL:
- * - **attempts**: `tron_claim` raises a job's attempt and marks it running; `tron_complete`
- *   records a result only from the attempt that holds it (SQLSTATE TRN02 otherwise), so a
- *   late result from an attempt that was given up — its agent cut off, killed, slow — is
- *   refused by the database, whatever that agent believes;
+ * - **attempts**: `tron_claim` raises a job's attempt and marks it running, and gives the
+ *   job up past its last (pg-job-attempts.ts: tron counts attempts, the queue library only
+ *   carries the job); `tron_complete` records a result only from the attempt that holds it
+ *   (SQLSTATE TRN02 otherwise), so a late result from an attempt that was given up — its
+ *   agent cut off, killed, slow — is refused by the database, whatever that agent believes;
  * - **agents' heartbeats**: `tron_heartbeat` every period; `tron_reap` unlocks the jobs of
  *   agents not seen for the lapse (graphile-worker's own expiry is four hours), so another
  *   agent claims them as a new attempt;
@@ -24,6 +25,7 @@ import type { Database } from '../log/pg-log.ts';
 import type { Claimed, JobKey, JobResult } from './pg-job-types.ts';
 import { OUTPUT_MIGRATION, CONTROL_MIGRATION } from './pg-job-control.ts';
 import { type Caller, NOT_YOURS, SCOPE_MIGRATION, SCOPED_FUNCTIONS } from './pg-job-scope.ts';
+import { ATTEMPTS_MIGRATION } from './pg-job-attempts.ts';
 import { connectFailure, isDatabaseFull } from '../log/pg-log.ts';
 import { migrateSeries, SCHEMA_LOCK, SchemaNewerError } from '../log/migrations.ts';
 
@@ -211,6 +213,8 @@ export const JOB_MIGRATIONS: readonly string[] = [
   OUTPUT_MIGRATION,
   // 6: every job scoped to its repository, role and pool; every call of a pool carries its token (engine/queue/pg-job-scope.ts).
   SCOPE_MIGRATION,
+  // 7: tron_jobs alone counts a job's attempts and gives it up; the queue library only carries it (engine/queue/pg-job-attempts.ts).
+  ATTEMPTS_MIGRATION,
 ];
 
 /** The queue's version from which pools register and every job is scoped (pg-job-scope.ts). */

@@ -110,6 +110,16 @@ CREATE FUNCTION public.tron_claim(p_worker text, p_token text, p_repository text
       update tron_jobs t set state = 'dropped' where t.repository = p_repository and t.run = p_run and t.seq = p_seq;
       return;
     end if;
+    if j.attempt >= j.max_attempts then
+      -- Every attempt it may have was claimed and none reported: given up here, its failure the job's result.
+      update tron_jobs t set state = 'done', done_at = now(),
+        outcome = jsonb_build_object('ok', false, 'error', jsonb_build_object('message', format(
+          'the job was given up: all %s of its attempts were claimed and none reported a result (the last by %s)',
+          j.attempt, coalesce(j.worker, 'no worker'))))
+        where t.repository = p_repository and t.run = p_run and t.seq = p_seq;
+      perform pg_notify('tron_results', p_repository || '/' || p_run);
+      return;
+    end if;
     return query update tron_jobs t set attempt = t.attempt + 1, worker = p_worker, claimed_at = now(), state = 'running'
       where t.repository = p_repository and t.run = p_run and t.seq = p_seq
       returning t.attempt, t.kind, t.role, t.request;
@@ -196,7 +206,7 @@ CREATE FUNCTION public.tron_jobs_enqueue() RETURNS trigger
     end if;
     perform graphile_worker.add_job(tron_task(new.repository, new.role, new.pool),
       json_build_object('repository', new.repository, 'run', new.run, 'seq', new.seq),
-      max_attempts => 25, job_key => new.repository || '/' || new.run || '/' || new.seq, job_key_mode => 'unsafe_dedupe',
+      max_attempts => 32767, job_key => new.repository || '/' || new.run || '/' || new.seq, job_key_mode => 'unsafe_dedupe',
       flags => case when near is null then null else array['near:' || new.role || ':' || near] end);
     return new;
   end $$;
@@ -407,6 +417,8 @@ CREATE TABLE public.tron_jobs (
     done_at timestamp with time zone,
     created_at timestamp with time zone DEFAULT now() NOT NULL,
     pool text,
+    max_attempts integer DEFAULT 25 NOT NULL,
+    CONSTRAINT tron_jobs_max_attempts_check CHECK ((max_attempts >= 1)),
     CONSTRAINT tron_jobs_state_check CHECK ((state = ANY (ARRAY['queued'::text, 'running'::text, 'done'::text, 'dropped'::text])))
 );
 CREATE TABLE public.tron_keys (

@@ -187,7 +187,7 @@ export interface Lane {
   trunkRed: boolean;
   /** [remote]: a landing is a push, a transient failure of which is tried `retries` more times, `backoffMs` doubling. */
   remote?: { retries: number; backoffMs: number };
-  /** [forge] land = "pr": a landing waits for the hosted checks on its sha (engine/core/decide/pr.ts). */
+  /** [forge] land = "pr": a landing waits for the hosted checks on its sha (engine/core/lane/pr.ts). */
   pr?: { requireApproval: boolean; retries: number; backoffMs: number; queue?: boolean };
 }
 
@@ -208,7 +208,7 @@ export interface Stack {
   green: number;
   /** The shortest prefix known red, and its run: what the culprit is told. */
   red?: { n: number; run: EventOf<'candidate.tested'> };
-  /** The one step the stack is in; which inputs each step takes is the table in core/decide/lane.test.ts. */
+  /** The one step the stack is in; which inputs each step takes is the table in core/lane/lane-steps.test.ts. */
   step: StackStep;
 }
 
@@ -225,7 +225,7 @@ export type StackStep =
   | { at: 'judging' }
   /** A test run of `sha` is awaited: candidate.requested or bisect.step → candidate.tested. */
   | { at: 'testing'; sha: string }
-  /** [forge] land = "pr": green here, the landing waits for the forge (decide/pr.ts). */
+  /** [forge] land = "pr": green here, the landing waits for the forge (lane/pr.ts). */
   | { at: 'forge'; pr: ForgeWait; running: boolean }
   /** land.intent → block.landed for every block of it; a push tried again ([remote]) stays here. */
   | {

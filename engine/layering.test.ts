@@ -37,13 +37,16 @@ const LAYERS: readonly (readonly string[])[] = [
 ];
 
 /**
- * The files of core/decide and core/lane, from the ground up: each concern decides its own
- * inputs, and may use what a rank below offers — the step and `dispatch` every concern
- * shares, the exception spine any concern escalates by, the lane that blocks enter and
- * trunk news halts (core/lane, its fold and its decisions), the gate that a builder's word
- * opens — never one of its own rank or above.
+ * The files of core/decide and core/lane, from the ground up: the lane's state and its fold,
+ * then the concerns, each deciding its own inputs with what a rank below offers — the step
+ * and `dispatch` every concern shares, the exception spine any concern escalates by, the
+ * lane that blocks enter and trunk news halts, the gate that a builder's word opens —
+ * never one of its own rank or above.
  */
 const DECIDE_RANKS: readonly (readonly string[])[] = [
+  // The lane's state and its fold, which engine/core/state.ts builds on.
+  ['lane/stack.ts'],
+  ['lane/fold.ts'],
   ['decide/step.ts'],
   ['decide/escalate.ts'],
   ['lane/lane.ts'],

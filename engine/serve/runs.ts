@@ -20,6 +20,7 @@ import { blockedBy } from '../core/blocked.ts';
 import { isRunId } from '../core/names.ts';
 import { apply, initialState, type EngineState, type Spend } from '../core/state.ts';
 import { readLog } from '../log/eventlog.ts';
+import { ChartFold, chartsOf, dayOf, type Charts, type RunCharts } from './charts.ts';
 import type { RunFollower } from './follow.ts';
 
 /** One run as `GET /api/v1/runs` lists it. Times are ms since the epoch; `wall` is ms. */
@@ -71,6 +72,8 @@ interface Reading {
   touched: Map<string, BlockRun>;
   /** Every block of its register, touched or not. */
   known: ReadonlySet<string>;
+  /** Its share of the runs page's charts. */
+  charts: RunCharts;
 }
 
 /** A run folded one event at a time: the latest is fed as it grows, an earlier one all at once. */
@@ -85,11 +88,15 @@ class Tally {
   private readonly abandoned = new Set<string>();
   private readonly turns = new Map<string, number>();
   private readonly touched = new Set<string>();
+  private readonly charts = new ChartFold();
 
   constructor(readonly run: string) {}
 
   add(e: TronEvent): void {
+    const block = 'block' in e && typeof e.block === 'string' ? e.block : undefined;
+    const was = block === undefined ? undefined : this.state.blocks.get(block)?.phase;
     this.state = apply(this.state, e);
+    this.charts.add(e, was, block === undefined ? undefined : this.state.blocks.get(block)?.phase);
     this.seen = e.seq;
     this.first ??= e.ts;
     this.last = e.ts;
@@ -144,7 +151,7 @@ class Tally {
         ...(sha ? { landedSha: sha } : {}),
       });
     }
-    return { row, touched, known: new Set(s.order) };
+    return { row, touched, known: new Set(s.order), charts: this.charts.charts };
   }
 }
 
@@ -200,6 +207,8 @@ export class RunList {
 export class RunBook {
   private readonly over = new Map<string, Reading>();
   private live: Tally | undefined;
+  /** The last charts answered, and what they were of: asked again before a run moves, they are not folded again. */
+  private drawn: { of: string; charts: Charts } | undefined;
 
   constructor(readonly list: RunList) {}
 
@@ -237,6 +246,21 @@ export class RunBook {
       runs.push(row);
     }
     return known || runs.length > 0 ? { runs, next: null } : undefined;
+  }
+
+  /**
+   * The runs page's charts for the `days` UTC days that end on `now`'s, from every run on
+   * disk (a lead time can start in any of them): each run read once, as for a page.
+   */
+  async charts(latest: RunFollower | undefined, window: { now: number; days: number }): Promise<Charts> {
+    const ids = this.list.ids();
+    const of = `${ids.length}\t${ids[0]}\t${latest?.run}\t${latest?.last}\t${window.days}\t${dayOf(window.now)}`;
+    if (this.drawn?.of === of) return this.drawn.charts;
+    const folds: RunCharts[] = [];
+    for (const id of ids) folds.push((await this.reading(id, latest)).charts);
+    const charts = chartsOf(folds.reverse(), window);
+    this.drawn = { of, charts };
+    return charts;
   }
 
   /** A run's reading: kept once it is over; the latest brought up to date from its follower. */

@@ -38,7 +38,7 @@ import { Hub, type HubOptions } from './hub.ts';
 import { renderOpenApi } from './openapi.ts';
 import { renderDashboard } from './page.ts';
 import { Metrics } from './metrics.ts';
-import { ROUTES, RUNS_MOST, RUNS_PAGE, type RouteName } from './routes.ts';
+import { CHART_DAYS, CHART_DAYS_MOST, ROUTES, RUNS_MOST, RUNS_PAGE, type RouteName } from './routes.ts';
 import { RunBook } from './runs.ts';
 import { SseClient } from './sse.ts';
 import { TokenCheck } from './tokens.ts';
@@ -266,6 +266,13 @@ export async function serve(o: ServeOptions): Promise<Serving> {
       const found = await book.history(block, hub.current, limit, before);
       if (!found) refuse(404, 'TRON_ANSWER_BLOCK', block, `no run under .tron/runs/ has a block "${block}"`);
       send(res, 200, { block, ...found });
+    },
+    charts: async ({ res, query }) => {
+      const text = query.get('days');
+      const days = text === null ? CHART_DAYS : Number(text);
+      if (text !== null && (!/^\d+$/.test(text) || days < 1 || days > CHART_DAYS_MOST))
+        refuse(400, 'TRON_SERVE_QUERY', 'days', `days=${text} is not a whole number from 1 to ${CHART_DAYS_MOST}`);
+      send(res, 200, await book.charts(hub.current, { now: o.clock.now(), days }));
     },
     metrics: async ({ res }) => {
       const f = hub.current;

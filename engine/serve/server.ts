@@ -37,6 +37,7 @@ import type { RunFollower } from './follow.ts';
 import { Hub, type HubOptions } from './hub.ts';
 import { renderOpenApi } from './openapi.ts';
 import { renderDashboard } from './page.ts';
+import { renderRunsPage } from './runs-page.ts';
 import { Metrics } from './metrics.ts';
 import { CHART_DAYS, CHART_DAYS_MOST, ROUTES, RUNS_MOST, RUNS_PAGE, type RouteName } from './routes.ts';
 import { RunBook } from './runs.ts';
@@ -138,6 +139,7 @@ export async function serve(o: ServeOptions): Promise<Serving> {
   const assets = new Map<string, [Buffer, string]>();
   for (const [path, [module, type]] of Object.entries(ASSETS)) assets.set(path, [readFileSync(require.resolve(module)), type]);
   const page = renderDashboard();
+  const runsPage = renderRunsPage();
   const openapi = renderOpenApi();
   const workflowCache = new Map<string, Promise<{ spine: Spine; xml: string; details: Record<string, Details> }>>();
   let flowsCache: { run: string; seq: number; at: number; overlay: RunOverlay } | undefined;
@@ -375,7 +377,8 @@ export async function serve(o: ServeOptions): Promise<Serving> {
     if (!url.pathname.startsWith('/api/') && url.pathname !== ROUTES.metrics.path) {
       if (req.method !== 'GET' && req.method !== 'HEAD')
         return send(res, 405, { error: { code: 'TRON_USAGE', path: url.pathname, message: 'only GET here' } });
-      if (url.pathname === '/' || url.pathname === '/index.html') {
+      const html = url.pathname === '/' || url.pathname === '/index.html' ? page : url.pathname === '/runs' ? runsPage : undefined;
+      if (html !== undefined) {
         res.writeHead(200, {
           'content-type': 'text/html; charset=utf-8',
           'cache-control': 'no-store',
@@ -384,14 +387,16 @@ export async function serve(o: ServeOptions): Promise<Serving> {
             "default-src 'self'; script-src 'self' 'unsafe-inline'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; frame-ancestors 'none'",
           'referrer-policy': 'no-referrer',
         });
-        return void res.end(page);
+        return void res.end(html);
       }
       const asset = assets.get(url.pathname);
       if (asset) {
         res.writeHead(200, { 'content-type': asset[1], 'cache-control': 'max-age=3600' });
         return void res.end(asset[0]);
       }
-      return send(res, 404, { error: { code: 'TRON_USAGE', path: url.pathname, message: 'no such page; the dashboard is at /' } });
+      return send(res, 404, {
+        error: { code: 'TRON_USAGE', path: url.pathname, message: 'no such page; the dashboard is at / and the runs page at /runs' },
+      });
     }
     // Nothing is read, parsed or changed before the token is checked.
     const who = tokens.who(req.headers.authorization);

@@ -5,7 +5,7 @@ import type { TronEvent } from '../core/events.ts';
 import { ManualClock } from '../os/clock.ts';
 import { chartedProject, ofType, type RunResult } from '../testing/project.ts';
 import type { TestRepo } from '../testing/repo.ts';
-import { chartsOf, dayOf, foldRuns } from './charts.ts';
+import { chartsOf, dayOf, foldRuns, mergeCharts, type RunCharts } from './charts.ts';
 import { serve } from './server.ts';
 import { issueToken } from './tokens.ts';
 
@@ -91,6 +91,17 @@ describe('chartsOf on the logs of two real runs', () => {
     expect(charts.gate).toEqual({ blocks: 3, firstTry: 2, rate: 2 / 3 });
     expect(charts.failures).toEqual([{ key: 'commits', value: 1 }]);
     expect(charts.escalations).toEqual([{ key: 'blocked', value: 1 }]);
+  });
+
+  it('gives the same charts from the runs merged first as from the runs one by one, and leaves the folds as they were', () => {
+    const [a, b] = foldRuns(logs) as [RunCharts, RunCharts];
+    const window = { now: lastTs(), days: 7 };
+    const before = JSON.stringify([...a.phases]);
+    expect(chartsOf([mergeCharts([a]), b], window)).toEqual(chartsOf([a, b], window));
+    expect(chartsOf([mergeCharts([a, b])], window)).toEqual(chartsOf([a, b], window));
+    expect(JSON.stringify([...a.phases])).toBe(before);
+    // Merged the wrong way round, the second run's landings come first: not the same charts.
+    expect(chartsOf([b, a], window).lead).not.toEqual(chartsOf([a, b], window).lead);
   });
 
   it('counts nothing from runs outside the window, and says so with nulls rather than zeros', () => {

@@ -24,6 +24,8 @@ type PerDay = Map<string, Map<string, number>>;
 
 /** One run's share of the charts. */
 export interface RunCharts {
+  /** How many runs it holds: 1, or more in a merge. */
+  runs: number;
   /** Each block's phases in this run: the phase it entered and when, in order. */
   phases: Map<string, [phase: string, ts: number][]>;
   /** Each block's dependencies, as the run's latest register named them. */
@@ -58,9 +60,9 @@ function bump(m: PerDay, day: string, key: string, by: number): void {
   d.set(key, (d.get(key) ?? 0) + by);
 }
 
-/** A run's events folded into its share of the charts, one at a time. */
-export class ChartFold {
-  readonly charts: RunCharts = {
+function emptyCharts(): RunCharts {
+  return {
+    runs: 0,
     phases: new Map(),
     deps: new Map(),
     landed: new Map(),
@@ -71,6 +73,11 @@ export class ChartFold {
     failures: new Map(),
     escalations: new Map(),
   };
+}
+
+/** A run's events folded into its share of the charts, one at a time. */
+export class ChartFold {
+  readonly charts: RunCharts = { ...emptyCharts(), runs: 1 };
 
   /**
    * One event, with the block's phase before and after the engine's fold of it (the
@@ -203,32 +210,42 @@ function top(m: Map<string, number>, n: number): Bar[] {
 }
 
 /**
- * The chart data of `runs` (every run's fold, oldest first) for the `days` UTC days that
- * end on `now`'s. Pure: the same folds and window give the same charts.
+ * Runs' folds (oldest first) as one: a block's phases one after the other, its first
+ * landing and first gate, its latest dependencies, the per-day counts summed. Merging is
+ * associative, so the runs that are over are merged once and kept (runs.ts), and a request
+ * merges only that and the run under way. Pure: the folds given are not changed.
+ */
+export function mergeCharts(runs: readonly RunCharts[]): RunCharts {
+  const out = emptyCharts();
+  for (const r of runs) {
+    out.runs += r.runs;
+    for (const [block, list] of r.phases) {
+      let all = out.phases.get(block);
+      if (!all) {
+        all = [];
+        out.phases.set(block, all);
+      }
+      for (const entry of list) if (all.at(-1)?.[0] !== entry[0]) all.push(entry);
+    }
+    for (const [block, d] of r.deps) out.deps.set(block, d);
+    for (const [block, ts] of r.landed) if (!out.landed.has(block)) out.landed.set(block, ts);
+    for (const [block, g] of r.gates) if (!out.gates.has(block)) out.gates.set(block, g);
+    for (const k of ['usd', 'tokens', 'unpriced', 'failures', 'escalations'] as const)
+      for (const [day, byKey] of r[k]) for (const [key, n] of byKey) bump(out[k], day, key, n);
+  }
+  return out;
+}
+
+/**
+ * The chart data of `runs` (every run's fold, oldest first; or their merge) for the `days`
+ * UTC days that end on `now`'s. Pure: the same folds and window give the same charts.
  */
 export function chartsOf(runs: readonly RunCharts[], window: { now: number; days: number }): Charts {
   const to = dayOf(window.now);
   const from = dayOf(Date.parse(`${to}T00:00:00Z`) - (window.days - 1) * DAY);
   const inWindow = (day: string) => day >= from && day <= to;
-
-  // Every block's phases across the runs, its dependencies, and when it landed.
-  const phases = new Map<string, [string, number][]>();
-  const deps = new Map<string, readonly string[]>();
-  const landed = new Map<string, number>();
-  const gates = new Map<string, { ts: number; ok: boolean }>();
-  for (const r of runs) {
-    for (const [block, list] of r.phases) {
-      let all = phases.get(block);
-      if (!all) {
-        all = [];
-        phases.set(block, all);
-      }
-      for (const entry of list) if (all.at(-1)?.[0] !== entry[0]) all.push(entry);
-    }
-    for (const [block, d] of r.deps) deps.set(block, d);
-    for (const [block, ts] of r.landed) if (!landed.has(block)) landed.set(block, ts);
-    for (const [block, g] of r.gates) if (!gates.has(block)) gates.set(block, g);
-  }
+  const all = runs.length === 1 ? runs[0]! : mergeCharts(runs);
+  const { phases, deps, landed, gates } = all;
 
   const landedPerDay: Charts['landedPerDay'] = [];
   for (let t = Date.parse(`${from}T00:00:00Z`); dayOf(t) <= to; t += DAY) landedPerDay.push({ day: dayOf(t), landed: 0 });
@@ -272,10 +289,8 @@ export function chartsOf(runs: readonly RunCharts[], window: { now: number; days
   const costBy = (part: 0 | 1) => {
     const usd = new Map<string, number>();
     const tokens = new Map<string, number>();
-    for (const r of runs) {
-      for (const [k, v] of sum(r.usd, part)) usd.set(k, (usd.get(k) ?? 0) + v);
-      for (const [k, v] of sum(r.tokens, part)) tokens.set(k, (tokens.get(k) ?? 0) + v);
-    }
+    for (const [k, v] of sum(all.usd, part)) usd.set(k, (usd.get(k) ?? 0) + v);
+    for (const [k, v] of sum(all.tokens, part)) tokens.set(k, (tokens.get(k) ?? 0) + v);
     return [...tokens.keys()]
       .map((key) => ({
         key,
@@ -288,7 +303,7 @@ export function chartsOf(runs: readonly RunCharts[], window: { now: number; days
   const byRole = costBy(0);
   const byModel = costBy(1);
   let unpricedTokens = 0;
-  for (const r of runs) for (const v of sum(r.unpriced, 0).values()) unpricedTokens += v;
+  for (const v of sum(all.unpriced, 0).values()) unpricedTokens += v;
 
   let gated = 0;
   let firstTry = 0;
@@ -300,11 +315,10 @@ export function chartsOf(runs: readonly RunCharts[], window: { now: number; days
 
   const counted = (pick: (r: RunCharts) => PerDay, label: (key: string) => string) => {
     const out = new Map<string, number>();
-    for (const r of runs)
-      for (const [day, byKey] of pick(r)) {
-        if (!inWindow(day)) continue;
-        for (const [key, n] of byKey) out.set(label(key), (out.get(label(key)) ?? 0) + n);
-      }
+    for (const [day, byKey] of pick(all)) {
+      if (!inWindow(day)) continue;
+      for (const [key, n] of byKey) out.set(label(key), (out.get(label(key)) ?? 0) + n);
+    }
     return out;
   };
   const failures = counted(
@@ -323,7 +337,7 @@ export function chartsOf(runs: readonly RunCharts[], window: { now: number; days
     days: window.days,
     from,
     to,
-    runs: runs.length,
+    runs: all.runs,
     landedPerDay,
     lead: { blocks: leads.length, median: percentile(leads, 0.5), p90: percentile(leads, 0.9), phases: leadPhases },
     cost: {

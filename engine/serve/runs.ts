@@ -20,7 +20,7 @@ import { blockedBy } from '../core/blocked.ts';
 import { isRunId } from '../core/names.ts';
 import { apply, initialState, type EngineState, type Spend } from '../core/state.ts';
 import { readLog } from '../log/eventlog.ts';
-import { ChartFold, chartsOf, dayOf, type Charts, type RunCharts } from './charts.ts';
+import { ChartFold, chartsOf, dayOf, mergeCharts, type Charts, type RunCharts } from './charts.ts';
 import type { RunFollower } from './follow.ts';
 
 /** One run as `GET /api/v1/runs` lists it. Times are ms since the epoch; `wall` is ms. */
@@ -209,6 +209,8 @@ export class RunBook {
   private live: Tally | undefined;
   /** The last charts answered, and what they were of: asked again before a run moves, they are not folded again. */
   private drawn: { of: string; charts: Charts } | undefined;
+  /** The charts of the runs that are over, merged, and which runs they were. */
+  private merged: { of: string; charts: RunCharts } | undefined;
 
   constructor(readonly list: RunList) {}
 
@@ -256,9 +258,17 @@ export class RunBook {
     const ids = this.list.ids();
     const of = `${ids.length}\t${ids[0]}\t${latest?.run}\t${latest?.last}\t${window.days}\t${dayOf(window.now)}`;
     if (this.drawn?.of === of) return this.drawn.charts;
-    const folds: RunCharts[] = [];
-    for (const id of ids) folds.push((await this.reading(id, latest)).charts);
-    const charts = chartsOf(folds.reverse(), window);
+    // The runs that are over, merged once; then only the one under way (and any newer) each time.
+    const over = latest === undefined ? [] : ids.filter((id) => id < latest.run);
+    const key = `${over.length}\t${over[0]}`;
+    if (this.merged?.of !== key) {
+      const folds: RunCharts[] = [];
+      for (const id of over) folds.push((await this.reading(id, latest)).charts);
+      this.merged = { of: key, charts: mergeCharts(folds.reverse()) };
+    }
+    const rest: RunCharts[] = [];
+    for (const id of ids.filter((id) => latest === undefined || id >= latest.run)) rest.push((await this.reading(id, latest)).charts);
+    const charts = chartsOf([this.merged.charts, ...rest.reverse()], window);
     this.drawn = { of, charts };
     return charts;
   }

@@ -1,9 +1,9 @@
 /**
- * The HTTP server of `tron serve`: node's own `http` module (the API is nine routes and a
- * page; a framework would bring more than it saves). Every `/api/v1/` request needs
+ * The HTTP server of `tron serve`: node's own `http` module (the API is a dozen routes and two
+ * pages; a framework would bring more than it saves). Every `/api/v1/` request needs
  * `Authorization: Bearer TOKEN` — checked before anything is read or changed, so a
  * request without a valid one gets 401 and has no effect; no cookie is ever set or read,
- * so another site cannot make a browser write on the user's behalf. The page and its
+ * so another site cannot make a browser write on the user's behalf. The pages and their
  * static assets hold no data and are served to anyone who can reach the port.
  *
  * It reads the run's files only; its one write is an operator answer, which goes into

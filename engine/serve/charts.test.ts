@@ -2,8 +2,10 @@ import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TronEvent } from '../core/events.ts';
-import { ManualClock } from '../os/clock.ts';
-import { chartedProject, ofType, type RunResult } from '../testing/project.ts';
+import { repoKey } from '../log/keys.ts';
+import { ManualClock, systemClock } from '../os/clock.ts';
+import { writeAnswer } from '../runtime/inbox.ts';
+import { chartedProject, ofType, project, runTron, type RunResult } from '../testing/project.ts';
 import type { TestRepo } from '../testing/repo.ts';
 import { chartsOf, dayOf, foldRuns, mergeCharts, type RunCharts } from './charts.ts';
 import { serve } from './server.ts';
@@ -112,6 +114,35 @@ describe('chartsOf on the logs of two real runs', () => {
     expect(charts.cost).toMatchObject({ landed: 0, usd: 0, byRole: [], byModel: [] });
     expect(charts.failures).toEqual([]);
   });
+});
+
+describe('a lead time across two runs', () => {
+  it('runs from the first run’s register to the second run’s landing, the time between the runs counted as parked', async () => {
+    const sim = `[[blocks.ask.builder]]
+kind = "build"
+reply = '>>BLOCKED {"reason":"which region?"}'
+
+[[blocks.ask.builder]]
+kind = "build"
+write = { "ask.txt" = "ask\\n" }
+commit = "ask"
+reply = ">>DONE"
+`;
+    const repo = await project({ blocks: { ask: {} }, sim });
+    const one = await runTron(repo);
+    writeAnswer(repo.dir, 'ask', '>>RETRY {"guidance":"eu-west-1"}', systemClock, repoKey(repo.dir, { create: true }).key);
+    const two = await runTron(repo);
+    expect(ofType(one.events, 'block.parked').map((e) => e.block)).toEqual(['ask']);
+    expect(ofType(two.events, 'block.landed').map((e) => e.block)).toEqual(['ask']);
+    const charts = chartsOf(foldRuns([one.events, two.events]), { now: two.events.at(-1)!.ts, days: 1 });
+    const landedAt = ofType(two.events, 'block.phase').find((e) => e.to === 'landed')!.ts;
+    expect(charts.lead.median).toBe(landedAt - ofType(one.events, 'register.loaded')[0]!.ts);
+    const parked = charts.lead.phases.find((p) => p.key === 'parked')!.value;
+    expect(parked).toBeGreaterThanOrEqual(ofType(two.events, 'run.started')[0]!.ts - ofType(one.events, 'block.parked')[0]!.ts);
+    // The first gate came in the second run, and held.
+    expect(charts.gate).toEqual({ blocks: 1, firstTry: 1, rate: 1 });
+    expect(charts.escalations).toEqual([{ key: 'blocked', value: 1 }]);
+  }, 60_000);
 });
 
 describe('GET /api/v1/charts', () => {

@@ -71,8 +71,8 @@ const CLIENT = `
     var s = ms / 1000;
     if (s < 1) return Math.round(ms) + 'ms';
     if (s < 60) return s.toFixed(s < 10 ? 1 : 0) + 's';
-    if (s < 3600) return Math.floor(s / 60) + 'm' + Math.round(s % 60) + 's';
-    if (s < 86400) return Math.floor(s / 3600) + 'h' + Math.round((s % 3600) / 60) + 'm';
+    if (s < 3600) return Math.floor(s / 60) + 'm' + Math.floor(s % 60) + 's';
+    if (s < 86400) return Math.floor(s / 3600) + 'h' + Math.floor((s % 3600) / 60) + 'm';
     return (s / 86400).toFixed(1) + 'd';
   }
   function money(x) { return '$' + (x || 0).toFixed(x >= 10 ? 2 : 4); }

@@ -8,7 +8,8 @@
  * a few entries per block and a count per day, never the events. `chartsOf` is pure: the
  * folds of every run, oldest first, and a window of days ending at `now` in, the chart data
  * out. A block's lead time can cross runs (parked in one, answered in the next), so it is
- * put together there, from every run's entries.
+ * put together there, from every run's entries. Between the two, `mergeCharts` makes the
+ * folds of many runs one, so the runs that are over are merged once (runs.ts keeps it).
  *
  * Ready is when a block could first be worked on: the later of the first register that
  * named it and the landing of the last of its dependencies. Landed is the end of its wrap

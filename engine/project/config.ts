@@ -97,6 +97,9 @@ const MergeTable = z.strictObject({
 /** What `[notify]` can tell of: a page to the operator, a block landed, the run's end. */
 export const NOTIFY_ON = ['page', 'landed', 'run'] as const;
 export type NotifyOn = (typeof NOTIFY_ON)[number];
+/** The webhook's body: `{"text": …}`, Slack's incoming-webhook blocks, or tron's own JSON (engine/serve/notify-shapes.ts). */
+export const NOTIFY_FORMATS = ['text', 'slack', 'json'] as const;
+export type NotifyFormat = (typeof NOTIFY_FORMATS)[number];
 
 /** `[notify]`: notifications off the engine's path (engine/serve/notify.ts). */
 const NotifyTable = z
@@ -106,6 +109,7 @@ const NotifyTable = z
       .regex(/^https?:\/\/\S+$/, { message: 'an http(s) URL, e.g. "https://hooks.slack.com/services/…"' })
       .optional(),
     command: z.array(z.string().min(1)).min(1).optional(),
+    format: z.enum(NOTIFY_FORMATS).default('text'),
     on: z.array(z.enum(NOTIFY_ON)).min(1).default(['page', 'run']),
     attempts: z.number().int().min(1).max(20).default(5),
     backoff: duration.default('1s'),
@@ -322,8 +326,10 @@ export interface ClusterConfig {
 }
 
 export interface NotifyConfig {
-  /** POSTed `{"text": …}` (Slack-compatible JSON). */
+  /** POSTed as JSON, shaped as `format` says. */
   webhook?: string;
+  /** The webhook's body: "text" `{"text": …}`, "slack" (text and blocks), "json" (tron's own object). */
+  format: NotifyFormat;
   /** argv run with the notification as JSON on stdin. */
   command?: string[];
   on: NotifyOn[];
@@ -397,7 +403,7 @@ const CONFIG_STYLE: IssueStyle = {
     if (first === 'prices' && parts.length === 2) return Object.keys(PriceRow.shape);
     if (first === 'budgets') return Object.keys(BudgetsTable.shape);
     if (first === 'cluster') return Object.keys(ClusterTable.shape);
-    if (first === 'notify') return ['webhook', 'command', 'on', 'attempts', 'backoff', 'timeout'];
+    if (first === 'notify') return ['webhook', 'command', 'format', 'on', 'attempts', 'backoff', 'timeout'];
 
     if (first === 'sandbox') return Object.keys(SandboxTable.shape);
     if (first === 'limits') return Object.keys(LimitsTable.shape);
@@ -452,6 +458,7 @@ function toConfig(raw: z.infer<typeof ConfigTable>): Config {
       notify: {
         ...(raw.notify.webhook !== undefined && { webhook: raw.notify.webhook }),
         ...(raw.notify.command !== undefined && { command: raw.notify.command }),
+        format: raw.notify.format,
         on: [...new Set(raw.notify.on)],
         attempts: raw.notify.attempts,
         backoffMs: ms(raw.notify.backoff),

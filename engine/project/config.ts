@@ -119,6 +119,19 @@ const NotifyTable = z
     message: 'say where notifications go: webhook = "https://…" and/or command = ["…"]',
   });
 /**
+ * `[telemetry]`: OpenTelemetry traces of each run, sent to an OTLP/HTTP collector
+ * (engine/serve/traces.ts). `otlp_endpoint` is the collector's base URL, as
+ * OTEL_EXPORTER_OTLP_ENDPOINT is (tron posts to `<it>/v1/traces`); `timeout` bounds one
+ * export and the flush at the run's end.
+ */
+const TelemetryTable = z.strictObject({
+  otlp_endpoint: z
+    .string()
+    .regex(/^https?:\/\/\S+$/, { message: 'an http(s) URL of an OTLP/HTTP collector, e.g. "http://127.0.0.1:4318"' })
+    .optional(),
+  timeout: duration.default('5s'),
+});
+/**
  * `[remote]`: the remote's trunk is the truth (DESIGN §3). `timeout` bounds each network
  * call; a transient failure (unreachable, timed out) is tried again `retries` times,
  * waiting `backoff`, then twice that, and so on, before the operator is paged.
@@ -231,6 +244,7 @@ const ConfigTable = z.strictObject({
   prices: PricesTable.optional(),
   budgets: BudgetsTable.optional(),
   notify: NotifyTable.optional(),
+  telemetry: TelemetryTable.optional(),
   remote: RemoteTable.optional(),
   forge: ForgeTable.optional(),
   intake: IntakeTable.optional(),
@@ -279,6 +293,8 @@ export interface Config {
   budgets: Budgets;
   /** `[notify]`: where page, landing and run-end notifications go; absent: none. */
   notify?: NotifyConfig;
+  /** `[telemetry]`: where traces go (OTEL_EXPORTER_OTLP_ENDPOINT stands in for `otlpEndpoint`); absent: the environment's, or none. */
+  telemetry?: TelemetryConfig;
   /** With `[remote]`: trunk is the remote's branch, and a landing is one atomic push. Absent: trunk is local. */
   remote?: RemoteSettings;
   /** `[cluster]`: the log in PostgreSQL; absent (and no TRON_DATABASE_URL): the file log. */
@@ -337,6 +353,13 @@ export interface NotifyConfig {
   attempts: number;
   backoffMs: number;
   /** One attempt's budget. */
+  timeoutMs: number;
+}
+
+export interface TelemetryConfig {
+  /** The OTLP/HTTP collector's base URL; traces go to `<it>/v1/traces`. */
+  otlpEndpoint?: string;
+  /** One export's budget, and the longest the run's end waits for the last spans. */
   timeoutMs: number;
 }
 
@@ -409,6 +432,7 @@ const CONFIG_STYLE: IssueStyle = {
     if (first === 'limits') return Object.keys(LimitsTable.shape);
     if (first === 'merge') return Object.keys(MergeTable.shape);
     if (first === 'remote') return Object.keys(RemoteTable.shape);
+    if (first === 'telemetry') return Object.keys(TelemetryTable.shape);
     if (first === 'forge') return Object.keys(ForgeTable.shape);
     if (first === 'intake') return Object.keys(IntakeTable.shape);
     if (first === 'workers' && parts.length === 1) return [...WORKER_ROLES];
@@ -463,6 +487,12 @@ function toConfig(raw: z.infer<typeof ConfigTable>): Config {
         attempts: raw.notify.attempts,
         backoffMs: ms(raw.notify.backoff),
         timeoutMs: ms(raw.notify.timeout),
+      },
+    }),
+    ...(raw.telemetry !== undefined && {
+      telemetry: {
+        ...(raw.telemetry.otlp_endpoint !== undefined && { otlpEndpoint: raw.telemetry.otlp_endpoint }),
+        timeoutMs: ms(raw.telemetry.timeout),
       },
     }),
     ...(raw.remote !== undefined && {

@@ -34,6 +34,7 @@ interface OtlpSpan {
   endTimeUnixNano: string;
   attributes: { key: string; value: OtlpValue }[];
   links?: { traceId: string; spanId: string }[];
+  events?: { name: string }[];
   status?: { code?: number };
 }
 
@@ -190,6 +191,35 @@ describe('traces', () => {
         expect(BigInt(s.endTimeUnixNano) <= BigInt(block.endTimeUnixNano)).toBe(true);
       }
     }
+  });
+
+  it("marks a red gate and its test run as errors, and ends a parked block at the run's end with its page on it", async () => {
+    const otlp = await collector();
+    repo = await makeProject({
+      blocks: { liar: {} },
+      sim: `[[blocks.liar.builder]]\nwrite = { "liar.js" = "exports.value = 1;\\n", "tests/liar.test.js" = "require('node:assert').strictEqual(require('../liar.js').value, 2);\\n" }\ncommit = "liar"\nreply = ">>DONE"\n`,
+    });
+    const run = await runTron(repo, { env: { OTEL_EXPORTER_OTLP_ENDPOINT: otlp.base } });
+    expect(run.exit).toBe(3);
+    const failed = ofType(run.events, 'gate.failed');
+    expect(failed.length).toBeGreaterThan(0);
+    const gates = otlp.spans.filter((s) => s.name === 'tron.gate');
+    expect(gates).toHaveLength(failed.length);
+    for (const g of gates) {
+      expect(g.status).toMatchObject({ code: 2, message: 'failed: tests' });
+      expect(g.attrs).toMatchObject({ 'tron.gate.verdict': 'failed', 'tron.gate.failed_facts': ['tests'] });
+      const tests = otlp.spans.filter((s) => s.name === 'tron.tests' && s.parentSpanId === g.spanId);
+      expect(tests).toEqual([
+        expect.objectContaining({ status: expect.objectContaining({ code: 2 }), attrs: expect.objectContaining({ 'tron.tests.exit': 1 }) }),
+      ]);
+    }
+    const [block] = otlp.spans.filter((s) => s.name === 'tron.block');
+    const finished = ofType(run.events, 'run.finished')[0]!;
+    expect(block).toMatchObject({
+      endTimeUnixNano: nanos(finished.ts),
+      attrs: { 'tron.block.id': 'liar', 'tron.block.outcome': 'parked' },
+    });
+    expect(block!.events?.map((e) => e.name)).toEqual(expect.arrayContaining(['escalation', 'parked']));
   });
 
   it('never fails or holds up a run on a collector that never answers: the run lands every block and the wait at its end is bounded', async () => {

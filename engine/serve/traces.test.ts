@@ -193,6 +193,39 @@ describe('traces', () => {
     }
   });
 
+  it("gives each block of a stack its own lane test and landing span, and the stack's test run sits under its top block's", async () => {
+    const otlp = await collector();
+    repo = await makeProject({
+      blocks: { a: {}, b: {} },
+      sim: meteredSim(['a', 'b']),
+      config: configFile({ extra: '\n[merge]\nbatch = 2\ngather = true\n' }),
+    });
+    const run = await runTron(repo, { env: { OTEL_EXPORTER_OTLP_ENDPOINT: otlp.base } });
+    expect(run.exit).toBe(0);
+    const [candidate] = ofType(run.events, 'candidate.requested');
+    expect(candidate?.blocks).toHaveLength(2);
+    const tested = ofType(run.events, 'candidate.tested')[0]!;
+    const lane = otlp.spans.filter((s) => s.name === 'tron.lane.test');
+    expect(lane.map((s) => s.attrs['tron.block.id']).sort()).toEqual(['a', 'b']);
+    for (const s of lane) {
+      const block = otlp.spans.find((b) => b.name === 'tron.block' && b.attrs['tron.block.id'] === s.attrs['tron.block.id'])!;
+      expect(s).toMatchObject({
+        traceId: block.traceId,
+        parentSpanId: block.spanId,
+        startTimeUnixNano: nanos(candidate!.ts),
+        endTimeUnixNano: nanos(tested.ts),
+        attrs: { 'tron.stack.id': candidate!.stack, 'tron.stack.size': 2, 'tron.tests.ok': true },
+      });
+    }
+    const laneRuns = otlp.spans.filter((s) => s.name === 'tron.tests' && s.attrs['tron.tests.session'] !== 'tests:gate');
+    expect(laneRuns.length).toBeGreaterThan(0);
+    for (const t of laneRuns) expect(lane.map((s) => s.spanId)).toContain(t.parentSpanId);
+    expect(otlp.spans.filter((s) => s.name === 'tron.land').map((s) => s.attrs['tron.stack.id'])).toEqual([
+      candidate!.stack,
+      candidate!.stack,
+    ]);
+  });
+
   it("marks a red gate and its test run as errors, and ends a parked block at the run's end with its page on it", async () => {
     const otlp = await collector();
     repo = await makeProject({

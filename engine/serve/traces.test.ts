@@ -5,7 +5,8 @@ import { InputError } from '../core/errors.ts';
 import { parseConfig } from '../project/config.ts';
 import { configFile, makeProject, ofType, runTron } from '../testing/project.ts';
 import type { TestRepo } from '../testing/repo.ts';
-import { hrTime, tracesTarget } from './traces.ts';
+import { hrTime } from './trace-spans.ts';
+import { tracesTarget } from './traces.ts';
 
 let repo: TestRepo | undefined;
 let receiver: Server | undefined;

@@ -11,7 +11,7 @@
  *       tron.tests                            a test run's process (worker.spawned → worker.exited)
  *     tron.lane.test                          candidate.requested → candidate.tested
  *       tron.tests
- *     tron.trunk.check                        test.requested → trunk.tested
+ *     tron.trunk.check                        test.requested → trunk.tested (the block ends after it)
  *     tron.land                               land.intent → block.landed / land.refused
  *     tron.wrap                               wrap.requested → block.wrapped
  *
@@ -49,6 +49,8 @@ interface BlockSpans {
   trunkCheck?: Span;
   land?: Span;
   wrap?: Span;
+  /** Wrapped while the check of trunk after its landing still ran: the block's span ends with that check. */
+  wrapped?: boolean;
   /** Test processes under way, by session and pid. */
   tests: Map<string, Span>;
 }
@@ -227,6 +229,8 @@ export class SpanBook {
           b.trunkCheck.end(at);
           b.trunkCheck = undefined;
         }
+        // A red trunk pages about the block: its span stays open for that, and ends with the run.
+        if (b.wrapped && e.ok) this.endBlock(id, b, at);
         return;
       case 'block.landed':
         b.span.setAttributes({ 'tron.block.outcome': 'landed', 'tron.block.sha': e.sha });
@@ -246,7 +250,9 @@ export class SpanBook {
         });
         b.wrap?.end(at);
         b.wrap = undefined;
-        this.endBlock(id, b, at);
+        // [merge] verify_trunk: the check of trunk after the landing may end after the wrap.
+        if (b.trunkCheck) b.wrapped = true;
+        else this.endBlock(id, b, at);
         return;
       }
       case 'block.parked':

@@ -227,6 +227,30 @@ describe('traces', () => {
     ]);
   });
 
+  it('keeps a landed block open for the check of trunk after it ([merge] verify_trunk), with its test run under the check', async () => {
+    const otlp = await collector();
+    repo = await makeProject({
+      blocks: { a: {} },
+      sim: meteredSim(['a']),
+      config: configFile({ extra: '\n[merge]\nverify_trunk = true\n' }),
+    });
+    const run = await runTron(repo, { env: { OTEL_EXPORTER_OTLP_ENDPOINT: otlp.base } });
+    expect(run.exit).toBe(0);
+    const requested = ofType(run.events, 'test.requested')[0]!;
+    const tested = ofType(run.events, 'trunk.tested')[0]!;
+    const [block] = otlp.spans.filter((s) => s.name === 'tron.block');
+    const [check] = otlp.spans.filter((s) => s.name === 'tron.trunk.check');
+    expect(check).toMatchObject({
+      parentSpanId: block!.spanId,
+      startTimeUnixNano: nanos(requested.ts),
+      endTimeUnixNano: nanos(tested.ts),
+      attrs: { 'tron.trunk.sha': requested.sha, 'tron.tests.ok': true },
+    });
+    const trunkRuns = otlp.spans.filter((s) => s.name === 'tron.tests' && s.attrs['tron.tests.session'] === 'tests:trunk');
+    expect(trunkRuns).toEqual([expect.objectContaining({ parentSpanId: check!.spanId })]);
+    expect(BigInt(block!.endTimeUnixNano) >= BigInt(nanos(tested.ts))).toBe(true);
+  });
+
   it("marks a red gate and its test run as errors, and ends a parked block at the run's end with its page on it", async () => {
     const otlp = await collector();
     repo = await makeProject({

@@ -49,6 +49,8 @@ interface BlockSpans {
   trunkCheck?: Span;
   land?: Span;
   wrap?: Span;
+  /** Where the block stands now; set on its span when the span ends. */
+  outcome: 'landed' | 'parked' | 'abandoned' | 'unfinished';
   /** Wrapped while the check of trunk after its landing still ran: the block's span ends with that check. */
   wrapped?: boolean;
   /** Test processes under way, by session and pid. */
@@ -99,12 +101,6 @@ export class SpanBook {
       return;
     }
     if (e.type === 'run.finished') {
-      for (const [outcome, ids] of [
-        ['landed', e.landed],
-        ['parked', e.parked],
-        ['abandoned', e.abandoned],
-      ] as const)
-        for (const id of ids) this.blocks.get(id)?.span.setAttribute('tron.block.outcome', outcome);
       this.finish(e.ts, {
         'tron.run.exit': e.exit,
         'tron.run.reason': e.reason,
@@ -134,7 +130,7 @@ export class SpanBook {
       attributes: { 'tron.block.id': id, 'tron.run.id': this.runId, ...(title !== undefined && { 'tron.block.title': title }) },
       ...(this.run && { links: [{ context: this.run.spanContext(), attributes: { 'tron.link': 'run' } }] }),
     });
-    const b: BlockSpans = { span, ctx: trace.setSpan(ROOT_CONTEXT, span), tests: new Map() };
+    const b: BlockSpans = { span, ctx: trace.setSpan(ROOT_CONTEXT, span), tests: new Map(), outcome: 'unfinished' };
     this.blocks.set(id, b);
     return b;
   }
@@ -147,6 +143,8 @@ export class SpanBook {
     const block = { 'tron.block.id': id };
     switch (e.type) {
       case 'block.dispatched': {
+        // At work again (an answered page, a retry): no longer parked.
+        if (b.outcome === 'parked') b.outcome = 'unfinished';
         const span = this.child(b, 'tron.turn', at, {
           ...block,
           'tron.turn.role': e.role,
@@ -233,7 +231,8 @@ export class SpanBook {
         if (b.wrapped && e.ok) this.endBlock(id, b, at);
         return;
       case 'block.landed':
-        b.span.setAttributes({ 'tron.block.outcome': 'landed', 'tron.block.sha': e.sha });
+        b.outcome = 'landed';
+        b.span.setAttribute('tron.block.sha', e.sha);
         if (b.land) {
           b.land.setAttributes({ 'tron.land.top': e.top });
           b.land.end(at);
@@ -256,11 +255,11 @@ export class SpanBook {
         return;
       }
       case 'block.parked':
-        b.span.setAttribute('tron.block.outcome', 'parked');
+        b.outcome = 'parked';
         b.span.addEvent('parked', { 'tron.reason': e.reason }, at);
         return;
       case 'block.abandoned':
-        b.span.setAttribute('tron.block.outcome', 'abandoned');
+        b.outcome = 'abandoned';
         b.span.addEvent('abandoned', { 'tron.reason': e.reason }, at);
         return;
       case 'escalation.raised':
@@ -320,6 +319,7 @@ export class SpanBook {
 
   private endBlock(id: string, b: BlockSpans, at: HrTime): void {
     for (const span of [b.gate, b.laneTest, b.trunkCheck, b.land, b.wrap, ...b.tests.values()]) span?.end(at);
+    b.span.setAttribute('tron.block.outcome', b.outcome);
     b.span.end(at);
     this.blocks.delete(id);
     this.ended.add(id);

@@ -1,9 +1,10 @@
 /**
  * `[notify]`: tell someone when a block is paged, when one lands and when the run ends —
  * a webhook (`{"text": …}`, Slack's blocks or tron's own JSON, as `format` says: the
- * shapes are in notify-shapes.ts) and/or a command (the notification as JSON on stdin). It is a reporter, as the console and the live board are: it sees each event the engine appended and
- * does its work later, on its own promises, so a slow or dead receiver never holds up a
- * step, and nothing it meets is thrown into the engine.
+ * shapes are in notify-shapes.ts) and/or a command (the notification as JSON on stdin).
+ * It is a reporter, as the console and the live board are: it sees each event the engine
+ * appended and does its work later, on its own promises, so a slow or dead receiver never
+ * holds up a step, and nothing it meets is thrown into the engine.
  *
  * Each notification and channel is tried up to `attempts` times, waiting `backoff`, then
  * twice that, … (at most a minute) between tries, each try bounded by `timeout`. The
@@ -18,7 +19,7 @@ import { appendFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { execa } from 'execa';
 import type { BodyOf, EventBody, TronEvent } from '../core/events.ts';
-import type { NotifyConfig, NotifyOn } from '../project/config.ts';
+import type { NotifyConfig } from '../project/config.ts';
 import { ParkedNow } from '../render/parked-now.ts';
 import { type NotificationFacts, notificationBody } from './notify-shapes.ts';
 
@@ -34,11 +35,6 @@ export interface NotifierOptions {
 
 /** What the command is given on stdin: the facts every format is made from, and the event itself. */
 export interface Notification extends NotificationFacts {
-  on: NotifyOn;
-  text: string;
-  run: string;
-  seq: number;
-  block?: string;
   event: TronEvent;
 }
 

@@ -43,8 +43,8 @@ export class Queues {
    * `worktrees`, never inside it.
    */
   checkout(name: string): Slots {
-    let slots = this.checkouts.get(name);
-    if (!slots) this.checkouts.set(name, (slots = new Slots(1)));
+    const slots = this.checkouts.get(name) ?? new Slots(1);
+    this.checkouts.set(name, slots);
     return slots;
   }
   /** `worktrees.run`, as a function to hand to the git layer. */

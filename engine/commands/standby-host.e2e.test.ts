@@ -6,15 +6,14 @@
  * the verified work from the remote (runtime/remote-recovery.ts), and builds nothing the
  * run already did.
  */
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { execa, type ResultPromise } from 'execa';
+import { execa } from 'execa';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { TronEvent } from '../core/events.ts';
 import { readLog } from '../log/eventlog.ts';
 import { keyPath } from '../log/keys.ts';
-import { BIN } from '../testing/crash.ts';
+import { clusterHosts } from '../testing/cluster-hosts.ts';
 import { skipWithoutPostgres, useTestDatabase } from '../testing/postgres.ts';
 import { type RemoteProject, remoteProject } from '../testing/remote-project.ts';
 import { GIT_IDENTITY_ENV } from '../testing/repo.ts';
@@ -25,12 +24,10 @@ const IDS = ['alpha', 'beta', 'gamma'];
 describe.skipIf(skipWithoutPostgres('an engine in a clone of its own'))('an engine in a clone of its own', () => {
   const db = useTestDatabase();
   const projects: RemoteProject[] = [];
-  const scratch: string[] = [];
-  const running: ResultPromise[] = [];
+  const hosts = clusterHosts();
   afterEach(async () => {
-    for (const p of running.splice(0)) p.kill('SIGKILL');
+    await hosts.end();
     for (const p of projects.splice(0)) await p.cleanup();
-    for (const d of scratch.splice(0)) rmSync(d, { recursive: true, force: true });
   });
 
   /** The crash project on a served remote, its log in the database under `repository`, and a second clone of the remote made now. */
@@ -44,21 +41,10 @@ describe.skipIf(skipWithoutPostgres('an engine in a clone of its own'))('an engi
     writeFileSync(file, `${config}\n[cluster]\ndatabase = "${db.url}"\nrepository = "${repository}"\nlease = "1s"\n`);
     await p.repo.commitAll('tron: the cluster');
     await p.repo.git('push', '-q', 'origin', 'main');
-    const other = mkdtempSync(join(tmpdir(), 'tron-second-host-'));
-    scratch.push(other);
-    const second = join(other, 'repo');
+    const second = join(hosts.folder('tron-second-host-'), 'repo');
     const env = { ...GIT_IDENTITY_ENV, ...p.env, TRON_DATABASE_URL: '' };
     await execa('git', ['clone', '-q', p.served.url, second], { env });
-    const start = (dir: string, ...extra: string[]) => {
-      const run = execa('node', [BIN, 'start', '--repo', dir, '--plain', ...extra], {
-        reject: false,
-        stdin: 'ignore',
-        env,
-        timeout: 150_000,
-      });
-      running.push(run);
-      return run;
-    };
+    const start = (dir: string, ...extra: string[]) => hosts.cli(['start', '--repo', dir, '--plain', ...extra], { env: p.env });
     const git = async (dir: string, ...args: string[]) => (await execa('git', args, { cwd: dir, env })).stdout.trim();
     return { p, second, start, git };
   }
@@ -123,8 +109,7 @@ describe.skipIf(skipWithoutPostgres('an engine in a clone of its own'))('an engi
   }, 180_000);
 
   it('takes over from a SIGKILLed leader as a standby: verified work, kept on the remote, resumes there; every block lands once', async () => {
-    const workers = mkdtempSync(join(tmpdir(), 'tron-second-host-workers-'));
-    scratch.push(workers);
+    const workers = hosts.folder('tron-second-host-workers-');
     const held = join(workers, 'beta.held');
     // beta's first review hangs (its pid in `held`) until the leader is gone; every other review approves.
     const reviewer = writeBuilder(

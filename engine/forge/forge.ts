@@ -106,8 +106,10 @@ export type ForgeQueue =
 export type IssueList = { issues: ForgeIssue[]; etag?: string } | 'unchanged';
 
 export interface Forge {
-  /** "owner/name". */
+  /** "owner/name" (GitLab: the project's path or id). */
   readonly repo: string;
+  /** What the block ids of its issues start with: "gh" (GitHub, the default) or "gl" (GitLab). */
+  readonly issuePrefix?: string;
   /** Open issues carrying `label` (not pull requests), oldest first. */
   listIssues(label: string, etag?: string): Promise<IssueList>;
   issue(number: number): Promise<ForgeIssue | undefined>;

@@ -12,6 +12,8 @@ import { ctx } from '../testing/driver.ts';
 import { type GitLabProject, gitlabProject } from '../testing/gitlab/project.ts';
 import { ofType, runTron } from '../testing/project.ts';
 import { GitLabForge } from './gitlab.ts';
+import { statusCommand } from '../commands/status.ts';
+import { systemClock } from '../os/clock.ts';
 
 const CI = `test "$(cat greeting.txt 2>/dev/null)" = hello || { echo "greeting.test.js: expected hello, got $(cat greeting.txt 2>/dev/null)"; exit 1; }`;
 
@@ -72,12 +74,19 @@ describe('GitLab merge requests, end to end', () => {
     expect(p.gl.mergeRequests()).toHaveLength(1);
     const forge = new GitLabForge({ repo: p.gl.path, token: p.gl.token, apiUrl: p.gl.url });
     expect(await forge.pull(p.gl.mergeRequests()[0]!.iid)).toMatchObject({
-      head: 'tron/gh-1-add-a-greeting',
+      head: 'tron/gl-1-add-a-greeting',
       base: 'main',
       merged: true,
       headSha: intent!.sha,
     });
     expect(replay(run.events, ctx)).toMatchObject({ ok: true });
+
+    // tron status names the block's GitLab issue and merge request (each numbered in its own sequence, as GitLab does).
+    const said: string[] = [];
+    await statusCommand({ repo: p.repo.dir, json: false, clock: systemClock, print: (l) => said.push(l) });
+    expect(said.join('\n')).toMatch(
+      /gl-1-add-a-greeting[\s\S]*issue: #1 http:\S+\/-\/issues\/1\n\s+pull request: #1 http:\S+\/-\/merge_requests\/1 \(merged\)/,
+    );
 
     const told = p.gl.notes(1).filter((n) => !n.system);
     expect(told.some((n) => n.body.includes(`Landed on \`main\` in ${landed!.sha}`))).toBe(true);

@@ -40,13 +40,13 @@ describe('GitLab issue intake, end to end', () => {
     const run = await runTron(repo, { env });
     expect(run.exit, JSON.stringify(run.events.filter((e) => e.type === 'block.parked' || e.type === 'escalation.raised'))).toBe(0);
     const landed = ofType(run.events, 'block.landed');
-    expect(landed.map((e) => e.block)).toEqual(['gh-1-add-a-greeting']);
-    expect(ofType(run.events, 'block.dispatched').every((e) => e.block === 'gh-1-add-a-greeting')).toBe(true);
+    expect(landed.map((e) => e.block)).toEqual(['gl-1-add-a-greeting']);
+    expect(ofType(run.events, 'block.dispatched').every((e) => e.block === 'gl-1-add-a-greeting')).toBe(true);
     expect(await bare.git('rev-parse', 'main')).toBe(landed[0]!.top);
 
     const told = gl.notes(good).filter((n) => !n.system);
     expect(told.map((n) => n.author)).toEqual(['tron-bot', 'tron-bot']);
-    expect(told[0]!.body).toContain('started work on this issue as block `gh-1-add-a-greeting`');
+    expect(told[0]!.body).toContain('started work on this issue as block `gl-1-add-a-greeting`');
     expect(told[1]!.body).toContain(`Landed on \`main\` in ${landed[0]!.sha}`);
     expect(gl.issue(good)).toMatchObject({ state: 'closed', closedBy: 'tron-bot' });
     const bads = gl.notes(bad).filter((n) => !n.system);
@@ -59,7 +59,7 @@ describe('GitLab issue intake, end to end', () => {
 
     expect(replay(run.events, ctx)).toMatchObject({ ok: true });
     // The builder's env list names GITLAB_*: the token is not in it all the same.
-    const builderEnv = await readFile(join(out, 'builder-gh-1-add-a-greeting.env'), 'utf8');
+    const builderEnv = await readFile(join(out, 'builder-gl-1-add-a-greeting.env'), 'utf8');
     expect(builderEnv).not.toContain(gl.token);
 
     // Started again: nothing is noted twice.

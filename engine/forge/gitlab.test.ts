@@ -205,7 +205,7 @@ describe('the GitLab forge', () => {
     const bad = gl.openIssue({ title: 'Vague', description: 'make it nice', labels: ['tron'] });
     const intake = await takeIssuesIn(forge, 'tron');
     if (intake === 'unchanged') throw new Error('unchanged');
-    expect(intake.blocks.map((b) => b.id)).toEqual(['gh-1-add-a-greeting']);
+    expect(intake.blocks.map((b) => b.id)).toEqual(['gl-1-add-a-greeting']);
     await takeIssuesIn(forge, 'tron');
     expect(gl.notes(bad).filter((n) => !n.system)).toHaveLength(1);
   });

@@ -176,6 +176,7 @@ type Page = { data: unknown[]; paginationInfo: { next: number | null } };
 
 export class GitLabForge implements Forge {
   readonly repo: string;
+  readonly issuePrefix = 'gl';
   private readonly api: InstanceType<typeof Gitlab<false>>;
   /** The project as the API's paths take it: a numeric id, or the full path (encoded by the client). */
   private readonly project: string | number;

@@ -83,6 +83,7 @@ export class People {
 /** The forge as the engine reads it: only what trusted people said counts (see the file's comment). */
 export class TrustingForge implements Forge {
   readonly repo: string;
+  readonly issuePrefix: string | undefined;
   readonly people: People;
   /** The intake label, once an issue list was read with it: who took it off an issue is checked too. */
   private label: string | undefined;
@@ -95,6 +96,7 @@ export class TrustingForge implements Forge {
     now: () => number = Date.now,
   ) {
     this.repo = inner.repo;
+    this.issuePrefix = inner.issuePrefix;
     this.people = new People(inner, trusted, now);
   }
 

@@ -132,7 +132,9 @@ export async function startGitLabServer(opts: {
   const seen: Seen[] = [];
   let tick = 0;
   const now = () => new Date(Date.UTC(2026, 0, 1) + ++tick * 1000).toISOString();
+  // GitLab numbers issues and merge requests each in their own sequence.
   let nextIid = 1;
+  let nextMrIid = 1;
   const git = async (...args: string[]) => (await run('git', ['--git-dir', opts.gitDir, ...args])).stdout.trim();
   const head = (branch: string) => git('rev-parse', '--verify', '-q', `refs/heads/${branch}`).catch(() => '');
 
@@ -291,7 +293,7 @@ export async function startGitLabServer(opts: {
         if (!(await head(source))) return fail(400, `400 Bad request - source branch ${source} does not exist`);
         if ([...mrs.values()].some((x) => x.source === source && x.target === target && x.state === 'opened'))
           return fail(409, `409 Conflict: Another open merge request already exists for this source branch`);
-        const iid = nextIid++;
+        const iid = nextMrIid++;
         const mr: MergeRequest = {
           id: nextId++,
           iid,

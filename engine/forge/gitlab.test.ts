@@ -147,14 +147,32 @@ describe('the GitLab forge', () => {
     expect(await forge.findPull('tron/none')).toBeUndefined();
   });
 
-  it('reads approvals as approving reviews of the head, and a reviewer requesting changes with their words', async () => {
+  it('reads approvals as approving reviews of the head, and a reviewer requesting changes with their words, of the head they asked on', async () => {
     const sha = await pushBranch('tron/b');
     const { pull } = await upsertPull(forge, { head: 'tron/b', base: 'main', title: 'b', body: '' });
     gl.approve(pull.number, 'lead');
-    gl.requestChanges(pull.number, 'bob', 'Rename the function, please.');
+    await gl.requestChanges(pull.number, 'bob', 'Rename the function, please.');
     expect(await forge.reviews(pull.number)).toEqual([
-      { state: 'APPROVED', body: '', author: 'lead', sha },
       { state: 'CHANGES_REQUESTED', body: 'Rename the function, please.', author: 'bob', sha },
+      { state: 'APPROVED', body: '', author: 'lead', sha },
+    ]);
+    // GitLab keeps the reviewer's state across a push: the request stays of the head it was made on.
+    await clone.git('checkout', '-q', 'tron/b');
+    await clone.write('fix.txt', 'renamed\n');
+    await clone.git('add', '-A');
+    await clone.git('commit', '-qm', 'rename');
+    await clone.git('push', '-q', bare.dir, 'tron/b');
+    const fixed = await clone.git('rev-parse', 'HEAD');
+    expect((await forge.pull(pull.number)).headSha).toBe(fixed);
+    expect(await forge.reviews(pull.number)).toEqual([
+      { state: 'CHANGES_REQUESTED', body: 'Rename the function, please.', author: 'bob', sha },
+      { state: 'APPROVED', body: '', author: 'lead', sha: fixed },
+    ]);
+    // bob approves the new head: GitLab sets his state, and only the approval is left.
+    gl.approve(pull.number, 'bob');
+    expect(await forge.reviews(pull.number)).toEqual([
+      { state: 'APPROVED', body: '', author: 'lead', sha: fixed },
+      { state: 'APPROVED', body: '', author: 'bob', sha: fixed },
     ]);
   });
 

@@ -159,6 +159,7 @@ interface RawMergeRequest {
   merge_commit_sha?: string | null;
   squash_commit_sha?: string | null;
   merge_when_pipeline_succeeds?: boolean;
+  closed_by?: RawUser | null;
 }
 interface RawPipeline {
   id: number;
@@ -240,6 +241,15 @@ export class GitLabForge implements Forge {
     return noteOf(n, `${await this.webUrl()}/-/issues/${issue}`);
   }
 
+  /** A merge request's notes (not an issue's: GitLab numbers the two apart), without system notes. */
+  async pullComments(pull: number): Promise<ForgeComment[]> {
+    const [notes, url] = await Promise.all([
+      this.pages<RawNote>((p) => this.api.MergeRequestNotes.all(this.project, pull, { sort: 'asc', orderBy: 'created_at', ...p } as never)),
+      this.webUrl(),
+    ]);
+    return notes.filter((n) => !n.system).map((n) => noteOf(n, `${url}/-/merge_requests/${pull}`));
+  }
+
   async closeIssue(issue: number): Promise<void> {
     await this.api.Issues.edit(this.project, issue, { stateEvent: 'close' });
   }
@@ -286,20 +296,28 @@ export class GitLabForge implements Forge {
     );
     const asking = (reviewers as { user: RawUser; state?: string }[]).filter((r) => r.state === 'requested_changes');
     if (asking.length === 0) return approved;
-    const notes = (
-      await this.pages<RawNote>((p) =>
+    const [notes, versions] = await Promise.all([
+      this.pages<RawNote & { created_at: string }>((p) =>
         this.api.MergeRequestNotes.all(this.project, pull, { sort: 'asc', orderBy: 'created_at', ...p } as never),
-      )
-    ).filter((n) => !n.system);
-    const changes = asking.map(
-      (r): ForgeReview => ({
-        state: 'CHANGES_REQUESTED',
-        body: notes.filter((n) => n.author?.username === r.user.username).at(-1)?.body ?? '',
-        author: r.user.username,
-        sha: mr.sha,
-      }),
-    );
-    return [...approved, ...changes];
+      ),
+      this.api.MergeRequests.allDiffVersions(this.project, pull) as Promise<unknown>,
+    ]);
+    // A reviewer's state stays `requested_changes` across pushes: the request is of the head
+    // the merge request had when they made it (their latest note, GitLab's "requested
+    // changes" system note among them), so a new push is its answer, as on GitHub.
+    const heads = (versions as { head_commit_sha: string; created_at: string }[]).map((v) => ({
+      sha: v.head_commit_sha,
+      at: Date.parse(v.created_at),
+    }));
+    const changes = asking.map((r): ForgeReview => {
+      const theirs = notes.filter((n) => n.author?.username === r.user.username);
+      const said = theirs.filter((n) => !n.system).at(-1)?.body ?? '';
+      const when = theirs.length > 0 ? Date.parse(theirs.at(-1)!.created_at) : Number.POSITIVE_INFINITY;
+      const then = heads.filter((h) => h.at <= when).sort((a, b) => b.at - a.at)[0];
+      return { state: 'CHANGES_REQUESTED', body: said, author: r.user.username, sha: then?.sha ?? mr.sha };
+    });
+    // Approvals last: GitLab keeps one state per reviewer, and an approval is the later word.
+    return [...changes, ...approved];
   }
 
   /** GitLab names no required checks: its pipeline is the check, always required (land = "push" for a project without CI). */
@@ -463,6 +481,7 @@ function pullOf(m: RawMergeRequest): ForgePull {
     head: m.source_branch,
     headSha: m.sha,
     base: m.target_branch,
+    ...(m.state === 'closed' && { closedBy: m.closed_by?.username ?? '' }),
   };
 }
 

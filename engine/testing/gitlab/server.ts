@@ -23,6 +23,7 @@ import type { AddressInfo } from 'node:net';
 import { promisify } from 'node:util';
 import {
   approvalsOf,
+  versionOf,
   type Issue,
   issueOf,
   jobOf,
@@ -83,8 +84,10 @@ export interface GitLabServer {
   note(iid: number, n: { body: string; author?: string; system?: boolean; on?: 'Issue' | 'MergeRequest' }): void;
   mergeRequests(): MergeRequest[];
   approve(iid: number, username: string): void;
-  requestChanges(iid: number, username: string, body?: string): void;
-  closeMergeRequest(iid: number, by?: string): void;
+  /** A reviewer requests changes on the merge request's head as git has it now, with a note (and GitLab's system note). */
+  requestChanges(iid: number, username: string, body?: string): Promise<void>;
+  /** A person closes a merge request without merging it, with a note when `words` are given. */
+  closeMergeRequest(iid: number, by: string, words?: string): void;
   /** A pipeline on `sha` with these jobs (its status: failed if any failed, running if any runs, else success). */
   pipeline(sha: string, jobs: { name: string; status: string; trace?: string }[], ref?: string): Pipeline;
   pipelines(): Pipeline[];
@@ -151,6 +154,7 @@ export async function startGitLabServer(opts: {
   /** A merge request whose head reached its target is merged, as GitLab marks it on a push of the target. */
   async function refresh(m: MergeRequest): Promise<void> {
     const sha = await head(m.source);
+    if (sha && sha !== m.sha) m.versions.push({ id: nextId++, sha, createdAt: now() });
     if (sha) m.sha = sha;
     if (m.state !== 'opened') return;
     const target = await head(m.target);
@@ -308,6 +312,7 @@ export async function startGitLabServer(opts: {
           autoMerge: false,
           approvedBy: [],
           reviewers: [],
+          versions: [],
           createdAt: now(),
           updatedAt: now(),
         };
@@ -334,10 +339,19 @@ export async function startGitLabServer(opts: {
       if (sub === '' && method === 'PUT') {
         if (typeof body.title === 'string') mr.title = body.title;
         if (typeof body.description === 'string') mr.description = body.description;
-        if (body.state_event === 'close' && mr.state === 'opened') mr.state = 'closed';
+        if (body.state_event === 'close' && mr.state === 'opened') {
+          mr.state = 'closed';
+          mr.closedBy = as;
+        }
         mr.updatedAt = now();
       }
       if (sub === '/approvals' && method === 'GET') return send(res, 200, approvalsOf(mr, user, urls));
+      if (sub === '/versions' && method === 'GET')
+        return send(
+          res,
+          200,
+          [...mr.versions].reverse().map((x) => versionOf(x, mr)),
+        );
       if (sub === '/reviewers' && method === 'GET')
         return send(
           res,
@@ -511,18 +525,28 @@ export async function startGitLabServer(opts: {
     mergeRequests: () => [...mrs.values()],
     approve: (iid, name) => {
       user(name);
-      mrOr404(iid).approvedBy.push(name);
+      const mr = mrOr404(iid);
+      mr.approvedBy.push(name);
+      // GitLab 17: approving sets the reviewer's state.
+      for (const r of mr.reviewers) if (r.user === name) r.state = 'approved';
     },
-    requestChanges: (iid, name, body) => {
+    requestChanges: async (iid, name, body) => {
       user(name);
       const mr = mrOr404(iid);
+      await refresh(mr);
+      notes.push({ id: nextId++, body: 'requested changes', author: name, system: true, on: 'MergeRequest', iid, createdAt: now() });
       mr.reviewers = [...mr.reviewers.filter((r) => r.user !== name), { user: name, state: 'requested_changes' }];
+      // Requesting changes takes back the reviewer's approval, as GitLab does.
+      mr.approvedBy = mr.approvedBy.filter((u) => u !== name);
       if (body) notes.push({ id: nextId++, body, author: name, system: false, on: 'MergeRequest', iid, createdAt: now() });
     },
-    closeMergeRequest: (iid, by) => {
+    closeMergeRequest: (iid, by, words) => {
       const mr = mrOr404(iid);
+      user(by);
+      if (words) notes.push({ id: nextId++, body: words, author: by, system: false, on: 'MergeRequest', iid, createdAt: now() });
       mr.state = 'closed';
-      if (by) user(by);
+      mr.closedBy = by;
+      mr.updatedAt = now();
     },
     pipeline: (sha, jobs, ref = '') =>
       makePipeline(

@@ -56,8 +56,11 @@ export interface MergeRequest {
   sha: string;
   mergeCommitSha: string | null;
   autoMerge: boolean;
+  closedBy?: string;
   approvedBy: string[];
   reviewers: { user: string; state: 'unreviewed' | 'reviewed' | 'requested_changes' | 'approved' }[];
+  /** Each head the source branch had, as GitLab's merge request diff versions record it, newest last. */
+  versions: { id: number; sha: string; createdAt: string }[];
   createdAt: string;
   updatedAt: string;
 }
@@ -184,6 +187,7 @@ export function mergeRequestOf(m: MergeRequest, users: (name: string) => User, u
     updated_at: m.updatedAt,
     merged_at: m.state === 'merged' ? m.updatedAt : null,
     closed_at: m.state === 'closed' ? m.updatedAt : null,
+    closed_by: m.state === 'closed' && m.closedBy ? userOf(users(m.closedBy), urls) : null,
     target_branch: m.target,
     source_branch: m.source,
     source_project_id: urls.projectId,
@@ -224,6 +228,20 @@ export function approvalsOf(m: MergeRequest, users: (name: string) => User, urls
 
 export function reviewerOf(r: MergeRequest['reviewers'][number], users: (name: string) => User, urls: Urls, at: string) {
   return { user: userOf(users(r.user), urls), state: r.state, created_at: at };
+}
+
+export function versionOf(v: MergeRequest['versions'][number], m: MergeRequest) {
+  return {
+    id: v.id,
+    head_commit_sha: v.sha,
+    base_commit_sha: v.sha,
+    start_commit_sha: v.sha,
+    created_at: v.createdAt,
+    merge_request_id: m.id,
+    state: 'collected',
+    real_size: '1',
+    patch_id_sha: v.sha,
+  };
 }
 
 export function pipelineOf(p: Pipeline, urls: Urls) {

@@ -31,8 +31,8 @@ git add -A; git commit -qm "$TRON_BLOCK: greeting"
 echo ">>DONE"
 `;
 
-async function setup(opts: { ci?: boolean; forge?: string }): Promise<GitLabProject> {
-  const p = await gitlabProject({ builder: learningBuilder, forge: `land = "pr"\n${opts.forge ?? ''}` });
+async function setup(opts: { ci?: boolean; forge?: string; builder?: () => string }): Promise<GitLabProject> {
+  const p = await gitlabProject({ builder: opts.builder ?? learningBuilder, forge: `land = "pr"\n${opts.forge ?? ''}` });
   onTestFinished(() => p.cleanup());
   if (opts.ci !== false) await p.ci('test', CI);
   p.gl.openIssue({ title: 'Add a greeting', description: 'greeting.txt says hello.\n\n- [ ] greeting.txt says hello', labels: ['tron'] });
@@ -97,6 +97,21 @@ describe('GitLab merge requests, end to end', () => {
     await runTron(p.repo, { env: p.env });
     expect(p.gl.mergeRequests()).toHaveLength(1);
     expect(p.gl.notes(1).filter((n) => !n.system)).toHaveLength(notes);
+  });
+
+  it('never lands past a pipeline that stays red: the block goes back to build until its budget is spent, then is parked', async () => {
+    const p = await setup({
+      builder: () => learningBuilder().replace('*"expected hello, got helo"*) echo hello', '*"never matches"*) echo hello'),
+    });
+    const before = await p.bare.git('rev-parse', 'main');
+    const run = await runTron(p.repo, { env: p.env });
+    expect(run.exit).toBe(3);
+    expect(ofType(run.events, 'land.intent')).toEqual([]);
+    expect(ofType(run.events, 'block.landed')).toEqual([]);
+    expect(ofType(run.events, 'gate.failed').filter((e) => e.facts.some((f) => f.name === 'hosted_checks')).length).toBeGreaterThan(1);
+    expect(await p.bare.git('rev-parse', 'main')).toBe(before);
+    expect(p.gl.mergeRequests()).toHaveLength(1);
+    expect(p.gl.notes(1).some((n) => n.body.includes('tron parked'))).toBe(true);
   });
 
   it('never lands past a pipeline that never comes: it asks again, then pages the operator', async () => {

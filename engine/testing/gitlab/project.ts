@@ -35,6 +35,8 @@ export async function gitlabProject(opts: {
   /** More lines of [forge]. */
   forge?: string;
   builderEnv?: string[];
+  /** More lines of [intake] (e.g. poll = "100ms"). */
+  intake?: string;
   files?: Record<string, string> | ((out: string) => Record<string, string>);
   onServed?: (seen: Seen) => void;
 }): Promise<GitLabProject> {
@@ -54,7 +56,7 @@ export async function gitlabProject(opts: {
     const builder = writeBuilder(out, opts.builder(out));
     const passed = opts.builderEnv ? `env = ${JSON.stringify(opts.builderEnv)}\n` : '';
     const workers = `[workers.builder]\nadapter = "command"\ncommand = ["${builder}"]\n${passed}\n[workers.reviewer]\nadapter = "command"\ncommand = ["sh", "-c", "cat > /dev/null; echo '>>APPROVE'"]\n${passed}`;
-    const extra = `[sandbox]\nmode = "off"\n\n[remote]\nbackoff = "100ms"\n\n[forge]\nkind = "gitlab"\nrepo = "${gl.path}"\napi_url = "${gl.url}"\nbackoff = "50ms"\n${opts.forge ?? ''}\n[intake]\nlabel = "tron"\n`;
+    const extra = `[sandbox]\nmode = "off"\n\n[remote]\nbackoff = "100ms"\n\n[forge]\nkind = "gitlab"\nrepo = "${gl.path}"\napi_url = "${gl.url}"\nbackoff = "50ms"\n${opts.forge ?? ''}\n[intake]\nlabel = "tron"\n${opts.intake ?? ''}`;
     const repo = await project({
       blocks: {},
       config: configFile({ workers, extra }),

@@ -91,6 +91,8 @@ export interface GitLabServer {
   /** A pipeline on `sha` with these jobs (its status: failed if any failed, running if any runs, else success). */
   pipeline(sha: string, jobs: { name: string; status: string; trace?: string }[], ref?: string): Pipeline;
   pipelines(): Pipeline[];
+  /** While held, merge requests set to merge when the pipeline succeeds stay set, never merged. */
+  holdAutoMerge(held: boolean): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -132,6 +134,7 @@ export async function startGitLabServer(opts: {
   const mrs = new Map<number, MergeRequest>();
   const pipelines: Pipeline[] = [];
   const faults: Fault[] = [];
+  let autoMergeHeld = false;
   const seen: Seen[] = [];
   let tick = 0;
   const now = () => new Date(Date.UTC(2026, 0, 1) + ++tick * 1000).toISOString();
@@ -363,6 +366,7 @@ export async function startGitLabServer(opts: {
         if (body.sha !== undefined && body.sha !== mr.sha) return fail(409, 'SHA does not match HEAD of source branch');
         mr.autoMerge = body.merge_when_pipeline_succeeds === true || body.auto_merge === true;
         if (!mr.autoMerge) return fail(422, 'Branch cannot be merged');
+        await autoMerge();
         return send(res, 200, mergeRequestOf(mr, user, urls));
       }
       if (sub !== '') return fail(404, '404 Not Found');
@@ -407,6 +411,7 @@ export async function startGitLabServer(opts: {
         job.trace = String(body.description ?? '');
       } else p.jobs.push({ id: nextId++, name, status: state, trace: String(body.description ?? '') });
       p.status = statusOf(p.jobs);
+      await autoMerge();
       return send(res, 201, {
         id: nextId++,
         sha,
@@ -425,6 +430,34 @@ export async function startGitLabServer(opts: {
       return send(res, 200, memberOf(who, level, urls));
     }
     return fail(404, '404 Not Found');
+  }
+
+  /**
+   * "Merge when the pipeline succeeds": each merge request set to it whose head's latest
+   * pipeline is green is merged — fast-forward, as a project with the fast-forward merge
+   * method does (the target moves to exactly the head); one that cannot be is taken off
+   * auto-merge. A red pipeline takes it off too, as GitLab does.
+   */
+  async function autoMerge(): Promise<void> {
+    if (autoMergeHeld) return;
+    for (const mr of mrs.values()) {
+      if (!mr.autoMerge || mr.state !== 'opened') continue;
+      await refresh(mr);
+      const p = pipelines.filter((x) => x.sha === mr.sha).at(-1);
+      if (!p || !['success', 'failed', 'canceled'].includes(p.status)) continue;
+      mr.autoMerge = false;
+      if (p.status !== 'success') continue;
+      const target = await head(mr.target);
+      const ff = await git('merge-base', '--is-ancestor', target, mr.sha).then(
+        () => true,
+        () => false,
+      );
+      if (!ff) continue;
+      await git('update-ref', `refs/heads/${mr.target}`, mr.sha, target);
+      mr.state = 'merged';
+      mr.mergeCommitSha = null;
+      mr.updatedAt = now();
+    }
   }
 
   function makePipeline(sha: string, jobs: Pipeline['jobs'], ref: string): Pipeline {
@@ -555,6 +588,10 @@ export async function startGitLabServer(opts: {
         ref,
       ),
     pipelines: () => pipelines,
+    holdAutoMerge: async (held) => {
+      autoMergeHeld = held;
+      await autoMerge();
+    },
     close: () =>
       new Promise<void>((ok) => {
         server.close(() => ok());

@@ -3,7 +3,9 @@
  * land and a malformed one) is killed with SIGKILL right after GitLab answered its n-th
  * write — a note posted, a merge request opened or updated, an issue closed: the instant
  * after GitLab acted and before tron could record it — and started again. Whatever n, the
- * block lands once, through one merge request, and no note is posted twice.
+ * block lands once, through one merge request, and no note is posted twice. The same
+ * after a spread of its reads (the first, the last and two between; every one with
+ * `TRON_CRASH_SWEEP=full`).
  */
 import { execa, type ResultPromise } from 'execa';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -23,21 +25,26 @@ echo ">>DONE"
 
 /** A call of tron's that changes something on GitLab (the external CI's commit statuses are not tron's). */
 const tronWrite = (s: Seen) => s.method !== 'GET' && !s.path.includes('/statuses/') && s.status < 400;
+/** A call of tron's that reads GitLab. */
+const tronRead = (s: Seen) => s.method === 'GET' && s.status < 400;
 
 interface Outcome {
   p: GitLabProject;
   writes: number;
+  reads: number;
   exits: (number | string | undefined)[];
 }
 
-async function scenario(killAt: number | undefined): Promise<Outcome> {
+async function scenario(killAt: number | undefined, after: 'write' | 'read' = 'write'): Promise<Outcome> {
   let child: ResultPromise | undefined;
   let writes = 0;
+  let reads = 0;
   const p = await gitlabProject({
     builder: BUILDER,
     forge: 'land = "pr"\n',
     onServed: (s) => {
-      if (tronWrite(s) && ++writes === killAt) child?.kill('SIGKILL');
+      if (tronRead(s) && ++reads === killAt && after === 'read') child?.kill('SIGKILL');
+      if (tronWrite(s) && ++writes === killAt && after === 'write') child?.kill('SIGKILL');
     },
   });
   await p.ci('test', 'test "$(cat greeting.txt)" = hello');
@@ -55,7 +62,7 @@ async function scenario(killAt: number | undefined): Promise<Outcome> {
     exits.push(r.signal ?? r.exitCode);
     if (!r.signal) break;
   }
-  return { p, writes, exits };
+  return { p, writes, reads, exits };
 }
 
 /** Each note's tron marker; a marker seen twice is a note posted twice. */
@@ -63,13 +70,13 @@ function markers(p: GitLabProject, issue: number): string[] {
   return p.gl.notes(issue).flatMap((n) => /<!-- tron:[^>]*-->/.exec(n.body)?.[0] ?? []);
 }
 
-function expectOnce(o: Outcome, n?: number): void {
+function expectOnce(o: Outcome, n?: number, after: 'write' | 'read' = 'write'): void {
   const { p } = o;
   const where =
     n === undefined
       ? 'not killed'
-      : `killed after write ${n}: ${p.gl.seen
-          .filter(tronWrite)
+      : `killed after ${after} ${n}: ${p.gl.seen
+          .filter(after === 'write' ? tronWrite : tronRead)
           .map((s) => `${s.method} ${s.path}`)
           .join(', ')}`;
   expect(o.exits.at(-1), `${where} ${JSON.stringify(o.exits)}`).toBe(0);
@@ -85,13 +92,18 @@ function expectOnce(o: Outcome, n?: number): void {
 }
 
 describe('killed at every GitLab write', () => {
-  let clean: Outcome | undefined;
+  // The run killed nowhere, made once for both tests: how many writes and reads a whole run makes.
+  let clean: Promise<Outcome> | undefined;
+  const cleanRun = () => {
+    clean ??= scenario(undefined);
+    return clean;
+  };
   afterAll(async () => {
-    await clean?.p.cleanup();
+    await (await clean?.catch(() => undefined))?.p.cleanup();
   });
 
   it('opens one merge request per block and posts no note twice, wherever tron is killed', { timeout: 600_000 }, async () => {
-    clean = await scenario(undefined);
+    const clean = await cleanRun();
     expectOnce(clean);
     expect(await clean.p.bare.git('show', 'main:greeting.txt')).toBe('hello');
     // The malformed issue's note, the started note, the merge request, the landed note, closing the issue.
@@ -101,6 +113,27 @@ describe('killed at every GitLab write', () => {
       try {
         expect(o.exits[0], `killed after write ${n}`).toBe('SIGKILL');
         expectOnce(o, n);
+        expect(await o.p.bare.git('show', 'main:greeting.txt')).toBe('hello');
+      } finally {
+        await o.p.cleanup();
+      }
+    }
+  });
+
+  it('opens one merge request per block and posts no note twice when tron is killed right after it read GitLab', {
+    timeout: 600_000,
+  }, async () => {
+    const total = (await cleanRun()).reads;
+    expect(total).toBeGreaterThanOrEqual(8);
+    const points =
+      process.env.TRON_CRASH_SWEEP === 'full'
+        ? Array.from({ length: total }, (_, i) => i + 1)
+        : [...new Set([1, Math.floor(total / 3), Math.floor((2 * total) / 3), total])];
+    for (const n of points) {
+      const o = await scenario(n, 'read');
+      try {
+        expect(o.exits[0], `killed after read ${n}`).toBe('SIGKILL');
+        expectOnce(o, n, 'read');
         expect(await o.p.bare.git('show', 'main:greeting.txt')).toBe('hello');
       } finally {
         await o.p.cleanup();

@@ -62,7 +62,7 @@ export interface GitLabOptions {
   now?: () => number;
 }
 
-/** A failed answer as tron acts on it; `secret` (the token) never appears in the message. */
+/** A failed answer as tron acts on it (`said` comes with the token already scrubbed out: requesterOf). */
 export function classifyGitLab(
   status: number | undefined,
   headers: Record<string, string | undefined>,

@@ -37,18 +37,22 @@ const LAYERS: readonly (readonly string[])[] = [
 ];
 
 /**
- * The files of core/decide, from the ground up: each concern decides its own inputs, and
- * may use what a rank below offers — the step and `dispatch` every concern shares, the
- * exception spine any concern escalates by, the lane that blocks enter and trunk news
- * halts, the gate that a builder's word opens — never one of its own rank or above.
+ * The files of core/decide and core/lane, from the ground up: the lane's state and its fold,
+ * then the concerns, each deciding its own inputs with what a rank below offers — the step
+ * and `dispatch` every concern shares, the exception spine any concern escalates by, the
+ * lane that blocks enter and trunk news halts, the gate that a builder's word opens —
+ * never one of its own rank or above.
  */
 const DECIDE_RANKS: readonly (readonly string[])[] = [
-  ['step.ts'],
-  ['escalate.ts'],
-  ['lane.ts'],
-  ['gate.ts'],
-  ['turns.ts', 'pr.ts', 'remote.ts', 'schedule.ts', 'liveness.ts', 'budget.ts', 'withdraw.ts'],
-  ['decide.ts'],
+  // The lane's state and its fold, which engine/core/state.ts builds on.
+  ['lane/stack.ts'],
+  ['lane/fold.ts'],
+  ['decide/step.ts'],
+  ['decide/escalate.ts'],
+  ['lane/lane.ts'],
+  ['decide/gate.ts'],
+  ['decide/turns.ts', 'lane/pr.ts', 'lane/remote.ts', 'decide/schedule.ts', 'decide/liveness.ts', 'decide/budget.ts', 'decide/withdraw.ts'],
+  ['decide/decide.ts'],
 ];
 
 /** The unit a file belongs to: the longest layer name that is a prefix of its path. */
@@ -202,20 +206,23 @@ describe('the layers of engine/', () => {
     }
   });
 
-  it('keeps the decision concerns in their ranks: a file of core/decide imports only files of a rank below its own', () => {
-    const dir = join(ENGINE, 'core', 'decide');
+  it('keeps the decision concerns in their ranks: a file of core/decide or core/lane imports only such files of a rank below its own', () => {
+    const core = join(ENGINE, 'core');
     const rankOf = new Map(DECIDE_RANKS.flatMap((files, rank) => files.map((f) => [f, rank] as const)));
+    const ranked = (path: string) => path.startsWith('decide/') || path.startsWith('lane/');
     const problems: string[] = [];
-    for (const file of sources(dir)) {
+    for (const file of sources(core).filter(ranked)) {
       const rank = rankOf.get(file);
       if (rank === undefined) {
         problems.push(`${file} is in no rank: add it to DECIDE_RANKS in engine/layering.test.ts`);
         continue;
       }
-      const info = ts.preProcessFile(readFileSync(join(dir, file), 'utf8'), true, true);
-      for (const to of info.importedFiles.map((i) => i.fileName).filter((s) => s.startsWith('./'))) {
-        const other = to.slice(2);
-        if ((rankOf.get(other) ?? Number.POSITIVE_INFINITY) >= rank)
+      const info = ts.preProcessFile(readFileSync(join(core, file), 'utf8'), true, true);
+      for (const spec of info.importedFiles.map((i) => i.fileName).filter((s) => s.startsWith('.'))) {
+        const other = relative(core, resolve(dirname(join(core, file)), spec))
+          .split(sep)
+          .join('/');
+        if (ranked(other) && (rankOf.get(other) ?? Number.POSITIVE_INFINITY) >= rank)
           problems.push(`${file} imports ${other}, which is not of a rank below`);
       }
     }

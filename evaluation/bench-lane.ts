@@ -111,7 +111,7 @@ async function laneRun(blocks: number, maxParallel: number, sleep: number, shape
       maxParallel,
       workers: shape.slowReviews ? `${workers.slice(0, workers.indexOf('[workers.reviewer]'))}${SLOW_REVIEWS}` : workers,
       ...(shape.speculate !== undefined && { extra: `\n[merge]\nspeculate = ${shape.speculate}\n` }),
-    }).replace('test = "node test.js"', 'test = "node --test test/"'),
+    }).replace('test = "node test.js"', 'test = "node --test test/*.test.js"'),
   });
   try {
     const run = await execa('node', [BIN, 'start', '--repo', repo.dir], {

@@ -15,9 +15,10 @@
  * told, and the server's resident memory.
  *
  * Then the team's view: a thousand finished runs (copies of a real one, signed as the engine
- * signs) are put on disk beside the live run, `/metrics` and `/api/v1/runs` are asked once
- * cold (every run read for the first time) and timed, and a scraper (another process,
- * evaluation/bench-serve-scraper.ts) asks for `/metrics` and two pages of runs every 250 ms
+ * signs) are put on disk beside the live run, `/metrics`, `/api/v1/runs` and `/api/v1/charts`
+ * are asked once cold (every run read for the first time) and timed, and a scraper (another
+ * process, evaluation/bench-serve-scraper.ts) asks for `/metrics`, two pages of runs and the
+ * charts every 250 ms
  * — far more often than a Prometheus would — while WAKE is measured interleaved, the scraper
  * stopped (SIGSTOP) or running before each answer. Printed with the load it ran under.
  *
@@ -219,6 +220,7 @@ export async function benchServe(): Promise<void> {
     };
     const coldRuns = await ask('api/v1/runs?limit=50');
     const coldMetrics = await ask('metrics');
+    const coldCharts = await ask('api/v1/charts?days=366');
     const landedLine = /^tron_blocks_landed_total (\d+)$/m.exec(coldMetrics.text)?.[1];
     scraper = spawn(process.execPath, ['--import', 'tsx', SCRAPER, url!, token!, String(scrapeMs)], { stdio: ['pipe', 'pipe', 'inherit'] });
     let scraped = '';
@@ -242,10 +244,10 @@ export async function benchServe(): Promise<void> {
     const scraping = scrapedWakes.ms.filter((_, i) => i % 2 === 0);
     const quiet = scrapedWakes.ms.filter((_, i) => i % 2 === 1);
     console.log(
-      `\nteam's view: ${pastCount} finished runs on disk + the live run (${f.last} events); a scraper every ${scrapeMs} ms asking /metrics and two pages of /api/v1/runs`,
+      `\nteam's view: ${pastCount} finished runs on disk + the live run (${f.last} events); a scraper every ${scrapeMs} ms asking /metrics, two pages of /api/v1/runs and /api/v1/charts`,
     );
     console.log(
-      `cold (every run read once): /api/v1/runs ${coldRuns.ms.toFixed(0)} ms, /metrics ${coldMetrics.ms.toFixed(0)} ms (tron_blocks_landed_total ${landedLine})`,
+      `cold (every run read once): /api/v1/runs ${coldRuns.ms.toFixed(0)} ms, /metrics ${coldMetrics.ms.toFixed(0)} ms (tron_blocks_landed_total ${landedLine}), /api/v1/charts ${coldCharts.ms.toFixed(0)} ms`,
     );
     for (const [route, x] of Object.entries(summary)) {
       console.log(`  ${route.padEnd(28)} n=${x.n}, warm p50 ${x.p50?.toFixed(1)} ms, most ${x.most?.toFixed(1)} ms`);

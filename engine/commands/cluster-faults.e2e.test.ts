@@ -7,29 +7,25 @@
  * `startCluster`, a throwaway cluster under /tmp), never the shared one of
  * TRON_TEST_DATABASE_URL.
  */
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { execa } from 'execa';
 import pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { configFile, landingSim, makeProject } from '../testing/project.ts';
 import { crashProject } from '../testing/crash.ts';
-import { approvingWorkers, slowBuilder } from '../testing/workers.ts';
-import { GIT_IDENTITY_ENV, type TestRepo, type TestTree, testGit } from '../testing/repo.ts';
+import { type TestRepo, testGit } from '../testing/repo.ts';
+import { clusterHosts, ended, landedOnce, untilLine } from '../testing/cluster-hosts.ts';
 import { type Cluster, needPostgresServer, startCluster } from '../testing/postgres.ts';
 import { requireAll, skipWithout } from '../testing/needs.ts';
 import { openDatabase } from '../log/pg-log.ts';
 
-const BIN = join(import.meta.dirname, '..', '..', 'bin', 'tron.js');
 const SERVER = needPostgresServer();
 const NO_SERVER = skipWithout('the engine and database faults', SERVER);
 
 describe.skipIf(NO_SERVER)('faults of the engine and the database', () => {
   let cluster: Cluster;
-  let client: pg.Client;
-  const repos: TestRepo[] = [];
-  const dirs: string[] = [];
+  const hosts = clusterHosts();
   beforeAll(async () => {
     requireAll(SERVER);
     cluster = await startCluster();
@@ -37,76 +33,19 @@ describe.skipIf(NO_SERVER)('faults of the engine and the database', () => {
     await (await openDatabase(cluster.url)).end();
   }, 60_000);
   afterAll(() => cluster?.stop(), 60_000);
-  afterEach(async () => {
-    await client?.end().catch(() => undefined);
-    for (const r of repos.splice(0)) await r.cleanup();
-    for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
-  });
+  afterEach(() => hosts.end());
 
-  async function connect(): Promise<pg.Client> {
-    client = new pg.Client({ connectionString: cluster.url });
-    client.on('error', () => undefined);
-    await client.connect();
-    return client;
-  }
-
-  const cli = (args: string[], env: Record<string, string> = {}) =>
-    execa('node', [BIN, ...args], {
-      reject: false,
-      stdin: 'ignore',
-      env: { ...GIT_IDENTITY_ENV, TRON_DATABASE_URL: '', ...env },
-      timeout: 150_000,
-    });
+  const connect = () => hosts.connect(cluster.url);
+  const cli = (args: string[], env: Record<string, string> = {}) => hosts.cli(args, { env });
 
   /** A project whose builder holds its first turn until `go` exists, its log in the cluster's database. */
-  async function heldProject(repository: string, lease: string): Promise<{ repo: TestRepo; go: string }> {
-    const workers = mkdtempSync(join(tmpdir(), 'tron-fault-workers-'));
-    dirs.push(workers);
-    const go = join(workers, 'go');
-    const repo = await makeProject({
-      blocks: { alpha: {} },
-      config: configFile({
-        workers: approvingWorkers(slowBuilder(workers, 'building alpha', go)),
-        extra: `\n[sandbox]\nmode = "off"\n\n[cluster]\ndatabase = "${cluster.url}"\nrepository = "${repository}"\nlease = "${lease}"\n`,
-      }),
-    });
-    repos.push(repo);
-    return { repo, go };
-  }
-
-  /** A child process, ended by an exit or by a signal (a SIGKILLed one has no exit code). */
-  type Ended = { exitCode: number | null; signalCode: string | null };
-  const ended = (p: Ended) => p.exitCode !== null || p.signalCode !== null;
-
-  /** Waits on the table until a line of `type` of the repository is there (the engine ended early: throws). */
-  async function until(db: pg.Client, repository: string, type: string, engine?: Ended): Promise<void> {
-    for (;;) {
-      const { rows } = await db.query(`select 1 from tron_events where repository = $1 and line like $2`, [
-        repository,
-        `%"type":"${type}"%`,
-      ]);
-      if (rows.length > 0) return;
-      if (engine && ended(engine)) throw new Error(`the engine ended before ${type}`);
-      await new Promise((r) => setTimeout(r, 50));
-    }
-  }
-
-  async function landedOnce(repo: TestTree, ids: string[], subject: (id: string) => string): Promise<void> {
-    const landed = (await repo.git('for-each-ref', '--format=%(refname:short)', 'refs/tron/landed/')).split('\n').sort();
-    expect(landed).toEqual(ids.map((id) => `tron/landed/${id}`).sort());
-    const subjects = (await repo.git('log', '--format=%s', 'main')).split('\n');
-    for (const id of ids)
-      expect(
-        subjects.filter((s) => s === subject(id)),
-        `${id} on trunk`,
-      ).toHaveLength(1);
-  }
+  const heldProject = (repository: string, lease: string) => hosts.heldProject({ database: cluster.url, repository, lease });
 
   it('stops cleanly when the database restarts mid-run, and the next start resumes through recovery: nothing lost, nothing landed twice', async () => {
     const { repo, go } = await heldProject('restarted', '30s');
     const db = await connect();
     const engine = cli(['start', '--repo', repo.dir, '--plain']);
-    await until(db, 'restarted', 'worker.spawned', engine);
+    await untilLine(db, { type: 'worker.spawned' }, { repository: 'restarted', engine });
     const before = Number((await db.query(`select count(*) as n from tron_events where repository = 'restarted'`)).rows[0].n);
     await db.end();
     // The server goes down and comes back while the builder works: every connection of the engine is cut.
@@ -149,7 +88,7 @@ describe.skipIf(NO_SERVER)('faults of the engine and the database', () => {
     const db = await connect();
     // The leader holds alpha's build until `go`: it is alive until this test kills it.
     const leader = cli(['start', '--repo', repo.dir, '--plain']);
-    await until(db, 'killed', 'block.dispatched', leader);
+    await untilLine(db, { type: 'block.dispatched' }, { repository: 'killed', engine: leader });
     // The standby waits beside the live leader, and says so.
     const standby = cli(['start', '--repo', repo.dir, '--plain', '--standby']);
     let said = '';
@@ -189,8 +128,7 @@ describe.skipIf(NO_SERVER)('faults of the engine and the database', () => {
 
   it('lets exactly one of two engines started at once on two clones lead; the other exits 2 naming it, and writes nothing', async () => {
     const { repo, go } = await heldProject('twins', '30s');
-    const twin = mkdtempSync(join(tmpdir(), 'tron-twin-'));
-    dirs.push(twin);
+    const twin = hosts.folder('tron-twin-');
     await testGit(tmpdir(), 'clone', '-q', repo.dir, twin);
     const db = await connect();
     const a = cli(['start', '--repo', repo.dir, '--plain']);
@@ -209,22 +147,15 @@ describe.skipIf(NO_SERVER)('faults of the engine and the database', () => {
     await landedOnce(first.who === 'a' ? repo.at(twin) : repo, ['alpha'], (id) => id);
   }, 180_000);
   it('lets the documented reader role read a run from any host, and nothing more', async () => {
-    const repo = await makeProject({
-      blocks: { alpha: {} },
-      sim: landingSim(['alpha']),
-      config: configFile({ extra: `\n[cluster]\ndatabase = "${cluster.url}"\nrepository = "read-only"\n` }),
-    });
-    repos.push(repo);
+    const repo = await hosts.landingProject({ database: cluster.url, repository: 'read-only' }, ['alpha']);
     expect((await cli(['start', '--repo', repo.dir, '--plain'])).exitCode).toBe(0);
     const db = await connect();
     // As docs/cluster.md sets it up.
     await db.query(`create role tron_reader login password 'reads'`);
     await db.query('grant select on tron_events, tron_lease, tron_schema, tron_run_files to tron_reader');
     const reader = cluster.url.replace('//tron@', '//tron_reader:reads@');
-    const other = mkdtempSync(join(tmpdir(), 'tron-reader-host-'));
-    dirs.push(other);
-    const at = (args: string[]) =>
-      execa('node', [BIN, ...args], { reject: false, stdin: 'ignore', cwd: other, env: { ...GIT_IDENTITY_ENV, TRON_DATABASE_URL: '' } });
+    const other = hosts.folder('tron-reader-host-');
+    const at = (args: string[]) => hosts.cli(args, { cwd: other });
     const status = await at(['status', '--database', reader, '--json']);
     expect(status.exitCode, status.stderr).toBe(0);
     expect(JSON.parse(status.stdout)).toMatchObject({
@@ -232,7 +163,7 @@ describe.skipIf(NO_SERVER)('faults of the engine and the database', () => {
       engine: 'finished',
       blocks: [{ block: 'alpha', phase: 'landed' }],
     });
-    dirs.push(join(tmpdir(), 'tron-view', 'read-only'));
+    hosts.removeAtEnd(join(tmpdir(), 'tron-view', 'read-only'));
     for (const args of [['logs'], ['replay'], ['report'], ['view']]) {
       const r = await at([...args, '--database', reader]);
       expect(r.exitCode, `${args[0]}: ${r.stderr}`).toBe(0);
@@ -261,8 +192,7 @@ describe.skipIf(NO_SERVER)('faults of the engine and the database', () => {
   }, 120_000);
   /** A crash project whose log is in the cluster's database under `repository`, with a short lease. */
   async function clusterCrashProject(repository: string): Promise<TestRepo> {
-    const repo = await crashProject();
-    repos.push(repo);
+    const repo = hosts.adopt(await crashProject());
     const config = readFileSync(join(repo.dir, '.tron', 'config.toml'), 'utf8');
     await repo.write(
       '.tron/config.toml',

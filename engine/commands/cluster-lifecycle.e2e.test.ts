@@ -8,46 +8,30 @@
  * `startCluster`), never the shared one of TRON_TEST_DATABASE_URL; each test takes a fresh
  * database of that server.
  */
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { execa, type ResultPromise } from 'execa';
-import pg from 'pg';
+import type pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { configFile, makeProject } from '../testing/project.ts';
-import { approvingWorkers, slowBuilder } from '../testing/workers.ts';
-import { GIT_IDENTITY_ENV, type TestRepo, testGit } from '../testing/repo.ts';
+import { testGit } from '../testing/repo.ts';
+import { clusterHosts, type Ended, ended, untilLine } from '../testing/cluster-hosts.ts';
 import { type Cluster, needPostgresServer, startCluster } from '../testing/postgres.ts';
 import { requireAll, skipWithout } from '../testing/needs.ts';
 import { openDatabase } from '../log/pg-log.ts';
 import { migrateJobs } from '../queue/pg-jobs.ts';
 
-const BIN = join(import.meta.dirname, '..', '..', 'bin', 'tron.js');
 const SERVER = needPostgresServer();
 const NO_SERVER = skipWithout('the engines coming up and going down', SERVER);
 
 describe.skipIf(NO_SERVER)('engines coming up and going down', () => {
   let cluster: Cluster;
-  const clients: pg.Client[] = [];
-  const repos: TestRepo[] = [];
-  const dirs: string[] = [];
-  const children: ResultPromise[] = [];
+  const hosts = clusterHosts();
   let databases = 0;
   beforeAll(async () => {
     requireAll(SERVER);
     cluster = await startCluster();
   }, 60_000);
   afterAll(() => cluster?.stop(), 60_000);
-  afterEach(async () => {
-    for (const c of children.splice(0)) {
-      c.kill('SIGCONT');
-      c.kill('SIGKILL');
-      await c.catch(() => undefined);
-    }
-    for (const c of clients.splice(0)) await c.end().catch(() => undefined);
-    for (const r of repos.splice(0)) await r.cleanup();
-    for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
-  });
+  afterEach(() => hosts.end());
 
   /** A fresh, empty database of the cluster: its URL. */
   async function freshDatabase(): Promise<string> {
@@ -58,92 +42,14 @@ describe.skipIf(NO_SERVER)('engines coming up and going down', () => {
     return cluster.url.replace(/\/postgres$/, `/${name}`);
   }
 
-  async function connect(url: string): Promise<pg.Client> {
-    const client = new pg.Client({ connectionString: url });
-    client.on('error', () => undefined);
-    await client.connect();
-    clients.push(client);
-    return client;
-  }
+  const { cli, connect, said, cloneOf } = hosts;
 
-  const cli = (args: string[], env: Record<string, string> = {}) => {
-    const child = execa('node', [BIN, ...args], {
-      reject: false,
-      stdin: 'ignore',
-      env: { ...GIT_IDENTITY_ENV, TRON_DATABASE_URL: '', ...env },
-      timeout: 150_000,
-    });
-    children.push(child);
-    // Everything it says, from its start: `said` looks here.
-    let out = '';
-    const take = (chunk: Buffer) => {
-      out += chunk.toString();
-    };
-    child.stdout!.on('data', take);
-    child.stderr!.on('data', take);
-    output.set(child, () => out);
-    return child;
-  };
-  const output = new WeakMap<ResultPromise, () => string>();
+  /** A project whose builder holds its first turn until `go` exists, its log in `url`, on a remote the clones are made from. */
+  const heldProject = (url: string, lease: string, repository?: string, extra = '', clusterExtra = '') =>
+    hosts.heldProject({ database: url, lease, ...(repository !== undefined && { repository }), extra, clusterExtra, remote: true });
 
-  /** A project whose builder holds its first turn until `go` exists, its log in `url`. */
-  async function heldProject(
-    url: string,
-    lease: string,
-    repository?: string,
-    extra = '',
-    clusterExtra = '',
-  ): Promise<{ repo: TestRepo; go: string }> {
-    const workers = mkdtempSync(join(tmpdir(), 'tron-life-workers-'));
-    dirs.push(workers);
-    const go = join(workers, 'go');
-    const named = repository === undefined ? '' : `repository = "${repository}"\n`;
-    const repo = await makeProject({
-      blocks: { alpha: {} },
-      config: configFile({
-        workers: approvingWorkers(slowBuilder(workers, 'building alpha', go)),
-        extra: `${extra}\n[sandbox]\nmode = "off"\n\n[cluster]\ndatabase = "${url}"\n${named}lease = "${lease}"\n${clusterExtra}`,
-      }),
-    });
-    repos.push(repo);
-    // Its remote, as every host's clone has one: a bare repository the clones below are made from.
-    const bare = join(workers, 'remote.git');
-    await testGit(workers, 'init', '-q', '--bare', '-b', 'main', bare);
-    await repo.git('push', '-q', bare, 'main');
-    await repo.git('remote', 'add', 'origin', bare);
-    return { repo, go };
-  }
-
-  /** A clone of `repo`'s remote in a folder of its own (another host's), named `name`. */
-  async function cloneOf(repo: TestRepo, name = 'clone'): Promise<string> {
-    const parent = mkdtempSync(join(tmpdir(), 'tron-life-host-'));
-    dirs.push(parent);
-    const dir = join(parent, name);
-    await testGit(tmpdir(), 'clone', '-q', await repo.git('remote', 'get-url', 'origin'), dir);
-    return dir;
-  }
-
-  type Ended = { exitCode?: number | null; signalCode?: string | null };
-  const ended = (p: Ended) => (p.exitCode ?? null) !== null || (p.signalCode ?? null) !== null;
-
-  /** Waits on the table until a line of `type` is there (the engine ended early: throws). */
-  async function until(db: pg.Client, type: string, engine?: Ended, generation?: number): Promise<void> {
-    for (;;) {
-      // The first engine makes the table: until then, no line.
-      const { rows } = await db
-        .query(`select 1 from tron_events where line like $1 and ($2::bigint is null or generation = $2)`, [
-          `%"type":"${type}"%`,
-          generation ?? null,
-        ])
-        .catch((err: { code?: string }) => {
-          if (err.code === '42P01') return { rows: [] };
-          throw err;
-        });
-      if (rows.length > 0) return;
-      if (engine && ended(engine)) throw new Error(`the engine ended before ${type}`);
-      await new Promise((r) => setTimeout(r, 50));
-    }
-  }
+  const until = (db: pg.Client, type: string, engine?: Ended, generation?: number) =>
+    untilLine(db, { type }, { ...(engine && { engine }), ...(generation !== undefined && { generation }) });
 
   /** The lease row of the database's one repository. */
   async function leaseOf(db: pg.Client): Promise<{ generation: number; lapsed: boolean; repository: string }> {
@@ -152,15 +58,6 @@ describe.skipIf(NO_SERVER)('engines coming up and going down', () => {
     );
     expect(rows).toHaveLength(1);
     return { ...rows[0]!, generation: Number(rows[0]!.generation) };
-  }
-
-  /** Waits until `engine` has printed `text` (since its start). */
-  async function said(engine: ResultPromise, text: string): Promise<void> {
-    const out = output.get(engine)!;
-    while (!out().includes(text)) {
-      if (ended(engine)) throw new Error(`ended before saying ${text}: ${out()}`);
-      await new Promise((r) => setTimeout(r, 20));
-    }
   }
 
   it('brings up four engines and two agents of two repositories started at once on an empty database', async () => {
@@ -289,8 +186,8 @@ describe.skipIf(NO_SERVER)('engines coming up and going down', () => {
     writeFileSync(go, '');
     const engine = cli(['start', '--repo', repo.dir, '--plain']);
     const done = await engine;
-    expect(done.exitCode, `${done.stdout}\n${done.stderr}\n${output.get(agent)!()}`).toBe(0);
-    const said_ = output.get(agent)!();
+    expect(done.exitCode, `${done.stdout}\n${done.stderr}\n${hosts.output(agent)}`).toBe(0);
+    const said_ = hosts.output(agent);
     expect(said_.match(/went away/g), said_).toHaveLength(1);
     expect(said_).toMatch(/builder_turn|build/);
     expect(ended(agent), said_).toBe(false);

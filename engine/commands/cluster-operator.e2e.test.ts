@@ -3,64 +3,31 @@
  * lines are only in the table, and several repositories may share the database. Against a
  * real PostgreSQL (engine/testing/postgres.ts), through the CLI.
  */
-import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { execa } from 'execa';
-import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
-import { configFile, landingSim, makeProject } from '../testing/project.ts';
-import { GIT_IDENTITY_ENV, type TestRepo } from '../testing/repo.ts';
+import { clusterHosts, clusterLines, untilLine } from '../testing/cluster-hosts.ts';
+import { configFile, makeProject } from '../testing/project.ts';
 import { skipWithoutPostgres, useTestDatabase } from '../testing/postgres.ts';
 
-const BIN = join(import.meta.dirname, '..', '..', 'bin', 'tron.js');
 const NO_DATABASE = skipWithoutPostgres("the operator's commands on a run in PostgreSQL");
 
 describe.skipIf(NO_DATABASE)("the operator's commands on a run in the database", () => {
   const server = useTestDatabase();
-  const repos: TestRepo[] = [];
-  const dirs: string[] = [];
-  afterEach(async () => {
-    for (const r of repos.splice(0)) await r.cleanup();
-    for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
-  });
+  const hosts = clusterHosts();
+  afterEach(() => hosts.end());
 
-  const cli = (args: string[], o: { cwd?: string } = {}) =>
-    execa('node', [BIN, ...args], {
-      reject: false,
-      stdin: 'ignore',
-      ...(o.cwd ? { cwd: o.cwd } : {}),
-      env: { ...GIT_IDENTITY_ENV, TRON_DATABASE_URL: '' },
-      timeout: 120_000,
-    });
-
-  const clustered = (name: string) => `\n[sandbox]\nmode = "off"\n\n[cluster]\ndatabase = "${server.url}"\nrepository = "${name}"\n`;
-
-  /** Waits (bounded) until the table holds a line of `name`'s runs matching `like` (the table may not exist yet). */
-  async function untilLine(client: pg.Client, name: string, like: string, engine: { exitCode: number | null }): Promise<void> {
-    for (let i = 0; i < 2400; i += 1) {
-      const found = await client.query('select 1 from tron_events where repository = $1 and line like $2', [name, like]).then(
-        (r) => r.rows.length > 0,
-        (err: { code?: string }) => {
-          if (err.code === '42P01') return false;
-          throw err;
-        },
-      );
-      if (found) return;
-      if (engine.exitCode !== null) throw new Error(`the engine ended before ${like}`);
-      await new Promise((r) => setTimeout(r, 50));
-    }
-    throw new Error(`timed out waiting for ${like}`);
-  }
+  const cli = (args: string[], o: { cwd?: string } = {}) => hosts.cli(args, { ...o, timeout: 120_000 });
+  const clustered = (repository: string) => ({ database: server.url, repository });
+  /** A `tron start --watch` the test stops with SIGTERM. */
+  const watching = (dir: string) => hosts.cli(['start', '--watch', '--repo', dir], { timeout: 0, forceKillAfterDelay: false });
 
   it('status --database --repo shows that repository’s run, not the run another repository wrote last', async () => {
-    const one = await makeProject({ blocks: { alpha: {} }, sim: landingSim(['alpha']), config: configFile({ extra: clustered('one') }) });
-    const two = await makeProject({ blocks: { beta: {} }, sim: landingSim(['beta']), config: configFile({ extra: clustered('two') }) });
-    repos.push(one, two);
+    const one = await hosts.landingProject(clustered('one'), ['alpha']);
+    const two = await hosts.landingProject(clustered('two'), ['beta']);
     expect((await cli(['start', '--repo', one.dir])).exitCode).toBe(0);
     expect((await cli(['start', '--repo', two.dir])).exitCode).toBe(0);
-    const other = mkdtempSync(join(tmpdir(), 'tron-other-host-'));
-    dirs.push(other);
+    const other = hosts.folder('tron-other-host-');
     const narrowed = await cli(['status', '--database', server.url, '--repo', one.dir, '--json'], { cwd: other });
     expect(narrowed.exitCode, narrowed.stderr).toBe(0);
     expect(JSON.parse(narrowed.stdout)).toMatchObject({ repository: 'one', blocks: [{ block: 'alpha', phase: 'landed' }] });
@@ -73,19 +40,13 @@ describe.skipIf(NO_DATABASE)("the operator's commands on a run in the database",
     const repo = await makeProject({
       blocks: { stuck: {} },
       sim: `[[blocks.stuck.builder]]\nreply = '>>BLOCKED {"reason":"which API?"}'\n\n[[blocks.stuck.builder]]\nwrite = { "stuck.txt" = "done\\n" }\ncommit = "Unstuck"\nreply = ">>DONE"\n`,
-      config: configFile({ extra: clustered('answered') }),
+      config: configFile({ extra: clusterLines(clustered('answered')) }),
     });
-    repos.push(repo);
-    const engine = execa('node', [BIN, 'start', '--watch', '--repo', repo.dir], {
-      reject: false,
-      stdin: 'ignore',
-      forceKillAfterDelay: false,
-      env: { ...GIT_IDENTITY_ENV, TRON_DATABASE_URL: '' },
-    });
-    const client = new pg.Client({ connectionString: server.url });
-    await client.connect();
+    hosts.adopt(repo);
+    const engine = watching(repo.dir);
+    const client = await hosts.connect(server.url);
     try {
-      await untilLine(client, 'answered', '%"type":"page.sent"%', engine);
+      await untilLine(client, { like: '%"type":"page.sent"%' }, { repository: 'answered', engine });
       // The lease named another host (a leader elsewhere reads its own inbox): refused, nothing written here.
       const holder = (await client.query(`select holder from tron_lease where repository = 'answered'`)).rows[0].holder as string;
       await client.query(`update tron_lease set holder = 'db-host-2.example pid 4242' where repository = 'answered'`);
@@ -98,8 +59,8 @@ describe.skipIf(NO_DATABASE)("the operator's commands on a run in the database",
       const answer = await cli(['answer', '--repo', repo.dir, 'stuck', '>>RETRY {"guidance":"use the v2 API"}']);
       expect(answer.exitCode, answer.stderr).toBe(0);
       expect(answer.stdout).toMatch(/stuck answered .*; the running engine \(.* generation 1\) reads it now/);
-      await untilLine(client, 'answered', '%"type":"block.phase"%"block":"stuck"%"to":"landed"%', engine);
-      await untilLine(client, 'answered', '%"type":"operator.answered"%use the v2 API%', engine);
+      await untilLine(client, { like: '%"type":"block.phase"%"block":"stuck"%"to":"landed"%' }, { repository: 'answered', engine });
+      await untilLine(client, { like: '%"type":"operator.answered"%use the v2 API%' }, { repository: 'answered', engine });
       // Not parked any more: a second answer is refused, nothing written.
       const again = await cli(['answer', '--repo', repo.dir, 'stuck', '>>RETRY {"guidance":"again"}']);
       expect(again.exitCode).toBe(2);
@@ -107,23 +68,15 @@ describe.skipIf(NO_DATABASE)("the operator's commands on a run in the database",
     } finally {
       engine.kill('SIGTERM');
       await engine;
-      await client.end();
     }
   }, 180_000);
 
   it('a follower that loses the database says so with a database code, not as a failure of tron', async () => {
-    const repo = await makeProject({ blocks: {}, config: configFile({ extra: clustered('followed') }) });
-    repos.push(repo);
-    const engine = execa('node', [BIN, 'start', '--watch', '--repo', repo.dir], {
-      reject: false,
-      stdin: 'ignore',
-      forceKillAfterDelay: false,
-      env: { ...GIT_IDENTITY_ENV, TRON_DATABASE_URL: '' },
-    });
-    const client = new pg.Client({ connectionString: server.url });
-    await client.connect();
+    const repo = hosts.adopt(await makeProject({ blocks: {}, config: configFile({ extra: clusterLines(clustered('followed')) }) }));
+    const engine = watching(repo.dir);
+    const client = await hosts.connect(server.url);
     try {
-      await untilLine(client, 'followed', '%"type":"run.started"%', engine);
+      await untilLine(client, { like: '%"type":"run.started"%' }, { repository: 'followed', engine });
       const follower = cli(['logs', '-f', '--database', server.url]);
       let heard = '';
       follower.stdout?.on('data', (chunk: Buffer) => (heard += chunk.toString()));
@@ -143,7 +96,6 @@ describe.skipIf(NO_DATABASE)("the operator's commands on a run in the database",
     } finally {
       engine.kill('SIGTERM');
       await engine;
-      await client.end();
     }
   }, 180_000);
 });

@@ -4,15 +4,14 @@
  * and say of it exactly what they say of the same run's file log; while a run is live too.
  * Against a real PostgreSQL (engine/testing/postgres.ts), through the CLI.
  */
-import { mkdtempSync, readdirSync, readFileSync, rmdirSync, rmSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { execa } from 'execa';
-import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
 import { configFile, landingSim, makeProject } from '../testing/project.ts';
-import { approvingWorkers, slowBuilder } from '../testing/workers.ts';
-import { GIT_IDENTITY_ENV, type TestRepo } from '../testing/repo.ts';
+import { GIT_IDENTITY_ENV } from '../testing/repo.ts';
+import { clusterHosts, untilLine } from '../testing/cluster-hosts.ts';
 import { skipWithoutPostgres, useTestDatabase } from '../testing/postgres.ts';
 import { SCHEMA_VERSION } from '../log/pg-log.ts';
 import { serveCommand } from './serve.ts';
@@ -25,30 +24,16 @@ const NO_DATABASE = skipWithoutPostgres('reading the log in PostgreSQL from any 
 
 describe.skipIf(NO_DATABASE)('reading runs from the database', () => {
   const server = useTestDatabase();
-  const repos: TestRepo[] = [];
-  const dirs: string[] = [];
+  const hosts = clusterHosts();
   afterEach(async () => {
-    for (const r of repos.splice(0)) await r.cleanup();
-    for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+    await hosts.end();
     // tron view's folder for runs read from a database, once this test's page is gone from it.
     rmdirIfEmpty(join(tmpdir(), 'tron-view'));
   });
 
   /** A folder with no repository: the other host's working directory. */
-  function elsewhere(): string {
-    const d = mkdtempSync(join(tmpdir(), 'tron-other-host-'));
-    dirs.push(d);
-    return d;
-  }
-
-  const cli = (args: string[], o: { cwd?: string; env?: Record<string, string> } = {}) =>
-    execa('node', [BIN, ...args], {
-      reject: false,
-      stdin: 'ignore',
-      ...(o.cwd ? { cwd: o.cwd } : {}),
-      env: { ...GIT_IDENTITY_ENV, TRON_DATABASE_URL: '', ...o.env },
-      timeout: 120_000,
-    });
+  const elsewhere = () => hosts.folder('tron-other-host-');
+  const cli = (args: string[], o: { cwd?: string; env?: Record<string, string> } = {}) => hosts.cli(args, { ...o, timeout: 120_000 });
 
   /** `tron serve` in this process until `use` is done: its URL and token. */
   async function serving<T>(
@@ -104,7 +89,7 @@ describe.skipIf(NO_DATABASE)('reading runs from the database', () => {
       sim: `${landingSim(ids)}\n[[blocks.stuck.builder]]\nreply = '>>BLOCKED {"reason":"no access"}'\n`,
       config: configFile({ extra: '\n[cluster]\nrepository = "same-output"\n' }),
     });
-    repos.push(repo);
+    hosts.adopt(repo);
     // The database comes from the environment this time (TRON_DATABASE_URL), as an operator may give it.
     const env = { TRON_DATABASE_URL: server.url };
     const run = await cli(['start', '--repo', repo.dir, '--plain'], { env });
@@ -160,7 +145,7 @@ describe.skipIf(NO_DATABASE)('reading runs from the database', () => {
     expect(viewDb.exitCode, viewDb.stderr).toBe(0);
     const pageDb = viewDb.stdout.split('\n')[0]!;
     expect(pageDb).not.toContain(repo.dir);
-    dirs.push(join(tmpdir(), 'tron-view', 'same-output'));
+    hosts.removeAtEnd(join(tmpdir(), 'tron-view', 'same-output'));
     expect(readFileSync(pageDb, 'utf8')).toBe(readFileSync(join(runDir, 'view', 'index.html'), 'utf8'));
 
     // serve: the same state, the same stream, the same run; and no answer from another host.
@@ -195,31 +180,13 @@ describe.skipIf(NO_DATABASE)('reading runs from the database', () => {
   }, 180_000);
 
   it('shows the live run from another host while it runs: status, logs and replay read it, and logs -f follows it to its end', async () => {
-    const workers = mkdtempSync(join(tmpdir(), 'tron-live-workers-'));
-    dirs.push(workers);
-    const go = join(workers, 'go');
-    const repo = await makeProject({
-      blocks: { alpha: {} },
-      config: configFile({
-        workers: approvingWorkers(slowBuilder(workers, 'building alpha slowly', go)),
-        extra: `\n[sandbox]\nmode = "off"\n\n[cluster]\ndatabase = "${server.url}"\nrepository = "live"\n`,
-      }),
-    });
-    repos.push(repo);
+    const { repo, go } = await hosts.heldProject({ database: server.url, repository: 'live' });
     const engine = cli(['start', '--repo', repo.dir, '--plain']);
-    const client = new pg.Client({ connectionString: server.url });
-    await client.connect();
+    const client = await hosts.connect(server.url);
     const other = elsewhere();
     try {
       // Wait on the log: the builder is at work.
-      for (;;) {
-        const { rows } = await client.query(
-          `select 1 from tron_events where repository = 'live' and line like '%"type":"worker.spawned"%'`,
-        );
-        if (rows.length > 0) break;
-        if (engine.exitCode !== null) throw new Error(`the engine ended early: ${(await engine).stdout}`);
-        await new Promise((r) => setTimeout(r, 50));
-      }
+      await untilLine(client, { type: 'worker.spawned' }, { repository: 'live', engine });
       // From another host, no repository: the run is live, its engine named, the block building.
       const status = await cli(['status', '--database', server.url, '--json'], { cwd: other });
       expect(status.exitCode, status.stderr).toBe(0);
@@ -272,19 +239,12 @@ describe.skipIf(NO_DATABASE)('reading runs from the database', () => {
     } finally {
       writeFileSync(go, '');
       await engine;
-      await client.end();
     }
   }, 180_000);
 
   it('refuses, with exit 2 and a clear message, a database whose schema a newer tron made — at start and at every read', async () => {
-    const repo = await makeProject({
-      blocks: { alpha: {} },
-      sim: landingSim(['alpha']),
-      config: configFile({ extra: `\n[cluster]\ndatabase = "${server.url}"\nrepository = "newer"\n` }),
-    });
-    repos.push(repo);
-    const client = new pg.Client({ connectionString: server.url });
-    await client.connect();
+    const repo = await hosts.landingProject({ database: server.url, repository: 'newer' }, ['alpha']);
+    const client = await hosts.connect(server.url);
     try {
       // The schema exists (a read migrates it), then a newer tron moves it on.
       expect((await cli(['status', '--database', server.url])).exitCode).toBe(0);
@@ -308,15 +268,13 @@ describe.skipIf(NO_DATABASE)('reading runs from the database', () => {
       expect(readdirSync(join(repo.dir, '.tron')).includes('runs')).toBe(false);
     } finally {
       await client.query('delete from tron_schema where version = $1', [SCHEMA_VERSION + 1]);
-      await client.end();
     }
   }, 120_000);
 
   it('reads the run directories, not a database, where the repository names none and the environment is scrubbed', async () => {
     // The suite's setup removes an inherited TRON_DATABASE_URL (engine/testing/scrub-env.ts): a file run stays a file run.
     expect(process.env.TRON_DATABASE_URL).toBeUndefined();
-    const repo = await makeProject({ blocks: { alpha: {} }, sim: landingSim(['alpha']) });
-    repos.push(repo);
+    const repo = hosts.adopt(await makeProject({ blocks: { alpha: {} }, sim: landingSim(['alpha']) }));
     const run = await execa('node', [BIN, 'start', '--repo', repo.dir, '--plain'], {
       reject: false,
       stdin: 'ignore',

@@ -7,62 +7,33 @@
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { execa } from 'execa';
 import { afterEach, describe, expect, it } from 'vitest';
 import { configFile, landingSim, makeProject } from '../testing/project.ts';
 import { crashProject } from '../testing/crash.ts';
 import { approvingWorkers, builderPrelude, writeBuilder } from '../testing/workers.ts';
-import { GIT_IDENTITY_ENV, type TestRepo } from '../testing/repo.ts';
+import { clusterHosts, landedOnce } from '../testing/cluster-hosts.ts';
 import { skipWithoutPostgres, useTestDatabase } from '../testing/postgres.ts';
 import { acquireLease } from '../log/lease.ts';
 import { latestPgRun, openDatabase, readPgRun, runLines } from '../log/pg-log.ts';
 
-const BIN = join(import.meta.dirname, '..', '..', 'bin', 'tron.js');
 const NO_DATABASE = skipWithoutPostgres('tron start with the log in PostgreSQL');
 const IDS = ['alpha', 'beta', 'gamma'];
 
 describe.skipIf(NO_DATABASE)('tron start with [cluster] database', () => {
   const server = useTestDatabase();
-  const repos: TestRepo[] = [];
-  afterEach(async () => {
-    for (const r of repos.splice(0)) await r.cleanup();
-  });
+  const hosts = clusterHosts();
+  afterEach(() => hosts.end());
 
-  async function clusterProject(repository: string, lease = '10s'): Promise<TestRepo> {
-    const repo = await makeProject({
-      blocks: Object.fromEntries(IDS.map((id) => [id, {}])),
-      sim: landingSim(IDS),
-      config: configFile({ extra: `\n[cluster]\ndatabase = "${server.url}"\nrepository = "${repository}"\nlease = "${lease}"\n` }),
-    });
-    repos.push(repo);
-    return repo;
-  }
-
-  const cli = (args: string[], env: Record<string, string> = {}) =>
-    execa('node', [BIN, ...args], {
-      reject: false,
-      stdin: 'ignore',
-      env: { ...GIT_IDENTITY_ENV, TRON_DATABASE_URL: '', ...env },
-      timeout: 120_000,
-    });
-
-  async function landedOnce(repo: TestRepo): Promise<void> {
-    const landed = (await repo.git('for-each-ref', '--format=%(refname:short)', 'refs/tron/landed/')).split('\n').sort();
-    expect(landed).toEqual(IDS.map((id) => `tron/landed/${id}`).sort());
-    const subjects = (await repo.git('log', '--format=%s', 'main')).split('\n');
-    for (const id of IDS)
-      expect(
-        subjects.filter((s) => s === id),
-        `${id} on trunk`,
-      ).toHaveLength(1);
-  }
+  /** A project of IDS that the sim lands, its log in the database under `repository`. */
+  const clusterProject = (repository: string, lease = '10s') => hosts.landingProject({ database: server.url, repository, lease }, IDS);
+  const cli = (args: string[], env: Record<string, string> = {}) => hosts.cli(args, { env, timeout: 120_000 });
 
   it('lands every block with the log in the table, and status reads the run from the database alone', async () => {
     const repo = await clusterProject('lands');
     const run = await cli(['start', '--repo', repo.dir, '--plain']);
     expect(run.stderr).toBe('');
     expect(run.exitCode, run.stdout).toBe(0);
-    await landedOnce(repo);
+    await landedOnce(repo, IDS);
     const [runId] = readdirSync(join(repo.dir, '.tron', 'runs'));
     const db = await openDatabase(server.url);
     try {
@@ -119,7 +90,7 @@ describe.skipIf(NO_DATABASE)('tron start with [cluster] database', () => {
         extra: `\n[cluster]\ndatabase = "${url.href}"\nrepository = "secret"\n\n[notify]\nwebhook = "${webhook}"\non = ["run"]\nattempts = 1\n`,
       }),
     });
-    repos.push(repo);
+    hosts.adopt(repo);
     const run = await cli(['start', '--repo', repo.dir, '--plain']);
     expect(run.exitCode, run.stdout + run.stderr).toBe(0);
     const secrets = [`:${password}@`, `:${encodeURIComponent(password)}@`, 'hook-secret-4711'];
@@ -165,7 +136,7 @@ describe.skipIf(NO_DATABASE)('tron start with [cluster] database', () => {
   it('has a standby take over from an engine killed mid-run, resume through recovery, and land each block once', async () => {
     // Workers whose every step is idempotent, so a re-dispatched turn does the right thing (engine/testing/crash.ts).
     const repo = await crashProject();
-    repos.push(repo);
+    hosts.adopt(repo);
     const config = readFileSync(join(repo.dir, '.tron', 'config.toml'), 'utf8');
     await repo.write('.tron/config.toml', `${config}\n[cluster]\ndatabase = "${server.url}"\nrepository = "takeover"\nlease = "1s"\n`);
     await repo.git('commit', '-qam', 'The log in the database');
@@ -216,7 +187,7 @@ echo ">>DONE"
         extra: `\n[sandbox]\nmode = "off"\n\n[cluster]\ndatabase = "${server.url}"\nrepository = "stolen"\nlease = "30s"\n`,
       }),
     });
-    repos.push(repo);
+    hosts.adopt(repo);
     const db = await openDatabase(server.url);
     try {
       const engine = cli(['start', '--repo', repo.dir, '--plain']);
@@ -256,7 +227,7 @@ echo ">>DONE"
       sim: `[[blocks.stuck.builder]]\nreply = '>>BLOCKED {"reason":"no access"}'\n`,
       config: configFile({ extra: `\n[cluster]\ndatabase = "${server.url}"\nrepository = "answers"\n` }),
     });
-    repos.push(repo);
+    hosts.adopt(repo);
     expect((await cli(['start', '--repo', repo.dir, '--plain'])).exitCode).toBe(3);
     // The next start reads the parked run from the table and has nothing to do.
     const idle = await cli(['start', '--repo', repo.dir, '--plain']);
@@ -287,27 +258,15 @@ echo ">>DONE"
     const db = await openDatabase(server.url);
     try {
       const lease = await acquireLease(db, { repository: 'waits', periodMs: 60_000, holder: 'leader-host pid 7' });
-      const standby = execa('node', [BIN, 'start', '--repo', repo.dir, '--plain', '--standby'], {
-        reject: false,
-        stdin: 'ignore',
-        env: { ...GIT_IDENTITY_ENV, TRON_DATABASE_URL: '' },
-        timeout: 120_000,
-      });
+      const standby = cli(['start', '--repo', repo.dir, '--plain', '--standby']);
       // Wait on what it says: it names the leader it waits for.
-      await new Promise<void>((resolve, reject) => {
-        let out = '';
-        standby.stdout!.on('data', (chunk: Buffer) => {
-          out += chunk.toString();
-          if (out.includes('standby — leader-host pid 7 leads waits')) resolve();
-        });
-        void standby.then((r) => reject(new Error(`the standby ended: ${r.stdout}\n${r.stderr}`)));
-      });
+      await hosts.said(standby, 'standby — leader-host pid 7 leads waits');
       expect(await latestPgRun(db, 'waits')).toBeUndefined();
       expect(existsSync(join(repo.dir, '.tron', 'runs'))).toBe(false);
       await lease.release();
       const done = await standby;
       expect(done.exitCode, `${done.stdout}\n${done.stderr}`).toBe(0);
-      await landedOnce(repo);
+      await landedOnce(repo, IDS);
       const { rows } = await db.client.query(`select distinct generation from tron_events where repository = 'waits'`);
       expect(rows.map((r) => Number(r.generation))).toEqual([lease.generation + 1]);
     } finally {
@@ -317,7 +276,7 @@ echo ">>DONE"
 
   it('refuses --standby without a database, as a usage mistake', async () => {
     const repo = await makeProject({ blocks: { alpha: {} }, sim: landingSim(['alpha']) });
-    repos.push(repo);
+    hosts.adopt(repo);
     const refused = await cli(['start', '--repo', repo.dir, '--standby']);
     expect(refused.exitCode).toBe(2);
     expect(refused.stderr).toContain('TRON_USAGE');
@@ -331,7 +290,7 @@ echo ">>DONE"
       sim: landingSim(['alpha']),
       config: configFile({ extra: `\n[cluster]\ndatabase = "${server.url}"\nrepository = "no-remote"\njobs = "agents"\n` }),
     });
-    repos.push(noRemote);
+    hosts.adopt(noRemote);
     const refused = await cli(['start', '--repo', noRemote.dir]);
     expect(refused.exitCode, refused.stderr).toBe(2);
     expect(refused.stderr).toContain('TRON_USAGE: [cluster] jobs');

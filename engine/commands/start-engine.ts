@@ -1,7 +1,8 @@
 /**
  * The second half of `tron start`: once the start has checked, caught up and recovered,
  * the run gets its directory, the engine is wired to whatever watches it — the reporter on
- * the terminal, [notify]'s webhooks, [forge]'s issues, the database's log and job queue —
+ * the terminal, [notify]'s webhooks, [telemetry]'s traces, [forge]'s issues, the database's
+ * log and job queue —
  * and runs until every block is terminal (or, with --watch, until it is stopped).
  */
 import { join } from 'node:path';
@@ -21,6 +22,8 @@ import type { Remote } from '../git/remote.ts';
 import { openRunDir } from '../runtime/run-files.ts';
 import { stopOnSignals } from '../runtime/signals.ts';
 import { Notifier } from '../serve/notify.ts';
+import { TraceReporter, tracesTarget } from '../serve/traces.ts';
+import { TRON_VERSION } from '../root.ts';
 import type { Spine } from '../spine/spine.ts';
 import { SPINE_FILE } from '../spine/load.ts';
 import type { WorkerAdapter } from '../workers/adapter.ts';
@@ -93,6 +96,9 @@ export async function runEngine(o: RunOptions, r: RunInput): Promise<number> {
   const notifier: Notifier | undefined = config.notify
     ? new Notifier({ config: config.notify, repo, runDir, record: (body): boolean => engine.record(body), print: say })
     : undefined;
+  // [telemetry] (or OTEL_EXPORTER_OTLP_ENDPOINT): spans made and exported off the engine's path.
+  const target = tracesTarget(config.telemetry, o.env);
+  const traces = target ? new TraceReporter({ ...target, repo, version: TRON_VERSION }) : undefined;
   // [forge]: issues told how their blocks go, [intake]'s issues polled and carried on every reload (runtime/forge-wiring.ts).
   const forge = forgeRun ? new ForgeWiring(forgeRun, { repo, config, repoArg: o.repo, watch: Boolean(o.watch), print: say }) : undefined;
   // With a database the table is the log; the run directory gets a copy when the run ends (pg-log.ts).
@@ -116,10 +122,11 @@ export async function runEngine(o: RunOptions, r: RunInput): Promise<number> {
     sandbox: r.sandbox.sandbox,
     print: say,
     onAppend:
-      notifier || forge?.watching
+      notifier || traces || forge?.watching
         ? (e) => {
             reporter.event(e);
             notifier?.event(e);
+            traces?.event(e);
             forge?.event(e);
           }
         : reporter.event,
@@ -152,7 +159,7 @@ export async function runEngine(o: RunOptions, r: RunInput): Promise<number> {
     o.stop?.removeEventListener('abort', onAbort);
     offSignals?.();
     reporter.close();
-    return Promise.all([notifier?.close(), forgeClosed]).then(() => undefined);
+    return Promise.all([notifier?.close(), traces?.close(), forgeClosed]).then(() => undefined);
   });
 }
 

@@ -36,6 +36,7 @@ import { forgeAtStart, type ForgeRun, withoutForgeToken } from '../forge/session
 import { tellRecovered } from '../forge/progress.ts';
 import { issueTelling } from '../runtime/forge-wiring.ts';
 import { type RunOptions, runEngine } from './start-engine.ts';
+import { tracesTarget } from '../serve/traces.ts';
 
 /** `tron start`'s options: those of the run itself (start-engine.ts), and what only the start reads. */
 export interface StartOptions extends RunOptions {
@@ -50,6 +51,8 @@ export async function startCommand(o: StartOptions): Promise<number> {
   requireRepo(repo);
   // Config, trunk, register and (unless the caller brings its own) workers: every problem at once.
   const { config, blocks: files } = await checkProject(repo, o.workers ? undefined : o.env);
+  // An OTEL_EXPORTER_OTLP_ENDPOINT that is no URL is said now (exit 2), not found out by a run (serve/traces.ts).
+  tracesTarget(config.telemetry, o.env);
   // [forge]: the token (exit 2 without it); [intake]: the labelled issues join the register (engine/forge/session.ts).
   const forgeRun = await forgeAtStart(config, files, o.env);
   const blocks = forgeRun?.blocks ?? files;

@@ -97,6 +97,9 @@ const MergeTable = z.strictObject({
 /** What `[notify]` can tell of: a page to the operator, a block landed, the run's end. */
 export const NOTIFY_ON = ['page', 'landed', 'run'] as const;
 export type NotifyOn = (typeof NOTIFY_ON)[number];
+/** The webhook's body: `{"text": …}`, Slack's incoming-webhook blocks, or tron's own JSON (engine/serve/notify-shapes.ts). */
+export const NOTIFY_FORMATS = ['text', 'slack', 'json'] as const;
+export type NotifyFormat = (typeof NOTIFY_FORMATS)[number];
 
 /** `[notify]`: notifications off the engine's path (engine/serve/notify.ts). */
 const NotifyTable = z
@@ -106,6 +109,7 @@ const NotifyTable = z
       .regex(/^https?:\/\/\S+$/, { message: 'an http(s) URL, e.g. "https://hooks.slack.com/services/…"' })
       .optional(),
     command: z.array(z.string().min(1)).min(1).optional(),
+    format: z.enum(NOTIFY_FORMATS).default('text'),
     on: z.array(z.enum(NOTIFY_ON)).min(1).default(['page', 'run']),
     attempts: z.number().int().min(1).max(20).default(5),
     backoff: duration.default('1s'),
@@ -114,6 +118,19 @@ const NotifyTable = z
   .refine((t) => t.webhook !== undefined || t.command !== undefined, {
     message: 'say where notifications go: webhook = "https://…" and/or command = ["…"]',
   });
+/**
+ * `[telemetry]`: OpenTelemetry traces of each run, sent to an OTLP/HTTP collector
+ * (engine/serve/traces.ts). `otlp_endpoint` is the collector's base URL, as
+ * OTEL_EXPORTER_OTLP_ENDPOINT is (tron posts to `<it>/v1/traces`); `timeout` bounds one
+ * export and the flush at the run's end.
+ */
+const TelemetryTable = z.strictObject({
+  otlp_endpoint: z
+    .string()
+    .regex(/^https?:\/\/\S+$/, { message: 'an http(s) URL of an OTLP/HTTP collector, e.g. "http://127.0.0.1:4318"' })
+    .optional(),
+  timeout: duration.default('5s'),
+});
 /**
  * `[remote]`: the remote's trunk is the truth (DESIGN §3). `timeout` bounds each network
  * call; a transient failure (unreachable, timed out) is tried again `retries` times,
@@ -239,6 +256,7 @@ const ConfigTable = z.strictObject({
   prices: PricesTable.optional(),
   budgets: BudgetsTable.optional(),
   notify: NotifyTable.optional(),
+  telemetry: TelemetryTable.optional(),
   remote: RemoteTable.optional(),
   forge: ForgeTable.optional(),
   intake: IntakeTable.optional(),
@@ -287,6 +305,8 @@ export interface Config {
   budgets: Budgets;
   /** `[notify]`: where page, landing and run-end notifications go; absent: none. */
   notify?: NotifyConfig;
+  /** `[telemetry]`: where traces go (OTEL_EXPORTER_OTLP_ENDPOINT stands in for `otlpEndpoint`); absent: the environment's, or none. */
+  telemetry?: TelemetryConfig;
   /** With `[remote]`: trunk is the remote's branch, and a landing is one atomic push. Absent: trunk is local. */
   remote?: RemoteSettings;
   /** `[cluster]`: the log in PostgreSQL; absent (and no TRON_DATABASE_URL): the file log. */
@@ -334,8 +354,10 @@ export interface ClusterConfig {
 }
 
 export interface NotifyConfig {
-  /** POSTed `{"text": …}` (Slack-compatible JSON). */
+  /** POSTed as JSON, shaped as `format` says. */
   webhook?: string;
+  /** The webhook's body: "text" `{"text": …}`, "slack" (text and blocks), "json" (tron's own object). */
+  format: NotifyFormat;
   /** argv run with the notification as JSON on stdin. */
   command?: string[];
   on: NotifyOn[];
@@ -343,6 +365,13 @@ export interface NotifyConfig {
   attempts: number;
   backoffMs: number;
   /** One attempt's budget. */
+  timeoutMs: number;
+}
+
+export interface TelemetryConfig {
+  /** The OTLP/HTTP collector's base URL; traces go to `<it>/v1/traces`. */
+  otlpEndpoint?: string;
+  /** One export's budget, and the longest the run's end waits for the last spans. */
   timeoutMs: number;
 }
 
@@ -409,12 +438,13 @@ const CONFIG_STYLE: IssueStyle = {
     if (first === 'prices' && parts.length === 2) return Object.keys(PriceRow.shape);
     if (first === 'budgets') return Object.keys(BudgetsTable.shape);
     if (first === 'cluster') return Object.keys(ClusterTable.shape);
-    if (first === 'notify') return ['webhook', 'command', 'on', 'attempts', 'backoff', 'timeout'];
+    if (first === 'notify') return ['webhook', 'command', 'format', 'on', 'attempts', 'backoff', 'timeout'];
 
     if (first === 'sandbox') return Object.keys(SandboxTable.shape);
     if (first === 'limits') return Object.keys(LimitsTable.shape);
     if (first === 'merge') return Object.keys(MergeTable.shape);
     if (first === 'remote') return Object.keys(RemoteTable.shape);
+    if (first === 'telemetry') return Object.keys(TelemetryTable.shape);
     if (first === 'forge') return Object.keys(ForgeTable.shape);
     if (first === 'intake') return Object.keys(IntakeTable.shape);
     if (first === 'workers' && parts.length === 1) return [...WORKER_ROLES];
@@ -464,10 +494,17 @@ function toConfig(raw: z.infer<typeof ConfigTable>): Config {
       notify: {
         ...(raw.notify.webhook !== undefined && { webhook: raw.notify.webhook }),
         ...(raw.notify.command !== undefined && { command: raw.notify.command }),
+        format: raw.notify.format,
         on: [...new Set(raw.notify.on)],
         attempts: raw.notify.attempts,
         backoffMs: ms(raw.notify.backoff),
         timeoutMs: ms(raw.notify.timeout),
+      },
+    }),
+    ...(raw.telemetry !== undefined && {
+      telemetry: {
+        ...(raw.telemetry.otlp_endpoint !== undefined && { otlpEndpoint: raw.telemetry.otlp_endpoint }),
+        timeoutMs: ms(raw.telemetry.timeout),
       },
     }),
     ...(raw.remote !== undefined && {

@@ -49,7 +49,7 @@ export async function catchUpFromQueue(repo: string, remote: Remote, forge: Forg
     const parent = (await runGit(repo, ['rev-parse', '--verify', '--quiet', `${q.commit}^1`])).stdout.trim();
     if (parent !== local || (await tree(q.commit)) !== (await tree(open.sha)) || !(await git.isAncestor(repo, open.sha, q.commit)))
       return [];
-    // As the lane lands through the queue (decide/pr.ts): each landed ref at the queue's commit.
+    // As the lane lands through the queue (lane/pr.ts): each landed ref at the queue's commit.
     const blocks = open.blocks.map((b) => ({ id: b.block, sha: q.commit }));
     const pushed = await pushLanding(repo, remote, { expectedOld: now, top: now, blocks });
     if (!pushed.ok) {

@@ -123,7 +123,7 @@ describe('[notify]', () => {
     const hook = await listen((_n, _body, res) => res.writeHead(200).end());
     scratch = mkdtempSync(join(tmpdir(), 'tron-notify-'));
     const notifier = new Notifier({
-      config: { webhook: hook.url, on: ['run'], attempts: 1, backoffMs: 10, timeoutMs: 2000 },
+      config: { webhook: hook.url, format: 'text', on: ['run'], attempts: 1, backoffMs: 10, timeoutMs: 2000 },
       repo: scratch,
       runDir: scratch,
       record: () => true,
@@ -154,6 +154,146 @@ describe('[notify]', () => {
     const nowhere = parseConfig(`${base}\n[notify]\non = ["page"]\n`, '.tron/config.toml');
     expect(nowhere.problems[0]).toMatchObject({ code: 'TRON_CONFIG_INVALID', message: expect.stringContaining('webhook') });
     const ok = parseConfig(`${base}\n[notify]\ncommand = ["notify-send"]\n`, '.tron/config.toml');
-    expect(ok.config?.notify).toEqual({ command: ['notify-send'], on: ['page', 'run'], attempts: 5, backoffMs: 1000, timeoutMs: 10000 });
+    expect(ok.config?.notify).toEqual({
+      command: ['notify-send'],
+      format: 'text',
+      on: ['page', 'run'],
+      attempts: 5,
+      backoffMs: 1000,
+      timeoutMs: 10000,
+    });
+  });
+});
+
+const HOSTILE = '<!channel> & <script>alert(1)</script> <https://evil.example|click>';
+
+/** Every text Slack parses in a message: the fallback, mrkdwn sections, fields and context. */
+function parsedTexts(message: {
+  text: string;
+  blocks: { type: string; text?: { type: string; text: string }; fields?: { text: string }[]; elements?: { text: string }[] }[];
+}): string[] {
+  const texts = [message.text];
+  for (const b of message.blocks) {
+    if (b.text?.type === 'mrkdwn') texts.push(b.text.text);
+    for (const f of b.fields ?? []) texts.push(f.text);
+    for (const e of b.elements ?? []) texts.push(e.text);
+  }
+  return texts;
+}
+
+describe('[notify] format', () => {
+  it("posts Slack's incoming-webhook message — a header, the block's and run's fields, the message — with a hostile title escaped", async () => {
+    const hook = await listen((_n, _body, res) => res.writeHead(200).end('ok'));
+    repo = await makeProject({
+      blocks: { a: { title: HOSTILE } },
+      sim: landingSim(['a']),
+      config: config(`webhook = "${hook.url}"\nformat = "slack"\non = ["landed", "run"]`),
+    });
+    const run = await runTron(repo);
+    expect(run.exit).toBe(0);
+    const runId = ofType(run.events, 'run.started')[0]!.run;
+    const landed = ofType(run.events, 'block.landed')[0]!;
+    const messages = hook.bodies.map((b) => JSON.parse(b));
+    expect(messages).toHaveLength(2);
+    const [first, last] = messages;
+    expect(first.text).toBe(`tron: a landed (${landed.sha.slice(0, 12)}); trunk is at ${landed.top.slice(0, 12)}`);
+    expect(first.blocks[0]).toEqual({ type: 'header', text: { type: 'plain_text', text: 'tron: a landed', emoji: false } });
+    expect(first.blocks[1].fields.map((f: { text: string }) => f.text)).toEqual([
+      expect.stringMatching(/^\*Repository\*\n/),
+      `*Run*\n${runId}`,
+      '*Block*\na: &lt;!channel&gt; &amp; &lt;script&gt;alert(1)&lt;/script&gt; &lt;https://evil.example|click&gt;',
+      '*Outcome*\nlanded',
+    ]);
+    expect(first.blocks[2]).toEqual({ type: 'section', text: { type: 'mrkdwn', text: first.text } });
+    expect(first.blocks.at(-1)).toEqual({
+      type: 'context',
+      elements: [{ type: 'mrkdwn', text: `seq ${landed.seq} · ${new Date(landed.ts).toISOString()}` }],
+    });
+    expect(last.blocks[0].text.text).toBe(`tron: Run ${runId} finished`);
+    // Nothing the title brought in is left for Slack to read as a mention, a link or an entity.
+    for (const text of parsedTexts(first)) {
+      expect(text).not.toMatch(/[<>]/);
+      expect(text).not.toMatch(/&(?!amp;|lt;|gt;)/);
+    }
+  });
+
+  it("posts tron's own JSON object: kind, repo, run, block, title, outcome, message, url, at and the kind's detail", async () => {
+    const hook = await listen((_n, _body, res) => res.writeHead(204).end());
+    repo = await makeProject({
+      blocks: { a: { title: 'Add the login page' } },
+      sim: landingSim(['a']),
+      config: config(`webhook = "${hook.url}"\nformat = "json"\non = ["landed", "run"]`),
+    });
+    const run = await runTron(repo);
+    expect(run.exit).toBe(0);
+    const runId = ofType(run.events, 'run.started')[0]!.run;
+    const landed = ofType(run.events, 'block.landed')[0]!;
+    const finished = ofType(run.events, 'run.finished')[0]!;
+    const repoName = repo.dir.split('/').at(-1);
+    expect(hook.bodies.map((b) => JSON.parse(b))).toEqual([
+      {
+        v: 1,
+        kind: 'landed',
+        repo: repoName,
+        run: runId,
+        block: 'a',
+        title: 'Add the login page',
+        outcome: 'landed',
+        message: `tron: a landed (${landed.sha.slice(0, 12)}); trunk is at ${landed.top.slice(0, 12)}`,
+        url: null,
+        at: new Date(landed.ts).toISOString(),
+        seq: landed.seq,
+        detail: { sha: landed.sha, top: landed.top },
+      },
+      {
+        v: 1,
+        kind: 'run',
+        repo: repoName,
+        run: runId,
+        block: null,
+        title: null,
+        outcome: 'finished',
+        message: expect.stringContaining('1 landed, 0 parked, 0 abandoned'),
+        url: null,
+        at: new Date(finished.ts).toISOString(),
+        seq: finished.seq,
+        detail: { exit: 0, reason: 'done', landed: ['a'], parked: [], unfinished: [], abandoned: [] },
+      },
+    ]);
+  });
+
+  it("links a page to the block's issue: a Slack link whose address is escaped, and the json url as it is", async () => {
+    const hook = await listen((_n, _body, res) => res.writeHead(200).end());
+    scratch = mkdtempSync(join(tmpdir(), 'tron-notify-'));
+    const url = 'https://forge.example/o/r/issues/7?a=1&b=<2>|x';
+    const bodies: EventBody[] = [
+      { type: 'register.loaded', blocks: [{ id: 'a', title: 'T & <b>', depends_on: [], priority: 0, criteria: [], digest: 'd' }] },
+      { type: 'forge.commented', block: 'a', issue: 7, about: 'started', issue_url: url, posted: true },
+      { type: 'page.sent', block: 'a', page: 'p', reason: 'BLOCKED: needs <a key>' },
+    ];
+    for (const format of ['slack', 'json'] as const) {
+      const notifier = new Notifier({
+        config: { webhook: hook.url, format, on: ['page'], attempts: 1, backoffMs: 10, timeoutMs: 2000 },
+        repo: scratch,
+        runDir: scratch,
+        record: () => true,
+      });
+      for (const [i, b] of bodies.entries()) notifier.event({ v: 1, seq: i + 1, ts: 1_700_000_000_000 + i, ...b } as TronEvent);
+      await notifier.close();
+    }
+    const [slack, json] = hook.bodies.map((b) => JSON.parse(b));
+    expect(slack.blocks).toContainEqual({
+      type: 'section',
+      text: { type: 'mrkdwn', text: '<https://forge.example/o/r/issues/7?a=1&amp;b=&lt;2&gt;%7Cx|the issue of a>' },
+    });
+    expect(slack.text).toContain('BLOCKED: needs &lt;a key&gt;');
+    expect(json).toMatchObject({ kind: 'page', block: 'a', title: 'T & <b>', outcome: 'parked', url, at: '2023-11-14T22:13:20.002Z' });
+    expect(json.detail).toEqual({ reason: 'BLOCKED: needs <a key>', answer: expect.stringContaining("tron answer a '>>RETRY") });
+  });
+
+  it('refuses a format it does not know, naming the ones it does', () => {
+    const bad = parseConfig(`${configFile()}\n[notify]\nwebhook = "https://example.invalid/x"\nformat = "teams"\n`, '.tron/config.toml');
+    expect(bad.problems[0]).toMatchObject({ code: 'TRON_CONFIG_INVALID', path: expect.stringContaining('notify.format') });
+    expect(bad.problems[0]!.message).toMatch(/text.*slack.*json/);
   });
 });

@@ -1,9 +1,10 @@
 /**
  * `[notify]`: tell someone when a block is paged, when one lands and when the run ends —
- * a webhook (Slack-compatible JSON `{"text": …}`) and/or a command (the notification as
- * JSON on stdin). It is a reporter, as the console and the live board are: it sees each event the engine appended and
- * does its work later, on its own promises, so a slow or dead receiver never holds up a
- * step, and nothing it meets is thrown into the engine.
+ * a webhook (`{"text": …}`, Slack's blocks or tron's own JSON, as `format` says: the
+ * shapes are in notify-shapes.ts) and/or a command (the notification as JSON on stdin).
+ * It is a reporter, as the console and the live board are: it sees each event the engine
+ * appended and does its work later, on its own promises, so a slow or dead receiver never
+ * holds up a step, and nothing it meets is thrown into the engine.
  *
  * Each notification and channel is tried up to `attempts` times, waiting `backoff`, then
  * twice that, … (at most a minute) between tries, each try bounded by `timeout`. The
@@ -15,11 +16,12 @@
  * The page command (`page_command`) is the engine's own effect and is not touched.
  */
 import { appendFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { execa } from 'execa';
 import type { BodyOf, EventBody, TronEvent } from '../core/events.ts';
-import type { NotifyConfig, NotifyOn } from '../project/config.ts';
+import type { NotifyConfig } from '../project/config.ts';
 import { ParkedNow } from '../render/parked-now.ts';
+import { type NotificationFacts, notificationBody } from './notify-shapes.ts';
 
 export interface NotifierOptions {
   config: NotifyConfig;
@@ -31,13 +33,8 @@ export interface NotifierOptions {
   print?: (line: string) => void;
 }
 
-/** What the command is given on stdin. */
-export interface Notification {
-  on: NotifyOn;
-  text: string;
-  run: string;
-  seq: number;
-  block?: string;
+/** What the command is given on stdin: the facts every format is made from, and the event itself. */
+export interface Notification extends NotificationFacts {
   event: TronEvent;
 }
 
@@ -52,6 +49,10 @@ export class Notifier {
   private cut = false;
   private readonly wakeups = new Set<() => void>();
   private readonly parkedNow = new ParkedNow();
+  /** Each block's title, from the register the run read. */
+  private readonly titles = new Map<string, string>();
+  /** Each block's page on the forge: its pull request once there is one, else its issue. */
+  private readonly links = new Map<string, { url: string; of: 'pull request' | 'issue' }>();
 
   constructor(private readonly o: NotifierOptions) {}
 
@@ -60,6 +61,7 @@ export class Notifier {
     try {
       if (e.type === 'run.started') this.run = e.run;
       this.parkedNow.see(e);
+      this.learn(e);
       const n = this.notification(e);
       if (!n || !this.o.config.on.includes(n.on)) return;
       for (const channel of ['webhook', 'command'] as const) {
@@ -97,29 +99,50 @@ export class Notifier {
     await within(Math.min(this.o.config.timeoutMs, 2000));
   }
 
+  /** Titles and forge pages, for the formats that show them. */
+  private learn(e: TronEvent): void {
+    if (e.type === 'register.loaded') for (const b of e.blocks) this.titles.set(b.id, b.title);
+    else if (e.type === 'forge.commented' && e.issue_url && this.links.get(e.block)?.of !== 'pull request')
+      this.links.set(e.block, { url: e.issue_url, of: 'issue' });
+    else if (e.type === 'pr.observed') for (const p of e.pulls) this.links.set(p.block, { url: p.url, of: 'pull request' });
+  }
+
   private notification(e: TronEvent): Notification | undefined {
-    const base = { run: this.run, seq: e.seq, event: e };
+    const base = { run: this.run, seq: e.seq, ts: e.ts, repo: basename(this.o.repo), event: e };
+    const about = (block: string) => {
+      const title = this.titles.get(block);
+      const link = this.links.get(block);
+      return { block, ...(title !== undefined && { title }), ...(link && { url: link.url, urlOf: link.of }) };
+    };
     switch (e.type) {
-      case 'page.sent':
+      case 'page.sent': {
+        const answer = `tron answer ${e.block} '>>RETRY {"guidance":"…"}' (or '>>ABANDON {"reason":"…"}')`;
         return {
           ...base,
+          ...about(e.block),
           on: 'page',
-          block: e.block,
-          text: `tron: ${e.block} is parked and needs you — ${e.reason}\nanswer: tron answer ${e.block} '>>RETRY {"guidance":"…"}' (or '>>ABANDON {"reason":"…"}')`,
+          outcome: 'parked',
+          text: `tron: ${e.block} is parked and needs you — ${e.reason}\nanswer: ${answer}`,
+          detail: { reason: e.reason, answer },
         };
+      }
       case 'block.landed':
         return {
           ...base,
+          ...about(e.block),
           on: 'landed',
-          block: e.block,
+          outcome: 'landed',
           text: `tron: ${e.block} landed (${e.sha.slice(0, 12)}); trunk is at ${e.top.slice(0, 12)}`,
+          detail: { sha: e.sha, top: e.top },
         };
       case 'run.finished': {
         const { parked, unfinished } = this.parkedNow.split(e);
         return {
           ...base,
           on: 'run',
+          outcome: 'finished',
           text: `tron: run ${this.run} finished (exit ${e.exit}, ${e.reason}) — ${e.landed.length} landed, ${unfinished.length > 0 ? `${unfinished.length} unfinished, ` : ''}${parked.length} parked, ${e.abandoned.length} abandoned${parked.length > 0 ? `; parked: ${parked.join(', ')}` : ''}`,
+          detail: { exit: e.exit, reason: e.reason, landed: e.landed, parked, unfinished, abandoned: e.abandoned },
         };
       }
       default:
@@ -154,7 +177,7 @@ export class Notifier {
     const res = await fetch(this.o.config.webhook!, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ text: n.text }),
+      body: notificationBody(this.o.config.format, n),
       signal: AbortSignal.timeout(this.o.config.timeoutMs),
       redirect: 'error',
     });

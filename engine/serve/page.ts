@@ -19,6 +19,8 @@ const STYLE = `
   header { display: flex; gap: 16px; align-items: baseline; padding: 10px 16px; border-bottom: 1px solid var(--line); background: var(--bg); flex-wrap: wrap; }
   header h1 { font-size: 16px; margin: 0; }
   header .item { color: var(--muted); }
+  header nav a { color: var(--accent); text-decoration: none; }
+  header nav a[aria-current] { color: var(--fg); font-weight: 600; }
   header .item b { color: var(--fg); }
   #conn { margin-left: auto; }
   #conn.live::before { content: "●"; color: var(--ok); margin-right: 4px; }
@@ -337,6 +339,7 @@ export function renderDashboard(): string {
 <body>
 <header>
 <h1>tron</h1>
+<nav><a href="/" aria-current="page">Board</a> | <a href="/runs">Runs</a></nav>
 <span class="item">run <b id="run">…</b></span>
 <span class="item">engine <b id="engine">…</b></span>
 <span class="item">spend <b id="spend">…</b></span>

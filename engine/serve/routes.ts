@@ -140,6 +140,48 @@ const History = z.object({
   next: z.string().nullable().describe('`before=` for the next page; null: no older run'),
 });
 
+const Bar = z.object({ key: z.string(), value: z.number() });
+const CostBar = Bar.extend({
+  value: z.number().describe('USD per landed block: the spend of the window over the blocks landed in it'),
+  usd: z.number().describe('USD spent in the window, where the cost is known'),
+  tokens: z.number().int().describe('tokens used in the window'),
+});
+
+const Charts = z.object({
+  days: z.number().int(),
+  from: z.string().describe('the first UTC day of the window, YYYY-MM-DD'),
+  to: z.string().describe('the last UTC day of the window (today, on the server’s clock)'),
+  runs: z.number().int().describe('runs read: every run on disk, since a lead time can start in any'),
+  landedPerDay: z
+    .array(z.object({ day: z.string(), landed: z.number().int() }))
+    .describe('one entry per day of the window, oldest first, zeros included (block.landed by its UTC day)'),
+  lead: z.object({
+    blocks: z.number().int().describe('blocks landed in the window'),
+    median: z.number().nullable().describe('ms from ready to landed; null: none landed'),
+    p90: z.number().nullable().describe('ms, the 90th percentile (nearest rank)'),
+    phases: z
+      .array(Bar)
+      .describe(
+        'mean ms per landed block in each phase between ready and landed: pending (waiting for a slot), build, review, merge (merge wait), wrap, parked (waiting for the operator), and any phase of a custom spine',
+      ),
+  }),
+  cost: z.object({
+    landed: z.number().int(),
+    usd: z.number(),
+    tokens: z.number().int(),
+    unpricedTokens: z.number().int().describe('tokens whose cost no worker reported and [prices] does not give'),
+    byRole: z.array(CostBar),
+    byModel: z.array(CostBar).describe('by the model usage.recorded (or worker.usage) names'),
+  }),
+  gate: z.object({
+    blocks: z.number().int().describe('blocks whose first truth gate fell in the window'),
+    firstTry: z.number().int().describe('of them, those whose first truth gate held'),
+    rate: z.number().nullable().describe('firstTry / blocks; null without a gate'),
+  }),
+  failures: z.array(Bar).describe('failing facts of gate.failed, most frequent first (at most 10); off the truth gate as "purpose: fact"'),
+  escalations: z.array(Bar).describe('escalation.raised by trouble, most frequent first (at most 10)'),
+});
+
 export interface RouteParam {
   name: string;
   in: 'path' | 'query' | 'header';
@@ -166,6 +208,9 @@ export interface Route {
 /** Runs on a page of /api/v1/runs or a history, by default and at most. */
 export const RUNS_PAGE = 50;
 export const RUNS_MOST = 500;
+/** Days the runs page's charts span, by default and at most. */
+export const CHART_DAYS = 30;
+export const CHART_DAYS_MOST = 366;
 
 const blockParam: RouteParam = { name: 'id', in: 'path', type: 'string', required: true, description: 'the block id' };
 const problem = (what: string): [string, z.ZodType] => [what, Problem];
@@ -243,6 +288,23 @@ export const ROUTES = {
       400: problem('a malformed limit or before (TRON_SERVE_QUERY)'),
       404: problem('no run on disk has the block'),
     },
+    write: false,
+  },
+  charts: {
+    method: 'GET',
+    path: '/api/v1/charts',
+    summary: 'the runs page’s charts',
+    description:
+      'What the runs page (`/runs`) draws, computed from every run on disk over the last `days` UTC days: landed blocks per day; lead time from ready (the later of the first register naming the block and its last dependency’s landing) to landed, median and p90, and the mean time in each phase; cost per landed block by role and by model; the first-try gate pass rate; the most frequent failing facts and escalations. Each run is read once and kept as a few figures (as for `/api/v1/runs`); asked again before any run moves, the same answer is given without folding anything.',
+    params: [
+      {
+        name: 'days',
+        in: 'query',
+        type: 'integer',
+        description: `the window in days, ending today (default ${CHART_DAYS}, most ${CHART_DAYS_MOST})`,
+      },
+    ],
+    responses: { 200: ['the chart data', Charts], 400: problem('a malformed days (TRON_SERVE_QUERY)') },
     write: false,
   },
   metrics: {

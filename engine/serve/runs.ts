@@ -20,6 +20,7 @@ import { blockedBy } from '../core/blocked.ts';
 import { isRunId } from '../core/names.ts';
 import { apply, initialState, type EngineState, type Spend } from '../core/state.ts';
 import { readLog } from '../log/eventlog.ts';
+import { ChartFold, chartsOf, dayOf, mergeCharts, type Charts, type RunCharts } from './charts.ts';
 import type { RunFollower } from './follow.ts';
 
 /** One run as `GET /api/v1/runs` lists it. Times are ms since the epoch; `wall` is ms. */
@@ -71,6 +72,8 @@ interface Reading {
   touched: Map<string, BlockRun>;
   /** Every block of its register, touched or not. */
   known: ReadonlySet<string>;
+  /** Its share of the runs page's charts. */
+  charts: RunCharts;
 }
 
 /** A run folded one event at a time: the latest is fed as it grows, an earlier one all at once. */
@@ -85,11 +88,15 @@ class Tally {
   private readonly abandoned = new Set<string>();
   private readonly turns = new Map<string, number>();
   private readonly touched = new Set<string>();
+  private readonly charts = new ChartFold();
 
   constructor(readonly run: string) {}
 
   add(e: TronEvent): void {
+    const block = 'block' in e && typeof e.block === 'string' ? e.block : undefined;
+    const was = block === undefined ? undefined : this.state.blocks.get(block)?.phase;
     this.state = apply(this.state, e);
+    this.charts.add(e, was, block === undefined ? undefined : this.state.blocks.get(block)?.phase);
     this.seen = e.seq;
     this.first ??= e.ts;
     this.last = e.ts;
@@ -144,7 +151,7 @@ class Tally {
         ...(sha ? { landedSha: sha } : {}),
       });
     }
-    return { row, touched, known: new Set(s.order) };
+    return { row, touched, known: new Set(s.order), charts: this.charts.charts };
   }
 }
 
@@ -200,6 +207,10 @@ export class RunList {
 export class RunBook {
   private readonly over = new Map<string, Reading>();
   private live: Tally | undefined;
+  /** The last charts answered, and what they were of: asked again before a run moves, they are not folded again. */
+  private drawn: { of: string; charts: Charts } | undefined;
+  /** The charts of the runs that are over, merged, and which runs they were. */
+  private merged: { of: string; charts: RunCharts } | undefined;
 
   constructor(readonly list: RunList) {}
 
@@ -237,6 +248,29 @@ export class RunBook {
       runs.push(row);
     }
     return known || runs.length > 0 ? { runs, next: null } : undefined;
+  }
+
+  /**
+   * The runs page's charts for the `days` UTC days that end on `now`'s, from every run on
+   * disk (a lead time can start in any of them): each run read once, as for a page.
+   */
+  async charts(latest: RunFollower | undefined, window: { now: number; days: number }): Promise<Charts> {
+    const ids = this.list.ids();
+    const of = `${ids.length}\t${ids[0]}\t${latest?.run}\t${latest?.last}\t${window.days}\t${dayOf(window.now)}`;
+    if (this.drawn?.of === of) return this.drawn.charts;
+    // The runs that are over, merged once; then only the one under way (and any newer) each time.
+    const over = latest === undefined ? [] : ids.filter((id) => id < latest.run);
+    const key = `${over.length}\t${over[0]}`;
+    if (this.merged?.of !== key) {
+      const folds: RunCharts[] = [];
+      for (const id of over) folds.push((await this.reading(id, latest)).charts);
+      this.merged = { of: key, charts: mergeCharts(folds.reverse()) };
+    }
+    const rest: RunCharts[] = [];
+    for (const id of ids.filter((id) => latest === undefined || id >= latest.run)) rest.push((await this.reading(id, latest)).charts);
+    const charts = chartsOf([this.merged.charts, ...rest.reverse()], window);
+    this.drawn = { of, charts };
+    return charts;
   }
 
   /** A run's reading: kept once it is over; the latest brought up to date from its follower. */

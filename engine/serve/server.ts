@@ -1,9 +1,9 @@
 /**
- * The HTTP server of `tron serve`: node's own `http` module (the API is nine routes and a
- * page; a framework would bring more than it saves). Every `/api/v1/` request needs
+ * The HTTP server of `tron serve`: node's own `http` module (the API is a dozen routes and two
+ * pages; a framework would bring more than it saves). Every `/api/v1/` request needs
  * `Authorization: Bearer TOKEN` — checked before anything is read or changed, so a
  * request without a valid one gets 401 and has no effect; no cookie is ever set or read,
- * so another site cannot make a browser write on the user's behalf. The page and its
+ * so another site cannot make a browser write on the user's behalf. The pages and their
  * static assets hold no data and are served to anyone who can reach the port.
  *
  * It reads the run's files only; its one write is an operator answer, which goes into
@@ -37,8 +37,9 @@ import type { RunFollower } from './follow.ts';
 import { Hub, type HubOptions } from './hub.ts';
 import { renderOpenApi } from './openapi.ts';
 import { renderDashboard } from './page.ts';
+import { renderRunsPage } from './runs-page.ts';
 import { Metrics } from './metrics.ts';
-import { ROUTES, RUNS_MOST, RUNS_PAGE, type RouteName } from './routes.ts';
+import { CHART_DAYS, CHART_DAYS_MOST, ROUTES, RUNS_MOST, RUNS_PAGE, type RouteName } from './routes.ts';
 import { RunBook } from './runs.ts';
 import { SseClient } from './sse.ts';
 import { TokenCheck } from './tokens.ts';
@@ -138,6 +139,7 @@ export async function serve(o: ServeOptions): Promise<Serving> {
   const assets = new Map<string, [Buffer, string]>();
   for (const [path, [module, type]] of Object.entries(ASSETS)) assets.set(path, [readFileSync(require.resolve(module)), type]);
   const page = renderDashboard();
+  const runsPage = renderRunsPage();
   const openapi = renderOpenApi();
   const workflowCache = new Map<string, Promise<{ spine: Spine; xml: string; details: Record<string, Details> }>>();
   let flowsCache: { run: string; seq: number; at: number; overlay: RunOverlay } | undefined;
@@ -267,6 +269,13 @@ export async function serve(o: ServeOptions): Promise<Serving> {
       if (!found) refuse(404, 'TRON_ANSWER_BLOCK', block, `no run under .tron/runs/ has a block "${block}"`);
       send(res, 200, { block, ...found });
     },
+    charts: async ({ res, query }) => {
+      const text = query.get('days');
+      const days = text === null ? CHART_DAYS : Number(text);
+      if (text !== null && (!/^\d+$/.test(text) || days < 1 || days > CHART_DAYS_MOST))
+        refuse(400, 'TRON_SERVE_QUERY', 'days', `days=${text} is not a whole number from 1 to ${CHART_DAYS_MOST}`);
+      send(res, 200, await book.charts(hub.current, { now: o.clock.now(), days }));
+    },
     metrics: async ({ res }) => {
       const f = hub.current;
       const lease = o.leaseGeneration?.();
@@ -368,7 +377,8 @@ export async function serve(o: ServeOptions): Promise<Serving> {
     if (!url.pathname.startsWith('/api/') && url.pathname !== ROUTES.metrics.path) {
       if (req.method !== 'GET' && req.method !== 'HEAD')
         return send(res, 405, { error: { code: 'TRON_USAGE', path: url.pathname, message: 'only GET here' } });
-      if (url.pathname === '/' || url.pathname === '/index.html') {
+      const html = url.pathname === '/' || url.pathname === '/index.html' ? page : url.pathname === '/runs' ? runsPage : undefined;
+      if (html !== undefined) {
         res.writeHead(200, {
           'content-type': 'text/html; charset=utf-8',
           'cache-control': 'no-store',
@@ -377,14 +387,16 @@ export async function serve(o: ServeOptions): Promise<Serving> {
             "default-src 'self'; script-src 'self' 'unsafe-inline'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; frame-ancestors 'none'",
           'referrer-policy': 'no-referrer',
         });
-        return void res.end(page);
+        return void res.end(html);
       }
       const asset = assets.get(url.pathname);
       if (asset) {
         res.writeHead(200, { 'content-type': asset[1], 'cache-control': 'max-age=3600' });
         return void res.end(asset[0]);
       }
-      return send(res, 404, { error: { code: 'TRON_USAGE', path: url.pathname, message: 'no such page; the dashboard is at /' } });
+      return send(res, 404, {
+        error: { code: 'TRON_USAGE', path: url.pathname, message: 'no such page; the dashboard is at / and the runs page at /runs' },
+      });
     }
     // Nothing is read, parsed or changed before the token is checked.
     const who = tokens.who(req.headers.authorization);

@@ -154,3 +154,35 @@ export async function twoRunsProject(): Promise<{ repo: TestRepo; first: RunResu
   if (second.runDir === first.runDir) throw new Error('the second tron start made no run of its own');
   return { repo, first, second };
 }
+
+/**
+ * The runs the runs page charts (engine/serve/charts.ts): two runs of one repository whose
+ * workers report what they spent. In the first, `good` lands at its first gate; `flaky`'s
+ * builder says DONE with nothing committed, so its first gate fails, and lands after a
+ * second build; `stuck`'s builder asks (BLOCKED) and it is parked. An operator answer
+ * abandons `stuck`, and `later`, added after the first run and depending on `good`, lands in
+ * the second. Every builder turn costs $0.02 and every review $0.01 (model "sim").
+ */
+export async function chartedProject(): Promise<{ repo: TestRepo; first: RunResult; second: RunResult }> {
+  const usage = (usd: number) => `usage = { input = 1000, output = 200, cost_usd = ${usd} }`;
+  const build = (id: string) =>
+    `[[blocks.${id}.builder]]\nkind = "build"\nwrite = { "${id}.txt" = "${id}\\n" }\ncommit = "${id}"\nreply = ">>DONE"\n${usage(0.02)}\n`;
+  const review = (id: string) => `[[blocks.${id}.reviewer]]\nkind = "review"\nreply = ">>APPROVE"\n${usage(0.01)}\n`;
+  const sim = [
+    build('good'),
+    review('good'),
+    `[[blocks.flaky.builder]]\nkind = "build"\nreply = ">>DONE"\n${usage(0.02)}\n`,
+    build('flaky'),
+    review('flaky'),
+    `[[blocks.stuck.builder]]\nkind = "build"\nreply = '>>BLOCKED {"reason":"which provider?"}'\n${usage(0.02)}\n`,
+    build('later'),
+    review('later'),
+  ].join('\n');
+  const repo = await makeProject({ blocks: { good: {}, flaky: {}, stuck: {} }, sim, config: configFile({ maxParallel: 3 }) });
+  const first = await runTron(repo);
+  writeFileSync(join(repo.dir, '.tron', 'blocks', 'later.md'), blockFile('later', { depends_on: ['good'] }));
+  writeAnswer(repo.dir, 'stuck', '>>ABANDON {"reason":"not needed after all"}', systemClock, repoKey(repo.dir, { create: true }).key);
+  const second = await runTron(repo);
+  if (second.runDir === first.runDir) throw new Error('the second tron start made no run of its own');
+  return { repo, first, second };
+}

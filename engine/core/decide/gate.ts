@@ -9,7 +9,7 @@ import { deriveFacts, evidenceProblem, type Expected } from '../facts.ts';
 import type { BlockState } from '../state.ts';
 import { dispatch, type Step } from './step.ts';
 import { escalate } from './escalate.ts';
-import { trunkTouched } from './lane.ts';
+import { trunkTouched } from '../lane/lane.ts';
 
 /** What the facts of block `b` are measured against: the engine's own record, never the worker's word. */
 function expectations(step: Step, b: BlockState): Expected {

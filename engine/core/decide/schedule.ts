@@ -5,7 +5,7 @@
  */
 import { type BlockState, type EngineState, stackRunning } from '../state.ts';
 import { finishRun, releaseHeld, TERMINAL, type Step } from './step.ts';
-import { settleStack, stackNext } from './lane.ts';
+import { settleStack, stackNext } from '../lane/lane.ts';
 
 /** After every input: fill free slots, give a free merge lane its next stack, and end the run when settled. */
 export function schedule(step: Step): void {

@@ -18,7 +18,7 @@
  */
 import type { BodyOf } from '../events.ts';
 import { abandon } from './escalate.ts';
-import { close } from './lane.ts';
+import { close } from '../lane/lane.ts';
 import { TERMINAL, type Step } from './step.ts';
 
 export function onIssueWithdrawn(step: Step, e: BodyOf<'issue.withdrawn'>): void {

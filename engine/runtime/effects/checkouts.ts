@@ -72,9 +72,15 @@ export class CheckoutPool {
  * the first run that needs it.
  */
 export function warmCheckouts(c: CheckoutContext, n: number, sha: string): Promise<void> {
+  // Only made, never moved: a checkout there already (an earlier engine's, after a crash) may be in use by now.
+  const make = (name: string) =>
+    c.queues.checkout(name).run(async () => {
+      if (!existsSync(join(git.engineCheckoutPath(c.repo, name), '.git')))
+        await c.queues.worktrees.run(() => git.checkoutAt(c.repo, name, sha));
+    });
   return Promise.all(
     [...c.checkouts.warm(n), ...(n > 0 ? ['_lane'] : [])].map((name) =>
-      checkout(c, name, sha).then(
+      make(name).then(
         () => undefined,
         () => undefined,
       ),
@@ -92,14 +98,17 @@ export const suiteGreen = (r: SuiteRun): boolean => passed(r.setup ?? undefined)
 const passed = (t: TestRun | undefined): boolean => t === undefined || (t.exit === 0 && !t.timed_out);
 
 /**
- * Puts the engine's checkout `name` at `sha` (made once, then reused). Making one adds a
- * worktree, which git does not allow concurrently: that part goes through the worktree queue.
+ * Puts the engine's checkout `name` at `sha` (made once, then reused), one effect at a
+ * time (`Queues.checkout`). Making one adds a worktree, which git does not allow
+ * concurrently: that part goes through the worktree queue too.
  */
-export async function checkout(c: Pick<CheckoutContext, 'repo' | 'queues'>, name: string, sha: string): Promise<string> {
+export function checkout(c: Pick<CheckoutContext, 'repo' | 'queues'>, name: string, sha: string): Promise<string> {
   const path = git.engineCheckoutPath(c.repo, name);
-  return existsSync(join(path, '.git'))
-    ? git.checkoutAt(c.repo, name, sha)
-    : c.queues.worktrees.run(() => git.checkoutAt(c.repo, name, sha));
+  return c.queues
+    .checkout(name)
+    .run(() =>
+      existsSync(join(path, '.git')) ? git.checkoutAt(c.repo, name, sha) : c.queues.worktrees.run(() => git.checkoutAt(c.repo, name, sha)),
+    );
 }
 
 /**

@@ -1,5 +1,5 @@
 /**
- * The merge lane's effects (see engine/core/decide/lane.ts for what is decided): build a
+ * The merge lane's effects (see engine/core/lane/lane.ts for what is decided): build a
  * stack by replaying each block onto the one before, test a stack's top or a prefix, land
  * a stack in one ref transaction. All of it happens in the engine's `_lane` checkout and
  * in refs; no worker and no worker's worktree takes part. The lane runs one effect at a

@@ -1,5 +1,5 @@
 /**
- * PR mode's effects (`[forge] land = "pr"`; the decisions are engine/core/decide/pr.ts):
+ * PR mode's effects (`[forge] land = "pr"`; the decisions are engine/core/lane/pr.ts):
  *
  * - `pr.requested`: push `tron/<id>` at each block's commit of the landing (tron's own
  *   namespace on the remote, moved by lease against what `ls-remote` showed a moment

@@ -1,6 +1,6 @@
 /**
  * A landing through the forge's merge queue (`[forge] merge = "queue"`; decided in
- * engine/core/decide/pr.ts): the queue has already moved the remote's trunk to its own
+ * engine/core/lane/pr.ts): the queue has already moved the remote's trunk to its own
  * commit (`land.intent` `sha`, whose tree the decision checked is exactly the tested one).
  * What is left is tron's record of it, as after its own push: the remote's
  * `refs/tron/landed/<id>` (one atomic push of those refs alone, each by lease: it must
@@ -9,7 +9,7 @@
  *
  * Trunk is never pushed here. A remote whose trunk does not hold the queue's commit, or a
  * local trunk that moved, is refused (`land.refused`); a network failure is a
- * `remote.failed` push, tried again as a push is (decide/remote.ts keeps `queued`).
+ * `remote.failed` push, tried again as a push is (lane/remote.ts keeps `queued`).
  */
 import type { EventBody, EventOf } from '../../core/events.ts';
 import * as git from '../../git/index.ts';

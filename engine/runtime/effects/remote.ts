@@ -1,5 +1,5 @@
 /**
- * The lane's effects with a remote ([remote]; decided in engine/core/decide/remote.ts).
+ * The lane's effects with a remote ([remote]; decided in engine/core/lane/remote.ts).
  *
  * - Before a stack is built, the remote's trunk is fetched; if it moved ahead (someone
  *   else pushed), local trunk and your checkout follow it first, and the stack is built

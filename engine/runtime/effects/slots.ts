@@ -35,6 +35,18 @@ export class Queues {
   readonly worktrees = new Slots(1);
   readonly main = new Slots(1);
   readonly trunkChecks = new Slots(1);
+  private readonly checkouts = new Map<string, Slots>();
+  /**
+   * One at a time for the engine's checkout `name` (`_lane`, `_check-<n>`): two effects
+   * never move one checkout at once — the lane's first stack and the warming of `_lane` at
+   * start did, and one saw the other's half-made checkout removed under it. Taken outside
+   * `worktrees`, never inside it.
+   */
+  checkout(name: string): Slots {
+    const slots = this.checkouts.get(name) ?? new Slots(1);
+    this.checkouts.set(name, slots);
+    return slots;
+  }
   /** `worktrees.run`, as a function to hand to the git layer. */
   readonly serialWorktrees = <T>(work: () => Promise<T>): Promise<T> => this.worktrees.run(work);
 }

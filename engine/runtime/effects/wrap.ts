@@ -1,5 +1,5 @@
 /**
- * Wrap (see engine/core/decide/lane.ts: a landed block is wrapped): the block's review
+ * Wrap (see engine/core/lane/lane.ts: a landed block is wrapped): the block's review
  * checkout and worktree go (in the worktree queue), then its branch (outside it: blocks
  * landed together wrap side by side), kept as an orphan only if it holds work not on trunk.
  */

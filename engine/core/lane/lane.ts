@@ -18,8 +18,8 @@
 import type { BodyOf, Fact } from '../events.ts';
 import type { BlockState, Stack, StackStep } from '../state.ts';
 import { approaching } from '../block-index.ts';
-import { dispatch, type Step, wrapSummary } from './step.ts';
-import { escalate } from './escalate.ts';
+import { dispatch, type Step, wrapSummary } from '../decide/step.ts';
+import { escalate } from '../decide/escalate.ts';
 import { runOutput } from '../test-output.ts';
 
 /**
@@ -224,7 +224,7 @@ function judge(step: Step, stack: Stack): void {
 
 function land(step: Step, stack: Stack, n: number, tested: 'lane' | 'gate'): void {
   const blocks = stack.entries.slice(0, n);
-  // [forge] land = "pr": the hosted checks must be green on the same sha first (decide/pr.ts).
+  // [forge] land = "pr": the hosted checks must be green on the same sha first (lane/pr.ts).
   if (step.s.lane.pr) {
     step.emit({ type: 'pr.requested', stack: stack.id, sha: blocks.at(-1)!.sha, blocks, tested, attempt: 1 });
     return;

@@ -15,7 +15,7 @@
  *   and the push's lease still refuses it if the remote moved meanwhile.
  */
 import type { BodyOf } from '../events.ts';
-import type { Step } from './step.ts';
+import type { Step } from '../decide/step.ts';
 import { arrivedAt, close } from './lane.ts';
 
 export function onRemoteMoved(step: Step, e: BodyOf<'remote.moved'>): void {

@@ -30,8 +30,8 @@
  */
 import type { BodyOf, Fact } from '../events.ts';
 import type { ForgeWait, Stack } from '../state.ts';
-import { dispatch, type Step } from './step.ts';
-import { abandon, escalate } from './escalate.ts';
+import { dispatch, type Step } from '../decide/step.ts';
+import { abandon, escalate } from '../decide/escalate.ts';
 import { close } from './lane.ts';
 
 /** The longest wait between two asks of the forge. */

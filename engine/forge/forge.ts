@@ -50,6 +50,12 @@ export interface ForgePull {
   head: string;
   headSha: string;
   base: string;
+  /**
+   * Who closed it, when the forge says so on the pull request itself (GitLab's merge
+   * request `closed_by`; '' when it does not name them). Absent (GitHub): a pull request is
+   * an issue of the same number, whose `closedBy` says it.
+   */
+  closedBy?: string;
 }
 
 export interface ForgeReview {
@@ -106,12 +112,16 @@ export type ForgeQueue =
 export type IssueList = { issues: ForgeIssue[]; etag?: string } | 'unchanged';
 
 export interface Forge {
-  /** "owner/name". */
+  /** "owner/name" (GitLab: the project's path or id). */
   readonly repo: string;
+  /** What the block ids of its issues start with: "gh" (GitHub, the default) or "gl" (GitLab). */
+  readonly issuePrefix?: string;
   /** Open issues carrying `label` (not pull requests), oldest first. */
   listIssues(label: string, etag?: string): Promise<IssueList>;
   issue(number: number): Promise<ForgeIssue | undefined>;
   comments(issue: number): Promise<ForgeComment[]>;
+  /** A pull request's comments where they are not its issue's (GitLab's merge request notes); absent: `comments(pull)`. */
+  pullComments?(pull: number): Promise<ForgeComment[]>;
   comment(issue: number, body: string): Promise<ForgeComment>;
   closeIssue(issue: number): Promise<void>;
   /** The pull request whose head is `branch` (open first, else the latest closed one). */

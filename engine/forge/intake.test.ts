@@ -8,8 +8,9 @@ function issue(number: number, title: string, body: string): ForgeIssue {
 }
 
 describe('issue intake', () => {
-  it('names a block gh-<number>-<slug of the title>, at most 63 characters, and gh-<number> for a title without words', () => {
+  it('names a block gh-<number>-<slug of the title> (gl- for a GitLab issue), at most 63 characters, and gh-<number> for a title without words', () => {
     expect(issueBlockId(12, 'Add a login endpoint!')).toBe('gh-12-add-a-login-endpoint');
+    expect(issueBlockId(12, 'Add a login endpoint!', 'gl')).toBe('gl-12-add-a-login-endpoint');
     expect(issueBlockId(7, '¿¿??')).toBe('gh-7');
     const long = issueBlockId(123456, 'x'.repeat(200));
     expect(long.length).toBeLessThanOrEqual(63);

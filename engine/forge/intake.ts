@@ -2,8 +2,8 @@
  * Issue intake (`[intake] label = "tron"`): an open issue with the label is a block, read
  * from the issue alone, purely:
  *
- * - id `gh-<number>-<slug>` (the slug from the title: lower case, words joined by `-`,
- *   at most 40 characters; `gh-<number>` when the title has no letters or digits);
+ * - id `gh-<number>-<slug>` (GitLab: `gl-…`; the slug from the title: lower case, words
+ *   joined by `-`, at most 40 characters; `gh-<number>` when the title has no letters or digits);
  * - title: the issue's; brief: the body, with a line naming the issue;
  * - criteria: the body's task list (`- [ ] …`, `- [x] …`), or else the items of a
  *   `Criteria` (or `Acceptance criteria`) section — a heading or a bold line — one per item;
@@ -23,9 +23,9 @@ export type IssueBlock =
   | { issue: ForgeIssue; block: Block; depends: number[] }
   | { issue: ForgeIssue; problems: string[]; depends: number[] };
 
-/** The block id of issue `number` titled `title`. */
-export function issueBlockId(number: number, title: string): string {
-  const prefix = `gh-${number}`;
+/** The block id of issue `number` titled `title`, on the forge whose issue ids start with `forge` (GitHub's "gh", GitLab's "gl"). */
+export function issueBlockId(number: number, title: string, forge = 'gh'): string {
+  const prefix = `${forge}-${number}`;
   const slug = title
     .toLowerCase()
     .normalize('NFKD')
@@ -66,7 +66,7 @@ export function dependsOf(body: string): number[] {
 }
 
 /** One issue as a block, or its problems; dependencies are resolved later, against the other issues. */
-export function issueToBlock(issue: ForgeIssue): IssueBlock {
+export function issueToBlock(issue: ForgeIssue, forge = 'gh'): IssueBlock {
   const body = issue.body.replace(/\r\n?/g, '\n').trim();
   const problems: string[] = [];
   const criteria = criteriaOf(body);
@@ -81,7 +81,7 @@ export function issueToBlock(issue: ForgeIssue): IssueBlock {
     );
   if (depends.includes(issue.number)) problems.push(`It depends on itself (\`depends on #${issue.number}\`); remove that line.`);
   if (problems.length > 0) return { issue, problems, depends };
-  const id = issueBlockId(issue.number, issue.title);
+  const id = issueBlockId(issue.number, issue.title, forge);
   const brief = `${body}\n\n(From issue #${issue.number}: ${issue.url})`;
   const digest = createHash('sha256')
     .update(JSON.stringify({ title: issue.title, body: issue.body, number: issue.number }))

@@ -13,6 +13,7 @@ import { type ForgeSettings, WEBHOOK_SECRET_ENV } from '../project/config.ts';
 import { checkRegister, type Block } from '../project/register.ts';
 import { type Forge, ForgeError } from './forge.ts';
 import { GitHubForge } from './github.ts';
+import { GitLabForge } from './gitlab.ts';
 import { TrustingForge } from './trust.ts';
 import { type Intake, takeIssuesIn } from './sync.ts';
 
@@ -47,12 +48,14 @@ export function forgeToken(env: Record<string, string | undefined>, settings: Fo
   ]);
 }
 
-/** The forge as the engine reads it: through `[forge] trusted` (engine/forge/trust.ts). */
+/** The forge as the engine reads it: the kind's client, through `[forge] trusted` (engine/forge/trust.ts). */
 export function openForge(settings: ForgeSettings, token: string): Forge {
-  return new TrustingForge(
-    new GitHubForge({ repo: settings.repo, token, apiUrl: settings.apiUrl, timeoutMs: settings.timeoutMs }),
-    settings.trusted,
-  );
+  const o = { repo: settings.repo, token, apiUrl: settings.apiUrl, timeoutMs: settings.timeoutMs };
+  const clients: Record<ForgeSettings['kind'], () => Forge> = {
+    github: () => new GitHubForge(o),
+    gitlab: () => new GitLabForge(o),
+  };
+  return new TrustingForge(clients[settings.kind](), settings.trusted);
 }
 
 /** Calls `f`, waiting out rate limits and transient failures up to `settings.retries` times. */

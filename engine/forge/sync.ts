@@ -23,7 +23,8 @@ export interface Intake {
 export async function takeIssuesIn(forge: Forge, label: string, opts: { etag?: string } = {}): Promise<Intake | 'unchanged'> {
   const list = await forge.listIssues(label, opts.etag);
   if (list === 'unchanged') return 'unchanged';
-  const items: IssueBlock[] = list.issues.map(issueToBlock);
+  const prefix = forge.issuePrefix ?? 'gh';
+  const items: IssueBlock[] = list.issues.map((i) => issueToBlock(i, prefix));
   const taken = new Set(list.issues.map((i) => i.number));
   const closed = new Set<number>();
   for (const n of new Set(items.flatMap((x) => x.depends))) {
@@ -38,7 +39,7 @@ export async function takeIssuesIn(forge: Forge, label: string, opts: { etag?: s
     refused.push({ number: x.issue.number, problems: x.problems });
     // One comment per version of what is wrong: an edit that leaves it wrong in another way is told again.
     const key = digestKey(x.problems.join('\n'));
-    await commentOnce(forge, x.issue.number, marker(`gh-${x.issue.number}`, 'refused', key), refusalText(x.problems, label));
+    await commentOnce(forge, x.issue.number, marker(`${prefix}-${x.issue.number}`, 'refused', key), refusalText(x.problems, label));
   }
   const blocks = resolved.flatMap((x) => ('block' in x ? [x.block] : []));
   return {

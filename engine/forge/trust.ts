@@ -83,6 +83,7 @@ export class People {
 /** The forge as the engine reads it: only what trusted people said counts (see the file's comment). */
 export class TrustingForge implements Forge {
   readonly repo: string;
+  readonly issuePrefix: string | undefined;
   readonly people: People;
   /** The intake label, once an issue list was read with it: who took it off an issue is checked too. */
   private label: string | undefined;
@@ -95,6 +96,7 @@ export class TrustingForge implements Forge {
     now: () => number = Date.now,
   ) {
     this.repo = inner.repo;
+    this.issuePrefix = inner.issuePrefix;
     this.people = new People(inner, trusted, now);
   }
 
@@ -172,10 +174,19 @@ export class TrustingForge implements Forge {
   }
 
   /** tron's own comments and trusted people's: a stranger's are not read (one carrying tron's marker is noted). */
-  async comments(issue: number): Promise<ForgeComment[]> {
+  comments(issue: number): Promise<ForgeComment[]> {
+    return this.trustedComments(issue, this.inner.comments(issue));
+  }
+
+  /** A pull request's comments, as `comments` filters them. */
+  pullComments(pull: number): Promise<ForgeComment[]> {
+    return this.trustedComments(pull, this.inner.pullComments ? this.inner.pullComments(pull) : this.inner.comments(pull));
+  }
+
+  private async trustedComments(issue: number, all: Promise<ForgeComment[]>): Promise<ForgeComment[]> {
     const self = await this.inner.self();
     const kept: ForgeComment[] = [];
-    for (const c of await this.inner.comments(issue)) {
+    for (const c of await all) {
       if (c.author === self || (await this.people.trusts(c.author, c.association))) kept.push(c);
       else if (c.body.includes('<!-- tron:'))
         this.people.ignore({
@@ -216,7 +227,8 @@ export class TrustingForge implements Forge {
   /** A pull request closed (not merged) by someone not trusted is still open to tron. */
   private async closedByTrusted(pull: ForgePull): Promise<ForgePull> {
     if (pull.state !== 'closed' || pull.merged) return pull;
-    const issue = await this.inner.issue(pull.number);
+    // GitLab names the closer on the merge request (tron is its author); GitHub on the pull request's issue.
+    const issue = pull.closedBy !== undefined ? { closedBy: pull.closedBy, author: '' } : await this.inner.issue(pull.number);
     if (!issue?.closedBy || (await this.mayClose(issue.closedBy, issue.author))) return pull;
     this.people.ignore({
       who: issue.closedBy,

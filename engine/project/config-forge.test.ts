@@ -74,6 +74,40 @@ describe('[forge] and [intake]', () => {
     );
   });
 
+  it("takes a GitLab project by its path or numeric id, with GitLab's token variable and gitlab.com's API by default", () => {
+    expect(parseConfig(`${MINIMAL}\n[forge]\nkind = "gitlab"\nrepo = "acme/platform/app"\n`, FILE).config?.forge).toMatchObject({
+      kind: 'gitlab',
+      repo: 'acme/platform/app',
+      tokenEnv: 'GITLAB_TOKEN',
+      apiUrl: 'https://gitlab.com/api/v4',
+    });
+    const own = `${MINIMAL}\n[forge]\nkind = "gitlab"\nrepo = "4711"\napi_url = "https://gitlab.example.com/api/v4/"\ntoken_env = "GL_TOKEN"\n`;
+    expect(parseConfig(own, FILE).config?.forge).toMatchObject({
+      repo: '4711',
+      tokenEnv: 'GL_TOKEN',
+      apiUrl: 'https://gitlab.example.com/api/v4',
+    });
+  });
+
+  it('refuses a GitLab api_url that is not http(s) or does not end in /api/v4, naming the key and the fix', () => {
+    for (const bad of ['https://gitlab.example.com', 'https://gitlab.example.com/api/v3', 'ftp://gitlab.example.com/api/v4']) {
+      const { problems } = parseConfig(`${MINIMAL}\n[forge]\nkind = "gitlab"\nrepo = "a/b"\napi_url = "${bad}"\n`, FILE);
+      expect(problems, bad).toMatchObject([{ code: 'TRON_CONFIG_INVALID', path: `${FILE}: forge.api_url` }]);
+      expect(problems[0]!.message).toMatch(/\/api\/v4/);
+    }
+  });
+
+  it('refuses a group path or a project id for GitHub, and keeps the GitHub token for GitHub and the GitLab one out of workers', () => {
+    for (const repo of ['acme/platform/app', '4711']) {
+      const { problems } = parseConfig(`${MINIMAL}\n[forge]\nrepo = "${repo}"\n`, FILE);
+      expect(problems, repo).toMatchObject([{ code: 'TRON_CONFIG_INVALID', path: `${FILE}: forge.repo` }]);
+      expect(problems[0]!.message).toContain('owner/name');
+    }
+    const text = MINIMAL.replace('env = ["ANTHROPIC_API_KEY"]', 'env = ["ANTHROPIC_API_KEY", "GITLAB_TOKEN"]');
+    const { problems } = parseConfig(`${text}\n[forge]\nkind = "gitlab"\nrepo = "a/b"\n`, FILE);
+    expect(problems.map((p) => [p.code, p.path])).toEqual([['TRON_FORGE_TOKEN_EXPOSED', `${FILE}: workers.builder.env`]]);
+  });
+
   it('refuses land = "pr" without a [remote] to push the branches to', () => {
     const { problems } = parseConfig(`${MINIMAL}\n[forge]\nrepo = "a/b"\nland = "pr"\n`, FILE);
     expect(problems).toMatchObject([{ code: 'TRON_CONFIG_INVALID', path: `${FILE}: forge.land` }]);

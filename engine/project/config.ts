@@ -153,6 +153,14 @@ export type ForgeLand = (typeof FORGE_LAND)[number];
 /** PR mode: how trunk moves once a pull request may land — tron's atomic push, or the forge's merge queue. */
 export const FORGE_MERGE = ['push', 'queue'] as const;
 export type ForgeMerge = (typeof FORGE_MERGE)[number];
+/** The forges tron speaks: GitHub and GitLab, each a client in engine/forge/. */
+export const FORGE_KINDS = ['github', 'gitlab'] as const;
+export type ForgeKind = (typeof FORGE_KINDS)[number];
+/** `[forge] token_env` and `api_url` when unset, by kind. */
+export const FORGE_DEFAULTS: Record<ForgeKind, { tokenEnv: string; apiUrl: string }> = {
+  github: { tokenEnv: 'GITHUB_TOKEN', apiUrl: 'https://api.github.com' },
+  gitlab: { tokenEnv: 'GITLAB_TOKEN', apiUrl: 'https://gitlab.com/api/v4' },
+};
 /** The variable holding the webhook secret when `webhook_secret_env` is unset. */
 export const WEBHOOK_SECRET_ENV = 'TRON_WEBHOOK_SECRET';
 
@@ -162,15 +170,19 @@ export const WEBHOOK_SECRET_ENV = 'TRON_WEBHOOK_SECRET';
  * `timeout`, `retries` and `backoff` govern each API call as `[remote]`'s do a git call.
  */
 const ForgeTable = z.strictObject({
-  kind: z.enum(['github']).default('github'),
-  repo: z
-    .string()
-    .refine((s) => /^[A-Za-z0-9_.-]+\/[A-Za-z0-9_.-]+$/.test(s), { message: 'the repository as "owner/name", e.g. "acme/app"' }),
-  token_env: envName.default('GITHUB_TOKEN'),
+  kind: z.enum(FORGE_KINDS).default('github'),
+  // Each kind narrows it further (forgeProblems): GitHub's owner/name, GitLab's group path or project id.
+  repo: z.string().refine((s) => /^[A-Za-z0-9_.-]+(?:\/[A-Za-z0-9_.-]+)+$/.test(s) || /^[1-9]\d*$/.test(s), {
+    message: 'the repository as "owner/name", e.g. "acme/app" (GitLab: "group/subgroup/project", or the numeric project id)',
+  }),
+  // The defaults are the kind's: see FORGE_DEFAULTS.
+  token_env: envName.optional(),
   api_url: z
     .string()
-    .refine((s) => /^https?:\/\/\S+$/.test(s), { message: 'the API\'s base URL, e.g. "https://github.example.com/api/v3"' })
-    .default('https://api.github.com'),
+    .refine((s) => /^https?:\/\/\S+$/.test(s), {
+      message: 'the API\'s base URL, e.g. "https://github.example.com/api/v3" (GitLab: "https://gitlab.example.com/api/v4")',
+    })
+    .optional(),
   land: z.enum(FORGE_LAND).default('push'),
   merge: z.enum(FORGE_MERGE).default('push'),
   webhook_secret_env: envName.default(WEBHOOK_SECRET_ENV),
@@ -307,8 +319,8 @@ export interface Config {
 
 /** `[forge]`, normalised. */
 export interface ForgeSettings {
-  kind: 'github';
-  /** "owner/name". */
+  kind: ForgeKind;
+  /** GitHub: "owner/name"; GitLab: the project's full path ("group/subgroup/project") or its numeric id. */
   repo: string;
   /** The variable holding the token (TRON_FORGE_TOKEN stands in when it is unset). */
   tokenEnv: string;
@@ -508,8 +520,8 @@ function toConfig(raw: z.infer<typeof ConfigTable>): Config {
       forge: {
         kind: raw.forge.kind,
         repo: raw.forge.repo,
-        tokenEnv: raw.forge.token_env,
-        apiUrl: raw.forge.api_url.replace(/\/+$/, ''),
+        tokenEnv: raw.forge.token_env ?? FORGE_DEFAULTS[raw.forge.kind].tokenEnv,
+        apiUrl: (raw.forge.api_url ?? FORGE_DEFAULTS[raw.forge.kind].apiUrl).replace(/\/+$/, ''),
         land: raw.forge.land,
         merge: raw.forge.merge,
         webhookSecretEnv: raw.forge.webhook_secret_env,
@@ -568,6 +580,7 @@ function forgeProblems(raw: z.infer<typeof ConfigTable>, file: string): Problem[
       message: '[intake] reads issues from the forge; add a [forge] table with repo = "owner/name", or remove [intake]',
     });
   if (!raw.forge) return problems;
+  problems.push(...forgeKindProblems(raw.forge, file));
   if (raw.forge.land === 'pr' && !raw.remote)
     problems.push({
       code: 'TRON_CONFIG_INVALID',
@@ -581,7 +594,12 @@ function forgeProblems(raw: z.infer<typeof ConfigTable>, file: string): Problem[
       path: `${file}: forge.merge`,
       message: 'merge = "queue" hands pull requests to the merge queue, which only PR mode opens: set land = "pr", or remove merge',
     });
-  const secret = new Set([raw.forge.token_env, 'TRON_FORGE_TOKEN', raw.forge.webhook_secret_env, WEBHOOK_SECRET_ENV]);
+  const secret = new Set([
+    raw.forge.token_env ?? FORGE_DEFAULTS[raw.forge.kind].tokenEnv,
+    'TRON_FORGE_TOKEN',
+    raw.forge.webhook_secret_env,
+    WEBHOOK_SECRET_ENV,
+  ]);
   const lists: [string, readonly string[]][] = [
     ['test_env', raw.test_env],
     ...Object.entries(raw.workers).map(([role, w]): [string, readonly string[]] => [
@@ -597,6 +615,24 @@ function forgeProblems(raw: z.infer<typeof ConfigTable>, file: string): Problem[
           path: `${file}: ${key}`,
           message: `${name} is the forge's token or webhook secret ([forge] token_env, webhook_secret_env); it is for tron alone and never reaches a worker or a test: remove it from ${key}`,
         });
+  return problems;
+}
+
+/** What each kind asks of `repo` and `api_url` beyond their common form. */
+function forgeKindProblems(forge: z.infer<typeof ForgeTable>, file: string): Problem[] {
+  const problems: Problem[] = [];
+  if (forge.kind === 'github' && !/^[A-Za-z0-9_.-]+\/[A-Za-z0-9_.-]+$/.test(forge.repo))
+    problems.push({
+      code: 'TRON_CONFIG_INVALID',
+      path: `${file}: forge.repo`,
+      message: `"${forge.repo}" is not a GitHub repository: give it as "owner/name", e.g. "acme/app" (a group path or a project id is GitLab's: kind = "gitlab")`,
+    });
+  if (forge.kind === 'gitlab' && forge.api_url !== undefined && !/^https?:\/\/[^/\s]+(?:\/\S*)?\/api\/v4\/*$/.test(forge.api_url))
+    problems.push({
+      code: 'TRON_CONFIG_INVALID',
+      path: `${file}: forge.api_url`,
+      message: `"${forge.api_url}" is not a GitLab REST API URL: give the instance's URL with /api/v4, e.g. "https://gitlab.example.com/api/v4" (gitlab.com: leave api_url out)`,
+    });
   return problems;
 }
 

@@ -1,6 +1,6 @@
 /**
  * What of each block is on the forge, read from a run's events alone: the issue it was
- * taken in from (`forge.commented`; a `gh-<n>-…` id names it too) and its pull request in
+ * taken in from (`forge.commented`; a `gh-<n>-…` or `gl-<n>-…` id names it too) and its pull request in
  * PR mode (`pr.observed`, the latest). `tron status` shows them under each block, and the
  * report links them.
  */
@@ -25,7 +25,7 @@ export function forgeLinks(events: readonly TronEvent[]): Map<string, ForgeLink>
     if (e.type === 'run.started') forge = e.forge !== undefined;
     else if (e.type === 'register.loaded' && forge) {
       for (const b of e.blocks) {
-        const n = /^gh-(\d+)(?:-|$)/.exec(b.id)?.[1];
+        const n = /^g[hl]-(\d+)(?:-|$)/.exec(b.id)?.[1];
         if (n && !links.get(b.id)?.issue) at(b.id).issue = { number: Number(n) };
       }
     } else if (e.type === 'forge.commented') {

@@ -125,7 +125,9 @@ async function observe(c: EffectContext, forge: Forge, r: PrRequest): Promise<Ev
     let words: string | undefined;
     if (pull.state === 'closed' && !pull.merged) {
       const self = await forge.self();
-      const said = (await forge.comments(pull.number)).filter((x) => !isOwnComment(x, self)).at(-1);
+      const said = (await (forge.pullComments ? forge.pullComments(pull.number) : forge.comments(pull.number)))
+        .filter((x) => !isOwnComment(x, self))
+        .at(-1);
       if (said) words = `${said.author}: ${said.body.trim().slice(0, 2000)}`;
     }
     pulls.push({ block: t.block, pull, ...(words !== undefined && { words }) });

@@ -1,0 +1,143 @@
+/**
+ * Killed at every GitLab write: `tron start` (its own process, `land = "pr"`, an issue to
+ * land and a malformed one) is killed with SIGKILL right after GitLab answered its n-th
+ * write — a note posted, a merge request opened or updated, an issue closed: the instant
+ * after GitLab acted and before tron could record it — and started again. Whatever n, the
+ * block lands once, through one merge request, and no note is posted twice. The same
+ * after a spread of its reads (the first, the last and two between; every one with
+ * `TRON_CRASH_SWEEP=full`).
+ */
+import { execa, type ResultPromise } from 'execa';
+import { afterAll, describe, expect, it } from 'vitest';
+import { BIN } from '../testing/crash.ts';
+import { type GitLabProject, gitlabProject } from '../testing/gitlab/project.ts';
+import type { Seen } from '../testing/gitlab/server.ts';
+import { GIT_IDENTITY_ENV } from '../testing/repo.ts';
+
+const BUILDER = () => `#!/bin/sh
+prompt=$(cat)
+case "$prompt" in
+  *"# Evidence for block"*) echo '>>CONFIRMED {"evidence":{"c1":"greeting.txt says hello"}}'; exit 0 ;;
+esac
+echo hello > greeting.txt; git add -A; git commit -qm "$TRON_BLOCK: greeting"
+echo ">>DONE"
+`;
+
+/** A call of tron's that changes something on GitLab (the external CI's commit statuses are not tron's). */
+const tronWrite = (s: Seen) => s.method !== 'GET' && !s.path.includes('/statuses/') && s.status < 400;
+/** A call of tron's that reads GitLab. */
+const tronRead = (s: Seen) => s.method === 'GET' && s.status < 400;
+
+interface Outcome {
+  p: GitLabProject;
+  writes: number;
+  reads: number;
+  exits: (number | string | undefined)[];
+}
+
+async function scenario(killAt: number | undefined, after: 'write' | 'read' = 'write'): Promise<Outcome> {
+  let child: ResultPromise | undefined;
+  let writes = 0;
+  let reads = 0;
+  const p = await gitlabProject({
+    builder: BUILDER,
+    forge: 'land = "pr"\n',
+    onServed: (s) => {
+      if (tronRead(s) && ++reads === killAt && after === 'read') child?.kill('SIGKILL');
+      if (tronWrite(s) && ++writes === killAt && after === 'write') child?.kill('SIGKILL');
+    },
+  });
+  await p.ci('test', 'test "$(cat greeting.txt)" = hello');
+  p.gl.openIssue({ title: 'Add a greeting', description: '- [ ] greeting.txt says hello', labels: ['tron'] });
+  p.gl.openIssue({ title: 'Vague wish', description: 'Make it nice.', labels: ['tron'] });
+  const exits: Outcome['exits'] = [];
+  for (let i = 0; i < 3; i++) {
+    child = execa('node', [BIN, 'start', '--repo', p.repo.dir], {
+      reject: false,
+      stdin: 'ignore',
+      env: { ...GIT_IDENTITY_ENV, ...p.env },
+      timeout: 120_000,
+    });
+    const r = await child;
+    exits.push(r.signal ?? r.exitCode);
+    if (!r.signal) break;
+  }
+  return { p, writes, reads, exits };
+}
+
+/** Each note's tron marker; a marker seen twice is a note posted twice. */
+function markers(p: GitLabProject, issue: number): string[] {
+  return p.gl.notes(issue).flatMap((n) => /<!-- tron:[^>]*-->/.exec(n.body)?.[0] ?? []);
+}
+
+function expectOnce(o: Outcome, n?: number, after: 'write' | 'read' = 'write'): void {
+  const { p } = o;
+  const where =
+    n === undefined
+      ? 'not killed'
+      : `killed after ${after} ${n}: ${p.gl.seen
+          .filter(after === 'write' ? tronWrite : tronRead)
+          .map((s) => `${s.method} ${s.path}`)
+          .join(', ')}`;
+  expect(o.exits.at(-1), `${where} ${JSON.stringify(o.exits)}`).toBe(0);
+  expect(p.gl.issue(1)!.state, where).toBe('closed');
+  expect(p.gl.mergeRequests(), where).toHaveLength(1);
+  expect(p.gl.mergeRequests()[0]!.source).toBe('tron/gl-1-add-a-greeting');
+  for (const i of [1, 2]) {
+    const m = markers(p, i);
+    expect(new Set(m).size, `${where}; issue #${i}: ${m.join(', ')}`).toBe(m.length);
+  }
+  expect(p.gl.notes(2).filter((x) => !x.system)).toHaveLength(1);
+  expect(markers(p, 1).filter((m) => m.includes(':landed'))).toHaveLength(1);
+}
+
+describe('killed at every GitLab write', () => {
+  // The run killed nowhere, made once for both tests: how many writes and reads a whole run makes.
+  let clean: Promise<Outcome> | undefined;
+  const cleanRun = () => {
+    clean ??= scenario(undefined);
+    return clean;
+  };
+  afterAll(async () => {
+    await (await clean?.catch(() => undefined))?.p.cleanup();
+  });
+
+  it('opens one merge request per block and posts no note twice, wherever tron is killed', { timeout: 600_000 }, async () => {
+    const clean = await cleanRun();
+    expectOnce(clean);
+    expect(await clean.p.bare.git('show', 'main:greeting.txt')).toBe('hello');
+    // The malformed issue's note, the started note, the merge request, the landed note, closing the issue.
+    expect(clean.writes).toBeGreaterThanOrEqual(5);
+    for (let n = 1; n <= clean.writes; n++) {
+      const o = await scenario(n);
+      try {
+        expect(o.exits[0], `killed after write ${n}`).toBe('SIGKILL');
+        expectOnce(o, n);
+        expect(await o.p.bare.git('show', 'main:greeting.txt')).toBe('hello');
+      } finally {
+        await o.p.cleanup();
+      }
+    }
+  });
+
+  it('opens one merge request per block and posts no note twice when tron is killed right after it read GitLab', {
+    timeout: 600_000,
+  }, async () => {
+    const total = (await cleanRun()).reads;
+    expect(total).toBeGreaterThanOrEqual(8);
+    const points =
+      process.env.TRON_CRASH_SWEEP === 'full'
+        ? Array.from({ length: total }, (_, i) => i + 1)
+        : [...new Set([1, Math.floor(total / 3), Math.floor((2 * total) / 3), total])];
+    for (const n of points) {
+      const o = await scenario(n, 'read');
+      try {
+        expect(o.exits[0], `killed after read ${n}`).toBe('SIGKILL');
+        expectOnce(o, n, 'read');
+        expect(await o.p.bare.git('show', 'main:greeting.txt')).toBe('hello');
+      } finally {
+        await o.p.cleanup();
+      }
+    }
+  });
+});

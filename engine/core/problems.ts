@@ -590,8 +590,15 @@ export const PROBLEMS = {
     area: 'serve',
     kind: 'input',
     summary:
-      'A query parameter of an API request is malformed: `limit` is not a whole number in its range, or `before` is not a run id (HTTP 400); nothing was read.',
-    fix: 'Send `limit` as a whole number from 1 to the most the route takes (docs/openapi.json), and `before` as the `next` of the page before.',
+      'A query parameter of an API request is malformed: `limit` or `days` is not a whole number in its range, or `before` is not a run id (HTTP 400); nothing was read.',
+    fix: 'Send `limit` and `days` as whole numbers in the ranges the route takes (docs/openapi.json), and `before` as the `next` of the page before.',
+  },
+  TRON_SERVE_BLOCK: {
+    area: 'serve',
+    kind: 'input',
+    summary:
+      'An API request names a block the run it reads does not have: `GET /api/v1/blocks/{id}` a block not in the latest run, `GET /api/v1/blocks/{id}/history` one no run on disk has (HTTP 404); nothing was read.',
+    fix: 'Use a block id from `GET /api/v1/state` (the latest run) or from a run of `GET /api/v1/runs`.',
   },
   TRON_SERVE_FAILED: {
     area: 'serve',

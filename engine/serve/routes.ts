@@ -233,7 +233,7 @@ export const ROUTES = {
     description:
       'The block’s status row, its worker turns (each one’s output at `/api/v1/blocks/{id}/logs`, with its `run`), and every event about it in the latest run. A block with no turn in the latest run — carried over from an earlier one, parked there — has the turns of the latest run in which it had any.',
     params: [blockParam],
-    responses: { 200: ['the block', BlockDetail], 404: problem('no such block in the latest run') },
+    responses: { 200: ['the block', BlockDetail], 404: problem('no such block in the latest run (TRON_SERVE_BLOCK)') },
     write: false,
   },
   logs: {
@@ -286,7 +286,7 @@ export const ROUTES = {
     responses: {
       200: ['the block’s runs', History],
       400: problem('a malformed limit or before (TRON_SERVE_QUERY)'),
-      404: problem('no run on disk has the block'),
+      404: problem('no run on disk has the block (TRON_SERVE_BLOCK)'),
     },
     write: false,
   },

@@ -149,7 +149,7 @@ describe('GET /api/v1/blocks/{id}/history', () => {
 
     const missing = await get('api/v1/blocks/nope/history');
     expect(missing.status).toBe(404);
-    expect((await missing.json()).error).toMatchObject({ code: 'TRON_ANSWER_BLOCK', path: 'nope' });
+    expect((await missing.json()).error).toMatchObject({ code: 'TRON_SERVE_BLOCK', path: 'nope' });
     const bad = await get('api/v1/blocks/stuck/history?limit=-1');
     expect(bad.status).toBe(400);
     expect((await bad.json()).error.code).toBe('TRON_SERVE_QUERY');

@@ -127,7 +127,7 @@ describe('tron serve: the API', () => {
 
     const missing = await fetch(`${serving!.url}api/v1/blocks/nope`, { headers: auth });
     expect(missing.status).toBe(404);
-    expect((await missing.json()).error.code).toBeTruthy();
+    expect((await missing.json()).error).toMatchObject({ code: 'TRON_SERVE_BLOCK', path: 'nope' });
 
     const openapi = await fetch(`${serving!.url}api/v1/openapi.json`, { headers: auth });
     expect(await openapi.text()).toBe(renderOpenApi());

@@ -234,7 +234,7 @@ export async function serve(o: ServeOptions): Promise<Serving> {
     block: ({ res, params }) => {
       const f = follower();
       const row = rowsOf(f).find((r) => r.block === params.id);
-      if (!row) refuse(404, 'TRON_ANSWER_BLOCK', params.id!, `no block "${params.id}" in run ${f.run}`);
+      if (!row) refuse(404, 'TRON_SERVE_BLOCK', params.id!, `no block "${params.id}" in run ${f.run}`);
       const timeline = f.blockEvents(row.block);
       // A block carried over from an earlier run shows the turns it had there, each naming its run.
       const where = turnsRun(f, row.block);
@@ -266,7 +266,7 @@ export async function serve(o: ServeOptions): Promise<Serving> {
       const { limit, before } = pageOf(query);
       const block = params.id!;
       const found = await book.history(block, hub.current, limit, before);
-      if (!found) refuse(404, 'TRON_ANSWER_BLOCK', block, `no run under .tron/runs/ has a block "${block}"`);
+      if (!found) refuse(404, 'TRON_SERVE_BLOCK', block, `no run under .tron/runs/ has a block "${block}"`);
       send(res, 200, { block, ...found });
     },
     charts: async ({ res, query }) => {

@@ -22,6 +22,7 @@ const NOT_CODES = {
   TRON_RUN_MARKER: 'worker and test environment (the run marker recovery checks)',
   TRON_MARK: 'worker and test environment (the marker that finds their processes)',
   TRON_CRASH_AFTER_EVENT: 'crash test hook (environment)',
+  TRON_CRASH_SWEEP: 'crash sweeps at every point, not a spread (environment)',
   TRON_DEBUG: 'set by --debug: print stack traces (environment)',
   TRON_PROC: 'process-table source, ps or proc (environment)',
   TRON_BENCH_SIZES: 'benchmark setting (environment)',

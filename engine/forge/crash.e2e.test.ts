@@ -11,12 +11,11 @@
  * so by default a spread of reads is killed at (the first, the last, and two between);
  * `TRON_CRASH_SWEEP=full` kills after every one, as the cluster sweep does.
  */
-import { execa, type ResultPromise } from 'execa';
-import { afterAll, describe, expect, it } from 'vitest';
-import { BIN } from '../testing/crash.ts';
+import type { ResultPromise } from 'execa';
+import { expect } from 'vitest';
+import { type After, type KillOutcome, killSweeps, startUntilUnkilled } from '../testing/forge-crash.ts';
 import { forgeProject, type ForgeProject } from '../testing/github/project.ts';
 import type { Seen } from '../testing/github/server.ts';
-import { GIT_IDENTITY_ENV } from '../testing/repo.ts';
 
 const BUILDER = () => `#!/bin/sh
 prompt=$(cat)
@@ -32,15 +31,12 @@ const tronWrite = (s: Seen) => s.method !== 'GET' && !s.path.includes('/check-ru
 /** A call of tron's that reads the forge (a 304 too: tron learned that nothing changed). */
 const tronRead = (s: Seen) => s.method === 'GET' && s.status < 400;
 
-interface Outcome {
+interface Outcome extends KillOutcome {
   p: ForgeProject;
-  writes: number;
-  reads: number;
-  exits: (number | string | undefined)[];
 }
 
 /** One scenario: killed after tron's `killAt`-th write or read (none: undefined), then started again until a run ends by itself. */
-async function scenario(killAt: number | undefined, after: 'write' | 'read' = 'write'): Promise<Outcome> {
+async function scenario(killAt: number | undefined, after: After = 'write'): Promise<Outcome> {
   let child: ResultPromise | undefined;
   let writes = 0;
   let reads = 0;
@@ -56,19 +52,17 @@ async function scenario(killAt: number | undefined, after: 'write' | 'read' = 'w
   await p.ci('ci/test', 'test "$(cat greeting.txt)" = hello');
   p.gh.openIssue({ title: 'Add a greeting', body: '- [ ] greeting.txt says hello', labels: ['tron'] });
   p.gh.openIssue({ title: 'Vague wish', body: 'Make it nice.', labels: ['tron'] });
-  const exits: Outcome['exits'] = [];
-  for (let i = 0; i < 3; i++) {
-    child = execa('node', [BIN, 'start', '--repo', p.repo.dir], {
-      reject: false,
-      stdin: 'ignore',
-      env: { ...GIT_IDENTITY_ENV, ...p.env },
-      timeout: 120_000,
-    });
-    const r = await child;
-    exits.push(r.signal ?? r.exitCode);
-    if (!r.signal) break;
-  }
-  return { p, writes, reads, exits };
+  const exits = await startUntilUnkilled(p.repo.dir, p.env, (c) => {
+    child = c;
+  });
+  return {
+    p,
+    writes,
+    reads,
+    exits,
+    landedGreeting: () => p.bare.git('show', 'main:greeting.txt'),
+    cleanup: () => p.cleanup(),
+  };
 }
 
 /** Each comment's tron marker; a marker seen twice is a comment posted twice. */
@@ -76,7 +70,7 @@ function markers(p: ForgeProject, issue: number): string[] {
   return p.gh.comments(issue).flatMap((c) => /<!-- tron:[^>]*-->/.exec(c.body)?.[0] ?? []);
 }
 
-function expectOnce(o: Outcome, n?: number, after: 'write' | 'read' = 'write'): void {
+function expectOnce(o: Outcome, n?: number, after: After = 'write'): void {
   const { p } = o;
   if (n !== undefined)
     expect(
@@ -98,55 +92,4 @@ function expectOnce(o: Outcome, n?: number, after: 'write' | 'read' = 'write'): 
   expect(p.gh.issue(1)!.state).toBe('closed');
 }
 
-describe('killed at every forge call', () => {
-  // The run killed nowhere, made once for both tests (they only read it): how many writes
-  // and reads a whole run makes.
-  let clean: Promise<Outcome> | undefined;
-  const cleanRun = () => {
-    clean ??= scenario(undefined);
-    return clean;
-  };
-  afterAll(async () => {
-    await (await clean?.catch(() => undefined))?.p.cleanup();
-  });
-
-  it('opens one pull request per block and posts no comment twice, wherever tron is killed', { timeout: 600_000 }, async () => {
-    const clean = await cleanRun();
-    expectOnce(clean);
-    expect(await clean.p.bare.git('show', 'main:greeting.txt')).toBe('hello');
-    // The malformed issue's comment, the started comment, the pull request, the landed comment, closing the issue.
-    expect(clean.writes).toBeGreaterThanOrEqual(5);
-    for (let n = 1; n <= clean.writes; n++) {
-      const o = await scenario(n);
-      try {
-        expect(o.exits[0], `killed after write ${n}`).toBe('SIGKILL');
-        expectOnce(o, n);
-        expect(await o.p.bare.git('show', 'main:greeting.txt')).toBe('hello');
-      } finally {
-        await o.p.cleanup();
-      }
-    }
-  });
-
-  it('opens one pull request per block and posts no comment twice when tron is killed right after it read the forge', {
-    timeout: 600_000,
-  }, async () => {
-    const total = (await cleanRun()).reads;
-    // The intake's list and lookups, the comment lookups, the pull request's lookup, its checks and reviews.
-    expect(total).toBeGreaterThanOrEqual(8);
-    const points =
-      process.env.TRON_CRASH_SWEEP === 'full'
-        ? Array.from({ length: total }, (_, i) => i + 1)
-        : [...new Set([1, Math.floor(total / 3), Math.floor((2 * total) / 3), total])];
-    for (const n of points) {
-      const o = await scenario(n, 'read');
-      try {
-        expect(o.exits[0], `killed after read ${n}`).toBe('SIGKILL');
-        expectOnce(o, n, 'read');
-        expect(await o.p.bare.git('show', 'main:greeting.txt')).toBe('hello');
-      } finally {
-        await o.p.cleanup();
-      }
-    }
-  });
-});
+killSweeps({ title: 'killed at every forge call', change: 'pull request', comment: 'comment', forge: 'the forge', scenario, expectOnce });

@@ -7,12 +7,11 @@
  * after a spread of its reads (the first, the last and two between; every one with
  * `TRON_CRASH_SWEEP=full`).
  */
-import { execa, type ResultPromise } from 'execa';
-import { afterAll, describe, expect, it } from 'vitest';
-import { BIN } from '../testing/crash.ts';
+import type { ResultPromise } from 'execa';
+import { expect } from 'vitest';
+import { type After, type KillOutcome, killSweeps, startUntilUnkilled } from '../testing/forge-crash.ts';
 import { type GitLabProject, gitlabProject } from '../testing/gitlab/project.ts';
 import type { Seen } from '../testing/gitlab/server.ts';
-import { GIT_IDENTITY_ENV } from '../testing/repo.ts';
 
 const BUILDER = () => `#!/bin/sh
 prompt=$(cat)
@@ -28,14 +27,11 @@ const tronWrite = (s: Seen) => s.method !== 'GET' && !s.path.includes('/statuses
 /** A call of tron's that reads GitLab. */
 const tronRead = (s: Seen) => s.method === 'GET' && s.status < 400;
 
-interface Outcome {
+interface Outcome extends KillOutcome {
   p: GitLabProject;
-  writes: number;
-  reads: number;
-  exits: (number | string | undefined)[];
 }
 
-async function scenario(killAt: number | undefined, after: 'write' | 'read' = 'write'): Promise<Outcome> {
+async function scenario(killAt: number | undefined, after: After = 'write'): Promise<Outcome> {
   let child: ResultPromise | undefined;
   let writes = 0;
   let reads = 0;
@@ -50,19 +46,17 @@ async function scenario(killAt: number | undefined, after: 'write' | 'read' = 'w
   await p.ci('test', 'test "$(cat greeting.txt)" = hello');
   p.gl.openIssue({ title: 'Add a greeting', description: '- [ ] greeting.txt says hello', labels: ['tron'] });
   p.gl.openIssue({ title: 'Vague wish', description: 'Make it nice.', labels: ['tron'] });
-  const exits: Outcome['exits'] = [];
-  for (let i = 0; i < 3; i++) {
-    child = execa('node', [BIN, 'start', '--repo', p.repo.dir], {
-      reject: false,
-      stdin: 'ignore',
-      env: { ...GIT_IDENTITY_ENV, ...p.env },
-      timeout: 120_000,
-    });
-    const r = await child;
-    exits.push(r.signal ?? r.exitCode);
-    if (!r.signal) break;
-  }
-  return { p, writes, reads, exits };
+  const exits = await startUntilUnkilled(p.repo.dir, p.env, (c) => {
+    child = c;
+  });
+  return {
+    p,
+    writes,
+    reads,
+    exits,
+    landedGreeting: () => p.bare.git('show', 'main:greeting.txt'),
+    cleanup: () => p.cleanup(),
+  };
 }
 
 /** Each note's tron marker; a marker seen twice is a note posted twice. */
@@ -70,7 +64,7 @@ function markers(p: GitLabProject, issue: number): string[] {
   return p.gl.notes(issue).flatMap((n) => /<!-- tron:[^>]*-->/.exec(n.body)?.[0] ?? []);
 }
 
-function expectOnce(o: Outcome, n?: number, after: 'write' | 'read' = 'write'): void {
+function expectOnce(o: Outcome, n?: number, after: After = 'write'): void {
   const { p } = o;
   const where =
     n === undefined
@@ -91,53 +85,4 @@ function expectOnce(o: Outcome, n?: number, after: 'write' | 'read' = 'write'): 
   expect(markers(p, 1).filter((m) => m.includes(':landed'))).toHaveLength(1);
 }
 
-describe('killed at every GitLab write', () => {
-  // The run killed nowhere, made once for both tests: how many writes and reads a whole run makes.
-  let clean: Promise<Outcome> | undefined;
-  const cleanRun = () => {
-    clean ??= scenario(undefined);
-    return clean;
-  };
-  afterAll(async () => {
-    await (await clean?.catch(() => undefined))?.p.cleanup();
-  });
-
-  it('opens one merge request per block and posts no note twice, wherever tron is killed', { timeout: 600_000 }, async () => {
-    const clean = await cleanRun();
-    expectOnce(clean);
-    expect(await clean.p.bare.git('show', 'main:greeting.txt')).toBe('hello');
-    // The malformed issue's note, the started note, the merge request, the landed note, closing the issue.
-    expect(clean.writes).toBeGreaterThanOrEqual(5);
-    for (let n = 1; n <= clean.writes; n++) {
-      const o = await scenario(n);
-      try {
-        expect(o.exits[0], `killed after write ${n}`).toBe('SIGKILL');
-        expectOnce(o, n);
-        expect(await o.p.bare.git('show', 'main:greeting.txt')).toBe('hello');
-      } finally {
-        await o.p.cleanup();
-      }
-    }
-  });
-
-  it('opens one merge request per block and posts no note twice when tron is killed right after it read GitLab', {
-    timeout: 600_000,
-  }, async () => {
-    const total = (await cleanRun()).reads;
-    expect(total).toBeGreaterThanOrEqual(8);
-    const points =
-      process.env.TRON_CRASH_SWEEP === 'full'
-        ? Array.from({ length: total }, (_, i) => i + 1)
-        : [...new Set([1, Math.floor(total / 3), Math.floor((2 * total) / 3), total])];
-    for (const n of points) {
-      const o = await scenario(n, 'read');
-      try {
-        expect(o.exits[0], `killed after read ${n}`).toBe('SIGKILL');
-        expectOnce(o, n, 'read');
-        expect(await o.p.bare.git('show', 'main:greeting.txt')).toBe('hello');
-      } finally {
-        await o.p.cleanup();
-      }
-    }
-  });
-});
+killSweeps({ title: 'killed at every GitLab write', change: 'merge request', comment: 'note', forge: 'GitLab', scenario, expectOnce });

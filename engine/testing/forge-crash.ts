@@ -1,0 +1,108 @@
+/**
+ * The crash sweep every forge's end-to-end proof runs (engine/forge/crash.e2e.test.ts for
+ * GitHub, gitlab-crash.e2e.test.ts for GitLab): `tron start` killed with SIGKILL right after
+ * the forge answered its n-th write — every n — and after a spread of its reads (the first,
+ * the last and two between; every one with `TRON_CRASH_SWEEP=full`), then started again
+ * until a run ends by itself. The forge's file gives the scenario and what "once" means
+ * there; this file gives the starts and the sweep.
+ */
+import { execa, type ResultPromise } from 'execa';
+import { afterAll, describe, expect, it } from 'vitest';
+import { BIN } from './crash.ts';
+import { GIT_IDENTITY_ENV } from './repo.ts';
+
+/** What tron's call was, as the forge's test server counts it. */
+export type After = 'write' | 'read';
+
+/** One scenario's end: how many writes and reads tron made, how each start ended, and its project. */
+export interface KillOutcome {
+  writes: number;
+  reads: number;
+  exits: (number | string | undefined)[];
+  /** trunk's `greeting.txt` on the remote, where the block landed. */
+  landedGreeting(): Promise<string>;
+  cleanup(): Promise<void>;
+}
+
+/**
+ * `tron start` in `dir`, started again after each SIGKILL (three starts at most) until a run
+ * ends by itself; `running` is told each start, so that the server's hook can kill it.
+ */
+export async function startUntilUnkilled(
+  dir: string,
+  env: Record<string, string>,
+  running: (child: ResultPromise) => void,
+): Promise<KillOutcome['exits']> {
+  const exits: KillOutcome['exits'] = [];
+  for (let i = 0; i < 3; i++) {
+    const child = execa('node', [BIN, 'start', '--repo', dir], {
+      reject: false,
+      stdin: 'ignore',
+      env: { ...GIT_IDENTITY_ENV, ...env },
+      timeout: 120_000,
+    });
+    running(child);
+    const r = await child;
+    exits.push(r.signal ?? r.exitCode);
+    if (!r.signal) break;
+  }
+  return exits;
+}
+
+/** The sweep's two tests, named in the forge's words. */
+export function killSweeps<O extends KillOutcome>(o: {
+  /** The describe's title, e.g. "killed at every forge call". */
+  title: string;
+  /** What the forge calls a change request and a comment, and itself: "pull request", "comment", "the forge". */
+  change: string;
+  comment: string;
+  forge: string;
+  /** Killed after tron's `killAt`-th call of `after` (none: undefined), then started again. */
+  scenario(killAt: number | undefined, after?: After): Promise<O>;
+  /** The block landed once, through one change request, and no comment twice. */
+  expectOnce(outcome: O, n?: number, after?: After): void;
+}): void {
+  describe(o.title, () => {
+    // The run killed nowhere, made once for both tests (they only read it): how many writes and reads a whole run makes.
+    let clean: Promise<O> | undefined;
+    const cleanRun = () => {
+      clean ??= o.scenario(undefined);
+      return clean;
+    };
+    afterAll(async () => {
+      await (await clean?.catch(() => undefined))?.cleanup();
+    });
+    const killedAt = async (n: number, after: After) => {
+      const killed = await o.scenario(n, after);
+      try {
+        expect(killed.exits[0], `killed after ${after} ${n}`).toBe('SIGKILL');
+        o.expectOnce(killed, n, after);
+        expect(await killed.landedGreeting()).toBe('hello');
+      } finally {
+        await killed.cleanup();
+      }
+    };
+
+    it(`opens one ${o.change} per block and posts no ${o.comment} twice, wherever tron is killed`, { timeout: 600_000 }, async () => {
+      const clean = await cleanRun();
+      o.expectOnce(clean);
+      expect(await clean.landedGreeting()).toBe('hello');
+      // The malformed issue's comment, the started comment, the change request, the landed comment, closing the issue.
+      expect(clean.writes).toBeGreaterThanOrEqual(5);
+      for (let n = 1; n <= clean.writes; n++) await killedAt(n, 'write');
+    });
+
+    it(`opens one ${o.change} per block and posts no ${o.comment} twice when tron is killed right after it read ${o.forge}`, {
+      timeout: 600_000,
+    }, async () => {
+      const total = (await cleanRun()).reads;
+      // The intake's list and lookups, the comment lookups, the change request's lookup, its checks and reviews.
+      expect(total).toBeGreaterThanOrEqual(8);
+      const points =
+        process.env.TRON_CRASH_SWEEP === 'full'
+          ? Array.from({ length: total }, (_, i) => i + 1)
+          : [...new Set([1, Math.floor(total / 3), Math.floor((2 * total) / 3), total])];
+      for (const n of points) await killedAt(n, 'read');
+    });
+  });
+}

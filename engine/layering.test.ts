@@ -22,8 +22,8 @@ const LAYERS: readonly (readonly string[])[] = [
   ['spine', 'gateway'],
   // The pure core: events, the fold, decide, facts, replay.
   ['core'],
-  // The user's files, git, the operating system (a leaf), and the command line's table and parser.
-  ['project', 'git', 'os', 'cli'],
+  // The user's files, git, the operating system (a leaf), the command line's table and parser, the database's schema.
+  ['project', 'git', 'os', 'cli', 'schema'],
   // Workers, the log, and the forge's API client (issues, pull requests, hosted checks).
   ['workers', 'log', 'forge'],
   ['runtime/effects'],

@@ -19,7 +19,7 @@ import {
   runLines,
   SCHEMA_VERSION,
 } from './pg-log.ts';
-import { SchemaNewerError } from './migrations.ts';
+import { SchemaNewerError } from '../schema/migrate.ts';
 import { saveRunFiles } from './pg-run-files.ts';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';

@@ -24,7 +24,7 @@ import type { InputCode } from '../core/problems.ts';
 import { chainStartOf, type LogRead, readLines, stampLine } from './eventlog.ts';
 import type { QueuedJob, RunLog } from './run-log.ts';
 import { inTurn } from './in-turn.ts';
-import { migrateSeries } from './migrations.ts';
+import { migrateSeries } from '../schema/migrate.ts';
 
 /** The SQLSTATE the fencing trigger raises: an append from a generation that does not hold the lease. */
 export const FENCED = 'TRN01';

@@ -27,7 +27,7 @@ import { OUTPUT_MIGRATION, CONTROL_MIGRATION } from './pg-job-control.ts';
 import { type Caller, NOT_YOURS, SCOPE_MIGRATION, SCOPED_FUNCTIONS } from './pg-job-scope.ts';
 import { ATTEMPTS_MIGRATION } from './pg-job-attempts.ts';
 import { connectFailure, isDatabaseFull } from '../log/pg-log.ts';
-import { migrateSeries, SCHEMA_LOCK, SchemaNewerError } from '../log/migrations.ts';
+import { migrateSeries, SCHEMA_LOCK, SchemaNewerError } from '../schema/migrate.ts';
 
 /** The SQLSTATE of a refused result: the attempt that reports is not the job's current one. */
 export const STALE_ATTEMPT = 'TRN02';

@@ -158,7 +158,7 @@ export async function testDatabase(): Promise<TestDatabase> {
 /**
  * The schema tron made in `url` (`public`: the log's series and the queue's), as pg_dump
  * prints it, its comments, session settings and blank lines left out: what a migrated
- * database holds, compared with the committed dump (engine/queue/schema.sql).
+ * database holds, compared with the committed dump (engine/schema/schema.sql).
  */
 export function dumpSchema(url: string): string {
   const bin = serverBin();

@@ -7,7 +7,7 @@
  * schema, which only an engine that runs jobs through the database creates. Both run here,
  * under the one advisory lock every schema change takes (`tron_schema`), so any number of
  * hosts starting at once migrate once. The schema they make is committed in
- * engine/queue/schema.sql, which a test compares with a freshly migrated database.
+ * engine/schema/schema.sql, which a test compares with a freshly migrated database.
  */
 import type pg from 'pg';
 import { InputError } from '../core/errors.ts';

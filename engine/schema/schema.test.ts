@@ -1,12 +1,12 @@
 /**
  * The schema read in one place: the database both series of migrations make (the log's
- * and the queue's, engine/log/migrations.ts) is the dump committed beside them. A new
+ * and the queue's, engine/schema/migrate.ts) is the dump committed beside them. A new
  * migration changes it; update the dump with
- * `TRON_TEST_DATABASE_URL=… npx vitest run engine/queue/schema.test.ts -u` and read the diff.
+ * `TRON_TEST_DATABASE_URL=… npx vitest run engine/schema/schema.test.ts -u` and read the diff.
  */
 import { describe, expect, it } from 'vitest';
 import { dumpSchema, skipWithoutPostgres, useTestDatabase } from '../testing/postgres.ts';
-import { migrateJobs } from './pg-jobs.ts';
+import { migrateJobs } from '../queue/pg-jobs.ts';
 
 describe.skipIf(skipWithoutPostgres('the committed schema'))('the committed schema', () => {
   const db = useTestDatabase(migrateJobs);

@@ -17,7 +17,8 @@ import { BIN, leaderDiesUntilGone } from '../testing/crash.ts';
 import { skipWithoutPostgres, useTestDatabase } from '../testing/postgres.ts';
 import { configFile, landingSim, makeProject } from '../testing/project.ts';
 import { poolOf } from '../testing/pools.ts';
-import { completeJob, JOB_MIGRATIONS, migrateJobs, STALE_ATTEMPT } from '../queue/pg-jobs.ts';
+import { completeJob, migrateJobs, STALE_ATTEMPT } from '../queue/pg-jobs.ts';
+import { SCHEMA_VERSION } from '../schema/series.ts';
 import { type Database, openDatabase } from '../log/pg-log.ts';
 
 const NO_DATABASE = skipWithoutPostgres('tron agent with [cluster] database');
@@ -167,8 +168,8 @@ describe.skipIf(NO_DATABASE)('tron agent with [cluster] database', () => {
   it('refuses, with exit 2 and a clear message, a job queue a newer tron migrated, and claims nothing', async () => {
     const db = await openDatabase(server.url);
     await migrateJobs(db);
-    const newer = JOB_MIGRATIONS.length + 1;
-    await db.client.query('insert into tron_queue_schema (version) values ($1)', [newer]);
+    const newer = SCHEMA_VERSION + 1;
+    await db.client.query('insert into tron_schema (version) values ($1)', [newer]);
     const origin = await makeProject({ blocks: { alpha: {} }, sim: landingSim(['alpha']) });
     const clone = await makeProject({ blocks: { alpha: {} }, config: configFile({ extra: '\n[remote]\n' }) });
     try {
@@ -182,7 +183,7 @@ describe.skipIf(NO_DATABASE)('tron agent with [cluster] database', () => {
       const refused = await agent;
       expect(refused.exitCode, refused.stderr).toBe(2);
       expect(refused.stderr).toContain('TRON_DB_SCHEMA_NEWER');
-      expect(refused.stderr).toContain(`(tron_queue_schema) is version ${newer}, and this tron knows up to ${JOB_MIGRATIONS.length}`);
+      expect(refused.stderr).toContain(`(tron_schema) is version ${newer}, and this tron knows up to ${SCHEMA_VERSION}`);
       expect(refused.stderr).toContain('upgrade tron on this host');
       expect(refused.stderr).not.toMatch(/\n\s+at /);
       // It never joined the agents (an agent's name: its host and pid).
@@ -191,7 +192,7 @@ describe.skipIf(NO_DATABASE)('tron agent with [cluster] database', () => {
       ]);
       expect(rows[0].n).toBe(0);
     } finally {
-      await db.client.query('delete from tron_queue_schema where version = $1', [newer]);
+      await db.client.query('delete from tron_schema where version = $1', [newer]);
       await db.end();
       await Promise.all([origin.cleanup(), clone.cleanup()]);
     }

@@ -27,7 +27,7 @@ import { gitOut } from '../git/run.ts';
 import { credentialPaths, fetchRef, fetchTrunk, fetchTrunkAndWork, openRemote, pushRef, type Remote, remoteAccess } from '../git/remote.ts';
 import type pg from 'pg';
 import { databaseUrl, isConnectionLost, repositoryName } from '../log/cluster.ts';
-import { type Caller, checkQueueVersion, connect, OUTPUT_NOTES_VERSION, SCOPED_VERSION } from '../queue/pg-jobs.ts';
+import { AGENT_SCHEMA_VERSION, type Caller, checkQueueVersion, connect } from '../queue/pg-jobs.ts';
 import type { Claimed, JobKey, JobResult } from '../queue/pg-job-types.ts';
 import { redact } from '../log/pg-log.ts';
 import { CheckoutPool } from '../runtime/effects/checkouts.ts';
@@ -130,7 +130,6 @@ export async function agentCommand(o: AgentOptions): Promise<number> {
   const repository = repositoryName(repo, config.cluster, config.remote?.name);
   let control: AgentControl | undefined;
   let caller: Caller | undefined;
-  let streams = false;
   // What a start makes: the pool, the engine's asks of its turns, and a connection that watches the database.
   const startPool = () =>
     untilSchema(stop.signal, heartbeatMs, o.print, async () => {
@@ -138,10 +137,8 @@ export async function agentCommand(o: AgentOptions): Promise<number> {
       const watch = await connect(url);
       try {
         const version = await checkQueueVersion(watch, url);
-        // A queue an older tron made knows no registration: wait for this version's engine to migrate it.
-        if (version < SCOPED_VERSION) throw Object.assign(new Error(`the queue is at version ${version}`), { code: OLDER_QUEUE });
-        // An engine that migrated the queue to this version reads a turn's output as it comes: only then is it sent.
-        streams = version >= OUTPUT_NOTES_VERSION;
+        // A queue an older tron made: wait for this version's engine to migrate it (it reads a turn's output as it comes).
+        if (version < AGENT_SCHEMA_VERSION) throw Object.assign(new Error(`the queue is at version ${version}`), { code: OLDER_QUEUE });
         // The engine's asks of the turns held here (stop, probe), and their notes (engine/queue/agent-control.ts).
         control ??= await AgentControl.open(url, name, heartbeatMs, o.clock, o.print, () => caller);
         const held = control;
@@ -161,7 +158,7 @@ export async function agentCommand(o: AgentOptions): Promise<number> {
           run: (claimed, key) =>
             claimed.role === 'test'
               ? runSuiteHereHeld({ ...base, remote }, claimed, key, name, held.hold(key, claimed.attempt))
-              : runTurnHere({ ...base, remote }, remote, claimed, key, held.hold(key, claimed.attempt), streams),
+              : runTurnHere({ ...base, remote }, remote, claimed, key, held.hold(key, claimed.attempt)),
         });
         return { workers, control: held, lost: watchConnection(watch, heartbeatMs) };
       } catch (err) {
@@ -307,7 +304,7 @@ async function untilSchema<T>(
       if (!said)
         print(
           code === OLDER_QUEUE
-            ? `tron agent: ${(err as Error).message}, older than this tron (${SCOPED_VERSION}); waiting for an engine of this tron's version to migrate it`
+            ? `tron agent: ${(err as Error).message}, older than this tron (${AGENT_SCHEMA_VERSION}); waiting for an engine of this tron's version to migrate it`
             : "tron agent: the database has no job queue yet; waiting for an engine's first start to make it",
         );
       said = true;
@@ -339,10 +336,9 @@ async function runTurnHere(
   claimed: Claimed,
   key: JobKey,
   held: HeldTurn,
-  streams: boolean,
 ): Promise<JobResult> {
   try {
-    return await runHeldTurn(base, remote, claimed, key, held, streams);
+    return await runHeldTurn(base, remote, claimed, key, held);
   } finally {
     // The turn's notes are recorded before its result: the engine reads them to the last when the result comes.
     await held.flushed();
@@ -356,7 +352,6 @@ async function runHeldTurn(
   claimed: Claimed,
   key: JobKey,
   held: HeldTurn,
-  streams: boolean,
 ): Promise<JobResult> {
   const r = claimed.request as TurnRequest;
   const e = r.decision;
@@ -442,14 +437,12 @@ async function runHeldTurn(
     step('worktree');
     // What the turn prints goes to the engine as it comes (`tron logs -f` there follows it), and its end with the result.
     const file = turnLogPath(runDir, e.block, e.session, e.turn);
-    const following = streams
-      ? followOutput(file, (offset, text) => held.note({ kind: 'output', offset, text }), OUTPUT_EVERY_MS)
-      : undefined;
+    const following = followOutput(file, (offset, text) => held.note({ kind: 'output', offset, text }), OUTPUT_EVERY_MS);
     let result: JobResult;
     try {
       result = await runJob(fx, claimed.kind, r);
     } finally {
-      following?.stop();
+      following.stop();
     }
     step('turn');
     const { text: output, from: outputAt } = tailOf(file, AGENT_OUTPUT_BYTES);

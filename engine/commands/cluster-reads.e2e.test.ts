@@ -13,7 +13,7 @@ import { configFile, landingSim, makeProject } from '../testing/project.ts';
 import { GIT_IDENTITY_ENV } from '../testing/repo.ts';
 import { clusterHosts, untilLine } from '../testing/cluster-hosts.ts';
 import { skipWithoutPostgres, useTestDatabase } from '../testing/postgres.ts';
-import { SCHEMA_VERSION } from '../log/pg-log.ts';
+import { SCHEMA_VERSION } from '../schema/series.ts';
 import { serveCommand } from './serve.ts';
 import { systemClock } from '../os/clock.ts';
 import { readSse } from '../testing/sse.ts';

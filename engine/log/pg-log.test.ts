@@ -5,20 +5,10 @@ import { ManualClock } from '../os/clock.ts';
 import type { EventBody } from '../core/events.ts';
 import { skipWithoutPostgres, testDatabase, useTestDatabase } from '../testing/postgres.ts';
 import { readLog } from './eventlog.ts';
-import { JOB_MIGRATIONS, migrateJobs } from '../queue/pg-jobs.ts';
+import { migrateJobs } from '../queue/pg-jobs.ts';
+import { MIGRATIONS, SCHEMA_VERSION } from '../schema/series.ts';
 import { acquireLease, awaitLease, LeaseHeldError } from './lease.ts';
-import {
-  DatabaseUnreachableError,
-  FENCED,
-  LeaseLostError,
-  MIGRATIONS,
-  latestPgRun,
-  openDatabase,
-  PgEventLog,
-  readPgRun,
-  runLines,
-  SCHEMA_VERSION,
-} from './pg-log.ts';
+import { DatabaseUnreachableError, FENCED, LeaseLostError, latestPgRun, openDatabase, PgEventLog, readPgRun, runLines } from './pg-log.ts';
 import { SchemaNewerError } from '../schema/migrate.ts';
 import { saveRunFiles } from './pg-run-files.ts';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -173,11 +163,11 @@ describe.skipIf(NO_DATABASE)('the event log in PostgreSQL', () => {
     expect(rows[0].v).toBe(SCHEMA_VERSION);
   });
 
-  it('refuses a job queue whose schema is newer than this tron, naming that schema and the version it knows', async () => {
+  it('refuses, at the start of an engine that runs jobs, a schema newer than this tron, naming it and the version it knows', async () => {
     const d = await db();
     await migrateJobs(d);
-    const newer = JOB_MIGRATIONS.length + 1;
-    await d.client.query('insert into tron_queue_schema (version) values ($1)', [newer]);
+    const newer = SCHEMA_VERSION + 1;
+    await d.client.query('insert into tron_schema (version) values ($1)', [newer]);
     try {
       const err = await migrateJobs(d).then(
         () => undefined,
@@ -186,11 +176,11 @@ describe.skipIf(NO_DATABASE)('the event log in PostgreSQL', () => {
       expect(err).toBeInstanceOf(SchemaNewerError);
       expect((err as SchemaNewerError).problems[0]).toMatchObject({
         code: 'TRON_DB_SCHEMA_NEWER',
-        path: expect.stringContaining('(tron_queue_schema)'),
-        message: expect.stringContaining(`(tron_queue_schema) is version ${newer}, and this tron knows up to ${JOB_MIGRATIONS.length}`),
+        path: expect.stringContaining('(tron_schema)'),
+        message: expect.stringContaining(`(tron_schema) is version ${newer}, and this tron knows up to ${SCHEMA_VERSION}`),
       });
     } finally {
-      await d.client.query('delete from tron_queue_schema where version = $1', [newer]);
+      await d.client.query('delete from tron_schema where version = $1', [newer]);
     }
   });
 

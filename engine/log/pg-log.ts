@@ -24,95 +24,10 @@ import type { InputCode } from '../core/problems.ts';
 import { chainStartOf, type LogRead, readLines, stampLine } from './eventlog.ts';
 import type { QueuedJob, RunLog } from './run-log.ts';
 import { inTurn } from './in-turn.ts';
-import { migrateSeries } from '../schema/migrate.ts';
+import { migrate } from '../schema/migrate.ts';
 
 /** The SQLSTATE the fencing trigger raises: an append from a generation that does not hold the lease. */
 export const FENCED = 'TRN01';
-
-/**
- * The schema, one migration a version (`tron_schema` holds the versions applied). A
- * migration is never edited once released: a change is a new one at the end.
- */
-export const MIGRATIONS: readonly string[] = [
-  `
-  create table tron_lease (
-    repository text primary key,
-    generation bigint not null,
-    holder text not null,
-    expires_at timestamptz not null
-  );
-  create table tron_events (
-    repository text not null,
-    run text not null,
-    seq integer not null check (seq > 0),
-    generation bigint not null,
-    line text not null,
-    written_at timestamptz not null default now(),
-    primary key (repository, run, seq)
-  );
-  create function tron_events_fenced() returns trigger language plpgsql as $$
-  declare held bigint;
-  begin
-    -- FOR SHARE: a takeover's update of the lease waits for this append's commit, and an append after it sees the new generation.
-    select generation into held from tron_lease
-      where repository = new.repository and expires_at > now() for share;
-    if held is null or held <> new.generation then
-      raise exception 'append to % refused: generation % does not hold the lease (held by %)',
-        new.repository, new.generation, coalesce(held::text, 'nobody: it lapsed')
-        using errcode = '${FENCED}';
-    end if;
-    return new;
-  end $$;
-  create trigger tron_events_fenced before insert on tron_events
-    for each row execute function tron_events_fenced();
-  create function tron_events_append_only() returns trigger language plpgsql as $$
-  begin
-    raise exception 'tron_events is append-only' using errcode = '${FENCED}';
-  end $$;
-  create trigger tron_events_append_only before update or delete on tron_events
-    for each row execute function tron_events_append_only();
-  `,
-  // 2: a run's fixed files (the spine that drove it, its manifest), so \`replay\` and \`view\` read a run from any host (pg-run-files.ts).
-  `
-  create table tron_run_files (
-    repository text not null,
-    run text not null,
-    name text not null,
-    generation bigint not null,
-    body text not null,
-    written_at timestamptz not null default now(),
-    primary key (repository, run, name)
-  );
-  create trigger tron_run_files_fenced before insert on tron_run_files
-    for each row execute function tron_events_fenced();
-  create trigger tron_run_files_append_only before update or delete on tron_run_files
-    for each row execute function tron_events_append_only();
-  `,
-  // 3: the repository's key, so an engine in a clone of its own (a standby on another host) signs and checks the same lines (pg-keys.ts).
-  `
-  create table tron_keys (
-    repository text primary key,
-    generation bigint not null,
-    key text not null,
-    written_at timestamptz not null default now()
-  );
-  create trigger tron_keys_fenced before insert on tron_keys
-    for each row execute function tron_events_fenced();
-  create trigger tron_keys_append_only before update or delete on tron_keys
-    for each row execute function tron_events_append_only();
-  `,
-  // 4: each repository's remote, normalized (cluster.ts remoteIdentity): one remote led under two names is refused.
-  `
-  create table tron_repositories (
-    repository text primary key,
-    remote text not null unique,
-    written_at timestamptz not null default now()
-  );
-  `,
-];
-
-/** The schema version this tron writes and reads. */
-export const SCHEMA_VERSION = MIGRATIONS.length;
 
 /** The database cannot be reached or refused the connection. */
 export class DatabaseUnreachableError extends FaultError<'TRON_DB_UNREACHABLE'> {
@@ -238,7 +153,8 @@ export async function openDatabase(url: string): Promise<Database> {
     await migrate(client, url);
   } catch (err) {
     await client.end().catch(() => undefined);
-    throw err;
+    // The queue library's migrations connect on their own: a database with no connection left says so as this connect would.
+    throw isDatabaseFull(err) ? connectFailure(url, err) : err;
   }
   return { url, client, end: () => client.end().catch(() => undefined) };
 }
@@ -246,10 +162,6 @@ export async function openDatabase(url: string): Promise<Database> {
 /** The log's appends, the lease's renewals and the readers share the connection: their queries go in turn. */
 function oneQueryAtATime(client: pg.Client): void {
   client.query = inTurn(client.query.bind(client) as (...args: unknown[]) => Promise<unknown>) as typeof client.query;
-}
-
-function migrate(client: pg.Client, url: string): Promise<void> {
-  return migrateSeries(client, url, { table: 'tron_schema', migrations: MIGRATIONS });
 }
 
 /** Where a run's lines live in the table: its repository (`[cluster] repository`) and its id. */

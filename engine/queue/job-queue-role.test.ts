@@ -8,7 +8,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import pg from 'pg';
 import { ManualClock } from '../os/clock.ts';
 import { acquireLease } from '../log/lease.ts';
-import { agentGrants, claimJob, completeJob, connect, JOB_MIGRATIONS, migrateJobs, NOT_YOURS, QUIET, STALE_ATTEMPT } from './pg-jobs.ts';
+import { agentGrants, claimJob, completeJob, connect, migrateJobs, NOT_YOURS, STALE_ATTEMPT } from './pg-jobs.ts';
+import { SCHEMA_VERSION } from '../schema/series.ts';
 import { poolOf } from '../testing/pools.ts';
 import { type Database, DatabaseFullError, openDatabase, PgEventLog } from '../log/pg-log.ts';
 import { agentCommand } from '../commands/agent.ts';
@@ -20,7 +21,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { makeBareRemote } from '../testing/remote-server.ts';
 import { requireAll, skipWithout } from '../testing/needs.ts';
-import { needPostgres, type TestDatabase, testDatabase } from '../testing/postgres.ts';
+import { needPostgres, olderSchema, type TestDatabase, testDatabase } from '../testing/postgres.ts';
 import { startWorkers } from './job-queue.ts';
 import { answerAsk, asksFor, lostAttempts, noteJob, OUTPUT_NOTE_CHARS } from './pg-job-control.ts';
 
@@ -124,21 +125,14 @@ describe.skipIf(NO_DATABASE)('the agents’ database role', () => {
     await admin.query('create database tron_older').finally(() => admin.end());
     const url = new URL(server.url);
     url.pathname = '/tron_older';
-    const older = await openDatabase(url.toString());
+    // The queue's schema as its version 2 left it (versions 5–6 of the one series now), and the agents' role as it was granted then.
+    await olderSchema(url.toString(), { log: 4, queue: 2 });
+    const raw = new pg.Client({ connectionString: url.toString() });
+    await raw.connect();
     try {
-      // The queue's schema as version 2 left it, and the agents' role as it was granted then.
-      const { runMigrations } = await import('graphile-worker');
-      await runMigrations({ connectionString: url.toString(), logger: QUIET });
-      await older.client.query(
-        'create table tron_queue_schema (version integer primary key, applied_at timestamptz not null default now())',
-      );
-      for (const [i, sql] of JOB_MIGRATIONS.slice(0, 2).entries()) {
-        await older.client.query(sql);
-        await older.client.query('insert into tron_queue_schema (version) values ($1)', [i + 1]);
-      }
-      await older.client.query(`create role tron_older_agent login password 'older'`);
+      await raw.query(`create role tron_older_agent login password 'older'`);
       // The grants of version 2's docs, as they were (agentGrants then).
-      await older.client.query(`grant usage on schema graphile_worker to tron_older_agent;
+      await raw.query(`grant usage on schema graphile_worker to tron_older_agent;
         grant select, insert, update, delete on all tables in schema graphile_worker to tron_older_agent;
         grant usage, select on all sequences in schema graphile_worker to tron_older_agent;
         grant execute on all functions in schema graphile_worker to tron_older_agent;
@@ -146,6 +140,11 @@ describe.skipIf(NO_DATABASE)('the agents’ database role', () => {
           tron_claim(text, text, integer, text), tron_complete(text, text, integer, integer, jsonb) to tron_older_agent;
         grant execute on function tron_asks(text), tron_answer(text, text, integer, integer, bigint, jsonb),
           tron_note(text, text, integer, integer, jsonb), tron_lost(text[], text[], integer[], integer[]) to tron_older_agent;`);
+    } finally {
+      await raw.end();
+    }
+    const older = await openDatabase(url.toString());
+    try {
       await migrateJobs(older);
       const agentAt = new URL(url);
       agentAt.username = 'tron_older_agent';
@@ -154,7 +153,7 @@ describe.skipIf(NO_DATABASE)('the agents’ database role', () => {
       await agent.connect();
       try {
         const version = await agent.query('select tron_queue_version() as v');
-        expect(version.rows[0].v).toBe(JOB_MIGRATIONS.length);
+        expect(version.rows[0].v).toBe(SCHEMA_VERSION);
         // Version 6 grants it the scoped functions, and lets it serve any repository and role as before (narrowed in tron_agent_access).
         const caller = await poolOf(agent, 'older', 'any', { roles: ['builder', 'test'] });
         const { rows } = await agent.query(`select tron_near_elsewhere($1::text, $2::text) as f`, [caller.worker, caller.token]);

@@ -6,7 +6,7 @@
  * why: the effect fails as it would have in process, decided like any failed turn or test
  * run. An attempt still running it is refused when it reports (the job is done). A job
  * whose attempts ran out needs no look: the claim past its last gives it up and announces
- * the failure (engine/queue/pg-job-attempts.ts).
+ * the failure (engine/schema/migrations/0011-attempts.ts).
  */
 import type pg from 'pg';
 import { exhaustedJobs, failJob } from './pg-job-control.ts';

@@ -19,10 +19,12 @@
  * A queued job the engine stops before any agent claims it is finished here at once, with
  * the outcome the engine gives it; the claim of a finished job runs nothing.
  *
+ * The tables and functions are versions 6 and 9 of the schema (engine/schema/migrations/).
+ *
  * And a job the queue library lost: its row deleted by a role that could. `exhaustedJobs`
  * finds the engine's waiting jobs in that state, so the engine fails them with a reason
  * instead of waiting forever. (A job's attempts running out is tron's own to say, at the
- * claim: pg-job-attempts.ts.)
+ * claim: engine/schema/migrations/0011-attempts.ts.)
  */
 import type pg from 'pg';
 import type { JobKey, JobResult } from './pg-job-types.ts';
@@ -30,115 +32,21 @@ import type { RunKey } from '../log/pg-log.ts';
 import type { Caller } from './pg-job-scope.ts';
 import { inTurn } from '../log/in-turn.ts';
 
-/** pg-jobs.ts's STALE_ATTEMPT (that module imports this one's migration: no import back). */
-const STALE_ATTEMPT = 'TRN02';
-
 /** The channel an agent listens on for asks (payload: the worker holding the job). */
 export const ASKS_CHANNEL = 'tron_asks';
 /** The channel the engine listens on for notes and answers (payload: repository/run). */
 export const NOTES_CHANNEL = 'tron_notes';
-
-/** Version 2 of the queue's schema (JOB_MIGRATIONS in pg-jobs.ts): asks, answers and notes. */
-export const CONTROL_MIGRATION = `
-  create table tron_job_asks (
-    id bigserial primary key,
-    repository text not null,
-    run text not null,
-    seq integer not null,
-    attempt integer,
-    kind text not null check (kind in ('stop', 'probe')),
-    body jsonb not null default '{}',
-    answer jsonb,
-    asked_at timestamptz not null default now(),
-    answered_at timestamptz
-  );
-  create index tron_job_asks_job on tron_job_asks (repository, run, seq);
-
-  create table tron_job_notes (
-    id bigserial primary key,
-    repository text not null,
-    run text not null,
-    seq integer not null,
-    attempt integer not null,
-    body jsonb not null,
-    noted_at timestamptz not null default now()
-  );
-  create index tron_job_notes_job on tron_job_notes (repository, run, seq);
-
-  create function tron_asks(p_worker text)
-    returns table (repository text, run text, seq integer, attempt integer, id bigint, kind text, body jsonb)
-  language sql security definer set search_path = public, pg_temp as $$
-    select a.repository, a.run, a.seq, j.attempt, a.id, a.kind, a.body
-      from tron_job_asks a join tron_jobs j on j.repository = a.repository and j.run = a.run and j.seq = a.seq
-     where j.worker = p_worker and j.state = 'running' and a.answered_at is null
-       and (a.attempt is null or a.attempt = j.attempt)
-     order by a.id;
-  $$;
-
-  create function tron_answer(p_repository text, p_run text, p_seq integer, p_attempt integer, p_id bigint, p_answer jsonb)
-    returns void
-  language plpgsql security definer set search_path = public, pg_temp as $$
-  begin
-    update tron_job_asks a set answer = p_answer, answered_at = now()
-      where a.id = p_id and a.repository = p_repository and a.run = p_run and a.seq = p_seq and a.answered_at is null
-        and exists (select 1 from tron_jobs j where j.repository = p_repository and j.run = p_run and j.seq = p_seq
-                      and j.attempt = p_attempt and j.state = 'running')
-        and (a.attempt is null or a.attempt = p_attempt);
-    if not found then
-      raise exception 'answer of attempt % to ask % refused: the attempt does not hold job %/%/%, or it was answered',
-        p_attempt, p_id, p_repository, p_run, p_seq using errcode = '${STALE_ATTEMPT}';
-    end if;
-    perform pg_notify('${NOTES_CHANNEL}', p_repository || '/' || p_run);
-  end $$;
-
-  create function tron_note(p_repository text, p_run text, p_seq integer, p_attempt integer, p_body jsonb) returns boolean
-  language plpgsql security definer set search_path = public, pg_temp as $$
-  begin
-    insert into tron_job_notes (repository, run, seq, attempt, body)
-      select p_repository, p_run, p_seq, p_attempt, p_body from tron_jobs j
-       where j.repository = p_repository and j.run = p_run and j.seq = p_seq and j.attempt = p_attempt and j.state = 'running';
-    if not found then return false; end if;
-    perform pg_notify('${NOTES_CHANNEL}', p_repository || '/' || p_run);
-    return true;
-  end $$;
-
-  -- Of the attempts an agent runs, those that no longer hold their job (given to another, or finished for it).
-  create function tron_lost(p_repository text[], p_run text[], p_seq integer[], p_attempt integer[])
-    returns table (repository text, run text, seq integer, attempt integer)
-  language sql security definer set search_path = public, pg_temp as $$
-    select u.r, u.n, u.s, u.a from unnest(p_repository, p_run, p_seq, p_attempt) as u(r, n, s, a)
-     where not exists (select 1 from tron_jobs j where j.repository = u.r and j.run = u.n and j.seq = u.s
-                         and j.attempt = u.a and j.state = 'running');
-  $$;
-
-  revoke execute on function tron_asks(text), tron_answer(text, text, integer, integer, bigint, jsonb),
-    tron_note(text, text, integer, integer, jsonb), tron_lost(text[], text[], integer[], integer[]) from public;
-`;
 
 /** What an attempt says of its turn. */
 export type JobNote =
   | { kind: 'started' }
   | { kind: 'spawned'; pid: number; start_time: string; agent?: string }
   | { kind: 'exited'; pid: number; code: number | null; signal: string | null; agent?: string }
-  /** The turn's output from byte `offset` of its file on the agent (version 5 of the queue's schema; turn-log.ts followOutput). */
+  /** The turn's output from byte `offset` of its file on the agent (schema version 9; turn-log.ts followOutput). */
   | { kind: 'output'; offset: number; text: string };
 
-/** The largest `text` of an output note (characters); the database refuses a longer one. */
+/** The largest `text` of an output note (characters); the database refuses a longer one (schema version 9). */
 export const OUTPUT_NOTE_CHARS = 32 * 1024;
-
-/**
- * Version 5 of the queue's schema: a turn's output comes to the engine as it is written
- * (notes of kind `output`), and the notes' kinds are checked — an agent's note of a kind
- * no engine reads, or an output note past its size, is refused. An agent streams its
- * turns' output only to a queue at this version: an older engine would not read it.
- */
-export const OUTPUT_MIGRATION = `
-  alter table tron_job_notes add constraint tron_job_notes_kind check (coalesce(
-    body ->> 'kind' in ('started', 'spawned', 'exited')
-    or (body ->> 'kind' = 'output' and jsonb_typeof(body -> 'offset') = 'number' and jsonb_typeof(body -> 'text') = 'string'
-        and length(body ->> 'text') <= ${OUTPUT_NOTE_CHARS}),
-    false));
-`;
 
 /** Removes the output notes of a job the engine has kept the output of (its turn's file holds them now). */
 export async function dropOutputNotes(client: pg.ClientBase, key: JobKey): Promise<void> {
@@ -233,7 +141,7 @@ export async function jobProgress(
  * The engine's waiting jobs the queue will never hand out again: their queue row is gone
  * (deleted by a role that could), each with the reason, for the failure the engine
  * reports. A job whose attempts ran out is not one of them: the claim past its last gives
- * it up with its own failure (pg-job-attempts.ts). Never a job a live attempt holds (its
+ * it up with its own failure (schema version 11). Never a job a live attempt holds (its
  * pool seen within its own lapse): that attempt reports it, and a second delivery's end —
  * or a hostile role's delete — does not end the attempt that holds it.
  */

@@ -281,7 +281,7 @@ CREATE FUNCTION public.tron_queue_version() RETURNS integer
     LANGUAGE sql STABLE SECURITY DEFINER
     SET search_path TO 'public', 'pg_temp'
     AS $$
-    select max(version) from tron_queue_schema;
+    select max(version) from tron_schema;
   $$;
 CREATE FUNCTION public.tron_reap(p_lapse interval) RETURNS text[]
     LANGUAGE plpgsql SECURITY DEFINER
@@ -433,10 +433,6 @@ CREATE TABLE public.tron_lease (
     holder text NOT NULL,
     expires_at timestamp with time zone NOT NULL
 );
-CREATE TABLE public.tron_queue_schema (
-    version integer NOT NULL,
-    applied_at timestamp with time zone DEFAULT now() NOT NULL
-);
 CREATE TABLE public.tron_repositories (
     repository text NOT NULL,
     remote text NOT NULL,
@@ -472,8 +468,6 @@ ALTER TABLE ONLY public.tron_keys
     ADD CONSTRAINT tron_keys_pkey PRIMARY KEY (repository);
 ALTER TABLE ONLY public.tron_lease
     ADD CONSTRAINT tron_lease_pkey PRIMARY KEY (repository);
-ALTER TABLE ONLY public.tron_queue_schema
-    ADD CONSTRAINT tron_queue_schema_pkey PRIMARY KEY (version);
 ALTER TABLE ONLY public.tron_repositories
     ADD CONSTRAINT tron_repositories_pkey PRIMARY KEY (repository);
 ALTER TABLE ONLY public.tron_repositories

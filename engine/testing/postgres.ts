@@ -16,6 +16,8 @@ import pg from 'pg';
 import { afterAll, beforeAll } from 'vitest';
 import { type Database, openDatabase } from '../log/pg-log.ts';
 import { type Needed, requireAll, skipWithout } from './needs.ts';
+import { QUIET_LIBRARY } from '../schema/migrate.ts';
+import { MIGRATIONS, QUEUE_SERIES_BASE } from '../schema/series.ts';
 
 /** The variable that names a running server for the tests (docs/contributing.md says how to start one). */
 export const TEST_DATABASE_ENV = 'TRON_TEST_DATABASE_URL';
@@ -156,7 +158,7 @@ export async function testDatabase(): Promise<TestDatabase> {
 }
 
 /**
- * The schema tron made in `url` (`public`: the log's series and the queue's), as pg_dump
+ * The schema tron made in `url` (`public`: its one series of migrations), as pg_dump
  * prints it, its comments, session settings and blank lines left out: what a migrated
  * database holds, compared with the committed dump (engine/schema/schema.sql).
  */
@@ -176,6 +178,33 @@ export function dumpSchema(url: string): string {
     .split('\n')
     .filter((line) => line.trim() !== '' && !/^(--|SET |SELECT pg_catalog\.set_config|\\(un)?restrict )/.test(line))
     .join('\n')}\n`;
+}
+
+/**
+ * Makes the schema of the database at `url` as a tron from before version 12 left it: the
+ * log's series (`tron_schema`) at `log` and, with `queue` > 0, graphile-worker's schema and
+ * the queue's own series (`tron_queue_schema`) at `queue` — the SQL each ran then, which is
+ * versions 1–4 and 5–11 of the one series now (engine/schema/series.ts).
+ */
+export async function olderSchema(url: string, at: { log: number; queue: number }): Promise<void> {
+  const raw = new pg.Client({ connectionString: url });
+  await raw.connect();
+  try {
+    const series = async (table: string, versions: readonly string[]) => {
+      await raw.query(`create table ${table} (version integer primary key, applied_at timestamptz not null default now())`);
+      for (const [i, sql] of versions.entries()) {
+        await raw.query(sql);
+        await raw.query(`insert into ${table} (version) values ($1)`, [i + 1]);
+      }
+    };
+    await series('tron_schema', MIGRATIONS.slice(0, at.log));
+    if (at.queue === 0) return;
+    const { runMigrations } = await import('graphile-worker');
+    await runMigrations({ connectionString: url, logger: QUIET_LIBRARY });
+    await series('tron_queue_schema', MIGRATIONS.slice(QUEUE_SERIES_BASE, QUEUE_SERIES_BASE + at.queue));
+  } finally {
+    await raw.end();
+  }
 }
 
 /** Whether the tests of `what` skip here: no PostgreSQL, and not CI (says why once). For `describe.skipIf`. */

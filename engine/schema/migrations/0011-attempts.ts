@@ -1,31 +1,24 @@
 /**
- * Version 7 of the queue's schema: **one owner of a job's attempts** (issue 37). Before it,
- * two counters said how often a job had been tried — `tron_jobs.attempt`, raised by each
- * claim, and graphile-worker's own `attempts`, raised by each delivery — and the queue
- * library's (`max_attempts` 25) decided when a job was given up, which the engine then found
- * by polling the library's table (engine/queue/job-sweep.ts).
+ * Version 11 (the queue's 7): **one owner of a job's attempts**. Before it, two counters
+ * said how often a job had been tried — `tron_jobs.attempt`, raised by each claim, and
+ * graphile-worker's own `attempts`, raised by each delivery — and the queue library's
+ * (`max_attempts` 25) decided when a job was given up, which the engine then found by
+ * polling the library's table (engine/queue/job-sweep.ts).
  *
  * Now `tron_jobs` alone decides: a job carries how many attempts it may have
- * (`max_attempts`), and the claim past the last finishes it with a failure naming why, in
- * the same transaction, and announces the result as any other — the engine reads it as a
- * failed turn or test run, decided like one. The queue library only carries the job to a
- * pool: its own limit is set to the most it can hold, so it never gives up first; a
- * delivery it makes again after a failed task (a claim refused while a live pool holds the
- * job) counts nothing in tron.
+ * (`max_attempts`, 25 by default), and the claim past the last finishes it with a failure
+ * naming why, in the same transaction, and announces the result as any other — the engine
+ * reads it as a failed turn or test run, decided like one. The queue library only carries
+ * the job to a pool: its own limit is set to the most it can hold (32767, a smallint), so
+ * it never gives up first; a delivery it makes again after a failed task (a claim refused
+ * while a live pool holds the job) counts nothing in tron.
  *
  * And one way an attempt ends without a result: its pool silent past its own lapse
  * (`tron_reap`). The queue library's own lock expiry (four hours) gives the job to nobody
- * while its holder lives — the claim of a job a live pool holds is refused (version 6).
+ * while its holder lives — the claim of a job a live pool holds is refused (version 10).
  */
-
-/** The attempts a job may have: a claim past the last gives it up. What graphile-worker allowed before this version. */
-export const MAX_ATTEMPTS = 25;
-
-/** The most attempts graphile-worker can record (a smallint): its limit, so that it never gives up before tron. */
-const LIBRARY_CEILING = 32767;
-
-export const ATTEMPTS_MIGRATION = `
-  alter table tron_jobs add column max_attempts integer not null default ${MAX_ATTEMPTS} check (max_attempts >= 1);
+export default `
+  alter table tron_jobs add column max_attempts integer not null default 25 check (max_attempts >= 1);
 
   create or replace function tron_claim(p_worker text, p_token text, p_repository text, p_run text, p_seq integer)
     returns table (attempt integer, kind text, role text, request jsonb)
@@ -84,12 +77,12 @@ export const ATTEMPTS_MIGRATION = `
     end if;
     perform graphile_worker.add_job(tron_task(new.repository, new.role, new.pool),
       json_build_object('repository', new.repository, 'run', new.run, 'seq', new.seq),
-      max_attempts => ${LIBRARY_CEILING}, job_key => new.repository || '/' || new.run || '/' || new.seq, job_key_mode => 'unsafe_dedupe',
+      max_attempts => 32767, job_key => new.repository || '/' || new.run || '/' || new.seq, job_key_mode => 'unsafe_dedupe',
       flags => case when near is null then null else array['near:' || new.role || ':' || near] end);
     return new;
   end $$;
 
   -- The jobs queued before this version: the library's limit lifted, so tron's claim gives them up, not the library.
-  update graphile_worker._private_jobs g set max_attempts = ${LIBRARY_CEILING}
+  update graphile_worker._private_jobs g set max_attempts = 32767
     from tron_jobs t where g.key = t.repository || '/' || t.run || '/' || t.seq;
 `;

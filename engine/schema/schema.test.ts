@@ -17,7 +17,9 @@ describe('the series of migrations', () => {
     const files = readdirSync(new URL('./migrations/', import.meta.url)).sort();
     expect(files.map((f) => Number(f.slice(0, 4)))).toEqual(Array.from({ length: SCHEMA_VERSION }, (_, i) => i + 1));
     for (const [i, file] of files.entries()) {
-      const { default: sql } = (await import(/* @vite-ignore */ new URL(`./migrations/${file}`, import.meta.url).href)) as { default: string };
+      const { default: sql } = (await import(/* @vite-ignore */ new URL(`./migrations/${file}`, import.meta.url).href)) as {
+        default: string;
+      };
       expect(MIGRATIONS[i], file).toBe(sql);
     }
   });

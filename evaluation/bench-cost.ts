@@ -16,7 +16,11 @@
  * - git processes: a second, untimed run under `strace -f -e trace=execve`, counting every
  *   process that executed a `git` (or `git-*`) binary — the engine's, git's own children,
  *   and the workers' (the sim builder's `git add` and `git commit`). TRON_BENCH_COST_ARGV=1
- *   also prints them by argv (shas and block ids folded), most frequent first.
+ *   also prints them by argv (shas and block ids folded), most frequent first; by
+ *   subcommand always.
+ * - CPU by whom: one more run sampled by `perf record` (task-clock, every process it
+ *   started, in the sandbox's PID namespace too): tron start's own process, git, the test
+ *   runs' node, bubblewrap, shells and the rest — where the remaining cost is.
  *
  * Goals (issue #41): ≤ 0.35 CPU-s a block, ≤ 12 git processes a block, and tron's wall a
  * block with the `command` builder within 1.6× of the careful script's. Each figure is
@@ -233,6 +237,74 @@ async function gitProcesses(argv: string[], cwd: string): Promise<{ count: numbe
   }
 }
 
+/** The first word of a git argv as gitProcesses folds it (`"git", "-C", "REPO", "rev-parse", …`): its subcommand. */
+function subcommandOf(args: string): string {
+  const words = args.split(', ').map((w) => w.replace(/^"|"$/g, ''));
+  const bin = basename(words[0] ?? 'git');
+  if (bin.startsWith('git-')) return bin;
+  for (let i = 1; i < words.length; i++) {
+    if (words[i] === '-C') i += 1;
+    else if (!words[i]!.startsWith('-')) return words[i]!;
+  }
+  return '(none)';
+}
+
+/** Whose CPU a run spent, by `perf record` samples of task-clock (undefined without perf): seconds by whom. */
+async function cpuByWhom(argv: string[], cwd: string): Promise<Map<string, number> | undefined> {
+  const dir = mkdtempSync(join(tmpdir(), 'tron-bench-perf-'));
+  try {
+    const data = join(dir, 'perf.data');
+    const pidFile = join(dir, 'pid');
+    // A sample every 0.25 ms of CPU, in every process the run starts (in the sandbox's PID namespace too).
+    const run = await execa(
+      'perf',
+      [
+        'record',
+        '-q',
+        '-e',
+        'task-clock',
+        '-c',
+        '250000',
+        '-o',
+        data,
+        '--',
+        'sh',
+        '-c',
+        `echo $$ > ${pidFile} && exec "$@"`,
+        'sh',
+        ...argv,
+      ],
+      { cwd, env: ENV, extendEnv: false, reject: false },
+    );
+    if (!existsSync(pidFile) || !existsSync(data)) return undefined;
+    const engine = Number(readFileSync(pidFile, 'utf8').trim());
+    const script = await execa('perf', ['script', '-i', data, '-F', 'comm,pid,period'], { reject: false, maxBuffer: 1 << 30 });
+    if (run.exitCode === null || script.exitCode !== 0) return undefined;
+    const whom = new Map<string, number>();
+    for (const line of script.stdout.split('\n')) {
+      const m = /^\s*(.*?)\s+(\d+)\s+(\d+)\s*$/.exec(line);
+      if (!m) continue;
+      const [, comm, pid, period] = m;
+      const who =
+        Number(pid) === engine
+          ? "tron start's own process (the engine)"
+          : /^git/.test(comm!)
+            ? 'git'
+            : comm === 'node'
+              ? 'test runs (node --test)'
+              : comm === 'bwrap'
+                ? 'the sandbox (bwrap)'
+                : 'shells and the rest';
+      whom.set(who, (whom.get(who) ?? 0) + Number(period) / 1e9);
+    }
+    return whom;
+  } catch {
+    return undefined;
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
 /** The careful script: per block, a worktree, one builder turn, one test run, trunk moved by compare-and-swap. */
 function carefulScript(builder: string): string {
   return `set -e
@@ -346,10 +418,23 @@ export async function benchCost(): Promise<void> {
         console.log(
           `git processes a block, sim run${name}: ${perBlock.toFixed(1)} (${gits.count} in all; goal ≤ 12: ${perBlock <= 12 ? 'met' : 'MISSED'})`,
         );
+        const bySub = new Map<string, number>();
+        for (const [args, n] of gits.byArgv) bySub.set(subcommandOf(args), (bySub.get(subcommandOf(args)) ?? 0) + n);
+        const subs = [...bySub].sort((a, b) => b[1] - a[1]);
+        console.log(`  by subcommand, a block: ${subs.map(([sub, n]) => `${sub} ${(n / BLOCKS).toFixed(1)}`).join(', ')}`);
         if (process.env.TRON_BENCH_COST_ARGV === '1') {
           for (const [args, n] of [...gits.byArgv].sort((a, b) => b[1] - a[1])) console.log(`${String(n).padStart(5)}  ${args}`);
         }
       } else console.log('git processes: not counted (strace is not installed)');
+      // Whose CPU it is: one more sim run, sampled by perf (its figures a little above the cgroup's: perf's own cost).
+      const whom = await cpuByWhom(['node', e.bin, 'start', '--repo', '.'], await fresh());
+      if (whom !== undefined) {
+        const parts = [...whom].sort((a, b) => b[1] - a[1]);
+        const total = parts.reduce((sum, [, s]) => sum + s, 0);
+        console.log(
+          `CPU a block by whom, sim run${name} (perf samples, ${(total / BLOCKS).toFixed(3)} s in all): ${parts.map(([who, s]) => `${who} ${(s / BLOCKS).toFixed(3)}`).join(', ')}`,
+        );
+      } else console.log('CPU by whom: not measured (perf is not installed, or may not record here)');
       const ratio = median(e.command.map((c) => c.wallS)) / scriptWall;
       const cmdCpu = e.command.map((c) => c.cpuS).filter((x): x is number => x !== undefined);
       const scriptCpu = script.map((c) => c.cpuS).filter((x): x is number => x !== undefined);

@@ -128,7 +128,7 @@ function cgroupRoot(): string | undefined {
   return undefined;
 }
 
-interface Cost {
+export interface Cost {
   wallS: number;
   /** CPU seconds of the whole tree; user and system apart where the method tells them apart. */
   cpuS: number | undefined;
@@ -139,9 +139,9 @@ interface Cost {
 }
 
 /** The methods CPU can be counted by here, best first. */
-type CpuMethod = { kind: 'cgroup'; root: string } | { kind: 'perf' } | { kind: 'none' };
+export type CpuMethod = { kind: 'cgroup'; root: string } | { kind: 'perf' } | { kind: 'none' };
 
-async function cpuMethod(): Promise<CpuMethod> {
+export async function cpuMethod(): Promise<CpuMethod> {
   const root = cgroupRoot();
   if (root !== undefined) return { kind: 'cgroup', root };
   const perf = await execa('perf', ['stat', '-x,', '-e', 'task-clock', 'true'], { reject: false });
@@ -149,7 +149,7 @@ async function cpuMethod(): Promise<CpuMethod> {
 }
 
 /** Runs `argv` in `cwd` and counts what it and every process it started cost. */
-async function costOf(argv: string[], cwd: string, method: CpuMethod): Promise<Cost> {
+export async function costOf(argv: string[], cwd: string, method: CpuMethod): Promise<Cost> {
   const group = method.kind === 'cgroup' ? join(method.root, `tron-bench-${process.pid}-${Date.now()}`) : undefined;
   const perfOut = join(tmpdir(), `tron-bench-perf-${process.pid}.csv`);
   let full = argv;

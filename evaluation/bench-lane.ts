@@ -13,7 +13,9 @@
  *   stack's time goes (rebase, candidate test, landing);
  * - the parallel efficiency of 6 slow builders (4 s each) at max_parallel 6, defined as
  *   t(one such block alone) / t(all six at max_parallel 6): 1 when six blocks take no
- *   longer than one, 1/6 when they take six times as long — goal: ≥ 0.8;
+ *   longer than one, 1/6 when they take six times as long — goal: ≥ 0.8; with the CPU
+ *   the six spent (the sandbox on where bwrap runs), the floor it sets under their wall on
+ *   this machine's cores and the efficiency that floor allows at most;
  * - what `[merge] speculate` saves when reviews are slow: four blocks whose reviews take
  *   0.3 s (the first) and 2 s (the others), with a suite of 1.5 s, run with speculate and
  *   without — the last approval → the last landing, and the runs' walls. With it, the
@@ -35,6 +37,9 @@ import { readLog } from '../engine/log/eventlog.ts';
 import { configFile, makeProject } from '../engine/testing/project.ts';
 import { GIT_IDENTITY_ENV } from '../engine/testing/repo.ts';
 import { approvingWorkers, builderPrelude, writeBuilder } from '../engine/testing/workers.ts';
+import { chooseSandbox } from '../engine/workers/sandbox.ts';
+import { availableParallelism } from 'node:os';
+import { type CpuMethod, costOf, cpuMethod } from './bench-cost.ts';
 
 const BIN = fileURLToPath(new URL('../bin/tron.js', import.meta.url));
 
@@ -78,6 +83,8 @@ interface LaneRun {
   mergeTurns: number;
   landed: number;
   exit: number | undefined;
+  /** CPU seconds of `tron start` and everything it started, when counted (the six-block runs). */
+  cpuS?: number;
   /** Why the run failed, when it did. */
   failed?: TronEvent;
 }
@@ -92,10 +99,11 @@ test('takes its time', () => new Promise((done) => setTimeout(done, 1500)));
 `,
 };
 
-/** The run's shape beyond its size: slow reviews and a slow suite, and [merge] speculate on or off. */
+/** The run's shape beyond its size: slow reviews and a slow suite, [merge] speculate on or off, its CPU counted. */
 interface Shape {
   slowReviews?: boolean;
   speculate?: boolean;
+  cpu?: CpuMethod;
 }
 
 /** One `tron start` of `blocks` independent blocks at `maxParallel`, each builder taking `sleep` seconds. */
@@ -114,12 +122,15 @@ async function laneRun(blocks: number, maxParallel: number, sleep: number, shape
     }).replace('test = "node test.js"', 'test = "node --test test/*.test.js"'),
   });
   try {
-    const run = await execa('node', [BIN, 'start', '--repo', repo.dir], {
-      reject: false,
-      stdin: 'ignore',
-      env: { PATH: process.env.PATH, HOME: process.env.HOME, ...GIT_IDENTITY_ENV },
-      extendEnv: false,
-    });
+    const argv = ['node', BIN, 'start', '--repo', repo.dir];
+    const run = shape.cpu
+      ? await costOf(argv, repo.dir, shape.cpu).then((c) => ({ exitCode: c.exit, cpuS: c.cpuS }))
+      : await execa(argv[0]!, argv.slice(1), {
+          reject: false,
+          stdin: 'ignore',
+          env: { PATH: process.env.PATH, HOME: process.env.HOME, ...GIT_IDENTITY_ENV },
+          extendEnv: false,
+        }).then((r) => ({ exitCode: r.exitCode, cpuS: undefined }));
     const runs = join(repo.dir, '.tron', 'runs');
     const events: TronEvent[] = readLog(join(runs, readdirSync(runs).sort().at(-1)!, 'events.jsonl')).events;
     const lane = laneIntervals(events);
@@ -151,6 +162,7 @@ async function laneRun(blocks: number, maxParallel: number, sleep: number, shape
       mergeTurns: events.filter((e) => e.type === 'block.dispatched' && e.kind === 'merge').length,
       landed: events.filter((e) => e.type === 'block.landed').length,
       exit: run.exitCode,
+      ...(run.cpuS !== undefined && { cpuS: run.cpuS }),
       ...(run.exitCode !== 0 ? { failed: events.find((e) => e.type === 'run.failed') } : {}),
     };
   } finally {
@@ -201,10 +213,13 @@ export async function benchLane(): Promise<void> {
   }
   const ones: LaneRun[] = [];
   const sixes: LaneRun[] = [];
+  // The six-block runs' CPU, counted as the cost bench counts it: with the sandbox on, it sets a floor under their wall.
+  const cpu = await cpuMethod();
+  const counted = cpu.kind === 'none' ? {} : { cpu };
   for (let i = 0; i < repeats; i++) {
     ones.push(await laneRun(1, 1, slowMs / 1000));
     line(`1 block, ${slowMs / 1000} s builder`, ones.at(-1)!);
-    sixes.push(await laneRun(6, 6, slowMs / 1000));
+    sixes.push(await laneRun(6, 6, slowMs / 1000, counted));
     line(`6 blocks, ${slowMs / 1000} s builders, max_parallel 6`, sixes.at(-1)!);
   }
   turns += sixes.reduce((sum, r) => sum + r.mergeTurns, 0);
@@ -223,6 +238,15 @@ export async function benchLane(): Promise<void> {
   console.log(
     `parallel efficiency, t(1 block) / t(6 blocks at max_parallel 6), medians: ${s(one.wallMs)} / ${s(six.wallMs)} = ${efficiency.toFixed(2)} (goal ≥ 0.8)`,
   );
+  const sandbox = (await chooseSandbox('auto', process.env)).sandbox.kind;
+  if (six.cpuS !== undefined) {
+    // Six blocks' CPU spread over every core is the least wall they can take: the efficiency cannot pass t(1) over it.
+    const cores = availableParallelism();
+    const floorMs = (1000 * six.cpuS) / cores;
+    console.log(
+      `  with the sandbox ${sandbox === 'bwrap' ? 'on (bwrap)' : 'off (no bwrap here)'}: the six blocks spent ${six.cpuS.toFixed(2)} CPU-s, a floor of ${s(floorMs)} of wall on ${cores} cores, so the efficiency can be at most ${Math.min(1, one.wallMs / floorMs).toFixed(2)} here`,
+    );
+  } else console.log(`  with the sandbox ${sandbox === 'bwrap' ? 'on (bwrap)' : 'off'}: its CPU floor not measured (no cgroup, no perf)`);
   const plain: LaneRun[] = [];
   const speculative: LaneRun[] = [];
   for (let i = 0; i < repeats; i++) {

@@ -14,7 +14,7 @@ import { join } from 'node:path';
 import { execa } from 'execa';
 import pg from 'pg';
 import { expect } from 'vitest';
-import { BIN } from './crash.ts';
+import { BIN, crashProject } from './crash.ts';
 import { type BlockSpec, configFile, landingSim, makeProject } from './project.ts';
 import { type RemoteProject, remoteProject } from './remote-project.ts';
 import { GIT_IDENTITY_ENV, type TestRepo, type TestTree, testGit } from './repo.ts';
@@ -81,6 +81,8 @@ export interface ClusterHosts {
   heldProject(c: Clustered & { remote?: boolean }): Promise<{ repo: TestRepo; go: string }>;
   /** A project of `ids` that the sim lands at once, each as a commit named by its id. */
   landingProject(c: Clustered, ids: readonly string[], blocks?: Record<string, BlockSpec>): Promise<TestRepo>;
+  /** The crash project (crash.ts: workers whose every step is idempotent), its log put in the database, committed. */
+  crashProject(c: Omit<Clustered, 'extra'>): Promise<TestRepo>;
   /**
    * The crash project on a served remote (remote-project.ts), its config changed by `edit`
    * and its log put in the database, committed and pushed to the remote's trunk.
@@ -105,6 +107,12 @@ function clusterTable(c: Omit<Clustered, 'extra'>): string {
   const named = c.repository === undefined ? '' : `repository = "${c.repository}"\n`;
   const lease = c.lease === undefined ? '' : `lease = "${c.lease}"\n`;
   return `[cluster]\ndatabase = "${c.database}"\n${named}${lease}${c.clusterExtra ?? ''}`;
+}
+
+/** Puts a made project's log in the database: its config, changed by `edit`, gains the [cluster] table, committed. */
+async function logInDatabase(repo: TestRepo, c: Omit<Clustered, 'extra'>, edit = (config: string) => config): Promise<void> {
+  await repo.write('.tron/config.toml', `${edit(await repo.read('.tron/config.toml'))}\n${clusterTable(c)}`);
+  await repo.commitAll('tron: the log in the database');
 }
 
 export function clusterHosts(): ClusterHosts {
@@ -177,11 +185,16 @@ export function clusterHosts(): ClusterHosts {
       repos.push(repo);
       return repo;
     },
-    async servedProject(c, edit = (config) => config) {
+    async crashProject(c) {
+      const repo = await crashProject();
+      repos.push(repo);
+      await logInDatabase(repo, c);
+      return repo;
+    },
+    async servedProject(c, edit) {
       const p = await remoteProject();
       repos.push(p);
-      await p.repo.write('.tron/config.toml', `${edit(await p.repo.read('.tron/config.toml'))}\n${clusterTable(c)}`);
-      await p.repo.commitAll('tron: the log in the database');
+      await logInDatabase(p.repo, c, edit);
       await p.repo.git('push', '-q', 'origin', 'main');
       return p;
     },

@@ -1,12 +1,12 @@
 /**
- * What the cluster's end-to-end files share (engine/commands/cluster*.e2e.test.ts, the
- * standby host's, the nemesis's): `tron` run as a host runs it, connections to the
- * database, projects whose log is in it — one whose builder holds its first turn until the
- * test lets it go, one the sim lands at once, or the crash project on a served remote —,
- * clones of a project's remote as on other hosts, and the waits and checks they make on
- * the table and on trunk. One `clusterHosts()` per describe, its `end()` in the afterEach:
- * it kills every `tron` it started that still runs, closes every connection and removes
- * every project and folder.
+ * What the cluster's end-to-end files share (engine/commands/cluster*.e2e.test.ts, and the
+ * agents', the standby host's and the nemesis's): `tron` run as a host runs it,
+ * connections to the database, projects whose log is in it — one whose builder holds its
+ * first turn until the test lets it go, one the sim lands at once, the crash project, or
+ * the crash project on a served remote —, clones of a project's remote as on other hosts,
+ * and the waits and checks they make on the table and on trunk. One `clusterHosts()` per
+ * describe, its `end()` in the afterEach: it kills every `tron` it started that still
+ * runs, closes every connection and removes every project and folder.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';

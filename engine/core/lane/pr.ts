@@ -40,7 +40,7 @@ const MAX_WAIT_MS = 60_000;
 /** A stack that waits on the forge, and what it waits with. */
 type AtForge = { stack: Stack; pr: ForgeWait };
 
-/** The stack `id` when it waits on the forge, and what it waits with. */
+/** Stack `id`, if it is the one in flight and waits on the forge. */
 function atForge(step: Step, id: number): AtForge | undefined {
   const stack = step.s.lane.stack;
   return stack?.id === id && stack.step.at === 'forge' ? { stack, pr: stack.step.pr } : undefined;

@@ -7,13 +7,13 @@
  * delivered twice) finds its late result refused; nothing is lost or landed twice, and a
  * forged result of a dead attempt is refused by the database.
  */
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { hostname, tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { execa, type ResultPromise } from 'execa';
-import { describe, expect, it, onTestFinished } from 'vitest';
+import { existsSync, readFileSync } from 'node:fs';
+import { hostname } from 'node:os';
+import type { ResultPromise } from 'execa';
+import { afterEach, describe, expect, it } from 'vitest';
 import { type AgentCluster, agentCluster, CLUSTER_ENV as ENV, honestBuilder, sayPid } from '../testing/agent-cluster.ts';
-import { BIN, leaderDiesUntilGone } from '../testing/crash.ts';
+import { clusterHosts } from '../testing/cluster-hosts.ts';
+import { leaderDiesUntilGone } from '../testing/crash.ts';
 import { skipWithoutPostgres, useTestDatabase } from '../testing/postgres.ts';
 import { configFile, landingSim, makeProject } from '../testing/project.ts';
 import { poolOf } from '../testing/pools.ts';
@@ -38,6 +38,10 @@ interface Cluster extends AgentCluster {
 
 describe.skipIf(NO_DATABASE)('tron agent with [cluster] database', () => {
   const server = useTestDatabase();
+  const hosts = clusterHosts();
+  afterEach(() => hosts.end());
+  /** `tron <args>` as a host of the cluster runs it. */
+  const cli = (args: string[], timeout?: number) => hosts.cli(args, { env: ENV, ...(timeout && { timeout }) });
 
   /** A project on a served remote, three agents in their own clones, and `tron start`; removed after `body`. */
   async function withCluster(
@@ -101,68 +105,42 @@ describe.skipIf(NO_DATABASE)('tron agent with [cluster] database', () => {
   }
 
   it('runs every turn and test run as a job of the engine’s own process when no agents are asked for', async () => {
-    const repo = await makeProject({
-      blocks: Object.fromEntries(IDS.map((id) => [id, {}])),
-      sim: landingSim(IDS),
-      config: configFile({ extra: `\n[cluster]\ndatabase = "${server.url}"\nrepository = "here"\n` }),
-    });
-    const db = await openDatabase(server.url);
-    try {
-      const run = await execa('node', [BIN, 'start', '--repo', repo.dir, '--plain'], { env: ENV, reject: false, stdin: 'ignore' });
-      expect(run.exitCode, run.stdout).toBe(0);
-      const { rows } = await db.client.query<{ kind: string; role: string; worker: string; attempt: number; state: string }>(
-        `select kind, role, worker, attempt, state from tron_jobs where repository = 'here'`,
-      );
-      const kinds = new Set(rows.map((r) => r.kind));
-      expect(kinds).toContain('block.dispatched');
-      expect(kinds).toContain('facts.requested');
-      expect(kinds).toContain('candidate.requested');
-      for (const r of rows) expect(r).toMatchObject({ attempt: 1, state: 'done', worker: expect.stringMatching(/^engine /) });
-      // Each job's decision is in the log, and each decision of those kinds has its job.
-      const { rows: lines } = await db.client.query<{ n: string }>(
-        `select count(*) as n from tron_events e where e.repository = 'here' and not exists
-           (select 1 from tron_jobs j where j.repository = e.repository and j.run = e.run and j.seq = e.seq)
-           and e.line::jsonb->>'type' in ('block.dispatched', 'facts.requested', 'candidate.requested', 'bisect.step', 'test.requested')`,
-      );
-      expect(lines[0]!.n).toBe('0');
-    } finally {
-      await db.end();
-      await repo.cleanup();
-    }
+    const repo = await hosts.landingProject({ database: server.url, repository: 'here' }, IDS);
+    const db = await hosts.connect(server.url);
+    const run = await cli(['start', '--repo', repo.dir, '--plain']);
+    expect(run.exitCode, run.stdout).toBe(0);
+    const { rows } = await db.query<{ kind: string; role: string; worker: string; attempt: number; state: string }>(
+      `select kind, role, worker, attempt, state from tron_jobs where repository = 'here'`,
+    );
+    const kinds = new Set(rows.map((r) => r.kind));
+    expect(kinds).toContain('block.dispatched');
+    expect(kinds).toContain('facts.requested');
+    expect(kinds).toContain('candidate.requested');
+    for (const r of rows) expect(r).toMatchObject({ attempt: 1, state: 'done', worker: expect.stringMatching(/^engine /) });
+    // Each job's decision is in the log, and each decision of those kinds has its job.
+    const { rows: lines } = await db.query<{ n: string }>(
+      `select count(*) as n from tron_events e where e.repository = 'here' and not exists
+         (select 1 from tron_jobs j where j.repository = e.repository and j.run = e.run and j.seq = e.seq)
+         and e.line::jsonb->>'type' in ('block.dispatched', 'facts.requested', 'candidate.requested', 'bisect.step', 'test.requested')`,
+    );
+    expect(lines[0]!.n).toBe('0');
   }, 120_000);
 
   it('refuses unknown roles for an agent as a usage mistake, before reaching the database — and says so when no database answers', async () => {
-    const repo = await makeProject({ blocks: { alpha: {} }, sim: landingSim(['alpha']) });
-    try {
-      for (const roles of ['builder,gardener', 'tester']) {
-        const refused = await execa(
-          'node',
-          [BIN, 'agent', '--repo', repo.dir, '--database', 'postgres://nobody@127.0.0.1:1/none', '--roles', roles],
-          {
-            env: ENV,
-            reject: false,
-            stdin: 'ignore',
-          },
-        );
-        expect(refused.exitCode).toBe(2);
-        expect(refused.stderr).toContain('TRON_USAGE');
-        expect(refused.stderr).toContain('--roles');
-      }
-      // Roles it knows, and no database at the URL: said as such, the password hidden.
-      const clone = await makeProject({ blocks: { alpha: {} }, config: configFile({ extra: '\n[remote]\n' }) });
-      onTestFinished(() => clone.cleanup());
-      await clone.git('remote', 'add', 'origin', repo.dir);
-      const away = await execa('node', [BIN, 'agent', '--repo', clone.dir, '--database', 'postgres://nobody:secret@127.0.0.1:1/none'], {
-        env: ENV,
-        reject: false,
-        stdin: 'ignore',
-      });
-      expect(away.exitCode).toBe(1);
-      expect(away.stderr).toContain('TRON_DB_UNREACHABLE: cannot reach the database at postgres://nobody:***@127.0.0.1:1/none');
-      expect(away.stderr).not.toContain('secret');
-    } finally {
-      await repo.cleanup();
+    const repo = hosts.adopt(await makeProject({ blocks: { alpha: {} }, sim: landingSim(['alpha']) }));
+    for (const roles of ['builder,gardener', 'tester']) {
+      const refused = await cli(['agent', '--repo', repo.dir, '--database', 'postgres://nobody@127.0.0.1:1/none', '--roles', roles]);
+      expect(refused.exitCode).toBe(2);
+      expect(refused.stderr).toContain('TRON_USAGE');
+      expect(refused.stderr).toContain('--roles');
     }
+    // Roles it knows, and no database at the URL: said as such, the password hidden.
+    const clone = hosts.adopt(await makeProject({ blocks: { alpha: {} }, config: configFile({ extra: '\n[remote]\n' }) }));
+    await clone.git('remote', 'add', 'origin', repo.dir);
+    const away = await cli(['agent', '--repo', clone.dir, '--database', 'postgres://nobody:secret@127.0.0.1:1/none']);
+    expect(away.exitCode).toBe(1);
+    expect(away.stderr).toContain('TRON_DB_UNREACHABLE: cannot reach the database at postgres://nobody:***@127.0.0.1:1/none');
+    expect(away.stderr).not.toContain('secret');
   }, 60_000);
 
   it('refuses, with exit 2 and a clear message, a job queue a newer tron migrated, and claims nothing', async () => {
@@ -170,16 +148,11 @@ describe.skipIf(NO_DATABASE)('tron agent with [cluster] database', () => {
     await migrateJobs(db);
     const newer = SCHEMA_VERSION + 1;
     await db.client.query('insert into tron_schema (version) values ($1)', [newer]);
-    const origin = await makeProject({ blocks: { alpha: {} }, sim: landingSim(['alpha']) });
-    const clone = await makeProject({ blocks: { alpha: {} }, config: configFile({ extra: '\n[remote]\n' }) });
+    const origin = hosts.adopt(await makeProject({ blocks: { alpha: {} }, sim: landingSim(['alpha']) }));
+    const clone = hosts.adopt(await makeProject({ blocks: { alpha: {} }, config: configFile({ extra: '\n[remote]\n' }) }));
     try {
       await clone.git('remote', 'add', 'origin', origin.dir);
-      const agent = execa('node', [BIN, 'agent', '--repo', clone.dir, '--database', server.url], {
-        env: ENV,
-        reject: false,
-        stdin: 'ignore',
-        timeout: 30_000,
-      });
+      const agent = cli(['agent', '--repo', clone.dir, '--database', server.url], 30_000);
       const refused = await agent;
       expect(refused.exitCode, refused.stderr).toBe(2);
       expect(refused.stderr).toContain('TRON_DB_SCHEMA_NEWER');
@@ -194,7 +167,6 @@ describe.skipIf(NO_DATABASE)('tron agent with [cluster] database', () => {
     } finally {
       await db.client.query('delete from tron_schema where version = $1', [newer]);
       await db.end();
-      await Promise.all([origin.cleanup(), clone.cleanup()]);
     }
   }, 60_000);
 
@@ -202,7 +174,7 @@ describe.skipIf(NO_DATABASE)('tron agent with [cluster] database', () => {
     await withCluster('agents', 'hang', async (c) => {
       // alpha's builder hangs on whichever agent claimed it: what it printed reaches the engine's host meanwhile.
       const holding = await c.holdingAlpha();
-      const live = async () => (await execa('node', [BIN, 'logs', '--repo', c.repo.dir, 'alpha'], { env: ENV, reject: false })).stdout;
+      const live = async () => (await cli(['logs', '--repo', c.repo.dir, 'alpha'])).stdout;
       let seen = await live();
       for (let i = 0; i < 100 && !seen.includes('alpha is thinking'); i += 1) {
         await new Promise((r) => setTimeout(r, 100));
@@ -210,22 +182,14 @@ describe.skipIf(NO_DATABASE)('tron agent with [cluster] database', () => {
       }
       expect(seen).toMatch(/» run on agent [^;]+; its output as it came[^\n]*\nalpha is thinking/);
       // And on a host without the repository, through the database, as it runs.
-      const away = mkdtempSync(join(tmpdir(), 'tron-logs-away-'));
-      onTestFinished(() => rmSync(away, { recursive: true, force: true }));
-      const following = execa('node', [BIN, 'logs', '-f', '--database', server.url, 'alpha'], {
-        env: ENV,
-        cwd: away,
-        reject: false,
-        buffer: false,
-      });
-      let followed = '';
-      following.stdout!.on('data', (chunk: Buffer) => {
-        followed += chunk.toString();
-      });
-      for (let i = 0; i < 100 && !followed.includes('alpha is thinking'); i += 1) await new Promise((r) => setTimeout(r, 100));
+      const following = hosts.cli(['logs', '-f', '--database', server.url, 'alpha'], { env: ENV, cwd: hosts.folder('tron-logs-away-') });
+      const followed = () => hosts.output(following);
+      for (let i = 0; i < 100 && !followed().includes('alpha is thinking'); i += 1) await new Promise((r) => setTimeout(r, 100));
       following.kill('SIGTERM');
       await following;
-      expect(followed).toMatch(/── alpha · builder · build · [^\n]*\n» run on agent [^;]+; its output as it came[^\n]*\nalpha is thinking/);
+      expect(followed()).toMatch(
+        /── alpha · builder · build · [^\n]*\n» run on agent [^;]+; its output as it came[^\n]*\nalpha is thinking/,
+      );
       // Then that agent dies as a lost host would.
       holding.agent.kill('SIGKILL');
       process.kill(Number(readFileSync(c.held, 'utf8')), 'SIGKILL');
@@ -255,7 +219,7 @@ describe.skipIf(NO_DATABASE)('tron agent with [cluster] database', () => {
       const works = (await c.bare.git('for-each-ref', '--format=%(refname)', 'refs/tron/work/')).split('\n').filter(Boolean);
       expect(works).toEqual([]);
       // What each turn printed on its agent is read on the engine's host: its end came back with the result.
-      const logs = await execa('node', [BIN, 'logs', '--repo', c.repo.dir, 'beta'], { env: ENV, reject: false });
+      const logs = await cli(['logs', '--repo', c.repo.dir, 'beta']);
       expect(logs.exitCode, logs.stderr).toBe(0);
       expect(logs.stdout).toMatch(
         /── beta · builder · build · .* turn 1 · .*──\n» run on agent [^;]+; (all of it here|its output as it came)/,
@@ -263,19 +227,14 @@ describe.skipIf(NO_DATABASE)('tron agent with [cluster] database', () => {
       expect(logs.stdout).toContain('>>DONE');
       expect(logs.stdout).toContain('>>APPROVE');
       // alpha's first build: what the dead attempt printed, then the second attempt's whole output, each under its agent.
-      const alphaLogs = (await execa('node', [BIN, 'logs', '--repo', c.repo.dir, 'alpha'], { env: ENV, reject: false })).stdout;
+      const alphaLogs = (await cli(['logs', '--repo', c.repo.dir, 'alpha'])).stdout;
       expect(alphaLogs).toMatch(/alpha is thinking\n\n» run on agent [^;]+ \(attempt 2\); its output as it came[^\n]*\n(.*\n)*>>DONE/);
       // Kept in the turn's file, the streamed output leaves the database.
       const { rows: notes } = await c.db.client.query(`select count(*)::int as n from tron_job_notes where body ->> 'kind' = 'output'`);
       expect(notes[0].n).toBe(0);
       // And from any host, through the database: the end each agent sent with its result.
-      const elsewhere = mkdtempSync(join(tmpdir(), 'tron-logs-elsewhere-'));
-      onTestFinished(() => rmSync(elsewhere, { recursive: true, force: true }));
-      const read = await execa('node', [BIN, 'logs', '--database', server.url, '--run', alpha.run, 'beta'], {
-        env: ENV,
-        cwd: elsewhere,
-        reject: false,
-      });
+      const elsewhere = hosts.folder('tron-logs-elsewhere-');
+      const read = await hosts.cli(['logs', '--database', server.url, '--run', alpha.run, 'beta'], { env: ENV, cwd: elsewhere });
       expect(read.exitCode, read.stderr).toBe(0);
       expect(read.stdout).toMatch(/── beta · builder · build · .* turn 1 · .*──\n» run on agent [^;]+; the end of its output/);
       expect(read.stdout).toContain('>>DONE');
@@ -344,12 +303,7 @@ describe.skipIf(NO_DATABASE)('tron agent with [cluster] database', () => {
         }
         c.engine.kill('SIGKILL');
         expect((await c.engine).signal).toBe('SIGKILL');
-        const standby = await execa('node', [BIN, 'start', '--repo', c.repo.dir, '--plain', '--standby'], {
-          env: ENV,
-          reject: false,
-          stdin: 'ignore',
-          timeout: 240_000,
-        });
+        const standby = await c.start({ args: ['--standby'] });
         expect(standby.exitCode, `${standby.stdout}\n${standby.stderr}\n${c.said()}`).toBe(0);
         // Two generations wrote; every job the standby waited on was run by an agent and done.
         const { rows } = await c.db.client.query<{ generation: string; state: string; n: string }>(

@@ -7,13 +7,12 @@
  * `startCluster`, a throwaway cluster under /tmp), never the shared one of
  * TRON_TEST_DATABASE_URL.
  */
-import { readFileSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { execa } from 'execa';
-import pg from 'pg';
+import type pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { crashProject } from '../testing/crash.ts';
 import { type TestRepo, testGit } from '../testing/repo.ts';
 import { clusterHosts, ended, landedOnce, untilLine } from '../testing/cluster-hosts.ts';
 import { type Cluster, needPostgresServer, startCluster } from '../testing/postgres.ts';
@@ -171,36 +170,23 @@ describe.skipIf(NO_SERVER)('faults of the engine and the database', () => {
     // The password is never printed.
     expect(status.stdout).not.toContain('reads@');
     // And it cannot write: not a line, not a lease; nor read the repository's key.
-    const raw = new pg.Client({ connectionString: reader });
-    await raw.connect();
-    try {
-      for (const sql of [
-        `insert into tron_events (repository, run, seq, generation, line) values ('read-only', 'x', 1, 1, '{}')`,
-        `update tron_lease set generation = 99`,
-        // Nor learn the key the engines sign the lines with.
-        'select key from tron_keys',
-      ]) {
-        const code = await raw.query(sql).then(
-          () => undefined,
-          (err: { code?: string }) => err.code,
-        );
-        expect(code, sql).toBe('42501');
-      }
-    } finally {
-      await raw.end();
+    const raw = await hosts.connect(reader);
+    for (const sql of [
+      `insert into tron_events (repository, run, seq, generation, line) values ('read-only', 'x', 1, 1, '{}')`,
+      `update tron_lease set generation = 99`,
+      // Nor learn the key the engines sign the lines with.
+      'select key from tron_keys',
+    ]) {
+      const code = await raw.query(sql).then(
+        () => undefined,
+        (err: { code?: string }) => err.code,
+      );
+      expect(code, sql).toBe('42501');
     }
   }, 120_000);
   /** A crash project whose log is in the cluster's database under `repository`, with a short lease. */
-  async function clusterCrashProject(repository: string): Promise<TestRepo> {
-    const repo = hosts.adopt(await crashProject());
-    const config = readFileSync(join(repo.dir, '.tron', 'config.toml'), 'utf8');
-    await repo.write(
-      '.tron/config.toml',
-      `${config}\n[cluster]\ndatabase = "${cluster.url}"\nrepository = "${repository}"\nlease = "1s"\n`,
-    );
-    await repo.git('commit', '-qam', 'The log in the database');
-    return repo;
-  }
+  const clusterCrashProject = (repository: string): Promise<TestRepo> =>
+    hosts.crashProject({ database: cluster.url, repository, lease: '1s' });
 
   /** Every line of the repository's runs in the table, oldest run first. */
   async function tableRuns(db: pg.Client, repository: string): Promise<{ type: string; seq: number; sha?: string }[][]> {

@@ -4,14 +4,11 @@
  * all, a second engine is refused while the lease is live, and a standby takes over from
  * an engine killed mid-run and lands everything exactly once.
  */
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { configFile, landingSim, makeProject } from '../testing/project.ts';
-import { crashProject } from '../testing/crash.ts';
-import { approvingWorkers, builderPrelude, writeBuilder } from '../testing/workers.ts';
-import { clusterHosts, landedOnce } from '../testing/cluster-hosts.ts';
+import { clusterHosts, landedOnce, untilLine } from '../testing/cluster-hosts.ts';
 import { skipWithoutPostgres, useTestDatabase } from '../testing/postgres.ts';
 import { acquireLease } from '../log/lease.ts';
 import { latestPgRun, openDatabase, readPgRun, runLines } from '../log/pg-log.ts';
@@ -135,11 +132,7 @@ describe.skipIf(NO_DATABASE)('tron start with [cluster] database', () => {
 
   it('has a standby take over from an engine killed mid-run, resume through recovery, and land each block once', async () => {
     // Workers whose every step is idempotent, so a re-dispatched turn does the right thing (engine/testing/crash.ts).
-    const repo = await crashProject();
-    hosts.adopt(repo);
-    const config = readFileSync(join(repo.dir, '.tron', 'config.toml'), 'utf8');
-    await repo.write('.tron/config.toml', `${config}\n[cluster]\ndatabase = "${server.url}"\nrepository = "takeover"\nlease = "1s"\n`);
-    await repo.git('commit', '-qam', 'The log in the database');
+    const repo = await hosts.crashProject({ database: server.url, repository: 'takeover', lease: '1s' });
     // The leader dies abruptly (SIGKILL) right after its 12th line: its lease is no longer renewed.
     const leader = await cli(['start', '--repo', repo.dir, '--plain'], { TRON_CRASH_AFTER_EVENT: '12' });
     expect(leader.signal).toBe('SIGKILL');
@@ -170,36 +163,12 @@ describe.skipIf(NO_DATABASE)('tron start with [cluster] database', () => {
 
   it('stops an engine whose lease was taken over: the database refuses its next line, and it exits naming TRON_LEASE_LOST', async () => {
     // A builder that holds its turn until the test lets it go: the steal happens while the engine waits on it.
-    const dir = mkdtempSync(join(tmpdir(), 'tron-cluster-workers-'));
-    const go = join(dir, 'go');
-    const builder = writeBuilder(
-      dir,
-      `${builderPrelude('the file')}while [ ! -e "${go}" ]; do sleep 0.05; done
-echo "$TRON_BLOCK" > "$TRON_BLOCK.txt" && git add -A && git commit -qm "Build $TRON_BLOCK" >/dev/null 2>&1
-echo ">>DONE"
-`,
-    );
-    const repo = await makeProject({
-      blocks: { alpha: {} },
-      config: configFile({
-        workers: approvingWorkers(builder),
-        // Unsandboxed, so the builder sees the file the test lets it go with.
-        extra: `\n[sandbox]\nmode = "off"\n\n[cluster]\ndatabase = "${server.url}"\nrepository = "stolen"\nlease = "30s"\n`,
-      }),
-    });
-    hosts.adopt(repo);
+    const { repo, go } = await hosts.heldProject({ database: server.url, repository: 'stolen', lease: '30s' });
     const db = await openDatabase(server.url);
     try {
       const engine = cli(['start', '--repo', repo.dir, '--plain']);
       // Wait on the log: the builder's process is up.
-      for (;;) {
-        const { rows } = await db.client.query(
-          `select 1 from tron_events where repository = 'stolen' and line like '%"type":"worker.spawned"%'`,
-        );
-        if (rows.length > 0) break;
-        if (engine.exitCode !== null) throw new Error(`the engine ended early: ${(await engine).stdout}`);
-        await new Promise((r) => setTimeout(r, 50));
-      }
+      await untilLine(db.client, { type: 'worker.spawned' }, { repository: 'stolen', engine });
       // Another engine takes the lease over (as after a lapse): generation 2.
       await db.client.query(`update tron_lease set expires_at = now() where repository = 'stolen'`);
       const thief = await acquireLease(db, { repository: 'stolen', periodMs: 60_000, holder: 'thief pid 1' });
@@ -217,7 +186,6 @@ echo ">>DONE"
       await thief.release();
     } finally {
       await db.end();
-      rmSync(dir, { recursive: true, force: true });
     }
   }, 120_000);
 

@@ -15,7 +15,7 @@ import { readLog } from '../log/eventlog.ts';
 import { keyPath } from '../log/keys.ts';
 import { clusterHosts } from '../testing/cluster-hosts.ts';
 import { skipWithoutPostgres, useTestDatabase } from '../testing/postgres.ts';
-import { type RemoteProject, remoteProject } from '../testing/remote-project.ts';
+import type { RemoteProject } from '../testing/remote-project.ts';
 import { GIT_IDENTITY_ENV } from '../testing/repo.ts';
 import { writeBuilder } from '../testing/workers.ts';
 
@@ -23,27 +23,18 @@ const IDS = ['alpha', 'beta', 'gamma'];
 
 describe.skipIf(skipWithoutPostgres('an engine in a clone of its own'))('an engine in a clone of its own', () => {
   const db = useTestDatabase();
-  const projects: RemoteProject[] = [];
   const hosts = clusterHosts();
-  afterEach(async () => {
-    await hosts.end();
-    for (const p of projects.splice(0)) await p.cleanup();
-  });
+  afterEach(() => hosts.end());
 
   /** The crash project on a served remote, its log in the database under `repository`, and a second clone of the remote made now. */
   async function twoHosts(repository: string, settings: { remote?: string; reviewer?: string } = {}) {
-    const p = await remoteProject();
-    projects.push(p);
-    const file = join(p.repo.dir, '.tron', 'config.toml');
-    let config = await p.repo.read('.tron/config.toml');
-    if (settings.remote) config = config.replace('[remote]\n', `[remote]\n${settings.remote}\n`);
-    if (settings.reviewer) config = config.replace(/(\[workers\.reviewer\][^[]*command = ).*\n/, `$1["${settings.reviewer}"]\n`);
-    writeFileSync(file, `${config}\n[cluster]\ndatabase = "${db.url}"\nrepository = "${repository}"\nlease = "1s"\n`);
-    await p.repo.commitAll('tron: the cluster');
-    await p.repo.git('push', '-q', 'origin', 'main');
-    const second = join(hosts.folder('tron-second-host-'), 'repo');
+    const p = await hosts.servedProject({ database: db.url, repository, lease: '1s' }, (config) => {
+      if (settings.remote) config = config.replace('[remote]\n', `[remote]\n${settings.remote}\n`);
+      if (settings.reviewer) config = config.replace(/(\[workers\.reviewer\][^[]*command = ).*\n/, `$1["${settings.reviewer}"]\n`);
+      return config;
+    });
+    const second = await hosts.cloneOf(p.repo, 'repo');
     const env = { ...GIT_IDENTITY_ENV, ...p.env, TRON_DATABASE_URL: '' };
-    await execa('git', ['clone', '-q', p.served.url, second], { env });
     const start = (dir: string, ...extra: string[]) => hosts.cli(['start', '--repo', dir, '--plain', ...extra], { env: p.env });
     const git = async (dir: string, ...args: string[]) => (await execa('git', args, { cwd: dir, env })).stdout.trim();
     return { p, second, start, git };

@@ -1,11 +1,12 @@
 /**
- * What the cluster's end-to-end files share (engine/commands/cluster*.e2e.test.ts): `tron`
- * run as a host runs it, connections to the database, projects whose log is in it — one
- * whose builder holds its first turn until the test lets it go, or one the sim lands at
- * once —, clones of a project's remote as on other hosts, and the waits and checks they
- * make on the table and on trunk. One `clusterHosts()` per describe, its `end()` in the
- * afterEach: it kills every `tron` it started that still runs, closes every connection and
- * removes every project and folder.
+ * What the cluster's end-to-end files share (engine/commands/cluster*.e2e.test.ts, and the
+ * agents', the standby host's and the nemesis's): `tron` run as a host runs it,
+ * connections to the database, projects whose log is in it — one whose builder holds its
+ * first turn until the test lets it go, one the sim lands at once, the crash project, or
+ * the crash project on a served remote —, clones of a project's remote as on other hosts,
+ * and the waits and checks they make on the table and on trunk. One `clusterHosts()` per
+ * describe, its `end()` in the afterEach: it kills every `tron` it started that still
+ * runs, closes every connection and removes every project and folder.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -13,8 +14,9 @@ import { join } from 'node:path';
 import { execa } from 'execa';
 import pg from 'pg';
 import { expect } from 'vitest';
-import { BIN } from './crash.ts';
+import { BIN, crashProject } from './crash.ts';
 import { type BlockSpec, configFile, landingSim, makeProject } from './project.ts';
+import { type RemoteProject, remoteProject } from './remote-project.ts';
 import { GIT_IDENTITY_ENV, type TestRepo, type TestTree, testGit } from './repo.ts';
 import { approvingWorkers, slowBuilder } from './workers.ts';
 
@@ -71,7 +73,7 @@ export interface ClusterHosts {
   /** `path` removed by `end`, as a folder of the test's own. */
   removeAtEnd(path: string): void;
   /** A project made elsewhere, cleaned up by `end`. */
-  adopt<R extends TestRepo>(repo: R): R;
+  adopt<R extends Cleaned>(repo: R): R;
   /**
    * A project of one block, alpha, whose builder holds its first turn until the file `go`
    * exists; with `remote`, a bare remote beside it as `origin` (what `cloneOf` clones).
@@ -79,23 +81,44 @@ export interface ClusterHosts {
   heldProject(c: Clustered & { remote?: boolean }): Promise<{ repo: TestRepo; go: string }>;
   /** A project of `ids` that the sim lands at once, each as a commit named by its id. */
   landingProject(c: Clustered, ids: readonly string[], blocks?: Record<string, BlockSpec>): Promise<TestRepo>;
+  /** The crash project (crash.ts: workers whose every step is idempotent), its log put in the database, committed. */
+  crashProject(c: Omit<Clustered, 'extra'>): Promise<TestRepo>;
+  /**
+   * The crash project on a served remote (remote-project.ts), its config changed by `edit`
+   * and its log put in the database, committed and pushed to the remote's trunk.
+   */
+  servedProject(c: Omit<Clustered, 'extra'>, edit?: (config: string) => string): Promise<RemoteProject>;
   /** A clone of `repo`'s `origin`, in a folder of its own named `name` (another host's). */
   cloneOf(repo: TestRepo, name?: string): Promise<string>;
   /** Ends and removes everything the above made. */
   end(): Promise<void>;
 }
 
+/** Something the test made that `end` removes. */
+type Cleaned = { cleanup(): Promise<void> };
+
 /** The config lines that put a project's log in the database. */
 export function clusterLines(c: Clustered): string {
+  return `${c.extra ?? ''}\n[sandbox]\nmode = "off"\n\n${clusterTable(c)}`;
+}
+
+/** The `[cluster]` table alone, for a project whose config has its `[sandbox]` already. */
+function clusterTable(c: Omit<Clustered, 'extra'>): string {
   const named = c.repository === undefined ? '' : `repository = "${c.repository}"\n`;
   const lease = c.lease === undefined ? '' : `lease = "${c.lease}"\n`;
-  return `${c.extra ?? ''}\n[sandbox]\nmode = "off"\n\n[cluster]\ndatabase = "${c.database}"\n${named}${lease}${c.clusterExtra ?? ''}`;
+  return `[cluster]\ndatabase = "${c.database}"\n${named}${lease}${c.clusterExtra ?? ''}`;
+}
+
+/** Puts a made project's log in the database: its config, changed by `edit`, gains the [cluster] table, committed. */
+async function logInDatabase(repo: TestRepo, c: Omit<Clustered, 'extra'>, edit = (config: string) => config): Promise<void> {
+  await repo.write('.tron/config.toml', `${edit(await repo.read('.tron/config.toml'))}\n${clusterTable(c)}`);
+  await repo.commitAll('tron: the log in the database');
 }
 
 export function clusterHosts(): ClusterHosts {
   const children: TronRun[] = [];
   const clients: pg.Client[] = [];
-  const repos: TestRepo[] = [];
+  const repos: Cleaned[] = [];
   const dirs: string[] = [];
   const output = new WeakMap<TronRun, () => string>();
   const folder = (prefix: string) => {
@@ -161,6 +184,19 @@ export function clusterHosts(): ClusterHosts {
       });
       repos.push(repo);
       return repo;
+    },
+    async crashProject(c) {
+      const repo = await crashProject();
+      repos.push(repo);
+      await logInDatabase(repo, c);
+      return repo;
+    },
+    async servedProject(c, edit) {
+      const p = await remoteProject();
+      repos.push(p);
+      await logInDatabase(p.repo, c, edit);
+      await p.repo.git('push', '-q', 'origin', 'main');
+      return p;
     },
     async cloneOf(repo, name = 'clone') {
       const dir = join(folder('tron-cluster-host-'), name);

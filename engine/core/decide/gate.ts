@@ -9,7 +9,7 @@ import { deriveFacts, evidenceProblem, type Expected } from '../facts.ts';
 import type { BlockState } from '../state.ts';
 import { dispatch, type Step } from './step.ts';
 import { escalate } from './escalate.ts';
-import { trunkTouched } from '../lane/lane.ts';
+import { pageAndPark } from '../lane/lane.ts';
 
 /** What the facts of block `b` are measured against: the engine's own record, never the worker's word. */
 function expectations(step: Step, b: BlockState): Expected {
@@ -39,7 +39,7 @@ export function onFacts(step: Step, e: BodyOf<'facts.observed'>): void {
   const failed = facts.filter((f) => !f.ok);
   if (failed.some((f) => f.name === 'trunk_untouched')) {
     step.emit({ type: 'gate.failed', block: b.id, sha: e.head, purpose: e.purpose, facts });
-    trunkTouched(step, b.id, e.trunk_sha, failed.find((f) => f.name === 'trunk_untouched')!.evidence);
+    pageAndPark(step, b.id, 'trunk_touched', failed.find((f) => f.name === 'trunk_untouched')!.evidence, e.trunk_sha);
     return;
   }
   const engineFiles = failed.find((f) => f.name === 'engine_files_untouched');

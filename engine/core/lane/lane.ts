@@ -79,10 +79,17 @@ function unapproved(stack: Stack): readonly { block: string; sha: string }[] {
   return stack.entries.length === 0 ? awaiting : awaiting.filter((a) => stack.entries.some((x) => x.block === a.block));
 }
 
-/** A block of the stack abandoned since it was stacked (withdrawn on the forge): the stack cannot land with it. */
-function abandonedIn(step: Step, stack: Stack): string | undefined {
+/**
+ * Why the stack cannot land, if it cannot: a block of it abandoned since it was stacked
+ * (withdrawn on the forge), or one stacked before its verdict and no longer being judged
+ * at the sha stacked.
+ */
+function givenUp(step: Step, stack: Stack): string | undefined {
   const blocks = stack.entries.length > 0 ? stack.entries.map((x) => x.block) : stack.asked;
-  return blocks.find((id) => step.block(id).phase === 'abandoned');
+  const abandoned = blocks.find((id) => step.block(id).phase === 'abandoned');
+  if (abandoned) return `${abandoned} was abandoned; the stack was given up`;
+  const gone = unapproved(stack).find((a) => judgedAt(step.block(a.block)) !== a.sha);
+  return gone && `${gone.block} was stacked before its verdict and not approved at ${gone.sha.slice(0, 12)}; the stack was given up`;
 }
 
 /**
@@ -99,19 +106,12 @@ function abandonedIn(step: Step, stack: Stack): string | undefined {
 export function settleStack(step: Step): void {
   const stack = step.s.lane.stack;
   if (stack?.step.at !== 'judging') return;
-  const abandoned = abandonedIn(step, stack);
-  if (abandoned) {
-    close(step, `${abandoned} was abandoned; the stack was given up`);
+  const reason = givenUp(step, stack);
+  if (reason) {
+    close(step, reason);
     return;
   }
-  if (!stack.awaiting) return;
-  const awaiting = unapproved(stack);
-  const gone = awaiting.find((a) => judgedAt(step.block(a.block)) !== a.sha);
-  if (gone) {
-    close(step, `${gone.block} was stacked before its verdict and not approved at ${gone.sha.slice(0, 12)}; the stack was given up`);
-    return;
-  }
-  if (awaiting.length > 0 || stack.entries.length === 0) return;
+  if (!stack.awaiting || unapproved(stack).length > 0 || stack.entries.length === 0) return;
   if (stack.green === stack.entries.length || stack.red) judge(step, stack);
   else testOrLand(step, stack);
 }
@@ -143,18 +143,16 @@ export function onRebased(step: Step, e: BodyOf<'rebase.done'>): void {
   if (stack?.id !== e.stack || arrivedAt(step, e.stack) !== 'rebasing') return;
   if (e.trunk_sha !== stack.trunk) {
     const detail = `trunk moved from ${stack.trunk} to ${e.trunk_sha} by someone other than the engine`;
-    trunkTouched(step, stack.asked[0]!, e.trunk_sha, detail);
+    pageAndPark(step, stack.asked[0]!, 'trunk_touched', detail, e.trunk_sha);
     close(step, `${detail}; the stack was given up`);
     return;
   }
   const awaited = new Set((stack.awaiting ?? []).map((a) => a.block));
   for (const r of e.results) {
-    if (r.outcome === 'fast_forward' || r.outcome === 'clean') continue;
-    // Not yet approved: left out of this stack, it meets trunk's change once it is (the next stack).
-    if (awaited.has(r.block)) continue;
-    // Only a block replayed straight onto trunk meets trunk alone; one that clashed with a
-    // block below it in the stack waits for the next stack, where it is at the bottom.
-    if (r.onto !== stack.trunk) continue;
+    // A block not yet approved meets trunk's change once it is, in the next stack. Only a block
+    // replayed straight onto trunk meets trunk alone; one that clashed with a block below it
+    // in the stack waits for the next stack, where it is at the bottom.
+    if (r.outcome === 'fast_forward' || r.outcome === 'clean' || awaited.has(r.block) || r.onto !== stack.trunk) continue;
     if (r.outcome === 'changed') {
       step.move(r.block, 'patch.changed');
       dispatch(step, r.block, 'review', r.sha);
@@ -162,18 +160,15 @@ export function onRebased(step: Step, e: BodyOf<'rebase.done'>): void {
       conflicted(step, r.block, r.files ?? []);
     }
   }
-  const entries = step.s.lane.stack!.entries;
-  if (entries.length === 0) {
+  const now = step.s.lane.stack!;
+  if (now.entries.length === 0) {
     close(step, 'no block of the stack replayed cleanly onto trunk');
     return;
   }
-  const top = entries.at(-1)!;
-  const awaiting = unapproved(step.s.lane.stack!);
-  // A block abandoned meanwhile, or stacked before its verdict and no longer awaiting it at that sha: settleStack gives the stack up.
-  if (abandonedIn(step, stack) || awaiting.some((a) => judgedAt(step.block(a.block)) !== a.sha)) return;
-  // A lone block on trunk as it is, still judged: its gate's run will be the test once it is approved (settleStack).
-  if (entries.length === 1 && awaiting.some((a) => a.sha === top.sha)) return;
-  testOrLand(step, step.s.lane.stack!);
+  // A stack that cannot land: settleStack gives it up. A lone block on trunk as it is, still
+  // judged: its gate's run will be the test once it is approved (settleStack).
+  if (givenUp(step, now) || (now.entries.length === 1 && unapproved(now).some((a) => a.sha === now.entries[0]!.sha))) return;
+  testOrLand(step, now);
 }
 
 /** A rebase onto trunk that conflicts: the builder's own session brings the branch up to date, within the merge budget. */
@@ -191,8 +186,8 @@ export function onCandidateTested(step: Step, e: BodyOf<'candidate.tested'>): vo
   const stack = step.s.lane.stack;
   // A test nobody awaits (the fold left it out: another sha, or the stack at another step): nothing to decide.
   if (stack?.id !== e.stack || arrivedAt(step, e.stack) !== 'testing' || stack.step.at !== 'judging') return;
-  // Blocks stacked before their verdict: the result waits for them; a block abandoned meanwhile: given up (settleStack).
-  if (unapproved(stack).length > 0 || abandonedIn(step, stack)) return;
+  // Blocks stacked before their verdict: the result waits for them; a stack that cannot land: given up (settleStack).
+  if (unapproved(stack).length > 0 || givenUp(step, stack)) return;
   judge(step, stack);
 }
 
@@ -232,35 +227,30 @@ function land(step: Step, stack: Stack, n: number, tested: 'lane' | 'gate'): voi
   step.emit({ type: 'land.intent', stack: stack.id, sha: blocks.at(-1)!.sha, from: step.s.trunkSha!, blocks, tested });
 }
 
-/** The first block whose addition turned the stack red goes back to build with the failing output, within its build budget. */
+/** The first block whose addition turned the stack red goes back to build with the failing output. */
 function culprit(step: Step, stack: Stack, red: number): void {
   const entry = stack.entries[red - 1]!;
   const run = stack.red!.run;
-  const below =
-    red > 1
-      ? ` on top of ${stack.entries
-          .slice(0, red - 1)
-          .map((x) => x.block)
-          .join(', ')}`
-      : '';
-  const where = `with your change rebased onto trunk ${stack.trunk.slice(0, 12)}${below} (${entry.sha.slice(0, 12)}, a clean checkout)`;
+  const below = stack.entries.slice(0, red - 1).map((x) => x.block);
+  const onTop = below.length > 0 ? ` on top of ${below.join(', ')}` : '';
+  const where = `with your change rebased onto trunk ${stack.trunk.slice(0, 12)}${onTop} (${entry.sha.slice(0, 12)}, a clean checkout)`;
   const setupFailed = run.setup !== undefined && (run.setup.exit !== 0 || run.setup.timed_out);
   const out = setupFailed ? run.setup! : run.tests!;
-  const fact: Fact = {
-    name: setupFailed ? 'setup' : 'tests',
-    ok: false,
-    evidence: out.timed_out
-      ? `${setupFailed ? 'setup' : 'the test command'} timed out ${where} (output: ${out.log}); ${runOutput(out)}`
-      : `${setupFailed ? 'setup' : 'the test command'} exited ${out.exit} ${where}; ${runOutput(out)}`,
-  };
-  step.emit({ type: 'gate.failed', block: entry.block, sha: entry.sha, purpose: 'lane', facts: [fact] });
-  const b = step.block(entry.block);
+  const how = out.timed_out ? `timed out ${where} (output: ${out.log})` : `exited ${out.exit} ${where}`;
+  const evidence = `${setupFailed ? 'setup' : 'the test command'} ${how}; ${runOutput(out)}`;
+  backToBuild(step, entry.block, entry.sha, { name: setupFailed ? 'setup' : 'tests', ok: false, evidence });
+}
+
+/** A block of the stack fails in the lane (its tests, a person's or a hosted check's word): back to build, within its build budget. */
+export function backToBuild(step: Step, id: string, sha: string, fact: Fact): void {
+  step.emit({ type: 'gate.failed', block: id, sha, purpose: 'lane', facts: [fact] });
+  const b = step.block(id);
   if (b.rounds.build >= step.budget('build')) {
-    escalate(step, b.id, 'gate_budget', `the gate failed ${b.rounds.build} times:\n${b.feedback}`);
+    escalate(step, id, 'gate_budget', `the gate failed ${b.rounds.build} times:\n${b.feedback}`);
     return;
   }
-  step.move(b.id, 'culprit');
-  dispatch(step, b.id, 'build');
+  step.move(id, 'culprit');
+  dispatch(step, id, 'build');
 }
 
 export function onLanded(step: Step, e: BodyOf<'block.landed'>): void {
@@ -279,7 +269,7 @@ export function onLanded(step: Step, e: BodyOf<'block.landed'>): void {
 export function onLandRefused(step: Step, e: BodyOf<'land.refused'>): void {
   const at = arrivedAt(step, e.stack);
   if (at !== 'landing' && at !== 'rebasing') return;
-  trunkTouched(step, e.blocks[0]!, e.actual, `the ref transaction was refused: ${e.detail}`);
+  pageAndPark(step, e.blocks[0]!, 'trunk_touched', `the ref transaction was refused: ${e.detail}`, e.actual);
   close(step, `the ref transaction was refused: ${e.detail}`);
 }
 
@@ -305,14 +295,14 @@ export function onTrunkTested(step: Step, e: BodyOf<'trunk.tested'>): void {
   });
 }
 
-export function trunkTouched(step: Step, id: string, actual: string | null, detail: string): void {
-  step.emit({
-    type: 'escalation.raised',
-    block: id,
-    trouble: 'trunk_touched',
-    handler: 'operator',
-    detail,
-    ...(actual ? { sha: actual } : {}),
-  });
+/** Pages the operator about block `id` (trunk moved under the engine, or the remote refused a landing) and parks it. */
+export function pageAndPark(
+  step: Step,
+  id: string,
+  trouble: 'trunk_touched' | 'remote_refused',
+  detail: string,
+  sha?: string | null,
+): void {
+  step.emit({ type: 'escalation.raised', block: id, trouble, handler: 'operator', detail, ...(sha ? { sha } : {}) });
   step.emit({ type: 'block.parked', block: id, reason: detail });
 }

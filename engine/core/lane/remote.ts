@@ -16,7 +16,7 @@
  */
 import type { BodyOf } from '../events.ts';
 import type { Step } from '../decide/step.ts';
-import { arrivedAt, close } from './lane.ts';
+import { arrivedAt, close, pageAndPark } from './lane.ts';
 
 export function onRemoteMoved(step: Step, e: BodyOf<'remote.moved'>): void {
   if (arrivedAt(step, e.stack) !== 'landing') return;
@@ -36,8 +36,7 @@ export function onRemoteFailed(step: Step, e: BodyOf<'remote.failed'>): void {
   const id = landing[0] ?? stack.asked[0]!;
   const tries = e.kind === 'transient' ? ` (after ${e.attempt} tries)` : '';
   const detail = `${e.code}: the remote refused the landing of ${landing.join(', ')}${tries} (${e.reason}); it said:\n${e.message}`;
-  step.emit({ type: 'escalation.raised', block: id, trouble: 'remote_refused', handler: 'operator', detail });
-  step.emit({ type: 'block.parked', block: id, reason: detail });
+  pageAndPark(step, id, 'remote_refused', detail);
   close(step, `the remote refused the landing (${e.code}); nothing landed`);
 }
 
@@ -45,16 +44,9 @@ export function onRemoteFailed(step: Step, e: BodyOf<'remote.failed'>): void {
 export function onRemoteWaited(step: Step, e: BodyOf<'remote.waited'>): void {
   const stack = step.s.lane.stack;
   if (stack?.id !== e.stack || stack.step.at !== 'landing') return;
-  const landing = stack.step;
-  const blocks = stack.entries.slice(0, landing.blocks.length);
-  step.emit({
-    type: 'land.intent',
-    stack: stack.id,
-    sha: landing.queuedTop ?? blocks.at(-1)!.sha,
-    from: step.s.trunkSha!,
-    blocks,
-    attempt: e.attempt + 1,
-    tested: landing.tested,
-    ...(landing.queuedTop !== undefined && { queued: true }),
-  });
+  const { queuedTop, tested } = stack.step;
+  const blocks = stack.entries.slice(0, stack.step.blocks.length);
+  const sha = queuedTop ?? blocks.at(-1)!.sha;
+  const queued = queuedTop !== undefined && { queued: true };
+  step.emit({ type: 'land.intent', stack: stack.id, sha, from: step.s.trunkSha!, blocks, attempt: e.attempt + 1, tested, ...queued });
 }

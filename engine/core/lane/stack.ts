@@ -5,11 +5,7 @@
  */
 import type { EventOf } from '../events.ts';
 
-/**
- * The merge lane. Approved blocks queue; when the lane is free the first `batch` of them
- * become a stack on trunk, which is rebased, tested at its top (bisected when red) and
- * landed in one ref transaction. One stack at a time.
- */
+/** The merge lane: approved blocks queue, and the first `batch` of them become its one stack in flight (lane.ts). */
 export interface Lane {
   /** The most blocks in one stack ([merge] batch). */
   batch: number;
@@ -52,16 +48,11 @@ export interface Stack {
   green: number;
   /** The shortest prefix known red, and its run: what the culprit is told. */
   red?: { n: number; run: EventOf<'candidate.tested'> };
-  /** The one step the stack is in; which inputs each step takes is the table in core/lane/lane-steps.test.ts. */
+  /** The one step the stack is in. */
   step: StackStep;
 }
 
-/**
- * Where a stack is on its way to trunk. A stack is formed `rebasing`; then it is `judging`
- * between its effects (the lane decides: test, bisect, land, or give up — or waits for the
- * verdicts of blocks stacked before them), `testing` while a test run of a sha is awaited,
- * on to the `forge` in PR mode, and `landing` until every block of the landing is on trunk.
- */
+/** Where a stack is on its way to trunk: formed `rebasing`, `judging` between its effects, to `landing` by way of the forge in PR mode. */
 export type StackStep =
   /** Its blocks replay onto trunk: lane.stacked → rebase.done. */
   | { at: 'rebasing' }

@@ -366,6 +366,26 @@ export const PROBLEMS = {
     summary: 'PR mode: a required check never reported on the sha tron would land, through every ask of `[forge] retries`; nothing landed.',
     fix: 'Make the check run on pull requests from `tron/*` branches (or correct `[forge] required_checks`), then answer the page.',
   },
+  TRON_LINEAR_CONFIG: {
+    area: 'forge',
+    kind: 'input',
+    summary:
+      '`[intake]` with `source = "linear"` names no team, or not by its key; or a key only Linear\'s intake reads (`team`, `state`, `token_env`, `api_url`, …) is set without it.',
+    fix: 'Give the team by the key its issue ids start with (`team = "ENG"` for ENG-12), or set `source = "linear"`; docs/forge.md#linear.',
+  },
+  TRON_LINEAR_TOKEN: {
+    area: 'forge',
+    kind: 'input',
+    summary: '`[intake] source = "linear"` is set, but the variable `token_env` names (default LINEAR_API_KEY) is unset or empty.',
+    fix: 'Create a personal API key in Linear (Settings → Security & access) and `export LINEAR_API_KEY=…` in the shell that runs `tron start`.',
+  },
+  TRON_LINEAR_TEAM: {
+    area: 'forge',
+    kind: 'input',
+    summary:
+      'Linear has no team with the key `[intake] team` names that the API key can see, or the team has no workflow state of type "completed" to move a landed issue to.',
+    fix: "Check the key (Settings → Teams shows each team's) and that the API key's user is a member of the team; give the team a Done state.",
+  },
   TRON_FORGE_UNREACHABLE: {
     area: 'forge',
     kind: 'fault',

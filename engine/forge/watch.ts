@@ -20,11 +20,11 @@
 import type { EventBody, TronEvent } from '../core/events.ts';
 import type { Block } from '../project/register.ts';
 import { checkRegister } from '../project/register.ts';
-import { type Forge, ForgeError, isOwnComment } from './forge.ts';
+import { ForgeError, type IssueTracker, isOwnComment } from './forge.ts';
 import { type Intake, takeIssuesIn } from './sync.ts';
 
 export interface IssuePollerOptions {
-  forge: Forge;
+  forge: IssueTracker;
   label: string;
   intervalMs: number;
   /** The list's ETag from the start's intake. */

@@ -13,18 +13,11 @@ import { replay } from '../core/replay.ts';
 import { ctx } from '../testing/driver.ts';
 import { type LinearProject, linearProject } from '../testing/linear/project.ts';
 import { ofType, runTron } from '../testing/project.ts';
+import { greetingBuilder } from '../testing/workers.ts';
 
 async function intakeProject(intake?: string): Promise<LinearProject> {
   const p = await linearProject({
-    builder: (out) => `#!/bin/sh
-prompt=$(cat)
-case "$prompt" in
-  *"# Evidence for block"*) echo '>>CONFIRMED {"evidence":{"c1":"greeting.txt says hello"}}'; exit 0 ;;
-esac
-env > "${out}/builder-$TRON_BLOCK.env"
-echo hello > greeting.txt; git add -A; git commit -qm "$TRON_BLOCK"
-echo ">>DONE"
-`,
+    builder: greetingBuilder,
     ...(intake && { intake }),
   });
   onTestFinished(() => p.cleanup());

@@ -8,7 +8,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { configFile, project } from '../project.ts';
-import { type BareRemote, makeBareRemote, type ServedRemote, serveDaemon } from '../remote-server.ts';
+import { type BareRemote, makeBareRemote, type ServedRemote, serveDaemon, publishTo } from '../remote-server.ts';
 import type { TestRepo } from '../repo.ts';
 import { approvingWorkers, writeBuilder } from '../workers.ts';
 import { type LinearServer, startLinearServer } from './server.ts';
@@ -46,9 +46,7 @@ export async function linearProject(opts: {
     const builder = writeBuilder(out, opts.builder(out));
     const workers = approvingWorkers(builder).replace(`command = ["${builder}"]\n`, (line) => `${line}env = ["LINEAR_*"]\n`);
     const repo = await project({ blocks: {}, config: configFile({ workers, extra }) });
-    await repo.git('push', '-q', bare.dir, 'main');
-    await repo.git('remote', 'add', 'origin', served.url);
-    await repo.git('fetch', '-q', 'origin');
+    await publishTo(repo, bare, served);
     return {
       repo,
       bare,

@@ -43,9 +43,11 @@ export interface LinearIssue {
   comments: LinearComment[];
 }
 
-/** One request as the server saw it: its operation, and whether it validated. */
+/** One request as the server saw it: its operation and kind, and whether it validated. */
 export interface Seen {
   operation: string;
+  /** A query reads, a mutation writes (unknown: it did not parse). */
+  kind?: 'query' | 'mutation' | 'subscription';
   valid: boolean;
   status: number;
 }
@@ -119,7 +121,7 @@ function passes(issue: LinearIssue, team: string, f: Filter): boolean {
   });
 }
 
-export async function startLinearServer(opts: { team?: string } = {}): Promise<LinearServer> {
+export async function startLinearServer(opts: { team?: string; onServed?: (seen: Seen) => void } = {}): Promise<LinearServer> {
   const schema = linearSchema();
   const key = `lin_api_${randomUUID().replace(/-/g, '')}`;
   const team = { id: randomUUID(), key: opts.team ?? 'ENG', name: 'Engineering' };
@@ -128,6 +130,10 @@ export async function startLinearServer(opts: { team?: string } = {}): Promise<L
   const issues: LinearIssue[] = [];
   const seen: Seen[] = [];
   const invalid: LinearServer['invalid'] = [];
+  const record = (one: Seen) => {
+    seen.push(one);
+    opts.onServed?.(one);
+  };
   let limited = { n: 0, resetMs: 0 };
   let port = 0;
   const urlOf = (i: LinearIssue) => `http://127.0.0.1:${port}/acme/issue/${i.identifier}`;
@@ -218,23 +224,24 @@ export async function startLinearServer(opts: { team?: string } = {}): Promise<L
       document = parse(query);
     } catch (err) {
       invalid.push({ query, errors: [(err as Error).message] });
-      seen.push({ operation: operationName ?? '?', valid: false, status: 400 });
+      record({ operation: operationName ?? '?', valid: false, status: 400 });
       return answer(res, 400, {
         errors: [{ message: (err as Error).message, extensions: { type: 'graphql error', code: 'GRAPHQL_PARSE_FAILED' } }],
       });
     }
     const op = document.definitions.find((d) => d.kind === 'OperationDefinition');
-    const operation = operationName ?? (op && 'name' in op ? op.name?.value : undefined) ?? '?';
+    const operation = operationName ?? op?.name?.value ?? '?';
+    const kind = op?.operation;
     const errors = validate(schema, document);
     if (errors.length > 0) {
       invalid.push({ query, errors: errors.map((e) => e.message) });
-      seen.push({ operation, valid: false, status: 400 });
+      record({ operation, ...(kind && { kind }), valid: false, status: 400 });
       return answer(res, 400, {
         errors: errors.map((e) => ({ message: e.message, extensions: { type: 'graphql error', code: 'GRAPHQL_VALIDATION_FAILED' } })),
       });
     }
     if (req.headers.authorization !== key) {
-      seen.push({ operation, valid: true, status: 400 });
+      record({ operation, ...(kind && { kind }), valid: true, status: 400 });
       return answer(res, 400, {
         errors: [
           {
@@ -246,7 +253,7 @@ export async function startLinearServer(opts: { team?: string } = {}): Promise<L
     }
     if (limited.n > 0) {
       limited.n--;
-      seen.push({ operation, valid: true, status: 400 });
+      record({ operation, ...(kind && { kind }), valid: true, status: 400 });
       return answer(
         res,
         400,
@@ -256,7 +263,7 @@ export async function startLinearServer(opts: { team?: string } = {}): Promise<L
     }
     const result = await execute({ schema, document, rootValue: root, variableValues: variables ?? {} });
     const status = result.errors ? 400 : 200;
-    seen.push({ operation, valid: true, status });
+    record({ operation, ...(kind && { kind }), valid: true, status });
     answer(res, status, {
       ...(result.data && { data: result.data }),
       ...(result.errors && {

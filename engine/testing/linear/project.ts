@@ -11,7 +11,7 @@ import { configFile, project } from '../project.ts';
 import { type BareRemote, makeBareRemote, type ServedRemote, serveDaemon, publishTo } from '../remote-server.ts';
 import type { TestRepo } from '../repo.ts';
 import { approvingWorkers, writeBuilder } from '../workers.ts';
-import { type LinearServer, startLinearServer } from './server.ts';
+import { type LinearServer, type Seen, startLinearServer } from './server.ts';
 
 export interface LinearProject {
   repo: TestRepo;
@@ -28,6 +28,8 @@ export async function linearProject(opts: {
   builder: (out: string) => string;
   /** More lines of [intake] (e.g. state = "Todo"). */
   intake?: string;
+  /** Told of each request as the server serves it. */
+  onServed?: (seen: Seen) => void;
 }): Promise<LinearProject> {
   const bare = await makeBareRemote();
   let served: ServedRemote | undefined;
@@ -39,7 +41,11 @@ export async function linearProject(opts: {
     await Promise.all([bare.cleanup(), out && rm(out, { recursive: true, force: true })]);
   };
   try {
-    [served, linear, out] = await Promise.all([serveDaemon(bare), startLinearServer(), mkdtemp(join(tmpdir(), 'tron-linear-out-'))]);
+    [served, linear, out] = await Promise.all([
+      serveDaemon(bare),
+      startLinearServer(opts.onServed ? { onServed: opts.onServed } : {}),
+      mkdtemp(join(tmpdir(), 'tron-linear-out-')),
+    ]);
     const intake = ['[intake]', 'source = "linear"', `team = "${linear.team}"`, `api_url = "${linear.url}"`, 'backoff = "50ms"'];
     const extra = `[sandbox]\nmode = "off"\n\n[remote]\nbackoff = "100ms"\n\n${intake.join('\n')}\n${opts.intake ?? ''}`;
     // The builder's env list passes every LINEAR_* on: the key must not be among them all the same.

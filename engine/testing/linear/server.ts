@@ -66,6 +66,8 @@ export interface LinearServer {
   issue(number: number): LinearIssue | undefined;
   /** A person comments on an issue. */
   comment(number: number, body: string, user: string): void;
+  /** A person moves an issue to another workflow state (by name), or sets its labels. */
+  editIssue(number: number, patch: { state?: string; labels?: string[] }): void;
   /** The next `n` requests are rate limited, the limit resetting `resetMs` later. */
   rateLimit(n: number, resetMs?: number): void;
   close(): Promise<void>;
@@ -305,6 +307,12 @@ export async function startLinearServer(opts: { team?: string; onServed?: (seen:
     comment: (n, body, user) => {
       const i = issues.find((x) => x.number === n)!;
       i.comments.push({ id: randomUUID(), body, user });
+      touch(i);
+    },
+    editIssue: (n, patch) => {
+      const i = issues.find((x) => x.number === n)!;
+      if (patch.state) i.state = states.find((s) => s.name === patch.state)!;
+      if (patch.labels) i.labels = patch.labels;
       touch(i);
     },
     rateLimit: (n, resetMs = 50) => {

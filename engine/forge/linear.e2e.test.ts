@@ -11,7 +11,10 @@ import { join } from 'node:path';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { replay } from '../core/replay.ts';
 import { ctx } from '../testing/driver.ts';
+import { forgeProject } from '../testing/github/project.ts';
+import { GitHubForge } from './github.ts';
 import { type LinearProject, linearProject } from '../testing/linear/project.ts';
+import { startLinearServer } from '../testing/linear/server.ts';
 import { ofType, runTron } from '../testing/project.ts';
 import { greetingBuilder } from '../testing/workers.ts';
 
@@ -72,6 +75,33 @@ describe('Linear issue intake, end to end', () => {
     expect(await bare.git('rev-parse', 'main')).toBe(landed[0]!.top);
     expect(mine(p, good)).toHaveLength(2);
     expect(mine(p, bad)).toHaveLength(1);
+  });
+
+  it('lands a Linear issue through the forge\'s pull request when [forge] land = "pr", and still tells and closes it in Linear', async () => {
+    const linear = await startLinearServer();
+    onTestFinished(() => linear.close());
+    const intake = `source = "linear"\nteam = "ENG"\napi_url = "${linear.url}"\nbackoff = "50ms"\n`;
+    const p = await forgeProject({ builder: greetingBuilder, forge: 'land = "pr"\n', intake });
+    onTestFinished(() => p.cleanup());
+    p.gh.protect('main', ['ci/test']);
+    await p.ci('ci/test', 'test "$(cat greeting.txt)" = hello');
+    linear.openIssue({ title: 'Fix login', description: '- [ ] greeting.txt says hello', labels: ['tron'] });
+    // A GitHub issue with the label is not taken in: the issues are Linear's.
+    p.gh.openIssue({ title: 'On GitHub', body: '- [ ] nothing', labels: ['tron'] });
+
+    const run = await runTron(p.repo, { env: { ...p.env, LINEAR_API_KEY: linear.key } });
+    expect(run.exit, run.output.join('\n')).toBe(0);
+    const landed = ofType(run.events, 'block.landed');
+    expect(landed.map((e) => e.block)).toEqual(['lin-eng-1-fix-login']);
+    // One pull request, its head what landed (the forge marks it merged once trunk holds it).
+    expect(p.gh.pulls()).toMatchObject([{ head: { ref: 'tron/lin-eng-1-fix-login', sha: landed[0]!.top } }]);
+    const forge = new GitHubForge({ repo: `${p.gh.owner}/${p.gh.repo}`, token: p.gh.token, apiUrl: p.gh.url });
+    expect(await forge.pull(p.gh.pulls()[0]!.number)).toMatchObject({ merged: true });
+    expect(await p.bare.git('rev-parse', 'main')).toBe(landed[0]!.top);
+    expect(linear.issue(1)!.state.type).toBe('completed');
+    expect(linear.issue(1)!.comments.filter((c) => c.body.includes(`in ${landed[0]!.sha}`))).toHaveLength(1);
+    expect(p.gh.comments(1)).toEqual([]);
+    expect(linear.invalid).toEqual([]);
   });
 
   it('takes in only the issues in the state `[intake] state` names', async () => {

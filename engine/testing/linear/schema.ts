@@ -16,7 +16,8 @@
  *
  * Defaults of arguments and descriptions are not in the declarations and are not needed
  * to validate. `schema.test.ts` proves the reading: every document the SDK itself sends
- * validates against it.
+ * validates against it. The part tron's own queries use is committed beside this file
+ * (schema.graphql, cut out by subset.ts) for reading and review.
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';

@@ -338,7 +338,8 @@ export const PROBLEMS = {
   TRON_FORGE_TOKEN_EXPOSED: {
     area: 'forge',
     kind: 'input',
-    summary: "A `test_env` or worker `env` entry names the forge's token variable (`[forge] token_env`, or TRON_FORGE_TOKEN).",
+    summary:
+      "A `test_env` or worker `env` entry names the forge's token variable (`[forge] token_env`, or TRON_FORGE_TOKEN), its webhook secret's, or Linear's API key's (`[intake] token_env`).",
     fix: "Remove it from the list: the token serves tron's own API calls, and no worker or test run is ever given it.",
   },
   TRON_FORGE_TOKEN: {
@@ -350,7 +351,8 @@ export const PROBLEMS = {
   TRON_FORGE_AUTH: {
     area: 'forge',
     kind: 'input',
-    summary: 'The forge refused the token: bad credentials (401) or missing permission (403 that is not a rate limit).',
+    summary:
+      'The forge refused the token: bad credentials (401) or missing permission (403 that is not a rate limit); or Linear refused the API key (an authentication or forbidden error).',
     fix: 'Check the token and its scopes (docs/forge.md), then start again; the refused call changed nothing on the forge.',
   },
   TRON_FORGE_QUEUE: {
@@ -389,7 +391,8 @@ export const PROBLEMS = {
   TRON_FORGE_UNREACHABLE: {
     area: 'forge',
     kind: 'fault',
-    summary: "The forge's API stayed unreachable or answered 5xx through every retry of `[forge] retries`.",
+    summary:
+      "The forge's API (or Linear's) stayed unreachable or answered 5xx through every retry of `[forge] retries` (`[intake] retries`).",
     fix: 'Check the network and the forge (its status page), or raise `[forge] retries`/`timeout`, then start again.',
   },
 

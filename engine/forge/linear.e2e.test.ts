@@ -124,7 +124,7 @@ describe('Linear issue intake, end to end', () => {
     expect(linear.issue(1)!.state.type).toBe('completed');
   });
 
-  it('refuses to start without LINEAR_API_KEY (TRON_LINEAR_TOKEN) and with a team Linear does not have (TRON_LINEAR_TEAM)', async () => {
+  it('refuses to start without LINEAR_API_KEY (TRON_LINEAR_TOKEN), with a key Linear refuses (TRON_FORGE_AUTH) and with a team Linear does not have (TRON_LINEAR_TEAM)', async () => {
     const { repo, linear, env } = await intakeProject();
     const { startCommand } = await import('../commands/start.ts');
     const { systemClock } = await import('../os/clock.ts');
@@ -133,6 +133,9 @@ describe('Linear issue intake, end to end', () => {
       startCommand({ repo: repo.dir, clock: systemClock, env: { PATH: process.env.PATH, ...e }, print: () => {} }).catch((x: unknown) => x);
     expect(await start(without)).toMatchObject({ problems: [{ code: 'TRON_LINEAR_TOKEN', path: '$LINEAR_API_KEY' }] });
     expect(linear.seen).toEqual([]);
+    const refused = await start({ ...env, LINEAR_API_KEY: 'lin_api_revoked' });
+    expect(refused).toMatchObject({ problems: [{ code: 'TRON_FORGE_AUTH', path: '$LINEAR_API_KEY' }] });
+    expect(JSON.stringify(refused)).not.toContain('lin_api_revoked');
 
     const config = join(repo.dir, '.tron', 'config.toml');
     const text = await readFile(config, 'utf8');

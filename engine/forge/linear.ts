@@ -233,8 +233,9 @@ export class LinearTracker implements IssueTracker {
   }
 
   async closeIssue(number: number): Promise<void> {
-    const [id, team] = [await this.idOf(number), await this.team()];
-    await this.call(LINEAR_QUERIES.done, { id, input: { stateId: team.done } });
+    const id = await this.idOf(number);
+    const { done } = await this.team();
+    await this.call(LINEAR_QUERIES.done, { id, input: { stateId: done } });
   }
 
   async self(): Promise<string> {

@@ -36,6 +36,8 @@ export interface ForgeComment {
   id: number | string;
   body: string;
   author: string;
+  /** How people know the author, where `author` is an id they would not (Linear's display name). */
+  authorName?: string;
   url: string;
   /** The author's standing on the repository (GitHub's `author_association`). */
   association?: string;

@@ -25,7 +25,7 @@ describe('a block withdrawn in Linear while it runs', () => {
     const p = await setup();
     const running = startIn(p);
     await until(spawned(p), 'the builder to start');
-    p.linear.comment(1, 'We dropped this from the cycle.', 'ada-id');
+    p.linear.comment(1, 'We dropped this from the cycle.', '6f1d0c1e-ada', 'Ada');
     p.linear.editIssue(1, { state: 'Canceled' });
     expect(await running).toBe(3);
     const run = latestEvents(p);
@@ -34,7 +34,7 @@ describe('a block withdrawn in Linear while it runs', () => {
         block: 'lin-eng-1-a-slow-one',
         issue: 1,
         action: 'closed',
-        words: 'ada-id: We dropped this from the cycle.',
+        words: 'Ada: We dropped this from the cycle.',
       }),
     ]);
     expect(ofType(run, 'block.abandoned')[0]!.reason).toContain('We dropped this from the cycle.');

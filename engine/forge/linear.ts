@@ -44,10 +44,10 @@ export const LINEAR_QUERIES = {
   issues(filter: $filter, first: 50, after: $after) { nodes { ${ISSUE} } ${PAGE} }
 }`,
   comments: `query TronComments($id: String!, $after: String) {
-  issue(id: $id) { comments(first: 100, after: $after) { nodes { id body url user { id } } ${PAGE} } }
+  issue(id: $id) { comments(first: 100, after: $after) { nodes { id body url user { id displayName } } ${PAGE} } }
 }`,
   comment: `mutation TronComment($input: CommentCreateInput!) {
-  commentCreate(input: $input) { success comment { id body url user { id } } }
+  commentCreate(input: $input) { success comment { id body url user { id displayName } } }
 }`,
   done: `mutation TronDone($id: String!, $input: IssueUpdateInput!) {
   issueUpdate(id: $id, input: $input) { success }
@@ -69,7 +69,7 @@ interface RawComment {
   id: string;
   body: string;
   url: string;
-  user?: { id: string } | null;
+  user?: { id: string; displayName: string } | null;
 }
 interface Page<T> {
   nodes: T[];
@@ -251,5 +251,6 @@ function asComment(c: RawComment): ForgeComment {
   const mark = LINE_MARK.exec(c.body)?.[1];
   // Read back in the forge's form, so that finding tron's comments (forge.ts) is one rule for every tracker.
   const body = mark ? `${c.body}\n\n<!-- tron:${mark} -->` : c.body;
-  return { id: c.id, body, author: c.user?.id ?? '', url: c.url };
+  // The author is the user's id, which no one can take; their display name is only for what people read.
+  return { id: c.id, body, author: c.user?.id ?? '', ...(c.user && { authorName: c.user.displayName }), url: c.url };
 }

@@ -138,7 +138,7 @@ export class IssuePoller {
         issue: number,
         action,
         ...(action === 'closed' && issue?.closedBy && { by: issue.closedBy }),
-        ...(said && { words: `${said.author}: ${said.body.trim().slice(0, 2000)}` }),
+        ...(said && { words: `${said.authorName ?? said.author}: ${said.body.trim().slice(0, 2000)}` }),
       });
     }
   }

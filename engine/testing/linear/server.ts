@@ -29,6 +29,8 @@ export interface LinearComment {
   body: string;
   /** The user's id. */
   user: string;
+  /** Their display name. */
+  name: string;
 }
 export interface LinearIssue {
   id: string;
@@ -64,8 +66,8 @@ export interface LinearServer {
   invalid: { query: string; errors: string[] }[];
   openIssue(i: { title: string; description?: string; labels?: string[]; state?: string; creator?: string }): number;
   issue(number: number): LinearIssue | undefined;
-  /** A person comments on an issue. */
-  comment(number: number, body: string, user: string): void;
+  /** A person (by their id, and their display name: default the id) comments on an issue. */
+  comment(number: number, body: string, user: string, name?: string): void;
   /** A person moves an issue to another workflow state (by name), or sets its labels. */
   editIssue(number: number, patch: { state?: string; labels?: string[] }): void;
   /** The next `n` requests are rate limited, the limit resetting `resetMs` later. */
@@ -148,7 +150,7 @@ export async function startLinearServer(opts: { team?: string; onServed?: (seen:
     id: c.id,
     body: c.body,
     url: `${urlOf(i)}#comment-${c.id}`,
-    user: { id: c.user },
+    user: { id: c.user, displayName: c.name },
   });
   const issueOf = (i: LinearIssue) => ({
     id: i.id,
@@ -191,7 +193,7 @@ export async function startLinearServer(opts: { team?: string; onServed?: (seen:
       // Linear's comment input takes the issue's uuid.
       const i = issues.find((x) => x.id === args.input.issueId);
       if (!i) throw new GraphQLError('Entity not found: Issue', { extensions: { type: 'invalid input', code: 'INPUT_ERROR' } });
-      const c = { id: randomUUID(), body: args.input.body, user: viewer.id };
+      const c = { id: randomUUID(), body: args.input.body, user: viewer.id, name: viewer.displayName };
       i.comments.push(c);
       return { success: true, lastSyncId: 1, comment: commentOf(c, i) };
     },
@@ -304,9 +306,9 @@ export async function startLinearServer(opts: { team?: string; onServed?: (seen:
       return number;
     },
     issue: (n) => issues.find((i) => i.number === n),
-    comment: (n, body, user) => {
+    comment: (n, body, user, name = user) => {
       const i = issues.find((x) => x.number === n)!;
-      i.comments.push({ id: randomUUID(), body, user });
+      i.comments.push({ id: randomUUID(), body, user, name });
       touch(i);
     },
     editIssue: (n, patch) => {

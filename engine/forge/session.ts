@@ -4,14 +4,14 @@
  * so no pass-through pattern can reach it), opens the forge, and with `[intake]` takes the
  * labelled issues in as blocks beside the block files — the forge's, or with `source =
  * "linear"` a Linear team's (linear.ts), whose API key is kept the same way and which
- * needs no `[forge]`: its blocks land through trunk, the remote or the forge. A rate limit or a transient failure
- * here is waited out (no decision has been made yet, so nothing needs replaying); a
- * refused token is a problem with the configuration (exit 2), a forge that stays
- * unreachable a fault (exit 1).
+ * needs no `[forge]`: its blocks land through trunk, the remote or the forge. A rate
+ * limit or a transient failure here is waited out (no decision has been made yet, so
+ * nothing needs replaying); a refused token is a problem with the configuration (exit 2),
+ * a forge that stays unreachable a fault (exit 1).
  */
 import { InputError, type Problem } from '../core/errors.ts';
 import { coded } from '../core/problems.ts';
-import { type ForgeSettings, type LinearSettings, WEBHOOK_SECRET_ENV } from '../project/config.ts';
+import { CONFIG_FILE, type ForgeSettings, type LinearSettings, WEBHOOK_SECRET_ENV } from '../project/config.ts';
 import { checkRegister, type Block } from '../project/register.ts';
 import { type Forge, ForgeError, type IssueTracker } from './forge.ts';
 import { GitHubForge } from './github.ts';
@@ -76,6 +76,7 @@ export function linearToken(env: Record<string, string | undefined>, settings: L
   ]);
 }
 
+/** Linear's client for `[intake]`: its issues come in and are told through it; it lands nothing. */
 export function openLinear(settings: LinearSettings, token: string): LinearTracker {
   return new LinearTracker({
     team: settings.team,
@@ -173,13 +174,14 @@ export async function forgeAtStart(
   };
 }
 
+/** Reads the team and its Done state; a team that is not there is the config's problem (TRON_LINEAR_TEAM), not a failure to retry. */
 async function teamOrProblem(tracker: LinearTracker, settings: LinearSettings): Promise<void> {
   try {
     await tracker.team();
   } catch (err) {
     if (!(err instanceof LinearTeamError)) throw err;
     throw new InputError([
-      { code: 'TRON_LINEAR_TEAM', path: '.tron/config.toml: intake.team', message: `${err.message} (${settings.apiUrl})` },
+      { code: 'TRON_LINEAR_TEAM', path: `${CONFIG_FILE}: intake.team`, message: `${err.message} (${settings.apiUrl})` },
     ]);
   }
 }

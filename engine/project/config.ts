@@ -210,7 +210,7 @@ const ForgeTable = z.strictObject({
 
 /** Where `[intake]` takes issues from: the forge's (the default), or Linear's (engine/forge/linear.ts). */
 export const INTAKE_SOURCES = ['forge', 'linear'] as const;
-/** `[intake] token_env` and `api_url` when unset, with `source = "linear"`. */
+/** `[intake] token_env`, `api_url`, `timeout`, `retries` and `backoff` when unset, with `source = "linear"`. */
 export const LINEAR_DEFAULTS = {
   tokenEnv: 'LINEAR_API_KEY',
   apiUrl: 'https://api.linear.app/graphql',
@@ -625,8 +625,8 @@ export function parseConfig(text: string, file: string): ParsedConfig {
 }
 
 /**
- * `[intake]` needs a forge to read issues from; and the forge's token must never be
- * handed on: a `test_env` or worker `env` entry naming its variable is refused.
+ * The forge's intake needs a forge to read issues from (Linear's does not); PR mode needs
+ * a remote to push its branches to; a merge queue needs PR mode.
  */
 function forgeProblems(raw: z.infer<typeof ConfigTable>, file: string): Problem[] {
   const problems: Problem[] = [...linearIntakeProblems(raw, file)];
@@ -689,8 +689,8 @@ function secretProblems(raw: z.infer<typeof ConfigTable>, file: string): Problem
   return problems;
 }
 
-/** A Linear team's key: letters and digits, starting with a letter (Linear's own rule, at most 7). */
-const TEAM_KEY = /^[A-Za-z][A-Za-z0-9]{0,6}$/;
+/** A Linear team's key, as it starts its issue ids: a letter, then letters and digits (a name or an id is not one). */
+const TEAM_KEY = /^[A-Za-z][A-Za-z0-9]{0,9}$/;
 /** The `[intake]` keys that only Linear's intake reads. */
 const LINEAR_KEYS = ['team', 'state', 'token_env', 'api_url', 'timeout', 'retries', 'backoff'] as const;
 
@@ -717,7 +717,7 @@ function linearIntakeProblems(raw: z.infer<typeof ConfigTable>, file: string): P
       {
         code: 'TRON_LINEAR_CONFIG',
         path: `${file}: intake.team`,
-        message: `"${intake.team}" is not a Linear team key: give the key its issue ids start with (ENG for ENG-12), letters and digits, at most 7`,
+        message: `"${intake.team}" is not a Linear team key: give the key its issue ids start with (ENG for ENG-12): a letter, then letters and digits`,
       },
     ];
   return [];

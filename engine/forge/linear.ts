@@ -35,6 +35,7 @@ export interface LinearOptions {
 const ISSUE = 'id number title description url updatedAt state { type } creator { displayName } labels { nodes { name } }';
 const PAGE = 'pageInfo { hasNextPage endCursor }';
 
+/** Every query and mutation tron sends Linear (engine/testing/linear/schema.graphql is the part of the schema they use). */
 export const LINEAR_QUERIES = {
   viewer: 'query TronViewer { viewer { id } }',
   team: `query TronTeam($key: String!) {

@@ -178,7 +178,11 @@ export async function startLinearServer(opts: { team?: string; onServed?: (seen:
     teams: (args: { filter?: Filter }) =>
       connection(
         [team]
-          .filter((t) => !args.filter || compare(t.key, (args.filter.key ?? {}) as Filter))
+          .filter((t) => {
+            const unknown = Object.keys(args.filter ?? {}).filter((k) => k !== 'key');
+            if (unknown.length > 0) throw new GraphQLError(`the test server cannot filter teams by ${unknown.join(', ')}`);
+            return !args.filter?.key || compare(t.key, args.filter.key as Filter);
+          })
           .map((t) => ({ ...t, states: (a: { first?: number }) => connection(states, a) })),
         {},
       ),

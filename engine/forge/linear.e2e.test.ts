@@ -15,7 +15,9 @@ import { forgeProject } from '../testing/github/project.ts';
 import { GitHubForge } from './github.ts';
 import { type LinearProject, linearProject } from '../testing/linear/project.ts';
 import { startLinearServer } from '../testing/linear/server.ts';
-import { ofType, runTron } from '../testing/project.ts';
+import { ofType, readRunFile, runTron } from '../testing/project.ts';
+import { statusCommand } from '../commands/status.ts';
+import { systemClock } from '../os/clock.ts';
 import { greetingBuilder } from '../testing/workers.ts';
 
 async function intakeProject(intake?: string): Promise<LinearProject> {
@@ -63,6 +65,12 @@ describe('Linear issue intake, end to end', () => {
     expect(linear.seen.length).toBeGreaterThan(0);
     expect(linear.seen.every((s) => s.valid && s.status === 200)).toBe(true);
     expect(replay(run.events, ctx)).toMatchObject({ ok: true });
+
+    // tron status and the report name the block's issue as Linear does.
+    const said: string[] = [];
+    await statusCommand({ repo: repo.dir, json: false, clock: systemClock, print: (l) => said.push(l) });
+    expect(said.join('\n')).toMatch(/lin-eng-1-fix-login[\s\S]*issue: ENG-1 http:\/\/127\.0\.0\.1:\d+\/acme\/issue\/ENG-1$/);
+    expect(readRunFile(run.runDir, 'report.md')).toMatch(/\| lin-eng-1-fix-login \| \[ENG-1\]\(http\S+\/issue\/ENG-1\) \| — \|/);
 
     // The builder's env list names LINEAR_*: the key is not in it all the same.
     const builderEnv = await readFile(join(out, 'builder-lin-eng-1-fix-login.env'), 'utf8');

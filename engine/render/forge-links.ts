@@ -6,6 +6,7 @@
  * report links them.
  */
 import type { TronEvent } from '../core/events.ts';
+import { issueRef } from '../forge/intake.ts';
 
 export interface ForgeLink {
   /** `ref`: how people name the issue (#12 on a forge, ENG-12 in Linear). */
@@ -32,7 +33,7 @@ export function forgeLinks(events: readonly TronEvent[]): Map<string, ForgeLink>
       }
     } else if (e.type === 'forge.commented') {
       const url = e.issue_url ?? links.get(e.block)?.issue?.url;
-      at(e.block).issue = { number: e.issue, ref: issueRef(e.block, e.issue), ...(url && { url }) };
+      at(e.block).issue = { number: e.issue, ref: refOf(e.block, e.issue), ...(url && { url }) };
     } else if (e.type === 'pr.observed') for (const p of e.pulls) at(p.block).pull = { number: p.number, url: p.url, state: p.state };
     // Its head is on trunk now: the forge marks the pull request merged.
     else if (e.type === 'block.landed' && links.get(e.block)?.pull) at(e.block).pull!.state = 'merged';
@@ -41,9 +42,9 @@ export function forgeLinks(events: readonly TronEvent[]): Map<string, ForgeLink>
 }
 
 /** How people name issue `n` of `block`: a Linear block's by its team's key (ENG-12), a forge's as #12. */
-function issueRef(block: string, n: number): string {
+function refOf(block: string, n: number): string {
   const team = /^lin-([a-z0-9]+)-\d+(?:-|$)/.exec(block)?.[1];
-  return team ? `${team.toUpperCase()}-${n}` : `#${n}`;
+  return issueRef(n, team ? `lin-${team}` : 'gh');
 }
 
 /** The report's lines: one per block with an issue or a pull request. */

@@ -135,7 +135,7 @@ export async function runEngine(o: RunOptions, r: RunInput): Promise<number> {
     watch: Boolean(o.watch),
     boot: r.boot,
     ...(r.remote && { remote: r.remote }),
-    ...(forgeRun && { forge: forgeRun.forge }),
+    ...(forgeRun?.forge && { forge: forgeRun.forge }),
     consumed: r.consumed,
     ...crashHook(o.env),
     ...(o.heartbeatMs ? { heartbeatMs: o.heartbeatMs } : {}),

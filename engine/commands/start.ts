@@ -106,8 +106,8 @@ async function startHolding(
     const { key, created: keyCreated } = seat ? await sharedKey(seat.db, seat.lease, repo) : repoKey(repo, { create: true });
     // Every worker and test process of the run carries the marker, so recovery can tell them from strangers.
     const marker = randomBytes(12).toString('hex');
-    // The forge's token is tron's alone: no worker or test is given an environment that holds it.
-    const env = { ...withoutForgeToken(o.env, config.forge), [MARKER_ENV]: marker };
+    // The forge's token and Linear's key are tron's alone: no worker or test is given an environment that holds them.
+    const env = { ...withoutForgeToken(o.env, config), [MARKER_ENV]: marker };
     // The table's latest run, written by whichever host led, is where recovery resumes from.
     if (seat) await bringLatestRun(seat, join(repo, '.tron', 'runs'));
     const previous = latestRun(repo);

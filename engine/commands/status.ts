@@ -186,7 +186,7 @@ function printRows(opts: StatusOptions, rows: StatusRow[], running: boolean): vo
     const indent = ' '.repeat(width + 2);
     // Every line of the cause under the row (a failing test's own lines), none of them reaching the row's column.
     if (r.reason) opts.print(`${indent}why: ${r.reason.split('\n').join(`\n${indent}     `)}`);
-    if (r.issue) opts.print(`${indent}issue: #${r.issue.number}${r.issue.url ? ` ${r.issue.url}` : ''}`);
+    if (r.issue) opts.print(`${indent}issue: ${r.issue.ref}${r.issue.url ? ` ${r.issue.url}` : ''}`);
     if (r.pull) opts.print(`${indent}pull request: #${r.pull.number} ${r.pull.url} (${r.pull.state})`);
     if (r.answer)
       opts.print(

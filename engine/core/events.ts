@@ -816,7 +816,7 @@ export const EVENT_SCHEMAS = {
       about: z
         .enum(['started', 'parked', 'landed', 'abandoned', 'closed'])
         .describe('what the comment told of (closed: the issue was closed)'),
-      comment: z.number().int().optional().describe("the comment's id on the forge"),
+      comment: z.union([z.number().int(), z.string()]).optional().describe("the comment's id on the forge (Linear's: a uuid)"),
       issue_url: z.string().optional().describe("the issue's page on the forge"),
       posted: z.boolean().describe('false: a comment with the same marker was already there (a retry, or a restart), and none was posted'),
     })

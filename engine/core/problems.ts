@@ -338,7 +338,8 @@ export const PROBLEMS = {
   TRON_FORGE_TOKEN_EXPOSED: {
     area: 'forge',
     kind: 'input',
-    summary: "A `test_env` or worker `env` entry names the forge's token variable (`[forge] token_env`, or TRON_FORGE_TOKEN).",
+    summary:
+      "A `test_env` or worker `env` entry names the forge's token variable (`[forge] token_env`, or TRON_FORGE_TOKEN), its webhook secret's, or Linear's API key's (`[intake] token_env`).",
     fix: "Remove it from the list: the token serves tron's own API calls, and no worker or test run is ever given it.",
   },
   TRON_FORGE_TOKEN: {
@@ -350,7 +351,8 @@ export const PROBLEMS = {
   TRON_FORGE_AUTH: {
     area: 'forge',
     kind: 'input',
-    summary: 'The forge refused the token: bad credentials (401) or missing permission (403 that is not a rate limit).',
+    summary:
+      'The forge refused the token: bad credentials (401) or missing permission (403 that is not a rate limit); or Linear refused the API key (an authentication or forbidden error).',
     fix: 'Check the token and its scopes (docs/forge.md), then start again; the refused call changed nothing on the forge.',
   },
   TRON_FORGE_QUEUE: {
@@ -366,10 +368,31 @@ export const PROBLEMS = {
     summary: 'PR mode: a required check never reported on the sha tron would land, through every ask of `[forge] retries`; nothing landed.',
     fix: 'Make the check run on pull requests from `tron/*` branches (or correct `[forge] required_checks`), then answer the page.',
   },
+  TRON_LINEAR_CONFIG: {
+    area: 'forge',
+    kind: 'input',
+    summary:
+      '`[intake]` with `source = "linear"` names no team, or not by its key; or a key only Linear\'s intake reads (`team`, `state`, `token_env`, `api_url`, …) is set without it.',
+    fix: 'Give the team by the key its issue ids start with (`team = "ENG"` for ENG-12), or set `source = "linear"`; docs/forge.md#linear.',
+  },
+  TRON_LINEAR_TOKEN: {
+    area: 'forge',
+    kind: 'input',
+    summary: '`[intake] source = "linear"` is set, but the variable `token_env` names (default LINEAR_API_KEY) is unset or empty.',
+    fix: 'Create a personal API key in Linear (Settings → Security & access) and `export LINEAR_API_KEY=…` in the shell that runs `tron start`.',
+  },
+  TRON_LINEAR_TEAM: {
+    area: 'forge',
+    kind: 'input',
+    summary:
+      'Linear has no team with the key `[intake] team` names that the API key can see, or the team has no workflow state of type "completed" to move a landed issue to.',
+    fix: "Check the key (Settings → Teams shows each team's) and that the API key's user is a member of the team; give the team a Done state.",
+  },
   TRON_FORGE_UNREACHABLE: {
     area: 'forge',
     kind: 'fault',
-    summary: "The forge's API stayed unreachable or answered 5xx through every retry of `[forge] retries`.",
+    summary:
+      "The forge's API (or Linear's) stayed unreachable or answered 5xx through every retry of `[forge] retries` (`[intake] retries`).",
     fix: 'Check the network and the forge (its status page), or raise `[forge] retries`/`timeout`, then start again.',
   },
 

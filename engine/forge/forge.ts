@@ -32,9 +32,12 @@ export interface ForgeIssue {
 }
 
 export interface ForgeComment {
-  id: number;
+  /** The forge's id of the comment (Linear's is a uuid). */
+  id: number | string;
   body: string;
   author: string;
+  /** How people know the author, where `author` is an id they would not (Linear's display name). */
+  authorName?: string;
   url: string;
   /** The author's standing on the repository (GitHub's `author_association`). */
   association?: string;
@@ -111,19 +114,32 @@ export type ForgeQueue =
 /** Issues with a label; `unchanged` when the forge says nothing changed since `etag`. */
 export type IssueList = { issues: ForgeIssue[]; etag?: string } | 'unchanged';
 
-export interface Forge {
-  /** "owner/name" (GitLab: the project's path or id). */
+/**
+ * Where issues come from and what tron tells them: what intake (sync.ts, watch.ts) and the
+ * issues' telling (progress.ts) need. Every forge is one; so is Linear (linear.ts), which
+ * takes issues in but lands nothing: its code lands through the remote or the forge.
+ */
+export interface IssueTracker {
+  /** What its issues are named by in messages: "owner/name" (GitLab: the project's path or id; Linear: its team). */
   readonly repo: string;
-  /** What the block ids of its issues start with: "gh" (GitHub, the default) or "gl" (GitLab). */
+  /** What the block ids of its issues start with: "gh" (GitHub, the default), "gl" (GitLab), "lin-<team>" (Linear). */
   readonly issuePrefix?: string;
   /** Open issues carrying `label` (not pull requests), oldest first. */
   listIssues(label: string, etag?: string): Promise<IssueList>;
   issue(number: number): Promise<ForgeIssue | undefined>;
   comments(issue: number): Promise<ForgeComment[]>;
+  comment(issue: number, body: string): Promise<ForgeComment>;
+  /** Says the issue is done: closed (a forge), or moved to its team's completed state (Linear). */
+  closeIssue(issue: number): Promise<void>;
+  /** The account the token speaks as: tron's comments are the ones it posted. */
+  self(): Promise<string>;
+}
+
+export interface Forge extends IssueTracker {
+  /** "owner/name" (GitLab: the project's path or id). */
+  readonly repo: string;
   /** A pull request's comments where they are not its issue's (GitLab's merge request notes); absent: `comments(pull)`. */
   pullComments?(pull: number): Promise<ForgeComment[]>;
-  comment(issue: number, body: string): Promise<ForgeComment>;
-  closeIssue(issue: number): Promise<void>;
   /** The pull request whose head is `branch` (open first, else the latest closed one). */
   findPull(branch: string): Promise<ForgePull | undefined>;
   openPull(p: { head: string; base: string; title: string; body: string }): Promise<ForgePull>;
@@ -134,8 +150,6 @@ export interface Forge {
   requiredChecks(branch: string): Promise<RequiredCheck[]>;
   /** The state on `sha` of each required check: a check run (of its app, when one is named) or a commit status of that name. */
   checks(sha: string, required: readonly RequiredCheck[]): Promise<ForgeCheck[]>;
-  /** The account the token speaks as: tron's comments are the ones it posted. */
-  self(): Promise<string>;
   /** `login`'s role on the repository. */
   role(login: string): Promise<ForgeRole>;
   /** The last change of `label` on `issue` (who added or took it off), if the forge recorded one. */
@@ -177,11 +191,11 @@ export function isOwnComment(c: ForgeComment, self: string): boolean {
  * whether it is new. Anyone can write the marker; only tron's account makes it tron's.
  */
 export async function commentOnce(
-  forge: Forge,
+  forge: IssueTracker,
   issue: number,
   mark: string,
   body: string,
-): Promise<{ id: number; url: string; posted: boolean }> {
+): Promise<{ id: number | string; url: string; posted: boolean }> {
   const self = await forge.self();
   const found = (await forge.comments(issue)).find((c) => c.author === self && c.body.includes(mark));
   if (found) return { id: found.id, url: found.url, posted: false };

@@ -6,12 +6,9 @@
  * rate-limits and fails mid-run.
  */
 import { describe, expect, it, onTestFinished } from 'vitest';
-import { startCommand } from '../commands/start.ts';
-import type { TronEvent } from '../core/events.ts';
-import { systemClock } from '../os/clock.ts';
-import { allRuns } from '../testing/crash.ts';
 import { type GitLabProject, gitlabProject } from '../testing/gitlab/project.ts';
 import { ofType } from '../testing/project.ts';
+import { latestEvents, startIn, until } from '../testing/in-process.ts';
 
 /** Writes "hi", or "hello" once a person asked for it. */
 const BUILDER = () => `#!/bin/sh
@@ -35,35 +32,17 @@ async function setup(forge: string): Promise<GitLabProject> {
   return p;
 }
 
-function start(p: GitLabProject): Promise<number> {
-  return startCommand({
-    repo: p.repo.dir,
-    clock: systemClock,
-    env: { PATH: process.env.PATH, HOME: process.env.HOME, ...p.env },
-    print: () => {},
-  });
-}
-
-async function until(done: () => boolean, what: string): Promise<void> {
-  for (let i = 0; i < 1200; i++) {
-    if (done()) return;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
-
-const events = (p: GitLabProject): TronEvent[] => allRuns(p.repo).at(-1) ?? [];
-const waits = (p: GitLabProject) => ofType(events(p), 'pr.wait').length;
+const waits = (p: GitLabProject) => ofType(latestEvents(p), 'pr.wait').length;
 
 describe('GitLab merge requests with people', () => {
   it('turns a reviewer\'s "request changes" into a build with their note, and lands once a person approves the fixed head', async () => {
     const p = await setup('require_human_approval = true\n');
-    const running = start(p);
+    const running = startIn(p);
     await until(() => waits(p) > 0, 'tron to wait for an approval');
     const mr = p.gl.mergeRequests()[0]!;
     await p.gl.requestChanges(mr.iid, 'ada', 'Please say hello, not hi.');
     await until(
-      () => ofType(events(p), 'gate.failed').some((e) => e.facts.some((f) => f.name === 'changes_requested')),
+      () => ofType(latestEvents(p), 'gate.failed').some((e) => e.facts.some((f) => f.name === 'changes_requested')),
       'the changes to reach the builder',
     );
     const fixed = () => p.bare.git('show', 'refs/heads/tron/gl-1-add-a-greeting:greeting.txt').catch(() => '');
@@ -74,38 +53,38 @@ describe('GitLab merge requests with people', () => {
     expect(await running).toBe(0);
     expect(await p.bare.git('show', 'main:greeting.txt')).toBe('hello');
     expect(p.gl.mergeRequests()).toHaveLength(1);
-    const feedback = ofType(events(p), 'gate.failed').filter((e) => e.facts.some((f) => f.name === 'changes_requested'));
+    const feedback = ofType(latestEvents(p), 'gate.failed').filter((e) => e.facts.some((f) => f.name === 'changes_requested'));
     expect(feedback).toHaveLength(1);
     expect(feedback[0]!.facts[0]!.evidence).toContain('Please say hello, not hi.');
   });
 
   it('abandons the block, with their words from the merge request, when a person closes it', async () => {
     const p = await setup('require_human_approval = true\n');
-    const running = start(p);
+    const running = startIn(p);
     await until(() => waits(p) > 0, 'tron to wait for an approval');
     p.gl.closeMergeRequest(p.gl.mergeRequests()[0]!.iid, 'ada', 'We will not do this: the greeting moves to the app shell.');
     expect(await running).toBe(3);
-    const [abandoned] = ofType(events(p), 'block.abandoned');
+    const [abandoned] = ofType(latestEvents(p), 'block.abandoned');
     expect(abandoned).toMatchObject({ block: 'gl-1-add-a-greeting', reason: expect.stringContaining('We will not do this') });
-    expect(ofType(events(p), 'land.intent')).toEqual([]);
+    expect(ofType(latestEvents(p), 'land.intent')).toEqual([]);
     expect(p.gl.notes(1).some((n) => n.body.includes('tron abandoned') && n.body.includes('We will not do this'))).toBe(true);
   });
 
   it('goes on as if open when a guest closes the merge request, and notes it', async () => {
     const p = await setup('require_human_approval = true\n');
     p.gl.person('mallory', 10);
-    const running = start(p);
+    const running = startIn(p);
     await until(() => waits(p) > 0, 'tron to wait for an approval');
     const iid = p.gl.mergeRequests()[0]!.iid;
     p.gl.closeMergeRequest(iid, 'mallory', 'closing this');
     await until(
-      () => ofType(events(p), 'forge.ignored').some((e) => e.who === 'mallory' && e.what === 'closing'),
+      () => ofType(latestEvents(p), 'forge.ignored').some((e) => e.who === 'mallory' && e.what === 'closing'),
       'the closing to be ignored',
     );
     p.gl.approve(iid, 'ada');
     expect(await running).toBe(0);
-    expect(ofType(events(p), 'block.abandoned')).toEqual([]);
-    expect(ofType(events(p), 'block.landed')).toHaveLength(1);
+    expect(ofType(latestEvents(p), 'block.abandoned')).toEqual([]);
+    expect(ofType(latestEvents(p), 'block.landed')).toHaveLength(1);
   });
 
   it('waits out a 429 for as long as Retry-After says, and a 5xx with its backoff, as timer events, then lands', async () => {
@@ -114,13 +93,13 @@ describe('GitLab merge requests with people', () => {
       { status: 429, headers: { 'retry-after': '1' }, match: /^GET \/api\/v4\/projects\/[^/]+\/merge_requests$/ },
       { status: 502, message: '502 Bad Gateway', match: /^GET .*\/pipelines$/ },
     );
-    expect(await start(p)).toBe(0);
-    const failed = ofType(events(p), 'pr.failed');
+    expect(await startIn(p)).toBe(0);
+    const failed = ofType(latestEvents(p), 'pr.failed');
     expect(failed.map((e) => e.kind)).toEqual(['rate_limited', 'transient']);
-    const waited = ofType(events(p), 'pr.wait');
+    const waited = ofType(latestEvents(p), 'pr.wait');
     expect(waited[0]).toMatchObject({ wait_ms: 1000, reason: expect.stringContaining('rate limited') });
     expect(waited[1]).toMatchObject({ wait_ms: 50 });
-    expect(ofType(events(p), 'block.landed')).toHaveLength(1);
+    expect(ofType(latestEvents(p), 'block.landed')).toHaveLength(1);
     expect(p.gl.mergeRequests()).toHaveLength(1);
     expect(failed.every((e) => !e.message.includes(p.gl.token))).toBe(true);
   });

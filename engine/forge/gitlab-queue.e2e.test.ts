@@ -6,13 +6,12 @@
  */
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { startCommand } from '../commands/start.ts';
-import type { TronEvent } from '../core/events.ts';
 import { replay } from '../core/replay.ts';
 import { systemClock } from '../os/clock.ts';
-import { allRuns } from '../testing/crash.ts';
 import { ctx } from '../testing/driver.ts';
 import { type GitLabProject, gitlabProject } from '../testing/gitlab/project.ts';
 import { ofType } from '../testing/project.ts';
+import { latestEvents, until } from '../testing/in-process.ts';
 
 const BUILDER = () => `#!/bin/sh
 prompt=$(cat)
@@ -34,16 +33,6 @@ async function setup(): Promise<GitLabProject> {
   return p;
 }
 
-const events = (p: GitLabProject): TronEvent[] => allRuns(p.repo).at(-1) ?? [];
-
-async function until(done: () => boolean, what: string): Promise<void> {
-  for (let i = 0; i < 1200; i++) {
-    if (done()) return;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
-
 describe('GitLab merge when the pipeline succeeds', () => {
   it('lands only once GitLab moved trunk to exactly the tested sha, never while the merge request is only set to auto-merge', async () => {
     const p = await setup();
@@ -56,15 +45,15 @@ describe('GitLab merge when the pipeline succeeds', () => {
       print: () => {},
     });
     await until(() => p.gl.mergeRequests().some((m) => m.autoMerge), 'the merge request to be set to auto-merge');
-    for (let asks = ofType(events(p), 'pr.requested').length; ofType(events(p), 'pr.requested').length < asks + 2; )
+    for (let asks = ofType(latestEvents(p), 'pr.requested').length; ofType(latestEvents(p), 'pr.requested').length < asks + 2; )
       await new Promise((r) => setTimeout(r, 50));
-    expect(ofType(events(p), 'block.landed')).toEqual([]);
-    expect(ofType(events(p), 'land.intent')).toEqual([]);
+    expect(ofType(latestEvents(p), 'block.landed')).toEqual([]);
+    expect(ofType(latestEvents(p), 'land.intent')).toEqual([]);
     expect(await p.bare.git('rev-parse', 'main')).toBe(before);
     await p.gl.holdAutoMerge(false);
     expect(await running).toBe(0);
 
-    const run = events(p);
+    const run = latestEvents(p);
     const head = await p.bare.git('rev-parse', `refs/heads/tron/${ID}`);
     // GitLab moved trunk (fast-forward), to the head tron tested and handed over.
     expect(await p.bare.git('rev-parse', 'main')).toBe(head);

@@ -12,18 +12,11 @@ import { replay } from '../core/replay.ts';
 import { ctx } from '../testing/driver.ts';
 import { type GitLabProject, gitlabProject } from '../testing/gitlab/project.ts';
 import { ofType, runTron } from '../testing/project.ts';
+import { greetingBuilder } from '../testing/workers.ts';
 
 async function intakeProject(): Promise<GitLabProject> {
   const p = await gitlabProject({
-    builder: (out) => `#!/bin/sh
-prompt=$(cat)
-case "$prompt" in
-  *"# Evidence for block"*) echo '>>CONFIRMED {"evidence":{"c1":"greeting.txt says hello"}}'; exit 0 ;;
-esac
-env > "${out}/builder-$TRON_BLOCK.env"
-echo hello > greeting.txt; git add -A; git commit -qm "$TRON_BLOCK"
-echo ">>DONE"
-`,
+    builder: greetingBuilder,
     builderEnv: ['GITLAB_*'],
   });
   onTestFinished(() => p.cleanup());

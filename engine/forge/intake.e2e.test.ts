@@ -13,20 +13,13 @@ import { replay } from '../core/replay.ts';
 import { ctx } from '../testing/driver.ts';
 import { type ForgeProject, forgeProject } from '../testing/github/project.ts';
 import { ofType, runTron } from '../testing/project.ts';
+import { greetingBuilder } from '../testing/workers.ts';
 
 /** A project with no block files, its trunk on the served remote, taking issues labelled tron; removed after the test. */
 async function intakeProject(): Promise<ForgeProject> {
   const p = await forgeProject({
     // The builder writes down its environment, builds, and answers the challenge; a pattern in its env list would pass any GITHUB_* on.
-    builder: (out) => `#!/bin/sh
-prompt=$(cat)
-case "$prompt" in
-  *"# Evidence for block"*) echo '>>CONFIRMED {"evidence":{"c1":"greeting.txt says hello"}}'; exit 0 ;;
-esac
-env > "${out}/builder-$TRON_BLOCK.env"
-echo hello > greeting.txt; git add -A; git commit -qm "$TRON_BLOCK"
-echo ">>DONE"
-`,
+    builder: greetingBuilder,
     builderEnv: ['GITHUB_*', 'GH_*'],
     reviewerEnv: ['GITHUB_*'],
     files: (out) => ({

@@ -1,7 +1,7 @@
 /** Issue intake, purely: ids, criteria, dependencies and refusals from an issue alone. */
 import { describe, expect, it } from 'vitest';
 import type { ForgeIssue } from './forge.ts';
-import { criteriaOf, dependsOf, issueBlockId, issueToBlock, resolveDependencies } from './intake.ts';
+import { criteriaOf, dependsOf, issueBlockId, issueRef, issueToBlock, resolveDependencies } from './intake.ts';
 
 function issue(number: number, title: string, body: string): ForgeIssue {
   return { number, title, body, labels: ['tron'], state: 'open', url: `https://github.example/acme/app/issues/${number}`, author: 'ada' };
@@ -15,6 +15,19 @@ describe('issue intake', () => {
     const long = issueBlockId(123456, 'x'.repeat(200));
     expect(long.length).toBeLessThanOrEqual(63);
     expect(long).toMatch(/^[a-z0-9][a-z0-9-]{0,62}$/);
+  });
+
+  it('names a Linear issue lin-<team>-<number>-<slug>, and its brief names it as Linear does (ENG-12)', () => {
+    const linear = {
+      ...issue(12, 'Fix login', 'Users are logged out.\n\n- [ ] a session lasts a day'),
+      url: 'https://linear.app/acme/issue/ENG-12',
+    };
+    const x = issueToBlock(linear, 'lin-eng');
+    expect('block' in x && x.block).toMatchObject({ id: 'lin-eng-12-fix-login', criteria: ['a session lasts a day'] });
+    expect('block' in x && x.block.brief).toContain('(From issue ENG-12: https://linear.app/acme/issue/ENG-12)');
+    expect(issueRef(12, 'gl')).toBe('#12');
+    const vague = issueToBlock({ ...linear, body: 'Make it nicer.' }, 'lin-eng');
+    expect('problems' in vague && vague.problems).toEqual([expect.stringContaining('no acceptance criteria')]);
   });
 
   it('takes the criteria from the task list, checked or not', () => {

@@ -2,7 +2,7 @@
  * Issue intake (`[intake] label = "tron"`): an open issue with the label is a block, read
  * from the issue alone, purely:
  *
- * - id `gh-<number>-<slug>` (GitLab: `gl-…`; the slug from the title: lower case, words
+ * - id `gh-<number>-<slug>` (GitLab: `gl-…`, Linear: `lin-<team>-…`; the slug from the title: lower case, words
  *   joined by `-`, at most 40 characters; `gh-<number>` when the title has no letters or digits);
  * - title: the issue's; brief: the body, with a line naming the issue;
  * - criteria: the body's task list (`- [ ] …`, `- [x] …`), or else the items of a
@@ -65,6 +65,11 @@ export function dependsOf(body: string): number[] {
   return [...new Set(out)];
 }
 
+/** How people name issue `number` on the tracker whose ids start with `forge`: ENG-12 in Linear (`lin-eng`), #12 on a forge. */
+export function issueRef(number: number, forge = 'gh'): string {
+  return forge.startsWith('lin-') ? `${forge.slice(4).toUpperCase()}-${number}` : `#${number}`;
+}
+
 /** One issue as a block, or its problems; dependencies are resolved later, against the other issues. */
 export function issueToBlock(issue: ForgeIssue, forge = 'gh'): IssueBlock {
   const body = issue.body.replace(/\r\n?/g, '\n').trim();
@@ -82,7 +87,7 @@ export function issueToBlock(issue: ForgeIssue, forge = 'gh'): IssueBlock {
   if (depends.includes(issue.number)) problems.push(`It depends on itself (\`depends on #${issue.number}\`); remove that line.`);
   if (problems.length > 0) return { issue, problems, depends };
   const id = issueBlockId(issue.number, issue.title, forge);
-  const brief = `${body}\n\n(From issue #${issue.number}: ${issue.url})`;
+  const brief = `${body}\n\n(From issue ${issueRef(issue.number, forge)}: ${issue.url})`;
   const digest = createHash('sha256')
     .update(JSON.stringify({ title: issue.title, body: issue.body, number: issue.number }))
     .digest('hex');

@@ -4,12 +4,9 @@
  * request — and as a forge that rate-limits and fails mid-run.
  */
 import { describe, expect, it, onTestFinished } from 'vitest';
-import { startCommand } from '../commands/start.ts';
-import { systemClock } from '../os/clock.ts';
 import { forgeProject, type ForgeProject } from '../testing/github/project.ts';
 import { ofType } from '../testing/project.ts';
-import { allRuns } from '../testing/crash.ts';
-import type { TronEvent } from '../core/events.ts';
+import { latestEvents, startIn, until } from '../testing/in-process.ts';
 
 /** Writes "hi", or "hello" once a person asked for it. */
 const BUILDER = () => `#!/bin/sh
@@ -34,36 +31,17 @@ async function setup(forge: string): Promise<ForgeProject> {
   return p;
 }
 
-function start(p: ForgeProject): Promise<number> {
-  return startCommand({
-    repo: p.repo.dir,
-    clock: systemClock,
-    env: { PATH: process.env.PATH, HOME: process.env.HOME, ...p.env },
-    print: () => {},
-  });
-}
-
-/** Waits (bounded) until `done` holds of the server or the run's log. */
-async function until(done: () => boolean, what: string): Promise<void> {
-  for (let i = 0; i < 1200; i++) {
-    if (done()) return;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
-
-const events = (p: ForgeProject): TronEvent[] => allRuns(p.repo).at(-1) ?? [];
-const waits = (p: ForgeProject) => ofType(events(p), 'pr.wait').length;
+const waits = (p: ForgeProject) => ofType(latestEvents(p), 'pr.wait').length;
 
 describe('PR mode with people', () => {
   it('turns "changes requested" into a build with the notes, and lands once a person approves the fixed head', async () => {
     const p = await setup('require_human_approval = true\n');
-    const running = start(p);
+    const running = startIn(p);
     await until(() => waits(p) > 0, 'tron to wait for an approval');
     const first = p.gh.pulls()[0]!;
     await p.gh.review(first.number, { state: 'CHANGES_REQUESTED', body: 'Please say hello, not hi.', user: 'ada' });
     await until(
-      () => ofType(events(p), 'gate.failed').some((e) => e.facts.some((f) => f.name === 'changes_requested')),
+      () => ofType(latestEvents(p), 'gate.failed').some((e) => e.facts.some((f) => f.name === 'changes_requested')),
       'the changes to reach the builder',
     );
     const fixed = () => p.bare.git('show', 'refs/heads/tron/gh-1-add-a-greeting:greeting.txt').catch(() => '');
@@ -73,19 +51,19 @@ describe('PR mode with people', () => {
     expect(await running).toBe(0);
     expect(await p.bare.git('show', 'main:greeting.txt')).toBe('hello');
     expect(p.gh.pulls()).toHaveLength(1);
-    const feedback = ofType(events(p), 'gate.failed').find((e) => e.facts.some((f) => f.name === 'changes_requested'))!;
+    const feedback = ofType(latestEvents(p), 'gate.failed').find((e) => e.facts.some((f) => f.name === 'changes_requested'))!;
     expect(feedback.facts[0]!.evidence).toBe('ada requested changes on the pull request: Please say hello, not hi.');
   });
 
   it('abandons the block, with their words, when a person closes its pull request', async () => {
     const p = await setup('require_human_approval = true\n');
-    const running = start(p);
+    const running = startIn(p);
     await until(() => waits(p) > 0, 'tron to wait for an approval');
     p.gh.closePull(p.gh.pulls()[0]!.number, 'We will not do this: the greeting moves to the app shell.');
     expect(await running).toBe(3);
-    const [abandoned] = ofType(events(p), 'block.abandoned');
+    const [abandoned] = ofType(latestEvents(p), 'block.abandoned');
     expect(abandoned).toMatchObject({ block: 'gh-1-add-a-greeting', reason: expect.stringContaining('We will not do this') });
-    expect(ofType(events(p), 'land.intent')).toEqual([]);
+    expect(ofType(latestEvents(p), 'land.intent')).toEqual([]);
     expect(p.gh.comments(1).some((c) => c.body.includes('tron abandoned') && c.body.includes('We will not do this'))).toBe(true);
   });
 
@@ -100,14 +78,14 @@ describe('PR mode with people', () => {
       },
       { status: 502, message: 'Server Error', match: /^GET .*\/check-runs$/ },
     );
-    expect(await start(p)).toBe(0);
-    const failed = ofType(events(p), 'pr.failed');
+    expect(await startIn(p)).toBe(0);
+    const failed = ofType(latestEvents(p), 'pr.failed');
     expect(failed.map((e) => e.kind)).toEqual(['rate_limited', 'transient']);
-    const waited = ofType(events(p), 'pr.wait');
+    const waited = ofType(latestEvents(p), 'pr.wait');
     expect(waited[0]).toMatchObject({ wait_ms: 1000, reason: expect.stringContaining('rate limited') });
     expect(waited[1]).toMatchObject({ wait_ms: 50 });
-    expect(ofType(events(p), 'pr.waited')).toHaveLength(2);
-    expect(ofType(events(p), 'block.landed')).toHaveLength(1);
+    expect(ofType(latestEvents(p), 'pr.waited')).toHaveLength(2);
+    expect(ofType(latestEvents(p), 'block.landed')).toHaveLength(1);
     expect(p.gh.pulls()).toHaveLength(1);
   });
 });

@@ -13,10 +13,11 @@
  */
 import { EVENT_VERSION, type EventBody, type TronEvent } from '../core/events.ts';
 import { revParse } from '../git/query.ts';
-import { commentOnce, type Forge, ForgeError, marker } from './forge.ts';
+import { commentOnce, ForgeError, type IssueTracker, marker } from './forge.ts';
 
 export interface ProgressOptions {
-  forge: Forge;
+  /** Where each block's issue is: the forge, or Linear. */
+  forge: IssueTracker;
   /** The issue behind each block taken in from the forge. */
   issues: Readonly<Record<string, { number: number; url: string }>>;
   trunk: string;

@@ -9,13 +9,13 @@ import { execa } from 'execa';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { startCommand } from '../commands/start.ts';
 import { systemClock } from '../os/clock.ts';
-import type { TronEvent } from '../core/events.ts';
 import { replay } from '../core/replay.ts';
-import { allRuns, BIN } from '../testing/crash.ts';
+import { BIN } from '../testing/crash.ts';
 import { ctx } from '../testing/driver.ts';
 import { forgeProject, type ForgeProject } from '../testing/github/project.ts';
 import { ofType } from '../testing/project.ts';
 import { GIT_IDENTITY_ENV } from '../testing/repo.ts';
+import { latestEvents, startIn, until } from '../testing/in-process.ts';
 
 /** Writes the greeting, and one more line of builds.txt each time it builds (so a rebuild is a new tree). */
 const BUILDER = () => `#!/bin/sh
@@ -41,47 +41,28 @@ async function setup(): Promise<ForgeProject> {
   return p;
 }
 
-function start(p: ForgeProject): Promise<number> {
-  return startCommand({
-    repo: p.repo.dir,
-    clock: systemClock,
-    env: { PATH: process.env.PATH, HOME: process.env.HOME, ...p.env },
-    print: () => {},
-  });
-}
-
-async function until(done: () => boolean, what: string): Promise<void> {
-  for (let i = 0; i < 1200; i++) {
-    if (done()) return;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
-
-const events = (p: ForgeProject): TronEvent[] => allRuns(p.repo).at(-1) ?? [];
-
 describe('PR mode through the merge queue', () => {
   it('lands only once the queue moved trunk to exactly the tested tree, never while the pull request is only queued', async () => {
     const p = await setup();
     const before = await p.bare.git('rev-parse', 'main');
     p.gh.onMergeGroup((sha) => p.gh.check(sha, { name: 'ci/test', conclusion: 'success' }));
     p.gh.holdQueue(true);
-    const running = start(p);
+    const running = startIn(p);
     await until(
-      () => p.gh.queue().some((e) => e.group) && ofType(events(p), 'pr.wait').some((e) => e.reason === 'in the merge queue'),
+      () => p.gh.queue().some((e) => e.group) && ofType(latestEvents(p), 'pr.wait').some((e) => e.reason === 'in the merge queue'),
       'the pull request to sit in the merge queue',
     );
     // Queued, its merge group green: GitHub would say the merge "succeeded" — tron has landed nothing.
     const group = p.gh.queue()[0]!.group!;
-    for (let asks = ofType(events(p), 'pr.requested').length; ofType(events(p), 'pr.requested').length < asks + 2; )
+    for (let asks = ofType(latestEvents(p), 'pr.requested').length; ofType(latestEvents(p), 'pr.requested').length < asks + 2; )
       await new Promise((r) => setTimeout(r, 50));
-    expect(ofType(events(p), 'block.landed')).toEqual([]);
-    expect(ofType(events(p), 'land.intent')).toEqual([]);
+    expect(ofType(latestEvents(p), 'block.landed')).toEqual([]);
+    expect(ofType(latestEvents(p), 'land.intent')).toEqual([]);
     expect(await p.bare.git('rev-parse', 'main')).toBe(before);
     p.gh.holdQueue(false);
     expect(await running).toBe(0);
 
-    const run = events(p);
+    const run = latestEvents(p);
     const head = await p.bare.git('rev-parse', `refs/heads/tron/${ID}`);
     // Trunk moved by the queue, to its merge group commit: exactly the tree tron tested, on the trunk it tested on.
     expect(await p.bare.git('rev-parse', 'main')).toBe(group);
@@ -128,8 +109,8 @@ describe('PR mode through the merge queue', () => {
         text: groups === 1 ? 'merge group: flaky integration test' : '',
       });
     });
-    expect(await start(p)).toBe(0);
-    const run = events(p);
+    expect(await startIn(p)).toBe(0);
+    const run = latestEvents(p);
     const back = ofType(run, 'gate.failed').find((e) => e.facts.some((f) => f.name === 'merge_queue'));
     expect(back?.facts[0]?.evidence).toContain('the required check ci/test failed on the merge group');
     expect(ofType(run, 'block.dispatched').filter((e) => e.block === ID && e.kind === 'build').length).toBeGreaterThanOrEqual(2);
@@ -156,7 +137,7 @@ describe('PR mode through the merge queue', () => {
       });
     const first = tron();
     await until(
-      () => p.gh.queue().some((e) => e.group) && ofType(events(p), 'pr.wait').some((e) => e.reason === 'in the merge queue'),
+      () => p.gh.queue().some((e) => e.group) && ofType(latestEvents(p), 'pr.wait').some((e) => e.reason === 'in the merge queue'),
       'the pull request to sit in the merge queue',
     );
     first.kill('SIGKILL');
@@ -172,9 +153,9 @@ describe('PR mode through the merge queue', () => {
     const second = await tron();
     expect(
       second.exitCode,
-      `${second.stdout}\n${JSON.stringify(events(p).filter((e) => e.type.startsWith('block.') || e.type.startsWith('escalation') || e.type.startsWith('recovery')))}`,
+      `${second.stdout}\n${JSON.stringify(latestEvents(p).filter((e) => e.type.startsWith('block.') || e.type.startsWith('escalation') || e.type.startsWith('recovery')))}`,
     ).toBe(0);
-    const run = events(p);
+    const run = latestEvents(p);
     expect(ofType(run, 'remote.recovered')).toEqual([
       expect.objectContaining({ sha: group, detail: expect.stringContaining('the merge queue merged pull request') }),
     ]);

@@ -6,7 +6,7 @@
  * run as `register.loaded`: the decision path sees issues only as that recorded input.
  */
 import type { Block } from '../project/register.ts';
-import { commentOnce, type Forge, marker } from './forge.ts';
+import { commentOnce, type IssueTracker, marker } from './forge.ts';
 import { type IssueBlock, issueToBlock, refusalText, resolveDependencies } from './intake.ts';
 
 export interface Intake {
@@ -20,7 +20,7 @@ export interface Intake {
 }
 
 /** Reads the open issues labelled `label` and makes blocks of them; comments on the refused ones. */
-export async function takeIssuesIn(forge: Forge, label: string, opts: { etag?: string } = {}): Promise<Intake | 'unchanged'> {
+export async function takeIssuesIn(forge: IssueTracker, label: string, opts: { etag?: string } = {}): Promise<Intake | 'unchanged'> {
   const list = await forge.listIssues(label, opts.etag);
   if (list === 'unchanged') return 'unchanged';
   const prefix = forge.issuePrefix ?? 'gh';

@@ -20,11 +20,11 @@
 import type { EventBody, TronEvent } from '../core/events.ts';
 import type { Block } from '../project/register.ts';
 import { checkRegister } from '../project/register.ts';
-import { type Forge, ForgeError, isOwnComment } from './forge.ts';
+import { ForgeError, type IssueTracker, isOwnComment } from './forge.ts';
 import { type Intake, takeIssuesIn } from './sync.ts';
 
 export interface IssuePollerOptions {
-  forge: Forge;
+  forge: IssueTracker;
   label: string;
   intervalMs: number;
   /** The list's ETag from the start's intake. */
@@ -138,7 +138,7 @@ export class IssuePoller {
         issue: number,
         action,
         ...(action === 'closed' && issue?.closedBy && { by: issue.closedBy }),
-        ...(said && { words: `${said.author}: ${said.body.trim().slice(0, 2000)}` }),
+        ...(said && { words: `${said.authorName ?? said.author}: ${said.body.trim().slice(0, 2000)}` }),
       });
     }
   }

@@ -16,33 +16,15 @@ import { allRuns } from '../testing/crash.ts';
 import { ctx } from '../testing/driver.ts';
 import { forgeProject } from '../testing/github/project.ts';
 import { ofType } from '../testing/project.ts';
+import { until } from '../testing/in-process.ts';
+import { stoppableBuilder } from '../testing/workers.ts';
 
 const SECRET = 'whsec-0b7d1e55aa';
-
-const BUILDER = () => `#!/bin/sh
-prompt=$(cat)
-case "$prompt" in
-  *"# Evidence for block"*) echo '>>CONFIRMED {"evidence":{"c1":"done"}}'; exit 0 ;;
-esac
-case "$TRON_BLOCK" in
-  *slow*) sleep 120 ;;
-esac
-echo "$TRON_BLOCK" > "$TRON_BLOCK.txt"; git add -A; git commit -qm "$TRON_BLOCK"
-echo ">>DONE"
-`;
-
-async function until(done: () => boolean, what: string): Promise<void> {
-  for (let i = 0; i < 1200; i++) {
-    if (done()) return;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
 
 describe('webhooks wake tron', () => {
   it('stops a block whose issue was closed and lands an approved pull request as soon as GitHub says so, with every timer at an hour', async () => {
     const p = await forgeProject({
-      builder: BUILDER,
+      builder: stoppableBuilder,
       forge: 'land = "pr"\nrequire_human_approval = true\nbackoff = "1h"\n',
       intake: 'poll = "1h"\n',
     });

@@ -5,62 +5,28 @@
  * issue tron closed itself after a landing changes nothing.
  */
 import { describe, expect, it, onTestFinished } from 'vitest';
-import { startCommand } from '../commands/start.ts';
-import { systemClock } from '../os/clock.ts';
-import type { TronEvent } from '../core/events.ts';
 import { replay } from '../core/replay.ts';
-import { allRuns } from '../testing/crash.ts';
 import { ctx } from '../testing/driver.ts';
 import { forgeProject, type ForgeProject } from '../testing/github/project.ts';
 import { ofType } from '../testing/project.ts';
-
-/** Builds at once, unless the block is "slow": then it waits (its turn runs) until it is stopped. */
-const BUILDER = () => `#!/bin/sh
-prompt=$(cat)
-case "$prompt" in
-  *"# Evidence for block"*) echo '>>CONFIRMED {"evidence":{"c1":"done"}}'; exit 0 ;;
-esac
-case "$TRON_BLOCK" in
-  *slow*) sleep 120 ;;
-esac
-echo "$TRON_BLOCK" > "$TRON_BLOCK.txt"; git add -A; git commit -qm "$TRON_BLOCK"
-echo ">>DONE"
-`;
+import { latestEvents, startIn, until } from '../testing/in-process.ts';
+import { stoppableBuilder } from '../testing/workers.ts';
 
 async function setup(forge = ''): Promise<ForgeProject> {
-  const p = await forgeProject({ builder: BUILDER, forge, intake: 'poll = "100ms"\n' });
+  const p = await forgeProject({ builder: stoppableBuilder, forge, intake: 'poll = "100ms"\n' });
   onTestFinished(() => p.cleanup());
   return p;
-}
-
-function start(p: ForgeProject): Promise<number> {
-  return startCommand({
-    repo: p.repo.dir,
-    clock: systemClock,
-    env: { PATH: process.env.PATH, HOME: process.env.HOME, ...p.env },
-    print: () => {},
-  });
-}
-
-const events = (p: ForgeProject): TronEvent[] => allRuns(p.repo).at(-1) ?? [];
-
-async function until(done: () => boolean, what: string): Promise<void> {
-  for (let i = 0; i < 1200; i++) {
-    if (done()) return;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error(`timed out waiting for ${what}`);
 }
 
 describe('a block withdrawn on the forge while it runs', () => {
   it('stops the running turn and abandons the block, naming who closed its issue and their last words', async () => {
     const p = await setup();
     p.gh.openIssue({ title: 'A slow one', body: '- [ ] slow.txt', labels: ['tron'] });
-    const running = start(p);
-    await until(() => ofType(events(p), 'worker.spawned').length > 0, 'the builder to start');
+    const running = startIn(p);
+    await until(() => ofType(latestEvents(p), 'worker.spawned').length > 0, 'the builder to start');
     p.gh.editIssue(1, { state: 'closed', by: 'ada', comment: 'We dropped this from the release.' });
     expect(await running).toBe(3);
-    const run = events(p);
+    const run = latestEvents(p);
     expect(ofType(run, 'issue.withdrawn')).toEqual([
       expect.objectContaining({ block: 'gh-1-a-slow-one', issue: 1, action: 'closed', by: 'ada' }),
     ]);
@@ -80,15 +46,15 @@ describe('a block withdrawn on the forge while it runs', () => {
     p.gh.openIssue({ title: 'First', body: '- [ ] first.txt', labels: ['tron'] });
     // After the first: its pull request is the second one the lane opens, whichever block builds faster.
     p.gh.openIssue({ title: 'Second', body: '- [ ] second.txt\n\ndepends on #1', labels: ['tron'] });
-    const running = start(p);
+    const running = startIn(p);
     const pullOf = (head: string) => p.gh.pulls().find((x) => x.head.ref === head);
-    await until(() => pullOf('tron/gh-1-first') !== undefined && ofType(events(p), 'pr.wait').length > 0, 'the first pull request');
+    await until(() => pullOf('tron/gh-1-first') !== undefined && ofType(latestEvents(p), 'pr.wait').length > 0, 'the first pull request');
     await p.gh.review(pullOf('tron/gh-1-first')!.number, { state: 'APPROVED', user: 'ada' });
     await until(() => p.gh.issue(1)!.state === 'closed', 'tron to close the landed issue');
     await until(() => pullOf('tron/gh-2-second') !== undefined, 'the second pull request');
     p.gh.editIssue(2, { labels: [], by: 'bob' });
     expect(await running).toBe(3);
-    const run = events(p);
+    const run = latestEvents(p);
     expect(ofType(run, 'block.landed').map((e) => e.block)).toEqual(['gh-1-first']);
     expect(ofType(run, 'issue.withdrawn')).toEqual([expect.objectContaining({ block: 'gh-2-second', action: 'unlabelled' })]);
     expect(ofType(run, 'block.abandoned')).toEqual([

@@ -208,11 +208,38 @@ const ForgeTable = z.strictObject({
   backoff: duration.default('2s'),
 });
 
-/** `[intake]`: open issues with `label` become blocks (engine/forge/intake.ts). */
+/** Where `[intake]` takes issues from: the forge's (the default), or Linear's (engine/forge/linear.ts). */
+export const INTAKE_SOURCES = ['forge', 'linear'] as const;
+/** `[intake] token_env`, `api_url`, `timeout`, `retries` and `backoff` when unset, with `source = "linear"`. */
+export const LINEAR_DEFAULTS = {
+  tokenEnv: 'LINEAR_API_KEY',
+  apiUrl: 'https://api.linear.app/graphql',
+  timeout: '30s',
+  retries: 6,
+  backoff: '2s',
+} as const;
+
+/**
+ * `[intake]`: open issues with `label` become blocks (engine/forge/intake.ts). With
+ * `source = "linear"` they are a Linear team's (`team`, its key), narrowed by `state`, read
+ * with the key in `token_env`; the Linear keys mean nothing to the forge's intake.
+ */
 const IntakeTable = z.strictObject({
+  source: z.enum(INTAKE_SOURCES).default('forge'),
   label: z.string().trim().min(1).default('tron'),
   /** --watch: how often the labelled list is read again (a conditional request: free while nothing changed). */
   poll: duration.default('60s'),
+  team: z.string().optional(),
+  state: z.string().trim().min(1).optional(),
+  token_env: envName.optional(),
+  api_url: z
+    .string()
+    .refine((s) => /^https?:\/\/\S+$/.test(s), { message: 'the GraphQL endpoint, e.g. "https://api.linear.app/graphql"' })
+    .optional(),
+  // Linear's API calls, as [forge]'s govern the forge's (defaults: LINEAR_DEFAULTS).
+  timeout: duration.optional(),
+  retries: z.number().int().min(0).max(100).optional(),
+  backoff: duration.optional(),
 });
 
 /** `[cluster]`: the event log and the lease in PostgreSQL (engine/log/pg-log.ts, docs/cluster.md). */
@@ -313,8 +340,22 @@ export interface Config {
   cluster?: ClusterConfig;
   /** `[forge]`: the team's forge; absent: none. */
   forge?: ForgeSettings;
-  /** `[intake]`: issues with this label become blocks (needs `[forge]`); --watch reads them again every `pollMs`. */
-  intake?: { label: string; pollMs: number };
+  /** `[intake]`: issues with this label become blocks (the forge's, or with `linear` a Linear team's); --watch reads them again every `pollMs`. */
+  intake?: { label: string; pollMs: number; linear?: LinearSettings };
+}
+
+/** `[intake] source = "linear"`, normalised: whose issues, and how Linear's API is reached. */
+export interface LinearSettings {
+  /** The team's key, upper case ("ENG"): its issues are ENG-1, ENG-2, … */
+  team: string;
+  /** Only issues in the workflow state of this name (absent: every open state). */
+  state?: string;
+  /** The variable holding the API key. */
+  tokenEnv: string;
+  apiUrl: string;
+  timeoutMs: number;
+  retries: number;
+  backoffMs: number;
 }
 
 /** `[forge]`, normalised. */
@@ -535,7 +576,23 @@ function toConfig(raw: z.infer<typeof ConfigTable>): Config {
         backoffMs: ms(raw.forge.backoff),
       },
     }),
-    ...(raw.intake !== undefined && { intake: { label: raw.intake.label, pollMs: ms(raw.intake.poll) } }),
+    ...(raw.intake !== undefined && {
+      intake: {
+        label: raw.intake.label,
+        pollMs: ms(raw.intake.poll),
+        ...(raw.intake.source === 'linear' && {
+          linear: {
+            team: (raw.intake.team ?? '').toUpperCase(),
+            ...(raw.intake.state !== undefined && { state: raw.intake.state }),
+            tokenEnv: raw.intake.token_env ?? LINEAR_DEFAULTS.tokenEnv,
+            apiUrl: raw.intake.api_url ?? LINEAR_DEFAULTS.apiUrl,
+            timeoutMs: ms(raw.intake.timeout ?? LINEAR_DEFAULTS.timeout),
+            retries: raw.intake.retries ?? LINEAR_DEFAULTS.retries,
+            backoffMs: ms(raw.intake.backoff ?? LINEAR_DEFAULTS.backoff),
+          },
+        }),
+      },
+    }),
     ...(raw.cluster !== undefined && {
       cluster: {
         ...(raw.cluster.database !== undefined && { database: raw.cluster.database }),
@@ -562,18 +619,18 @@ export function parseConfig(text: string, file: string): ParsedConfig {
     const trunk = ConfigTable.shape.trunk.safeParse(toml.data.trunk);
     return { problems: schemaProblems(parsed.error, toml.data, file, CONFIG_STYLE), ...(trunk.success && { trunk: trunk.data }) };
   }
-  const cross = forgeProblems(parsed.data, file);
+  const cross = [...forgeProblems(parsed.data, file), ...secretProblems(parsed.data, file)];
   if (cross.length > 0) return { problems: cross, trunk: parsed.data.trunk };
   return { config: toConfig(parsed.data), problems: [], trunk: parsed.data.trunk };
 }
 
 /**
- * `[intake]` needs a forge to read issues from; and the forge's token must never be
- * handed on: a `test_env` or worker `env` entry naming its variable is refused.
+ * The forge's intake needs a forge to read issues from (Linear's does not); PR mode needs
+ * a remote to push its branches to; a merge queue needs PR mode.
  */
 function forgeProblems(raw: z.infer<typeof ConfigTable>, file: string): Problem[] {
-  const problems: Problem[] = [];
-  if (raw.intake && !raw.forge)
+  const problems: Problem[] = [...linearIntakeProblems(raw, file)];
+  if (raw.intake && raw.intake.source === 'forge' && !raw.forge)
     problems.push({
       code: 'TRON_CONFIG_INVALID',
       path: `${file}: intake`,
@@ -594,11 +651,25 @@ function forgeProblems(raw: z.infer<typeof ConfigTable>, file: string): Problem[
       path: `${file}: forge.merge`,
       message: 'merge = "queue" hands pull requests to the merge queue, which only PR mode opens: set land = "pr", or remove merge',
     });
+  return problems;
+}
+
+/**
+ * The variables that hold what is tron's alone — the forge's token and webhook secret,
+ * Linear's API key — so that none is handed to a worker or a test run.
+ */
+function secretProblems(raw: z.infer<typeof ConfigTable>, file: string): Problem[] {
+  const problems: Problem[] = [];
   const secret = new Set([
-    raw.forge.token_env ?? FORGE_DEFAULTS[raw.forge.kind].tokenEnv,
-    'TRON_FORGE_TOKEN',
-    raw.forge.webhook_secret_env,
-    WEBHOOK_SECRET_ENV,
+    ...(raw.forge
+      ? [
+          raw.forge.token_env ?? FORGE_DEFAULTS[raw.forge.kind].tokenEnv,
+          'TRON_FORGE_TOKEN',
+          raw.forge.webhook_secret_env,
+          WEBHOOK_SECRET_ENV,
+        ]
+      : []),
+    ...(raw.intake?.source === 'linear' ? [raw.intake.token_env ?? LINEAR_DEFAULTS.tokenEnv] : []),
   ]);
   const lists: [string, readonly string[]][] = [
     ['test_env', raw.test_env],
@@ -613,9 +684,43 @@ function forgeProblems(raw: z.infer<typeof ConfigTable>, file: string): Problem[
         problems.push({
           code: 'TRON_FORGE_TOKEN_EXPOSED',
           path: `${file}: ${key}`,
-          message: `${name} is the forge's token or webhook secret ([forge] token_env, webhook_secret_env); it is for tron alone and never reaches a worker or a test: remove it from ${key}`,
+          message: `${name} is the forge's token or webhook secret ([forge] token_env, webhook_secret_env) or Linear's API key ([intake] token_env); it is for tron alone and never reaches a worker or a test: remove it from ${key}`,
         });
   return problems;
+}
+
+/** A Linear team's key, as it starts its issue ids: a letter, then letters and digits (a name or an id is not one). */
+const TEAM_KEY = /^[A-Za-z][A-Za-z0-9]{0,9}$/;
+/** The `[intake]` keys that only Linear's intake reads. */
+const LINEAR_KEYS = ['team', 'state', 'token_env', 'api_url', 'timeout', 'retries', 'backoff'] as const;
+
+/** `source = "linear"` needs a team, by its key; the Linear keys elsewhere are a mistake, not ignored. */
+function linearIntakeProblems(raw: z.infer<typeof ConfigTable>, file: string): Problem[] {
+  const intake = raw.intake;
+  if (!intake) return [];
+  if (intake.source !== 'linear')
+    return LINEAR_KEYS.filter((k) => intake[k] !== undefined).map((k) => ({
+      code: 'TRON_LINEAR_CONFIG',
+      path: `${file}: intake.${k}`,
+      message: `${k} is read only from Linear: set source = "linear" to take the issues from a Linear team, or remove ${k} (the forge's intake takes its token and API from [forge])`,
+    }));
+  if (intake.team === undefined)
+    return [
+      {
+        code: 'TRON_LINEAR_CONFIG',
+        path: `${file}: intake.team`,
+        message: 'source = "linear" takes the issues of one Linear team: add team = "ENG" (the key its issue ids start with, as in ENG-12)',
+      },
+    ];
+  if (!TEAM_KEY.test(intake.team))
+    return [
+      {
+        code: 'TRON_LINEAR_CONFIG',
+        path: `${file}: intake.team`,
+        message: `"${intake.team}" is not a Linear team key: give the key its issue ids start with (ENG for ENG-12): a letter, then letters and digits`,
+      },
+    ];
+  return [];
 }
 
 /** What each kind asks of `repo` and `api_url` beyond their common form. */

@@ -39,7 +39,7 @@ export interface StatusRow {
   landedSha?: string;
   answer?: PendingAnswer;
   /** [forge]: the issue the block was taken in from, and its pull request (PR mode). */
-  issue?: { number: number; url?: string };
+  issue?: { number: number; ref: string; url?: string };
   pull?: { number: number; url: string; state: string };
 }
 

@@ -102,9 +102,9 @@ export const CATCH_UP: readonly Step[] = [
   },
   {
     name: 'what the merge queue merged',
-    when: (i, got) => got.remote !== undefined && i.forgeRun !== undefined && i.config.forge?.merge === 'queue',
+    when: (i, got) => got.remote !== undefined && i.forgeRun?.forge !== undefined && i.config.forge?.merge === 'queue',
     run: async (i, got) => {
-      got.fromQueue = await catchUpFromQueue(i.repo, got.remote!, i.forgeRun!.forge, i.before);
+      got.fromQueue = await catchUpFromQueue(i.repo, got.remote!, i.forgeRun!.forge!, i.before);
     },
   },
   {

@@ -26,7 +26,7 @@ export interface ForgeEngine {
 export function issueTelling(f: ForgeRun, o: { repo: string; config: Config; repoArg: string }) {
   return {
     repo: o.repo,
-    forge: f.forge,
+    forge: f.tracker,
     issues: f.issues,
     trunk: o.config.trunk,
     repoArg: o.repoArg,
@@ -75,13 +75,13 @@ export class ForgeWiring {
     this.engine = engine;
     const { f, o } = this;
     // [forge] trusted: what strangers said on the forge was ignored; the log says so, once each (engine/forge/trust.ts).
-    noteIgnored(f.forge, (body) => engine.record(body), o.print);
+    if (f.forge) noteIgnored(f.forge, (body) => engine.record(body), o.print);
     if (!f.intake) return;
     this.poller = new IssuePoller({
       takeNew: o.watch,
       issues: f.issues,
       onWithdrawn: (body) => engine.told(body),
-      forge: f.forge,
+      forge: f.tracker,
       label: f.intake.label,
       intervalMs: f.intake.pollMs,
       ...(f.intake.etag && { etag: f.intake.etag }),

@@ -13,7 +13,7 @@ import { execa, type ResultPromise } from 'execa';
 import { type Database, openDatabase } from '../log/pg-log.ts';
 import { BIN } from './crash.ts';
 import { type BlockSpec, configFile, makeProject } from './project.ts';
-import { type BareRemote, makeBareRemote, type ServedRemote, serveDaemon } from './remote-server.ts';
+import { type BareRemote, makeBareRemote, type ServedRemote, serveDaemon, publishTo } from './remote-server.ts';
 import { GIT_IDENTITY_ENV, type TestRepo } from './repo.ts';
 import { approvingWorkers, builderPrelude, writeBuilder } from './workers.ts';
 
@@ -167,9 +167,7 @@ export async function agentCluster(o: AgentClusterOptions): Promise<AgentCluster
       ...(o.files && { files: o.files(held) }),
     });
     db = await openDatabase(o.database);
-    await repo.git('push', '-q', bare.dir, 'main');
-    await repo.git('remote', 'add', 'origin', served.url);
-    await repo.git('fetch', '-q', 'origin');
+    await publishTo(repo, bare, served);
     const url = served.url;
     const clone = async (name: string) => {
       const dir = join(scratch, name);

@@ -11,7 +11,7 @@ import { crashProject } from './crash.ts';
 import { NODE_RUNNER, configFile, makeProject } from './project.ts';
 import { approvingWorkers, writeBuilder } from './workers.ts';
 import { tmpdir } from 'node:os';
-import { makeBareRemote, serveDaemon, type BareRemote, type ServedRemote } from './remote-server.ts';
+import { makeBareRemote, serveDaemon, type BareRemote, type ServedRemote, publishTo } from './remote-server.ts';
 import { makeRepo, type TestRepo } from './repo.ts';
 
 export interface RemoteProject {
@@ -82,9 +82,7 @@ export async function remoteProject(
     `${await repo.read('.tron/config.toml')}\n[sandbox]\nmode = "off"\n\n${opts.remote ?? '[remote]\nbackoff = "100ms"\nretries = 50\n'}`,
   );
   await repo.commitAll('tron: with a remote');
-  await repo.git('push', '-q', bare.dir, 'main');
-  await repo.git('remote', 'add', 'origin', served.url);
-  await repo.git('fetch', '-q', 'origin');
+  await publishTo(repo, bare, served);
   return {
     repo,
     bare,

@@ -14,7 +14,7 @@ import { createServer as createHttpServer, type IncomingMessage, type Server as 
 import { createServer as createNetServer, type Server as NetServer, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { testGit } from './repo.ts';
+import { testGit, type TestRepo } from './repo.ts';
 
 /** The environment of the servers' git processes: no HOME or system config, nothing of the test's. */
 function serverEnv(home: string): Record<string, string> {
@@ -38,6 +38,13 @@ export interface BareRemote {
   /** Installs hook `name` (e.g. post-receive) as this shell script. */
   hook(name: string, script: string): Promise<void>;
   cleanup(): Promise<void>;
+}
+
+/** Puts `repo`'s trunk on the bare repository and makes `served` (that repository, served) its `origin`. */
+export async function publishTo(repo: TestRepo, bare: BareRemote, served: ServedRemote): Promise<void> {
+  await repo.git('push', '-q', bare.dir, 'main');
+  await repo.git('remote', 'add', 'origin', served.url);
+  await repo.git('fetch', '-q', 'origin');
 }
 
 export async function makeBareRemote(): Promise<BareRemote> {

@@ -62,6 +62,41 @@ esac
 `;
 }
 
+/**
+ * The intake tests' builder: it writes down its environment (`out/builder-<block>.env`,
+ * where a test looks for a token that must not be there), writes greeting.txt, commits
+ * and answers `>>DONE`; a challenge gets evidence for c1.
+ */
+export function greetingBuilder(out: string): string {
+  return `#!/bin/sh
+prompt=$(cat)
+case "$prompt" in
+  *"# Evidence for block"*) echo '>>CONFIRMED {"evidence":{"c1":"greeting.txt says hello"}}'; exit 0 ;;
+esac
+env > "${out}/builder-$TRON_BLOCK.env"
+echo hello > greeting.txt; git add -A; git commit -qm "$TRON_BLOCK"
+echo ">>DONE"
+`;
+}
+
+/**
+ * The withdrawal tests' builder: it builds `<block>.txt` at once — unless the block's id
+ * says "slow": then its turn runs (sleeps) until tron stops it.
+ */
+export function stoppableBuilder(): string {
+  return `#!/bin/sh
+prompt=$(cat)
+case "$prompt" in
+  *"# Evidence for block"*) echo '>>CONFIRMED {"evidence":{"c1":"done"}}'; exit 0 ;;
+esac
+case "$TRON_BLOCK" in
+  *slow*) sleep 120 ;;
+esac
+echo "$TRON_BLOCK" > "$TRON_BLOCK.txt"; git add -A; git commit -qm "$TRON_BLOCK"
+echo ">>DONE"
+`;
+}
+
 /** Writes `script` as `dir/builder.sh`, executable; its path. */
 export function writeBuilder(dir: string, script: string): string {
   const path = join(dir, 'builder.sh');

@@ -10,7 +10,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { configFile, project } from '../project.ts';
-import { makeBareRemote, serveDaemon, type BareRemote, type ServedRemote } from '../remote-server.ts';
+import { makeBareRemote, serveDaemon, type BareRemote, type ServedRemote, publishTo } from '../remote-server.ts';
 import type { TestRepo } from '../repo.ts';
 import { writeBuilder } from '../workers.ts';
 import { startGitHubServer, type GitHubServer, type Seen } from './server.ts';
@@ -77,9 +77,7 @@ export async function forgeProject(opts: {
       config: configFile({ workers, extra }),
       ...(opts.files && { files: typeof opts.files === 'function' ? opts.files(out) : opts.files }),
     });
-    await repo.git('push', '-q', bare.dir, 'main');
-    await repo.git('remote', 'add', 'origin', served.url);
-    await repo.git('fetch', '-q', 'origin');
+    await publishTo(repo, bare, served);
     const cis: Ci[] = [];
     // Narrowed, for the closure below.
     const [server, scratch] = [gh, out];

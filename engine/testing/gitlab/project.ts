@@ -11,7 +11,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { configFile, project } from '../project.ts';
-import { type BareRemote, makeBareRemote, type ServedRemote, serveDaemon } from '../remote-server.ts';
+import { type BareRemote, makeBareRemote, type ServedRemote, serveDaemon, publishTo } from '../remote-server.ts';
 import type { TestRepo } from '../repo.ts';
 import { writeBuilder } from '../workers.ts';
 import { type GitLabServer, type Seen, startGitLabServer } from './server.ts';
@@ -62,9 +62,7 @@ export async function gitlabProject(opts: {
       config: configFile({ workers, extra }),
       ...(opts.files && { files: typeof opts.files === 'function' ? opts.files(out) : opts.files }),
     });
-    await repo.git('push', '-q', bare.dir, 'main');
-    await repo.git('remote', 'add', 'origin', served.url);
-    await repo.git('fetch', '-q', 'origin');
+    await publishTo(repo, bare, served);
     const jobs: { name: string; script: string }[] = [];
     const [server, scratch] = [gl, out];
     return {

@@ -2,7 +2,8 @@
  * The crash sweep every forge's end-to-end proof runs (engine/forge/crash.e2e.test.ts for
  * GitHub, gitlab-crash.e2e.test.ts for GitLab): `tron start` killed with SIGKILL right after
  * the forge answered its n-th write — every n — and after a spread of its reads (the first,
- * the last and two between; every one with `TRON_CRASH_SWEEP=full`), then started again
+ * the last and two between, or the first and the last; every one with
+ * `TRON_CRASH_SWEEP=full`), then started again
  * until a run ends by itself. The forge's file gives the scenario and what "once" means
  * there; this file gives the starts and the sweep.
  */
@@ -49,6 +50,11 @@ export async function startUntilUnkilled(
   return exits;
 }
 
+/** `k` of the calls 1…total, evenly from the first to the last (each once). */
+function spread(total: number, k: number): number[] {
+  return [...new Set(Array.from({ length: k }, (_, i) => (i === k - 1 ? total : Math.max(1, Math.floor((i * total) / (k - 1))))))];
+}
+
 /** The sweep's two tests, named in the forge's words. */
 export function killSweeps<O extends KillOutcome>(o: {
   /** The describe's title, e.g. "killed at every forge call". */
@@ -63,6 +69,14 @@ export function killSweeps<O extends KillOutcome>(o: {
   /** The fewest writes and reads a whole run makes (default: a forge's in PR mode, 5 and 8). */
   writes?: number;
   reads?: number;
+  /**
+   * How many of its reads a run is killed after (evenly, from the first to the last; every
+   * one with `TRON_CRASH_SWEEP=full`): 4 by default. A read changes nothing on the forge, so
+   * a kill after it is a kill before the next write but for what tron keeps of the read;
+   * the intake and progress every forge shares are swept at four by GitHub's file, and a
+   * forge whose own reads are its list and lookup calls may take the first and the last.
+   */
+  readPoints?: number;
   /** Killed after tron's `killAt`-th call of `after` (none: undefined), then started again. */
   scenario(killAt: number | undefined, after?: After): Promise<O>;
   /** The block landed once, through one change request, and no comment twice. */
@@ -106,9 +120,7 @@ export function killSweeps<O extends KillOutcome>(o: {
       // The intake's list and lookups, the comment lookups, the change request's lookup, its checks and reviews.
       expect(total).toBeGreaterThanOrEqual(o.reads ?? 8);
       const points =
-        process.env.TRON_CRASH_SWEEP === 'full'
-          ? Array.from({ length: total }, (_, i) => i + 1)
-          : [...new Set([1, Math.floor(total / 3), Math.floor((2 * total) / 3), total])];
+        process.env.TRON_CRASH_SWEEP === 'full' ? Array.from({ length: total }, (_, i) => i + 1) : spread(total, o.readPoints ?? 4);
       for (const n of points) await killedAt(n, 'read');
     });
   });

@@ -442,6 +442,13 @@ export const PROBLEMS = {
     summary: "The database's schema (`tron_schema`) was made by a newer tron than this one; this tron neither writes nor reads it.",
     fix: 'Upgrade tron on this host to the version the other hosts run; the schema is never migrated backwards.',
   },
+  TRON_DB_SCHEMA_OLDER: {
+    area: 'log',
+    kind: 'input',
+    summary:
+      "The database's schema (`tron_schema`) is older than this tron, and the role in the URL may not migrate it: a reader's or an agent's role, on a host upgraded before any engine.",
+    fix: 'Start an engine of this tron\'s version once (its role owns the database and migrates it), or run the command with the tron version the engine runs; docs/cluster.md, "Upgrading from two series".',
+  },
   TRON_LEASE_HELD: {
     area: 'log',
     kind: 'input',

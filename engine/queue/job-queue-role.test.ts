@@ -10,6 +10,7 @@ import { ManualClock } from '../os/clock.ts';
 import { acquireLease } from '../log/lease.ts';
 import { agentGrants, claimJob, completeJob, connect, migrateJobs, NOT_YOURS, STALE_ATTEMPT } from './pg-jobs.ts';
 import { SCHEMA_VERSION } from '../schema/series.ts';
+import { SchemaOlderError } from '../schema/migrate.ts';
 import { poolOf } from '../testing/pools.ts';
 import { type Database, DatabaseFullError, openDatabase, PgEventLog } from '../log/pg-log.ts';
 import { agentCommand } from '../commands/agent.ts';
@@ -117,6 +118,44 @@ describe.skipIf(NO_DATABASE)('the agents’ database role', () => {
       await agent.end();
     }
     await log.close();
+  }, 60_000);
+
+  it('refuses a reader an older schema it may not migrate with TRON_DB_SCHEMA_OLDER, changing nothing, and reads it once an engine did', async () => {
+    const admin = new pg.Client({ connectionString: server.url });
+    await admin.connect();
+    await admin.query('create database tron_behind').finally(() => admin.end());
+    const url = new URL(server.url);
+    url.pathname = '/tron_behind';
+    // As the last tron with two series left it, and a reader's role as docs/cluster.md grants it: select only.
+    await olderSchema(url.toString(), { log: 4, queue: 7 });
+    const raw = new pg.Client({ connectionString: url.toString() });
+    await raw.connect();
+    try {
+      await raw.query(`create role tron_behind_reader login password 'reader'`);
+      await raw.query('grant select on all tables in schema public to tron_behind_reader');
+      const readerAt = new URL(url);
+      readerAt.username = 'tron_behind_reader';
+      readerAt.password = 'reader';
+      const refused = await openDatabase(readerAt.toString()).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(refused).toBeInstanceOf(SchemaOlderError);
+      expect((refused as SchemaOlderError).problems[0]).toMatchObject({
+        code: 'TRON_DB_SCHEMA_OLDER',
+        message: expect.stringContaining(`is version 11, this tron needs ${SCHEMA_VERSION}, and the role in the URL may not migrate it`),
+      });
+      expect((await raw.query('select max(version)::int as v from tron_schema')).rows[0].v).toBe(4);
+      expect((await raw.query(`select to_regclass('tron_queue_schema')::text as t`)).rows[0].t).toBe('tron_queue_schema');
+      // The engine's role migrates it; the reader then opens it and only reads.
+      const engine = await openDatabase(url.toString());
+      await engine.end();
+      const reader = await openDatabase(readerAt.toString());
+      await reader.end();
+      expect((await raw.query('select max(version)::int as v from tron_schema')).rows[0].v).toBe(SCHEMA_VERSION);
+    } finally {
+      await raw.end();
+    }
   }, 60_000);
 
   it('lets a role granted before version 3 of the queue’s schema ask which jobs to leave and the queue’s version, once the engine migrated it', async () => {

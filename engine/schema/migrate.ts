@@ -7,7 +7,8 @@
  * the same lock: its migrations create a schema, which is not safe to run twice at once.
  *
  * A database at this tron's version is only read (a reader's role, select only, opens the
- * database too); a newer one is refused with SchemaNewerError, unchanged. A database
+ * database too); a newer one is refused with SchemaNewerError, and an older one a role may
+ * not migrate with SchemaOlderError, unchanged. A database
  * written before version 12 kept the queue's versions in a table of their own
  * (`tron_queue_schema`): they are taken over here, once, as the versions they are now.
  */
@@ -38,6 +39,27 @@ export class SchemaNewerError extends InputError {
   }
 }
 
+/**
+ * The database's schema is older than this tron, and the role in the URL may not bring it
+ * up (a reader's or an agent's role: select or execute only): refused, nothing changed.
+ */
+export class SchemaOlderError extends InputError {
+  readonly code = 'TRON_DB_SCHEMA_OLDER' satisfies InputCode;
+  constructor(url: string, found: number) {
+    super([
+      {
+        code: 'TRON_DB_SCHEMA_OLDER',
+        path: `${redactUrlSecrets(url)} (tron_schema)`,
+        message: `the database's schema (tron_schema) is version ${found}, this tron needs ${SCHEMA_VERSION}, and the role in the URL may not migrate it; start an engine of this tron's version once (its role owns the database and migrates it), or run this command with the tron the engine runs`,
+      },
+    ]);
+    this.name = 'SchemaOlderError';
+  }
+}
+
+/** PostgreSQL's SQLSTATE for a role that lacks a privilege. */
+const INSUFFICIENT_PRIVILEGE = '42501';
+
 /** Whether the queue library's schema is brought up only with a change of tron's, or at every call. */
 export type LibraryMigrations = 'with-ours' | 'always';
 
@@ -47,7 +69,14 @@ export type LibraryMigrations = 'with-ours' | 'always';
  * that runs jobs does, so that a newer graphile-worker's migrations run at its first start.
  */
 export async function migrate(client: pg.ClientBase, url: string, library: LibraryMigrations = 'with-ours'): Promise<void> {
-  if ((await isCurrent(client, url)) && library === 'with-ours') return;
+  const at = await versionAt(client, url);
+  if (at === SCHEMA_VERSION && library === 'with-ours') return;
+  await bringUp(client, url, library).catch((err: unknown) => {
+    throw (err as { code?: unknown }).code === INSUFFICIENT_PRIVILEGE && at < SCHEMA_VERSION ? new SchemaOlderError(url, at) : err;
+  });
+}
+
+async function bringUp(client: pg.ClientBase, url: string, library: LibraryMigrations): Promise<void> {
   await client.query(`select pg_advisory_lock(${SCHEMA_LOCK})`);
   try {
     await migrateQueueLibrary(url);
@@ -73,14 +102,26 @@ export async function migrate(client: pg.ClientBase, url: string, library: Libra
   }
 }
 
-/** Every version applied, none newer, and no series of the queue's own left to take over. Refuses a newer schema. */
-async function isCurrent(client: pg.ClientBase, url: string): Promise<boolean> {
+/**
+ * The version the database is at: this tron's when every version is applied and no series
+ * of the queue's own is left to take over; else the highest applied, as far as this tron
+ * can tell (0 for an empty database), and below this tron's. Refuses a newer schema.
+ */
+async function versionAt(client: pg.ClientBase, url: string): Promise<number> {
   const { rows } = await client.query<{ ours: string | null; queue: string | null }>(
     `select to_regclass('tron_schema')::text as ours, to_regclass('tron_queue_schema')::text as queue`,
   );
-  if (!rows[0]?.ours) return false;
+  if (!rows[0]?.ours) return 0;
   const applied = await appliedVersions(client, url);
-  return !rows[0].queue && applied.size === SCHEMA_VERSION;
+  if (!rows[0].queue && applied.size === SCHEMA_VERSION) return SCHEMA_VERSION;
+  // The queue's own series of before version 12, its n this series' n + QUEUE_SERIES_BASE (a role that may not read it: unknown).
+  const queue = rows[0].queue
+    ? await client.query<{ v: number | null }>('select max(version) as v from tron_queue_schema').then(
+        (r) => (r.rows[0]?.v ?? 0) + QUEUE_SERIES_BASE,
+        () => 0,
+      )
+    : 0;
+  return Math.min(SCHEMA_VERSION - 1, Math.max(0, queue, ...applied));
 }
 
 /** The versions the database has applied; SchemaNewerError past this tron's last. */

@@ -71,12 +71,13 @@ export type LibraryMigrations = 'with-ours' | 'always';
 export async function migrate(client: pg.ClientBase, url: string, library: LibraryMigrations = 'with-ours'): Promise<void> {
   const at = await versionAt(client, url);
   if (at === SCHEMA_VERSION && library === 'with-ours') return;
-  await bringUp(client, url, library).catch((err: unknown) => {
+  await bringUp(client, url).catch((err: unknown) => {
     throw (err as { code?: unknown }).code === INSUFFICIENT_PRIVILEGE && at < SCHEMA_VERSION ? new SchemaOlderError(url, at) : err;
   });
 }
 
-async function bringUp(client: pg.ClientBase, url: string, library: LibraryMigrations): Promise<void> {
+/** Under the schema's lock: the queue library's migrations, then every version of tron's the database lacks, in one transaction. */
+async function bringUp(client: pg.ClientBase, url: string): Promise<void> {
   await client.query(`select pg_advisory_lock(${SCHEMA_LOCK})`);
   try {
     await migrateQueueLibrary(url);

@@ -74,14 +74,11 @@ export interface Cluster {
   stop(): void;
 }
 
-/** Starts a throwaway cluster (never the shared server of TRON_TEST_DATABASE_URL: tests may restart this one). */
-export async function startCluster(): Promise<Cluster> {
-  const bin = serverBin();
+/** Starts a throwaway cluster with the server's programs in `bin`, in a folder under `under` (never the shared server of TRON_TEST_DATABASE_URL: tests may restart this one). */
+export async function startCluster(bin: string | undefined = serverBin(), under = '/tmp'): Promise<Cluster> {
   if (!bin) throw new Error(`PostgreSQL is not installed here: ${INSTALL}`);
-  const dir = mkdtempSync('/tmp/tron-pg-');
-  if (process.getuid?.() === 0) execFileSync('chown', ['postgres', dir]);
+  const dir = mkdtempSync(join(under, 'tron-pg-'));
   const data = join(dir, 'data');
-  runServerProgram(join(bin, 'initdb'), ['-D', data, '-A', 'trust', '-U', 'tron', '--no-sync', '-E', 'UTF8']);
   const port = await freePort();
   const start = () =>
     runServerProgram(join(bin, 'pg_ctl'), [
@@ -94,7 +91,20 @@ export async function startCluster(): Promise<Cluster> {
       `-k ${dir} -p ${port} -c listen_addresses=127.0.0.1`,
       'start',
     ]);
-  start();
+  // A cluster that did not come up leaves nothing behind: its folder, and a server that started anyway.
+  try {
+    if (process.getuid?.() === 0) execFileSync('chown', ['postgres', dir]);
+    runServerProgram(join(bin, 'initdb'), ['-D', data, '-A', 'trust', '-U', 'tron', '--no-sync', '-E', 'UTF8']);
+    start();
+  } catch (err) {
+    try {
+      runServerProgram(join(bin, 'pg_ctl'), ['-D', data, '-m', 'immediate', 'stop']);
+    } catch {
+      // It never started.
+    }
+    rmSync(dir, { recursive: true, force: true });
+    throw err;
+  }
   return {
     url: `postgres://tron@127.0.0.1:${port}/postgres`,
     restart: (mode = 'fast') => {

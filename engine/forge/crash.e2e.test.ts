@@ -11,58 +11,34 @@
  * so by default a spread of reads is killed at (the first, the last, and two between);
  * `TRON_CRASH_SWEEP=full` kills after every one, as the cluster sweep does.
  */
-import type { ResultPromise } from 'execa';
 import { expect } from 'vitest';
-import { type After, type KillOutcome, killSweeps, startUntilUnkilled } from '../testing/forge-crash.ts';
+import { type After, type KillOutcome, killedRun, killSweeps } from '../testing/forge-crash.ts';
 import { forgeProject, type ForgeProject } from '../testing/github/project.ts';
 import type { Seen } from '../testing/github/server.ts';
-
-const BUILDER = () => `#!/bin/sh
-prompt=$(cat)
-case "$prompt" in
-  *"# Evidence for block"*) echo '>>CONFIRMED {"evidence":{"c1":"greeting.txt says hello"}}'; exit 0 ;;
-esac
-echo hello > greeting.txt; git add -A; git commit -qm "$TRON_BLOCK: greeting"
-echo ">>DONE"
-`;
+import { greetingBuilder } from '../testing/workers.ts';
 
 /** A call of tron's that changes something on the forge (the hosted CI's check runs are not tron's). */
 const tronWrite = (s: Seen) => s.method !== 'GET' && !s.path.includes('/check-runs') && s.status < 400;
 /** A call of tron's that reads the forge (a 304 too: tron learned that nothing changed). */
 const tronRead = (s: Seen) => s.method === 'GET' && s.status < 400;
 
-interface Outcome extends KillOutcome {
-  p: ForgeProject;
-}
+type Outcome = KillOutcome & { p: ForgeProject };
 
 /** One scenario: killed after tron's `killAt`-th write or read (none: undefined), then started again until a run ends by itself. */
-async function scenario(killAt: number | undefined, after: After = 'write'): Promise<Outcome> {
-  let child: ResultPromise | undefined;
-  let writes = 0;
-  let reads = 0;
-  const p = await forgeProject({
-    builder: BUILDER,
-    forge: 'land = "pr"\n',
-    onServed: (s) => {
-      if (tronRead(s) && ++reads === killAt && after === 'read') child?.kill('SIGKILL');
-      if (tronWrite(s) && ++writes === killAt && after === 'write') child?.kill('SIGKILL');
+function scenario(killAt: number | undefined, after: After = 'write'): Promise<Outcome> {
+  const calls = { write: tronWrite, read: tronRead };
+  return killedRun(
+    killAt,
+    after,
+    calls,
+    (onServed) => forgeProject({ builder: greetingBuilder, forge: 'land = "pr"\n', onServed }),
+    async (p) => {
+      p.gh.protect('main', ['ci/test']);
+      await p.ci('ci/test', 'test "$(cat greeting.txt)" = hello');
+      p.gh.openIssue({ title: 'Add a greeting', body: '- [ ] greeting.txt says hello', labels: ['tron'] });
+      p.gh.openIssue({ title: 'Vague wish', body: 'Make it nice.', labels: ['tron'] });
     },
-  });
-  p.gh.protect('main', ['ci/test']);
-  await p.ci('ci/test', 'test "$(cat greeting.txt)" = hello');
-  p.gh.openIssue({ title: 'Add a greeting', body: '- [ ] greeting.txt says hello', labels: ['tron'] });
-  p.gh.openIssue({ title: 'Vague wish', body: 'Make it nice.', labels: ['tron'] });
-  const exits = await startUntilUnkilled(p.repo.dir, p.env, (c) => {
-    child = c;
-  });
-  return {
-    p,
-    writes,
-    reads,
-    exits,
-    landedGreeting: () => p.bare.git('show', 'main:greeting.txt'),
-    cleanup: () => p.cleanup(),
-  };
+  );
 }
 
 /** Each comment's tron marker; a marker seen twice is a comment posted twice. */

@@ -7,56 +7,32 @@
  * after its first and its last read (every one with `TRON_CRASH_SWEEP=full`; GitHub's file
  * kills the intake and progress both forges share after a spread of four).
  */
-import type { ResultPromise } from 'execa';
 import { expect } from 'vitest';
-import { type After, type KillOutcome, killSweeps, startUntilUnkilled } from '../testing/forge-crash.ts';
+import { type After, type KillOutcome, killedRun, killSweeps } from '../testing/forge-crash.ts';
 import { type GitLabProject, gitlabProject } from '../testing/gitlab/project.ts';
 import type { Seen } from '../testing/gitlab/server.ts';
-
-const BUILDER = () => `#!/bin/sh
-prompt=$(cat)
-case "$prompt" in
-  *"# Evidence for block"*) echo '>>CONFIRMED {"evidence":{"c1":"greeting.txt says hello"}}'; exit 0 ;;
-esac
-echo hello > greeting.txt; git add -A; git commit -qm "$TRON_BLOCK: greeting"
-echo ">>DONE"
-`;
+import { greetingBuilder } from '../testing/workers.ts';
 
 /** A call of tron's that changes something on GitLab (the external CI's commit statuses are not tron's). */
 const tronWrite = (s: Seen) => s.method !== 'GET' && !s.path.includes('/statuses/') && s.status < 400;
 /** A call of tron's that reads GitLab. */
 const tronRead = (s: Seen) => s.method === 'GET' && s.status < 400;
 
-interface Outcome extends KillOutcome {
-  p: GitLabProject;
-}
+type Outcome = KillOutcome & { p: GitLabProject };
 
-async function scenario(killAt: number | undefined, after: After = 'write'): Promise<Outcome> {
-  let child: ResultPromise | undefined;
-  let writes = 0;
-  let reads = 0;
-  const p = await gitlabProject({
-    builder: BUILDER,
-    forge: 'land = "pr"\n',
-    onServed: (s) => {
-      if (tronRead(s) && ++reads === killAt && after === 'read') child?.kill('SIGKILL');
-      if (tronWrite(s) && ++writes === killAt && after === 'write') child?.kill('SIGKILL');
+function scenario(killAt: number | undefined, after: After = 'write'): Promise<Outcome> {
+  const calls = { write: tronWrite, read: tronRead };
+  return killedRun(
+    killAt,
+    after,
+    calls,
+    (onServed) => gitlabProject({ builder: greetingBuilder, forge: 'land = "pr"\n', onServed }),
+    async (p) => {
+      await p.ci('test', 'test "$(cat greeting.txt)" = hello');
+      p.gl.openIssue({ title: 'Add a greeting', description: '- [ ] greeting.txt says hello', labels: ['tron'] });
+      p.gl.openIssue({ title: 'Vague wish', description: 'Make it nice.', labels: ['tron'] });
     },
-  });
-  await p.ci('test', 'test "$(cat greeting.txt)" = hello');
-  p.gl.openIssue({ title: 'Add a greeting', description: '- [ ] greeting.txt says hello', labels: ['tron'] });
-  p.gl.openIssue({ title: 'Vague wish', description: 'Make it nice.', labels: ['tron'] });
-  const exits = await startUntilUnkilled(p.repo.dir, p.env, (c) => {
-    child = c;
-  });
-  return {
-    p,
-    writes,
-    reads,
-    exits,
-    landedGreeting: () => p.bare.git('show', 'main:greeting.txt'),
-    cleanup: () => p.cleanup(),
-  };
+  );
 }
 
 /** Each note's tron marker; a marker seen twice is a note posted twice. */

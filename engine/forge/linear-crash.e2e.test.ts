@@ -7,9 +7,8 @@
  * and its last query (every one with `TRON_CRASH_SWEEP=full`; GitHub's file kills the
  * intake and progress every source shares after a spread of four).
  */
-import type { ResultPromise } from 'execa';
 import { expect } from 'vitest';
-import { type After, type KillOutcome, killSweeps, startUntilUnkilled } from '../testing/forge-crash.ts';
+import { type After, type KillOutcome, killedRun, killSweeps } from '../testing/forge-crash.ts';
 import { type LinearProject, linearProject } from '../testing/linear/project.ts';
 import type { Seen } from '../testing/linear/server.ts';
 import { greetingBuilder } from '../testing/workers.ts';
@@ -17,27 +16,20 @@ import { greetingBuilder } from '../testing/workers.ts';
 const tronWrite = (s: Seen) => s.kind === 'mutation' && s.status < 400;
 const tronRead = (s: Seen) => s.kind === 'query' && s.status < 400;
 
-interface Outcome extends KillOutcome {
-  p: LinearProject;
-}
+type Outcome = KillOutcome & { p: LinearProject };
 
-async function scenario(killAt: number | undefined, after: After = 'write'): Promise<Outcome> {
-  let child: ResultPromise | undefined;
-  let writes = 0;
-  let reads = 0;
-  const p = await linearProject({
-    builder: greetingBuilder,
-    onServed: (s) => {
-      if (tronRead(s) && ++reads === killAt && after === 'read') child?.kill('SIGKILL');
-      if (tronWrite(s) && ++writes === killAt && after === 'write') child?.kill('SIGKILL');
+function scenario(killAt: number | undefined, after: After = 'write'): Promise<Outcome> {
+  const calls = { write: tronWrite, read: tronRead };
+  return killedRun(
+    killAt,
+    after,
+    calls,
+    (onServed) => linearProject({ builder: greetingBuilder, onServed }),
+    (p) => {
+      p.linear.openIssue({ title: 'Add a greeting', description: '- [ ] greeting.txt says hello', labels: ['tron'] });
+      p.linear.openIssue({ title: 'Vague wish', description: 'Make it nice.', labels: ['tron'] });
     },
-  });
-  p.linear.openIssue({ title: 'Add a greeting', description: '- [ ] greeting.txt says hello', labels: ['tron'] });
-  p.linear.openIssue({ title: 'Vague wish', description: 'Make it nice.', labels: ['tron'] });
-  const exits = await startUntilUnkilled(p.repo.dir, p.env, (c) => {
-    child = c;
-  });
-  return { p, writes, reads, exits, landedGreeting: () => p.bare.git('show', 'main:greeting.txt'), cleanup: () => p.cleanup() };
+  );
 }
 
 /** Each of tron's comments' markers on an issue; a marker seen twice is a comment posted twice. */

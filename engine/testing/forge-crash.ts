@@ -50,6 +50,41 @@ export async function startUntilUnkilled(
   return exits;
 }
 
+/** What a sweep needs of a forge's project: its repository and environment, the remote, and its end. */
+export interface SweptProject {
+  repo: { dir: string };
+  env: Record<string, string>;
+  bare: { git(...args: string[]): Promise<string> };
+  cleanup(): Promise<void>;
+}
+
+/**
+ * One scenario of a sweep: the project `make` builds, its server telling `onServed` of every
+ * call it answers, `prepare`d (issues opened, CI set up); then `tron start`, killed right
+ * after tron's `killAt`-th call of `after` (none: undefined), as `calls` tells tron's writes
+ * and reads from the rest, and started again until a run ends by itself.
+ */
+export async function killedRun<S, P extends SweptProject>(
+  killAt: number | undefined,
+  after: After,
+  calls: { write(s: S): boolean; read(s: S): boolean },
+  make: (onServed: (s: S) => void) => Promise<P>,
+  prepare: (p: P) => void | Promise<void>,
+): Promise<KillOutcome & { p: P }> {
+  let child: ResultPromise | undefined;
+  let writes = 0;
+  let reads = 0;
+  const p = await make((s) => {
+    if (calls.read(s) && ++reads === killAt && after === 'read') child?.kill('SIGKILL');
+    if (calls.write(s) && ++writes === killAt && after === 'write') child?.kill('SIGKILL');
+  });
+  await prepare(p);
+  const exits = await startUntilUnkilled(p.repo.dir, p.env, (c) => {
+    child = c;
+  });
+  return { p, writes, reads, exits, landedGreeting: () => p.bare.git('show', 'main:greeting.txt'), cleanup: () => p.cleanup() };
+}
+
 /** `k` of the calls 1…total, evenly from the first to the last (each once). */
 function spread(total: number, k: number): number[] {
   return [...new Set(Array.from({ length: k }, (_, i) => (i === k - 1 ? total : Math.max(1, Math.floor((i * total) / (k - 1))))))];

@@ -14,6 +14,8 @@ const TURN_USD = 0.05;
 
 export function execute(sim: SimWorld, item: Item): EventBody[] {
   if (item.kind === 'follow') return follow(sim, item.d, item.found);
+  // A late result is the cluster's to refuse or record (cluster.ts): a run without one makes none.
+  if (item.kind === 'late') throw new Error('a late job result outside a cluster run');
   if (item.kind === 'answer') {
     // An operator who answers has looked: what stood in the block's namespace is cleared.
     sim.git.planted.delete(item.block);

@@ -80,6 +80,22 @@ export const POINTS = {
     ['effect-fails', 7],
     ['plant-ref', 10],
   ],
+  // the cluster around the engine (cluster runs only: cluster.ts)
+  cluster: [
+    ['none', 9865],
+    ['agent-dies', 30],
+    ['hostile-agent', 15],
+    ['neighbour-job', 25],
+    ['neighbour-served', 20],
+    ['pause-leader', 20],
+    ['db-restart', 15],
+    ['cut-off', 10],
+  ],
+  // A torn write in a cluster run: the batch is one commit, lost whole or committed with its answer lost.
+  commit: [
+    ['unknown', 50],
+    ['lost', 50],
+  ],
   // worker turns
   build: [
     ['done', 700],

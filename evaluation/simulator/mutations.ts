@@ -316,8 +316,58 @@ export const PROMISE_MUTATIONS: readonly Mutation[] = [
   },
 ];
 
+/**
+ * The cluster's planted bugs: each reverts one fix of issue 37 in what the database and
+ * the processes around the engine do (cluster.ts RULES), or makes the engine read a job's
+ * result blind — caught in the cluster runs by the invariant of the promise it breaks.
+ */
+export const CLUSTER_MUTATIONS: readonly Mutation[] = [
+  {
+    name: 'generation-unfenced',
+    about: "the log's trigger is gone: a line of a replaced leader's generation is stored",
+    caughtBy: 'stale-generation-never-writes',
+    engine: { decide, planRecovery, cluster: { fenced: () => true } },
+  },
+  {
+    name: 'attempt-unfenced',
+    about: "tron_complete records a result whatever attempt reports it: a dead agent's late result is kept",
+    caughtBy: 'stale-attempt-never-writes',
+    engine: { decide, planRecovery, cluster: { completes: (job) => job.state !== 'dropped' } },
+  },
+  {
+    name: 'results-read-blind',
+    about: "the engine takes a job's result as it comes, not by its kind: what an agent slips in is appended",
+    caughtBy: 'forged-never-read',
+    engine: { decide, planRecovery, cluster: { readResult: (_decision, result) => result } },
+  },
+  {
+    name: 'claim-unscoped',
+    about: "tron_claim checks the role, not the repository: an agent runs another repository's job (issue 37's first fault)",
+    caughtBy: 'own-repository-only',
+    engine: { decide, planRecovery, cluster: { mayClaim: (pool, job) => pool.roles.includes(job.role) } },
+  },
+  {
+    name: 'lease-loss-ignored',
+    about: 'a leader woken after its lease was taken goes on with what it had in flight (issue 37: a paused leader never exits)',
+    caughtBy: 'replaced-leader-stops',
+    engine: { decide, planRecovery, cluster: { stopsOnLeaseLost: false } },
+  },
+  {
+    name: 'standby-dies-on-restart',
+    about: 'a waiting standby ends when the database restarts under it (issue 37: a standby dying on a database restart)',
+    caughtBy: 'standby-rides-restart',
+    engine: { decide, planRecovery, cluster: { standbyRidesRestart: false } },
+  },
+  {
+    name: 'older-jobs-kept',
+    about: "the next leader leaves the previous generation's jobs queued: agents carry out effects the current log never asked for",
+    caughtBy: 'intent-before-effect',
+    engine: { decide, planRecovery, cluster: { dropsOlderJobs: false } },
+  },
+];
+
 export function mutation(name: string): Mutation {
-  const all = [...MUTATIONS, LAND_PAST_RED_HOSTED_CHECK, ...LIMIT_MUTATIONS, ...PROMISE_MUTATIONS];
+  const all = [...MUTATIONS, LAND_PAST_RED_HOSTED_CHECK, ...LIMIT_MUTATIONS, ...PROMISE_MUTATIONS, ...CLUSTER_MUTATIONS];
   const m = all.find((x) => x.name === name);
   if (!m) throw new Error(`no mutation ${name}: ${all.map((x) => x.name).join(', ')}`);
   return m;

@@ -25,6 +25,7 @@ import type { Coverage } from './coverage.ts';
 import { execute, landLocally, nominalOf } from './answers.ts';
 import { isDecision, REACTIONS } from './reactions.ts';
 import { account, check, checkStall, describe, Failure, linear } from './invariants.ts';
+import { ClusterWorld, type ClusterRules, clusterRun } from './cluster.ts';
 
 const LIVE = CTX.spine.liveness;
 
@@ -32,6 +33,8 @@ const LIVE = CTX.spine.liveness;
 export interface Engine {
   decide: typeof realDecide;
   planRecovery: typeof realPlan;
+  /** What the database and the processes around the engine do, in a cluster run (cluster.ts RULES): a planted bug reverts one. */
+  cluster?: Partial<ClusterRules>;
 }
 export const REAL: Engine = { decide: realDecide, planRecovery: realPlan };
 
@@ -73,6 +76,8 @@ export interface RunOptions {
   nominalFrom?: number;
   /** No crash choices at all. */
   noCrashes?: boolean;
+  /** Run on the cluster (cluster.ts) or not, whatever the seed says. */
+  cluster?: boolean;
   maxSteps?: number;
 }
 
@@ -108,6 +113,7 @@ function guarded(e: Engine): Engine {
         throw threw(`the recovery planning, on a log of ${events.length} events,`, err);
       }
     },
+    ...(e.cluster ? { cluster: e.cluster } : {}),
   };
 }
 
@@ -122,6 +128,8 @@ export class Sim implements SimWorld {
   readonly git = new Git();
   readonly cfg: RunConfig;
   readonly cov: Coverage | undefined;
+  /** The database, agents, standbys and the other repository, in a cluster run. */
+  readonly cluster: ClusterWorld | undefined;
   state: EngineState = initialState();
   /** The engine's state before the input being decided on: what `around` folds a decision onto. */
   private before: EngineState = initialState();
@@ -154,7 +162,9 @@ export class Sim implements SimWorld {
     this.engine = guarded(o.engine ?? REAL);
     this.cov = o.coverage;
     this.cap = o.maxSteps ?? 20_000;
-    this.cfg = this.configure();
+    const cluster = (o.cluster ?? clusterRun(o.seed)) ? new ClusterWorld(this, this.engine.cluster, o.seed) : undefined;
+    this.cluster = cluster;
+    this.cfg = { ...this.configure(), ...(cluster ? { cluster: { standbys: cluster.standbys } } : {}) };
     if (this.cfg.remote) this.git.remote = { trunk: this.git.trunk, landed: new Map() };
     if (this.cfg.pr) this.git.forge = { pulls: new Map(), green: new Set(), missing: new Map(), changes: new Map(), next: 1 };
   }
@@ -232,6 +242,7 @@ export class Sim implements SimWorld {
   // ---- the engine: feeding inputs, appending decisions ----
 
   private feed(body: EventBody): EventBody[] {
+    this.cluster?.checkFed(body);
     account(this, body);
     this.step += 1;
     this.ts += 1000;
@@ -247,6 +258,7 @@ export class Sim implements SimWorld {
       this.log.push(e);
       this.cov?.decision(e);
       check(this, e);
+      this.cluster?.committed(e);
     }
     return decisions;
   }
@@ -278,6 +290,8 @@ export class Sim implements SimWorld {
   /** A start: run.started, the register, recovery from the previous log and from git. */
   private start(previous: TronEvent[] | undefined): void {
     this.runNo += 1;
+    // A cluster's start takes the lease first: the next generation (the jobs of earlier ones dropped).
+    if (this.cluster) this.items.push(...this.cluster.takeLease());
     this.state = initialState();
     this.log = [];
     this.tornAt = undefined;
@@ -367,6 +381,7 @@ export class Sim implements SimWorld {
         this.crash('forced');
         continue;
       }
+      if (this.cluster && this.clusterFault()) continue;
       const crash = this.o.noCrashes || this.crashes >= MAX_CRASHES ? 'none' : this.pick('crash');
       if (crash === 'before-effect') {
         this.crash(crash);
@@ -402,7 +417,7 @@ export class Sim implements SimWorld {
       }
       const item = ready[this.c.index('next', ready.length)]!;
       this.items.splice(this.items.indexOf(item), 1);
-      const inputs = execute(this, item);
+      const inputs = this.cluster ? this.viaCluster(this.cluster, item) : execute(this, item);
       if (crash === 'after-effect') {
         this.crash(crash);
         continue;
@@ -410,9 +425,15 @@ export class Sim implements SimWorld {
       if (crash === 'torn-write' && inputs.length > 0) {
         const at = this.log.length;
         const decisions = this.feed(inputs[0]!);
-        const kept = this.c.amount('torn-kept', decisions.length + 1);
+        // A cluster's log is a database: a step's lines are one commit, lost whole or kept whole with its answer lost.
+        const kept = this.cluster
+          ? this.pick('commit') === 'lost'
+            ? 0
+            : decisions.length
+          : this.c.amount('torn-kept', decisions.length + 1);
         this.log.length = at + 1 + kept;
-        this.tornAt = at;
+        this.cluster?.uncommitted(this.runNo, this.log.length);
+        this.tornAt = kept === decisions.length && this.cluster ? undefined : at;
         this.crash(crash);
         continue;
       }
@@ -421,6 +442,56 @@ export class Sim implements SimWorld {
         this.input(body);
       }
     }
+  }
+
+  /**
+   * A fault of the cluster between steps (cluster runs only): an agent dies, a hostile agent
+   * reports, the other repository queues a job or is served, the leader is paused past its
+   * lease (a standby takes over), the database restarts or the leader is cut off from it (it
+   * stops; a standby takes over). A paused leader wakes when its time comes. Whether it acted.
+   */
+  private clusterFault(): boolean {
+    const cluster = this.cluster!;
+    this.items.push(...cluster.wake());
+    const fault = this.pick('cluster');
+    const stops = !this.o.noCrashes && this.crashes < MAX_CRASHES;
+    switch (fault) {
+      case 'none':
+        return false;
+      case 'agent-dies':
+        return cluster.agentDies();
+      case 'hostile-agent':
+        cluster.hostileAgent();
+        return true;
+      case 'neighbour-job':
+        cluster.neighbourJob();
+        return true;
+      case 'neighbour-served':
+        cluster.neighbourServed();
+        return true;
+      case 'pause-leader':
+        if (!stops || !cluster.pause(this.items)) return false;
+        this.crash('paused-leader');
+        return true;
+      case 'db-restart':
+        if (!stops) return false;
+        cluster.restart();
+        this.crash('db-restart');
+        return true;
+      case 'cut-off':
+        if (!stops) return false;
+        this.crash('cut-off');
+        return true;
+    }
+  }
+
+  /** An item answered in a cluster run: a job's goes through an agent's claim and the engine's reading of its result. */
+  private viaCluster(cluster: ClusterWorld, item: Item): EventBody[] {
+    if (item.kind === 'late') return cluster.late(item);
+    cluster.checkEffect(item);
+    if (item.kind !== 'effect' || item.job === undefined) return execute(this, item);
+    cluster.claim(item);
+    return cluster.complete(item, execute(this, item));
   }
 
   private turnNominal(): void {
@@ -551,8 +622,19 @@ export class Sim implements SimWorld {
     if (!isDecision(d.type)) return;
     const row = REACTIONS[d.type];
     if ('effect' in row) {
+      const job = this.cluster?.jobOf(d);
       if (!('when' in row) || row.when(d as never))
-        this.items.push({ kind: 'effect', seq: d.seq, run: this.runNo, d, stage: 0, paused: false, hang: 0, silent: false });
+        this.items.push({
+          kind: 'effect',
+          seq: d.seq,
+          run: this.runNo,
+          d,
+          stage: 0,
+          paused: false,
+          hang: 0,
+          silent: false,
+          ...(job !== undefined ? { job } : {}),
+        });
     } else if ('act' in row) row.act(this, d as never);
   }
 

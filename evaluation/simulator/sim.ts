@@ -5,7 +5,7 @@
  * it; these files read it through this interface, so none of them imports run.ts back.
  */
 import type { DecideContext } from '../../engine/core/decide/decide.ts';
-import type { BlockInfo, EventOf, TronEvent } from '../../engine/core/events.ts';
+import type { BlockInfo, EventBody, EventOf, TronEvent } from '../../engine/core/events.ts';
 import type { EngineState } from '../../engine/core/state.ts';
 import { loadSpine } from '../../engine/spine/load.ts';
 import type { Chooser, Point, POINTS } from './choices.ts';
@@ -29,20 +29,39 @@ export interface RunConfig {
   remote: boolean;
   /** [forge] land = "pr" (runs with a remote only): a landing waits for its pull request's hosted checks; `approval`: and a person's approving review. */
   pr?: { approval: boolean };
+  /** The log and a job queue in a database, a leader and standbys, agents, another repository (cluster.ts): by the seed, not drawn. */
+  cluster?: { standbys: number };
 }
 
 export type Item =
-  | { kind: 'effect'; seq: number; run: number; d: TronEvent; stage: number; paused: boolean; hang: number; silent: boolean }
+  | {
+      kind: 'effect';
+      seq: number;
+      run: number;
+      d: TronEvent;
+      stage: number;
+      paused: boolean;
+      hang: number;
+      silent: boolean;
+      /** Its job on the queue, in a cluster run (cluster.ts): an agent claims it and reports its result. */
+      job?: number;
+      /** Carried out by a leader of this generation after its lease was taken (a planted bug: it should have stopped). */
+      replaced?: number;
+    }
   | { kind: 'answer'; block: string; word: 'RETRY' | 'ABANDON'; after: number }
   | { kind: 'aborted'; d: EventOf<'block.dispatched'> }
   /** The remote accepted a landing; local trunk and the landed refs are yet to follow (a crash here loses it). */
-  | { kind: 'follow'; d: EventOf<'land.intent'>; found: boolean };
+  | { kind: 'follow'; d: EventOf<'land.intent'>; found: boolean }
+  /** The result of an attempt that no longer holds its job (a dead or cut-off agent's), arriving late (cluster.ts). */
+  | { kind: 'late'; job: number; attempt: number; inputs: EventBody[] };
 
 /** A simulated run, as the world's answers and the invariants see it. */
 export interface SimWorld {
   readonly c: Chooser;
   readonly git: Git;
   readonly cfg: RunConfig;
+  /** The coverage report, when one is kept: what the world's parts count there. */
+  readonly cov: { fault(key: string): void } | undefined;
   state: EngineState;
   log: TronEvent[];
   items: Item[];

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { loadTemplate, parseTemplate, TEMPLATES_DIR, templateNames } from '../template.ts';
 import { goldenRunDirs, goldenTemplate } from '../golden.ts';
-import { LAND_PAST_RED_HOSTED_CHECK, LIMIT_MUTATIONS, MUTATIONS, PROMISE_MUTATIONS } from './mutations.ts';
+import { CLUSTER_MUTATIONS, LAND_PAST_RED_HOSTED_CHECK, LIMIT_MUTATIONS, MUTATIONS, PROMISE_MUTATIONS } from './mutations.ts';
 import { REAL, simulate } from './run.ts';
 import { rerun, search } from './search.ts';
 import { shrink } from './shrink.ts';
@@ -31,7 +31,7 @@ describe('the simulator', () => {
   });
 
   it('lands through pull requests in some runs, and catches a landing past a red hosted check by trunk-checks-green', () => {
-    const pr = search({ from: 1, runs: 400 });
+    const pr = search({ from: 1, runs: 800 });
     for (const fault of ['pr:checks-red', 'pr:checks-pending', 'pr:checks-missing', 'pr:changes-requested', 'pr:closed', 'pr:rate-limited'])
       expect(pr.coverage.faults.get(fault), fault).toBeGreaterThan(0);
     const m = LAND_PAST_RED_HOSTED_CHECK;
@@ -53,6 +53,36 @@ describe('the simulator', () => {
   // Every other promise (docs/evaluation.md's table): its invariant catches its planted bug,
   // shrunk to fewer faults that still break it, and the real engine holds on that schedule.
   for (const m of PROMISE_MUTATIONS) {
+    it(`catches the planted mutation ${m.name} (${m.about}) by ${m.caughtBy} within the CI range, shrunk`, () => {
+      const r = search({ from: 1, runs: CI_TEST_SEEDS, engine: m.engine, stopAtFirst: true });
+      expect(r.failures.map((f) => f.violation!.invariant)).toEqual([m.caughtBy]);
+      const small = shrink(r.failures[0]!, m.engine, 100);
+      expect(small.after).toBeLessThanOrEqual(small.before);
+      expect(rerun(small.case, m.engine).violation?.invariant).toBe(m.caughtBy);
+      expect(rerun(small.case, REAL).violation).toBeUndefined();
+    }, 120_000);
+  }
+
+  it('runs a third of the seeds on a cluster, whose every fault comes, and refuses a hostile result through the engine', () => {
+    const r = search({ from: 1, runs: 600 });
+    for (const fault of [
+      'cluster:agent-dies',
+      'cluster:hostile-agent',
+      'cluster:neighbour-job',
+      'cluster:pause-leader',
+      'cluster:db-restart',
+      'cluster:cut-off',
+      'commit:lost',
+      'crash:paused-leader',
+      'world:paused-leader-woke',
+      'world:result-refused',
+    ])
+      expect(r.coverage.faults.get(fault), fault).toBeGreaterThan(0);
+    expect(r.failures).toEqual([]);
+  }, 120_000);
+
+  // The cluster's promises: each planted bug reverts one fix (cluster.ts RULES) and its invariant catches it.
+  for (const m of CLUSTER_MUTATIONS) {
     it(`catches the planted mutation ${m.name} (${m.about}) by ${m.caughtBy} within the CI range, shrunk`, () => {
       const r = search({ from: 1, runs: CI_TEST_SEEDS, engine: m.engine, stopAtFirst: true });
       expect(r.failures.map((f) => f.violation!.invariant)).toEqual([m.caughtBy]);

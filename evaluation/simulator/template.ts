@@ -24,7 +24,7 @@ for (const f of readdirSync(__dirname + '/tests').filter((f) => f.endsWith('.tes
  * teammate's push at a chosen moment, a remote's one refusal, a signal, a failed effect,
  * a planted ref, a flaky or timed-out test, or a rebase's outcome.
  */
-const UNPLAYABLE = new Set(['external', 'fetch', 'push', 'test', 'rebase']);
+const UNPLAYABLE = new Set(['external', 'fetch', 'push', 'test', 'rebase', 'cluster', 'commit']);
 
 /**
  * What of a run (the real engine's, on the reproduction's schedule) its template cannot
@@ -34,6 +34,9 @@ export function unplayable(real: RunResult): string[] {
   const out = describeSchedule(real.choices, real.points).filter((f) => UNPLAYABLE.has(f.split(' ')[1]!.split('=')[0]!));
   // The world's forge answers are not staged as [forge] faults and people: the template lands by push.
   if (real.config.pr) out.push('the run lands through pull requests ([forge] land = "pr"); the template lands by push');
+  // The cluster's engines, agents, database faults and the other repository are the world's (cluster.ts): a template runs one engine.
+  if (real.config.cluster)
+    out.push('the run is on a cluster (a database, standbys, agents, another repository); the template runs one engine');
 
   real.logs.forEach((log, i) => {
     const boot = log.findIndex((e) => e.type === 'recovery.finished');

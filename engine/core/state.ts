@@ -315,6 +315,8 @@ const reducers = {
       since: e.ts,
       reason: undefined,
       rounds: e.from === 'review' && e.to === 'build' ? { ...b.rounds, review: b.rounds.review + 1 } : b.rounds,
+      // A block put back to pending (a parked one the operator answered RETRY, with no slot free) waits for a slot, not on the operator.
+      ...(e.to === 'pending' ? { waiting: { on: 'slot' as const } } : {}),
     })),
   ...LANE_REDUCERS,
   // Legacy lines (logs of version 1): the MERGE lock left nothing the lane needs.

@@ -143,6 +143,7 @@ export function checkStall(sim: SimWorld): void {
     return;
   }
   if (!s.registered) return;
+  checkWaiting(sim);
   for (const id of s.order) {
     const b = s.blocks.get(id)!;
     const w = b.waiting;
@@ -153,6 +154,35 @@ export function checkStall(sim: SimWorld): void {
       (w.on === 'facts' && !has('facts.requested')) ||
       (w.on === 'wrap' && !has('wrap.requested'));
     if (missing) throw new Failure('no-silent-stall', `${id} waits on ${w.on} and nothing in the world will answer it\n${describe(sim)}`);
+  }
+}
+
+/**
+ * `waiting-told-true`: what the state says a block waits on — what `tron status`, the
+ * board and the API show — is so: in the merge lane's queue, in its stack, for a slot as a
+ * pending block, for the operator as a parked one; a parked block waits on the operator,
+ * and a landed or abandoned one on nothing.
+ */
+function checkWaiting(sim: SimWorld): void {
+  const s = sim.state;
+  for (const id of s.order) {
+    const b = s.blocks.get(id)!;
+    const on = b.waiting.on;
+    const wrong =
+      on === 'lane' && !s.lane.queue.includes(id)
+        ? "it is not in the merge lane's queue"
+        : on === 'stack' && !s.lane.stack?.asked.includes(id)
+          ? 'no stack holds it'
+          : on === 'slot' && b.phase !== 'pending'
+            ? `it is in ${b.phase}, not pending`
+            : on === 'operator' && b.phase !== 'parked'
+              ? `it is in ${b.phase}, not parked`
+              : b.phase === 'parked' && on !== 'operator'
+                ? 'it is parked'
+                : TERMINAL.has(b.phase) && on !== 'nothing'
+                  ? `it is ${b.phase}`
+                  : undefined;
+    if (wrong) throw new Failure('waiting-told-true', `${id} is told to wait on ${on}, but ${wrong}\n${describe(sim)}`);
   }
 }
 

@@ -163,6 +163,23 @@ function misreading(change: (state: EngineState, input: TronEvent) => TronEvent)
  */
 export const PROMISE_MUTATIONS: readonly Mutation[] = [
   {
+    name: 'answered-still-told-operator',
+    about:
+      "a parked block the operator answered RETRY, put back to pending for want of a slot, is still told to wait on the operator (the fold's bug the simulator found at seed 53)",
+    caughtBy: 'waiting-told-true',
+    engine: {
+      planRecovery,
+      decide: (state, input, ctx) => {
+        const out = decide(state, input, ctx);
+        const back = out.decisions.flatMap((d) => (d.type === 'block.phase' && d.from === 'parked' && d.to === 'pending' ? [d.block] : []));
+        if (back.length === 0) return out;
+        let blocks = out.state.blocks;
+        for (const id of back) blocks = blocks.set(id, { ...blocks.get(id)!, waiting: { on: 'operator' } });
+        return { ...out, state: { ...out.state, blocks } };
+      },
+    },
+  },
+  {
     name: 'restack-without-rebase',
     about: 'a landing refused because trunk moved is tried again with the new trunk as its lease, its stack not replayed onto it',
     caughtBy: 'trunk-linear',

@@ -423,6 +423,8 @@ describe('a worker that fails the same way twice', () => {
     });
     expect(answered).toEqual([{ type: 'block.phase', block: 'a', from: 'parked', to: 'pending', on: 'RETRY' }]);
     expect(d.state.blocks.get('a')!.guidance).toBe('try the other file');
+    // What status shows: it waits for a slot now, no longer on the operator (simulator, waiting-told-true, seed 53).
+    expect(d.state.blocks.get('a')!.waiting).toEqual({ on: 'slot' });
     // b goes to the merge lane: its slot is free, and a starts again from trunk.
     const freed = d.approve('b', sha(3));
     expect(freed).toContainEqual({ type: 'worktree.requested', block: 'a', attempt: 2, base: sha(1) });

@@ -1,9 +1,10 @@
 /**
  * The cluster around a simulated run (docs/cluster.md, "Failure semantics"): the log and a
- * job queue in a database, a leader and standbys holding its lease by generation, agents
- * that claim the run's worker turns and test runs as jobs, and a second repository whose
- * jobs share the queue. A third of the seeds run on it (`clusterRun`): it is decided by the
- * seed, never drawn, so every schedule recorded before it replays the same run.
+ * job queue in one database, a leader and standbys holding each repository's lease by
+ * generation, agents that claim the run's worker turns and test runs as jobs, and a second
+ * repository — a simulated engine of its own, with its own blocks, git, agents and faults —
+ * whose jobs share the queue. A third of the seeds run on it (`clusterRun`): it is decided
+ * by the seed, never drawn, so every schedule recorded before it replays the same run.
  *
  * What the engine itself does with a job's result is the engine's own code, driven through
  * this seam: `checkResult` (engine/queue/job-results.ts) reads every result by its kind,
@@ -85,27 +86,49 @@ export const RULES: ClusterRules = {
   standbyRidesRestart: true,
 };
 
-/** Our repository's name, and the other one on the same database. */
-const OURS = 'sim';
-const NEIGHBOUR = 'neighbour';
+/** The two repositories on the database: the run's, and the other one's. */
+export const OURS = 'sim';
+export const NEIGHBOUR = 'neighbour';
 const ALL_ROLES = ['builder', 'reviewer', 'architect', 'test'] as const;
+
+/** The database both repositories share: its jobs, each repository's lease, and who is connected to it. */
+export class Database {
+  readonly jobs: Job[] = [];
+  private nextJob = 1;
+  readonly generations = new Map<string, number>();
+  /** Each repository's world, told when the database restarts. */
+  readonly worlds: ClusterWorld[] = [];
+
+  constructor(readonly rules: ClusterRules) {}
+
+  addJob(job: Omit<Job, 'id'>): Job {
+    const j = { ...job, id: this.nextJob++ };
+    this.jobs.push(j);
+    return j;
+  }
+
+  /** Every connection drops: each repository's leader stops, its waiting standbys reconnect and wait on. */
+  restart(): void {
+    for (const w of this.worlds) w.restarted();
+  }
+}
 
 /** The role a job's claim needs: a turn's worker role, `test` for a test run. */
 function roleOf(d: TronEvent): string {
   return d.type === 'block.dispatched' ? d.role : 'test';
 }
 
-/** The world's side of a cluster run: the database's jobs and lease, the agents, the standbys, a paused leader. */
+/** What a repository's world needs of its engine when the database restarts under it. */
+export interface Leader {
+  /** The leader stops (TRON_DB_LOST) and a standby takes over; false when its run has ended. */
+  stopForRestart(): void;
+}
+
+/** One repository's side of a cluster run: its lease, its agents, its standbys, a paused leader; the database is shared. */
 export class ClusterWorld {
   readonly rules: ClusterRules;
-  generation = 0;
-  readonly jobs: Job[] = [];
-  private nextJob = 1;
-  /** Our repository's agents (two pools of every role) and the neighbour's. */
-  readonly pools: Pool[] = [
-    { name: 'agent-a', repository: OURS, roles: ALL_ROLES },
-    { name: 'agent-b', repository: OURS, roles: ALL_ROLES },
-  ];
+  /** Its agents: two pools of every role. */
+  readonly pools: Pool[];
   /** Standbys waiting on the lease. */
   standbys: number;
   /** A leader paused past its lease, replaced, not woken yet: its generation and the effects it had in flight in its process. */
@@ -117,19 +140,29 @@ export class ClusterWorld {
 
   constructor(
     private readonly sim: SimWorld,
-    rules: Partial<ClusterRules> | undefined,
+    readonly db: Database,
+    readonly repository: string,
+    private readonly leader: Leader,
     seed: number,
   ) {
-    this.rules = { ...RULES, ...rules };
+    this.rules = db.rules;
+    this.pools = ['a', 'b'].map((n) => ({ name: `${repository}-agent-${n}`, repository, roles: ALL_ROLES }));
     this.standbys = 1 + ((seed >>> 2) % 2);
+    db.worlds.push(this);
+  }
+
+  /** The generation of this repository's live lease. */
+  get generation(): number {
+    return this.db.generations.get(this.repository) ?? 0;
   }
 
   /** A start takes the lease: the next generation. The jobs of earlier ones are dropped, or (a mutation) left for the agents. */
   takeLease(): Item[] {
-    this.generation += 1;
+    this.db.generations.set(this.repository, this.generation + 1);
     const kept: Item[] = [];
-    for (const job of this.jobs) {
-      if (job.repository !== OURS || job.generation >= this.generation || job.state === 'done' || job.state === 'dropped') continue;
+    for (const job of this.db.jobs) {
+      if (job.repository !== this.repository || job.generation >= this.generation || job.state === 'done' || job.state === 'dropped')
+        continue;
       if (this.rules.dropsOlderJobs) job.state = 'dropped';
       else
         kept.push({ kind: 'effect', seq: job.seq, run: job.run, d: job.d, stage: 0, paused: false, hang: 0, silent: false, job: job.id });
@@ -140,9 +173,8 @@ export class ClusterWorld {
   /** A decision whose effect is a job is committed with its row, in one statement. */
   committed(d: TronEvent): void {
     if (!QUEUED_KINDS.has(d.type)) return;
-    this.jobs.push({
-      id: this.nextJob++,
-      repository: OURS,
+    this.db.addJob({
+      repository: this.repository,
       role: roleOf(d),
       generation: this.generation,
       run: this.sim.runNo,
@@ -156,19 +188,20 @@ export class ClusterWorld {
 
   /** The lines of this start from `length` on were never committed: nor were their jobs (one statement). */
   uncommitted(run: number, length: number): void {
-    for (let i = this.jobs.length - 1; i >= 0; i -= 1) {
-      const j = this.jobs[i]!;
-      if (j.repository === OURS && j.run === run && j.seq > length) this.jobs.splice(i, 1);
+    const jobs = this.db.jobs;
+    for (let i = jobs.length - 1; i >= 0; i -= 1) {
+      const j = jobs[i]!;
+      if (j.repository === this.repository && j.run === run && j.seq > length) jobs.splice(i, 1);
     }
   }
 
   /** The job of an effect the engine started, if it is one. */
   jobOf(d: TronEvent): number | undefined {
-    return this.jobs.findLast((j) => j.repository === OURS && j.run === this.sim.runNo && j.seq === d.seq)?.id;
+    return this.db.jobs.findLast((j) => j.repository === this.repository && j.run === this.sim.runNo && j.seq === d.seq)?.id;
   }
 
   private job(id: number): Job {
-    return this.jobs.find((j) => j.id === id)!;
+    return this.db.jobs.find((j) => j.id === id)!;
   }
 
   /**
@@ -180,7 +213,7 @@ export class ClusterWorld {
     const mine = this.job(item.job!);
     if (mine.state === 'running') return;
     const pool = this.pools[this.sim.c.index('agent', this.pools.length)]!;
-    const first = this.jobs.find((j) => j.state === 'queued' && j.id <= mine.id && this.rules.mayClaim(pool, j));
+    const first = this.db.jobs.find((j) => j.state === 'queued' && j.id <= mine.id && this.rules.mayClaim(pool, j));
     if (first && first.repository !== pool.repository)
       throw new Failure(
         'own-repository-only',
@@ -223,7 +256,7 @@ export class ClusterWorld {
   /** The engine reads a result by its job's kind: refused, the effect fails with the reason. */
   private read(job: Job, inputs: EventBody[]): EventBody[] {
     try {
-      this.rules.readResult(job.d, { ok: true, inputs, worker: 'agent-a', attempt: job.attempt });
+      this.rules.readResult(job.d, { ok: true, inputs, worker: this.pools[0]!.name, attempt: job.attempt });
       return inputs;
     } catch (err) {
       this.sim.cov?.fault('world:result-refused');
@@ -260,7 +293,7 @@ export class ClusterWorld {
 
   /** An agent dies (SIGKILL, lost host, cut off) while holding a job: within two heartbeats its job is claimed again. */
   agentDies(): boolean {
-    const running = this.jobs.filter((j) => j.repository === OURS && j.state === 'running');
+    const running = this.db.jobs.filter((j) => j.repository === this.repository && j.state === 'running');
     if (running.length === 0) return false;
     const job = running[this.sim.c.index('dying', running.length)]!;
     job.dead.push(job.attempt);
@@ -271,30 +304,6 @@ export class ClusterWorld {
   /** The next result an agent reports carries something it has no business reporting. */
   hostileAgent(): void {
     this.forgeNext = true;
-  }
-
-  /** The other repository's engine decides: a job of its own, with our block names, joins the queue. */
-  neighbourJob(): void {
-    const d = this.sim.log.findLast((e) => QUEUED_KINDS.has(e.type));
-    if (!d) return;
-    this.jobs.push({
-      id: this.nextJob++,
-      repository: NEIGHBOUR,
-      role: roleOf(d),
-      generation: 1,
-      run: 0,
-      seq: d.seq,
-      d,
-      attempt: 0,
-      state: 'queued',
-      dead: [],
-    });
-  }
-
-  /** The other repository's agents take its oldest job. */
-  neighbourServed(): void {
-    const job = this.jobs.find((j) => j.repository === NEIGHBOUR && j.state === 'queued');
-    if (job) job.state = 'done';
   }
 
   /**
@@ -332,15 +341,16 @@ export class ClusterWorld {
     return p.items.map((x) => ({ ...x, replaced: p.generation }) as Item);
   }
 
-  /** The database restarts: every connection drops. The leader stops (TRON_DB_LOST); waiting standbys reconnect and wait on. */
-  restart(): void {
+  /** The database restarted: this repository's waiting standbys reconnect and wait on, and its leader stops (TRON_DB_LOST). */
+  restarted(): void {
     const waiting = this.standbys;
     if (!this.rules.standbyRidesRestart) this.standbys = 0;
     if (this.standbys < waiting)
       throw new Failure(
         'standby-rides-restart',
-        `the database restarted and ${waiting - this.standbys} of ${waiting} waiting standbys ended instead of reconnecting and waiting on`,
+        `the database restarted and ${waiting - this.standbys} of ${waiting} waiting standbys of ${this.repository} ended instead of reconnecting and waiting on`,
       );
+    this.leader.stopForRestart();
   }
 
   /** `replaced-leader-stops`: an effect of a replaced leader's generation never starts. */

@@ -25,7 +25,7 @@ import type { Coverage } from './coverage.ts';
 import { execute, landLocally, nominalOf } from './answers.ts';
 import { isDecision, REACTIONS } from './reactions.ts';
 import { account, check, checkStall, describe, Failure, linear } from './invariants.ts';
-import { ClusterWorld, type ClusterRules, clusterRun } from './cluster.ts';
+import { ClusterWorld, type ClusterRules, clusterRun, Database, type Leader, NEIGHBOUR, OURS, RULES } from './cluster.ts';
 
 const LIVE = CTX.spine.liveness;
 
@@ -78,6 +78,8 @@ export interface RunOptions {
   noCrashes?: boolean;
   /** Run on the cluster (cluster.ts) or not, whatever the seed says. */
   cluster?: boolean;
+  /** The other repository's engine on a cluster run's database: the schedule and the database it shares, and its name. */
+  shared?: { chooser: Chooser; db: Database; repository: string };
   maxSteps?: number;
 }
 
@@ -122,7 +124,7 @@ export function simulate(o: RunOptions): RunResult {
   return new Sim(o).run();
 }
 
-export class Sim implements SimWorld {
+export class Sim implements SimWorld, Leader {
   readonly c: Chooser;
   readonly engine: Engine;
   readonly git = new Git();
@@ -130,6 +132,8 @@ export class Sim implements SimWorld {
   readonly cov: Coverage | undefined;
   /** The database, agents, standbys and the other repository, in a cluster run. */
   readonly cluster: ClusterWorld | undefined;
+  /** The other repository's engine on the same database (cluster runs): stepped between ours, from the same schedule. */
+  readonly neighbour: Sim | undefined;
   state: EngineState = initialState();
   /** The engine's state before the input being decided on: what `around` folds a decision onto. */
   private before: EngineState = initialState();
@@ -158,13 +162,25 @@ export class Sim implements SimWorld {
   restarts = 0;
 
   constructor(readonly o: RunOptions) {
-    this.c = new Chooser(o.script ? undefined : new Rng(o.seed), o.script);
+    this.c = o.shared?.chooser ?? new Chooser(o.script ? undefined : new Rng(o.seed), o.script);
     this.engine = guarded(o.engine ?? REAL);
     this.cov = o.coverage;
     this.cap = o.maxSteps ?? 20_000;
-    const cluster = (o.cluster ?? clusterRun(o.seed)) ? new ClusterWorld(this, this.engine.cluster, o.seed) : undefined;
+    const db = o.shared?.db ?? ((o.cluster ?? clusterRun(o.seed)) ? new Database({ ...RULES, ...this.engine.cluster }) : undefined);
+    const cluster = db ? new ClusterWorld(this, db, o.shared?.repository ?? OURS, this, o.seed) : undefined;
     this.cluster = cluster;
     this.cfg = { ...this.configure(), ...(cluster ? { cluster: { standbys: cluster.standbys } } : {}) };
+    // The other repository: an engine of its own on the same database, its run drawn from the same schedule.
+    this.neighbour =
+      db && !o.shared
+        ? new Sim({
+            seed: o.seed,
+            ...(o.engine ? { engine: o.engine } : {}),
+            ...(o.coverage ? { coverage: o.coverage } : {}),
+            maxSteps: this.cap,
+            shared: { chooser: this.c, db, repository: NEIGHBOUR },
+          })
+        : undefined;
     if (this.cfg.remote) this.git.remote = { trunk: this.git.trunk, landed: new Map() };
     if (this.cfg.pr) this.git.forge = { pulls: new Map(), green: new Set(), missing: new Map(), changes: new Map(), next: 1 };
   }
@@ -214,8 +230,10 @@ export class Sim implements SimWorld {
     let violation: Violation | undefined;
     try {
       this.start(undefined);
+      this.neighbour?.start(undefined);
       this.loop();
       this.endOfLog();
+      this.neighbour?.endOfLog();
     } catch (err) {
       if (!(err instanceof Failure)) throw err;
       violation = { invariant: err.invariant, message: err.message, step: this.step };
@@ -288,7 +306,7 @@ export class Sim implements SimWorld {
   }
 
   /** A start: run.started, the register, recovery from the previous log and from git. */
-  private start(previous: TronEvent[] | undefined): void {
+  start(previous: TronEvent[] | undefined): void {
     this.runNo += 1;
     // A cluster's start takes the lease first: the next generation (the jobs of earlier ones dropped).
     if (this.cluster) this.items.push(...this.cluster.takeLease());
@@ -357,91 +375,95 @@ export class Sim implements SimWorld {
   // ---- the world's main loop ----
 
   private loop(): void {
-    for (;;) {
-      if (this.state.finished) {
-        // A run that ended waiting on the operator, whose answers are on their way: the
-        // operator answers and starts tron again (the answers are read at that start).
-        const f = this.log.findLast((e): e is EventOf<'run.finished'> => e.type === 'run.finished');
-        if (f?.reason !== 'done' || f.exit !== 3 || !this.items.some((x) => x.kind === 'answer')) return;
-        // (Bounded while faults come; a nominal world settles by itself.)
-        if (this.restarts >= MAX_RESTARTS && !this.c.nominal) return;
-        this.restarts += 1;
-        this.cov?.fault('world:start-again');
-        const late = this.items.filter((x): x is Extract<Item, { kind: 'answer' }> => x.kind === 'answer');
-        this.step = Math.max(this.step, Math.min(...late.map((x) => x.after)));
-        this.endOfLog();
-        this.logs.push(this.log);
-        this.start(this.log);
-        continue;
-      }
-      if (this.step >= this.cap) throw new Failure('terminates', `the run did not finish within ${this.cap} steps`);
-      if (this.o.nominalFrom !== undefined && this.step >= this.o.nominalFrom && !this.c.nominal) this.turnNominal();
-      if (this.o.crashAt !== undefined && this.step >= this.o.crashAt && !this.forced) {
-        this.forced = true;
-        this.crash('forced');
-        continue;
-      }
-      if (this.cluster && this.clusterFault()) continue;
-      const crash = this.o.noCrashes || this.crashes >= MAX_CRASHES ? 'none' : this.pick('crash');
-      if (crash === 'before-effect') {
-        this.crash(crash);
-        continue;
-      }
-      const external = this.pick('external');
-      if (external === 'teammate-push' && this.cfg.teammates) {
-        this.teammatePush();
-        continue;
-      }
-      if (external === 'signal' && this.state.stopping === undefined) {
-        // As the engine's stop(): the signal is an input, and every running turn is stopped.
-        this.feedAndPerform({ type: 'run.stopping', signal: 'SIGTERM' }, () => this.abort(() => true));
-        continue;
-      }
-      if (external === 'plant-ref') {
-        this.plant();
-        continue;
-      }
-      if (external === 'effect-fails') {
-        this.input({ type: 'run.failed', detail: 'an effect failed (simulated)', after: 'an effect' });
-        continue;
-      }
-      const ready = this.items.filter((x) => !(x.kind === 'effect' && x.paused) && !(x.kind === 'answer' && x.after > this.step));
-      if (ready.length === 0) {
-        // Only late answers remain: the world waits for them.
-        const late = this.items.filter((x) => x.kind === 'answer');
-        if (late.length > 0) {
-          this.step = Math.max(this.step, Math.min(...late.map((x) => (x as { after: number }).after)));
-          continue;
-        }
-        throw new Failure('no-silent-stall', `nothing is pending in the world and the run has not finished\n${describe(this)}`);
-      }
-      const item = ready[this.c.index('next', ready.length)]!;
-      this.items.splice(this.items.indexOf(item), 1);
-      const inputs = this.cluster ? this.viaCluster(this.cluster, item) : execute(this, item);
-      if (crash === 'after-effect') {
-        this.crash(crash);
-        continue;
-      }
-      if (crash === 'torn-write' && inputs.length > 0) {
-        const at = this.log.length;
-        const decisions = this.feed(inputs[0]!);
-        // A cluster's log is a database: a step's lines are one commit, lost whole or kept whole with its answer lost.
-        const kept = this.cluster
-          ? this.pick('commit') === 'lost'
-            ? 0
-            : decisions.length
-          : this.c.amount('torn-kept', decisions.length + 1);
-        this.log.length = at + 1 + kept;
-        this.cluster?.uncommitted(this.runNo, this.log.length);
-        this.tornAt = kept === decisions.length && this.cluster ? undefined : at;
-        this.crash(crash);
-        continue;
-      }
-      for (const body of inputs) {
-        if (this.state.finished) break;
-        this.input(body);
-      }
+    while (this.tick());
+  }
+
+  /** One turn of the world: a fault, or the next effect answered and its inputs fed. Whether the run goes on. */
+  tick(): boolean {
+    if (this.state.finished) {
+      // A run that ended waiting on the operator, whose answers are on their way: the
+      // operator answers and starts tron again (the answers are read at that start).
+      const f = this.log.findLast((e): e is EventOf<'run.finished'> => e.type === 'run.finished');
+      if (f?.reason !== 'done' || f.exit !== 3 || !this.items.some((x) => x.kind === 'answer')) return false;
+      // (Bounded while faults come; a nominal world settles by itself.)
+      if (this.restarts >= MAX_RESTARTS && !this.c.nominal) return false;
+      this.restarts += 1;
+      this.cov?.fault('world:start-again');
+      const late = this.items.filter((x): x is Extract<Item, { kind: 'answer' }> => x.kind === 'answer');
+      this.step = Math.max(this.step, Math.min(...late.map((x) => x.after)));
+      this.endOfLog();
+      this.logs.push(this.log);
+      this.start(this.log);
+      return true;
     }
+    if (this.step >= this.cap) throw new Failure('terminates', `the run did not finish within ${this.cap} steps`);
+    if (this.o.nominalFrom !== undefined && this.step >= this.o.nominalFrom && !this.c.nominal) this.turnNominal();
+    if (this.o.crashAt !== undefined && this.step >= this.o.crashAt && !this.forced) {
+      this.forced = true;
+      this.crash('forced');
+      return true;
+    }
+    if (this.cluster && this.clusterFault()) return true;
+    const crash = this.o.noCrashes || this.crashes >= MAX_CRASHES ? 'none' : this.pick('crash');
+    if (crash === 'before-effect') {
+      this.crash(crash);
+      return true;
+    }
+    const external = this.pick('external');
+    if (external === 'teammate-push' && this.cfg.teammates) {
+      this.teammatePush();
+      return true;
+    }
+    if (external === 'signal' && this.state.stopping === undefined) {
+      // As the engine's stop(): the signal is an input, and every running turn is stopped.
+      this.feedAndPerform({ type: 'run.stopping', signal: 'SIGTERM' }, () => this.abort(() => true));
+      return true;
+    }
+    if (external === 'plant-ref') {
+      this.plant();
+      return true;
+    }
+    if (external === 'effect-fails') {
+      this.input({ type: 'run.failed', detail: 'an effect failed (simulated)', after: 'an effect' });
+      return true;
+    }
+    const ready = this.items.filter((x) => !(x.kind === 'effect' && x.paused) && !(x.kind === 'answer' && x.after > this.step));
+    if (ready.length === 0) {
+      // Only late answers remain: the world waits for them.
+      const late = this.items.filter((x) => x.kind === 'answer');
+      if (late.length > 0) {
+        this.step = Math.max(this.step, Math.min(...late.map((x) => (x as { after: number }).after)));
+        return true;
+      }
+      throw new Failure('no-silent-stall', `nothing is pending in the world and the run has not finished\n${describe(this)}`);
+    }
+    const item = ready[this.c.index('next', ready.length)]!;
+    this.items.splice(this.items.indexOf(item), 1);
+    const inputs = this.cluster ? this.viaCluster(this.cluster, item) : execute(this, item);
+    if (crash === 'after-effect') {
+      this.crash(crash);
+      return true;
+    }
+    if (crash === 'torn-write' && inputs.length > 0) {
+      const at = this.log.length;
+      const decisions = this.feed(inputs[0]!);
+      // A cluster's log is a database: a step's lines are one commit, lost whole or kept whole with its answer lost.
+      const kept = this.cluster
+        ? this.pick('commit') === 'lost'
+          ? 0
+          : decisions.length
+        : this.c.amount('torn-kept', decisions.length + 1);
+      this.log.length = at + 1 + kept;
+      this.cluster?.uncommitted(this.runNo, this.log.length);
+      this.tornAt = kept === decisions.length && this.cluster ? undefined : at;
+      this.crash(crash);
+      return true;
+    }
+    for (const body of inputs) {
+      if (this.state.finished) break;
+      this.input(body);
+    }
+    return true;
   }
 
   /**
@@ -463,26 +485,41 @@ export class Sim implements SimWorld {
       case 'hostile-agent':
         cluster.hostileAgent();
         return true;
-      case 'neighbour-job':
-        cluster.neighbourJob();
-        return true;
-      case 'neighbour-served':
-        cluster.neighbourServed();
-        return true;
+      case 'neighbour-steps':
+        return this.neighbourSteps();
       case 'pause-leader':
         if (!stops || !cluster.pause(this.items)) return false;
         this.crash('paused-leader');
         return true;
       case 'db-restart':
         if (!stops) return false;
-        cluster.restart();
-        this.crash('db-restart');
+        cluster.db.restart();
         return true;
       case 'cut-off':
         if (!stops) return false;
         this.crash('cut-off');
         return true;
     }
+  }
+
+  /** The other repository's engine takes a few steps of its own (its violations are the run's, named as its). */
+  private neighbourSteps(): boolean {
+    const other = this.neighbour;
+    if (!other) return false;
+    const n = 1 + this.c.amount('neighbour-steps', 20);
+    try {
+      for (let i = 0; i < n; i += 1) if (!other.tick()) break;
+    } catch (err) {
+      if (err instanceof Failure) throw new Failure(err.invariant, `in the other repository's run (${NEIGHBOUR}): ${err.message}`);
+      throw err;
+    }
+    return true;
+  }
+
+  /** The database restarted: this engine stops (TRON_DB_LOST) and a standby, which rode the restart, takes over. */
+  stopForRestart(): void {
+    if (this.state.finished) return;
+    this.crash('db-restart');
   }
 
   /** An item answered in a cluster run: a job's goes through an agent's claim and the engine's reading of its result. */
@@ -521,7 +558,7 @@ export class Sim implements SimWorld {
   }
 
   /** The recorded log replays to the same decisions (up to a torn batch, which no replay reads whole). */
-  private endOfLog(): void {
+  endOfLog(): void {
     const events = this.tornAt === undefined ? this.log : this.log.slice(0, this.tornAt);
     const r = replay(events, CTX, this.engine.decide);
     if (!r.ok) {

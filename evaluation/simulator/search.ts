@@ -7,6 +7,7 @@
  * step and none after it, so they must end with the same blocks landed (once each) and
  * the same abandoned.
  */
+import { clusterRun } from './cluster.ts';
 import { Coverage } from './coverage.ts';
 import { Rng } from './prng.ts';
 import { REAL, type Engine, type RunResult, simulate, type Violation } from './run.ts';
@@ -76,6 +77,8 @@ export interface SearchOptions {
   engine?: Engine;
   /** Stop at the first violation (a mutation hunt) rather than collecting them. */
   stopAtFirst?: boolean;
+  /** Pass over the seeds that run on a cluster (cluster.ts): a SIM template plays none of them. */
+  withoutCluster?: boolean;
   now?: () => number;
 }
 
@@ -98,6 +101,10 @@ export function search(o: SearchOptions): SearchResult {
   for (let seed = o.from; ; seed += o.stride ?? 1) {
     if (o.runs !== undefined && seeds >= o.runs) break;
     if (o.ms !== undefined && (seeds & 15) === 0 && now() - started >= o.ms) break;
+    if (o.withoutCluster && clusterRun(seed)) {
+      seeds += 1;
+      continue;
+    }
     const checked = checkSeed(seed, o.engine ?? REAL, coverage);
     seeds += 1;
     steps += checked.steps;

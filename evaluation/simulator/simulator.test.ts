@@ -68,7 +68,7 @@ describe('the simulator', () => {
     for (const fault of [
       'cluster:agent-dies',
       'cluster:hostile-agent',
-      'cluster:neighbour-job',
+      'cluster:neighbour-steps',
       'cluster:pause-leader',
       'cluster:db-restart',
       'cluster:cut-off',
@@ -120,9 +120,15 @@ describe('the simulator', () => {
       // harness plays whole.
       let from = 1;
       for (;;) {
-        const r = search({ from, runs: CI_TEST_SEEDS - from + 1, engine: m.engine, stopAtFirst: true });
+        const r = search({ from, runs: CI_TEST_SEEDS - from + 1, engine: m.engine, stopAtFirst: true, withoutCluster: from > 1 });
         expect(r.failures.length, `no playable reproduction of ${m.name} in seeds ${from}-${CI_TEST_SEEDS}`).toBe(1);
         const f = r.failures[0]!;
+        // The first seed that catches it does so by its invariant; past it, looking for a playable
+        // reproduction, a seed where the bug broke another promise first is passed over too.
+        if (from > 1 && f.violation!.invariant !== m.caughtBy) {
+          from = f.case.seed + 1;
+          continue;
+        }
         expect(f.violation!.invariant).toBe(m.caughtBy);
         const lines: string[] = [];
         const written = reproduce(

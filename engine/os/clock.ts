@@ -29,15 +29,18 @@ export interface Hold {
   keepAlive?: boolean;
 }
 
+const MAX_TIMER_MS = 2_147_483_647;
+
 export const systemClock: Clock = {
   now: () => Date.now(),
   after: (ms, fn, o) => {
-    const timer = setTimeout(fn, ms);
+    // Timers hold at most 2^31-1 ms; a longer wait would end at once.
+    const timer = setTimeout(fn, Math.min(ms, MAX_TIMER_MS));
     if (!o?.keepAlive) timer.unref();
     return () => clearTimeout(timer);
   },
   every: (ms, fn, o) => {
-    const timer = setInterval(fn, ms);
+    const timer = setInterval(fn, Math.min(ms, MAX_TIMER_MS));
     if (!o?.keepAlive) timer.unref();
     return () => clearInterval(timer);
   },

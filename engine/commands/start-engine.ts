@@ -100,7 +100,9 @@ export async function runEngine(o: RunOptions, r: RunInput): Promise<number> {
   const target = tracesTarget(config.telemetry, o.env);
   const traces = target ? new TraceReporter({ ...target, repo, version: TRON_VERSION }) : undefined;
   // [forge]: issues told how their blocks go, [intake]'s issues polled and carried on every reload (runtime/forge-wiring.ts).
-  const forge = forgeRun ? new ForgeWiring(forgeRun, { repo, config, repoArg: o.repo, watch: Boolean(o.watch), print: say }) : undefined;
+  const forge = forgeRun
+    ? new ForgeWiring(forgeRun, { repo, config, repoArg: o.repo, watch: Boolean(o.watch), print: say, clock: o.clock })
+    : undefined;
   // With a database the table is the log; the run directory gets a copy when the run ends (pg-log.ts).
   const pgLog = seat ? await seat.openLog(runId, r.key, join(runDir, 'events.jsonl')) : undefined;
   const jobs = seat && pgLog ? brokerFor(seat.db, pgLog, config) : undefined;

@@ -94,11 +94,11 @@ export async function runEngine(o: RunOptions, r: RunInput): Promise<number> {
   if (r.sandbox.notice) say(r.sandbox.notice);
   // [notify]: a reporter too, delivering off the engine's path; its outcomes are notes in the log.
   const notifier: Notifier | undefined = config.notify
-    ? new Notifier({ config: config.notify, repo, runDir, record: (body): boolean => engine.record(body), print: say })
+    ? new Notifier({ config: config.notify, repo, runDir, record: (body): boolean => engine.record(body), print: say, clock: o.clock })
     : undefined;
   // [telemetry] (or OTEL_EXPORTER_OTLP_ENDPOINT): spans made and exported off the engine's path.
   const target = tracesTarget(config.telemetry, o.env);
-  const traces = target ? new TraceReporter({ ...target, repo, version: TRON_VERSION }) : undefined;
+  const traces = target ? new TraceReporter({ ...target, repo, version: TRON_VERSION, clock: o.clock }) : undefined;
   // [forge]: issues told how their blocks go, [intake]'s issues polled and carried on every reload (runtime/forge-wiring.ts).
   const forge = forgeRun
     ? new ForgeWiring(forgeRun, { repo, config, repoArg: o.repo, watch: Boolean(o.watch), print: say, clock: o.clock })

@@ -3,7 +3,9 @@
  * `Date.now()` itself and tests and replay control it: the time now, and every wait the
  * runtime keeps (an overrun timer, a push's backoff, a forge's wait, a probe's pause, a
  * lease's renewal, a heartbeat, a poll, a debounce, a timeout) — which a test's ManualClock
- * passes by advancing, instead of sleeping through them.
+ * passes by advancing, instead of sleeping through them. No file under engine/ outside this
+ * one, engine/testing/ and the tests sets a timer itself unless engine/os/timers.test.ts
+ * lists it, with why it is not a wait of tron's.
  */
 export interface Clock {
   /** Milliseconds since the epoch. */

@@ -18,7 +18,7 @@ import { existsSync, mkdirSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import type { Clock } from '../os/clock.ts';
+import { type Clock, sleep } from '../os/clock.ts';
 import { InputError } from '../core/errors.ts';
 import type { EventBody } from '../core/events.ts';
 import type { WorkerRole } from '../core/roles.ts';
@@ -132,7 +132,7 @@ export async function agentCommand(o: AgentOptions): Promise<number> {
   let caller: Caller | undefined;
   // What a start makes: the pool, the engine's asks of its turns, and a connection that watches the database.
   const startPool = () =>
-    untilSchema(stop.signal, heartbeatMs, o.print, async () => {
+    untilSchema(o.clock, stop.signal, heartbeatMs, o.print, async () => {
       // A queue a newer tron migrated is refused, as an engine refuses it: upgrade this host first.
       const watch = await connect(url);
       try {
@@ -149,6 +149,7 @@ export async function agentCommand(o: AgentOptions): Promise<number> {
           slots,
           agent: name,
           heartbeatMs,
+          clock: o.clock,
           onRegistered: (c) => {
             caller = c;
           },
@@ -160,7 +161,7 @@ export async function agentCommand(o: AgentOptions): Promise<number> {
               ? runSuiteHereHeld({ ...base, remote }, claimed, key, name, held.hold(key, claimed.attempt))
               : runTurnHere({ ...base, remote }, remote, claimed, key, held.hold(key, claimed.attempt)),
         });
-        return { workers, control: held, lost: watchConnection(watch, heartbeatMs) };
+        return { workers, control: held, lost: watchConnection(watch, heartbeatMs, o.clock) };
       } catch (err) {
         await watch.end().catch(() => undefined);
         // A control whose connection went is opened afresh at the next try.
@@ -192,7 +193,7 @@ export async function agentCommand(o: AgentOptions): Promise<number> {
     pool = undefined;
     control = undefined;
     o.print(`tron agent: the database at ${redact(url)} went away (${reason}); reconnecting`);
-    pool = await reconnecting(stop.signal, () => startPool());
+    pool = await reconnecting(o.clock, stop.signal, () => startPool());
     // The old pool goes once the database is back: stopped at once, its pool's clients could still report the break with no one listening.
     leaving.push(gone.workers.stop().then(() => gone.control.close()));
     if (pool) o.print(`tron agent: the database at ${redact(url)} is back; ${name} claims again`);
@@ -208,43 +209,38 @@ export async function agentCommand(o: AgentOptions): Promise<number> {
  * a terminated backend) or a look every `everyMs` found no answer within the lapse (a network
  * that dropped silently). The client is ended then.
  */
-function watchConnection(client: pg.Client, everyMs: number): Promise<string> {
+function watchConnection(client: pg.Client, everyMs: number, clock: Clock): Promise<string> {
   return new Promise<string>((resolve) => {
     let done = false;
     const end = (reason: string) => {
       if (done) return;
       done = true;
-      clearInterval(timer);
+      stopLooking();
       void client.end().catch(() => undefined);
       resolve(reason);
     };
     client.on('error', (err: Error) => end(err.message));
     client.on('end', () => end('the connection ended'));
     const lapseMs = Math.max(5000, 3 * everyMs);
-    const timer = setInterval(() => {
-      const t = setTimeout(() => end(`no answer within ${lapseMs} ms`), lapseMs);
+    const stopLooking = clock.every(everyMs, () => {
+      // A look unanswered keeps the agent alive until its lapse says so.
+      const lapsed = clock.after(lapseMs, () => end(`no answer within ${lapseMs} ms`), { keepAlive: true });
       client.query('select 1').then(
-        () => clearTimeout(t),
+        () => lapsed(),
         (err: Error) => {
-          clearTimeout(t);
+          lapsed();
           end(err.message);
         },
       );
-    }, everyMs);
-    timer.unref();
+    });
   });
 }
 
 /** Tries `start` with backoff (a quarter second, doubling to five) while the database cannot be reached; undefined once stopped. */
-async function reconnecting<T>(stop: AbortSignal, start: () => Promise<T | undefined>): Promise<T | undefined> {
+async function reconnecting<T>(clock: Clock, stop: AbortSignal, start: () => Promise<T | undefined>): Promise<T | undefined> {
   for (let waitMs = 250; ; waitMs = Math.min(5000, waitMs * 2)) {
-    await new Promise<void>((resolve) => {
-      const t = setTimeout(resolve, waitMs);
-      stop.addEventListener('abort', () => {
-        clearTimeout(t);
-        resolve();
-      });
-    });
+    // The agent waits on this alone: it keeps the process alive.
+    await sleep(clock, waitMs, { keepAlive: true, signal: stop });
     if (stop.aborted) return undefined;
     try {
       return await start();
@@ -288,6 +284,7 @@ const OLDER_QUEUE = 'queue-older';
  * made it (the engine's role migrates; an agent's may not). Undefined when stopped meanwhile.
  */
 async function untilSchema<T>(
+  clock: Clock,
   stop: AbortSignal,
   everyMs: number,
   print: (line: string) => void,
@@ -308,13 +305,7 @@ async function untilSchema<T>(
             : "tron agent: the database has no job queue yet; waiting for an engine's first start to make it",
         );
       said = true;
-      await new Promise<void>((resolve) => {
-        const t = setTimeout(resolve, everyMs);
-        stop.addEventListener('abort', () => {
-          clearTimeout(t);
-          resolve();
-        });
-      });
+      await sleep(clock, everyMs, { keepAlive: true, signal: stop });
     }
   }
 }
@@ -437,7 +428,7 @@ async function runHeldTurn(
     step('worktree');
     // What the turn prints goes to the engine as it comes (`tron logs -f` there follows it), and its end with the result.
     const file = turnLogPath(runDir, e.block, e.session, e.turn);
-    const following = followOutput(file, (offset, text) => held.note({ kind: 'output', offset, text }), OUTPUT_EVERY_MS);
+    const following = followOutput(file, (offset, text) => held.note({ kind: 'output', offset, text }), OUTPUT_EVERY_MS, base.clock);
     let result: JobResult;
     try {
       result = await runJob(fx, claimed.kind, r);

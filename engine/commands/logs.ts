@@ -16,7 +16,7 @@
  */
 import { closeSync, existsSync, openSync, readSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { setTimeout as delay } from 'node:timers/promises';
+import { type Clock, sleep, systemClock } from '../os/clock.ts';
 import type { EventOf, TronEvent } from '../core/events.ts';
 import { InputError } from '../core/errors.ts';
 import { parseEventLine } from '../log/eventlog-line.ts';
@@ -47,6 +47,8 @@ export interface LogsOptions {
   env?: Readonly<Record<string, string | undefined>>;
   /** How often a follower looks for more (ms). */
   pollMs?: number;
+  /** Times a follower's looks (the system's by default). */
+  clock?: Clock;
 }
 
 /** The events appended to a log since the last read: complete lines only, checked like any reader's. */
@@ -204,7 +206,7 @@ async function follow(o: LogsOptions, repo: string, reader: RunReader): Promise<
       if (!o.follow || finished || stopped() || last) return 0;
       // One more read after the writer is gone, for what it appended last.
       if (!(await reader.writerAlive())) last = true;
-      await delay(pollMs);
+      await sleep(o.clock ?? systemClock, pollMs, { keepAlive: true });
     }
   }
 
@@ -290,7 +292,7 @@ async function follow(o: LogsOptions, repo: string, reader: RunReader): Promise<
     await drain();
     if (!o.follow || finished || stopped() || last) break;
     if (!(await reader.writerAlive())) last = true;
-    await delay(pollMs);
+    await sleep(o.clock ?? systemClock, pollMs, { keepAlive: true });
   }
   if (!known && turnsSeen === 0) {
     throw new InputError([

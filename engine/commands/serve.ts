@@ -90,7 +90,7 @@ export async function serveCommand(o: ServeCommandOptions): Promise<number> {
   // From the database: the run is kept in step in a folder of this serve's own (serve/db-mirror.ts), removed when it stops.
   const scratch = source ? mkdtempSync(join(tmpdir(), 'tron-serve-db-')) : undefined;
   try {
-    const mirror = source ? await DatabaseMirror.start(source, join(scratch!, 'runs')) : undefined;
+    const mirror = source ? await DatabaseMirror.start(source, join(scratch!, 'runs'), 200, o.clock) : undefined;
     try {
       // Another host may have no repository: its tokens are kept with the mirror.
       const home = here ? repo : scratch!;

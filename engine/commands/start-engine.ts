@@ -94,13 +94,15 @@ export async function runEngine(o: RunOptions, r: RunInput): Promise<number> {
   if (r.sandbox.notice) say(r.sandbox.notice);
   // [notify]: a reporter too, delivering off the engine's path; its outcomes are notes in the log.
   const notifier: Notifier | undefined = config.notify
-    ? new Notifier({ config: config.notify, repo, runDir, record: (body): boolean => engine.record(body), print: say })
+    ? new Notifier({ config: config.notify, repo, runDir, record: (body): boolean => engine.record(body), print: say, clock: o.clock })
     : undefined;
   // [telemetry] (or OTEL_EXPORTER_OTLP_ENDPOINT): spans made and exported off the engine's path.
   const target = tracesTarget(config.telemetry, o.env);
-  const traces = target ? new TraceReporter({ ...target, repo, version: TRON_VERSION }) : undefined;
+  const traces = target ? new TraceReporter({ ...target, repo, version: TRON_VERSION, clock: o.clock }) : undefined;
   // [forge]: issues told how their blocks go, [intake]'s issues polled and carried on every reload (runtime/forge-wiring.ts).
-  const forge = forgeRun ? new ForgeWiring(forgeRun, { repo, config, repoArg: o.repo, watch: Boolean(o.watch), print: say }) : undefined;
+  const forge = forgeRun
+    ? new ForgeWiring(forgeRun, { repo, config, repoArg: o.repo, watch: Boolean(o.watch), print: say, clock: o.clock })
+    : undefined;
   // With a database the table is the log; the run directory gets a copy when the run ends (pg-log.ts).
   const pgLog = seat ? await seat.openLog(runId, r.key, join(runDir, 'events.jsonl')) : undefined;
   const jobs = seat && pgLog ? brokerFor(seat.db, pgLog, config) : undefined;

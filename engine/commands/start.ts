@@ -32,7 +32,7 @@ import type { Config } from '../project/config.ts';
 import { dropEarlierJobs, migrateJobs } from '../queue/pg-jobs.ts';
 import { bringLatestRun, databaseUrl, type Seat, seatFailure } from '../log/cluster.ts';
 import { clusterSeat } from '../runtime/cluster-seat.ts';
-import { forgeAtStart, type ForgeRun, withoutForgeToken } from '../forge/session.ts';
+import { forgeAtStart, type ForgeRun, openForge, withoutForgeToken } from '../forge/session.ts';
 import { tellRecovered } from '../forge/progress.ts';
 import { issueTelling } from '../runtime/forge-wiring.ts';
 import { type RunOptions, runEngine } from './start-engine.ts';
@@ -54,7 +54,7 @@ export async function startCommand(o: StartOptions): Promise<number> {
   // An OTEL_EXPORTER_OTLP_ENDPOINT that is no URL is said now (exit 2), not found out by a run (serve/traces.ts).
   tracesTarget(config.telemetry, o.env);
   // [forge]: the token (exit 2 without it); [intake]: the labelled issues join the register (engine/forge/session.ts).
-  const forgeRun = await forgeAtStart(config, files, o.env);
+  const forgeRun = await forgeAtStart(config, files, o.env, openForge, o.clock);
   const blocks = forgeRun?.blocks ?? files;
   const spine = loadSpine();
   // Before anything changes: `mode = "bwrap"` where bwrap cannot run is a config error.
@@ -140,7 +140,10 @@ async function startHolding(
     if (idle) {
       // A landing a killed run could not tell its issue is told now (engine/forge/progress.ts).
       if (forgeRun && Object.keys(forgeRun.issues).length > 0)
-        await tellRecovered({ ...issueTelling(forgeRun, { repo, config, repoArg: o.repo }), print: o.print }, recovery.events);
+        await tellRecovered(
+          { ...issueTelling(forgeRun, { repo, config, repoArg: o.repo, clock: o.clock }), print: o.print },
+          recovery.events,
+        );
       for (const line of idleLines(idle, { previous: previous!, repoArg: o.repo, blocks })) o.print(line);
       return idle.exit;
     }

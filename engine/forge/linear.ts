@@ -16,6 +16,7 @@
  * written as a last line of inline code, not an HTML comment: Linear keeps a comment as
  * rich text, and what it does with raw HTML is not something to build idempotence on.
  */
+import { type Clock, systemClock } from '../os/clock.ts';
 import { LinearClient, LinearError, LinearErrorType, RatelimitedLinearError } from '@linear/sdk';
 import { createHash } from 'node:crypto';
 import { type ForgeComment, ForgeError, type ForgeIssue, type IssueList, type IssueTracker } from './forge.ts';
@@ -30,6 +31,8 @@ export interface LinearOptions {
   timeoutMs?: number;
   /** The clock a rate limit's reset time is measured against (an effect's, never the decision path's). */
   now?: () => number;
+  /** Times a call's bound, `timeoutMs` (the system's by default). */
+  clock?: Clock;
 }
 
 const ISSUE = 'id number title description url updatedAt state { type } creator { displayName } labels { nodes { name } }';
@@ -118,11 +121,12 @@ export class LinearTracker implements IssueTracker {
   }
 
   private async call<T>(query: string, variables: Record<string, unknown> = {}): Promise<T> {
-    let timer: NodeJS.Timeout | undefined;
+    let cancel: (() => void) | undefined;
     const timeout = new Promise<never>((_ok, fail) => {
-      timer = setTimeout(
-        () => fail(new ForgeError('transient', `no answer from Linear in ${this.o.timeoutMs ?? 30_000} ms`)),
+      cancel = (this.o.clock ?? systemClock).after(
         this.o.timeoutMs ?? 30_000,
+        () => fail(new ForgeError('transient', `no answer from Linear in ${this.o.timeoutMs ?? 30_000} ms`)),
+        { keepAlive: true },
       );
     });
     try {
@@ -134,7 +138,7 @@ export class LinearTracker implements IssueTracker {
       // The key is never in what Linear says back; scrubbed all the same, as every forge's words are.
       throw new ForgeError(e.kind, e.message.split(this.o.apiKey).join('***'), e.retryAfterMs, e.status);
     } finally {
-      clearTimeout(timer);
+      cancel?.();
     }
   }
 

@@ -11,6 +11,7 @@
  * limit waits as long as the forge asked (at most `maxWaitMs`), a transient failure
  * doubles its backoff, up to `retries` times.
  */
+import { type Clock, systemClock } from '../os/clock.ts';
 import { EVENT_VERSION, type EventBody, type TronEvent } from '../core/events.ts';
 import { revParse } from '../git/query.ts';
 import { commentOnce, ForgeError, type IssueTracker, marker } from './forge.ts';
@@ -32,6 +33,8 @@ export interface ProgressOptions {
   repo?: string;
   /** The longest wait for one retry (default a minute). */
   maxWaitMs?: number;
+  /** Times the retries' waits and the close's grace (the system's by default): the engine's clock. */
+  clock?: Clock;
 }
 
 type About = 'started' | 'parked' | 'landed' | 'abandoned';
@@ -47,6 +50,10 @@ export class ForgeProgress {
 
   constructor(private readonly o: ProgressOptions) {}
 
+  private get clock(): Clock {
+    return this.o.clock ?? systemClock;
+  }
+
   /** Sees an appended event; never throws, never waits. */
   event(e: TronEvent): void {
     if (e.type === 'run.started') this.run = e.run;
@@ -59,9 +66,10 @@ export class ForgeProgress {
 
   /** Waits for what is under way, for at most `graceMs`; then gives up the rest. */
   async close(graceMs = 10_000): Promise<void> {
-    let timer: NodeJS.Timeout | undefined;
-    await Promise.race([this.chain, new Promise<void>((ok) => (timer = setTimeout(ok, graceMs)))]);
-    clearTimeout(timer);
+    let cancel: (() => void) | undefined;
+    // Ref'd: the start waits for the issues' telling to end (or the grace to pass) before it exits.
+    await Promise.race([this.chain, new Promise<void>((ok) => (cancel = this.clock.after(graceMs, ok, { keepAlive: true })))]);
+    cancel?.();
     this.cut = true;
     for (const wake of this.sleepers) wake();
   }
@@ -141,11 +149,12 @@ export class ForgeProgress {
   private sleep(ms: number): Promise<void> {
     return new Promise((ok) => {
       const wake = () => {
-        clearTimeout(timer);
+        cancel();
         this.sleepers.delete(wake);
         ok();
       };
-      const timer = setTimeout(wake, ms);
+      // Ref'd: a retry under way is waited for at the close.
+      const cancel = this.clock.after(ms, wake, { keepAlive: true });
       this.sleepers.add(wake);
     });
   }

@@ -9,6 +9,7 @@
  * nothing needs replaying); a refused token is a problem with the configuration (exit 2),
  * a forge that stays unreachable a fault (exit 1).
  */
+import { type Clock, sleep, systemClock } from '../os/clock.ts';
 import { InputError, type Problem } from '../core/errors.ts';
 import { coded } from '../core/problems.ts';
 import { CONFIG_FILE, type ForgeSettings, type LinearSettings, WEBHOOK_SECRET_ENV } from '../project/config.ts';
@@ -77,8 +78,9 @@ export function linearToken(env: Record<string, string | undefined>, settings: L
 }
 
 /** Linear's client for `[intake]`: its issues come in and are told through it; it lands nothing. */
-export function openLinear(settings: LinearSettings, token: string): LinearTracker {
+export function openLinear(settings: LinearSettings, token: string, clock: Clock = systemClock): LinearTracker {
   return new LinearTracker({
+    clock,
     team: settings.team,
     ...(settings.state && { state: settings.state }),
     apiKey: token,
@@ -91,7 +93,7 @@ export function openLinear(settings: LinearSettings, token: string): LinearTrack
 export type Patience = Pick<ForgeSettings, 'repo' | 'apiUrl' | 'tokenEnv' | 'retries' | 'backoffMs'>;
 
 /** Calls `f`, waiting out rate limits and transient failures up to `settings.retries` times. */
-export async function patiently<T>(settings: Patience, f: () => Promise<T>, sleep = defaultSleep): Promise<T> {
+export async function patiently<T>(settings: Patience, f: () => Promise<T>, sleep = waitOn(systemClock)): Promise<T> {
   for (let attempt = 1; ; attempt++) {
     try {
       return await f();
@@ -113,8 +115,9 @@ export async function patiently<T>(settings: Patience, f: () => Promise<T>, slee
   }
 }
 
-function defaultSleep(ms: number): Promise<void> {
-  return new Promise((ok) => setTimeout(ok, ms));
+/** A retry's wait on `clock`: the start awaits it, so it keeps the process alive. */
+function waitOn(clock: Clock): (ms: number) => Promise<void> {
+  return (ms) => sleep(clock, ms, { keepAlive: true });
 }
 
 /**
@@ -127,8 +130,9 @@ export async function registerWithIssues(
   settings: Patience,
   label: string,
   files: readonly Block[],
+  clock: Clock = systemClock,
 ): Promise<{ blocks: Block[]; intake: Intake }> {
-  const intake = (await patiently(settings, () => takeIssuesIn(forge, label))) as Intake;
+  const intake = (await patiently(settings, () => takeIssuesIn(forge, label), waitOn(clock))) as Intake;
   const ids = new Set(files.map((b) => b.id));
   const blocks = [...files, ...intake.blocks.filter((b) => !ids.has(b.id))];
   const problems: Problem[] = checkRegister(blocks);
@@ -155,17 +159,18 @@ export async function forgeAtStart(
   files: Block[],
   env: Record<string, string | undefined>,
   make: (settings: ForgeSettings, token: string) => Forge = openForge,
+  clock: Clock = systemClock,
 ): Promise<ForgeRun | undefined> {
   const linear = config.intake?.linear;
   if (!config.forge && !linear) return undefined;
   const forge = config.forge && make(config.forge, forgeToken(env, config.forge));
-  const tracker = linear ? openLinear(linear, linearToken(env, linear)) : forge!;
+  const tracker = linear ? openLinear(linear, linearToken(env, linear), clock) : forge!;
   const settings: Patience = linear ? { ...linear, repo: tracker.repo } : config.forge!;
   const run = { ...(forge && { forge }), tracker, settings };
   if (!config.intake) return { ...run, blocks: files, issues: {} };
   // The team, and its done state, before any issue is read: a wrong key is the config's problem, said now.
-  if (tracker instanceof LinearTracker) await patiently(settings, () => teamOrProblem(tracker, linear!));
-  const { blocks, intake } = await registerWithIssues(tracker, settings, config.intake.label, files);
+  if (tracker instanceof LinearTracker) await patiently(settings, () => teamOrProblem(tracker, linear!), waitOn(clock));
+  const { blocks, intake } = await registerWithIssues(tracker, settings, config.intake.label, files, clock);
   return {
     ...run,
     blocks,

@@ -17,6 +17,7 @@
  * The poll's timer lives here, off the decision path. A rate limit waits as long as the
  * forge asked before the next poll; any other failure is said once and tried at the next.
  */
+import { type Clock, systemClock } from '../os/clock.ts';
 import type { EventBody, TronEvent } from '../core/events.ts';
 import type { Block } from '../project/register.ts';
 import { checkRegister } from '../project/register.ts';
@@ -40,10 +41,13 @@ export interface IssuePollerOptions {
   /** A block's issue left the list: the input for the engine. */
   onWithdrawn?: (body: Extract<EventBody, { type: 'issue.withdrawn' }>) => void;
   print: (line: string) => void;
+  /** Times the polls (the system's by default): the engine's clock. */
+  clock?: Clock;
 }
 
 export class IssuePoller {
-  private timer: NodeJS.Timeout | undefined;
+  /** Cancels the next poll. */
+  private cancel: (() => void) | undefined;
   private etag: string | undefined;
   private stopped = false;
   private lastError = '';
@@ -64,7 +68,7 @@ export class IssuePoller {
 
   stop(): void {
     this.stopped = true;
-    clearTimeout(this.timer);
+    this.cancel?.();
   }
 
   /** A reporter: a block that landed or was given up is no longer watched for. */
@@ -79,7 +83,7 @@ export class IssuePoller {
       this.again = true;
       return;
     }
-    clearTimeout(this.timer);
+    this.cancel?.();
     this.polling = this.poll().finally(() => {
       this.polling = undefined;
       if (this.again) {
@@ -151,15 +155,20 @@ export class IssuePoller {
 
   private schedule(ms: number): void {
     if (this.stopped) return;
-    clearTimeout(this.timer);
-    this.timer = setTimeout(() => {
-      this.polling = this.poll().finally(() => {
-        this.polling = undefined;
-        if (this.again) {
-          this.again = false;
-          this.wake();
-        } else this.schedule(this.nextWaitOr());
-      });
-    }, ms);
+    this.cancel?.();
+    // Ref'd: a watching engine lives on its polls.
+    this.cancel = (this.o.clock ?? systemClock).after(
+      ms,
+      () => {
+        this.polling = this.poll().finally(() => {
+          this.polling = undefined;
+          if (this.again) {
+            this.again = false;
+            this.wake();
+          } else this.schedule(this.nextWaitOr());
+        });
+      },
+      { keepAlive: true },
+    );
   }
 }

@@ -11,6 +11,7 @@ import { execFileSync } from 'node:child_process';
 import { basename, dirname, join, resolve as resolvePath } from 'node:path';
 import type { ClusterConfig } from '../project/config.ts';
 import { acquireLease, awaitLease, type Lease } from './lease.ts';
+import { type Clock, sleep, systemClock } from '../os/clock.ts';
 import { InputError } from '../core/errors.ts';
 import { isCoded } from '../core/problems.ts';
 import type { TronEvent } from '../core/events.ts';
@@ -146,6 +147,8 @@ export async function takeSeat(o: {
   standby?: boolean;
   stop?: AbortSignal;
   print: (line: string) => void;
+  /** Times the lease's renewals, a standby's tries and the reconnections' backoff. */
+  clock?: Clock;
 }): Promise<Seat | undefined> {
   let db = await openDatabase(o.url);
   const listeners: Array<(err: Error) => void> = [];
@@ -161,6 +164,7 @@ export async function takeSeat(o: {
       repository: o.repository,
       periodMs: o.leaseMs,
       onLost: () => lose(new LeaseLostError(o.repository, 'a renewal found it taken over or lapsed')),
+      ...(o.clock ? { clock: o.clock } : {}),
     };
     let waited = false;
     let lease: Lease | undefined;
@@ -181,7 +185,7 @@ export async function takeSeat(o: {
       } catch (err) {
         if (!o.standby || !isConnectionLost(err) || err instanceof InputError) throw err;
         await db.end();
-        const again = await reconnect(o.url, (err as Error).message, o.print, o.stop);
+        const again = await reconnect(o.url, (err as Error).message, o.print, o.stop, o.clock);
         if (!again) break;
         db = again;
       }
@@ -263,16 +267,12 @@ export async function reconnect(
   reason: string,
   print: (line: string) => void,
   stop?: AbortSignal,
+  clock: Clock = systemClock,
 ): Promise<Database | undefined> {
   print(`tron: the database at ${redact(url)} went away (${reason}); reconnecting`);
   for (let waitMs = 250; ; waitMs = Math.min(5000, waitMs * 2)) {
-    await new Promise<void>((resolve) => {
-      const t = setTimeout(resolve, waitMs);
-      stop?.addEventListener('abort', () => {
-        clearTimeout(t);
-        resolve();
-      });
-    });
+    // The waiting standby's process has nothing else to wait on: the backoff keeps it alive.
+    await sleep(clock, waitMs, { keepAlive: true, ...(stop ? { signal: stop } : {}) });
     if (stop?.aborted) return undefined;
     try {
       const db = await openDatabase(url);

@@ -10,6 +10,7 @@ import { hostname } from 'node:os';
 import pg from 'pg';
 import { InputError } from '../core/errors.ts';
 import type { InputCode } from '../core/problems.ts';
+import { type Clock, sleep, systemClock } from '../os/clock.ts';
 import type { Database } from './pg-log.ts';
 
 /** Another engine holds the repository's lease and it has not lapsed. */
@@ -52,6 +53,8 @@ export interface LeaseOptions {
   holder?: string;
   /** Called once when a renewal finds the lease gone. */
   onLost?: () => void;
+  /** Times the renewals and a standby's tries (the system's by default); the lease's own time is the database's. */
+  clock?: Clock;
 }
 
 /** Takes the repository's lease, or throws LeaseHeldError naming the live holder. */
@@ -104,19 +107,15 @@ export async function awaitLease(
     if (got.taken) return got.lease;
     if (!said) o.waiting?.(got.holder);
     said = true;
-    await new Promise<void>((resolve) => {
-      const t = setTimeout(resolve, Math.max(50, o.periodMs / 4));
-      o.stop?.addEventListener('abort', () => {
-        clearTimeout(t);
-        resolve();
-      });
-    });
+    // The standby's process waits on this alone: it keeps it alive.
+    await sleep(o.clock ?? systemClock, Math.max(50, o.periodMs / 4), { keepAlive: true, ...(o.stop ? { signal: o.stop } : {}) });
   }
 }
 
 class HeldLease implements Lease {
   lost = false;
-  private readonly timer: NodeJS.Timeout;
+  /** Stops the renewals. */
+  private readonly stopRenewing: () => void;
   private released = false;
 
   constructor(
@@ -126,8 +125,8 @@ class HeldLease implements Lease {
     readonly generation: number,
     private readonly interval: string,
   ) {
-    this.timer = setInterval(() => void this.renew().catch(() => undefined), Math.max(20, o.periodMs / 3));
-    this.timer.unref();
+    const every = Math.max(20, o.periodMs / 3);
+    this.stopRenewing = (o.clock ?? systemClock).every(every, () => void this.renew().catch(() => undefined));
   }
 
   get repository(): string {
@@ -143,7 +142,7 @@ class HeldLease implements Lease {
     );
     if (rowCount === 1) return true;
     this.lost = true;
-    clearInterval(this.timer);
+    this.stopRenewing();
     this.o.onLost?.();
     return false;
   }
@@ -151,7 +150,7 @@ class HeldLease implements Lease {
   async release(): Promise<void> {
     if (this.released) return;
     this.released = true;
-    clearInterval(this.timer);
+    this.stopRenewing();
     if (this.lost) return;
     const sql = 'update tron_lease set expires_at = now() where repository = $1 and generation = $2';
     const args = [this.o.repository, this.generation];

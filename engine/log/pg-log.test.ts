@@ -1,5 +1,5 @@
 import pg from 'pg';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { InputError } from '../core/errors.ts';
 import { ManualClock } from '../os/clock.ts';
 import type { EventBody } from '../core/events.ts';
@@ -129,6 +129,30 @@ describe.skipIf(NO_DATABASE)('the event log in PostgreSQL', () => {
     expect(err.problems[0]!.code).toBe('TRON_LEASE_HELD');
     expect(err.problems[0]!.message).toMatch(/host-[ab] pid [12].*--standby/);
     await (led[0] as PromiseFulfilledResult<Awaited<ReturnType<typeof acquireLease>>>).value.release();
+  });
+
+  it("renews a lease every third of its period on the lease's clock, and says once that it is lost when a renewal finds it taken", async () => {
+    const d = await db();
+    const renewing = new ManualClock(0);
+    let lostTimes = 0;
+    const lease = await acquireLease(d, { repository: 'renewed', periodMs: 30_000, clock: renewing, onLost: () => (lostTimes += 1) });
+    const expires = async () =>
+      (
+        await d.client.query<{ at: Date }>('select expires_at as at from tron_lease where repository = $1', ['renewed'])
+      ).rows[0]!.at.getTime();
+    const first = await expires();
+    await renewing.pass(9_999);
+    expect(await expires()).toBe(first);
+    await renewing.pass(1);
+    await vi.waitFor(async () => expect(await expires()).toBeGreaterThan(first));
+    // Another engine took it over: the next renewal finds it gone, and the renewals stop.
+    await d.client.query('update tron_lease set generation = generation + 1 where repository = $1', ['renewed']);
+    await renewing.pass(10_000);
+    await vi.waitFor(() => expect(lease.lost).toBe(true));
+    await renewing.pass(30_000, 10_000);
+    expect(lostTimes).toBe(1);
+    expect(renewing.pending).toBe(0);
+    await lease.release();
   });
 
   it('gives a standby the lease once the leader stops renewing it, with the next generation', async () => {

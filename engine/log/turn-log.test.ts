@@ -3,6 +3,7 @@ import { appendFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { followOutput, keepAgentOutput, streamAgentOutput, tailOf, TurnLog, turnLogPath } from './turn-log.ts';
+import { ManualClock } from '../os/clock.ts';
 
 const dirs: string[] = [];
 afterEach(() => {
@@ -47,19 +48,21 @@ describe("a turn's output on an agent, as it comes to the engine", () => {
     const file = join(agentDir, 'turn.log');
     const sent: Array<{ offset: number; text: string }> = [];
     writeFileSync(file, 'héllo ');
-    const following = followOutput(file, (offset, text) => sent.push({ offset, text }), 20);
-    const wait = async (n: number) => {
-      for (let i = 0; i < 200 && sent.length < n; i += 1) await new Promise((r) => setTimeout(r, 10));
-    };
-    await wait(1);
+    const clock = new ManualClock(0);
+    const following = followOutput(file, (offset, text) => sent.push({ offset, text }), 20, clock);
+    clock.advance(19);
+    expect(sent).toEqual([]);
+    clock.advance(1);
+    expect(sent).toHaveLength(1);
     // A character of three bytes written in two goes: its first byte waits for the rest.
     const snow = Buffer.from('☃');
     appendFileSync(file, snow.subarray(0, 1));
-    await new Promise((r) => setTimeout(r, 80));
+    clock.advance(80);
     expect(sent).toHaveLength(1);
     appendFileSync(file, Buffer.concat([snow.subarray(1), Buffer.from(' world\n')]));
-    await wait(2);
+    clock.advance(20);
     following.stop();
+    expect(clock.pending).toBe(0);
     expect(sent).toEqual([
       { offset: 0, text: 'héllo ' },
       { offset: Buffer.byteLength('héllo '), text: '☃ world\n' },

@@ -11,6 +11,7 @@
  */
 import { appendFileSync, closeSync, existsSync, fstatSync, mkdirSync, openSync, readSync, writeFileSync, writeSync } from 'node:fs';
 import { dirname, join } from 'node:path';
+import { type Clock, systemClock } from '../os/clock.ts';
 
 /** Bytes kept per turn. */
 export const TURN_LOG_CAP = 4 * 1024 * 1024;
@@ -125,7 +126,12 @@ export function wholeCharacters(buf: Buffer, n: number): number {
  * what was added since, in notes of at most 32 KiB from their byte `offset` in the file,
  * up to STREAMED_BYTES in all. `stop` ends it; the end of the output goes with the result.
  */
-export function followOutput(file: string, send: (offset: number, text: string) => void, everyMs: number): { stop(): void } {
+export function followOutput(
+  file: string,
+  send: (offset: number, text: string) => void,
+  everyMs: number,
+  clock: Clock = systemClock,
+): { stop(): void } {
   let offset = 0;
   const tick = () => {
     let fd: number | undefined;
@@ -148,9 +154,7 @@ export function followOutput(file: string, send: (offset: number, text: string) 
       if (fd !== undefined) closeSync(fd);
     }
   };
-  const timer = setInterval(tick, everyMs);
-  timer.unref();
-  return { stop: () => clearInterval(timer) };
+  return { stop: clock.every(everyMs, tick) };
 }
 
 /** How much of a turn's output run on a `tron agent` comes back with its result (bytes; the whole stays on the agent). */

@@ -17,6 +17,7 @@ import { requireAll, skipWithout } from '../testing/needs.ts';
 import { needPostgres, type TestDatabase, testDatabase } from '../testing/postgres.ts';
 import { poolOf } from '../testing/pools.ts';
 import { AgentControl } from './agent-control.ts';
+import type { OneLook } from '../os/one-look.ts';
 
 const POSTGRES = needPostgres();
 const NO_DATABASE = skipWithout('the channel to turns on agents', POSTGRES);
@@ -56,6 +57,12 @@ describe.skipIf(NO_DATABASE)('the channel to turns on agents', () => {
     poolOf(d.client, worker, repository, { roles: ['builder'], lapseMs });
   /** Past a short lapse: the pool counts as dead, and its job may be given to another. */
   const lapsed = () => new Promise((r) => setTimeout(r, 600));
+
+  /** The control's next look, every 100 ms on the test's clock: the clock passes it, and the look is waited for. */
+  const look = async (control: AgentControl) => {
+    await clock.pass(100);
+    await (control as unknown as { asks: OneLook }).asks.current;
+  };
 
   const until = async (ok: () => boolean | Promise<boolean>) => {
     while (!(await ok())) await new Promise((r) => setTimeout(r, 20));
@@ -153,14 +160,18 @@ describe.skipIf(NO_DATABASE)('the channel to turns on agents', () => {
       const claimed = await claimJob(d.client, paused, key);
       const held = control.hold(key, claimed!.attempt);
       const turn = held.turns.start('alpha', 'alpha.1.builder', 1);
-      await new Promise((r) => setTimeout(r, 300));
+      // Its looks, every 100 ms on its clock, find the attempt still holding the job.
+      for (let i = 0; i < 3; i += 1) await look(control);
       expect(turn.aborted).toBe(false);
       // Meanwhile (it fell silent past its lapse) the job was given to another agent as attempt 2.
       await lapsed();
       await claimJob(d.client, await builderPool(d, 'agent other', 'lost'), key);
       // Back, its pool registers again (its registration was reaped): the control's next look is as that registration.
       paused = await builderPool(d, 'agent paused', 'lost');
-      await until(() => turn.aborted);
+      await until(async () => {
+        await look(control);
+        return turn.aborted;
+      });
       expect(held.stopped).toBe('the job was given to another attempt, or finished');
       expect(printed).toEqual([`tron agent: job ${key.seq} attempt 1 no longer holds its job; its turn is stopped`]);
       held.release();

@@ -56,7 +56,8 @@ export class AgentControl {
     () => this.readAsks(),
     () => this.closed,
   );
-  private timer: NodeJS.Timeout | undefined;
+  /** Stops the periodic look for asks. */
+  private stopLooking: (() => void) | undefined;
   private closed = false;
   /** The connection's queries, one at a time. */
   private readonly db: pg.ClientBase;
@@ -87,8 +88,7 @@ export class AgentControl {
     const control = new AgentControl(client, worker, clock, print, caller);
     client.on('notification', (n) => n.payload === worker && control.look());
     await client.query(`listen ${ASKS_CHANNEL}`);
-    control.timer = setInterval(() => control.held.size > 0 && control.look(), everyMs);
-    control.timer.unref();
+    control.stopLooking = clock.every(everyMs, () => control.held.size > 0 && control.look());
     return control;
   }
 
@@ -188,7 +188,7 @@ export class AgentControl {
 
   async close(): Promise<void> {
     this.closed = true;
-    if (this.timer) clearInterval(this.timer);
+    this.stopLooking?.();
     await this.asks.current;
     await this.client.end().catch(() => undefined);
   }

@@ -39,6 +39,7 @@ import { turnBudget } from '../runtime/effects/turn.ts';
 import type { Job } from '../runtime/effects/table.ts';
 import type pg from 'pg';
 import { OneLook } from '../os/one-look.ts';
+import { sleep } from '../os/clock.ts';
 
 /** How long an agent's turn may take to end once stopped, beyond a few heartbeats: the adapter's kill grace and its report. */
 const STOP_GRACE_MS = 10_000;
@@ -67,7 +68,8 @@ export class AgentTurns implements AgentTurnsPort {
     () => this.readNotes(),
     () => this.closed || this.watched.size === 0,
   );
-  private timer: NodeJS.Timeout | undefined;
+  /** Stops the periodic look for notes. */
+  private stopLooking: (() => void) | undefined;
   private closed = false;
   /** The connection's queries, one at a time. */
   private readonly db: pg.ClientBase;
@@ -86,8 +88,7 @@ export class AgentTurns implements AgentTurnsPort {
     const turns = new AgentTurns(client, at, fx, heartbeatMs);
     client.on('notification', () => turns.look());
     await client.query(`listen ${NOTES_CHANNEL}`);
-    turns.timer = setInterval(() => turns.watched.size > 0 && turns.look(), Math.max(250, heartbeatMs / 2));
-    turns.timer.unref();
+    turns.stopLooking = fx.clock.every(Math.max(250, heartbeatMs / 2), () => turns.watched.size > 0 && turns.look());
     return turns;
   }
 
@@ -150,7 +151,7 @@ export class AgentTurns implements AgentTurnsPort {
     try {
       const how = await askStop(this.db, key, 'stopped by the engine', reply('stopped by the engine before an agent ran it'));
       if (how !== 'asked') return;
-      await new Promise((r) => setTimeout(r, STOP_GRACE_MS + 3 * this.heartbeatMs).unref());
+      await sleep(this.fx.clock, STOP_GRACE_MS + 3 * this.heartbeatMs);
       if (w.done || this.closed) return;
       // Gone with its host: the engine finishes the job itself, and a late result is refused.
       await failJob(this.db, key, reply('stopped by the engine; the agent running it did not report within the stop grace'));
@@ -184,18 +185,18 @@ export class AgentTurns implements AgentTurnsPort {
   }
 
   private async answerWithin(id: number, ms: number): Promise<unknown | undefined> {
-    const until = Date.now() + ms;
+    const clock = this.fx.clock;
+    const until = clock.now() + ms;
     for (;;) {
       const answer = await answerOf(this.db, id);
-      if (answer !== undefined || this.closed || Date.now() >= until) return answer;
+      if (answer !== undefined || this.closed || clock.now() >= until) return answer;
       await new Promise<void>((resolve) => {
         const wake = () => {
-          clearTimeout(t);
+          cancel();
           this.answers.delete(wake);
           resolve();
         };
-        const t = setTimeout(wake, Math.min(500, Math.max(1, until - Date.now())));
-        t.unref();
+        const cancel = clock.after(Math.min(500, Math.max(1, until - clock.now())), wake);
         this.answers.add(wake);
       });
     }
@@ -294,7 +295,7 @@ export class AgentTurns implements AgentTurnsPort {
 
   async close(): Promise<void> {
     this.closed = true;
-    if (this.timer) clearInterval(this.timer);
+    this.stopLooking?.();
     for (const wake of [...this.answers]) wake();
     await this.notes.current;
     await this.client.end().catch(() => undefined);

@@ -7,7 +7,7 @@
 import { join } from 'node:path';
 import { execa, type ResultPromise } from 'execa';
 import { describe, expect, it } from 'vitest';
-import { ManualClock } from '../os/clock.ts';
+import { ManualClock, systemClock } from '../os/clock.ts';
 import { acquireLease } from '../log/lease.ts';
 import { claimJob, completeJob, migrateJobs, STALE_ATTEMPT } from './pg-jobs.ts';
 import type { JobKey } from './pg-job-types.ts';
@@ -284,7 +284,7 @@ describe.skipIf(NO_DATABASE)('effects as jobs on the database queue', () => {
   it('refuses a job’s result that carries what its kind cannot report, and fails the effect naming why', async () => {
     const { d, log } = await leading('forged');
     const broker = new JobBroker({ url: server.url, log, at: log.at, localRoles: [], heartbeatMs: 400, slots: 0 });
-    await broker.serve({} as EffectContext);
+    await broker.serve({ clock: systemClock } as EffectContext);
     const forger = await poolOf(d.client, 'a forging agent', 'forged');
     const sha = 'b'.repeat(40);
     /** A trunk test decided, claimed by the forger, and reported with `inputs`: the broker's outcome. */
@@ -391,6 +391,7 @@ describe.skipIf(NO_DATABASE)('effects as jobs on the database queue', () => {
     await broker.serve({
       print: (line: string) => said.push(line),
       turns: new TurnTable(clock, () => undefined),
+      clock: systemClock,
     } as unknown as EffectContext);
     try {
       const turn = (role: string, block: string) => {

@@ -46,6 +46,7 @@ import { AgentSuites } from './agent-tests.ts';
 import { WorkFetches } from './work-fetch.ts';
 import { UnheldRoles } from './unheld-roles.ts';
 import { OneLook } from '../os/one-look.ts';
+import { type Clock, sleep, systemClock } from '../os/clock.ts';
 
 /** The decisions whose effects are jobs on the queue (worker turns and test runs): each row of EFFECTS says where it runs. */
 export const QUEUED: ReadonlySet<DecisionType> = new Set(
@@ -163,7 +164,8 @@ export class JobBroker {
   private readonly waiting = new Map<number, { resolve: (r: Done) => void; reject: (e: Error) => void }>();
   private listener: pg.Client | undefined;
   private workers: { stop(): Promise<void> } | undefined;
-  private timer: NodeJS.Timeout | undefined;
+  /** Stops the periodic look for results. */
+  private stopLooking: (() => void) | undefined;
   /** The look for committed results: one at a time, another after it if asked meanwhile. */
   private readonly results = new OneLook(
     () => this.lookForResults(),
@@ -277,25 +279,22 @@ export class JobBroker {
         slots: this.o.slots,
         agent: this.pool,
         heartbeatMs: this.o.heartbeatMs,
+        clock: fx.clock,
         run: (claimed) => runJob(fx, claimed.kind, claimed.request),
       });
     }
     // A notification lost with a dropped connection: the results are looked for now and then too.
     let ticks = 0;
-    this.timer = setInterval(
-      () => {
-        if (this.waiting.size === 0) return;
-        this.check();
-        // Every other heartbeat: a job deleted from the queue fails instead of being waited for (job-sweep.ts).
-        if (++ticks % 4 === 0)
-          void failExhausted(this.serial!, this.o.at, [...this.waiting.keys()]).then(
-            (n) => n > 0 && this.check(),
-            () => undefined,
-          );
-      },
-      Math.max(250, this.o.heartbeatMs / 2),
-    );
-    this.timer.unref();
+    this.stopLooking = fx.clock.every(Math.max(250, this.o.heartbeatMs / 2), () => {
+      if (this.waiting.size === 0) return;
+      this.check();
+      // Every other heartbeat: a job deleted from the queue fails instead of being waited for (job-sweep.ts).
+      if (++ticks % 4 === 0)
+        void failExhausted(this.serial!, this.o.at, [...this.waiting.keys()]).then(
+          (n) => n > 0 && this.check(),
+          () => undefined,
+        );
+    });
     this.check();
   }
 
@@ -320,7 +319,7 @@ export class JobBroker {
 
   async close(): Promise<void> {
     this.closed = true;
-    if (this.timer) clearInterval(this.timer);
+    this.stopLooking?.();
     await this.workers?.stop();
     await this.agentTurns?.close();
     await this.suites?.settle();
@@ -339,6 +338,8 @@ export interface WorkerOptions {
   /** The pool's name in `tron_agents` (host and pid, or the agent's own): unique among live pools. */
   agent: string;
   heartbeatMs: number;
+  /** Times its heartbeats and its waits to register again (the system's by default). */
+  clock?: Clock;
   /** Told the pool's name and token at each registration (again after it was reaped while silent): its asks and notes carry them. */
   onRegistered?: (caller: Caller) => void;
   /** Runs a claimed job; its result is reported as the attempt's. */
@@ -382,14 +383,14 @@ export class StaleAttemptEnd extends Error {
 }
 
 /** `attempt`, again every quarter second while `again` says its error passes, until `withinMs` have gone. */
-async function retryWhile<T>(attempt: () => Promise<T>, again: (err: unknown) => boolean, withinMs: number): Promise<T> {
-  const until = Date.now() + withinMs;
+async function retryWhile<T>(clock: Clock, attempt: () => Promise<T>, again: (err: unknown) => boolean, withinMs: number): Promise<T> {
+  const until = clock.now() + withinMs;
   for (;;) {
     try {
       return await attempt();
     } catch (err) {
-      if (!again(err) || Date.now() >= until) throw err;
-      await new Promise((r) => setTimeout(r, 250));
+      if (!again(err) || clock.now() >= until) throw err;
+      await sleep(clock, 250, { keepAlive: true });
     }
   }
 }
@@ -402,6 +403,7 @@ async function retryWhile<T>(attempt: () => Promise<T>, again: (err: unknown) =>
  * unlocks the jobs of pools silent past their own lapse; its own lapse is 1.5 periods.
  */
 export async function startWorkers(o: WorkerOptions): Promise<{ stop(): Promise<void> }> {
+  const clock = o.clock ?? systemClock;
   const beat = await connect(o.url);
   // A pool not heard from for this long is dead: its jobs are unlocked, and none are left to it.
   const lapseMs = Math.ceil(o.heartbeatMs * 1.5);
@@ -426,6 +428,7 @@ export async function startWorkers(o: WorkerOptions): Promise<{ stop(): Promise<
     // for that one to lapse (two lapses at most; a live pool of the same name keeps it, and
     // is refused then).
     const { token, tasks } = await retryWhile(
+      clock,
       () => registerPool(one, registration),
       (err) => isNotYours(err) && /registered under that name/.test(String((err as Error).message)),
       2 * lapseMs + 500,
@@ -486,13 +489,12 @@ export async function startWorkers(o: WorkerOptions): Promise<{ stop(): Promise<
     // graphile-worker's pool connects on its own: no connection left is said as tron's connects say it.
     throw isDatabaseFull(err) ? connectFailure(o.url, err) : err;
   }
-  const timer = setInterval(() => void heartbeat().catch(() => undefined), o.heartbeatMs);
-  timer.unref();
+  const stopBeating = clock.every(o.heartbeatMs, () => void heartbeat().catch(() => undefined));
   let stopped: Promise<void> | undefined;
   return {
     stop: () => {
       stopped ??= (async () => {
-        clearInterval(timer);
+        stopBeating();
         await runner.stop().catch(() => undefined);
         await beat.end().catch(() => undefined);
       })();

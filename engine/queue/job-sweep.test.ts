@@ -6,6 +6,7 @@
  * refused when it reports. The queue library's own count of deliveries decides nothing.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type pg from 'pg';
 import { ManualClock } from '../os/clock.ts';
 import { acquireLease } from '../log/lease.ts';
 import { claimJob, completeJob, migrateJobs, NOT_YOURS } from './pg-jobs.ts';
@@ -39,6 +40,9 @@ describe.skipIf(NO_DATABASE)('jobs the queue gave up on', () => {
     await server?.stop();
   }, 60_000);
 
+  /** Waits for the sweeps the broker started: its queries run one after another. */
+  const swept = (broker: JobBroker) => (broker as unknown as { serial: pg.ClientBase }).serial.query('select 1');
+
   /** An engine's broker with no pool of its own (the agents would run the jobs), and a test run decided and queued. */
   async function waiting(repository: string) {
     const d = await openDatabase(server.url);
@@ -47,7 +51,7 @@ describe.skipIf(NO_DATABASE)('jobs the queue gave up on', () => {
     const log = (await PgEventLog.open(d, lease, RUN, Buffer.alloc(32, 7))).attach(clock);
     log.groupCommit = true;
     const broker = new JobBroker({ url: server.url, log, at: log.at, localRoles: [], heartbeatMs: 200, slots: 1 });
-    await broker.serve({ turns: new TurnTable(clock, () => undefined) } as unknown as EffectContext);
+    await broker.serve({ turns: new TurnTable(clock, () => undefined), clock } as unknown as EffectContext);
     const decision = log.append({ type: 'test.requested', block: 'alpha', sha: SHA } as never);
     const job = { decision, request: { check: 'trunk' } };
     log.enqueue!(decision.seq, { kind: 'test.requested', role: 'test', request: job.request });
@@ -86,7 +90,11 @@ describe.skipIf(NO_DATABASE)('jobs the queue gave up on', () => {
     const { d, broker, job, gkey } = await waiting('deleted');
     try {
       await d.client.query('delete from graphile_worker._private_jobs where key = $1', [gkey]);
-      await expect(broker.outcome(job as never)).rejects.toThrow(/no longer on the queue/);
+      const outcome = broker.outcome(job as never);
+      outcome.catch(() => undefined);
+      // The broker's sweep runs every fourth look, a look every 250 ms on its clock (its least).
+      await clock.pass(1_000, 250);
+      await expect(outcome).rejects.toThrow(/no longer on the queue/);
     } finally {
       await broker.close();
     }
@@ -98,8 +106,9 @@ describe.skipIf(NO_DATABASE)('jobs the queue gave up on', () => {
       // 25 deliveries and unlocked: graphile-worker's own limit before the queue's version 7, when it gave jobs up.
       await d.client.query(`update graphile_worker._private_jobs set attempts = 25, locked_at = null where key = $1`, [gkey]);
       const outcome = broker.outcome(job as never);
-      // Several of the broker's looks pass (it looks every 4 ticks of 100 ms here), none failing it.
-      await new Promise((r) => setTimeout(r, 1500));
+      // Several of the broker's sweeps pass (one every 4 looks of 250 ms on its clock), none failing it.
+      await clock.pass(3_000, 250);
+      await swept(broker);
       // The library would still hand it out: it never gives a job up before tron does.
       const { rows } = await d.client.query<{ n: number }>(
         'select count(*)::int as n from graphile_worker.jobs where key = $1 and attempts < max_attempts and locked_at is null',

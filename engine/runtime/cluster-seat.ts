@@ -6,6 +6,7 @@
 import { basename } from 'node:path';
 import { InputError } from '../core/errors.ts';
 import { databaseUrl, remoteIdentity, repositoryName, type Seat, takeSeat } from '../log/cluster.ts';
+import type { Clock } from '../os/clock.ts';
 import type { Config } from '../project/config.ts';
 import { checkJobsConfig } from '../queue/job-queue.ts';
 
@@ -13,7 +14,7 @@ import { checkJobsConfig } from '../queue/job-queue.ts';
 export async function clusterSeat(
   repo: string,
   config: Config,
-  o: { env: Record<string, string | undefined>; standby?: boolean; stop?: AbortSignal; print: (line: string) => void },
+  o: { env: Record<string, string | undefined>; standby?: boolean; stop?: AbortSignal; print: (line: string) => void; clock: Clock },
 ): Promise<Seat | undefined | null> {
   const url = databaseUrl(config.cluster, o.env);
   if (url) checkJobsConfig(config);
@@ -39,6 +40,7 @@ export async function clusterSeat(
     standby: Boolean(o.standby),
     ...(o.stop ? { stop: o.stop } : {}),
     print: o.print,
+    clock: o.clock,
   });
   return seat ?? null;
 }

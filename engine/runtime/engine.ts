@@ -17,7 +17,7 @@ import { decide, type DecideContext } from '../core/decide/decide.ts';
 import { initialState, type EngineState } from '../core/state.ts';
 import type { DecisionType } from '../core/events.ts';
 import { type EffectContext, engineFault, type Moment, type Outcome, Queues } from './effects/context.ts';
-import { PinnedClock } from '../os/clock.ts';
+import { PinnedClock, sleep } from '../os/clock.ts';
 import type { EngineOptions } from './options.ts';
 import { EFFECTS, type Job, jobOf } from './effects/table.ts';
 import { mainStatus } from './effects/gate.ts';
@@ -146,12 +146,10 @@ export class Engine {
     });
     this.closers.push(() => inbox.close());
     if (o.watch) {
-      const heartbeat = setInterval(() => this.inputs.guard(() => this.heartbeat()), o.heartbeatMs ?? 60_000);
-      const blocks = watchBlocks(o.repo, o.blocks, o.reloadBlocks, (loaded) => this.inputs.guard(() => this.reloaded(loaded)));
-      this.closers.push(
-        () => clearInterval(heartbeat),
-        () => blocks.close(),
-      );
+      // A watching engine lives on its heartbeat: it keeps the process alive, as the watch does.
+      const stopBeating = o.clock.every(o.heartbeatMs ?? 60_000, () => this.inputs.guard(() => this.heartbeat()), { keepAlive: true });
+      const blocks = watchBlocks(o.repo, o.blocks, o.reloadBlocks, (loaded) => this.inputs.guard(() => this.reloaded(loaded)), o.clock);
+      this.closers.push(stopBeating, () => blocks.close());
     }
     while (!this.state.finished) {
       const body = await this.inputs.next();
@@ -186,11 +184,11 @@ export class Engine {
     // its processes carry the run's marker, and the next start's recovery ends them.
     // A landing's move of your checkout goes on after its effect has reported: wait for it too.
     const quiet = settled.then(() => this.fx.queues.main.run(async () => undefined));
-    if (failed) await Promise.race([quiet, new Promise((r) => setTimeout(r, 5000).unref())]);
+    if (failed) await Promise.race([quiet, sleep(this.o.clock, 5000)]);
     else await quiet;
     // The queue's pools go too; after a failure a test run still running there is not waited for either.
     const pools = this.o.jobs?.close();
-    await (failed ? Promise.race([pools, new Promise((r) => setTimeout(r, 5000).unref())]) : pools);
+    await (failed ? Promise.race([pools, sleep(this.o.clock, 5000)]) : pools);
     // The engine's own checkouts go with the run (a failure may leave one busy: the next start's sweep takes it).
     if (!failed) await removeEngineCheckouts(this.fx);
     try {

@@ -6,6 +6,7 @@
  * making the next poll come at once, and the blocks taken in from issues riding along with
  * the block files on every reload; and, with `trusted`, what strangers said noted once.
  */
+import type { Clock } from '../os/clock.ts';
 import type { EventBody, TronEvent } from '../core/events.ts';
 import { ForgeProgress } from '../forge/progress.ts';
 import type { ForgeRun } from '../forge/session.ts';
@@ -23,9 +24,10 @@ export interface ForgeEngine {
 }
 
 /** What telling a block's issue how it goes needs, at recovery and while the run goes. */
-export function issueTelling(f: ForgeRun, o: { repo: string; config: Config; repoArg: string }) {
+export function issueTelling(f: ForgeRun, o: { repo: string; config: Config; repoArg: string; clock: Clock }) {
   return {
     repo: o.repo,
+    clock: o.clock,
     forge: f.tracker,
     issues: f.issues,
     trunk: o.config.trunk,
@@ -44,7 +46,7 @@ export class ForgeWiring {
 
   constructor(
     private readonly f: ForgeRun,
-    private readonly o: { repo: string; config: Config; repoArg: string; watch: boolean; print: (line: string) => void },
+    private readonly o: { repo: string; config: Config; repoArg: string; watch: boolean; print: (line: string) => void; clock: Clock },
   ) {
     this.issueBlocks = f.intake?.blocks ?? [];
     this.progress =
@@ -95,6 +97,7 @@ export class ForgeWiring {
         engine.registerChanged(all);
       },
       print: o.print,
+      clock: o.clock,
     });
     this.poller.start();
     // A webhook `tron serve` received makes the next poll come at once (engine/forge/wake.ts).

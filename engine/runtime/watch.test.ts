@@ -7,7 +7,7 @@ import { allRuns, BIN } from '../testing/crash.ts';
 import { GIT_IDENTITY_ENV, type TestRepo } from '../testing/repo.ts';
 import type { TronEvent } from '../core/events.ts';
 import { startCommand } from '../commands/start.ts';
-import { systemClock } from '../os/clock.ts';
+import { ManualClock } from '../os/clock.ts';
 
 const cleanups: Array<() => Promise<unknown>> = [];
 afterEach(async () => {
@@ -96,20 +96,27 @@ describe('tron start --watch', () => {
 });
 
 describe('tron start --watch, in process', () => {
-  it('writes a heartbeat while it waits, and stops when asked', async () => {
+  it('writes a heartbeat each period its clock passes while it waits, and stops when asked', async () => {
     const repo = await project({ blocks: {} });
     const stop = new AbortController();
     const output: string[] = [];
+    const clock = new ManualClock();
     const running = startCommand({
       repo: repo.dir,
       watch: true,
-      heartbeatMs: 50,
+      heartbeatMs: 60_000,
       stop: stop.signal,
-      clock: systemClock,
+      clock,
       env: { PATH: process.env.PATH, HOME: process.env.HOME },
       print: (l) => output.push(l),
     });
-    await until(repo, (ev) => ev.filter((e) => e.type === 'run.heartbeat').length >= 2, 'two heartbeats');
+    const heartbeats = (ev: TronEvent[]) => ev.filter((e) => e.type === 'run.heartbeat').length;
+    // Once recovery is done the heartbeat is armed: none comes before its period has passed.
+    await until(repo, (ev) => ev.some((e) => e.type === 'recovery.finished'), 'the run to start');
+    clock.advance(59_999);
+    expect(heartbeats(allRuns(repo).at(-1)!)).toBe(0);
+    clock.advance(60_001);
+    await until(repo, (ev) => heartbeats(ev) === 2, 'two heartbeats');
     stop.abort();
     expect(await running).toBe(143);
     const events = allRuns(repo).at(-1)!;

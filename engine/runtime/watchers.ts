@@ -4,6 +4,7 @@
  */
 import { type FSWatcher, mkdirSync, watch } from 'node:fs';
 import { join } from 'node:path';
+import type { Clock } from '../os/clock.ts';
 import type { Block } from '../project/register.ts';
 import { INBOX_DIR } from './inbox.ts';
 
@@ -23,21 +24,26 @@ export function watchBlocks(
   initial: readonly Block[],
   reload: (() => Block[] | undefined) | undefined,
   changed: (blocks: Block[]) => void,
+  clock: Clock,
 ): FSWatcher {
   const dir = join(repo, '.tron', 'blocks');
   mkdirSync(dir, { recursive: true });
   let last = JSON.stringify(initial.map((b) => b.digest));
-  let pending: NodeJS.Timeout | undefined;
+  let cancel: (() => void) | undefined;
   return watch(dir, () => {
     // Editors write a file in several steps; read the register once they settle.
-    clearTimeout(pending);
-    pending = setTimeout(() => {
-      const blocks = reload?.();
-      if (!blocks) return;
-      const now = JSON.stringify(blocks.map((b) => b.digest));
-      if (now === last) return;
-      last = now;
-      changed(blocks);
-    }, 50);
+    cancel?.();
+    cancel = clock.after(
+      50,
+      () => {
+        const blocks = reload?.();
+        if (!blocks) return;
+        const now = JSON.stringify(blocks.map((b) => b.digest));
+        if (now === last) return;
+        last = now;
+        changed(blocks);
+      },
+      { keepAlive: true },
+    );
   });
 }

@@ -11,6 +11,7 @@
  * never waits on it), and keeps whether an engine holds the repository's lease, for the
  * state's `engine`.
  */
+import { type Clock, systemClock } from '../os/clock.ts';
 import { appendFileSync, existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { type DatabaseSource, findRun } from '../log/db-read.ts';
@@ -25,7 +26,8 @@ export class DatabaseMirror {
   generation: number | undefined;
   private at: RunKey | undefined;
   private seq = 0;
-  private timer: NodeJS.Timeout | undefined;
+  /** Cancels the next look. */
+  private cancel: (() => void) | undefined;
   private looking: Promise<void> | undefined;
   private closed = false;
 
@@ -35,12 +37,13 @@ export class DatabaseMirror {
     /** The folder of run directories the server follows. */
     readonly runs: string,
     private readonly pollMs: number,
+    private readonly clock: Clock,
   ) {}
 
   /** Connects (migrating the schema as any open does), mirrors what there is, then keeps looking. */
-  static async start(source: DatabaseSource, runs: string, pollMs = 200): Promise<DatabaseMirror> {
+  static async start(source: DatabaseSource, runs: string, pollMs = 200, clock: Clock = systemClock): Promise<DatabaseMirror> {
     const db = await openDatabase(source.url);
-    const mirror = new DatabaseMirror(db, source, runs, pollMs);
+    const mirror = new DatabaseMirror(db, source, runs, pollMs, clock);
     mkdirSync(runs, { recursive: true });
     try {
       await mirror.look();
@@ -54,13 +57,12 @@ export class DatabaseMirror {
 
   private schedule(): void {
     if (this.closed) return;
-    this.timer = setTimeout(() => {
+    this.cancel = this.clock.after(this.pollMs, () => {
       this.looking = this.look()
         // A failed look (the database restarting, say) is tried again at the next; the pages show the run as of the last.
         .catch(() => undefined)
         .finally(() => this.schedule());
-    }, this.pollMs);
-    this.timer.unref();
+    });
   }
 
   /** One look: a newer run, the lines committed since the last, the lease. */
@@ -103,7 +105,7 @@ export class DatabaseMirror {
 
   async close(): Promise<void> {
     this.closed = true;
-    clearTimeout(this.timer);
+    this.cancel?.();
     await this.looking;
     await this.db.end();
   }

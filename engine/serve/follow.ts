@@ -13,6 +13,7 @@
  * The server asks it for frames (`frame(seq)`, or `readFrames` from the file once a
  * client has fallen out of the window) and is told when there is more (`onChange`).
  */
+import { type Clock, systemClock } from '../os/clock.ts';
 import { closeSync, existsSync, openSync, readSync, statSync, watch, type FSWatcher } from 'node:fs';
 import { basename, join } from 'node:path';
 import type { TronEvent } from '../core/events.ts';
@@ -57,13 +58,15 @@ export class RunFollower {
   private chain: string | undefined;
   private signed: boolean | undefined;
   private watcher: FSWatcher | undefined;
-  private timer: NodeJS.Timeout | undefined;
-  private soon: NodeJS.Timeout | undefined;
+  /** Stops the slow look. */
+  private stopLooking: (() => void) | undefined;
+  /** Cancels the gathered read. */
+  private soon: (() => void) | undefined;
   private readonly listeners = new Set<() => void>();
 
   constructor(
     readonly runDir: string,
-    opts: { key?: Buffer | null; pollMs?: number; live?: boolean; window?: number } = {},
+    opts: { key?: Buffer | null; pollMs?: number; live?: boolean; window?: number; clock?: Clock } = {},
   ) {
     this.run = basename(runDir);
     this.file = join(runDir, 'events.jsonl');
@@ -71,20 +74,25 @@ export class RunFollower {
     this.key = opts.key === null ? undefined : (opts.key ?? keyOfRunDir(runDir));
     this.read();
     if (opts.live === false) return;
+    const clock = opts.clock ?? systemClock;
     try {
       // The engine writes a line at a time: gather what a few ms bring into one read and one write per client.
       this.watcher = watch(this.file, () => {
-        this.soon ??= setTimeout(() => {
-          this.soon = undefined;
-          this.poke();
-        }, GATHER_MS);
+        // Ref'd, as the watch is.
+        this.soon ??= clock.after(
+          GATHER_MS,
+          () => {
+            this.soon = undefined;
+            this.poke();
+          },
+          { keepAlive: true },
+        );
       });
       this.watcher.on('error', () => undefined);
     } catch {
       // No notifications here: the slow look below still follows it.
     }
-    this.timer = setInterval(() => this.poke(), opts.pollMs ?? 500);
-    this.timer.unref();
+    this.stopLooking = clock.every(opts.pollMs ?? 500, () => this.poke());
   }
 
   /** Called after new events were read. */
@@ -95,8 +103,8 @@ export class RunFollower {
 
   close(): void {
     this.watcher?.close();
-    clearInterval(this.timer);
-    clearTimeout(this.soon);
+    this.stopLooking?.();
+    this.soon?.();
     this.listeners.clear();
   }
 

@@ -4,6 +4,7 @@
  * file-system notification on `.tron/runs/`, and a slow look); streams of the old run
  * are then told (`event: run`) and ended.
  */
+import { type Clock, systemClock } from '../os/clock.ts';
 import { existsSync, mkdirSync, watch, type FSWatcher } from 'node:fs';
 import { join } from 'node:path';
 import { RunFollower } from './follow.ts';
@@ -16,13 +17,16 @@ export interface HubOptions {
   window?: number;
   /** The folder of run directories followed (default the repository's `.tron/runs/`; a database's mirror: db-mirror.ts). */
   runs?: string;
+  /** Times the slow looks (the system's by default): the server's clock. */
+  clock?: Clock;
 }
 
 export class Hub {
   private follower: RunFollower | undefined;
   private readonly switched = new Set<(run: string) => void>();
   private watcher: FSWatcher | undefined;
-  private timer: NodeJS.Timeout;
+  /** Stops the slow look. */
+  private readonly stopLooking: () => void;
   /** The folder's runs, listed again only when it changed: every request asks for the latest. */
   readonly list: RunList;
 
@@ -40,8 +44,7 @@ export class Hub {
     } catch {
       // Without notifications the slow look below finds a new run.
     }
-    this.timer = setInterval(() => this.refresh(), 1000);
-    this.timer.unref();
+    this.stopLooking = (o.clock ?? systemClock).every(1000, () => this.refresh());
   }
 
   /** The latest run's follower, or undefined before the first run. */
@@ -58,7 +61,7 @@ export class Hub {
 
   close(): void {
     this.watcher?.close();
-    clearInterval(this.timer);
+    this.stopLooking();
     this.follower?.close();
   }
 
@@ -76,6 +79,7 @@ export class Hub {
     this.follower = new RunFollower(dir, {
       ...(this.o.pollMs !== undefined ? { pollMs: this.o.pollMs } : {}),
       ...(this.o.window !== undefined ? { window: this.o.window } : {}),
+      ...(this.o.clock ? { clock: this.o.clock } : {}),
     });
     if (old) {
       old.close();

@@ -15,6 +15,7 @@
  *
  * The page command (`page_command`) is the engine's own effect and is not touched.
  */
+import { type Clock, systemClock } from '../os/clock.ts';
 import { appendFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { execa } from 'execa';
@@ -31,6 +32,8 @@ export interface NotifierOptions {
   record: (body: EventBody) => boolean;
   /** A line for the operator (a notification given up). */
   print?: (line: string) => void;
+  /** Times the retries' waits and the close's grace (the system's by default): the engine's clock. */
+  clock?: Clock;
 }
 
 /** What the command is given on stdin: the facts every format is made from, and the event itself. */
@@ -55,6 +58,10 @@ export class Notifier {
   private readonly links = new Map<string, { url: string; of: 'pull request' | 'issue' }>();
 
   constructor(private readonly o: NotifierOptions) {}
+
+  private get clock(): Clock {
+    return this.o.clock ?? systemClock;
+  }
 
   /** Sees an appended event; never throws, never waits. */
   event(e: TronEvent): void {
@@ -84,13 +91,14 @@ export class Notifier {
    */
   async close(graceMs = 10_000): Promise<void> {
     const within = (ms: number) => {
-      let timer: NodeJS.Timeout | undefined;
+      let cancel: (() => void) | undefined;
       return Promise.race([
         Promise.allSettled([...this.pending]),
         new Promise((r) => {
-          timer = setTimeout(r, ms);
+          // Ref'd: the run's end waits for its deliveries, or this grace.
+          cancel = this.clock.after(ms, () => r(undefined), { keepAlive: true });
         }),
-      ]).finally(() => clearTimeout(timer));
+      ]).finally(() => cancel?.());
     };
     await within(graceMs);
     this.cut = true;
@@ -196,11 +204,12 @@ export class Notifier {
   private wait(ms: number): Promise<void> {
     return new Promise((resolve) => {
       const done = () => {
-        clearTimeout(timer);
+        cancel();
         this.wakeups.delete(done);
         resolve();
       };
-      const timer = setTimeout(done, ms);
+      // Ref'd: a retry under way is waited for at the close.
+      const cancel = this.clock.after(ms, done, { keepAlive: true });
       this.wakeups.add(done);
     });
   }

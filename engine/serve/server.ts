@@ -14,7 +14,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { createRequire } from 'node:module';
-import type { Clock } from '../os/clock.ts';
+import { type Clock, sleep } from '../os/clock.ts';
 import { InputError } from '../core/errors.ts';
 import { isRunId } from '../core/names.ts';
 import { WEBHOOK_SECRET_ENV } from '../project/config.ts';
@@ -256,7 +256,7 @@ export async function serve(o: ServeOptions): Promise<Serving> {
       res.writeHead(200, { 'content-type': 'text/plain; charset=utf-8', 'cache-control': 'no-store', 'x-content-type-options': 'nosniff' });
       // An earlier run is over: what its file holds is all there is.
       const follow = query.get('follow') !== '0' && where === f;
-      await streamFile(file, res, req, () => !follow || f.state.finished || turnEnded(f.blockEvents(block, 200), turn));
+      await streamFile(file, res, req, o.clock, () => !follow || f.state.finished || turnEnded(f.blockEvents(block, 200), turn));
     },
     runs: async ({ res, query }) => {
       const { limit, before } = pageOf(query);
@@ -496,7 +496,7 @@ function turnEnded(events: readonly import('../core/events.ts').TronEvent[], t: 
 }
 
 /** Writes the file, then what is appended to it, until `done()` says the writer is over (then once more). */
-async function streamFile(file: string, res: ServerResponse, req: IncomingMessage, done: () => boolean): Promise<void> {
+async function streamFile(file: string, res: ServerResponse, req: IncomingMessage, clock: Clock, done: () => boolean): Promise<void> {
   let offset = 0;
   let open = true;
   req.on('close', () => {
@@ -524,7 +524,8 @@ async function streamFile(file: string, res: ServerResponse, req: IncomingMessag
     const last = done();
     drain();
     if (last || !open) break;
-    await new Promise((r) => setTimeout(r, 250));
+    // Ref'd, as the request is.
+    await sleep(clock, 250, { keepAlive: true });
   }
   res.end();
 }

@@ -7,6 +7,7 @@
  * thrown into the engine or holds up a step; at the run's end `close` waits for the export
  * a bounded time (`[telemetry] timeout`), then lets go.
  */
+import { type Clock, systemClock } from '../os/clock.ts';
 import { basename } from 'node:path';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { resourceFromAttributes } from '@opentelemetry/resources';
@@ -61,6 +62,8 @@ export interface TraceReporterOptions {
   timeoutMs: number;
   repo: string;
   version: string;
+  /** Times the close's bound (the system's by default): the engine's clock. */
+  clock?: Clock;
 }
 
 export class TraceReporter {
@@ -98,15 +101,16 @@ export class TraceReporter {
     } catch {
       // A trace is never worth a run.
     }
-    let timer: NodeJS.Timeout | undefined;
+    let cancel: (() => void) | undefined;
     const bound = new Promise<void>((r) => {
-      timer = setTimeout(r, this.o.timeoutMs);
+      // Ref'd: the run's end waits for the export, or this bound.
+      cancel = (this.o.clock ?? systemClock).after(this.o.timeoutMs, r, { keepAlive: true });
     });
     const flushed = this.provider
       .forceFlush()
       .then(() => this.provider.shutdown())
       .catch(() => undefined);
-    await Promise.race([flushed, bound]).finally(() => clearTimeout(timer));
+    await Promise.race([flushed, bound]).finally(() => cancel?.());
   }
 
   private drain(): void {

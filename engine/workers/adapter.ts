@@ -3,6 +3,7 @@
  * adapter one turn at a time; the adapter returns the raw reply text or says why the
  * turn failed. It never interprets the reply: the `>>` gateway does that.
  */
+import type { Clock } from '../os/clock.ts';
 import type { FailureCause, WorkerRole } from '../core/roles.ts';
 
 /** What one turn is for; prompts and liveness treat them differently. */
@@ -30,6 +31,8 @@ export interface TurnRequest {
   timeoutMs: number;
   /** Aborted when the engine stops the turn (overrun without life, shutdown). */
   signal: AbortSignal;
+  /** Times the turn's budget and the adapter's own waits (the system's by default): the engine's clock. */
+  clock?: Clock;
   /** The block's acceptance criteria, for adapters that answer without an LLM (sim). */
   criteria?: readonly string[];
   /** The trunk branch name (sim workers bring branches up to date with it). */

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ManualClock } from '../os/clock.ts';
 import { chmodSync, existsSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -210,8 +211,15 @@ console.log(JSON.stringify({ pid: process.pid, start: stat.slice(stat.lastIndexO
     const dir = freshDir();
     const family = script(dir, 'family.sh', FAMILY);
     const rec = recorder();
-    const turn = worker([family]).runTurn(request(dir, { timeoutMs: 3000 }), rec.observer);
+    const clock = new ManualClock();
+    const w = worker([family]);
+    const turn = w.runTurn(request(dir, { timeoutMs: 3000, clock }), rec.observer);
     const procs = await pidsFrom([join(dir, 'child.pid'), join(dir, 'grandchild.pid')], turn);
+    while (!((w.running('builder-auth-login-1')?.outputBytes ?? 0) > 0)) await delay(20);
+    // The budget is the turn's clock's: it has not passed until the clock passes it.
+    clock.advance(2_999);
+    expect(w.running('builder-auth-login-1')).toBeDefined();
+    clock.advance(1);
     const outcome = await turn;
     expect(outcome).toMatchObject({ ok: false, failure: 'timeout', output: 'partial\n' });
     expect(outcome.ok === false && outcome.detail).toContain('no reply within 3s');
@@ -452,16 +460,17 @@ describe.skipIf(BWRAP_SKIP !== undefined)('the command worker in the bwrap sandb
     const dir = freshDir();
     const token = `${200 + Math.floor(Math.random() * 700)}.${process.pid + 1}`;
     const rec = recorder();
-    const turn = sandboxed(['sh', '-c', `trap '' TERM; setsid sleep ${token} & echo partial; sleep ${token}`]).runTurn(
-      request(dir, { timeoutMs: 1500 }),
-      rec.observer,
-    );
+    const clock = new ManualClock();
+    const w = sandboxed(['sh', '-c', `trap '' TERM; setsid sleep ${token} & echo partial; sleep ${token}`]);
+    const turn = w.runTurn(request(dir, { timeoutMs: 1500, clock }), rec.observer);
     let seen: { pid: number; start: string }[] = [];
     for (let i = 0; i < 100 && seen.length < 2; i += 1) {
       seen = hostPids(`sleep\0${token}`);
       await delay(10);
     }
     expect(seen).toHaveLength(2);
+    for (let i = 0; i < 100 && !((w.running('builder-auth-login-1')?.outputBytes ?? 0) > 0); i += 1) await delay(10);
+    clock.advance(1500);
     expect(await turn).toMatchObject({ ok: false, failure: 'timeout', output: 'partial\n' });
     for (const p of seen) expect(isSameProcess(p.pid, p.start)).toBe(false);
     expect(treeMembers(rec.spawned[0]!.pid)).toEqual([]);

@@ -29,6 +29,7 @@
  * descendant in a PID namespace of its own: when the worker exits, the namespace ends
  * with every process in it, and the builder's commits are carried to its branch.
  */
+import { systemClock } from '../os/clock.ts';
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { spawn } from 'node:child_process';
@@ -214,12 +215,13 @@ export function createCommandWorker(settings: CommandSettings, deps: CommandDeps
       stopped = why;
       stopping = endRun(processes, graceMs);
     };
-    const timer = setTimeout(() => stop('timeout'), request.timeoutMs);
+    // Ref'd, as the worker's process is.
+    const disarm = (request.clock ?? systemClock).after(request.timeoutMs, () => stop('timeout'), { keepAlive: true });
     const onAbort = () => stop('aborted');
     request.signal.addEventListener('abort', onAbort, { once: true });
 
     const exit = await exited;
-    clearTimeout(timer);
+    disarm();
     request.signal.removeEventListener('abort', onAbort);
     observer.exited({ pid, code: exit.code, signal: exit.signal });
     // Whatever the worker left running ends with the turn.

@@ -3,6 +3,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createSimWorker } from './sim.ts';
+import { ManualClock } from '../os/clock.ts';
 import { silentObserver, type TurnKind, type TurnObserver, type TurnRequest } from './adapter.ts';
 
 const dirs: string[] = [];
@@ -87,14 +88,24 @@ describe('the sim worker', () => {
     expect(await reply(repo, 'build', 1, { timeoutMs: 50 })).toBe('failed: timeout');
   });
 
-  it('reports progress while it sleeps, so the liveness probe sees life', async () => {
-    const repo = repoWith(`[[blocks.b.builder]]\nsleep = "500ms"\nreply = ">>DONE"\n`);
+  it("reports progress while it sleeps, so the liveness probe sees life, and sleeps on the turn's clock", async () => {
+    const repo = repoWith(`[[blocks.b.builder]]\nsleep = "10m"\nreply = ">>DONE"\n`);
     const notes: string[] = [];
     const observer: TurnObserver = { ...silentObserver, progress: (n) => notes.push(n) };
     const worker = createSimWorker({ adapter: 'sim', script: 'sim.toml' }, { repo });
-    const outcome = await worker.runTurn(request(repo, 'build', 1), observer);
+    const clock = new ManualClock();
+    let outcome: unknown;
+    const turn = worker.runTurn(request(repo, 'build', 1, { clock, timeoutMs: 3_600_000 }), observer).then((o) => (outcome = o));
+    // Its sleep and its progress, both on the clock.
+    while (clock.pending < 2) await new Promise((r) => setImmediate(r));
+    clock.advance(599_999);
+    await new Promise((r) => setImmediate(r));
+    expect(outcome).toBeUndefined();
+    expect(notes.length).toBe(2_999);
+    clock.advance(1);
+    await turn;
     expect(outcome).toEqual({ ok: true, reply: '>>DONE' });
-    expect(notes.length).toBeGreaterThan(0);
+    expect(clock.pending).toBe(0);
   });
 
   it('answers a probe like the turn it interrupts: silent while that turn hangs', async () => {

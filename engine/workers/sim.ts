@@ -40,6 +40,7 @@
  * repository, so an engine restarted after a crash continues the script where the
  * previous run left it, and a turn issued again with the same identity gets the same entry.
  */
+import { sleep, systemClock } from '../os/clock.ts';
 import { appendFileSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import TOML from '@iarna/toml';
@@ -262,18 +263,19 @@ async function perform(turn: SimTurn, request: TurnRequest, observer: TurnObserv
     const ok = await rebase(request, turn.resolve ?? {});
     if (!ok) return { ok: false, failure: 'exit', detail: 'the sim worker could not rebase onto trunk' };
   }
-  const started = Date.now();
+  const clock = request.clock ?? systemClock;
+  const started = clock.now();
   if (turn.sleep) {
     const ms = parseDuration(turn.sleep) ?? 0;
-    const ticker = setInterval(() => observer.progress?.(`sim: working on ${request.block}`), PROGRESS_MS);
+    const stopTicking = clock.every(PROGRESS_MS, () => observer.progress?.(`sim: working on ${request.block}`), { keepAlive: true });
     try {
-      await sleep(Math.min(ms, request.timeoutMs), request.signal);
+      await pause(request, Math.min(ms, request.timeoutMs));
     } finally {
-      clearInterval(ticker);
+      stopTicking();
     }
     if (ms > request.timeoutMs && !request.signal.aborted) return timedOut(request);
   }
-  if (turn.hang) return silence(request, Date.now() - started);
+  if (turn.hang) return silence(request, clock.now() - started);
   if (request.signal.aborted) return { ok: false, failure: 'aborted', detail: 'stopped' };
   if (turn.usage) {
     const { input, output, cost_usd } = turn.usage;
@@ -301,7 +303,7 @@ async function perform(turn: SimTurn, request: TurnRequest, observer: TurnObserv
 
 /** Says nothing until the engine stops the turn, or its hard budget runs out. */
 async function silence(request: TurnRequest, spent = 0): Promise<TurnOutcome> {
-  await sleep(Math.max(0, request.timeoutMs - spent), request.signal);
+  await pause(request, Math.max(0, request.timeoutMs - spent));
   if (request.signal.aborted) return { ok: false, failure: 'aborted', detail: 'the sim worker hung until it was stopped' };
   return timedOut(request);
 }
@@ -350,13 +352,7 @@ async function commitToTrunk(request: TurnRequest, files: Record<string, string>
   await git(cwd, ['checkout', '-q', branch || head]);
 }
 
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal.aborted) return resolve();
-    const timer = setTimeout(resolve, Math.min(ms, 2_147_483_647));
-    signal.addEventListener('abort', () => {
-      clearTimeout(timer);
-      resolve();
-    });
-  });
+/** The sim's work takes `ms` on the turn's clock, or ends when the turn is stopped; it keeps the process alive, as a worker's would. */
+function pause(request: TurnRequest, ms: number): Promise<void> {
+  return sleep(request.clock ?? systemClock, ms, { keepAlive: true, signal: request.signal });
 }

@@ -13,6 +13,7 @@
  * a `checkout --detach -f` and a `clean -ffdx` (see engine/git/worktree.ts), which only
  * writes the files that differ; making one is a whole checkout.
  */
+import type { Clock } from '../../os/clock.ts';
 import { existsSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
@@ -32,6 +33,8 @@ export interface CheckoutContext {
   config: Config;
   env: Record<string, string | undefined>;
   sandbox: Sandbox;
+  /** Times the test runs' budgets. */
+  clock: Clock;
   note: (body: EventBody) => TronEvent | undefined;
   queues: Queues;
   checkouts: CheckoutPool;
@@ -123,7 +126,7 @@ export async function runSuite(
   // A run the lane does not wait for gives the CPU to one it does.
   const niceness = opts.yieldToLane ? YIELDING : 0;
   const budget = c.config.timeouts.testMs;
-  const started = Date.now();
+  const started = c.clock.now();
   let setup: TestRun | null = null;
   const setupCommand = c.config.setup;
   if (setupCommand) {
@@ -150,7 +153,7 @@ export async function runSuite(
       cwd: opts.dir,
       runDir: c.runDir,
       log: `${opts.log}.log`,
-      timeoutMs: Math.max(1000, budget - (Date.now() - started)),
+      timeoutMs: Math.max(1000, budget - (c.clock.now() - started)),
       niceness,
       ...testSetting(c),
       ...testProcesses(c, opts.block, opts.session),
@@ -182,6 +185,7 @@ function testSetting(c: CheckoutContext) {
     sandbox: c.sandbox,
     network: c.config.sandbox.testNetwork,
     visible: [c.repo],
+    clock: c.clock,
   };
 }
 

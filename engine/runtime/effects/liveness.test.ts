@@ -3,7 +3,7 @@ import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { systemClock } from '../../os/clock.ts';
+import { ManualClock } from '../../os/clock.ts';
 import type { EventBody, EventOf } from '../../core/events.ts';
 import type { WorkerAdapter } from '../../workers/adapter.ts';
 import type { EffectContext } from './context.ts';
@@ -25,18 +25,23 @@ async function probeAnExitedWorker(endAfterMs: number, probeWaitMs: number): Pro
   const repo = mkdtempSync(join(tmpdir(), 'tron-probe-'));
   onTestFinished(() => rmSync(repo, { recursive: true, force: true }));
   const inputs: string[] = [];
-  const turns = new TurnTable(systemClock, () => {});
+  const clock = new ManualClock(0);
+  const turns = new TurnTable(clock, () => {});
   turns.start('b1', 'b1.1.builder', 1);
   const pid = await exitedPid();
   const worker = { kind: 'command', running: () => ({ pid, startTime: 0, outputBytes: 0 }) } as unknown as WorkerAdapter;
-  const c = { repo, workers: { builder: worker }, turns, clock: systemClock } as unknown as EffectContext;
+  const c = { repo, workers: { builder: worker }, turns, clock } as unknown as EffectContext;
   const decision = { type: 'worker.overran', block: 'b1', session: 'b1.1.builder', turn: 1, elapsed_ms: 1000 } as EventOf<'worker.overran'>;
-  const ends = setTimeout(() => {
+  clock.after(endAfterMs, () => {
     turns.end('b1.1.builder', 1);
     inputs.push('reply.received');
-  }, endAfterMs);
-  onTestFinished(() => clearTimeout(ends));
-  const probed = (await probe.run(c, { decision, role: 'builder', phase: 'build', probeWaitMs })) as EventBody;
+  });
+  let probed: EventBody | undefined;
+  void Promise.resolve(probe.run(c, { decision, role: 'builder', phase: 'build', probeWaitMs })).then((p) => {
+    probed = p as EventBody;
+  });
+  // The probe's waits are the clock's: it passes in steps of 10 ms, the probe's reads of the process running between them.
+  while (!probed) await clock.pass(10);
   inputs.push(probed.type);
   return inputs;
 }

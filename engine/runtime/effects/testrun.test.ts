@@ -14,6 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BWRAP, BWRAP_SKIP } from '../../testing/bwrap.ts';
 import { NO_SANDBOX, bwrapSandbox, type Sandbox } from '../../workers/sandbox.ts';
 import { runTests, type TestRunOptions } from './testrun.ts';
+import { ManualClock } from '../../os/clock.ts';
 
 let root: string;
 beforeAll(() => {
@@ -59,6 +60,23 @@ function suite(sandbox: Sandbox) {
       ...over,
     });
   };
+  /**
+   * Runs `command` with a budget of 1 s on a clock of its own, and passes the budget once its
+   * output shows the line `shown`: the run ends at its timeout with no wait for it.
+   */
+  const runPastTimeout = async (command: string, shown: string, over: Partial<TestRunOptions> = {}) => {
+    const clock = new ManualClock();
+    const result = run(command, { timeoutMs: 1000, clock, ...over });
+    const log = join(root, `tests/run-${sandbox.kind}-${n}.log`);
+    const line = new RegExp(`^${shown}$`, 'm');
+    // The process is real: its output is waited for (bounded); its budget is the clock's.
+    for (let i = 0; i < 1000 && !(existsSync(log) && line.test(readFileSync(log, 'utf8'))); i += 1)
+      await new Promise((r) => setTimeout(r, 10));
+    clock.advance(999);
+    expect(clock.pending).toBe(1);
+    clock.advance(1);
+    return result;
+  };
 
   it('passes a green run with its exit status, its whole output in the log and the tail', async () => {
     const result = await run('echo one; echo two >&2; exit 0');
@@ -82,7 +100,7 @@ function suite(sandbox: Sandbox) {
 
   it('ends a run that never finishes (`… && sleep`) at its timeout: a failed run with timed_out and the tail of its output', async () => {
     const token = uniqueSleep();
-    const result = await run(`echo "tests passed" && sleep ${token}`, { timeoutMs: 1000 });
+    const result = await runPastTimeout(`echo "tests passed" && sleep ${token}`, 'tests passed');
     expect(result).toMatchObject({ exit: null, timed_out: true });
     expect(result.tail).toContain('tests passed');
     expect(readFileSync(join(root, result.log), 'utf8')).toMatch(
@@ -101,7 +119,7 @@ function suite(sandbox: Sandbox) {
   it('ends the whole tree at the timeout, a setsid child and a shell that ignores SIGTERM included', async () => {
     const child = uniqueSleep();
     const shell = uniqueSleep();
-    const result = await run(`trap "" TERM; (setsid sleep ${child} &); echo started; sleep ${shell}`, { timeoutMs: 1000 });
+    const result = await runPastTimeout(`trap "" TERM; (setsid sleep ${child} &); echo started; sleep ${shell}`, 'started');
     expect(result).toMatchObject({ exit: null, timed_out: true });
     expect(result.tail).toContain('started');
     expect(running(child)).toEqual([]);
@@ -150,7 +168,7 @@ function suite(sandbox: Sandbox) {
       expect((await run('cat /proc/self/autogroup')).tail).toMatch(/ nice 0\n$/);
     }
     const token = uniqueSleep();
-    const hung = await run(`(setsid sleep ${token} &); sleep ${token}`, { niceness: 10, timeoutMs: 1000 });
+    const hung = await runPastTimeout(`(setsid sleep ${token} &); echo started; sleep ${token}`, 'started', { niceness: 10 });
     expect(hung).toMatchObject({ exit: null, timed_out: true });
     expect(running(token)).toEqual([]);
   });

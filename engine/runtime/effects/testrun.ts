@@ -16,6 +16,7 @@
  * and every process still holding the log file open. In the sandbox its PID namespace
  * ends them all anyway.
  */
+import { type Clock, systemClock } from '../../os/clock.ts';
 import { closeSync, existsSync, fstatSync, mkdirSync, openSync, readSync, writeFileSync, writeSync } from 'node:fs';
 import { getPriority, setPriority } from 'node:os';
 import { spawn } from 'node:child_process';
@@ -63,6 +64,8 @@ export interface TestRunOptions {
   onExit?: (pid: number, code: number | null) => void;
   /** Ends the run early, every process of it (a job its agent no longer holds: engine/queue/agent-tests.ts). */
   signal?: AbortSignal;
+  /** Times the run's budget (the system's by default). */
+  clock?: Clock;
 }
 
 /** The environment of a test run: the minimal base, `test_env`, CI, and the run's marker. */
@@ -147,17 +150,22 @@ async function runTree(
   const run = { root: pid, mark, outputs: fdTargets([out]), since: Number(processStartTime(pid) ?? 0) };
   let timedOut = false;
   let stopping: Promise<void> | undefined;
-  const timer = setTimeout(() => {
-    timedOut = true;
-    stopping = endRun(run, graceMs);
-  }, opts.timeoutMs);
+  // Ref'd, as the run's process is: the budget ends it even if nothing else waits.
+  const disarm = (opts.clock ?? systemClock).after(
+    opts.timeoutMs,
+    () => {
+      timedOut = true;
+      stopping = endRun(run, graceMs);
+    },
+    { keepAlive: true },
+  );
   const stop = () => {
     stopping ??= endRun(run, graceMs);
   };
   if (opts.signal?.aborted) stop();
   else opts.signal?.addEventListener('abort', stop, { once: true });
   const code = await new Promise<number | null>((resolve) => child.once('exit', (c) => resolve(c)));
-  clearTimeout(timer);
+  disarm();
   opts.signal?.removeEventListener('abort', stop);
   opts.onExit?.(pid, code);
   await stopping;

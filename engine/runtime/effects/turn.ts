@@ -113,6 +113,7 @@ async function runTurn(c: EffectContext, r: TurnRequest): Promise<EventBody> {
         runDir: c.runDir,
         timeoutMs: backstop,
         signal,
+        clock: c.clock,
         criteria: r.criteria,
         trunk: c.config.trunk,
         repo: c.repo,

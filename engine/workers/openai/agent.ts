@@ -7,6 +7,7 @@
  * budget (`timeout`) or the engine's signal (`aborted`). runTurn never throws: every
  * failure is a TurnOutcome the engine can record and escalate.
  */
+import { sleep, systemClock } from '../../os/clock.ts';
 import OpenAI from 'openai';
 import type { ChatCompletionAssistantMessageParam, ChatCompletionToolMessageParam } from 'openai/resources/chat/completions';
 import { parseDuration } from '../../core/duration.ts';
@@ -91,7 +92,9 @@ async function runOpenAITurn(
     );
   }
   const baseURL = settings.base_url ?? DEFAULT_BASE_URL;
-  const budget = new TurnBudget(request.timeoutMs, request.signal, deps.sleep ?? defaultSleep);
+  const clock = request.clock ?? systemClock;
+  // A retry's wait keeps the process alive, as the call it waits to make would.
+  const budget = new TurnBudget(request.timeoutMs, request.signal, deps.sleep ?? ((ms) => sleep(clock, ms, { keepAlive: true })), clock);
   try {
     const loaded = await loadConversation(request.runDir, request.session);
     if (!loaded.ok) return fail('crash', loaded.error);
@@ -123,6 +126,7 @@ async function runOpenAITurn(
       ...(deps.sandbox ? { sandbox: deps.sandbox, confinement: turnConfinement(request, [], deps.env) } : {}),
       toolTimeoutMs: parseDuration(settings.tool_timeout) ?? 300_000,
       signal: budget.signal,
+      clock,
       onSpawn: (info) => {
         commands.set(request.session, info);
         observer.spawned(info);
@@ -280,8 +284,4 @@ function fail(failure: 'api' | 'crash' | 'step_cap', detail: string, cause?: Fai
 
 function describe(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
-}
-
-function defaultSleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
 }

@@ -6,6 +6,7 @@
  * killed on timeout, when the turn ends and when the command itself ends, so nothing the
  * model started outlives its command.
  */
+import { type Clock, systemClock } from '../../os/clock.ts';
 import { spawn } from 'node:child_process';
 import { formatDuration } from '../../core/duration.ts';
 import { processStartTime } from '../../os/proc.ts';
@@ -21,6 +22,8 @@ export interface RunOptions {
   env: Record<string, string>;
   timeoutMs: number;
   signal: AbortSignal;
+  /** Times `timeoutMs` (the system's by default). */
+  clock?: Clock;
   /** Reported so recovery can kill a stray command by pid and start time. */
   onSpawn?: (info: { pid: number; startTime: string }) => void;
   onExit?: (info: { pid: number; code: number | null; signal: string | null }) => void;
@@ -58,10 +61,15 @@ export async function runCommand(command: { argv: string[] } | { shell: string }
     const killGroup = () => {
       if (pid !== undefined) killRun({ root: pid, mark, since: Number(startTime ?? 0) });
     };
-    const timer = setTimeout(() => {
-      ended = 'timeout';
-      killGroup();
-    }, options.timeoutMs);
+    // Ref'd, as the command's process is.
+    const disarm = (options.clock ?? systemClock).after(
+      options.timeoutMs,
+      () => {
+        ended = 'timeout';
+        killGroup();
+      },
+      { keepAlive: true },
+    );
     const onAbort = () => {
       ended ??= 'aborted';
       killGroup();
@@ -74,7 +82,7 @@ export async function runCommand(command: { argv: string[] } | { shell: string }
     const finish = (status: string) => {
       if (done) return;
       done = true;
-      clearTimeout(timer);
+      disarm();
       options.signal.removeEventListener('abort', onAbort);
       resolve(`$ ${label}\n${status}\n${output.render()}`);
     };

@@ -4,6 +4,7 @@
  * that cannot change files; a write tool called by one anyway is refused in its result.
  * A tool never throws out of the loop: every failure is a result text the model reads.
  */
+import type { Clock } from '../../os/clock.ts';
 import type { ChatCompletionFunctionTool } from 'openai/resources/chat/completions';
 import type { WorkerRole } from '../../core/roles.ts';
 import { confine } from './tools-confine.ts';
@@ -22,6 +23,8 @@ export interface ToolContext {
   toolTimeoutMs: number;
   /** The turn's signal: ends running commands when the turn ends. */
   signal: AbortSignal;
+  /** Times a command's timeout (the system's by default): the turn's clock. */
+  clock?: Clock;
   onSpawn?: (info: { pid: number; startTime: string }) => void;
   onExit?: (info: { pid: number; code: number | null; signal: string | null }) => void;
   /** Where `run` commands are confined (engine/workers/sandbox.ts); unconfined unless given. */
@@ -188,6 +191,7 @@ const impls: Record<ToolName, Impl> = {
       env: ctx.env,
       timeoutMs,
       signal: ctx.signal,
+      ...(ctx.clock ? { clock: ctx.clock } : {}),
       onSpawn: ctx.onSpawn,
       onExit: ctx.onExit,
       ...(ctx.sandbox ? { sandbox: ctx.sandbox } : {}),

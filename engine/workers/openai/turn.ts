@@ -3,12 +3,14 @@
  * passes or the engine aborts it, shared by model calls, retry waits and tool commands,
  * so a turn ends promptly whatever it is doing at that instant.
  */
+import { type Clock, systemClock } from '../../os/clock.ts';
 import { formatDuration } from '../../core/duration.ts';
 import type { TurnOutcome } from '../adapter.ts';
 
 export class TurnBudget {
   private readonly controller = new AbortController();
-  private readonly timer: NodeJS.Timeout;
+  /** Cancels the budget's timer. */
+  private readonly disarm: () => void;
   private reason: 'timeout' | 'aborted' | undefined;
   private readonly onAbort = () => this.end('aborted');
 
@@ -16,9 +18,10 @@ export class TurnBudget {
     private readonly timeoutMs: number,
     private readonly engineSignal: AbortSignal,
     private readonly sleeper: (ms: number) => Promise<void>,
+    clock: Clock = systemClock,
   ) {
-    // Timers hold at most 2^31-1 ms; a longer budget would fire at once.
-    this.timer = setTimeout(() => this.end('timeout'), Math.min(timeoutMs, 2_147_483_647));
+    // Ref'd: the turn's budget ends it even if nothing else waits.
+    this.disarm = clock.after(timeoutMs, () => this.end('timeout'), { keepAlive: true });
     engineSignal.addEventListener('abort', this.onAbort, { once: true });
     if (engineSignal.aborted) this.end('aborted');
   }
@@ -54,7 +57,7 @@ export class TurnBudget {
   }
 
   dispose(): void {
-    clearTimeout(this.timer);
+    this.disarm();
     this.engineSignal.removeEventListener('abort', this.onAbort);
   }
 

@@ -120,7 +120,7 @@ function roleOf(d: TronEvent): string {
 
 /** What a repository's world needs of its engine when the database restarts under it. */
 export interface Leader {
-  /** The leader stops (TRON_DB_LOST) and a standby takes over; false when its run has ended. */
+  /** The leader stops (TRON_DB_LOST) and a standby takes over; nothing when its run has ended. */
   stopForRestart(): void;
 }
 

@@ -84,6 +84,11 @@ export class IssuePoller {
       return;
     }
     this.cancel?.();
+    this.pollThenSchedule();
+  }
+
+  /** Polls, then polls again at once when a webhook woke it meanwhile, else at the next wait. */
+  private pollThenSchedule(): void {
     this.polling = this.poll().finally(() => {
       this.polling = undefined;
       if (this.again) {
@@ -157,18 +162,6 @@ export class IssuePoller {
     if (this.stopped) return;
     this.cancel?.();
     // Ref'd: a watching engine lives on its polls.
-    this.cancel = (this.o.clock ?? systemClock).after(
-      ms,
-      () => {
-        this.polling = this.poll().finally(() => {
-          this.polling = undefined;
-          if (this.again) {
-            this.again = false;
-            this.wake();
-          } else this.schedule(this.nextWaitOr());
-        });
-      },
-      { keepAlive: true },
-    );
+    this.cancel = (this.o.clock ?? systemClock).after(ms, () => this.pollThenSchedule(), { keepAlive: true });
   }
 }

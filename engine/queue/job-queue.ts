@@ -436,12 +436,17 @@ export async function startWorkers(o: WorkerOptions): Promise<{ stop(): Promise<
   };
   const heartbeat = async (): Promise<void> => {
     const beatOnce = () => one.query('select tron_heartbeat($1, $2, $3)', [caller.worker, caller.token, locks]);
-    await beatOnce().catch(async (err: unknown) => {
-      // Reaped while silent (paused, cut off): its registration is gone, and it registers again.
-      if (!isNotYours(err)) throw err;
-      await register();
-      await beatOnce();
-    });
+    // Reaped while silent (paused, cut off, or a start on a busy host slower than its lapse): its registration is gone,
+    // and it registers again — as often as it is reaped again before it beats, up to REREGISTRATIONS times.
+    for (let tries = 1; ; tries += 1) {
+      try {
+        await beatOnce();
+        break;
+      } catch (err) {
+        if (!isNotYours(err) || tries > REREGISTRATIONS) throw err;
+        await register();
+      }
+    }
     await one.query('select tron_reap($1, $2)', [caller.worker, caller.token]);
   };
   const task: Task = async (payload, helpers) => {
@@ -500,6 +505,9 @@ export async function startWorkers(o: WorkerOptions): Promise<{ stop(): Promise<
     },
   };
 }
+
+/** How often a heartbeat registers its pool again when it finds it reaped, before it gives up. */
+const REREGISTRATIONS = 5;
 
 /** `[cluster] jobs = "agents"` without `[remote]`: a usage mistake, said before anything changes. */
 export function checkJobsConfig(config: Config): void {

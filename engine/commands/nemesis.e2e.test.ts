@@ -30,7 +30,7 @@
  *   start; once the run finished, every engine ended, and every agent ended on SIGTERM.
  *
  * `TRON_NEMESIS_SEED=n` draws another schedule (the CI run uses seed 1);
- * `TRON_NEMESIS_SECONDS` makes the faulty part longer (20 s by default).
+ * `TRON_NEMESIS_SECONDS` makes the drawn part longer (15 s by default, after the first two faults).
  *
  * The hosts, their folders and processes, the projects and the connections are the cluster
  * files' (engine/testing/cluster-hosts.ts); the supervisor and the faults are this file's.
@@ -51,7 +51,7 @@ import { type TcpProxy, tcpProxy } from '../testing/tcp-proxy.ts';
 const SERVER = needPostgresServer();
 const NO_SERVER = skipWithout('the nemesis', SERVER);
 const SEED = Number(process.env.TRON_NEMESIS_SEED ?? 1);
-const FAULTY_MS = 1000 * Number(process.env.TRON_NEMESIS_SECONDS ?? 20);
+const FAULTY_MS = 1000 * Number(process.env.TRON_NEMESIS_SECONDS ?? 15);
 const LEASE_MS = 2000;
 /** How long an engine or agent that must stop may take to end (docs/cluster.md: within seconds; 15 s on a busy machine). */
 const STOPS_WITHIN_MS = 20_000;
@@ -128,6 +128,9 @@ describe.skipIf(NO_SERVER)('the nemesis', () => {
   it(`keeps every promise of two repositories' engines and agents under pauses, kills, database restarts and a bad network (seed ${SEED})`, async () => {
     const procs: Proc[] = [];
     const schedule: string[] = [];
+    let began = Date.now();
+    /** A fault as the schedule prints it: when, in seconds from the start, and what. */
+    const at = (what: string) => `${((Date.now() - began) / 1000).toFixed(1)}s ${what}`;
     // The nemesis's own look at the database (never through the proxy), connected again after each restart it makes.
     let db: pg.Client | undefined;
     const query = async <R extends pg.QueryResultRow>(sql: string): Promise<R[]> => {
@@ -155,9 +158,9 @@ describe.skipIf(NO_SERVER)('the nemesis', () => {
       const project = await hosts.servedProject(
         { database: proxiedDb, repository: name, lease: `${LEASE_MS / 1000}s`, clusterExtra: `jobs = "${jobs}"\nheartbeat = "500ms"\n` },
         (config) => {
-          // Builds take 2 s and reviews 1 s, so the faults fall in the middle of the work.
+          // Builds and reviews take 1 s each, so the faults fall in the middle of the work.
           const builder = /command = \["([^"]+builder\.sh)"\]/.exec(config)![1]!;
-          writeFileSync(builder, readFileSync(builder, 'utf8').replace('echo "$TRON_BLOCK" >', 'sleep 2; echo "$TRON_BLOCK" >'));
+          writeFileSync(builder, readFileSync(builder, 'utf8').replace('echo "$TRON_BLOCK" >', 'sleep 1; echo "$TRON_BLOCK" >'));
           return config.replace("cat > /dev/null; echo '>>APPROVE'", "cat > /dev/null; sleep 1; echo '>>APPROVE'");
         },
       );
@@ -284,19 +287,19 @@ describe.skipIf(NO_SERVER)('the nemesis', () => {
     const watching = setInterval(() => void leases(), 100);
 
     // The leaders first; once each has written its first line, its standbys (started at once, one of them could lead
-    // instead) and its agents.
+    // instead) — three's first, whose leader the schedule pauses first —, then the agents.
     for (const r of repos) launch('engine', r, r.hostDirs[0]!, false);
-    for (const r of repos) {
+    for (const r of [three, one, two]) {
       while ((await query(`select 1 from tron_events where repository = '${r.name}' limit 1`)).length === 0) await sleep(100);
       for (const h of r.hostDirs.slice(1)) launch('engine', r, h, true);
-      for (const a of r.agentDirs) launch('agent', r, a, false);
     }
+    for (const r of repos) for (const a of r.agentDirs) launch('agent', r, a, false);
 
     const draw = draws(SEED);
-    // The faulty part's clock starts at the first fault (which may wait for the standbys to wait).
+    began = Date.now();
+    // The first two faults come whenever they can (each may wait for standbys to wait); the drawn ones, for FAULTY_MS after.
     let faultyUntil = Number.POSITIVE_INFINITY;
     const deadline = Date.now() + 240_000;
-    // The first two faults: a leader paused past its lease, and a restart while standbys wait, in a drawn order.
     // The first two faults: three's leader paused past its lease while its own pool runs a turn, then a restart while
     // standbys wait.
     const first: string[] = ['pause', 'restart'];
@@ -359,8 +362,12 @@ describe.skipIf(NO_SERVER)('the nemesis', () => {
           // Mostly its leader; now and then a standby. The first pause is of three's leader once its standby waits and
           // its pool runs a job (at most 20 s).
           for (let i = 0; schedule.length === 0 && i < 200; i += 1) {
-            const running = await query(`select 1 from tron_jobs where repository = 'three' and state = 'running'`);
-            if (running.length > 0 && live('engine', three).some((p) => WAITING.test(p.out()))) break;
+            const holder = (await leases()).get('three')?.pid;
+            const running = await query<{ worker: string }>(
+              `select worker from tron_jobs where repository = 'three' and state = 'running'`,
+            );
+            const standby = live('engine', three).some((p) => p.child.pid !== holder && WAITING.test(p.out()));
+            if (standby && running.some((j) => pidOf(j.worker) === holder)) break;
             await sleep(100);
           }
           const now = await leases();
@@ -369,7 +376,7 @@ describe.skipIf(NO_SERVER)('the nemesis', () => {
           const engines = live('engine', repo);
           const victim = leading && (schedule.length < 2 || draw(3) > 0) ? leading : engines[draw(engines.length)];
           if (victim) {
-            schedule.push(`${fault} ${short(victim)}`);
+            schedule.push(at(`${fault} ${short(victim)}`));
             if (fault === 'kill') {
               victim.killed = true;
               victim.child.kill('SIGKILL');
@@ -391,13 +398,13 @@ describe.skipIf(NO_SERVER)('the nemesis', () => {
                 victim.why ??= `was woken after its lease (generation ${before.generation}) was taken`;
               }
             }
-          } else schedule.push(`${fault} (no engine)`);
+          } else schedule.push(at(`${fault} (no engine)`));
         } else if (fault === 'restart') {
           // The first restart falls while standbys wait (they ride it: docs/cluster.md).
           const forced = schedule.length < 2;
           const waiting = () => live('engine').filter((p) => WAITING.test(p.out())).length;
           for (let i = 0; forced && i < 200 && waiting() < 3; i += 1) await sleep(100);
-          schedule.push(forced ? `restart (${waiting()} standbys waiting)` : 'restart');
+          schedule.push(at(forced ? `restart (${waiting()} standbys waiting)` : 'restart'));
           await leadersMustStop('lost its database (restarted)');
           await db?.end().catch(() => undefined);
           db = undefined;
@@ -413,7 +420,7 @@ describe.skipIf(NO_SERVER)('the nemesis', () => {
           const victim = holding.length > 0 && draw(3) > 0 ? holding[draw(holding.length)] : agents[draw(agents.length)];
           if (victim) {
             const job = running.some((j) => pidOf(j.worker) === victim.child.pid) ? ' holding a job' : '';
-            schedule.push(`${fault} ${short(victim)}${job}`);
+            schedule.push(at(`${fault} ${short(victim)}${job}`));
             if (fault === 'kill-agent') {
               victim.killed = true;
               victim.child.kill('SIGKILL');
@@ -423,15 +430,15 @@ describe.skipIf(NO_SERVER)('the nemesis', () => {
               await sleep(1500 + draw(1500));
               victim.child.kill('SIGCONT');
             }
-          } else schedule.push(`${fault} (no agent)`);
+          } else schedule.push(at(`${fault} (no agent)`));
         } else if (fault === 'cut') {
-          schedule.push('cut');
+          schedule.push(at('cut'));
           await leadersMustStop('lost its database (every connection cut)');
           dbProxy.cut();
           for (const r of repos) r.git.cut();
         } else if (fault === 'partition') {
           const ms = 1000 + draw(1500);
-          schedule.push(`partition ${ms} ms`);
+          schedule.push(at(`partition ${ms} ms`));
           await leadersMustStop('lost its database (partitioned)');
           for (const p of [dbProxy, ...repos.map((r) => r.git)]) {
             p.refuse();
@@ -441,15 +448,15 @@ describe.skipIf(NO_SERVER)('the nemesis', () => {
           for (const p of [dbProxy, ...repos.map((r) => r.git)]) p.accept();
         } else if (fault === 'slow') {
           const ms = 50 + draw(250);
-          schedule.push(`slow ${ms} ms`);
+          schedule.push(at(`slow ${ms} ms`));
           for (const p of [dbProxy, ...repos.map((r) => r.git)]) p.delay(ms);
           await sleep(1500 + draw(1500));
           for (const p of [dbProxy, ...repos.map((r) => r.git)]) p.delay(0);
         } else if (fault === 'push') {
-          schedule.push(`push to ${repo.name}`);
+          schedule.push(at(`push to ${repo.name}`));
           await push(repo);
-        } else schedule.push('calm');
-        if (faultyUntil === Number.POSITIVE_INFINITY) faultyUntil = Date.now() + FAULTY_MS;
+        } else schedule.push(at('calm'));
+        if (first.length === 0 && faultyUntil === Number.POSITIVE_INFINITY) faultyUntil = Date.now() + FAULTY_MS;
         nextFault = Date.now() + 1000 + draw(1500);
       }
       await sleep(100);

@@ -1,9 +1,10 @@
 /**
- * The nemesis: real engines, agents and a real PostgreSQL this file starts, two
+ * The nemesis: real engines, agents and a real PostgreSQL this file starts, three
  * repositories on that one database, each on a remote served by `git daemon` — and faults
  * injected from outside, on a schedule drawn from a seed. Repository `one` runs on three
- * hosts (a leader and two standbys), `two` on two; each has two `tron agent`s
- * (`[cluster] jobs = "agents"`: every turn and test run is a job an agent claims). Each
+ * hosts (a leader and two standbys), `two` and `three` on two; one and two each have two
+ * `tron agent`s (`[cluster] jobs = "agents"`: every turn and test run is a job an agent
+ * claims), three's engine runs its jobs in its own pool (`jobs = "here"`). Each
  * engine and agent runs under a supervisor, as docs/cluster.md asks: an engine that ended
  * is started again as a standby, an agent that ended is started again. Every process
  * reaches PostgreSQL, and every git of the hosts and agents its remote, through a TCP proxy
@@ -13,9 +14,10 @@
  * the database restarted under everyone, an agent SIGKILLed (mostly one holding a job:
  * mid-turn or mid-test) or paused past its heartbeat, every connection cut, a partition
  * (new connections refused and live ones cut for a while), every connection slowed, and a
- * teammate pushing to a remote's trunk. Every schedule begins with a pause of a leader past
- * its lease and a database restart while standbys wait (order drawn), so the faults of issue
- * #37 are exercised whatever the seed. Then what really happened is checked against what
+ * teammate pushing to a remote's trunk. Every schedule begins with three's leader paused
+ * past its lease while its pool holds a turn, then a database restart while standbys wait,
+ * so the faults of issue #37 are exercised whatever the seed (docs/evaluation.md shows each
+ * found when its fix is reverted). Then what really happened is checked against what
  * tron promises:
  *
  * - every block of each repository landed on its own remote once, and every position of each

@@ -439,13 +439,22 @@ export async function startWorkers(o: WorkerOptions): Promise<{ stop(): Promise<
   };
   const heartbeat = async (): Promise<void> => {
     const beatOnce = () => one.query('select tron_heartbeat($1, $2, $3)', [caller.worker, caller.token, locks]);
-    await beatOnce().catch(async (err: unknown) => {
-      // Reaped while silent (paused, cut off): its registration is gone, and it registers again.
+    // Reaped while silent (paused, cut off, or a start on a busy host slower than its lapse): its registration is gone,
+    // and it registers again — as often as it is reaped again before it beats, up to REREGISTRATIONS times.
+    for (let tries = 1; ; tries += 1) {
+      try {
+        await beatOnce();
+        break;
+      } catch (err) {
+        if (!isNotYours(err) || tries > REREGISTRATIONS) throw err;
+        await register();
+      }
+    }
+    // Reaped again between its beat and this (a busy host): the lapsed pools are others' to reap this time, and the
+    // next heartbeat registers it again.
+    await one.query('select tron_reap($1, $2)', [caller.worker, caller.token]).catch((err: unknown) => {
       if (!isNotYours(err)) throw err;
-      await register();
-      await beatOnce();
     });
-    await one.query('select tron_reap($1, $2)', [caller.worker, caller.token]);
   };
   const task: Task = async (payload, helpers) => {
     const key = payload as JobKey;
@@ -502,6 +511,9 @@ export async function startWorkers(o: WorkerOptions): Promise<{ stop(): Promise<
     },
   };
 }
+
+/** How often a heartbeat registers its pool again when it finds it reaped, before it gives up. */
+const REREGISTRATIONS = 5;
 
 /** `[cluster] jobs = "agents"` without `[remote]`: a usage mistake, said before anything changes. */
 export function checkJobsConfig(config: Config): void {

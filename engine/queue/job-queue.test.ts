@@ -241,90 +241,62 @@ describe.skipIf(NO_DATABASE)('effects as jobs on the database queue', () => {
     }
   }, 60_000);
 
-  it('starts a pool whose registration is reaped again and again before its first heartbeat: it registers anew each time, then serves', async () => {
-    const { d, log, decide, lease } = await leading('reaped');
-    // A busy host: the pool's registration lapses before it beats, twice (another pool's reap, made here by a trigger).
+  /**
+   * A busy host: a pool's registration lapses `times` times (another pool's reap, made here by
+   * a trigger) right after it is registered (`insert`: its start) or after it beats
+   * (`update`). How often it was reaped, and the attempts it then ran of one job.
+   */
+  async function reapedPool(repository: string, agent: string, on: 'insert' | 'update', times: number) {
+    const { d, log, decide, lease } = await leading(repository);
     await d.client.query(`
-      create table reaped_twice (n integer not null); insert into reaped_twice values (0);
-      create function reap_twice() returns trigger language plpgsql as $$
+      create table reaped (n integer not null); insert into reaped values (0);
+      create function reap() returns trigger language plpgsql as $$
       begin
-        if new.worker = 'reaped at start' and (select n from reaped_twice) < 2 then
-          update reaped_twice set n = n + 1;
+        if new.worker = '${agent}' and (select n from reaped) < ${times} then
+          update reaped set n = n + 1;
           delete from tron_agents where worker = new.worker;
         end if;
         return null;
       end $$;
-      create trigger reap_twice after insert on tron_agents for each row execute function reap_twice();`);
+      create trigger reap after ${on} on tron_agents for each row execute function reap();`);
     const ran: number[] = [];
     let pool: { stop(): Promise<void> } | undefined;
     try {
       pool = await startWorkers({
         url: server.url,
-        repository: 'reaped',
+        repository,
         roles: ['test'],
         slots: 1,
-        agent: 'reaped at start',
+        agent,
         heartbeatMs: 400,
         run: async (claimed) => {
           ran.push(claimed.attempt);
           return { ok: true, inputs: [] };
         },
       });
-      const { rows } = await d.client.query<{ n: number }>('select n from reaped_twice');
-      expect(rows[0]!.n).toBe(2);
+      const { rows } = await d.client.query<{ n: number }>('select n from reaped');
       const k = decide({ n: 1 });
       await log.sync();
       while ((await job(d, k))?.state !== 'done') await new Promise((r) => setTimeout(r, 50));
-      expect(ran).toEqual([1]);
+      return { reaped: rows[0]!.n, ran };
     } finally {
       await pool?.stop();
-      await d.client.query('drop trigger reap_twice on tron_agents; drop function reap_twice(); drop table reaped_twice');
+      await d.client.query('drop trigger reap on tron_agents; drop function reap(); drop table reaped');
       await log.close();
       await lease.release().catch(() => undefined);
     }
+  }
+
+  it('starts a pool whose registration is reaped again and again before its first heartbeat: it registers anew each time, then serves', async () => {
+    const { reaped, ran } = await reapedPool('reaped', 'reaped at start', 'insert', 2);
+    expect(reaped).toBe(2);
+    expect(ran).toEqual([1]);
   }, 30_000);
 
   it('starts a pool whose registration is reaped between its first beat and its reap of others, and serves after it registers again', async () => {
-    const { d, log, decide, lease } = await leading('reaped-after-beat');
-    // A busy host: the registration lapses right after the pool's first beat (another pool's reap, made here by a trigger).
-    await d.client.query(`
-      create table reaped_once (n integer not null); insert into reaped_once values (0);
-      create function reap_once() returns trigger language plpgsql as $$
-      begin
-        if new.worker = 'reaped after its beat' and (select n from reaped_once) < 1 then
-          update reaped_once set n = n + 1;
-          delete from tron_agents where worker = new.worker;
-        end if;
-        return null;
-      end $$;
-      create trigger reap_once after update on tron_agents for each row execute function reap_once();`);
-    const ran: number[] = [];
-    let pool: { stop(): Promise<void> } | undefined;
-    try {
-      pool = await startWorkers({
-        url: server.url,
-        repository: 'reaped-after-beat',
-        roles: ['test'],
-        slots: 1,
-        agent: 'reaped after its beat',
-        heartbeatMs: 400,
-        run: async (claimed) => {
-          ran.push(claimed.attempt);
-          return { ok: true, inputs: [] };
-        },
-      });
-      const { rows } = await d.client.query<{ n: number }>('select n from reaped_once');
-      expect(rows[0]!.n).toBe(1);
-      const k = decide({ n: 1 });
-      await log.sync();
-      while ((await job(d, k))?.state !== 'done') await new Promise((r) => setTimeout(r, 50));
-      expect(ran).toEqual([1]);
-    } finally {
-      await pool?.stop();
-      await d.client.query('drop trigger reap_once on tron_agents; drop function reap_once(); drop table reaped_once');
-      await log.close();
-      await lease.release().catch(() => undefined);
-    }
+    const { reaped, ran } = await reapedPool('reaped-after-beat', 'reaped after its beat', 'update', 1);
+    expect(reaped).toBe(1);
+    expect(ran).toEqual([1]);
   }, 30_000);
 
   it('runs each engine’s jobs on that engine’s own pool only: two repositories on one database never run each other’s', async () => {
